@@ -1,0 +1,1177 @@
+//! The sans-IO [`Connection`]: one per byte stream, both roles at once.
+//!
+//! A driver feeds it received bytes ([`handle_input`](Connection::handle_input)) and the time
+//! ([`handle_timeout`](Connection::handle_timeout)), gives it commands
+//! ([`send_request`](Connection::send_request), [`respond`](Connection::respond), ...), and
+//! after every input or command drains its outputs
+//! ([`poll_output`](Connection::poll_output)) until [`Output::Timeout`] or [`Output::Idle`].
+
+mod batch;
+mod types;
+
+use core::time::Duration;
+
+use serde::Serialize;
+
+use self::batch::BatchReply;
+pub use self::types::*;
+use crate::wire::ser::{CountingSink, SerializeError, SliceSink};
+use crate::wire::{
+    encode, finish_frame, frame_reserve, parse, Batch, BatchIter, Element, FrameEvent, Id,
+    Message, ParseLimits, Parsed, Response, RxBuffer, StoredId,
+};
+use crate::{ErrorCode, Instant};
+
+/// An outgoing request waiting for its response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PendingState {
+    Free,
+    /// Added to a batch under construction, not yet sent.
+    Staged,
+    Waiting,
+    /// Ended without a response, not yet reported through `poll_event`.
+    Failed(Failure),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    state: PendingState,
+    token: Token,
+    id: u64,
+    deadline: Instant,
+}
+
+impl Pending {
+    const FREE: Pending = Pending {
+        state: PendingState::Free,
+        token: Token(0),
+        id: 0,
+        deadline: Instant::MAX,
+    };
+}
+
+/// An inbound request not yet answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InflightState {
+    Free,
+    /// Delivered to the application; `reserve` is its batch reservation (0 outside batches).
+    Open { in_batch: bool, reserve: usize },
+    /// Answered with a standard error that waits for transmit room.
+    Rejected(ErrorCode),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Inflight {
+    generation: u16,
+    state: InflightState,
+    id: StoredId,
+}
+
+impl Inflight {
+    const FREE: Inflight = Inflight {
+        generation: 0,
+        state: InflightState::Free,
+        id: StoredId::NULL,
+    };
+}
+
+/// An automatic reply that could not be written for lack of transmit room yet.
+#[derive(Debug, Clone, Copy)]
+struct AutoReply {
+    id: StoredId,
+    code: ErrorCode,
+    data: Option<&'static str>,
+}
+
+/// Data strings of automatic replies.
+const DATA_FRAME_TOO_LARGE: &str = "frame too large";
+const DATA_BATCH_TOO_LARGE: &str = "batch too large";
+const DATA_NO_BATCHES: &str = "batches are not supported";
+const DATA_DUPLICATE_ID: &str = "duplicate id";
+const DATA_ID_TOO_LONG: &str = "id too long";
+
+/// A JSON-RPC 2.0 connection: framing, validation, id correlation, batches, timeouts and
+/// limits over one byte stream, with no I/O, no clock and no heap.
+///
+/// Capacities are const generics, so all storage is inline and sized at compile time:
+/// - `TX`: transmit buffer bytes (outgoing frames wait here until written);
+/// - `BATCH`: bytes for assembling the reply to one inbound batch;
+/// - `PENDING`: outgoing requests awaiting responses;
+/// - `INFLIGHT`: inbound requests awaiting our answer.
+///
+/// A full table is backpressure, never growth: `send_request` returns
+/// [`SendError::PendingFull`]; an inbound request that finds no slot is answered with Server
+/// busy; when even an automatic reply finds no transmit room, `handle_input` stops consuming
+/// until outputs are drained.
+///
+/// See the [crate documentation](crate) for the run loop.
+pub struct Connection<
+    const TX: usize = 4096,
+    const BATCH: usize = 2048,
+    const PENDING: usize = 16,
+    const INFLIGHT: usize = 16,
+> {
+    config: Config,
+    tx: [u8; TX],
+    tx_start: usize,
+    tx_end: usize,
+    pending: [Pending; PENDING],
+    /// Pending entries in `Failed` state, not yet reported.
+    failed: usize,
+    /// Earliest deadline among waiting requests (a lower bound; recomputed lazily).
+    earliest: Instant,
+    next_seq: u64,
+    inflight: [Inflight; INFLIGHT],
+    /// In-flight entries in `Rejected` state.
+    rejected: usize,
+    batch: BatchReply<BATCH>,
+    /// Offset of the next element of the batch being delivered (in the held frame).
+    cursor: Option<usize>,
+    /// The held frame could not be processed yet (no room for its reply): retry it.
+    retry_held: bool,
+    deferred: Option<AutoReply>,
+    stats: Stats,
+    closed: bool,
+}
+
+impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: usize>
+    core::fmt::Debug for Connection<TX, BATCH, PENDING, INFLIGHT>
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Connection")
+            .field("config", &self.config)
+            .field("queued_tx", &(self.tx_end - self.tx_start))
+            .field("pending", &self.pending_len())
+            .field("inflight", &self.inflight_len())
+            .field("closed", &self.closed)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: usize> Default
+    for Connection<TX, BATCH, PENDING, INFLIGHT>
+{
+    fn default() -> Self {
+        Self::new(Config::default())
+    }
+}
+
+impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: usize>
+    Connection<TX, BATCH, PENDING, INFLIGHT>
+{
+    /// Checked at compile time: the transmit buffer holds any automatic reply (and any batch
+    /// reply), and slot indices fit in `u16`.
+    const CAPACITY_OK: () = {
+        assert!(TX >= 256, "TX must be at least 256 bytes");
+        assert!(TX >= BATCH + crate::wire::framing::MAX_HEADER_LEN + 1, "TX must hold a whole batch reply");
+        assert!(PENDING >= 1 && PENDING <= 65536, "PENDING must be 1..=65536");
+        assert!(INFLIGHT >= 1 && INFLIGHT <= 65536, "INFLIGHT must be 1..=65536");
+    };
+
+    /// A new connection.
+    pub fn new(config: Config) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::CAPACITY_OK;
+        Connection {
+            config,
+            tx: [0; TX],
+            tx_start: 0,
+            tx_end: 0,
+            pending: [Pending::FREE; PENDING],
+            failed: 0,
+            earliest: Instant::MAX,
+            next_seq: 1,
+            inflight: [Inflight::FREE; INFLIGHT],
+            rejected: 0,
+            batch: BatchReply::new(),
+            cursor: None,
+            retry_held: false,
+            deferred: None,
+            stats: Stats::default(),
+            closed: false,
+        }
+    }
+
+    /// A receive buffer whose framing matches this connection's.
+    pub fn rx_buffer<const N: usize>(&self) -> RxBuffer<N> {
+        RxBuffer::new(self.config.framing)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Outgoing requests awaiting a response (or an unreported failure).
+    pub fn pending_len(&self) -> usize {
+        self.pending
+            .iter()
+            .filter(|p| p.state != PendingState::Free)
+            .count()
+    }
+
+    /// Inbound requests not yet answered (or whose answer waits for transmit room).
+    pub fn inflight_len(&self) -> usize {
+        self.inflight
+            .iter()
+            .filter(|s| s.state != InflightState::Free)
+            .count()
+    }
+
+    /// True after [`close`](Connection::close).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// True when input processing stopped for lack of transmit room: drain
+    /// [`poll_transmit`](Connection::poll_transmit), then call
+    /// [`handle_input`](Connection::handle_input) again (even with no new bytes).
+    pub fn is_input_blocked(&self) -> bool {
+        self.retry_held
+    }
+
+    // ----------------------------------------------------------------------------- inputs
+
+    /// Feeds received bytes and yields the next inbound item, borrowing the receive buffer.
+    ///
+    /// Call it in a loop until it returns `None`: each call consumes as much of `input` as it
+    /// needs (copying into `rx`) and returns one request, notification, response, or problem.
+    /// `None` means everything buffered has been handled, or that processing is blocked until
+    /// outputs are drained ([`is_input_blocked`](Connection::is_input_blocked)); bytes not yet
+    /// taken remain in `input`. Answers to peer garbage are queued automatically.
+    pub fn handle_input<'a, const N: usize>(
+        &mut self,
+        now: Instant,
+        rx: &'a mut RxBuffer<N>,
+        input: &mut &[u8],
+    ) -> Option<Inbound<'a>> {
+        if self.closed {
+            *input = &[];
+            return None;
+        }
+        if now >= self.earliest {
+            self.handle_timeout(now);
+        }
+        self.flush_intents();
+        if self.deferred.is_some() {
+            return None;
+        }
+        // Advance the decoder until something is ready. The borrowed frame is taken after the
+        // loop so that the loop itself holds no borrow of `rx`.
+        let held = self.cursor.is_some() || self.retry_held;
+        if !held {
+            loop {
+                if rx.advance() {
+                    break;
+                }
+                if input.is_empty() || rx.push(input) == 0 {
+                    return None;
+                }
+            }
+        }
+        if held {
+            let frame = rx.held()?;
+            return match self.cursor {
+                Some(pos) => self.next_batch_element(frame, pos),
+                None => self.process_frame(frame),
+            };
+        }
+        match rx.event()? {
+            FrameEvent::Frame(frame) => self.process_frame(frame),
+            FrameEvent::Oversize { len } => {
+                bump(&mut self.stats.oversize_frames);
+                bump(&mut self.stats.resyncs);
+                bump(&mut self.stats.frames_in);
+                self.auto_reply(
+                    StoredId::NULL,
+                    ErrorCode::INVALID_REQUEST,
+                    Some(DATA_FRAME_TOO_LARGE),
+                );
+                Some(Inbound::Problem(Problem::FrameTooLarge { len }))
+            }
+            FrameEvent::BadHeader => {
+                bump(&mut self.stats.resyncs);
+                bump(&mut self.stats.frames_in);
+                self.auto_reply(StoredId::NULL, ErrorCode::PARSE_ERROR, None);
+                Some(Inbound::Problem(Problem::BadHeader))
+            }
+        }
+    }
+
+    /// Expires requests whose deadline is at or before `now`; they come out of
+    /// [`poll_event`](Connection::poll_event) as [`Failure::TimedOut`]. Spurious calls are
+    /// harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let mut earliest = Instant::MAX;
+        for p in self.pending.iter_mut() {
+            if p.state == PendingState::Waiting {
+                if p.deadline <= now {
+                    p.state = PendingState::Failed(Failure::TimedOut);
+                    self.failed += 1;
+                    bump(&mut self.stats.timeouts);
+                } else {
+                    earliest = earliest.min(p.deadline);
+                }
+            }
+        }
+        self.earliest = earliest;
+    }
+
+    fn process_frame<'a>(&mut self, frame: &'a [u8]) -> Option<Inbound<'a>> {
+        let limits = ParseLimits {
+            max_depth: self.config.max_depth,
+        };
+        let inbound = match parse(frame, limits) {
+            Err(e) => {
+                if !self.auto_reply_or_block(StoredId::NULL, ErrorCode::PARSE_ERROR, None) {
+                    return None;
+                }
+                bump(&mut self.stats.parse_errors);
+                Inbound::Problem(Problem::ParseError(e))
+            }
+            Ok(Parsed::EmptyBatch) => {
+                if !self.auto_reply_or_block(StoredId::NULL, ErrorCode::INVALID_REQUEST, None) {
+                    return None;
+                }
+                bump(&mut self.stats.invalid_messages);
+                Inbound::Problem(Problem::EmptyBatch)
+            }
+            Ok(Parsed::Single(element)) => self.accept_single(element)?,
+            Ok(Parsed::Batch(batch)) => return self.open_batch(frame, batch),
+        };
+        self.retry_held = false;
+        bump(&mut self.stats.frames_in);
+        Some(inbound)
+    }
+
+    fn accept_single<'a>(&mut self, element: Element<'a>) -> Option<Inbound<'a>> {
+        match element {
+            Ok(Message::Request(req)) => {
+                let duplicate = self.is_inflight(req.id);
+                if duplicate {
+                    bump(&mut self.stats.duplicate_ids);
+                    if self.config.duplicate_ids == DuplicateIdPolicy::Reject {
+                        let id = StoredId::new(req.id).unwrap_or(StoredId::NULL);
+                        let data = Some(DATA_DUPLICATE_ID);
+                        if !self.auto_reply_or_block(id, ErrorCode::INVALID_REQUEST, data) {
+                            return None;
+                        }
+                        return Some(Inbound::Problem(Problem::DuplicateId(req.id)));
+                    }
+                }
+                let Some(stored) = StoredId::new(req.id) else {
+                    // Too long to keep: answer now, echoing it straight from the frame.
+                    let fits = self.write_tx_frame(|s| {
+                        encode::error(
+                            s,
+                            req.id.raw().as_bytes(),
+                            ErrorCode::INVALID_REQUEST,
+                            None,
+                            Some(DATA_ID_TOO_LONG),
+                        )
+                    });
+                    if fits.is_err() {
+                        return self.block();
+                    }
+                    bump(&mut self.stats.invalid_messages);
+                    return Some(Inbound::Problem(Problem::IdTooLong(req.id)));
+                };
+                let Some(slot) = self.free_inflight() else {
+                    if !self.auto_reply_or_block(stored, ErrorCode::SERVER_BUSY, None) {
+                        return None;
+                    }
+                    bump(&mut self.stats.busy_rejections);
+                    return Some(Inbound::Problem(Problem::Busy(req.id)));
+                };
+                let handle = self.open_inflight(slot, stored, false, 0);
+                Some(Inbound::Request(InboundRequest {
+                    handle,
+                    id: req.id,
+                    method: req.method,
+                    params: req.params,
+                    duplicate,
+                    in_batch: false,
+                }))
+            }
+            Ok(Message::Notification(n)) => Some(Inbound::Notification(n)),
+            Ok(Message::Response(resp)) => Some(self.route_response(resp)),
+            Err(invalid) => {
+                if invalid.needs_reply() {
+                    let id = invalid.id.and_then(StoredId::new).unwrap_or(StoredId::NULL);
+                    if !self.auto_reply_or_block(id, ErrorCode::INVALID_REQUEST, None) {
+                        return None;
+                    }
+                }
+                bump(&mut self.stats.invalid_messages);
+                Some(Inbound::Problem(Problem::Invalid(invalid)))
+            }
+        }
+    }
+
+    /// Matches a response to a pending request by id.
+    fn route_response<'a>(&mut self, resp: Response<'a>) -> Inbound<'a> {
+        if let Some(id) = resp.id.as_u64() {
+            let slot = (id % PENDING as u64) as usize;
+            if let Some(p) = self.pending.get_mut(slot) {
+                if p.state == PendingState::Waiting && p.id == id {
+                    let token = p.token;
+                    *p = Pending::FREE;
+                    return Inbound::Response(InboundResponse {
+                        token,
+                        outcome: resp.outcome,
+                    });
+                }
+            }
+        }
+        bump(&mut self.stats.unknown_responses);
+        Inbound::Problem(Problem::UnknownResponse(resp))
+    }
+
+    /// The bytes a fallback error reply to `element` takes in a batch reply (0: none needed).
+    fn reservation(element: &Element<'_>) -> usize {
+        let id_len = |id: Option<Id<'_>>| id.map_or(4, |id| id.raw().len());
+        match element {
+            Ok(Message::Request(req)) => {
+                // The longest reply the connection may write for it on its own.
+                let mut worst = 0;
+                for (code, data) in [
+                    (ErrorCode::INTERNAL_ERROR, None),
+                    (ErrorCode::SERVER_BUSY, None),
+                    (ErrorCode::INVALID_REQUEST, Some(DATA_DUPLICATE_ID)),
+                    (ErrorCode::INVALID_REQUEST, Some(DATA_ID_TOO_LONG)),
+                ] {
+                    worst = worst.max(auto_len(req.id.raw().len(), code, data));
+                }
+                worst + 1
+            }
+            Err(inv) if inv.needs_reply() => {
+                auto_len(id_len(inv.id), ErrorCode::INVALID_REQUEST, None) + 1
+            }
+            _ => 0,
+        }
+    }
+
+    fn open_batch<'a>(&mut self, frame: &'a [u8], batch: Batch<'a>) -> Option<Inbound<'a>> {
+        let refuse = |conn: &mut Self, data, problem| {
+            if !conn.auto_reply_or_block(StoredId::NULL, ErrorCode::INVALID_REQUEST, Some(data)) {
+                return None;
+            }
+            conn.retry_held = false;
+            bump(&mut conn.stats.frames_in);
+            bump(&mut conn.stats.invalid_messages);
+            Some(Inbound::Problem(problem))
+        };
+        if !self.config.batches {
+            return refuse(self, DATA_NO_BATCHES, Problem::BatchRefused);
+        }
+        if self.batch.open {
+            // One batch is answered at a time; this one waits in the receive buffer.
+            return self.block();
+        }
+        let mut elements = 0;
+        let mut reserved = 0;
+        for element in batch.iter() {
+            elements += 1;
+            if elements > self.config.max_batch_len {
+                break;
+            }
+            reserved += Self::reservation(&element);
+        }
+        if elements > self.config.max_batch_len || !BatchReply::<BATCH>::fits(reserved) {
+            return refuse(self, DATA_BATCH_TOO_LARGE, Problem::BatchTooLarge { elements });
+        }
+        self.retry_held = false;
+        bump(&mut self.stats.frames_in);
+        self.batch.begin(reserved);
+        self.next_batch_element(frame, 1)
+    }
+
+    /// Delivers the batch element at `pos` of the held batch frame.
+    fn next_batch_element<'a>(&mut self, frame: &'a [u8], pos: usize) -> Option<Inbound<'a>> {
+        let batch = Batch::from_validated(frame);
+        let mut iter = BatchIter::resume(batch, pos);
+        let element = iter.next();
+        let last = iter.clone().next().is_none();
+        self.cursor = if last { None } else { Some(iter.position()) };
+        let inbound = match element {
+            Some(element) => self.accept_batch_element(element),
+            None => None,
+        };
+        if last {
+            self.batch.reading = false;
+            self.try_finish_batch();
+        }
+        inbound
+    }
+
+    fn accept_batch_element<'a>(&mut self, element: Element<'a>) -> Option<Inbound<'a>> {
+        let reserve = Self::reservation(&element);
+        match element {
+            Ok(Message::Request(req)) => {
+                let duplicate = self.is_inflight(req.id);
+                if duplicate {
+                    bump(&mut self.stats.duplicate_ids);
+                    if self.config.duplicate_ids == DuplicateIdPolicy::Reject {
+                        self.batch_error(reserve, req.id.raw().as_bytes(), ErrorCode::INVALID_REQUEST, Some(DATA_DUPLICATE_ID));
+                        return Some(Inbound::Problem(Problem::DuplicateId(req.id)));
+                    }
+                }
+                let Some(stored) = StoredId::new(req.id) else {
+                    self.batch_error(reserve, req.id.raw().as_bytes(), ErrorCode::INVALID_REQUEST, Some(DATA_ID_TOO_LONG));
+                    bump(&mut self.stats.invalid_messages);
+                    return Some(Inbound::Problem(Problem::IdTooLong(req.id)));
+                };
+                let Some(slot) = self.free_inflight() else {
+                    self.batch_error(reserve, req.id.raw().as_bytes(), ErrorCode::SERVER_BUSY, None);
+                    bump(&mut self.stats.busy_rejections);
+                    return Some(Inbound::Problem(Problem::Busy(req.id)));
+                };
+                let handle = self.open_inflight(slot, stored, true, reserve);
+                self.batch.outstanding += 1;
+                Some(Inbound::Request(InboundRequest {
+                    handle,
+                    id: req.id,
+                    method: req.method,
+                    params: req.params,
+                    duplicate,
+                    in_batch: true,
+                }))
+            }
+            Ok(Message::Notification(n)) => Some(Inbound::Notification(n)),
+            Ok(Message::Response(resp)) => Some(self.route_response(resp)),
+            Err(invalid) => {
+                if invalid.needs_reply() {
+                    let id = invalid.id.map_or(&b"null"[..], |id| id.raw().as_bytes());
+                    self.batch_error(reserve, id, ErrorCode::INVALID_REQUEST, None);
+                }
+                bump(&mut self.stats.invalid_messages);
+                Some(Inbound::Problem(Problem::Invalid(invalid)))
+            }
+        }
+    }
+
+    /// Writes an automatic error into the batch reply; it always fits its reservation.
+    fn batch_error(&mut self, reserve: usize, id: &[u8], code: ErrorCode, data: Option<&str>) {
+        let _ = self
+            .batch
+            .append(reserve, |s| encode::error(s, id, code, None, data));
+    }
+
+    /// Moves a complete batch reply to the transmit buffer when there is room.
+    fn try_finish_batch(&mut self) {
+        if !self.batch.complete() {
+            return;
+        }
+        if self.batch.replies() == 0 {
+            // All notifications (or responses): nothing at all is sent.
+            self.batch.reset();
+            return;
+        }
+        let framing = self.config.framing;
+        let reserve = frame_reserve(framing);
+        let need = reserve + self.batch.finish().len() + 1;
+        if TX - (self.tx_end - self.tx_start) < need {
+            return;
+        }
+        self.compact_tx_for(need);
+        let body = self.batch.finish();
+        let region = &mut self.tx[self.tx_end..];
+        region[reserve..reserve + body.len()].copy_from_slice(body);
+        if let Ok(n) = finish_frame(framing, region, body.len()) {
+            self.tx_end += n;
+            bump(&mut self.stats.frames_out);
+        }
+        self.batch.reset();
+    }
+
+    // ---------------------------------------------------------------------------- commands
+
+    /// Sends a request. `token` comes back exactly once: with the response, as a failure
+    /// event (timeout after `timeout`, or the configured default when `None`; close), or as
+    /// the `Ok` of [`cancel`](Connection::cancel). Nothing is sent on error.
+    ///
+    /// Params are any `Serialize` (pass [`NO_PARAMS`](crate::wire::NO_PARAMS) for none); they
+    /// must serialize to an array or object.
+    pub fn send_request<P: Serialize + ?Sized>(
+        &mut self,
+        now: Instant,
+        token: Token,
+        method: &str,
+        params: Option<&P>,
+        timeout: Option<Duration>,
+    ) -> Result<(), SendError> {
+        if self.closed {
+            return Err(SendError::Closed);
+        }
+        let slot = self.free_pending().ok_or(SendError::PendingFull)?;
+        let id = self.id_for(slot);
+        let mut digits = CountingSinkBuf::default();
+        digits.put_u64(id);
+        self.write_tx_frame(|s| encode::request(s, digits.as_bytes(), method, params))
+            .map_err(send_error)?;
+        self.arm(slot, token, id, now, timeout, PendingState::Waiting);
+        Ok(())
+    }
+
+    /// Sends a notification (no response, no token).
+    pub fn send_notification<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), SendError> {
+        if self.closed {
+            return Err(SendError::Closed);
+        }
+        self.write_tx_frame(|s| encode::notification(s, method, params))
+            .map_err(send_error)
+    }
+
+    /// Starts an outgoing batch; add requests and notifications, then
+    /// [`finish`](OutgoingBatch::finish) it. Dropping it unfinished sends nothing.
+    pub fn start_batch(&mut self, now: Instant) -> Result<OutgoingBatch<'_, TX, BATCH, PENDING, INFLIGHT>, SendError> {
+        if self.closed {
+            return Err(SendError::Closed);
+        }
+        // The batch is built in place after the queued frames.
+        self.compact_tx_for(TX);
+        let body_start = self.tx_end + frame_reserve(self.config.framing);
+        if body_start + 3 > TX {
+            return Err(SendError::WouldBlock {
+                required: frame_reserve(self.config.framing) + 3,
+            });
+        }
+        self.tx[body_start] = b'[';
+        Ok(OutgoingBatch {
+            conn: self,
+            now,
+            body_len: 1,
+            elements: 0,
+        })
+    }
+
+    /// Answers an inbound request with `result`.
+    pub fn respond<R: Serialize + ?Sized>(
+        &mut self,
+        handle: RequestHandle,
+        result: &R,
+    ) -> Result<(), RespondError> {
+        self.answer(handle, |s, id| encode::result(s, id, result))
+    }
+
+    /// Answers an inbound request with an error. `message` defaults to the code's standard
+    /// message; `data` is any `Serialize` (pass `None::<&()>` for none).
+    pub fn respond_error<D: Serialize + ?Sized>(
+        &mut self,
+        handle: RequestHandle,
+        code: ErrorCode,
+        message: Option<&str>,
+        data: Option<&D>,
+    ) -> Result<(), RespondError> {
+        self.answer(handle, |s, id| encode::error(s, id, code, message, data))
+    }
+
+    /// Answers an inbound request with a standard error (for example
+    /// [`ErrorCode::METHOD_NOT_FOUND`]). Never blocks: without transmit room the reply is kept
+    /// as a small record and written when outputs are polled.
+    pub fn reject(&mut self, handle: RequestHandle, code: ErrorCode) -> Result<(), RespondError> {
+        let slot = self.slot_of(handle)?;
+        let entry = self.inflight[slot];
+        match entry.state {
+            InflightState::Open { in_batch: true, reserve } => {
+                self.batch_error(reserve, entry.id.raw(), code, None);
+                self.close_batch_member(slot);
+            }
+            _ => {
+                self.inflight[slot].state = InflightState::Rejected(code);
+                self.rejected += 1;
+                self.flush_intents();
+            }
+        }
+        Ok(())
+    }
+
+    fn answer(
+        &mut self,
+        handle: RequestHandle,
+        body: impl Fn(&mut SliceSink<'_>, &[u8]) -> Result<(), SerializeError>,
+    ) -> Result<(), RespondError> {
+        let slot = self.slot_of(handle)?;
+        let entry = self.inflight[slot];
+        let id = entry.id;
+        match entry.state {
+            InflightState::Open { in_batch: true, reserve } => {
+                match self.batch.append(reserve, |s| body(s, id.raw())) {
+                    Err(e) => Err(RespondError::Serialize(e)),
+                    Ok(Ok(())) => {
+                        self.close_batch_member(slot);
+                        Ok(())
+                    }
+                    Ok(Err(required)) => {
+                        self.batch_error(reserve, id.raw(), ErrorCode::INTERNAL_ERROR, None);
+                        self.close_batch_member(slot);
+                        Err(RespondError::TooLarge { required })
+                    }
+                }
+            }
+            _ => match self.write_tx_frame(|s| body(s, id.raw())) {
+                Ok(()) => {
+                    self.inflight[slot].state = InflightState::Free;
+                    Ok(())
+                }
+                Err(TxError::Serialize(e)) => Err(RespondError::Serialize(e)),
+                Err(TxError::WouldBlock { required }) => Err(RespondError::WouldBlock { required }),
+                Err(TxError::TooLarge { required }) => {
+                    self.inflight[slot].state = InflightState::Rejected(ErrorCode::INTERNAL_ERROR);
+                    self.rejected += 1;
+                    self.flush_intents();
+                    Err(RespondError::TooLarge { required })
+                }
+            },
+        }
+    }
+
+    fn close_batch_member(&mut self, slot: usize) {
+        self.inflight[slot].state = InflightState::Free;
+        self.batch.outstanding = self.batch.outstanding.saturating_sub(1);
+        self.try_finish_batch();
+    }
+
+    /// Forgets a pending request: a late response is reported as
+    /// [`Problem::UnknownResponse`]. `Ok` hands the token back (it will not come back again).
+    /// To tell the peer, send the profile's cancel notification (`notifications/cancelled`,
+    /// `$/cancelRequest`) yourself.
+    pub fn cancel(&mut self, token: Token) -> Result<(), CancelError> {
+        let p = self
+            .pending
+            .iter_mut()
+            .find(|p| p.state == PendingState::Waiting && p.token == token)
+            .ok_or(CancelError::NotPending)?;
+        *p = Pending::FREE;
+        Ok(())
+    }
+
+    /// Closes the connection: every pending request fails with [`Failure::Closed`] (reported
+    /// by [`poll_event`](Connection::poll_event)), open inbound requests are dropped, new
+    /// commands fail with `Closed`. Output already queued can still be drained.
+    pub fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        for p in self.pending.iter_mut() {
+            if matches!(p.state, PendingState::Waiting | PendingState::Staged) {
+                p.state = PendingState::Failed(Failure::Closed);
+                self.failed += 1;
+            }
+        }
+        for s in self.inflight.iter_mut() {
+            s.state = InflightState::Free;
+        }
+        self.rejected = 0;
+        self.batch.reset();
+        self.cursor = None;
+        self.retry_held = false;
+        self.earliest = Instant::MAX;
+    }
+
+    // ----------------------------------------------------------------------------- outputs
+
+    /// The next thing to do: an event, bytes to transmit, or the next deadline. Call it after
+    /// every input or command until it returns [`Output::Timeout`] or [`Output::Idle`]; after
+    /// writing `Transmit` bytes call [`advance_transmit`](Connection::advance_transmit).
+    pub fn poll_output(&mut self) -> Output<'_> {
+        if let Some(e) = self.poll_event() {
+            return Output::Event(e);
+        }
+        if !self.poll_transmit().is_empty() {
+            return Output::Transmit(&self.tx[self.tx_start..self.tx_end]);
+        }
+        match self.poll_timeout() {
+            Some(t) => Output::Timeout(t),
+            None => Output::Idle,
+        }
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if self.failed == 0 {
+            return None;
+        }
+        let p = self
+            .pending
+            .iter_mut()
+            .find(|p| matches!(p.state, PendingState::Failed(_)))?;
+        let PendingState::Failed(reason) = p.state else {
+            return None;
+        };
+        let token = p.token;
+        *p = Pending::FREE;
+        self.failed -= 1;
+        Some(Event::RequestFailed { token, reason })
+    }
+
+    /// All bytes waiting to be written (several frames at once, so a driver writes them with
+    /// one call). Report progress with [`advance_transmit`](Connection::advance_transmit).
+    pub fn poll_transmit(&mut self) -> &[u8] {
+        self.flush_intents();
+        &self.tx[self.tx_start..self.tx_end]
+    }
+
+    /// Marks `n` bytes of [`poll_transmit`](Connection::poll_transmit) as written.
+    pub fn advance_transmit(&mut self, n: usize) {
+        self.tx_start = (self.tx_start + n).min(self.tx_end);
+        if self.tx_start == self.tx_end {
+            self.tx_start = 0;
+            self.tx_end = 0;
+        }
+    }
+
+    /// The earliest deadline of a pending request, if any.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.pending
+            .iter()
+            .filter(|p| p.state == PendingState::Waiting)
+            .map(|p| p.deadline)
+            .min()
+            .filter(|d| *d != Instant::MAX)
+    }
+
+    // ------------------------------------------------------------------------------ helpers
+
+    /// Writes replies that waited for transmit room.
+    fn flush_intents(&mut self) {
+        if let Some(auto) = self.deferred {
+            if self.try_auto(auto) {
+                self.deferred = None;
+            } else {
+                return;
+            }
+        }
+        if self.rejected > 0 {
+            for slot in 0..INFLIGHT {
+                let entry = self.inflight[slot];
+                if let InflightState::Rejected(code) = entry.state {
+                    if !self.try_auto(AutoReply {
+                        id: entry.id,
+                        code,
+                        data: None,
+                    }) {
+                        return;
+                    }
+                    self.inflight[slot].state = InflightState::Free;
+                    self.rejected -= 1;
+                }
+            }
+        }
+        if self.batch.complete() {
+            self.try_finish_batch();
+        }
+    }
+
+    /// Queues an automatic reply, deferring it if the transmit buffer is full (input is
+    /// blocked only while a deferred reply waits).
+    fn auto_reply(&mut self, id: StoredId, code: ErrorCode, data: Option<&'static str>) {
+        let auto = AutoReply { id, code, data };
+        if !self.try_auto(auto) {
+            self.deferred = Some(auto);
+        }
+    }
+
+    /// Writes an automatic reply now, or reports that processing must wait (and marks the
+    /// held frame for retry).
+    fn auto_reply_or_block(&mut self, id: StoredId, code: ErrorCode, data: Option<&'static str>) -> bool {
+        if self.try_auto(AutoReply { id, code, data }) {
+            true
+        } else {
+            self.retry_held = true;
+            false
+        }
+    }
+
+    fn block<T>(&mut self) -> Option<T> {
+        self.retry_held = true;
+        None
+    }
+
+    fn try_auto(&mut self, auto: AutoReply) -> bool {
+        self.write_tx_frame(|s| encode::error(s, auto.id.raw(), auto.code, None, auto.data))
+            .is_ok()
+    }
+
+    /// Moves queued bytes to the front when fewer than `need` bytes are free at the end.
+    fn compact_tx_for(&mut self, need: usize) {
+        if self.tx_start > 0 && TX - self.tx_end < need {
+            self.tx.copy_within(self.tx_start..self.tx_end, 0);
+            self.tx_end -= self.tx_start;
+            self.tx_start = 0;
+        }
+    }
+
+    /// Encodes one frame at the end of the transmit buffer.
+    fn write_tx_frame(
+        &mut self,
+        body: impl Fn(&mut SliceSink<'_>) -> Result<(), SerializeError>,
+    ) -> Result<(), TxError> {
+        let framing = self.config.framing;
+        let reserve = frame_reserve(framing);
+        let attempt = |conn: &mut Self| -> Result<Result<(), usize>, SerializeError> {
+            let region = &mut conn.tx[conn.tx_end..];
+            let body_len = {
+                let mut sink = SliceSink::new(region.get_mut(reserve..).unwrap_or(&mut []));
+                body(&mut sink)?;
+                if !sink.fits() {
+                    return Ok(Err(reserve + sink.len() + 1));
+                }
+                sink.len()
+            };
+            match finish_frame(framing, region, body_len) {
+                Ok(n) => {
+                    conn.tx_end += n;
+                    bump(&mut conn.stats.frames_out);
+                    Ok(Ok(()))
+                }
+                Err(_) => Ok(Err(reserve + body_len + 1)),
+            }
+        };
+        let required = match attempt(self).map_err(TxError::Serialize)? {
+            Ok(()) => return Ok(()),
+            Err(required) => required,
+        };
+        if required > TX {
+            return Err(TxError::TooLarge { required });
+        }
+        if self.tx_start > 0 && TX - (self.tx_end - self.tx_start) >= required {
+            self.compact_tx_for(TX);
+            if let Ok(Ok(())) = attempt(self) {
+                return Ok(());
+            }
+        }
+        Err(TxError::WouldBlock { required })
+    }
+
+    fn is_inflight(&self, id: Id<'_>) -> bool {
+        self.inflight
+            .iter()
+            .any(|s| matches!(s.state, InflightState::Open { .. }) && s.id.matches(id))
+    }
+
+    fn free_inflight(&self) -> Option<usize> {
+        self.inflight
+            .iter()
+            .position(|s| s.state == InflightState::Free)
+    }
+
+    fn open_inflight(&mut self, slot: usize, id: StoredId, in_batch: bool, reserve: usize) -> RequestHandle {
+        let entry = &mut self.inflight[slot];
+        entry.generation = entry.generation.wrapping_add(1);
+        entry.state = InflightState::Open { in_batch, reserve };
+        entry.id = id;
+        RequestHandle {
+            // INFLIGHT <= 65536 is checked at compile time.
+            slot: slot as u16,
+            generation: entry.generation,
+        }
+    }
+
+    fn slot_of(&self, handle: RequestHandle) -> Result<usize, RespondError> {
+        let slot = usize::from(handle.slot);
+        match self.inflight.get(slot) {
+            Some(e) if e.generation == handle.generation && matches!(e.state, InflightState::Open { .. }) => Ok(slot),
+            _ => Err(RespondError::UnknownHandle),
+        }
+    }
+
+    fn free_pending(&self) -> Option<usize> {
+        self.pending
+            .iter()
+            .position(|p| p.state == PendingState::Free)
+    }
+
+    /// Ids are `seq * PENDING + slot`, so a response finds its slot without a search and a
+    /// stale id (a reused slot) never matches.
+    fn id_for(&mut self, slot: usize) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq = self.next_seq.wrapping_add(1);
+        seq.wrapping_mul(PENDING as u64).wrapping_add(slot as u64)
+    }
+
+    fn arm(&mut self, slot: usize, token: Token, id: u64, now: Instant, timeout: Option<Duration>, state: PendingState) {
+        let deadline = timeout
+            .or(self.config.request_timeout)
+            .map_or(Instant::MAX, |t| now + t);
+        self.pending[slot] = Pending {
+            state,
+            token,
+            id,
+            deadline,
+        };
+        if state == PendingState::Waiting {
+            self.earliest = self.earliest.min(deadline);
+        }
+    }
+}
+
+/// Failure to encode into the transmit buffer.
+enum TxError {
+    WouldBlock { required: usize },
+    TooLarge { required: usize },
+    Serialize(SerializeError),
+}
+
+fn send_error(e: TxError) -> SendError {
+    match e {
+        TxError::WouldBlock { required } => SendError::WouldBlock { required },
+        TxError::TooLarge { required } => SendError::TooLarge { required },
+        TxError::Serialize(e) => SendError::Serialize(e),
+    }
+}
+
+/// Length of an automatic error reply for an id of `id_len` bytes.
+fn auto_len(id_len: usize, code: ErrorCode, data: Option<&str>) -> usize {
+    let mut c = CountingSink::default();
+    let _ = encode::error(&mut c, &[], code, None, data);
+    c.len + id_len
+}
+
+/// Decimal digits of a `u64`, on the stack.
+#[derive(Default)]
+struct CountingSinkBuf {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl CountingSinkBuf {
+    fn put_u64(&mut self, mut v: u64) {
+        let mut i = self.buf.len();
+        loop {
+            i -= 1;
+            self.buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.start = i;
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
+/// An outgoing batch under construction, written in place in the transmit buffer.
+pub struct OutgoingBatch<'c, const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: usize> {
+    conn: &'c mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+    now: Instant,
+    body_len: usize,
+    elements: usize,
+}
+
+impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: usize>
+    OutgoingBatch<'_, TX, BATCH, PENDING, INFLIGHT>
+{
+    fn append(&mut self, body: impl FnOnce(&mut SliceSink<'_>) -> Result<(), SerializeError>) -> Result<(), SendError> {
+        let conn = &mut *self.conn;
+        let body_start = conn.tx_end + frame_reserve(conn.config.framing);
+        let at = body_start + self.body_len;
+        // Keep room for `]` and the line delimiter.
+        let limit = TX.saturating_sub(2);
+        let region = conn.tx.get_mut(at..limit).unwrap_or(&mut []);
+        let mut sink = SliceSink::new(region);
+        if self.elements > 0 {
+            crate::wire::ser::Sink::put(&mut sink, b",");
+        }
+        body(&mut sink).map_err(SendError::Serialize)?;
+        if !sink.fits() {
+            let required = frame_reserve(conn.config.framing) + self.body_len + sink.len() + 2;
+            return Err(if required > TX {
+                SendError::TooLarge { required }
+            } else {
+                SendError::WouldBlock { required }
+            });
+        }
+        self.body_len += sink.len();
+        self.elements += 1;
+        Ok(())
+    }
+
+    /// Adds a request; its token comes back like that of
+    /// [`send_request`](Connection::send_request) once the batch is finished.
+    pub fn request<P: Serialize + ?Sized>(
+        &mut self,
+        token: Token,
+        method: &str,
+        params: Option<&P>,
+        timeout: Option<Duration>,
+    ) -> Result<(), SendError> {
+        let slot = self.conn.free_pending().ok_or(SendError::PendingFull)?;
+        let seq = self.conn.next_seq;
+        let id = self.conn.id_for(slot);
+        let mut digits = CountingSinkBuf::default();
+        digits.put_u64(id);
+        if let Err(e) = self.append(|s| encode::request(s, digits.as_bytes(), method, params)) {
+            self.conn.next_seq = seq;
+            return Err(e);
+        }
+        let now = self.now;
+        self.conn.arm(slot, token, id, now, timeout, PendingState::Staged);
+        Ok(())
+    }
+
+    /// Adds a notification.
+    pub fn notification<P: Serialize + ?Sized>(&mut self, method: &str, params: Option<&P>) -> Result<(), SendError> {
+        self.append(|s| encode::notification(s, method, params))
+    }
+
+    /// Elements added so far.
+    pub fn len(&self) -> usize {
+        self.elements
+    }
+
+    /// True when nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.elements == 0
+    }
+
+    /// Sends the batch (an empty batch sends nothing: `[]` is not a valid batch).
+    pub fn finish(mut self) {
+        if self.elements == 0 {
+            return;
+        }
+        let conn = &mut *self.conn;
+        let framing = conn.config.framing;
+        let body_start = conn.tx_end + frame_reserve(framing);
+        conn.tx[body_start + self.body_len] = b']';
+        let region = &mut conn.tx[conn.tx_end..];
+        if let Ok(n) = finish_frame(framing, region, self.body_len + 1) {
+            conn.tx_end += n;
+            bump(&mut conn.stats.frames_out);
+            for p in conn.pending.iter_mut() {
+                if p.state == PendingState::Staged {
+                    p.state = PendingState::Waiting;
+                    conn.earliest = conn.earliest.min(p.deadline);
+                }
+            }
+        }
+        self.elements = 0;
+    }
+}
+
+impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: usize> Drop
+    for OutgoingBatch<'_, TX, BATCH, PENDING, INFLIGHT>
+{
+    fn drop(&mut self) {
+        // Unfinished: nothing was sent, so the staged requests are released.
+        for p in self.conn.pending.iter_mut() {
+            if p.state == PendingState::Staged {
+                *p = Pending::FREE;
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+#![no_std]
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+//! # rpcwire
+//!
+//! A JSON-RPC 2.0 engine that does no I/O: bytes and time in; inbound messages, events and
+//! outgoing frames out. It frames (newline-delimited and `Content-Length`), validates,
+//! correlates ids, answers batches, expires deadlines and enforces limits, with zero heap
+//! allocation and `#![no_std]`. The same [`Connection`] runs in firmware over a UART, inside a
+//! tokio service, and in fuzz and property-test harnesses.
+//!
+//! - [`wire`]: usable on its own: a strict JSON scanner, zero-copy message views, an encoder
+//!   into caller buffers, and the framings.
+//! - [`Connection`]: one per byte stream, both roles at once (either side may send requests,
+//!   notifications and responses).
+//!
+//! ## The run loop
+//!
+//! Feed input, handle what comes out, give commands, and after every input or command drain
+//! the outputs until [`Output::Timeout`] or [`Output::Idle`]:
+//!
+//! ```
+//! use rpcwire::{Connection, Config, ErrorCode, Inbound, Instant, Output, Token};
+//! use rpcwire::wire::{RxBuffer, NO_PARAMS};
+//!
+//! let mut conn: Connection = Connection::new(Config::default());
+//! let mut rx: RxBuffer<4096> = conn.rx_buffer();
+//! let mut wire_out = Vec::new(); // stands for a socket, a pipe or a UART
+//!
+//! // Bytes arrived (in any chunks).
+//! let received = b"{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[42,23],\"id\":1}\n\
+//!                  {\"jsonrpc\":\"2.0\",\"method\":\"foobar\",\"id\":\"2\"}\n";
+//! let now = Instant::from_millis(5);
+//! let mut input = &received[..];
+//! while let Some(item) = conn.handle_input(now, &mut rx, &mut input) {
+//!     match item {
+//!         Inbound::Request(req) if req.method.eq_str("subtract") => {
+//!             let (a, b): (i64, i64) = match req.params.map(|p| p.decode()) {
+//!                 Some(Ok(v)) => v,
+//!                 _ => { conn.reject(req.handle, ErrorCode::INVALID_PARAMS).unwrap(); continue }
+//!             };
+//!             conn.respond(req.handle, &(a - b)).unwrap();
+//!         }
+//!         Inbound::Request(req) => conn.reject(req.handle, ErrorCode::METHOD_NOT_FOUND).unwrap(),
+//!         Inbound::Notification(_) => {}
+//!         Inbound::Response(resp) => println!("token {:?} answered", resp.token),
+//!         Inbound::Problem(p) => eprintln!("peer problem: {p:?}"),
+//!     }
+//! }
+//!
+//! // A command: call the peer, with a 2 s timeout.
+//! conn.send_request(now, Token(7), "ping", NO_PARAMS, Some(core::time::Duration::from_secs(2)))
+//!     .unwrap();
+//!
+//! // Drain.
+//! let next_deadline = loop {
+//!     match conn.poll_output() {
+//!         Output::Transmit(bytes) => {
+//!             let n = bytes.len(); // a real driver writes and reports what was written
+//!             wire_out.extend_from_slice(bytes);
+//!             conn.advance_transmit(n);
+//!         }
+//!         Output::Event(e) => println!("{e:?}"),
+//!         Output::Timeout(at) => break Some(at),
+//!         Output::Idle => break None,
+//!     }
+//! };
+//! assert_eq!(next_deadline, Some(Instant::from_millis(2005)));
+//! let text = String::from_utf8(wire_out).unwrap();
+//! assert!(text.contains(r#"{"jsonrpc":"2.0","result":19,"id":1}"#));
+//! assert!(text.contains(r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":"2"}"#));
+//! assert!(text.contains(r#""method":"ping""#));
+//! ```
+//!
+//! ## Guarantees
+//!
+//! - No input can panic, hang or grow memory: every buffer and table has a fixed capacity,
+//!   and peer garbage becomes a [`Problem`] plus the reply the specification requires.
+//! - Every outgoing request's [`Token`] comes back exactly once: with its response, as
+//!   [`Event::RequestFailed`] (timeout or close), or as the `Ok` of [`Connection::cancel`].
+//! - Ids of every legal kind are echoed byte-exact; a notification is never answered.
+//!
+//! ## Features
+//!
+//! `default = []` (no_std, no alloc). `alloc`: serde_json decoding ([`wire::RawJson::deserialize`]).
+//! `std`: `std::error::Error` impls and `std::time::Instant` conversions. `defmt`: `defmt::Format`
+//! on errors and events. `arbitrary`: `Arbitrary` on configuration types, for fuzzing.
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+#[cfg(any(feature = "std", test, doctest))]
+extern crate std;
+
+mod code;
+pub mod conn;
+mod time;
+pub mod wire;
+
+pub use code::ErrorCode;
+pub use conn::{
+    CancelError, Config, Connection, DuplicateIdPolicy, Event, Failure, Inbound, InboundRequest,
+    InboundResponse, OutgoingBatch, Output, Problem, RequestHandle, RespondError, SendError,
+    Stats, Token,
+};
+pub use time::Instant;

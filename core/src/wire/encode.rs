@@ -1,0 +1,126 @@
+//! Encoders for JSON-RPC 2.0 messages into any [`Sink`]: requests, notifications, results and
+//! errors. Batches are these joined by `,` inside `[` `]`. Params and results are any
+//! `serde::Serialize` (a [`RawJson`](super::RawJson) is embedded verbatim).
+//!
+//! ```
+//! use rpcwire::wire::{encode, ser::SliceSink, Id};
+//! let mut buf = [0u8; 64];
+//! let mut sink = SliceSink::new(&mut buf);
+//! encode::result(&mut sink, Id::from_json("1").unwrap().raw().as_bytes(), &19).unwrap();
+//! assert_eq!(sink.written(), Some(&br#"{"jsonrpc":"2.0","result":19,"id":1}"#[..]));
+//! ```
+
+use serde::Serialize;
+
+use super::ser::{to_sink, SerializeError, Sink};
+use crate::ErrorCode;
+
+/// The type of "no params": pass [`NO_PARAMS`] where a `params` argument is optional.
+pub type NoParams = Option<&'static ()>;
+
+/// No `params` member.
+pub const NO_PARAMS: NoParams = None;
+
+/// Writes a request with the id's JSON text `id`.
+pub fn request<P: Serialize + ?Sized>(
+    sink: &mut impl Sink,
+    id: &[u8],
+    method: &str,
+    params: Option<&P>,
+) -> Result<(), SerializeError> {
+    sink.put(b"{\"jsonrpc\":\"2.0\",\"method\":");
+    to_sink(method, sink)?;
+    if let Some(p) = params {
+        sink.put(b",\"params\":");
+        to_sink(p, sink)?;
+    }
+    sink.put(b",\"id\":");
+    sink.put(id);
+    sink.put(b"}");
+    Ok(())
+}
+
+/// Writes a notification.
+pub fn notification<P: Serialize + ?Sized>(
+    sink: &mut impl Sink,
+    method: &str,
+    params: Option<&P>,
+) -> Result<(), SerializeError> {
+    sink.put(b"{\"jsonrpc\":\"2.0\",\"method\":");
+    to_sink(method, sink)?;
+    if let Some(p) = params {
+        sink.put(b",\"params\":");
+        to_sink(p, sink)?;
+    }
+    sink.put(b"}");
+    Ok(())
+}
+
+/// Writes a success response.
+pub fn result<R: Serialize + ?Sized>(
+    sink: &mut impl Sink,
+    id: &[u8],
+    result: &R,
+) -> Result<(), SerializeError> {
+    sink.put(b"{\"jsonrpc\":\"2.0\",\"result\":");
+    to_sink(result, sink)?;
+    sink.put(b",\"id\":");
+    sink.put(id);
+    sink.put(b"}");
+    Ok(())
+}
+
+/// Writes an error response. `message` defaults to the code's standard message.
+pub fn error<D: Serialize + ?Sized>(
+    sink: &mut impl Sink,
+    id: &[u8],
+    code: ErrorCode,
+    message: Option<&str>,
+    data: Option<&D>,
+) -> Result<(), SerializeError> {
+    sink.put(b"{\"jsonrpc\":\"2.0\",\"error\":{\"code\":");
+    put_i32(sink, code.0);
+    sink.put(b",\"message\":");
+    match message {
+        Some(m) => to_sink(m, sink)?,
+        None => {
+            // Standard messages need no escaping.
+            sink.put(b"\"");
+            sink.put(code.message().as_bytes());
+            sink.put(b"\"");
+        }
+    }
+    if let Some(d) = data {
+        sink.put(b",\"data\":");
+        to_sink(d, sink)?;
+    }
+    sink.put(b"},\"id\":");
+    sink.put(id);
+    sink.put(b"}");
+    Ok(())
+}
+
+/// Writes an error response with the standard message and no data (cannot fail).
+pub fn standard_error(sink: &mut impl Sink, id: &[u8], code: ErrorCode) {
+    sink.put(b"{\"jsonrpc\":\"2.0\",\"error\":{\"code\":");
+    put_i32(sink, code.0);
+    sink.put(b",\"message\":\"");
+    sink.put(code.message().as_bytes());
+    sink.put(b"\"},\"id\":");
+    sink.put(id);
+    sink.put(b"}");
+}
+
+/// The exact length [`standard_error`] writes for an id of `id_len` bytes.
+pub fn standard_error_len(id_len: usize, code: ErrorCode) -> usize {
+    let mut c = super::ser::CountingSink::default();
+    standard_error(&mut c, &[], code);
+    c.len + id_len
+}
+
+fn put_i32(sink: &mut impl Sink, v: i32) {
+    if v < 0 {
+        sink.put(b"-");
+    }
+    super::framing::put_usize(sink, v.unsigned_abs() as usize);
+}

@@ -1,0 +1,596 @@
+//! Framing: newline-delimited JSON and `Content-Length` headers (LSP style).
+//!
+//! [`RxBuffer`] is the receive side: a caller-owned, fixed-size buffer that accumulates bytes
+//! and yields complete frames borrowed from itself. Every frame is limited to a configured
+//! maximum; a peer-supplied `Content-Length` is never trusted beyond it (the body is skipped
+//! by counting, never stored). [`write_frame`] is the send side.
+//!
+//! ```
+//! use rpcwire::wire::{FrameEvent, Framing, RxBuffer};
+//!
+//! let mut rx = RxBuffer::<64>::new(Framing::Line);
+//! let mut input: &[u8] = b"{\"a\":1}\r\n\n{\"b\"";
+//! rx.push(&mut input);
+//! assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"{\"a\":1}")));
+//! assert_eq!(rx.next_frame(), None); // blank line skipped, second frame incomplete
+//! rx.push(&mut &b":2}\n"[..]);
+//! assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"{\"b\":2}")));
+//! ```
+
+use super::ser::{Sink, SliceSink};
+
+/// How messages are delimited on the byte stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Framing {
+    /// One compact JSON text per line (`\n` or `\r\n`); blank lines are skipped. MCP stdio and
+    /// most TCP peers.
+    #[default]
+    Line,
+    /// `Content-Length: N\r\n\r\n` followed by N bytes (LSP). `Content-Type` and other headers
+    /// are accepted and ignored.
+    ContentLength,
+}
+
+/// What the receive buffer found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameEvent<'a> {
+    /// A complete frame (without its delimiter or headers).
+    Frame(&'a [u8]),
+    /// A frame longer than the maximum: its bytes are being skipped up to the next delimiter
+    /// (line) or for its declared length (content-length). `len` is the declared length, or for
+    /// a line the bytes seen so far.
+    Oversize {
+        /// Declared or observed length.
+        len: usize,
+    },
+    /// A header block without a valid `Content-Length` (or longer than
+    /// [`MAX_HEADER_BLOCK`]); it was skipped.
+    BadHeader,
+}
+
+/// The longest `Content-Length` header block accepted, terminator included.
+pub const MAX_HEADER_BLOCK: usize = 1024;
+
+/// The room a `Content-Length` header may take in front of a body when encoding.
+pub const MAX_HEADER_LEN: usize = "Content-Length: 18446744073709551615\r\n\r\n".len();
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Looking for the end of a line or of a header block.
+    Seek,
+    /// Skipping the rest of an oversize line.
+    DiscardLine,
+    /// Skipping a header block that went wrong, up to `\r\n\r\n`.
+    DiscardHeader,
+    /// Reading a body of this many bytes (its header is consumed).
+    Body(usize),
+    /// Skipping this many bytes of an oversize body.
+    SkipBody(usize),
+}
+
+/// A fixed-size receive buffer with a framing decoder.
+///
+/// Feed it with [`push`](RxBuffer::push) (copies from a slice) or read straight into
+/// [`spare`](RxBuffer::spare) and [`commit`](RxBuffer::commit); take frames with
+/// [`next_frame`](RxBuffer::next_frame). A returned frame stays in the buffer (and available
+/// through [`held`](RxBuffer::held)) until the next call to `next_frame`.
+#[derive(Clone)]
+pub struct RxBuffer<const N: usize> {
+    buf: [u8; N],
+    framing: Framing,
+    max_frame: usize,
+    /// Start of unconsumed data (the held frame, if any, begins at or after it).
+    start: usize,
+    /// End of buffered data.
+    end: usize,
+    /// Offset (from `start`) up to which the delimiter search has looked.
+    scanned: usize,
+    /// The frame returned by the last `next_frame`, and where consumption resumes after it.
+    held: Option<(usize, usize, usize)>,
+    ready: Option<Ready>,
+    state: State,
+}
+
+/// A decoded event, without borrowing the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ready {
+    Frame,
+    Oversize { len: usize },
+    BadHeader,
+}
+
+impl<const N: usize> core::fmt::Debug for RxBuffer<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RxBuffer")
+            .field("capacity", &N)
+            .field("framing", &self.framing)
+            .field("max_frame", &self.max_frame)
+            .field("buffered", &self.buffered())
+            .finish()
+    }
+}
+
+impl<const N: usize> RxBuffer<N> {
+    /// A buffer whose maximum frame is as large as the buffer allows: `N - 2` for lines (room
+    /// for `\r\n`), `N` for content-length bodies.
+    pub fn new(framing: Framing) -> Self {
+        let max = match framing {
+            Framing::Line => N.saturating_sub(2),
+            Framing::ContentLength => N,
+        };
+        Self::with_max_frame(framing, max)
+    }
+
+    /// A buffer with a smaller maximum frame length (clamped to what `N` can hold).
+    pub fn with_max_frame(framing: Framing, max_frame: usize) -> Self {
+        let cap = match framing {
+            Framing::Line => N.saturating_sub(2),
+            Framing::ContentLength => N,
+        };
+        RxBuffer {
+            buf: [0; N],
+            framing,
+            max_frame: max_frame.min(cap),
+            start: 0,
+            end: 0,
+            scanned: 0,
+            held: None,
+            ready: None,
+            state: State::Seek,
+        }
+    }
+
+    /// The framing this buffer decodes.
+    pub fn framing(&self) -> Framing {
+        self.framing
+    }
+
+    /// The maximum frame length in bytes.
+    pub fn max_frame(&self) -> usize {
+        self.max_frame
+    }
+
+    /// Bytes buffered and not yet consumed (the held frame included).
+    pub fn buffered(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Discards everything buffered and resets the decoder (for a reconnect).
+    pub fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+        self.scanned = 0;
+        self.held = None;
+        self.ready = None;
+        self.state = State::Seek;
+    }
+
+    fn compact(&mut self) {
+        if self.start == 0 {
+            return;
+        }
+        let shift = self.start;
+        self.buf.copy_within(shift..self.end, 0);
+        self.end -= shift;
+        self.start = 0;
+        if let Some((s, e, r)) = self.held.as_mut() {
+            *s -= shift;
+            *e -= shift;
+            *r -= shift;
+        }
+    }
+
+    /// Free space to read into directly; follow with [`commit`](RxBuffer::commit).
+    pub fn spare(&mut self) -> &mut [u8] {
+        if self.end == N {
+            self.compact();
+        }
+        &mut self.buf[self.end..]
+    }
+
+    /// Marks `n` bytes of [`spare`](RxBuffer::spare) as filled (clamped to the spare length).
+    pub fn commit(&mut self, n: usize) {
+        self.end = (self.end + n).min(N);
+    }
+
+    /// Copies as much of `input` as fits and advances it; returns the number of bytes taken.
+    pub fn push(&mut self, input: &mut &[u8]) -> usize {
+        if N - self.end < input.len() {
+            self.compact();
+        }
+        let n = input.len().min(N - self.end);
+        self.buf[self.end..self.end + n].copy_from_slice(&input[..n]);
+        self.end += n;
+        *input = &input[n..];
+        n
+    }
+
+    /// True when no more bytes fit.
+    pub fn is_full(&self) -> bool {
+        self.start == 0 && self.end == N
+    }
+
+    /// The frame returned by the last [`next_frame`](RxBuffer::next_frame), if any.
+    pub fn held(&self) -> Option<&[u8]> {
+        let (s, e, _) = self.held?;
+        self.buf.get(s..e)
+    }
+
+    /// Releases the held frame and decodes the next one. `None` means more bytes are needed.
+    pub fn next_frame(&mut self) -> Option<FrameEvent<'_>> {
+        if self.advance() {
+            self.event()
+        } else {
+            None
+        }
+    }
+
+    /// Like [`next_frame`](RxBuffer::next_frame) without borrowing: true when an event is
+    /// ready, to be read with [`event`](RxBuffer::event). (Lets a caller loop over `advance`
+    /// and return a borrowed frame after the loop.)
+    pub fn advance(&mut self) -> bool {
+        self.ready = self.decode();
+        self.ready.is_some()
+    }
+
+    /// The event found by the last [`advance`](RxBuffer::advance), if any.
+    pub fn event(&self) -> Option<FrameEvent<'_>> {
+        Some(match self.ready? {
+            Ready::Frame => FrameEvent::Frame(self.held()?),
+            Ready::Oversize { len } => FrameEvent::Oversize { len },
+            Ready::BadHeader => FrameEvent::BadHeader,
+        })
+    }
+
+    fn decode(&mut self) -> Option<Ready> {
+        if let Some((_, _, resume)) = self.held.take() {
+            self.start = resume;
+            self.scanned = 0;
+        }
+        loop {
+            let data = &self.buf[self.start..self.end];
+            match self.state {
+                State::Seek => match self.framing {
+                    Framing::Line => {
+                        let Some(nl) = find_byte(b'\n', data, self.scanned) else {
+                            self.scanned = data.len();
+                            if data.len() > self.max_frame + 1 {
+                                // No newline within the limit (+1 for a possible '\r').
+                                self.state = State::DiscardLine;
+                                let len = data.len();
+                                self.start = self.end;
+                                self.scanned = 0;
+                                return Some(Ready::Oversize { len });
+                            }
+                            return None;
+                        };
+                        let mut line_end = nl;
+                        if nl > 0 && data[nl - 1] == b'\r' {
+                            line_end -= 1;
+                        }
+                        let (s, e, resume) = (self.start, self.start + line_end, self.start + nl + 1);
+                        self.scanned = 0;
+                        if line_end > self.max_frame {
+                            self.start = resume;
+                            return Some(Ready::Oversize { len: line_end });
+                        }
+                        if data[..line_end].iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+                            self.start = resume;
+                            continue;
+                        }
+                        self.held = Some((s, e, resume));
+                        return Some(Ready::Frame);
+                    }
+                    Framing::ContentLength => {
+                        let Some(term) = find_header_end(data, self.scanned) else {
+                            self.scanned = data.len().saturating_sub(3);
+                            if data.len() >= MAX_HEADER_BLOCK.min(N) {
+                                self.state = State::DiscardHeader;
+                                self.start = self.end.saturating_sub(3).max(self.start);
+                                self.scanned = 0;
+                                return Some(Ready::BadHeader);
+                            }
+                            return None;
+                        };
+                        let header_len = term + 4;
+                        self.scanned = 0;
+                        let declared = if header_len > MAX_HEADER_BLOCK {
+                            None
+                        } else {
+                            parse_content_length(&data[..term])
+                        };
+                        self.start += header_len;
+                        match declared {
+                            None => return Some(Ready::BadHeader),
+                            Some(len) if len > self.max_frame => {
+                                self.state = State::SkipBody(len);
+                                return Some(Ready::Oversize { len });
+                            }
+                            Some(len) => self.state = State::Body(len),
+                        }
+                    }
+                },
+                State::Body(len) => {
+                    if data.len() < len {
+                        if N - self.start < len {
+                            self.compact();
+                        }
+                        return None;
+                    }
+                    self.state = State::Seek;
+                    let (s, e) = (self.start, self.start + len);
+                    self.held = Some((s, e, e));
+                    return Some(Ready::Frame);
+                }
+                State::SkipBody(left) => {
+                    let n = left.min(data.len());
+                    self.start += n;
+                    if n < left {
+                        self.state = State::SkipBody(left - n);
+                        return None;
+                    }
+                    self.state = State::Seek;
+                }
+                State::DiscardLine => match find_byte(b'\n', data, 0) {
+                    Some(nl) => {
+                        self.start += nl + 1;
+                        self.state = State::Seek;
+                    }
+                    None => {
+                        self.start = self.end;
+                        return None;
+                    }
+                },
+                State::DiscardHeader => match find_header_end(data, 0) {
+                    Some(term) => {
+                        self.start += term + 4;
+                        self.state = State::Seek;
+                    }
+                    None => {
+                        // Keep the last 3 bytes: the terminator may straddle two reads.
+                        self.start = self.end.saturating_sub(3).max(self.start);
+                        return None;
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// Position of `needle` in `hay[from..]`, as an offset into `hay`.
+fn find_byte(needle: u8, hay: &[u8], from: usize) -> Option<usize> {
+    hay.get(from..)?
+        .iter()
+        .position(|&b| b == needle)
+        .map(|i| i + from)
+}
+
+/// Offset of `\r\n\r\n` in `data`, searching from `from`.
+fn find_header_end(data: &[u8], from: usize) -> Option<usize> {
+    data.get(from..)?
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| i + from)
+}
+
+/// Parses the `Content-Length` of a header block (without its final blank line). Header names
+/// are case-insensitive; other headers are ignored; a missing, repeated or non-numeric length
+/// is an error.
+fn parse_content_length(block: &[u8]) -> Option<usize> {
+    let mut found = None;
+    for line in block.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = line.iter().position(|&b| b == b':')?;
+        let (name, value) = (&line[..colon], &line[colon + 1..]);
+        if name.eq_ignore_ascii_case(b"content-length") {
+            if found.is_some() {
+                return None;
+            }
+            let value = value.trim_ascii();
+            found = Some(usize::try_from(super::id::parse_u64(value)?).ok()?);
+        }
+    }
+    found
+}
+
+/// Error from encoding a frame into a caller buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EncodeError {
+    /// The buffer is too small; `required` is the exact frame length.
+    BufferTooSmall {
+        /// Bytes the frame needs.
+        required: usize,
+    },
+    /// A value could not be serialized.
+    Serialize(super::ser::SerializeError),
+}
+
+impl core::fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            EncodeError::BufferTooSmall { required } => {
+                write!(f, "buffer too small: {required} bytes required")
+            }
+            EncodeError::Serialize(e) => write!(f, "cannot serialize: {e}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for EncodeError {}
+
+impl From<super::ser::SerializeError> for EncodeError {
+    fn from(e: super::ser::SerializeError) -> Self {
+        EncodeError::Serialize(e)
+    }
+}
+
+/// Bytes to leave in front of a body so that [`finish_frame`] can add the framing's header.
+pub const fn frame_reserve(framing: Framing) -> usize {
+    match framing {
+        Framing::Line => 0,
+        Framing::ContentLength => MAX_HEADER_LEN,
+    }
+}
+
+/// Completes a frame whose body (of `body_len` bytes) was written at `buf[frame_reserve(..)..]`:
+/// adds the newline, or writes the header and moves the body up behind it. Returns the frame
+/// length.
+pub fn finish_frame(framing: Framing, buf: &mut [u8], body_len: usize) -> Result<usize, EncodeError> {
+    let reserve = frame_reserve(framing);
+    match framing {
+        Framing::Line => {
+            let required = body_len + 1;
+            match buf.get_mut(body_len) {
+                Some(b) => {
+                    *b = b'\n';
+                    Ok(required)
+                }
+                None => Err(EncodeError::BufferTooSmall { required }),
+            }
+        }
+        Framing::ContentLength => {
+            let mut header = [0u8; MAX_HEADER_LEN];
+            let header_len = {
+                let mut sink = SliceSink::new(&mut header);
+                sink.put(b"Content-Length: ");
+                put_usize(&mut sink, body_len);
+                sink.put(b"\r\n\r\n");
+                sink.len()
+            };
+            let required = header_len + body_len;
+            if reserve + body_len > buf.len() {
+                return Err(EncodeError::BufferTooSmall { required });
+            }
+            buf.copy_within(reserve..reserve + body_len, header_len);
+            buf[..header_len].copy_from_slice(&header[..header_len]);
+            Ok(required)
+        }
+    }
+}
+
+/// Encodes one frame into `buf`: `body` writes the JSON text, and the framing's delimiter or
+/// header is added. Returns the frame length, or the exact buffer size required (for
+/// content-length this includes [`MAX_HEADER_LEN`] bytes of header room).
+///
+/// ```
+/// use rpcwire::wire::{write_frame, Framing, ser::Sink};
+/// let mut buf = [0u8; 64];
+/// let n = write_frame(Framing::ContentLength, &mut buf, |s| { s.put(b"{}"); Ok(()) }).unwrap();
+/// assert_eq!(&buf[..n], b"Content-Length: 2\r\n\r\n{}");
+/// ```
+pub fn write_frame(
+    framing: Framing,
+    buf: &mut [u8],
+    body: impl FnOnce(&mut SliceSink<'_>) -> Result<(), super::ser::SerializeError>,
+) -> Result<usize, EncodeError> {
+    let reserve = frame_reserve(framing);
+    let body_len = {
+        let mut sink = SliceSink::new(buf.get_mut(reserve..).unwrap_or(&mut []));
+        body(&mut sink)?;
+        sink.len()
+    };
+    let delimiter = match framing {
+        Framing::Line => 1,
+        Framing::ContentLength => 0,
+    };
+    if reserve + body_len + delimiter > buf.len() {
+        // The body is encoded in place behind the header room, so that room counts too.
+        return Err(EncodeError::BufferTooSmall {
+            required: reserve + body_len + delimiter,
+        });
+    }
+    finish_frame(framing, buf, body_len)
+}
+
+/// Writes `n` in decimal.
+pub(crate) fn put_usize(sink: &mut impl Sink, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    sink.put(&digits[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames<const N: usize>(rx: &mut RxBuffer<N>, out: &mut [([u8; 32], usize, u8)]) -> usize {
+        let mut k = 0;
+        while let Some(ev) = rx.next_frame() {
+            let (kind, bytes): (u8, &[u8]) = match ev {
+                FrameEvent::Frame(f) => (0, f),
+                FrameEvent::Oversize { .. } => (1, b""),
+                FrameEvent::BadHeader => (2, b""),
+            };
+            let mut b = [0u8; 32];
+            b[..bytes.len()].copy_from_slice(bytes);
+            out[k] = (b, bytes.len(), kind);
+            k += 1;
+        }
+        k
+    }
+
+    #[test]
+    fn line_oversize_is_skipped_to_next_newline() {
+        let mut rx = RxBuffer::<16>::with_max_frame(Framing::Line, 8);
+        let mut out = [([0u8; 32], 0, 0); 8];
+        rx.push(&mut &b"12345678\n123456789\n"[..]);
+        let n = frames(&mut rx, &mut out);
+        assert_eq!(n, 2);
+        assert_eq!(&out[0].0[..out[0].1], b"12345678");
+        assert_eq!(out[1].2, 1);
+        // A long line spanning pushes: reported once, then skipped.
+        rx.push(&mut &b"aaaaaaaaaaaaaa"[..]);
+        assert_eq!(rx.next_frame(), Some(FrameEvent::Oversize { len: 14 }));
+        rx.push(&mut &b"bbbbbbbbbbbb"[..]);
+        assert_eq!(rx.next_frame(), None);
+        rx.push(&mut &b"b\nok\n"[..]);
+        assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"ok")));
+    }
+
+    #[test]
+    fn content_length_limits_and_resync() {
+        let mut rx = RxBuffer::<32>::with_max_frame(Framing::ContentLength, 4);
+        rx.push(&mut &b"Content-Length: 4\r\n\r\nabcd"[..]);
+        assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"abcd")));
+        rx.push(&mut &b"content-length: 5\r\n\r\n12345"[..]);
+        assert_eq!(rx.next_frame(), Some(FrameEvent::Oversize { len: 5 }));
+        assert_eq!(rx.next_frame(), None);
+        rx.push(&mut &b"X: y\r\n\r\nContent-Length: 2\r\nContent-Type: a\r\n\r\nok"[..]);
+        assert_eq!(rx.next_frame(), Some(FrameEvent::BadHeader));
+        assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"ok")));
+        // A huge declared length is skipped by counting, never buffered.
+        rx.push(&mut &b"Content-Length: 99999999999\r\n\r\n"[..]);
+        assert_eq!(rx.next_frame(), Some(FrameEvent::Oversize { len: 99999999999 }));
+    }
+
+    #[test]
+    fn encode_line_and_too_small() {
+        let mut buf = [0u8; 4];
+        let r = write_frame(Framing::Line, &mut buf, |s| {
+            s.put(b"[1,2]");
+            Ok(())
+        });
+        assert_eq!(r, Err(EncodeError::BufferTooSmall { required: 6 }));
+        let mut buf = [0u8; 6];
+        assert_eq!(
+            write_frame(Framing::Line, &mut buf, |s| {
+                s.put(b"[1,2]");
+                Ok(())
+            }),
+            Ok(6)
+        );
+        assert_eq!(&buf, b"[1,2]\n");
+    }
+}

@@ -1,0 +1,168 @@
+//! Request ids: a string, any JSON number, or null, echoed back byte-exact.
+
+use core::fmt;
+
+use super::json::JsonStr;
+
+/// The kind of a request id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum IdKind {
+    /// `null`.
+    Null,
+    /// Any JSON number: negative, fractional and arbitrarily large ones included.
+    Number,
+    /// A JSON string.
+    String,
+}
+
+/// A request id, borrowed byte-exact from the input so that replies echo it unchanged.
+///
+/// ```
+/// use rpcwire::wire::{Id, IdKind};
+/// let id = Id::from_json("9007199254740993").unwrap();
+/// assert_eq!(id.kind(), IdKind::Number);
+/// assert_eq!(id.as_u64(), Some(9007199254740993));
+/// assert_eq!(id.raw(), "9007199254740993");
+/// assert!(Id::from_json("[1]").is_none());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Id<'a> {
+    raw: &'a str,
+}
+
+impl<'a> Id<'a> {
+    /// The `null` id.
+    pub const NULL: Id<'static> = Id { raw: "null" };
+
+    /// Wraps the text of a validated JSON value if it is a legal id (string, number or null).
+    pub fn from_json(raw: &'a str) -> Option<Self> {
+        match raw.as_bytes().first()? {
+            b'"' | b'-' | b'0'..=b'9' => Some(Id { raw }),
+            b'n' if raw == "null" => Some(Id { raw }),
+            _ => None,
+        }
+    }
+
+    /// The id's JSON text, exactly as received (strings include their quotes).
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+
+    /// The kind of id.
+    pub fn kind(&self) -> IdKind {
+        match self.raw.as_bytes().first() {
+            Some(b'"') => IdKind::String,
+            Some(b'n') => IdKind::Null,
+            _ => IdKind::Number,
+        }
+    }
+
+    /// True for `null`.
+    pub fn is_null(&self) -> bool {
+        self.kind() == IdKind::Null
+    }
+
+    /// The id as an unsigned integer when it is written as one (no sign, fraction or exponent).
+    pub fn as_u64(&self) -> Option<u64> {
+        parse_u64(self.raw.as_bytes())
+    }
+
+    /// The id as a signed integer when it is written as one.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self.raw.strip_prefix('-') {
+            Some(rest) => {
+                let v = parse_u64(rest.as_bytes())?;
+                0i64.checked_sub_unsigned(v)
+            }
+            None => i64::try_from(parse_u64(self.raw.as_bytes())?).ok(),
+        }
+    }
+
+    /// The string contents (still escaped) when the id is a string.
+    pub fn as_json_str(&self) -> Option<JsonStr<'a>> {
+        let inner = self.raw.strip_prefix('"')?.strip_suffix('"')?;
+        JsonStr::from_validated(inner.as_bytes())
+    }
+}
+
+/// Parses plain decimal digits (as JSON writes an unsigned integer) without overflow.
+pub(crate) fn parse_u64(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 20 || (digits.len() > 1 && digits[0] == b'0') {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |acc, &b| {
+        let d = b.checked_sub(b'0').filter(|d| *d < 10)?;
+        acc.checked_mul(10)?.checked_add(u64::from(d))
+    })
+}
+
+impl fmt::Debug for Id<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Id({})", self.raw)
+    }
+}
+
+impl fmt::Display for Id<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.raw)
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for Id<'_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=str}", self.raw)
+    }
+}
+
+/// An id stored inline (no heap) so that a reply can echo it after the input is gone.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct StoredId {
+    len: u8,
+    bytes: [u8; MAX_STORED_ID_LEN],
+}
+
+/// The longest id (in bytes of JSON text, quotes included) that a [`StoredId`] holds. A request
+/// whose id is longer is answered at once with Invalid Request (echoing the id) instead of being
+/// tracked.
+pub const MAX_STORED_ID_LEN: usize = 64;
+
+impl StoredId {
+    /// A stored `null`.
+    pub const NULL: StoredId = {
+        let mut bytes = [0u8; MAX_STORED_ID_LEN];
+        bytes[0] = b'n';
+        bytes[1] = b'u';
+        bytes[2] = b'l';
+        bytes[3] = b'l';
+        StoredId { len: 4, bytes }
+    };
+
+    /// Copies `id`; `None` when it is longer than [`MAX_STORED_ID_LEN`].
+    pub fn new(id: Id<'_>) -> Option<Self> {
+        let raw = id.raw().as_bytes();
+        let mut bytes = [0u8; MAX_STORED_ID_LEN];
+        bytes.get_mut(..raw.len())?.copy_from_slice(raw);
+        Some(StoredId {
+            len: u8::try_from(raw.len()).ok()?,
+            bytes,
+        })
+    }
+
+    /// The id's JSON text.
+    pub fn raw(&self) -> &[u8] {
+        self.bytes.get(..usize::from(self.len)).unwrap_or(&[])
+    }
+
+    /// True when this stores the same id text as `id`.
+    pub fn matches(&self, id: Id<'_>) -> bool {
+        self.raw() == id.raw().as_bytes()
+    }
+}
+
+impl fmt::Debug for StoredId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "StoredId({})", core::str::from_utf8(self.raw()).unwrap_or("?"))
+    }
+}

@@ -1,0 +1,394 @@
+//! Zero-copy views of validated JSON: [`RawJson`] for any value, [`JsonStr`] for string contents
+//! that stay escaped until asked.
+
+use core::fmt;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::scan::{self, UnescapeError};
+use super::ser::RAW_JSON_TOKEN;
+
+/// Error from decoding a JSON span into a typed value with serde-json-core.
+pub type DecodeError = serde_json_core::de::Error;
+
+/// A validated JSON value, borrowed byte-exact from the input (`params`, `result`, `error.data`).
+///
+/// Decode it with serde: [`RawJson::decode`] uses serde-json-core (no heap), and with the `alloc`
+/// feature [`RawJson::deserialize`] uses serde_json. Serializing a `RawJson` with rpcwire's
+/// encoder embeds its text verbatim, so `echo` can answer with its own params without a copy
+/// through an intermediate value.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RawJson<'a> {
+    text: &'a str,
+}
+
+impl<'a> RawJson<'a> {
+    /// Validates `text` as one JSON value (surrounding whitespace is trimmed) with the given
+    /// nesting limit.
+    ///
+    /// ```
+    /// use rpcwire::wire::RawJson;
+    /// let v = RawJson::parse(" [1, 2] ", 8).unwrap();
+    /// assert_eq!(v.as_str(), "[1, 2]");
+    /// assert!(RawJson::parse("[1,", 8).is_err());
+    /// ```
+    pub fn parse(text: &'a str, max_depth: usize) -> Result<Self, scan::ScanError> {
+        let bytes = text.as_bytes();
+        let (start, end) = scan::scan_value(bytes, 0, max_depth)?;
+        let rest = scan::skip_ws(bytes, end);
+        if rest != bytes.len() {
+            return Err(scan::ScanError {
+                kind: scan::ScanErrorKind::TrailingCharacters,
+                offset: rest,
+            });
+        }
+        Ok(RawJson {
+            text: text.get(start..end).unwrap_or(""),
+        })
+    }
+
+    /// Wraps bytes the scanner has already validated as one JSON value. Returns `None` if they
+    /// are not UTF-8, which validated JSON always is.
+    pub(crate) fn from_validated(bytes: &'a [u8]) -> Option<Self> {
+        core::str::from_utf8(bytes).ok().map(|text| RawJson { text })
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &'a str {
+        self.text
+    }
+
+    /// The JSON text as bytes.
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    /// True for a JSON array.
+    pub fn is_array(&self) -> bool {
+        self.text.starts_with('[')
+    }
+
+    /// True for a JSON object.
+    pub fn is_object(&self) -> bool {
+        self.text.starts_with('{')
+    }
+
+    /// True for `null`.
+    pub fn is_null(&self) -> bool {
+        self.text == "null"
+    }
+
+    /// The contents of a JSON string value, still escaped; `None` if this is not a string.
+    pub fn as_json_str(&self) -> Option<JsonStr<'a>> {
+        let inner = self.text.strip_prefix('"')?.strip_suffix('"')?;
+        Some(JsonStr { escaped: inner })
+    }
+
+    /// The elements of an array (empty for any other value), each a validated span.
+    ///
+    /// ```
+    /// use rpcwire::wire::RawJson;
+    /// let v = RawJson::parse("[1, [2, 3], \"x\"]", 8).unwrap();
+    /// let items: Vec<&str> = v.elements().map(|e| e.as_str()).collect();
+    /// assert_eq!(items, ["1", "[2, 3]", "\"x\""]);
+    /// ```
+    pub fn elements(&self) -> Elements<'a> {
+        let bytes = self.as_bytes();
+        Elements {
+            text: if self.is_array() { bytes } else { &[] },
+            pos: 1,
+        }
+    }
+
+    /// The members of an object (empty for any other value): each key (still escaped) and
+    /// value span, in order.
+    ///
+    /// ```
+    /// use rpcwire::wire::RawJson;
+    /// let v = RawJson::parse(r#"{"minuend": 42, "subtrahend": 23.5}"#, 8).unwrap();
+    /// let m: Vec<(&str, &str)> = v.members().map(|(k, v)| (k.escaped(), v.as_str())).collect();
+    /// assert_eq!(m, [("minuend", "42"), ("subtrahend", "23.5")]);
+    /// ```
+    pub fn members(&self) -> Members<'a> {
+        let bytes = self.as_bytes();
+        Members {
+            text: if self.is_object() { bytes } else { &[] },
+            pos: 1,
+        }
+    }
+
+    /// Decodes into `T` with serde-json-core: no heap. Borrowed `&str` fields work when the
+    /// string has no escapes; otherwise use [`RawJson::decode_with`].
+    ///
+    /// ```
+    /// use rpcwire::wire::RawJson;
+    /// #[derive(serde::Deserialize)]
+    /// struct Sub { minuend: i64, subtrahend: i64 }
+    /// let p = RawJson::parse(r#"{"subtrahend": 23, "minuend": 42}"#, 8).unwrap();
+    /// let s: Sub = p.decode().unwrap();
+    /// assert_eq!(s.minuend - s.subtrahend, 19);
+    /// let (a, b): (i64, i64) = RawJson::parse("[42, 23]", 8).unwrap().decode().unwrap();
+    /// assert_eq!(a - b, 19);
+    /// ```
+    pub fn decode<T: Deserialize<'a>>(&self) -> Result<T, DecodeError> {
+        serde_json_core::from_slice(self.as_bytes()).map(|(v, _)| v)
+    }
+
+    /// Like [`RawJson::decode`], unescaping borrowed strings into `scratch`.
+    pub fn decode_with<'s, T: Deserialize<'s>>(
+        &'s self,
+        scratch: &'s mut [u8],
+    ) -> Result<T, DecodeError> {
+        serde_json_core::from_slice_escaped(self.as_bytes(), scratch).map(|(v, _)| v)
+    }
+
+    /// Decodes into `T` with serde_json (feature `alloc`); any `T: DeserializeOwned` works,
+    /// and so do borrowing types.
+    #[cfg(feature = "alloc")]
+    pub fn deserialize<T: Deserialize<'a>>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.text)
+    }
+}
+
+impl fmt::Debug for RawJson<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RawJson({})", self.text)
+    }
+}
+
+impl fmt::Display for RawJson<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text)
+    }
+}
+
+impl Serialize for RawJson<'_> {
+    /// rpcwire's encoder writes the text verbatim; other serializers see a newtype around a
+    /// string.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_newtype_struct(RAW_JSON_TOKEN, self.text)
+    }
+}
+
+/// Iterator over the elements of a [`RawJson`] array.
+#[derive(Debug, Clone)]
+pub struct Elements<'a> {
+    text: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = RawJson<'a>;
+
+    fn next(&mut self) -> Option<RawJson<'a>> {
+        let start = scan::skip_ws(self.text, self.pos);
+        if matches!(self.text.get(start), None | Some(b']')) {
+            self.pos = self.text.len();
+            return None;
+        }
+        // The array was validated when this RawJson was made.
+        let (s, e) = scan::skip_value_trusted(self.text, start);
+        if e <= start {
+            self.pos = self.text.len();
+            return None;
+        }
+        let after = scan::skip_ws(self.text, e);
+        self.pos = if self.text.get(after) == Some(&b',') {
+            after + 1
+        } else {
+            self.text.len()
+        };
+        RawJson::from_validated(self.text.get(s..e)?)
+    }
+}
+
+/// Iterator over the members of a [`RawJson`] object.
+#[derive(Debug, Clone)]
+pub struct Members<'a> {
+    text: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (JsonStr<'a>, RawJson<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.step();
+        if item.is_none() {
+            self.pos = self.text.len();
+        }
+        item
+    }
+}
+
+impl<'a> Members<'a> {
+    fn step(&mut self) -> Option<(JsonStr<'a>, RawJson<'a>)> {
+        // The object was validated when this RawJson was made.
+        let key_start = scan::skip_ws(self.text, self.pos);
+        if self.text.get(key_start) != Some(&b'"') {
+            return None;
+        }
+        let key_end = scan::scan_string(self.text, key_start).ok()?;
+        let key = JsonStr::from_validated(self.text.get(key_start + 1..key_end - 1)?)?;
+        let colon = scan::skip_ws(self.text, key_end);
+        if self.text.get(colon) != Some(&b':') {
+            return None;
+        }
+        let (s, e) = scan::skip_value_trusted(self.text, colon + 1);
+        if e <= s {
+            return None;
+        }
+        let after = scan::skip_ws(self.text, e);
+        self.pos = if self.text.get(after) == Some(&b',') {
+            after + 1
+        } else {
+            self.text.len()
+        };
+        Some((key, RawJson::from_validated(self.text.get(s..e)?)?))
+    }
+}
+
+/// The contents of a JSON string (between the quotes), still escaped.
+///
+/// ```
+/// use rpcwire::wire::RawJson;
+/// let v = RawJson::parse(r#""caf\u00e9 \"ok\"""#, 4).unwrap();
+/// let s = v.as_json_str().unwrap();
+/// assert!(s.has_escapes());
+/// assert!(s.eq_str("café \"ok\""));
+/// let mut buf = [0u8; 32];
+/// assert_eq!(s.unescape_into(&mut buf).unwrap(), "café \"ok\"");
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct JsonStr<'a> {
+    escaped: &'a str,
+}
+
+impl<'a> JsonStr<'a> {
+    /// Wraps string contents the scanner has validated.
+    pub(crate) fn from_validated(escaped: &'a [u8]) -> Option<Self> {
+        core::str::from_utf8(escaped).ok().map(|escaped| JsonStr { escaped })
+    }
+
+    /// The escaped text, exactly as on the wire (without quotes).
+    pub fn escaped(&self) -> &'a str {
+        self.escaped
+    }
+
+    /// True when the text contains a backslash escape.
+    pub fn has_escapes(&self) -> bool {
+        self.escaped.as_bytes().contains(&b'\\')
+    }
+
+    /// The text itself when it has no escapes (the common case for method names).
+    pub fn as_str(&self) -> Option<&'a str> {
+        (!self.has_escapes()).then_some(self.escaped)
+    }
+
+    /// Unescapes into `buf` and returns the text.
+    pub fn unescape_into<'b>(&self, buf: &'b mut [u8]) -> Result<&'b str, UnescapeError> {
+        let n = scan::unescape_into(self.escaped.as_bytes(), buf)?;
+        let out = buf.get(..n).ok_or(UnescapeError::InvalidEscape)?;
+        core::str::from_utf8(out).map_err(|_| UnescapeError::InvalidEscape)
+    }
+
+    /// The unescaped characters, one at a time; a lone surrogate escape yields U+FFFD.
+    pub fn chars(&self) -> Chars<'a> {
+        Chars {
+            rest: self.escaped.chars(),
+        }
+    }
+
+    /// Compares the unescaped text with `s` without allocating.
+    pub fn eq_str(&self, s: &str) -> bool {
+        match self.as_str() {
+            Some(plain) => plain == s,
+            None => self.chars().eq(s.chars()),
+        }
+    }
+
+    /// The unescaped text as an owned `String` (feature `alloc`).
+    #[cfg(feature = "alloc")]
+    pub fn to_string_lossy(&self) -> alloc::string::String {
+        self.chars().collect()
+    }
+}
+
+impl fmt::Debug for JsonStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\"", self.escaped)
+    }
+}
+
+impl fmt::Display for JsonStr<'_> {
+    /// Writes the unescaped text (lone surrogates as U+FFFD).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use fmt::Write;
+        for c in self.chars() {
+            f.write_char(c)?;
+        }
+        Ok(())
+    }
+}
+
+/// Iterator over the unescaped characters of a [`JsonStr`].
+#[derive(Debug, Clone)]
+pub struct Chars<'a> {
+    rest: core::str::Chars<'a>,
+}
+
+impl Chars<'_> {
+    fn hex4(&mut self) -> Option<u32> {
+        let mut v = 0u32;
+        for _ in 0..4 {
+            v = v * 16 + self.rest.next()?.to_digit(16)?;
+        }
+        Some(v)
+    }
+}
+
+impl Iterator for Chars<'_> {
+    type Item = char;
+
+    fn next(&mut self) -> Option<char> {
+        let c = self.rest.next()?;
+        if c != '\\' {
+            return Some(c);
+        }
+        let decoded = match self.rest.next()? {
+            '"' => '"',
+            '\\' => '\\',
+            '/' => '/',
+            'b' => '\u{8}',
+            'f' => '\u{c}',
+            'n' => '\n',
+            'r' => '\r',
+            't' => '\t',
+            'u' => {
+                let hi = self.hex4()?;
+                if (0xD800..0xDC00).contains(&hi) {
+                    // A high surrogate pairs only with an immediately following low one.
+                    let mut look = self.rest.clone();
+                    let pair = if look.next() == Some('\\') && look.next() == Some('u') {
+                        let mut probe = Chars { rest: look };
+                        probe.hex4().filter(|lo| (0xDC00..0xE000).contains(lo)).map(|lo| (lo, probe.rest))
+                    } else {
+                        None
+                    };
+                    match pair {
+                        Some((lo, rest)) => {
+                            self.rest = rest;
+                            char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
+                                .unwrap_or('\u{FFFD}')
+                        }
+                        None => '\u{FFFD}',
+                    }
+                } else {
+                    char::from_u32(hi).unwrap_or('\u{FFFD}')
+                }
+            }
+            _ => '\u{FFFD}',
+        };
+        Some(decoded)
+    }
+}

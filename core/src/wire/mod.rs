@@ -1,0 +1,21 @@
+//! The wire layer, usable on its own (like httparse or smoltcp's `wire`): a strict JSON scanner,
+//! zero-copy JSON-RPC 2.0 message views, an encoder into caller buffers, and the two framings.
+//! Nothing here keeps state between messages except [`RxBuffer`]'s partial frame.
+
+pub mod encode;
+pub mod framing;
+pub mod id;
+pub mod json;
+pub mod message;
+pub mod scan;
+pub mod ser;
+
+pub use encode::{NoParams, NO_PARAMS};
+pub use framing::{finish_frame, frame_reserve, write_frame, EncodeError, FrameEvent, Framing, RxBuffer};
+pub use id::{Id, IdKind, StoredId, MAX_STORED_ID_LEN};
+pub use json::{DecodeError, Elements, JsonStr, Members, RawJson};
+pub use message::{
+    parse, Batch, BatchIter, Element, ErrorObject, Invalid, InvalidReason, Message, Notification,
+    ParseLimits, Parsed, Request, Response,
+};
+pub use scan::{ScanError, ScanErrorKind};

@@ -1,0 +1,1226 @@
+//! Strict RFC 8259 JSON scanner: validation and span finding without allocation.
+//!
+//! # Why hand-written
+//!
+//! The core must validate untrusted JSON and hand out byte spans (`params`, `result`, ids) that
+//! borrow the input. No existing crate does all of these at once: validate zero-copy, without
+//! allocation, without recursion (so adversarial nesting cannot overflow the stack), with a
+//! configurable depth limit, and return the span of each value. serde-json-core needs a target
+//! type and recurses; serde_json allocates and its `IgnoredAny` path does not validate UTF-8. So
+//! this module is a single-pass, iterative scanner over bytes, using only `core`.
+//!
+//! # What it does
+//!
+//! * [`validate`] checks that a whole buffer is exactly one JSON text (`ws value ws`).
+//! * [`scan_value`] validates one value at an offset and returns its `(start, end)` span.
+//! * [`scan_string`] / [`scan_number`] validate a single string / number.
+//! * [`skip_value_trusted`] skips an already-validated value quickly (no checks, never panics).
+//! * [`unescape_into`] / [`unescaped_len`] decode the contents of a string into caller storage.
+//!
+//! Nesting is tracked with a fixed bit stack of [`MAX_DEPTH_LIMIT`] bits (one bit per open
+//! container: object or array), so 100 000 `[` in a row end in [`ScanErrorKind::TooDeep`] after
+//! `max_depth` bytes, with constant stack use.
+//!
+//! ```
+//! use rpcwire::wire::scan::{scan_value, validate, ScanErrorKind, DEFAULT_MAX_DEPTH};
+//!
+//! let text = br#"  {"jsonrpc": "2.0", "params": [1, 2.5e3, "\u00e9"]}  "#;
+//! assert!(validate(text, DEFAULT_MAX_DEPTH).is_ok());
+//!
+//! // Spans borrow the input: find the value after `"params":`.
+//! let at = text.windows(9).position(|w| w == b"\"params\":").unwrap() + 9;
+//! let (start, end) = scan_value(text, at, DEFAULT_MAX_DEPTH).unwrap();
+//! assert_eq!(&text[start..end], br#"[1, 2.5e3, "\u00e9"]"#);
+//!
+//! let err = validate(b"[01]", DEFAULT_MAX_DEPTH).unwrap_err();
+//! assert_eq!(err.kind, ScanErrorKind::InvalidNumber);
+//! assert_eq!(err.offset, 2);
+//! ```
+//!
+//! # Strictness
+//!
+//! Everything RFC 8259 leaves to the implementation is decided as follows:
+//!
+//! * **Numbers** of any magnitude, precision or exponent are accepted; they are kept raw.
+//! * **Lone surrogate escapes** such as `"\uD800"` are accepted by the scanner (they are
+//!   syntactically valid escapes), but [`unescape_into`] reports [`UnescapeError::LoneSurrogate`]
+//!   for them, since they cannot be turned into UTF-8.
+//! * **Raw bytes must be UTF-8**: overlong forms, UTF-8-encoded surrogates (`ED A0..BF ..`),
+//!   code points above U+10FFFF, stray continuation bytes and truncated sequences inside strings
+//!   are [`ScanErrorKind::InvalidUtf8`]; any non-ASCII byte outside a string is
+//!   [`ScanErrorKind::UnexpectedByte`].
+//! * **A byte order mark** (UTF-8 `EF BB BF` or UTF-16) is rejected: RFC 8259 §8.1 says
+//!   implementations must not add one, and a JSON-RPC peer has no reason to send one.
+//! * **Nesting** deeper than the configured `max_depth` (default [`DEFAULT_MAX_DEPTH`], at most
+//!   [`MAX_DEPTH_LIMIT`]) is [`ScanErrorKind::TooDeep`].
+//!
+//! The `i_` ("implementation defined") files of the JSON test suite therefore come out as:
+//!
+//! | `i_` files | outcome | reason |
+//! | --- | --- | --- |
+//! | `i_number_*` (huge exponents, huge integers, overflow, underflow) | accept | numbers are kept raw, any magnitude |
+//! | `i_object_key_lone_2nd_surrogate`, `i_string_1st_surrogate_but_2nd_missing`, `i_string_1st_valid_surrogate_2nd_invalid`, `i_string_incomplete_surrogate*`, `i_string_invalid_lonely_surrogate`, `i_string_invalid_surrogate`, `i_string_inverted_surrogates_U+1D11E`, `i_string_lone_second_surrogate` | accept | lone surrogate `\u` escapes are syntactically valid; decoding reports `LoneSurrogate` |
+//! | `i_string_UTF-8_invalid_sequence`, `i_string_UTF8_surrogate_U+D800`, `i_string_invalid_utf-8`, `i_string_iso_latin_1`, `i_string_lone_utf8_continuation_byte`, `i_string_not_in_unicode_range`, `i_string_overlong_sequence_*`, `i_string_truncated-utf-8` | reject | raw bytes in strings must be well-formed UTF-8 |
+//! | `i_string_UTF-16LE_with_BOM`, `i_string_utf16BE_no_BOM`, `i_string_utf16LE_no_BOM` | reject | JSON exchanged between systems is UTF-8 only |
+//! | `i_structure_UTF-8_BOM_empty_object` | reject | a byte order mark is not accepted |
+//! | `i_structure_500_nested_arrays` | reject | deeper than `DEFAULT_MAX_DEPTH` (64): `TooDeep` |
+//!
+//! # Error offsets
+//!
+//! [`ScanError::offset`] is the offset in the input of: the opening `\` of a bad escape, the
+//! first byte of a malformed UTF-8 sequence, the opening bracket that is one level too deep,
+//! `input.len()` for [`ScanErrorKind::UnexpectedEnd`] (the input ended while a value, including
+//! a number such as `1.` or `-`, was still incomplete), and otherwise the offending byte.
+
+use core::fmt;
+
+/// Hard upper bound for any configured nesting depth (size of the fixed bit stack).
+pub const MAX_DEPTH_LIMIT: usize = 256;
+/// Default nesting depth.
+pub const DEFAULT_MAX_DEPTH: usize = 64;
+
+/// Number of `u64` words in the nesting bit stack.
+const STACK_WORDS: usize = MAX_DEPTH_LIMIT / 64;
+
+/// What went wrong while scanning JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ScanErrorKind {
+    /// The input ended inside a value.
+    UnexpectedEnd,
+    /// A byte that cannot appear here.
+    UnexpectedByte,
+    /// Malformed UTF-8 inside a string (outside strings any non-ASCII byte is `UnexpectedByte`).
+    InvalidUtf8,
+    /// A bad backslash escape, or bad hex digits in a `\u` escape.
+    InvalidEscape,
+    /// A raw byte below 0x20 inside a string.
+    ControlCharacter,
+    /// The number grammar is violated (leading zeros, `1.`, `-`, `.5`, `1e`, ...).
+    InvalidNumber,
+    /// Nesting deeper than the configured maximum depth.
+    TooDeep,
+    /// Non-whitespace after the value (only from [`validate`]).
+    TrailingCharacters,
+}
+
+impl ScanErrorKind {
+    /// A short human-readable description.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::UnexpectedEnd => "unexpected end of input",
+            Self::UnexpectedByte => "unexpected byte",
+            Self::InvalidUtf8 => "invalid UTF-8 in string",
+            Self::InvalidEscape => "invalid escape in string",
+            Self::ControlCharacter => "control character in string",
+            Self::InvalidNumber => "invalid number",
+            Self::TooDeep => "nesting too deep",
+            Self::TrailingCharacters => "trailing characters after JSON value",
+        }
+    }
+}
+
+impl fmt::Display for ScanErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A JSON scanning error: what went wrong and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ScanError {
+    /// What went wrong.
+    pub kind: ScanErrorKind,
+    /// Byte offset in the input where the error was detected (see the module docs).
+    pub offset: usize,
+}
+
+impl ScanError {
+    #[inline]
+    const fn new(kind: ScanErrorKind, offset: usize) -> Self {
+        Self { kind, offset }
+    }
+}
+
+impl fmt::Display for ScanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte offset {}", self.kind, self.offset)
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for ScanError {}
+
+// ---------------------------------------------------------------------------------------------
+// Byte classes
+// ---------------------------------------------------------------------------------------------
+
+/// Class of a byte inside a string: plain (copy through), or needing attention.
+const C_PLAIN: u8 = 0;
+const C_QUOTE: u8 = 1;
+const C_BACKSLASH: u8 = 2;
+const C_CONTROL: u8 = 3;
+const C_NON_ASCII: u8 = 4;
+
+/// String byte classes, indexed by byte value (a `u8` index into 256 entries is always in range).
+static STRING_CLASS: [u8; 256] = {
+    let mut t = [C_PLAIN; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = if i < 0x20 {
+            C_CONTROL
+        } else if i == b'"' as usize {
+            C_QUOTE
+        } else if i == b'\\' as usize {
+            C_BACKSLASH
+        } else if i >= 0x80 {
+            C_NON_ASCII
+        } else {
+            C_PLAIN
+        };
+        i += 1;
+    }
+    t
+};
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Reads 8 bytes at `i` as a little-endian word, if that many remain.
+#[inline(always)]
+fn load8(input: &[u8], i: usize) -> Option<u64> {
+    // `i <= input.len() <= isize::MAX`, so `i + 8` cannot overflow.
+    let chunk = input.get(i..i + 8)?;
+    match <[u8; 8]>::try_from(chunk) {
+        Ok(a) => Some(u64::from_le_bytes(a)),
+        Err(_) => None,
+    }
+}
+
+/// High bit set in each byte of `x` that is `"`, `\` or below 0x20 (bytes >= 0x80 are not
+/// flagged).
+///
+/// Exact per byte: every addition below stays within its byte (no carries between lanes), so
+/// the lowest set bit identifies the first such byte.
+#[inline(always)]
+fn string_special(x: u64) -> u64 {
+    let x7 = x & !HI; // low 7 bits of each byte
+    let ge_space = x7 + LO * 0x60; // high bit set iff x7 >= 0x20
+    let not_quote = (x7 ^ (LO * b'"' as u64)) + LO * 0x7f; // high bit set iff x7 != '"'
+    let not_bslash = (x7 ^ (LO * b'\\' as u64)) + LO * 0x7f; // high bit set iff x7 != '\\'
+    !x & !(ge_space & not_quote & not_bslash) & HI
+}
+
+/// High bit set in each byte of `x` that is `"` or `\` (exact per byte, as above).
+#[inline(always)]
+fn quote_or_backslash(x: u64) -> u64 {
+    let x7 = x & !HI;
+    let not_quote = (x7 ^ (LO * b'"' as u64)) + LO * 0x7f;
+    let not_bslash = (x7 ^ (LO * b'\\' as u64)) + LO * 0x7f;
+    !(x & HI) & !(not_quote & not_bslash) & HI
+}
+
+// ---------------------------------------------------------------------------------------------
+// Whitespace
+// ---------------------------------------------------------------------------------------------
+
+/// Skip JSON whitespace (space, `\t`, `\n`, `\r`) from `pos`; returns the first non-whitespace
+/// offset (or `input.len()`, also when `pos` is past the end).
+#[inline]
+pub fn skip_ws(input: &[u8], mut pos: usize) -> usize {
+    while let Some(&b) = input.get(pos) {
+        if b > b' ' || !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            return pos;
+        }
+        pos += 1;
+    }
+    input.len()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validating scanner
+// ---------------------------------------------------------------------------------------------
+
+/// Validate exactly one JSON value starting at `pos` (leading whitespace is skipped first).
+///
+/// Returns `(start, end)`: `start` is the offset of the value's first byte, `end` the offset just
+/// past its last byte (trailing whitespace is not consumed). Depth counts containers: `[]` is
+/// depth 1, `[[1]]` depth 2; a scalar at top level is depth 0. `max_depth` values above
+/// [`MAX_DEPTH_LIMIT`] are clamped to it.
+///
+/// A number at the very end of the input is complete (`scan_value(b"12", 0, _)` is `(0, 2)`).
+pub fn scan_value(input: &[u8], pos: usize, max_depth: usize) -> Result<(usize, usize), ScanError> {
+    let max_depth = if max_depth > MAX_DEPTH_LIMIT {
+        MAX_DEPTH_LIMIT
+    } else {
+        max_depth
+    };
+    let start = skip_ws(input, pos);
+    let mut i = start;
+    // Bit `d` is 1 when the container at depth `d + 1` is an object. Only indices
+    // `< max_depth <= MAX_DEPTH_LIMIT` are used; `& (STACK_WORDS - 1)` keeps indexing in range.
+    let mut stack = [0u64; STACK_WORDS];
+    let mut depth = 0usize;
+    let mut in_object = false;
+
+    'value: loop {
+        // Invariant: `i` is at the first byte of a value, whitespace already skipped.
+        let Some(&b) = input.get(i) else {
+            return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len()));
+        };
+        match b {
+            b'"' => i = string_body(input, i + 1)?,
+            b'{' | b'[' => {
+                if depth >= max_depth {
+                    return Err(ScanError::new(ScanErrorKind::TooDeep, i));
+                }
+                let is_obj = b == b'{';
+                let word = &mut stack[(depth >> 6) & (STACK_WORDS - 1)];
+                let bit = 1u64 << (depth & 63);
+                if is_obj {
+                    *word |= bit;
+                } else {
+                    *word &= !bit;
+                }
+                depth += 1;
+                in_object = is_obj;
+                i = skip_ws(input, i + 1);
+                let close = if is_obj { b'}' } else { b']' };
+                match input.get(i) {
+                    None => return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
+                    Some(&c) if c == close => {
+                        // Empty container: it is a complete value; fall through to close it.
+                        i += 1;
+                        depth -= 1;
+                        in_object = depth > 0 && top_is_object(&stack, depth);
+                    }
+                    Some(_) => {
+                        if is_obj {
+                            i = member_key(input, i)?;
+                        }
+                        continue 'value;
+                    }
+                }
+            }
+            b't' => i = literal(input, i, b"true")?,
+            b'f' => i = literal(input, i, b"false")?,
+            b'n' => i = literal(input, i, b"null")?,
+            b'-' | b'0'..=b'9' => i = number(input, i)?,
+            b'.' | b'+' => return Err(ScanError::new(ScanErrorKind::InvalidNumber, i)),
+            _ => return Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
+        }
+
+        // A complete value ends just before `i`: continue or close the enclosing containers.
+        loop {
+            if depth == 0 {
+                return Ok((start, i));
+            }
+            i = skip_ws(input, i);
+            let Some(&c) = input.get(i) else {
+                return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len()));
+            };
+            match c {
+                b',' => {
+                    i = skip_ws(input, i + 1);
+                    if in_object {
+                        i = member_key(input, i)?;
+                    }
+                    continue 'value;
+                }
+                b'}' if in_object => {}
+                b']' if !in_object => {}
+                _ => return Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
+            }
+            i += 1;
+            depth -= 1;
+            in_object = depth > 0 && top_is_object(&stack, depth);
+        }
+    }
+}
+
+/// Whether the container at depth `depth` (1-based, `depth >= 1`) is an object.
+#[inline(always)]
+fn top_is_object(stack: &[u64; STACK_WORDS], depth: usize) -> bool {
+    let d = depth - 1;
+    (stack[(d >> 6) & (STACK_WORDS - 1)] >> (d & 63)) & 1 != 0
+}
+
+/// `i` is at the first non-whitespace byte where an object key must start. Validates
+/// `"key" ws : ws` and returns the offset of the member's value.
+#[inline]
+fn member_key(input: &[u8], i: usize) -> Result<usize, ScanError> {
+    match input.get(i) {
+        Some(b'"') => {}
+        Some(_) => return Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
+        None => return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
+    }
+    let i = skip_ws(input, string_body(input, i + 1)?);
+    match input.get(i) {
+        Some(b':') => Ok(skip_ws(input, i + 1)),
+        Some(_) => Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
+        None => Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
+    }
+}
+
+/// Validates the literal `lit` at `i` (whose first byte is already known to match).
+#[inline]
+fn literal(input: &[u8], i: usize, lit: &'static [u8]) -> Result<usize, ScanError> {
+    let end = i + lit.len();
+    if input.get(i..end) == Some(lit) {
+        return Ok(end);
+    }
+    for (k, &want) in lit.iter().enumerate() {
+        match input.get(i + k) {
+            None => return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
+            Some(&got) if got != want => {
+                return Err(ScanError::new(ScanErrorKind::UnexpectedByte, i + k))
+            }
+            Some(_) => {}
+        }
+    }
+    // Unreachable: the bytes all matched, so the slice comparison above succeeded.
+    Ok(end)
+}
+
+/// Skips ASCII digits from `i`.
+#[inline(always)]
+fn digits(input: &[u8], mut i: usize) -> usize {
+    while let Some(b'0'..=b'9') = input.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// `i` must be at the first byte of a number (`-` or a digit, otherwise `InvalidNumber`).
+#[inline]
+fn number(input: &[u8], mut i: usize) -> Result<usize, ScanError> {
+    if input.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match input.get(i) {
+        Some(b'0') => {
+            i += 1;
+            if let Some(b'0'..=b'9') = input.get(i) {
+                return Err(ScanError::new(ScanErrorKind::InvalidNumber, i));
+            }
+        }
+        Some(b'1'..=b'9') => i = digits(input, i + 1),
+        Some(_) => return Err(ScanError::new(ScanErrorKind::InvalidNumber, i)),
+        None => return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
+    }
+    if input.get(i) == Some(&b'.') {
+        i += 1;
+        match input.get(i) {
+            Some(b'0'..=b'9') => i = digits(input, i + 1),
+            Some(_) => return Err(ScanError::new(ScanErrorKind::InvalidNumber, i)),
+            None => return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
+        }
+    }
+    if let Some(b'e' | b'E') = input.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = input.get(i) {
+            i += 1;
+        }
+        match input.get(i) {
+            Some(b'0'..=b'9') => i = digits(input, i + 1),
+            Some(_) => return Err(ScanError::new(ScanErrorKind::InvalidNumber, i)),
+            None => return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
+        }
+    }
+    Ok(i)
+}
+
+/// `pos` must be at the first byte of a number; validates it and returns the offset just past
+/// it. The number ends at the first byte that cannot continue it (that byte is not checked).
+pub fn scan_number(input: &[u8], pos: usize) -> Result<usize, ScanError> {
+    match input.get(pos) {
+        Some(b'-' | b'0'..=b'9' | b'.' | b'+') => number(input, pos),
+        Some(_) => Err(ScanError::new(ScanErrorKind::UnexpectedByte, pos)),
+        None => Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
+    }
+}
+
+/// `pos` must be at an opening `"`; validates the string and returns the offset just past the
+/// closing quote.
+pub fn scan_string(input: &[u8], pos: usize) -> Result<usize, ScanError> {
+    match input.get(pos) {
+        Some(b'"') => string_body(input, pos + 1),
+        Some(_) => Err(ScanError::new(ScanErrorKind::UnexpectedByte, pos)),
+        None => Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
+    }
+}
+
+/// `start` is just past an opening quote. Validates up to and including the closing quote and
+/// returns the offset just past it.
+///
+/// One pass finds the end of the string eight bytes at a time, noting whether any byte is
+/// non-ASCII; only then are the raw bytes checked as UTF-8, by `core::str::from_utf8` (which
+/// is itself fast). A UTF-8 error comes before whatever error stopped the scan, so the error
+/// reported is always the first one in the input.
+#[inline]
+fn string_body(input: &[u8], start: usize) -> Result<usize, ScanError> {
+    let mut i = start;
+    let mut high = 0u64; // non-zero once a non-ASCII byte was seen
+    let result = loop {
+        // Fast path: skip bytes that are neither `"`, `\` nor control, eight at a time.
+        while let Some(x) = load8(input, i) {
+            let m = string_special(x);
+            if m != 0 {
+                // Only the bytes before the special one belong to this run.
+                high |= x & HI & (m & m.wrapping_neg()).wrapping_sub(1);
+                i += (m.trailing_zeros() / 8) as usize;
+                break;
+            }
+            high |= x & HI;
+            i += 8;
+        }
+        let Some(&b) = input.get(i) else {
+            break Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len()));
+        };
+        // `b` is a `u8`, so indexing 256 entries is in range.
+        match STRING_CLASS[b as usize] {
+            C_PLAIN => i += 1,
+            C_QUOTE => break Ok(i + 1),
+            C_BACKSLASH => match escape(input, i) {
+                Ok(next) => i = next,
+                Err(e) => break Err(e),
+            },
+            C_CONTROL => break Err(ScanError::new(ScanErrorKind::ControlCharacter, i)),
+            _ => {
+                high = 1;
+                i += 1;
+            }
+        }
+    };
+    if high != 0 {
+        // The scan stopped at `i` (the closing quote, a bad byte, or the end of input).
+        let raw = input.get(start..i).unwrap_or_default();
+        if let Err(e) = core::str::from_utf8(raw) {
+            let at = start + e.valid_up_to();
+            // A sequence cut short by the end of the input (not by an ASCII byte) is
+            // `UnexpectedEnd`; everything else is malformed.
+            return Err(if e.error_len().is_none() && i >= input.len() {
+                ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())
+            } else {
+                ScanError::new(ScanErrorKind::InvalidUtf8, at)
+            });
+        }
+    }
+    result
+}
+
+/// `i` is at a backslash inside a string; validates the escape and returns the offset after it.
+#[inline]
+fn escape(input: &[u8], i: usize) -> Result<usize, ScanError> {
+    match input.get(i + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 2),
+        Some(b'u') => {
+            for k in 2..6 {
+                match input.get(i + k) {
+                    Some(h) if h.is_ascii_hexdigit() => {}
+                    Some(_) => return Err(ScanError::new(ScanErrorKind::InvalidEscape, i)),
+                    None => return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
+                }
+            }
+            Ok(i + 6)
+        }
+        Some(_) => Err(ScanError::new(ScanErrorKind::InvalidEscape, i)),
+        None => Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
+    }
+}
+
+/// Validate that the whole input is one JSON text: `ws value ws`, nothing else.
+pub fn validate(input: &[u8], max_depth: usize) -> Result<(), ScanError> {
+    let (_, end) = scan_value(input, 0, max_depth)?;
+    let rest = skip_ws(input, end);
+    if rest == input.len() {
+        Ok(())
+    } else {
+        Err(ScanError::new(ScanErrorKind::TrailingCharacters, rest))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trusted skipping
+// ---------------------------------------------------------------------------------------------
+
+/// Bytes that matter when skipping over a trusted container.
+static STRUCTURAL: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'[' as usize] = true;
+    t[b']' as usize] = true;
+    t[b'{' as usize] = true;
+    t[b'}' as usize] = true;
+    t
+};
+
+/// Fast skip of a value that is *already known valid* (e.g. validated earlier), starting at
+/// `pos` (leading whitespace skipped). Returns `(start, end)` like [`scan_value`].
+///
+/// Nothing is validated, but it never panics and always terminates on any input: on invalid
+/// input it returns some `start <= end <= input.len()`.
+pub fn skip_value_trusted(input: &[u8], pos: usize) -> (usize, usize) {
+    let start = skip_ws(input, pos);
+    let Some(&b) = input.get(start) else {
+        return (start, start);
+    };
+    let end = match b {
+        b'"' => skip_string_trusted(input, start + 1),
+        b'{' | b'[' => {
+            let mut depth = 1usize;
+            let mut i = start + 1;
+            loop {
+                let Some(&c) = input.get(i) else {
+                    break input.len();
+                };
+                i += 1;
+                // `c` is a `u8`, so indexing 256 entries is in range.
+                if !STRUCTURAL[c as usize] {
+                    continue;
+                }
+                match c {
+                    b'"' => i = skip_string_trusted(input, i),
+                    b'{' | b'[' => depth += 1,
+                    _ => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break i;
+                        }
+                    }
+                }
+            }
+        }
+        _ => {
+            let mut i = start + 1;
+            while let Some(&c) = input.get(i) {
+                if matches!(
+                    c,
+                    b',' | b']' | b'}' | b':' | b' ' | b'\t' | b'\n' | b'\r' | b'"' | b'[' | b'{'
+                ) {
+                    break;
+                }
+                i += 1;
+            }
+            i
+        }
+    };
+    (start, end)
+}
+
+/// `i` is just past an opening quote; returns the offset just past the closing quote (or
+/// `input.len()` if there is none).
+#[inline]
+fn skip_string_trusted(input: &[u8], mut i: usize) -> usize {
+    loop {
+        while let Some(x) = load8(input, i) {
+            let m = quote_or_backslash(x);
+            if m != 0 {
+                i += (m.trailing_zeros() / 8) as usize;
+                break;
+            }
+            i += 8;
+        }
+        match input.get(i) {
+            Some(b'"') => return i + 1,
+            Some(b'\\') => i += 2,
+            Some(_) => i += 1,
+            None => return input.len(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unescaping
+// ---------------------------------------------------------------------------------------------
+
+/// Errors from [`unescape_into`] and [`unescaped_len`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum UnescapeError {
+    /// `out` is too small; `required` is the exact decoded length.
+    BufferTooSmall {
+        /// Exact number of bytes the decoded string needs.
+        required: usize,
+    },
+    /// A `\u` escape encodes an unpaired UTF-16 surrogate, which has no UTF-8 form.
+    LoneSurrogate,
+    /// A malformed or truncated escape (input that [`scan_string`] would reject).
+    InvalidEscape,
+}
+
+impl fmt::Display for UnescapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BufferTooSmall { required } => {
+                write!(f, "buffer too small: {required} bytes required")
+            }
+            Self::LoneSurrogate => f.write_str("lone UTF-16 surrogate in \\u escape"),
+            Self::InvalidEscape => f.write_str("invalid escape in string"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for UnescapeError {}
+
+/// Where decoded bytes go: a counter, or a buffer that also counts past its end.
+trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+struct Counter(usize);
+
+impl Sink for Counter {
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        self.0 += bytes.len();
+    }
+}
+
+struct Writer<'a> {
+    out: &'a mut [u8],
+    /// Total decoded length so far (may exceed `out.len()`).
+    len: usize,
+    /// Set once something did not fit; nothing more is written after that.
+    overflow: bool,
+}
+
+impl Sink for Writer<'_> {
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        if !self.overflow {
+            match self.out.get_mut(self.len..end) {
+                Some(dst) => dst.copy_from_slice(bytes),
+                None => self.overflow = true,
+            }
+        }
+        self.len = end;
+    }
+}
+
+/// Four hex digits at `i` as a UTF-16 code unit.
+#[inline]
+fn hex4(s: &[u8], i: usize) -> Option<u32> {
+    let mut v = 0u32;
+    for k in 0..4 {
+        let d = match *s.get(i + k)? {
+            c @ b'0'..=b'9' => c - b'0',
+            c @ b'a'..=b'f' => c - b'a' + 10,
+            c @ b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | u32::from(d);
+    }
+    Some(v)
+}
+
+fn decode<S: Sink>(escaped: &[u8], sink: &mut S) -> Result<(), UnescapeError> {
+    let mut i = 0;
+    loop {
+        let rest = escaped.get(i..).unwrap_or_default();
+        let Some(k) = rest.iter().position(|&b| b == b'\\') else {
+            sink.put(rest);
+            return Ok(());
+        };
+        sink.put(rest.get(..k).unwrap_or_default());
+        i += k; // at the backslash
+        let simple = match escaped.get(i + 1) {
+            Some(b'"') => b'"',
+            Some(b'\\') => b'\\',
+            Some(b'/') => b'/',
+            Some(b'b') => 0x08,
+            Some(b'f') => 0x0C,
+            Some(b'n') => b'\n',
+            Some(b'r') => b'\r',
+            Some(b't') => b'\t',
+            Some(b'u') => 0,
+            _ => return Err(UnescapeError::InvalidEscape),
+        };
+        if simple != 0 {
+            sink.put(&[simple]);
+            i += 2;
+            continue;
+        }
+        let unit = hex4(escaped, i + 2).ok_or(UnescapeError::InvalidEscape)?;
+        i += 6;
+        let cp = match unit {
+            0xD800..=0xDBFF => {
+                if escaped.get(i) != Some(&b'\\') || escaped.get(i + 1) != Some(&b'u') {
+                    return Err(UnescapeError::LoneSurrogate);
+                }
+                let low = hex4(escaped, i + 2).ok_or(UnescapeError::InvalidEscape)?;
+                if !(0xDC00..=0xDFFF).contains(&low) {
+                    return Err(UnescapeError::LoneSurrogate);
+                }
+                i += 6;
+                0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+            }
+            0xDC00..=0xDFFF => return Err(UnescapeError::LoneSurrogate),
+            _ => unit,
+        };
+        // Always `Some`: surrogates were handled above and `cp <= 0x10FFFF`.
+        let ch = char::from_u32(cp).ok_or(UnescapeError::LoneSurrogate)?;
+        let mut buf = [0u8; 4];
+        sink.put(ch.encode_utf8(&mut buf).as_bytes());
+    }
+}
+
+/// Decode the *contents* of a JSON string (the bytes between the quotes, still escaped) into
+/// `out` as UTF-8. Returns the number of bytes written.
+///
+/// Handles all escapes, including `\uXXXX` surrogate pairs. An unpaired surrogate gives
+/// [`UnescapeError::LoneSurrogate`] (the scanner accepts those, see the module docs). Raw bytes
+/// are copied as they are: the contents are expected to come from a string that
+/// [`scan_string`] accepted, so they are already valid UTF-8.
+///
+/// If `out` is too small, returns [`UnescapeError::BufferTooSmall`] with the exact decoded
+/// length; nothing useful is in `out` then. A content error (`LoneSurrogate`, `InvalidEscape`)
+/// anywhere in the string takes precedence over `BufferTooSmall`.
+pub fn unescape_into(escaped: &[u8], out: &mut [u8]) -> Result<usize, UnescapeError> {
+    let mut w = Writer {
+        out,
+        len: 0,
+        overflow: false,
+    };
+    decode(escaped, &mut w)?;
+    if w.overflow {
+        Err(UnescapeError::BufferTooSmall { required: w.len })
+    } else {
+        Ok(w.len)
+    }
+}
+
+/// Exact decoded length of escaped string contents (same errors as [`unescape_into`], never
+/// `BufferTooSmall`).
+pub fn unescaped_len(escaped: &[u8]) -> Result<usize, UnescapeError> {
+    let mut c = Counter(0);
+    decode(escaped, &mut c)?;
+    Ok(c.0)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn err(input: &[u8]) -> (ScanErrorKind, usize) {
+        match validate(input, DEFAULT_MAX_DEPTH) {
+            Ok(()) => panic!("accepted {:?}", core::str::from_utf8(input)),
+            Err(e) => (e.kind, e.offset),
+        }
+    }
+
+    fn ok(input: &[u8]) {
+        if let Err(e) = validate(input, DEFAULT_MAX_DEPTH) {
+            panic!("rejected {:?}: {e}", core::str::from_utf8(input));
+        }
+    }
+
+    const VALID: &[&[u8]] = &[
+        b"0",
+        b"-0",
+        b"-0.0e-0",
+        b"123",
+        b"1.5E+10",
+        b"1e999999999999",
+        b"true",
+        b"false",
+        b"null",
+        b"\"\"",
+        b"\"abc\"",
+        b"\"a somewhat longer plain ascii string with more than eight bytes\"",
+        b"\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\uD834\\uDD1E\"",
+        b"\"\\uD800\"",
+        "\"é日本語🎉 mixed ascii\"".as_bytes(),
+        b"\"\x7f\"",
+        b"[]",
+        b"{}",
+        b" \t\r\n[ 1 , 2 ,\n3 ] \n",
+        b"{\"a\":[1,{\"b\":null}],\"c\":\"d\"}",
+        b"[[[[]]],{},[{}],\"x\",-1.25e-3]",
+        b"{ \"k\" : { } , \"l\" : [ ] }",
+    ];
+
+    #[test]
+    fn accepts_valid() {
+        for v in VALID {
+            ok(v);
+        }
+    }
+
+    #[test]
+    fn unexpected_end() {
+        for s in [
+            &b""[..],
+            b"   ",
+            b"[",
+            b"[1",
+            b"[1,",
+            b"{",
+            b"{\"a\"",
+            b"{\"a\":",
+            b"{\"a\":1",
+            b"\"abc",
+            b"\"abc\\",
+            b"\"\\u12",
+            b"tru",
+            b"nul",
+            b"-",
+            b"1.",
+            b"1e",
+            b"1e+",
+            b"\"\xe6\x97",
+        ] {
+            assert_eq!(err(s), (ScanErrorKind::UnexpectedEnd, s.len()), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn unexpected_byte() {
+        assert_eq!(err(b"[1,]"), (ScanErrorKind::UnexpectedByte, 3));
+        assert_eq!(err(b"{\"a\":1,}"), (ScanErrorKind::UnexpectedByte, 7));
+        assert_eq!(err(b"{1:2}"), (ScanErrorKind::UnexpectedByte, 1));
+        assert_eq!(err(b"{\"a\" 1}"), (ScanErrorKind::UnexpectedByte, 5));
+        assert_eq!(err(b"[1 2]"), (ScanErrorKind::UnexpectedByte, 3));
+        assert_eq!(err(b"[1}"), (ScanErrorKind::UnexpectedByte, 2));
+        assert_eq!(err(b"{\"a\":1]"), (ScanErrorKind::UnexpectedByte, 6));
+        assert_eq!(err(b"trUe"), (ScanErrorKind::UnexpectedByte, 2));
+        assert_eq!(err(b"nil"), (ScanErrorKind::UnexpectedByte, 1));
+        assert_eq!(err(b"'a'"), (ScanErrorKind::UnexpectedByte, 0));
+        assert_eq!(err(b"]"), (ScanErrorKind::UnexpectedByte, 0));
+        assert_eq!(err(b"\xef\xbb\xbf{}"), (ScanErrorKind::UnexpectedByte, 0));
+        assert_eq!(err(b"[\xc3\xa9]"), (ScanErrorKind::UnexpectedByte, 1));
+        assert_eq!(err(b"[\x0c1]"), (ScanErrorKind::UnexpectedByte, 1));
+    }
+
+    #[test]
+    fn invalid_utf8() {
+        for (s, off) in [
+            (&b"\"\xff\""[..], 1),
+            (b"\"\x80\"", 1),
+            (b"\"\xc0\xaf\"", 1),
+            (b"\"\xc1\xbf\"", 1),
+            (b"\"\xe0\x80\xaf\"", 1),
+            (b"\"\xed\xa0\x80\"", 1),
+            (b"\"\xf4\x90\x80\x80\"", 1),
+            (b"\"\xf5\x80\x80\x80\"", 1),
+            (b"\"ab\xe6\x97\"", 3),
+            (b"\"\xe6\x97\xa5\xd1\x88\xfa\"", 6),
+            (b"\"\xfc\x83\xbf\xbf\xbf\xbf\"", 1),
+            (b"\"0123456789\xe9\"", 11),
+        ] {
+            assert_eq!(err(s), (ScanErrorKind::InvalidUtf8, off), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn invalid_escape() {
+        assert_eq!(err(b"\"\\x\""), (ScanErrorKind::InvalidEscape, 1));
+        assert_eq!(err(b"[\"a\\'\"]"), (ScanErrorKind::InvalidEscape, 3));
+        assert_eq!(err(b"\"\\u12G4\""), (ScanErrorKind::InvalidEscape, 1));
+        assert_eq!(err(b"\"\\U1234\""), (ScanErrorKind::InvalidEscape, 1));
+        assert_eq!(err(b"\"\\\xc3\xa9\""), (ScanErrorKind::InvalidEscape, 1));
+    }
+
+    #[test]
+    fn control_character() {
+        assert_eq!(err(b"\"a\tb\""), (ScanErrorKind::ControlCharacter, 2));
+        assert_eq!(err(b"\"\x00\""), (ScanErrorKind::ControlCharacter, 1));
+        assert_eq!(
+            err(b"[\"0123456789\n\"]"),
+            (ScanErrorKind::ControlCharacter, 12)
+        );
+    }
+
+    #[test]
+    fn invalid_number() {
+        for (s, off) in [
+            (&b"01"[..], 1),
+            (b"-01", 2),
+            (b"[1.]", 3),
+            (b"[1.e5]", 3),
+            (b"[-]", 2),
+            (b"-a", 1),
+            (b".5", 0),
+            (b"+1", 0),
+            (b"[1e]", 3),
+            (b"[1E+]", 4),
+            (b"[00]", 2),
+        ] {
+            assert_eq!(err(s), (ScanErrorKind::InvalidNumber, off), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn trailing_characters() {
+        assert_eq!(err(b"1 2"), (ScanErrorKind::TrailingCharacters, 2));
+        assert_eq!(err(b"[] ]"), (ScanErrorKind::TrailingCharacters, 3));
+        assert_eq!(err(b"{}x"), (ScanErrorKind::TrailingCharacters, 2));
+        assert_eq!(err(b"truex"), (ScanErrorKind::TrailingCharacters, 4));
+        assert_eq!(err(b"\"a\"\x00"), (ScanErrorKind::TrailingCharacters, 3));
+        // scan_value itself does not look past the value.
+        assert_eq!(scan_value(b"1 2", 0, 8), Ok((0, 1)));
+    }
+
+    fn nested(open: &[u8], depth: usize, inner: &[u8], close: &[u8]) -> [u8; 2048] {
+        let mut buf = [b' '; 2048];
+        let mut n = 0;
+        for _ in 0..depth {
+            buf[n..n + open.len()].copy_from_slice(open);
+            n += open.len();
+        }
+        buf[n..n + inner.len()].copy_from_slice(inner);
+        n += inner.len();
+        for _ in 0..depth {
+            buf[n..n + close.len()].copy_from_slice(close);
+            n += close.len();
+        }
+        buf
+    }
+
+    #[test]
+    fn depth_limits() {
+        assert_eq!(validate(b"1", 0), Ok(()));
+        assert_eq!(kind_at(b"[]", 0), (ScanErrorKind::TooDeep, 0));
+        assert_eq!(validate(b"[]", 1), Ok(()));
+        assert_eq!(validate(b"[[1]]", 2), Ok(()));
+        assert_eq!(kind_at(b"[[1]]", 1), (ScanErrorKind::TooDeep, 1));
+        assert_eq!(kind_at(b"[{\"a\":{}}]", 2), (ScanErrorKind::TooDeep, 6));
+        for max in [1usize, 5, 63, 64, 65, 100, 255, 256] {
+            let ok_arr = nested(b"[", max, b"", b"]");
+            assert_eq!(validate(&ok_arr, max), Ok(()), "max {max}");
+            let deep = nested(b"[", max + 1, b"", b"]");
+            assert_eq!(
+                kind_at(&deep, max),
+                (ScanErrorKind::TooDeep, max),
+                "max {max}"
+            );
+            let ok_obj = nested(b"{\"\":", max - 1, b"{}", b"}");
+            assert_eq!(validate(&ok_obj, max), Ok(()), "obj max {max}");
+        }
+        // Limits above MAX_DEPTH_LIMIT are clamped.
+        let at_limit = nested(b"[", MAX_DEPTH_LIMIT, b"", b"]");
+        assert_eq!(validate(&at_limit, usize::MAX), Ok(()));
+        let over = nested(b"[", MAX_DEPTH_LIMIT + 1, b"", b"]");
+        assert_eq!(kind_at(&over, usize::MAX), (ScanErrorKind::TooDeep, 256));
+        // Mixed kinds across word boundaries of the bit stack keep their closers straight.
+        let mut mixed = [b' '; 1024];
+        let mut n = 0;
+        for d in 0..200 {
+            mixed[n] = if d % 3 == 0 { b'[' } else { b'{' };
+            n += 1;
+            if d % 3 != 0 {
+                mixed[n..n + 3].copy_from_slice(b"\"\":");
+                n += 3;
+            }
+        }
+        mixed[n] = b'1';
+        n += 1;
+        for d in (0..200).rev() {
+            mixed[n] = if d % 3 == 0 { b']' } else { b'}' };
+            n += 1;
+        }
+        assert_eq!(validate(&mixed[..n], 200), Ok(()));
+        mixed[n - 1] = b'}'; // outermost is an array
+        assert_eq!(
+            kind_at(&mixed[..n], 200),
+            (ScanErrorKind::UnexpectedByte, n - 1)
+        );
+    }
+
+    fn kind_at(input: &[u8], max: usize) -> (ScanErrorKind, usize) {
+        match validate(input, max) {
+            Ok(()) => panic!("accepted"),
+            Err(e) => (e.kind, e.offset),
+        }
+    }
+
+    #[test]
+    fn hundred_thousand_brackets() {
+        let deep = [b'['; 100_000];
+        let e = validate(&deep, DEFAULT_MAX_DEPTH).unwrap_err();
+        assert_eq!(e, ScanError::new(ScanErrorKind::TooDeep, DEFAULT_MAX_DEPTH));
+        let e = validate(&deep, usize::MAX).unwrap_err();
+        assert_eq!(e.kind, ScanErrorKind::TooDeep);
+        // Trusted skipping also copes (no recursion): it runs off the end.
+        assert_eq!(skip_value_trusted(&deep, 0), (0, deep.len()));
+    }
+
+    #[test]
+    fn offsets_and_spans() {
+        let text = b"  {\"a\" : [1, \"two\", {\"x\": true}] , \"b\": -2.5e3 }  ";
+        let (s, e) = scan_value(text, 0, 8).unwrap();
+        assert_eq!((s, e), (2, text.len() - 2));
+        let a = text.iter().position(|&b| b == b'[').unwrap();
+        let (s, e) = scan_value(text, a - 1, 8).unwrap();
+        assert_eq!(&text[s..e], b"[1, \"two\", {\"x\": true}]");
+        let n = text.iter().position(|&b| b == b'-').unwrap();
+        assert_eq!(scan_value(text, n, 8), Ok((n, n + 6)));
+        assert_eq!(scan_number(text, n), Ok(n + 6));
+        assert_eq!(scan_string(b"x\"a\\\"b\" ", 1), Ok(7));
+        assert_eq!(
+            scan_string(b"abc", 0),
+            Err(ScanError::new(ScanErrorKind::UnexpectedByte, 0))
+        );
+        assert_eq!(
+            scan_string(b"abc", 9),
+            Err(ScanError::new(ScanErrorKind::UnexpectedEnd, 3))
+        );
+        // Positions past the end never panic.
+        assert_eq!(
+            scan_value(b"[]", usize::MAX, 8),
+            Err(ScanError::new(ScanErrorKind::UnexpectedEnd, 2))
+        );
+        assert_eq!(skip_ws(b"  ", 10), 2);
+        assert_eq!(skip_ws(b" \t\r\nx", 0), 4);
+        assert_eq!(skip_value_trusted(b"[]", usize::MAX), (2, 2));
+    }
+
+    #[test]
+    fn skip_trusted_agrees_with_scan() {
+        for v in VALID {
+            assert_eq!(
+                skip_value_trusted(v, 0),
+                scan_value(v, 0, DEFAULT_MAX_DEPTH).unwrap(),
+                "{v:?}"
+            );
+            // Embedded in a container, followed by more elements.
+            let mut buf = [0u8; 512];
+            let pre = b"[ ";
+            let post = b" ,1]";
+            buf[..2].copy_from_slice(pre);
+            buf[2..2 + v.len()].copy_from_slice(v);
+            buf[2 + v.len()..2 + v.len() + post.len()].copy_from_slice(post);
+            let whole = &buf[..2 + v.len() + post.len()];
+            assert_eq!(
+                skip_value_trusted(whole, 1),
+                scan_value(whole, 1, DEFAULT_MAX_DEPTH).unwrap(),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn skip_trusted_never_panics() {
+        let junk: &[&[u8]] = &[
+            b"",
+            b"\"",
+            b"\"\\",
+            b"[\"]",
+            b"]]]",
+            b"}",
+            b"[[",
+            b"\"abc\\\"",
+            b"-",
+            b"x",
+            b"{\"a",
+        ];
+        for j in junk {
+            let (s, e) = skip_value_trusted(j, 0);
+            assert!(s <= e && e <= j.len(), "{j:?}");
+        }
+    }
+
+    #[test]
+    fn unescape_cases() {
+        let mut out = [0u8; 64];
+        let cases: &[(&[u8], &[u8])] = &[
+            (b"", b""),
+            (b"plain", b"plain"),
+            (b"a\\nb\\tc", b"a\nb\tc"),
+            (b"\\\"\\\\\\/\\b\\f\\n\\r\\t", b"\"\\/\x08\x0c\n\r\t"),
+            (b"\\u0041\\u00e9\\u20AC", "Aé€".as_bytes()),
+            (b"\\uD834\\uDD1E!", "𝄞!".as_bytes()),
+            (b"\\ud83d\\ude00", "😀".as_bytes()),
+            (b"\\u0000", b"\x00"),
+            ("raw é 日".as_bytes(), "raw é 日".as_bytes()),
+        ];
+        for (esc, want) in cases {
+            let n = unescape_into(esc, &mut out).unwrap();
+            assert_eq!(&out[..n], *want, "{esc:?}");
+            assert_eq!(unescaped_len(esc), Ok(want.len()));
+        }
+        for lone in [
+            &b"\\uD800"[..],
+            b"\\uDC00",
+            b"\\uD800x",
+            b"\\uD800\\n",
+            b"\\uD800\\uD800",
+            b"\\uDD1E\\uD834",
+        ] {
+            assert_eq!(
+                unescape_into(lone, &mut out),
+                Err(UnescapeError::LoneSurrogate)
+            );
+            assert_eq!(unescaped_len(lone), Err(UnescapeError::LoneSurrogate));
+        }
+        for bad in [&b"\\"[..], b"\\x", b"\\u12", b"\\u12G4", b"\\uD800\\u12"] {
+            assert_eq!(
+                unescape_into(bad, &mut out),
+                Err(UnescapeError::InvalidEscape)
+            );
+        }
+        // Too small: exact required length, for each possible short size.
+        let esc = b"ab\\u00e9\\uD834\\uDD1Ecd\\n";
+        let need = unescaped_len(esc).unwrap();
+        assert_eq!(need, 2 + 2 + 4 + 2 + 1);
+        for size in 0..need {
+            assert_eq!(
+                unescape_into(esc, &mut out[..size]),
+                Err(UnescapeError::BufferTooSmall { required: need })
+            );
+        }
+        assert_eq!(unescape_into(esc, &mut out[..need]), Ok(need));
+        // Content errors take precedence over size.
+        assert_eq!(
+            unescape_into(b"abcdef\\uD800", &mut out[..1]),
+            Err(UnescapeError::LoneSurrogate)
+        );
+    }
+
+    #[test]
+    fn swar_matches_table() {
+        for b in 0..=255u8 {
+            let x = u64::from_le_bytes([b'a', b'a', b'a', b, b'a', b'a', b'a', b'a']);
+            let m = string_special(x);
+            let attn = m != 0;
+            let class = STRING_CLASS[b as usize];
+            assert_eq!(
+                attn,
+                class != C_PLAIN && class != C_NON_ASCII,
+                "byte {b:#x}"
+            );
+            if attn {
+                assert_eq!(m.trailing_zeros() / 8, 3);
+            }
+            let q = quote_or_backslash(x) != 0;
+            assert_eq!(q, b == b'"' || b == b'\\', "byte {b:#x}");
+        }
+    }
+
+    #[test]
+    fn display() {
+        use core::fmt::Write;
+        struct Buf([u8; 128], usize);
+        impl Write for Buf {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                let end = self.1 + s.len();
+                self.0
+                    .get_mut(self.1..end)
+                    .ok_or(fmt::Error)?
+                    .copy_from_slice(s.as_bytes());
+                self.1 = end;
+                Ok(())
+            }
+        }
+        let mut b = Buf([0; 128], 0);
+        write!(b, "{}", ScanError::new(ScanErrorKind::TooDeep, 7)).unwrap();
+        assert_eq!(&b.0[..b.1], b"nesting too deep at byte offset 7");
+        let mut b = Buf([0; 128], 0);
+        write!(b, "{}", UnescapeError::BufferTooSmall { required: 9 }).unwrap();
+        assert_eq!(&b.0[..b.1], b"buffer too small: 9 bytes required");
+    }
+}

@@ -1,0 +1,1923 @@
+//! Compact JSON serialization into a byte [`Sink`] that never runs out of space.
+//!
+//! [`to_sink`] drives any `serde::Serialize` value into a [`Sink`]. A sink's
+//! [`put`](Sink::put) cannot fail: a bounded sink such as [`SliceSink`] keeps *counting* once its
+//! buffer is full, so a single pass tells the caller either "here are your `n` bytes" or "you need
+//! exactly `n` bytes". [`to_slice`] wraps that into a `Result`, [`encoded_len`] only counts.
+//!
+//! The output is byte-for-byte what `serde_json::to_vec` produces for the same value (compact
+//! form, same string escaping, same number formatting, same enum representation), with one
+//! deliberate difference: a NaN or infinite float is an error
+//! ([`SerializeError::NonFiniteFloat`]) instead of being silently written as `null`.
+//!
+//! Values that already hold validated JSON text can be embedded verbatim through
+//! [`RAW_JSON_TOKEN`].
+//!
+//! ```
+//! use rpcwire::wire::ser::{encoded_len, to_slice, ToSliceError};
+//!
+//! let value = ("sum", [1, 2, 3]);
+//! let mut buf = [0u8; 32];
+//! assert_eq!(to_slice(&value, &mut buf), Ok(15));
+//! assert_eq!(&buf[..15], br#"["sum",[1,2,3]]"#);
+//!
+//! // Too small: nothing is lost but the write, and the exact size is reported.
+//! let mut small = [0u8; 4];
+//! assert_eq!(
+//!     to_slice(&value, &mut small),
+//!     Err(ToSliceError::BufferTooSmall { required: 15 })
+//! );
+//! assert_eq!(encoded_len(&value), Ok(15));
+//! ```
+
+use core::fmt;
+
+use serde::ser::{self, Impossible, Serialize};
+
+/// The newtype-struct name that marks already-encoded JSON text.
+///
+/// When the serializer meets `serialize_newtype_struct(RAW_JSON_TOKEN, value)` and `value`
+/// serializes as a string (directly, or through further newtype structs or `Some`), the string's
+/// bytes are written verbatim: no quotes, no escaping. The type that does this is responsible for
+/// holding valid JSON; the serializer does not check it. Anything else inside the marker is
+/// serialized normally. Map keys ignore the marker (a key is always a quoted, escaped string).
+///
+/// ```
+/// use rpcwire::wire::ser::{to_slice, RAW_JSON_TOKEN};
+///
+/// struct Raw<'a>(&'a str);
+/// impl serde::Serialize for Raw<'_> {
+///     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+///         s.serialize_newtype_struct(RAW_JSON_TOKEN, self.0)
+///     }
+/// }
+///
+/// let mut buf = [0u8; 32];
+/// let n = to_slice(&[Raw(r#"{"a":[1,2]}"#)], &mut buf);
+/// assert_eq!(n, Ok(13));
+/// assert_eq!(&buf[..13], br#"[{"a":[1,2]}]"#);
+/// ```
+pub const RAW_JSON_TOKEN: &str = "$rpcwire::RawJson";
+
+/// A destination for encoded bytes. `put` never fails: a bounded sink keeps counting past its end
+/// so that the caller learns the exact size required.
+pub trait Sink {
+    /// Append bytes.
+    fn put(&mut self, bytes: &[u8]);
+}
+
+/// A sink over a caller's slice that counts bytes beyond its end instead of failing.
+///
+/// Once a `put` does not fit, nothing more is copied (the buffer's content is then unspecified),
+/// but [`len`](Self::len) keeps growing to the total that was asked for.
+#[derive(Debug)]
+pub struct SliceSink<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl<'a> SliceSink<'a> {
+    /// A sink that writes from the start of `buf`.
+    #[inline]
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        Self { buf, len: 0 }
+    }
+
+    /// Bytes that were (or would have been) written.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when nothing has been written.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// True when everything written fit in the buffer.
+    #[inline]
+    pub fn fits(&self) -> bool {
+        self.len <= self.buf.len()
+    }
+
+    /// The written bytes when they all fit, `None` otherwise.
+    #[inline]
+    pub fn written(&self) -> Option<&[u8]> {
+        self.buf.get(..self.len)
+    }
+}
+
+impl Sink for SliceSink<'_> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.len.saturating_add(bytes.len());
+        // Once `len` is past the end this range is out of bounds and only the count moves.
+        if let Some(dst) = self.buf.get_mut(self.len..end) {
+            dst.copy_from_slice(bytes);
+        }
+        self.len = end;
+    }
+}
+
+/// A sink that only counts.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CountingSink {
+    /// Bytes put so far.
+    pub len: usize,
+}
+
+impl Sink for CountingSink {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.len = self.len.saturating_add(bytes.len());
+    }
+}
+
+/// Why a value could not be serialized as JSON (no strings, Copy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SerializeError {
+    /// A map key that is not a string, integer, char or bool (JSON object keys are strings).
+    ///
+    /// Like `serde_json`, finite floats, unit variants and newtype structs or `Some` around an
+    /// accepted key are accepted too (all written as quoted strings).
+    KeyMustBeAString,
+    /// A non-finite float (NaN or infinity) has no JSON representation.
+    ///
+    /// `serde_json` writes such a value as `null`; this serializer refuses it instead.
+    NonFiniteFloat,
+    /// The value's own `Serialize` impl reported an error (its message is dropped: no allocation).
+    Custom,
+}
+
+impl fmt::Display for SerializeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::KeyMustBeAString => "JSON object key must be a string",
+            Self::NonFiniteFloat => "NaN and infinite floats cannot be written as JSON",
+            Self::Custom => "the value's Serialize implementation reported an error",
+        })
+    }
+}
+
+// `serde::ser::StdError` is `core::error::Error` (= `std::error::Error`), whatever serde's
+// features, so this one impl also serves `std` users.
+impl ser::StdError for SerializeError {}
+
+impl ser::Error for SerializeError {
+    #[inline]
+    fn custom<T: fmt::Display>(_msg: T) -> Self {
+        Self::Custom
+    }
+}
+
+/// Why [`to_slice`] failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ToSliceError {
+    /// The encoding did not fit; it needs exactly `required` bytes.
+    BufferTooSmall {
+        /// The exact encoded length.
+        required: usize,
+    },
+    /// The value cannot be serialized as JSON at all.
+    Serialize(SerializeError),
+}
+
+impl From<SerializeError> for ToSliceError {
+    #[inline]
+    fn from(e: SerializeError) -> Self {
+        Self::Serialize(e)
+    }
+}
+
+impl fmt::Display for ToSliceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BufferTooSmall { required } => {
+                write!(f, "buffer too small: {required} bytes required")
+            }
+            Self::Serialize(e) => fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+impl core::error::Error for ToSliceError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Self::BufferTooSmall { .. } => None,
+            Self::Serialize(e) => Some(e),
+        }
+    }
+}
+
+/// Serialize `value` as compact JSON into `sink`.
+///
+/// On error, what was already put into `sink` is a truncated prefix and should be discarded.
+#[inline]
+pub fn to_sink<T, S>(value: &T, sink: &mut S) -> Result<(), SerializeError>
+where
+    T: Serialize + ?Sized,
+    S: Sink + ?Sized,
+{
+    value.serialize(Ser { sink, raw: false })
+}
+
+/// Serialize into a slice. `Ok(n)` = bytes written at the start of `buf`;
+/// `Err(ToSliceError::BufferTooSmall { required })` when it does not fit.
+///
+/// A serialization error takes precedence over the size.
+#[inline]
+pub fn to_slice<T: Serialize + ?Sized>(value: &T, buf: &mut [u8]) -> Result<usize, ToSliceError> {
+    let mut sink = SliceSink::new(buf);
+    to_sink(value, &mut sink)?;
+    if sink.fits() {
+        Ok(sink.len())
+    } else {
+        Err(ToSliceError::BufferTooSmall {
+            required: sink.len(),
+        })
+    }
+}
+
+/// Exact encoded length.
+#[inline]
+pub fn encoded_len<T: Serialize + ?Sized>(value: &T) -> Result<usize, SerializeError> {
+    let mut sink = CountingSink::default();
+    to_sink(value, &mut sink)?;
+    Ok(sink.len)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strings
+
+/// For each byte: 0 when it goes out verbatim, otherwise the letter after the backslash
+/// (`u` meaning `\u00XX`). Same table as `serde_json`.
+const ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        table[i] = b'u';
+        i += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
+const HEX_DIGITS: [u8; 16] = *b"0123456789abcdef";
+
+/// True when one of the 8 bytes needs escaping: a control byte (< 0x20), `"` or `\\`.
+/// Exact (no false positives or negatives); bytes >= 0x80 are never flagged.
+#[inline]
+fn word_needs_escape(word: &[u8; 8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let x = u64::from_ne_bytes(*word);
+    // The classic "has a byte below n" and "has a zero byte" tests: a borrow can only start at a
+    // byte that matches, so the presence answer is exact.
+    let quote = x ^ (ONES * u64::from(b'"'));
+    let backslash = x ^ (ONES * u64::from(b'\\'));
+    let below_space = x.wrapping_sub(ONES * 0x20) & !x;
+    let is_quote = quote.wrapping_sub(ONES) & !quote;
+    let is_backslash = backslash.wrapping_sub(ONES) & !backslash;
+    (below_space | is_quote | is_backslash) & HIGH != 0
+}
+
+/// Writes the escape sequence for `byte` (whose [`ESCAPE`] entry is `escape`, not 0).
+#[inline]
+fn put_escape<S: Sink + ?Sized>(sink: &mut S, byte: u8, escape: u8) {
+    if escape == b'u' {
+        sink.put(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX_DIGITS[(byte >> 4) as usize],
+            HEX_DIGITS[(byte & 0x0f) as usize],
+        ]);
+    } else {
+        sink.put(&[b'\\', escape]);
+    }
+}
+
+/// Writes the escaped contents of a string (without quotes), clean runs in one `put` each.
+///
+/// Clean 8-byte words are skipped with a word-at-a-time test; only a word that contains a byte
+/// to escape is walked byte by byte through the [`ESCAPE`] table.
+#[inline]
+fn put_str_contents<S: Sink + ?Sized>(sink: &mut S, value: &str) {
+    let bytes = value.as_bytes();
+    let mut run_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        // Bytes to look at one by one: a word that needs escaping, or the tail.
+        let stop = match bytes[i..].first_chunk::<8>() {
+            Some(word) if !word_needs_escape(word) => {
+                i += 8;
+                continue;
+            }
+            Some(_) => i + 8,
+            None => bytes.len(),
+        };
+        while i < stop {
+            let byte = bytes[i];
+            let escape = ESCAPE[byte as usize];
+            if escape != 0 {
+                if run_start < i {
+                    sink.put(&bytes[run_start..i]);
+                }
+                put_escape(sink, byte, escape);
+                run_start = i + 1;
+            }
+            i += 1;
+        }
+    }
+    if run_start < bytes.len() {
+        sink.put(&bytes[run_start..]);
+    }
+}
+
+/// Writes a quoted, escaped JSON string.
+#[inline]
+fn put_str<S: Sink + ?Sized>(sink: &mut S, value: &str) {
+    sink.put(b"\"");
+    put_str_contents(sink, value);
+    sink.put(b"\"");
+}
+
+/// Escapes `Display` output straight into the sink (no intermediate buffer).
+struct EscapeAdapter<'a, S: ?Sized> {
+    sink: &'a mut S,
+}
+
+impl<S: Sink + ?Sized> fmt::Write for EscapeAdapter<'_, S> {
+    #[inline]
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        put_str_contents(self.sink, s);
+        Ok(())
+    }
+}
+
+/// Writes `value`'s `Display` output as a quoted, escaped JSON string.
+fn put_display<S, T>(sink: &mut S, value: &T) -> Result<(), SerializeError>
+where
+    S: Sink + ?Sized,
+    T: fmt::Display + ?Sized,
+{
+    sink.put(b"\"");
+    fmt::write(
+        &mut EscapeAdapter { sink: &mut *sink },
+        format_args!("{value}"),
+    )
+    .map_err(|_| SerializeError::Custom)?;
+    sink.put(b"\"");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers
+
+/// "00" "01" .. "99".
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut table = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        table[2 * i] = b'0' + (i / 10) as u8;
+        table[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    table
+};
+
+/// Opening quote, sign, the 39 digits of `u128::MAX` (or of `i128::MIN`'s magnitude), closing
+/// quote.
+const INT_BUF_LEN: usize = 42;
+
+/// Writes the decimal digits of `n` so that they end just before `end`; returns where they start.
+/// Needs `end >= 20`.
+#[inline]
+fn format_u64(buf: &mut [u8; INT_BUF_LEN], mut end: usize, mut n: u64) -> usize {
+    while n >= 10_000 {
+        let rem = (n % 10_000) as usize;
+        n /= 10_000;
+        let hi = (rem / 100) * 2;
+        let lo = (rem % 100) * 2;
+        end -= 4;
+        buf[end..end + 2].copy_from_slice(&DIGIT_PAIRS[hi..hi + 2]);
+        buf[end + 2..end + 4].copy_from_slice(&DIGIT_PAIRS[lo..lo + 2]);
+    }
+    let mut n = n as usize; // < 10_000
+    if n >= 100 {
+        let lo = (n % 100) * 2;
+        n /= 100;
+        end -= 2;
+        buf[end..end + 2].copy_from_slice(&DIGIT_PAIRS[lo..lo + 2]);
+    }
+    if n >= 10 {
+        let d = n * 2;
+        end -= 2;
+        buf[end..end + 2].copy_from_slice(&DIGIT_PAIRS[d..d + 2]);
+    } else {
+        end -= 1;
+        buf[end] = b'0' + n as u8;
+    }
+    end
+}
+
+/// Like [`format_u64`] for `u128`. Needs `end >= 39`.
+#[inline]
+fn format_u128(buf: &mut [u8; INT_BUF_LEN], mut end: usize, mut n: u128) -> usize {
+    const TEN_POW_19: u128 = 10_000_000_000_000_000_000;
+    while n > u128::from(u64::MAX) {
+        let low = (n % TEN_POW_19) as u64;
+        n /= TEN_POW_19;
+        let start = format_u64(buf, end, low);
+        let padded = end - 19;
+        buf[padded..start].fill(b'0');
+        end = padded;
+    }
+    format_u64(buf, end, n as u64)
+}
+
+/// Writes `[-]digits`, optionally in quotes (for map keys), with one `put`.
+#[inline]
+fn put_integer<S: Sink + ?Sized>(sink: &mut S, negative: bool, magnitude: u128, quoted: bool) {
+    let mut buf = [0u8; INT_BUF_LEN];
+    let mut end = INT_BUF_LEN;
+    if quoted {
+        end -= 1;
+        buf[end] = b'"';
+    }
+    let mut start = format_u128(&mut buf, end, magnitude);
+    if negative {
+        start -= 1;
+        buf[start] = b'-';
+    }
+    if quoted {
+        start -= 1;
+        buf[start] = b'"';
+    }
+    sink.put(&buf[start..]);
+}
+
+#[inline]
+fn put_unsigned<S: Sink + ?Sized>(sink: &mut S, n: impl Into<u128>, quoted: bool) {
+    put_integer(sink, false, n.into(), quoted);
+}
+
+#[inline]
+fn put_signed<S: Sink + ?Sized>(sink: &mut S, n: impl Into<i128>, quoted: bool) {
+    let n: i128 = n.into();
+    put_integer(sink, n < 0, n.unsigned_abs(), quoted);
+}
+
+/// Writes `ryu`'s shortest round-trip form the way `serde_json` prints it: `serde_json`'s float
+/// formatter writes positive exponents with an explicit sign (`1e+16`), `ryu` without (`1e16`).
+#[inline]
+fn put_float_text<S: Sink + ?Sized>(sink: &mut S, text: &str) {
+    let bytes = text.as_bytes();
+    match bytes.iter().position(|&b| b == b'e') {
+        Some(e) if bytes.get(e + 1) != Some(&b'-') => {
+            sink.put(&bytes[..=e]);
+            sink.put(b"+");
+            sink.put(&bytes[e + 1..]);
+        }
+        _ => sink.put(bytes),
+    }
+}
+
+#[inline]
+fn put_f64<S: Sink + ?Sized>(sink: &mut S, value: f64) -> Result<(), SerializeError> {
+    if !value.is_finite() {
+        return Err(SerializeError::NonFiniteFloat);
+    }
+    put_float_text(sink, ryu::Buffer::new().format_finite(value));
+    Ok(())
+}
+
+#[inline]
+fn put_f32<S: Sink + ?Sized>(sink: &mut S, value: f32) -> Result<(), SerializeError> {
+    if !value.is_finite() {
+        return Err(SerializeError::NonFiniteFloat);
+    }
+    put_float_text(sink, ryu::Buffer::new().format_finite(value));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The serializer
+
+/// The value serializer. `raw` is set inside a [`RAW_JSON_TOKEN`] newtype: a string is then
+/// written verbatim.
+struct Ser<'a, S: ?Sized> {
+    sink: &'a mut S,
+    raw: bool,
+}
+
+impl<'a, S: Sink + ?Sized> Ser<'a, S> {
+    /// Writes `{"variant":` — the opening of every externally tagged variant with content.
+    #[inline]
+    fn open_variant(&mut self, variant: &str) {
+        self.sink.put(b"{");
+        put_str(self.sink, variant);
+        self.sink.put(b":");
+    }
+
+    #[inline]
+    fn open_compound(
+        self,
+        open: &'static [u8],
+        close: &'static [u8],
+        len: Option<usize>,
+    ) -> Compound<'a, S> {
+        self.sink.put(open);
+        let state = if len == Some(0) {
+            self.sink.put(close);
+            State::Empty
+        } else {
+            State::First
+        };
+        Compound {
+            sink: self.sink,
+            state,
+        }
+    }
+}
+
+impl<'a, S: Sink + ?Sized> ser::Serializer for Ser<'a, S> {
+    type Ok = ();
+    type Error = SerializeError;
+
+    type SerializeSeq = Compound<'a, S>;
+    type SerializeTuple = Compound<'a, S>;
+    type SerializeTupleStruct = Compound<'a, S>;
+    type SerializeTupleVariant = Compound<'a, S>;
+    type SerializeMap = Compound<'a, S>;
+    type SerializeStruct = Compound<'a, S>;
+    type SerializeStructVariant = Compound<'a, S>;
+
+    #[inline]
+    fn serialize_bool(self, v: bool) -> Result<(), SerializeError> {
+        self.sink.put(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_i8(self, v: i8) -> Result<(), SerializeError> {
+        put_signed(self.sink, v, false);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_i16(self, v: i16) -> Result<(), SerializeError> {
+        put_signed(self.sink, v, false);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_i32(self, v: i32) -> Result<(), SerializeError> {
+        put_signed(self.sink, v, false);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_i64(self, v: i64) -> Result<(), SerializeError> {
+        put_signed(self.sink, v, false);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_i128(self, v: i128) -> Result<(), SerializeError> {
+        put_signed(self.sink, v, false);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_u8(self, v: u8) -> Result<(), SerializeError> {
+        put_unsigned(self.sink, v, false);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_u16(self, v: u16) -> Result<(), SerializeError> {
+        put_unsigned(self.sink, v, false);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_u32(self, v: u32) -> Result<(), SerializeError> {
+        put_unsigned(self.sink, v, false);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_u64(self, v: u64) -> Result<(), SerializeError> {
+        put_unsigned(self.sink, v, false);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_u128(self, v: u128) -> Result<(), SerializeError> {
+        put_unsigned(self.sink, v, false);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_f32(self, v: f32) -> Result<(), SerializeError> {
+        put_f32(self.sink, v)
+    }
+
+    #[inline]
+    fn serialize_f64(self, v: f64) -> Result<(), SerializeError> {
+        put_f64(self.sink, v)
+    }
+
+    #[inline]
+    fn serialize_char(self, v: char) -> Result<(), SerializeError> {
+        put_str(self.sink, v.encode_utf8(&mut [0u8; 4]));
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_str(self, v: &str) -> Result<(), SerializeError> {
+        if self.raw {
+            self.sink.put(v.as_bytes());
+        } else {
+            put_str(self.sink, v);
+        }
+        Ok(())
+    }
+
+    /// An array of numbers, as `serde_json` does.
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), SerializeError> {
+        self.sink.put(b"[");
+        for (i, &byte) in v.iter().enumerate() {
+            if i != 0 {
+                self.sink.put(b",");
+            }
+            put_unsigned(self.sink, byte, false);
+        }
+        self.sink.put(b"]");
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_none(self) -> Result<(), SerializeError> {
+        self.serialize_unit()
+    }
+
+    #[inline]
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), SerializeError> {
+        value.serialize(self)
+    }
+
+    #[inline]
+    fn serialize_unit(self) -> Result<(), SerializeError> {
+        self.sink.put(b"null");
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), SerializeError> {
+        self.serialize_unit()
+    }
+
+    #[inline]
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _variant_index: u32,
+        variant: &'static str,
+    ) -> Result<(), SerializeError> {
+        put_str(self.sink, variant);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        value: &T,
+    ) -> Result<(), SerializeError> {
+        let raw = self.raw || name == RAW_JSON_TOKEN;
+        value.serialize(Ser {
+            sink: self.sink,
+            raw,
+        })
+    }
+
+    #[inline]
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        mut self,
+        _name: &'static str,
+        _variant_index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), SerializeError> {
+        self.open_variant(variant);
+        value.serialize(Ser {
+            sink: &mut *self.sink,
+            raw: false,
+        })?;
+        self.sink.put(b"}");
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_seq(self, len: Option<usize>) -> Result<Compound<'a, S>, SerializeError> {
+        Ok(self.open_compound(b"[", b"]", len))
+    }
+
+    #[inline]
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a, S>, SerializeError> {
+        self.serialize_seq(Some(len))
+    }
+
+    #[inline]
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Compound<'a, S>, SerializeError> {
+        self.serialize_seq(Some(len))
+    }
+
+    #[inline]
+    fn serialize_tuple_variant(
+        mut self,
+        _name: &'static str,
+        _variant_index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Compound<'a, S>, SerializeError> {
+        self.open_variant(variant);
+        self.serialize_seq(Some(len))
+    }
+
+    #[inline]
+    fn serialize_map(self, len: Option<usize>) -> Result<Compound<'a, S>, SerializeError> {
+        Ok(self.open_compound(b"{", b"}", len))
+    }
+
+    #[inline]
+    fn serialize_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Compound<'a, S>, SerializeError> {
+        self.serialize_map(Some(len))
+    }
+
+    #[inline]
+    fn serialize_struct_variant(
+        mut self,
+        _name: &'static str,
+        _variant_index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Compound<'a, S>, SerializeError> {
+        self.open_variant(variant);
+        self.serialize_map(Some(len))
+    }
+
+    fn collect_str<T: fmt::Display + ?Sized>(self, value: &T) -> Result<(), SerializeError> {
+        put_display(self.sink, value)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Opened and already closed (length announced as 0).
+    Empty,
+    /// Nothing written yet.
+    First,
+    /// At least one element written.
+    Rest,
+}
+
+/// Serializer for arrays, objects and the variants that wrap them.
+struct Compound<'a, S: ?Sized> {
+    sink: &'a mut S,
+    state: State,
+}
+
+impl<S: Sink + ?Sized> Compound<'_, S> {
+    /// The separator before an element or key. Mirrors `serde_json`, even for a lying length.
+    #[inline]
+    fn separate(&mut self) {
+        if self.state != State::First {
+            self.sink.put(b",");
+        }
+        self.state = State::Rest;
+    }
+
+    #[inline]
+    fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerializeError> {
+        self.separate();
+        value.serialize(Ser {
+            sink: &mut *self.sink,
+            raw: false,
+        })
+    }
+
+    #[inline]
+    fn field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), SerializeError> {
+        self.separate();
+        put_str(self.sink, key);
+        self.sink.put(b":");
+        value.serialize(Ser {
+            sink: &mut *self.sink,
+            raw: false,
+        })
+    }
+
+    /// Closes the array or object, then the variant wrapper if there is one.
+    #[inline]
+    fn close(self, close: &'static [u8], variant: bool) {
+        if self.state != State::Empty {
+            self.sink.put(close);
+        }
+        if variant {
+            self.sink.put(b"}");
+        }
+    }
+}
+
+impl<S: Sink + ?Sized> ser::SerializeSeq for Compound<'_, S> {
+    type Ok = ();
+    type Error = SerializeError;
+
+    #[inline]
+    fn serialize_element<T: Serialize + ?Sized>(
+        &mut self,
+        value: &T,
+    ) -> Result<(), SerializeError> {
+        self.element(value)
+    }
+
+    #[inline]
+    fn end(self) -> Result<(), SerializeError> {
+        self.close(b"]", false);
+        Ok(())
+    }
+}
+
+impl<S: Sink + ?Sized> ser::SerializeTuple for Compound<'_, S> {
+    type Ok = ();
+    type Error = SerializeError;
+
+    #[inline]
+    fn serialize_element<T: Serialize + ?Sized>(
+        &mut self,
+        value: &T,
+    ) -> Result<(), SerializeError> {
+        self.element(value)
+    }
+
+    #[inline]
+    fn end(self) -> Result<(), SerializeError> {
+        self.close(b"]", false);
+        Ok(())
+    }
+}
+
+impl<S: Sink + ?Sized> ser::SerializeTupleStruct for Compound<'_, S> {
+    type Ok = ();
+    type Error = SerializeError;
+
+    #[inline]
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerializeError> {
+        self.element(value)
+    }
+
+    #[inline]
+    fn end(self) -> Result<(), SerializeError> {
+        self.close(b"]", false);
+        Ok(())
+    }
+}
+
+impl<S: Sink + ?Sized> ser::SerializeTupleVariant for Compound<'_, S> {
+    type Ok = ();
+    type Error = SerializeError;
+
+    #[inline]
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerializeError> {
+        self.element(value)
+    }
+
+    #[inline]
+    fn end(self) -> Result<(), SerializeError> {
+        self.close(b"]", true);
+        Ok(())
+    }
+}
+
+impl<S: Sink + ?Sized> ser::SerializeMap for Compound<'_, S> {
+    type Ok = ();
+    type Error = SerializeError;
+
+    #[inline]
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), SerializeError> {
+        self.separate();
+        key.serialize(KeySer {
+            sink: &mut *self.sink,
+        })
+    }
+
+    #[inline]
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerializeError> {
+        self.sink.put(b":");
+        value.serialize(Ser {
+            sink: &mut *self.sink,
+            raw: false,
+        })
+    }
+
+    #[inline]
+    fn end(self) -> Result<(), SerializeError> {
+        self.close(b"}", false);
+        Ok(())
+    }
+}
+
+impl<S: Sink + ?Sized> ser::SerializeStruct for Compound<'_, S> {
+    type Ok = ();
+    type Error = SerializeError;
+
+    #[inline]
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), SerializeError> {
+        self.field(key, value)
+    }
+
+    #[inline]
+    fn end(self) -> Result<(), SerializeError> {
+        self.close(b"}", false);
+        Ok(())
+    }
+}
+
+impl<S: Sink + ?Sized> ser::SerializeStructVariant for Compound<'_, S> {
+    type Ok = ();
+    type Error = SerializeError;
+
+    #[inline]
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), SerializeError> {
+        self.field(key, value)
+    }
+
+    #[inline]
+    fn end(self) -> Result<(), SerializeError> {
+        self.close(b"}", true);
+        Ok(())
+    }
+}
+
+/// Serializer for object keys: strings, and scalars written as quoted strings (as `serde_json`).
+struct KeySer<'a, S: ?Sized> {
+    sink: &'a mut S,
+}
+
+impl<S: Sink + ?Sized> KeySer<'_, S> {
+    #[inline]
+    fn quoted_float(
+        self,
+        put: impl FnOnce(&mut S) -> Result<(), SerializeError>,
+    ) -> Result<(), SerializeError> {
+        self.sink.put(b"\"");
+        put(self.sink)?;
+        self.sink.put(b"\"");
+        Ok(())
+    }
+}
+
+impl<S: Sink + ?Sized> ser::Serializer for KeySer<'_, S> {
+    type Ok = ();
+    type Error = SerializeError;
+
+    type SerializeSeq = Impossible<(), SerializeError>;
+    type SerializeTuple = Impossible<(), SerializeError>;
+    type SerializeTupleStruct = Impossible<(), SerializeError>;
+    type SerializeTupleVariant = Impossible<(), SerializeError>;
+    type SerializeMap = Impossible<(), SerializeError>;
+    type SerializeStruct = Impossible<(), SerializeError>;
+    type SerializeStructVariant = Impossible<(), SerializeError>;
+
+    #[inline]
+    fn serialize_bool(self, v: bool) -> Result<(), SerializeError> {
+        self.sink.put(if v { b"\"true\"" } else { b"\"false\"" });
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_i8(self, v: i8) -> Result<(), SerializeError> {
+        put_signed(self.sink, v, true);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_i16(self, v: i16) -> Result<(), SerializeError> {
+        put_signed(self.sink, v, true);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_i32(self, v: i32) -> Result<(), SerializeError> {
+        put_signed(self.sink, v, true);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_i64(self, v: i64) -> Result<(), SerializeError> {
+        put_signed(self.sink, v, true);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_i128(self, v: i128) -> Result<(), SerializeError> {
+        put_signed(self.sink, v, true);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_u8(self, v: u8) -> Result<(), SerializeError> {
+        put_unsigned(self.sink, v, true);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_u16(self, v: u16) -> Result<(), SerializeError> {
+        put_unsigned(self.sink, v, true);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_u32(self, v: u32) -> Result<(), SerializeError> {
+        put_unsigned(self.sink, v, true);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_u64(self, v: u64) -> Result<(), SerializeError> {
+        put_unsigned(self.sink, v, true);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_u128(self, v: u128) -> Result<(), SerializeError> {
+        put_unsigned(self.sink, v, true);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_f32(self, v: f32) -> Result<(), SerializeError> {
+        self.quoted_float(|sink| put_f32(sink, v))
+    }
+
+    #[inline]
+    fn serialize_f64(self, v: f64) -> Result<(), SerializeError> {
+        self.quoted_float(|sink| put_f64(sink, v))
+    }
+
+    #[inline]
+    fn serialize_char(self, v: char) -> Result<(), SerializeError> {
+        put_str(self.sink, v.encode_utf8(&mut [0u8; 4]));
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_str(self, v: &str) -> Result<(), SerializeError> {
+        put_str(self.sink, v);
+        Ok(())
+    }
+
+    fn serialize_bytes(self, _v: &[u8]) -> Result<(), SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    fn serialize_none(self) -> Result<(), SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    #[inline]
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), SerializeError> {
+        value.serialize(self)
+    }
+
+    fn serialize_unit(self) -> Result<(), SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    #[inline]
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _variant_index: u32,
+        variant: &'static str,
+    ) -> Result<(), SerializeError> {
+        put_str(self.sink, variant);
+        Ok(())
+    }
+
+    #[inline]
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), SerializeError> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _variant_index: u32,
+        _variant: &'static str,
+        _value: &T,
+    ) -> Result<(), SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleStruct, SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _variant_index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant, SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    fn serialize_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStruct, SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _variant_index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant, SerializeError> {
+        Err(SerializeError::KeyMustBeAString)
+    }
+
+    fn collect_str<T: fmt::Display + ?Sized>(self, value: &T) -> Result<(), SerializeError> {
+        put_display(self.sink, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use proptest::prelude::*;
+    use serde::Serialize;
+    use serde_json::Value;
+    use std::collections::BTreeMap;
+    use std::string::String;
+    use std::vec::Vec;
+    use std::{format, vec};
+
+    /// Encodes with every entry point and checks that they agree; returns the bytes.
+    fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, SerializeError> {
+        let len = encoded_len(value)?;
+        let mut buf = vec![0u8; len];
+        assert_eq!(to_slice(value, &mut buf), Ok(len));
+        let mut sink = SliceSink::new(&mut buf);
+        to_sink(value, &mut sink)?;
+        assert_eq!(sink.len(), len);
+        assert!(sink.fits());
+        Ok(sink.written().map(<[u8]>::to_vec).unwrap_or_default())
+    }
+
+    fn assert_matches_serde_json<T: Serialize + ?Sized>(value: &T) {
+        let expected = serde_json::to_vec(value).unwrap_or_else(|e| panic!("serde_json: {e}"));
+        let ours = encode(value).unwrap_or_else(|e| panic!("rpcwire: {e}"));
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&expected)
+        );
+    }
+
+    fn text<T: Serialize + ?Sized>(value: &T) -> String {
+        let bytes = encode(value).unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8(bytes).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    // --- types covering the whole serde data model -------------------------------------------
+
+    #[derive(Serialize, Debug, Clone)]
+    struct UnitStruct;
+
+    #[derive(Serialize, Debug, Clone)]
+    struct Newtype(i32);
+
+    #[derive(Serialize, Debug, Clone)]
+    struct TupleStruct(u8, String, Option<bool>);
+
+    #[derive(Serialize, Debug, Clone)]
+    enum Enum {
+        Unit,
+        Newtype(i64),
+        Tuple(u16, char),
+        Struct {
+            a: Option<u32>,
+            b: String,
+        },
+        EmptyTuple(),
+        EmptyStruct {},
+        #[serde(rename = "we\"ird\n")]
+        Renamed,
+    }
+
+    /// Bytes through `serialize_bytes` (serde's `Vec<u8>` impl goes through `serialize_seq`).
+    #[derive(Debug, Clone)]
+    struct Bytes(Vec<u8>);
+
+    impl Serialize for Bytes {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(&self.0)
+        }
+    }
+
+    #[derive(Serialize, Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+    enum KeyVariant {
+        Alpha,
+        Beta,
+    }
+
+    #[derive(Serialize, Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+    struct KeyNewtype(String);
+
+    #[derive(Serialize, Debug, Clone)]
+    struct Everything {
+        unit: (),
+        unit_struct: UnitStruct,
+        newtype: Newtype,
+        tuple: (i8, u64, f32),
+        tuple_struct: TupleStruct,
+        enums: Vec<Enum>,
+        option_none: Option<i32>,
+        option_some: Option<Option<()>>,
+        c: char,
+        big: i128,
+        ubig: u128,
+        bytes: Bytes,
+        byte_vec: Vec<u8>,
+        int_keys: BTreeMap<i32, f64>,
+        u128_keys: BTreeMap<u128, bool>,
+        bool_keys: BTreeMap<bool, ()>,
+        char_keys: BTreeMap<char, u8>,
+        variant_keys: BTreeMap<KeyVariant, u8>,
+        newtype_keys: BTreeMap<KeyNewtype, u8>,
+        option_keys: BTreeMap<Option<i8>, u8>,
+        float: f64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        skipped: Option<u8>,
+        #[serde(rename = "ключ\u{7f}\t")]
+        renamed: &'static str,
+        str_keys: BTreeMap<String, u8>,
+    }
+
+    /// A map with any key type, in the given order.
+    struct Pairs<K, V>(Vec<(K, V)>);
+
+    impl<K: Serialize, V: Serialize> Serialize for Pairs<K, V> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+        }
+    }
+
+    fn everything() -> Everything {
+        Everything {
+            unit: (),
+            unit_struct: UnitStruct,
+            newtype: Newtype(-7),
+            tuple: (i8::MIN, u64::MAX, 1.5e-7),
+            tuple_struct: TupleStruct(255, String::from("x\u{0}y"), None),
+            enums: vec![
+                Enum::Unit,
+                Enum::Newtype(i64::MIN),
+                Enum::Tuple(7, '\u{1F600}'),
+                Enum::Struct {
+                    a: Some(3),
+                    b: String::from("\\\"/"),
+                },
+                Enum::Struct {
+                    a: None,
+                    b: String::new(),
+                },
+                Enum::EmptyTuple(),
+                Enum::EmptyStruct {},
+                Enum::Renamed,
+            ],
+            option_none: None,
+            option_some: Some(Some(())),
+            c: '\u{8}',
+            big: i128::MIN,
+            ubig: u128::MAX,
+            bytes: Bytes(vec![0, 1, 9, 10, 99, 100, 255]),
+            byte_vec: vec![1, 2, 3],
+            int_keys: [(-1, 0.1), (0, 1e16), (i32::MAX, -0.0), (i32::MIN, 2.5e-300)]
+                .into_iter()
+                .collect(),
+            u128_keys: [(u128::MAX, true), (0, false)].into_iter().collect(),
+            bool_keys: [(true, ()), (false, ())].into_iter().collect(),
+            char_keys: [('"', 1), ('\u{1f}', 2), ('é', 3)].into_iter().collect(),
+            variant_keys: [(KeyVariant::Alpha, 1), (KeyVariant::Beta, 2)]
+                .into_iter()
+                .collect(),
+            newtype_keys: [(KeyNewtype(String::from("k\r")), 1)].into_iter().collect(),
+            option_keys: [(Some(-3), 1)].into_iter().collect(),
+            float: 123456789.0,
+            skipped: None,
+            renamed: "v",
+            str_keys: [(String::from("extra"), 1)].into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn whole_data_model_matches_serde_json() {
+        assert_matches_serde_json(&everything());
+    }
+
+    #[test]
+    fn enum_representation() {
+        assert_eq!(text(&Enum::Unit), r#""Unit""#);
+        assert_eq!(text(&Enum::Newtype(-1)), r#"{"Newtype":-1}"#);
+        assert_eq!(text(&Enum::Tuple(1, 'a')), r#"{"Tuple":[1,"a"]}"#);
+        assert_eq!(
+            text(&Enum::Struct {
+                a: None,
+                b: String::from("b")
+            }),
+            r#"{"Struct":{"a":null,"b":"b"}}"#
+        );
+        assert_eq!(text(&Enum::EmptyTuple()), r#"{"EmptyTuple":[]}"#);
+        assert_eq!(text(&Enum::EmptyStruct {}), r#"{"EmptyStruct":{}}"#);
+        assert_eq!(text(&Enum::Renamed), r#""we\"ird\n""#);
+    }
+
+    #[test]
+    fn scalars() {
+        assert_eq!(text(&()), "null");
+        assert_eq!(text(&UnitStruct), "null");
+        assert_eq!(text(&true), "true");
+        assert_eq!(text(&false), "false");
+        assert_eq!(text(&0u8), "0");
+        assert_eq!(text(&i64::MIN), "-9223372036854775808");
+        assert_eq!(text(&u64::MAX), "18446744073709551615");
+        assert_eq!(text(&i128::MIN), "-170141183460469231731687303715884105728");
+        assert_eq!(text(&u128::MAX), "340282366920938463463374607431768211455");
+        assert_eq!(text(&(u128::from(u64::MAX) + 1)), "18446744073709551616");
+        assert_eq!(
+            text(&10_000_000_000_000_000_000u128),
+            "10000000000000000000"
+        );
+        assert_eq!(text(&1.0f64), "1.0");
+        assert_eq!(text(&-0.0f64), "-0.0");
+        assert_eq!(text(&1e16f64), "1e+16");
+        assert_eq!(text(&1.5e-7f64), "1.5e-7");
+        assert_eq!(text(&0.1f32), "0.1");
+        assert_eq!(text(&'x'), r#""x""#);
+        assert_eq!(text(&Some(5)), "5");
+        assert_eq!(text(&None::<u8>), "null");
+        assert_eq!(text(&Bytes(vec![])), "[]");
+        assert_eq!(text(&Bytes(vec![0, 200])), "[0,200]");
+        for n in [0u128, 9, 10, 99, 100, 999, 1000, 9999, 10_000, 12_345_678] {
+            assert_eq!(text(&n), format!("{n}"));
+            assert_eq!(text(&(n as i64).wrapping_neg()), format!("{}", -(n as i64)));
+        }
+    }
+
+    #[test]
+    fn every_ascii_and_some_unicode_escapes_like_serde_json() {
+        for b in 0u8..=0x7f {
+            let s = String::from(char::from(b));
+            assert_matches_serde_json(&s);
+            assert_matches_serde_json(&[(s.clone(), 0)].into_iter().collect::<BTreeMap<_, _>>());
+        }
+        assert_eq!(text("\u{0}\u{1f}\u{7f}"), "\"\\u0000\\u001f\u{7f}\"");
+        assert_eq!(text("a\"b\\c/d"), r#""a\"b\\c/d""#);
+        assert_eq!(text("\u{8}\u{c}\n\r\t"), r#""\b\f\n\r\t""#);
+        assert_eq!(text("é€😀\u{2028}"), "\"é€😀\u{2028}\"");
+        assert_matches_serde_json("clean run \"quoted\" then \u{1b}[0m tail");
+
+        // Every byte to escape (and a few that must not be) at every position of a string long
+        // enough to go through the word-at-a-time path, and through its tail.
+        for special in (0u8..0x20).chain([b'"', b'\\', b'/', 0x7f, b' ', b'!', b'#', b'[', b']']) {
+            for len in [1, 7, 8, 9, 15, 16, 17, 24] {
+                for pos in 0..len {
+                    let mut s: Vec<char> = "abcdefghijklmnopqrstuvwxyz".chars().take(len).collect();
+                    s[pos] = char::from(special);
+                    let s: String = s.into_iter().collect();
+                    assert_matches_serde_json(&s);
+                    let multi = format!("é{s}€{s}😀");
+                    assert_matches_serde_json(&multi);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn empty_and_lying_lengths_match_serde_json() {
+        assert_matches_serde_json(&Vec::<u8>::new());
+        assert_matches_serde_json(&BTreeMap::<String, u8>::new());
+        assert_matches_serde_json(&());
+        assert_matches_serde_json(&((),));
+
+        // A Serialize impl whose announced lengths are wrong, or absent.
+        struct Liar(Option<usize>, usize, bool);
+        impl Serialize for Liar {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::{SerializeMap, SerializeSeq};
+                if self.2 {
+                    let mut m = s.serialize_map(self.0)?;
+                    for i in 0..self.1 {
+                        m.serialize_entry(&i, &i)?;
+                    }
+                    m.end()
+                } else {
+                    let mut q = s.serialize_seq(self.0)?;
+                    for i in 0..self.1 {
+                        q.serialize_element(&i)?;
+                    }
+                    q.end()
+                }
+            }
+        }
+        for len in [None, Some(0), Some(1), Some(5)] {
+            for count in [0, 1, 2] {
+                for map in [false, true] {
+                    assert_matches_serde_json(&Liar(len, count, map));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn collect_str_escapes_display_output() {
+        struct Shown;
+        impl fmt::Display for Shown {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a\"b{}\n{}", 12, char::from(1u8))
+            }
+        }
+        struct Collected;
+        impl Serialize for Collected {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(&Shown)
+            }
+        }
+        assert_eq!(text(&Collected), r#""a\"b12\n\u0001""#);
+        assert_matches_serde_json(&Collected);
+        let map: BTreeMap<_, _> = [(1, 2)].into_iter().collect();
+        struct KeyCollected<'a>(&'a BTreeMap<i32, i32>);
+        impl Serialize for KeyCollected<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map(self.0.values().map(|v| (Collected, v)))
+            }
+        }
+        assert_eq!(text(&KeyCollected(&map)), r#"{"a\"b12\n\u0001":2}"#);
+        assert_matches_serde_json(&KeyCollected(&map));
+
+        struct Failing;
+        impl fmt::Display for Failing {
+            fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+                Err(fmt::Error)
+            }
+        }
+        struct CollectFailing;
+        impl Serialize for CollectFailing {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(&Failing)
+            }
+        }
+        assert_eq!(encoded_len(&CollectFailing), Err(SerializeError::Custom));
+    }
+
+    #[test]
+    fn buffer_too_small_reports_exact_size() {
+        let value = everything();
+        let expected = serde_json::to_vec(&value).unwrap_or_default();
+        let n = expected.len();
+        assert!(n > 100);
+        let mut buf = vec![0u8; n + 8];
+        for size in 0..=n + 8 {
+            let result = to_slice(&value, &mut buf[..size]);
+            if size < n {
+                assert_eq!(result, Err(ToSliceError::BufferTooSmall { required: n }));
+            } else {
+                assert_eq!(result, Ok(n));
+                assert_eq!(&buf[..n], &expected[..]);
+            }
+        }
+        assert_eq!(encoded_len(&value), Ok(n));
+
+        let mut small = [0u8; 3];
+        let mut sink = SliceSink::new(&mut small);
+        assert!(sink.is_empty());
+        assert_eq!(sink.written(), Some(&[][..]));
+        sink.put(b"ab");
+        assert_eq!(
+            (sink.len(), sink.fits(), sink.written()),
+            (2, true, Some(&b"ab"[..]))
+        );
+        sink.put(b"cd");
+        assert_eq!((sink.len(), sink.fits(), sink.written()), (4, false, None));
+        sink.put(b"");
+        sink.put(b"e");
+        assert_eq!((sink.len(), sink.fits(), sink.written()), (5, false, None));
+        assert!(!sink.is_empty());
+
+        let mut counter = CountingSink::default();
+        counter.put(b"abc");
+        counter.put(b"");
+        assert_eq!(counter.len, 3);
+        let mut counter = CountingSink { len: usize::MAX };
+        counter.put(b"x");
+        assert_eq!(counter.len, usize::MAX);
+    }
+
+    /// What another module defines: text already known to be valid JSON.
+    struct Raw<'a>(&'a str);
+
+    impl Serialize for Raw<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_newtype_struct(RAW_JSON_TOKEN, self.0)
+        }
+    }
+
+    #[test]
+    fn raw_token_embeds_verbatim() {
+        #[derive(Serialize)]
+        struct Response<'a> {
+            jsonrpc: &'static str,
+            result: Raw<'a>,
+            id: u32,
+        }
+        let response = Response {
+            jsonrpc: "2.0",
+            result: Raw(r#"{"a": [1, "\u00e9\n"]}"#),
+            id: 1,
+        };
+        let expected = r#"{"jsonrpc":"2.0","result":{"a": [1, "\u00e9\n"]},"id":1}"#;
+        assert_eq!(text(&response), expected);
+        let mut small = [0u8; 10];
+        assert_eq!(
+            to_slice(&response, &mut small),
+            Err(ToSliceError::BufferTooSmall {
+                required: expected.len()
+            })
+        );
+
+        // Through a transparent wrapper, and only for strings.
+        struct Wrapped<'a>(Raw<'a>);
+        impl Serialize for Wrapped<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_newtype_struct("Wrapped", &self.0)
+            }
+        }
+        assert_eq!(text(&Wrapped(Raw("[true]"))), "[true]");
+        struct RawNumber(u8);
+        impl Serialize for RawNumber {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_newtype_struct(RAW_JSON_TOKEN, &self.0)
+            }
+        }
+        assert_eq!(text(&RawNumber(7)), "7");
+        struct RawInner<'a>(&'a str);
+        impl Serialize for RawInner<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_newtype_struct(RAW_JSON_TOKEN, &[self.0])
+            }
+        }
+        // Elements inside the marker are ordinary values again.
+        assert_eq!(text(&RawInner("a\"")), r#"["a\""]"#);
+        // Keys ignore the marker.
+        let keys: BTreeMap<&str, u8> = [("k\"", 1)].into_iter().collect();
+        struct RawKeys<'a>(&'a BTreeMap<&'a str, u8>);
+        impl Serialize for RawKeys<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map(self.0.iter().map(|(k, v)| (Raw(k), v)))
+            }
+        }
+        assert_eq!(text(&RawKeys(&keys)), r#"{"k\"":1}"#);
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(encoded_len(&f64::NAN), Err(SerializeError::NonFiniteFloat));
+        assert_eq!(
+            encoded_len(&[1.0, f64::INFINITY]),
+            Err(SerializeError::NonFiniteFloat)
+        );
+        assert_eq!(
+            encoded_len(&f32::NEG_INFINITY),
+            Err(SerializeError::NonFiniteFloat)
+        );
+        let mut buf = [0u8; 64];
+        assert_eq!(
+            to_slice(&[f32::NAN], &mut buf),
+            Err(ToSliceError::Serialize(SerializeError::NonFiniteFloat))
+        );
+        // A serialization error wins over a size problem.
+        assert_eq!(
+            to_slice(&[f32::NAN], &mut []),
+            Err(ToSliceError::Serialize(SerializeError::NonFiniteFloat))
+        );
+
+        let float_keys: Vec<(f64, u8)> = vec![(1.5, 1), (1e20, 2)];
+        assert_matches_serde_json(&Pairs(float_keys));
+        assert_eq!(text(&Pairs(vec![(1e20f32, 0)])), r#"{"1e+20":0}"#);
+        assert_eq!(
+            encoded_len(&Pairs(vec![(f64::NAN, 0)])),
+            Err(SerializeError::NonFiniteFloat)
+        );
+
+        for bad in [
+            encoded_len(&Pairs(vec![((), 0)])),
+            encoded_len(&Pairs(vec![(UnitStruct, 0)])),
+            encoded_len(&Pairs(vec![(None::<u8>, 0)])),
+            encoded_len(&Pairs(vec![(vec![1u8], 0)])),
+            encoded_len(&Pairs(vec![((1, 2), 0)])),
+            encoded_len(&Pairs(vec![(TupleStruct(1, String::new(), None), 0)])),
+            encoded_len(&Pairs(vec![(Enum::Newtype(1), 0)])),
+            encoded_len(&Pairs(vec![(Enum::Tuple(1, 'a'), 0)])),
+            encoded_len(&Pairs(vec![(Enum::EmptyStruct {}, 0)])),
+            encoded_len(&Pairs(vec![(everything(), 0)])),
+            encoded_len(&Pairs(vec![(BTreeMap::<u8, u8>::new(), 0)])),
+            encoded_len(&Pairs(vec![(Bytes(vec![]), 0)])),
+        ] {
+            assert_eq!(bad, Err(SerializeError::KeyMustBeAString));
+        }
+        assert!(serde_json::to_vec(&Pairs(vec![((), 0)])).is_err());
+
+        struct Broken;
+        impl Serialize for Broken {
+            fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+                Err(serde::ser::Error::custom("nope"))
+            }
+        }
+        assert_eq!(encoded_len(&[Broken]), Err(SerializeError::Custom));
+
+        for e in [
+            SerializeError::KeyMustBeAString,
+            SerializeError::NonFiniteFloat,
+            SerializeError::Custom,
+        ] {
+            assert!(!format!("{e}").is_empty());
+            let wrapped = ToSliceError::from(e);
+            assert_eq!(format!("{wrapped}"), format!("{e}"));
+            assert!(core::error::Error::source(&wrapped).is_some());
+        }
+        let small = ToSliceError::BufferTooSmall { required: 9 };
+        assert_eq!(format!("{small}"), "buffer too small: 9 bytes required");
+        assert!(core::error::Error::source(&small).is_none());
+    }
+
+    #[test]
+    fn works_through_dyn_sink() {
+        let mut counter = CountingSink::default();
+        let sink: &mut dyn Sink = &mut counter;
+        assert_eq!(to_sink(&[1, 2], sink), Ok(()));
+        assert_eq!(counter.len, 5);
+    }
+
+    // --- property tests against serde_json ---------------------------------------------------
+
+    fn json_string() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                4 => prop::char::range('a', 'z'),
+                2 => any::<char>(),
+                1 => (0u8..0x20).prop_map(char::from),
+                1 => prop::sample::select(vec!['"', '\\', '/', '\u{7f}', 'é', '\u{2028}', '😀']),
+            ],
+            0..12,
+        )
+        .prop_map(String::from_iter)
+    }
+
+    /// Longer strings, mostly clean, to exercise the word-at-a-time scan.
+    fn long_json_string() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                40 => prop::char::range(' ', '~'),
+                4 => any::<char>(),
+                1 => (0u8..0x20).prop_map(char::from),
+                1 => prop::sample::select(vec!['"', '\\', '\u{7f}', 'é', '\u{2028}', '😀']),
+            ],
+            0..80,
+        )
+        .prop_map(String::from_iter)
+    }
+
+    fn finite_f64() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            any::<u64>().prop_map(f64::from_bits),
+            any::<i32>().prop_map(f64::from),
+            (any::<i32>(), -30i32..30).prop_map(|(m, e)| f64::from(m) * 10f64.powi(e)),
+            prop::sample::select(vec![
+                0.0,
+                -0.0,
+                1e15,
+                1e16,
+                1e17,
+                1e-5,
+                1e-7,
+                0.1,
+                f64::MAX,
+                f64::MIN_POSITIVE
+            ]),
+        ]
+        .prop_filter("finite", |f| f.is_finite())
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            finite_f64().prop_map(Value::from),
+            json_string().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::btree_map(json_string(), inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn enum_value() -> impl Strategy<Value = Enum> {
+        prop_oneof![
+            Just(Enum::Unit),
+            any::<i64>().prop_map(Enum::Newtype),
+            (any::<u16>(), any::<char>()).prop_map(|(a, b)| Enum::Tuple(a, b)),
+            (any::<Option<u32>>(), json_string()).prop_map(|(a, b)| Enum::Struct { a, b }),
+            Just(Enum::EmptyTuple()),
+            Just(Enum::EmptyStruct {}),
+            Just(Enum::Renamed),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn value_trees_match_serde_json(value in json_value()) {
+            let expected = serde_json::to_vec(&value).unwrap_or_default();
+            let ours = encode(&value);
+            prop_assert_eq!(ours.as_deref(), Ok(&expected[..]));
+        }
+
+        #[test]
+        fn word_scan_is_exact(word in prop::array::uniform8(prop_oneof![
+            any::<u8>(),
+            0x20u8..0x7f,
+            0x80u8..=0xff,
+            prop::sample::select(vec![0x1f, 0x20, b'"', b'\\', 0x21, 0x5b, 0x5d, 0x7f, 0x00, 0xa2, 0xdc]),
+        ])) {
+            prop_assert_eq!(
+                word_needs_escape(&word),
+                word.iter().any(|&b| ESCAPE[b as usize] != 0)
+            );
+        }
+
+        #[test]
+        fn long_strings_match_serde_json(s in long_json_string(), t in long_json_string()) {
+            assert_matches_serde_json(&s);
+            let map: BTreeMap<&str, &str> = [(s.as_str(), t.as_str())].into_iter().collect();
+            assert_matches_serde_json(&map);
+            let words = s.as_bytes().chunks_exact(8);
+            for word in words {
+                let word: [u8; 8] = word.try_into().unwrap_or_default();
+                prop_assert_eq!(
+                    word_needs_escape(&word),
+                    word.iter().any(|&b| ESCAPE[b as usize] != 0)
+                );
+            }
+        }
+
+        #[test]
+        fn truncated_buffers_report_exact_size(value in json_value(), cut in 0usize..64) {
+            let n = encoded_len(&value).unwrap_or_default();
+            let size = n.saturating_sub(cut + 1);
+            let mut buf = vec![0u8; size];
+            prop_assert_eq!(
+                to_slice(&value, &mut buf),
+                Err(ToSliceError::BufferTooSmall { required: n })
+            );
+        }
+
+        #[test]
+        fn floats_match_serde_json(bits in any::<u64>(), bits32 in any::<u32>(), f in finite_f64()) {
+            for v in [f64::from_bits(bits), f] {
+                if v.is_finite() {
+                    prop_assert_eq!(encode(&v), Ok(serde_json::to_vec(&v).unwrap_or_default()));
+                    assert_matches_serde_json(&Pairs(vec![(v, 0)]));
+                } else {
+                    prop_assert_eq!(encode(&v), Err(SerializeError::NonFiniteFloat));
+                }
+            }
+            let v = f32::from_bits(bits32);
+            if v.is_finite() {
+                prop_assert_eq!(encode(&v), Ok(serde_json::to_vec(&v).unwrap_or_default()));
+                assert_matches_serde_json(&Pairs(vec![(v, 0)]));
+            } else {
+                prop_assert_eq!(encode(&v), Err(SerializeError::NonFiniteFloat));
+            }
+        }
+
+        #[test]
+        fn integers_and_integer_keys_match_serde_json(
+            a in any::<i64>(), b in any::<u64>(), c in any::<i128>(), d in any::<u128>(),
+            e in any::<i8>(), f in any::<u16>(), shift in 0u32..128,
+        ) {
+            let d = d >> shift;
+            let c = c >> shift;
+            assert_matches_serde_json(&(a, b, c, d, e, f));
+            let keys: BTreeMap<i128, u128> = [(c, d), (i128::from(a), u128::from(b))].into_iter().collect();
+            assert_matches_serde_json(&keys);
+            let keys: BTreeMap<u128, i8> = [(d, e)].into_iter().collect();
+            assert_matches_serde_json(&keys);
+            let keys: BTreeMap<i8, u16> = [(e, f)].into_iter().collect();
+            assert_matches_serde_json(&keys);
+        }
+
+        #[test]
+        fn derived_types_match_serde_json(
+            enums in prop::collection::vec(enum_value(), 0..6),
+            s in json_string(),
+            c in any::<char>(),
+            bytes in prop::collection::vec(any::<u8>(), 0..16),
+            keys in prop::collection::btree_map(any::<i32>(), finite_f64(), 0..4),
+            opt in any::<Option<Option<bool>>>(),
+            t in (any::<u8>(), json_string(), any::<Option<bool>>()),
+        ) {
+            assert_matches_serde_json(&enums);
+            let mut value = everything();
+            value.enums = enums;
+            value.tuple_struct = TupleStruct(t.0, t.1, t.2);
+            value.c = c;
+            value.bytes = Bytes(bytes.clone());
+            value.byte_vec = bytes;
+            value.int_keys = keys;
+            value.char_keys = [(c, 1)].into_iter().collect();
+            value.newtype_keys = [(KeyNewtype(s.clone()), 2)].into_iter().collect();
+            value.str_keys = [(s, 3)].into_iter().collect();
+            assert_matches_serde_json(&value);
+            assert_matches_serde_json(&opt);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Integration suites for rpcwire live in `tests/`.
