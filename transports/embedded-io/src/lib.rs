@@ -1,0 +1,2 @@
+#![no_std]
+//! rpcwire transport adapter (embedded-io): not yet written.

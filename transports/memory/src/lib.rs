@@ -1,0 +1,2 @@
+#![no_std]
+//! rpcwire transport adapter (memory): not yet written.

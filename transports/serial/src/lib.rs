@@ -1,0 +1,2 @@
+#![no_std]
+//! rpcwire transport adapter (serial): not yet written.

@@ -1,0 +1,2 @@
+#![no_std]
+//! rpcwire transport adapter (tokio): not yet written.
