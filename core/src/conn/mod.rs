@@ -164,7 +164,10 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     /// reply), and slot indices fit in `u16`.
     const CAPACITY_OK: () = {
         assert!(TX >= 256, "TX must be at least 256 bytes");
-        assert!(TX >= BATCH + crate::wire::framing::MAX_HEADER_LEN + 1, "TX must hold a whole batch reply");
+        assert!(
+            TX > BATCH + crate::wire::framing::MAX_HEADER_LEN,
+            "TX must hold a whole batch reply"
+        );
         assert!(PENDING >= 1 && PENDING <= 65536, "PENDING must be 1..=65536");
         assert!(INFLIGHT >= 1 && INFLIGHT <= 65536, "INFLIGHT must be 1..=65536");
     };

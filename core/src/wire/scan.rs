@@ -156,34 +156,6 @@ impl std::error::Error for ScanError {}
 // Byte classes
 // ---------------------------------------------------------------------------------------------
 
-/// Class of a byte inside a string: plain (copy through), or needing attention.
-const C_PLAIN: u8 = 0;
-const C_QUOTE: u8 = 1;
-const C_BACKSLASH: u8 = 2;
-const C_CONTROL: u8 = 3;
-const C_NON_ASCII: u8 = 4;
-
-/// String byte classes, indexed by byte value (a `u8` index into 256 entries is always in range).
-static STRING_CLASS: [u8; 256] = {
-    let mut t = [C_PLAIN; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = if i < 0x20 {
-            C_CONTROL
-        } else if i == b'"' as usize {
-            C_QUOTE
-        } else if i == b'\\' as usize {
-            C_BACKSLASH
-        } else if i >= 0x80 {
-            C_NON_ASCII
-        } else {
-            C_PLAIN
-        };
-        i += 1;
-    }
-    t
-};
-
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 
@@ -478,19 +450,20 @@ fn string_body(input: &[u8], start: usize) -> Result<usize, ScanError> {
         let Some(&b) = input.get(i) else {
             break Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len()));
         };
-        // `b` is a `u8`, so indexing 256 entries is in range.
-        match STRING_CLASS[b as usize] {
-            C_PLAIN => i += 1,
-            C_QUOTE => break Ok(i + 1),
-            C_BACKSLASH => match escape(input, i) {
+        // Most often the fast path stopped at the closing quote: test that first.
+        if b == b'"' {
+            break Ok(i + 1);
+        } else if b == b'\\' {
+            match escape(input, i) {
                 Ok(next) => i = next,
                 Err(e) => break Err(e),
-            },
-            C_CONTROL => break Err(ScanError::new(ScanErrorKind::ControlCharacter, i)),
-            _ => {
-                high = 1;
-                i += 1;
             }
+        } else if b < 0x20 {
+            break Err(ScanError::new(ScanErrorKind::ControlCharacter, i));
+        } else {
+            // Only in the last seven bytes of the input: a plain or non-ASCII byte.
+            high |= u64::from(b & 0x80);
+            i += 1;
         }
     };
     if high != 0 {
@@ -1182,22 +1155,30 @@ mod tests {
     }
 
     #[test]
-    fn swar_matches_table() {
+    fn swar_masks_are_exact() {
         for b in 0..=255u8 {
-            let x = u64::from_le_bytes([b'a', b'a', b'a', b, b'a', b'a', b'a', b'a']);
-            let m = string_special(x);
-            let attn = m != 0;
-            let class = STRING_CLASS[b as usize];
-            assert_eq!(
-                attn,
-                class != C_PLAIN && class != C_NON_ASCII,
-                "byte {b:#x}"
-            );
-            if attn {
-                assert_eq!(m.trailing_zeros() / 8, 3);
+            let special = b < 0x20 || b == b'"' || b == b'\\';
+            let qb = b == b'"' || b == b'\\';
+            for p in 0..7 {
+                // `b` at position `p`, a quote at position 7, other bytes non-special (some high).
+                let mut bytes = [b'a', 0xC3, 0xA9, b' ', 0xFF, b'~', 0x80, b'"'];
+                bytes[p] = b;
+                let x = u64::from_le_bytes(bytes);
+                let first = |m: u64| (m.trailing_zeros() / 8) as usize;
+                assert_eq!(
+                    first(string_special(x)),
+                    if special { p } else { 7 },
+                    "{b:#x}@{p}"
+                );
+                assert_eq!(
+                    first(quote_or_backslash(x)),
+                    if qb { p } else { 7 },
+                    "{b:#x}@{p}"
+                );
             }
-            let q = quote_or_backslash(x) != 0;
-            assert_eq!(q, b == b'"' || b == b'\\', "byte {b:#x}");
+            let all = u64::from_le_bytes([b; 8]);
+            assert_eq!(string_special(all) != 0, special, "{b:#x}");
+            assert_eq!(quote_or_backslash(all) != 0, qb, "{b:#x}");
         }
     }
 

@@ -111,12 +111,16 @@ impl<'a> SliceSink<'a> {
 impl Sink for SliceSink<'_> {
     #[inline]
     fn put(&mut self, bytes: &[u8]) {
-        let end = self.len.saturating_add(bytes.len());
-        // Once `len` is past the end this range is out of bounds and only the count moves.
-        if let Some(dst) = self.buf.get_mut(self.len..end) {
+        let start = self.len;
+        self.len = start.saturating_add(bytes.len());
+        // Once `len` is past the end nothing fits any more and only the count moves.
+        if let Some(dst) = self
+            .buf
+            .get_mut(start..)
+            .and_then(|rest| rest.get_mut(..bytes.len()))
+        {
             dst.copy_from_slice(bytes);
         }
-        self.len = end;
     }
 }
 
@@ -273,21 +277,23 @@ const ESCAPE: [u8; 256] = {
 
 const HEX_DIGITS: [u8; 16] = *b"0123456789abcdef";
 
-/// True when one of the 8 bytes needs escaping: a control byte (< 0x20), `"` or `\\`.
-/// Exact (no false positives or negatives); bytes >= 0x80 are never flagged.
+/// Flags the bytes of `word` (in memory order, little-endian) that need escaping: a control byte
+/// (< 0x20), `"` or `\\`. Bytes >= 0x80 are never flagged.
+///
+/// These are the classic "has a byte below n" / "has a zero byte" tests. A borrow can only start
+/// at a byte that matches, so the result is 0 exactly when no byte needs escaping, and its lowest
+/// set bit (`trailing_zeros() / 8`) is exactly the first such byte; higher bits may be spurious.
 #[inline]
-fn word_needs_escape(word: &[u8; 8]) -> bool {
+fn escape_mask(word: &[u8; 8]) -> u64 {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let x = u64::from_ne_bytes(*word);
-    // The classic "has a byte below n" and "has a zero byte" tests: a borrow can only start at a
-    // byte that matches, so the presence answer is exact.
+    let x = u64::from_le_bytes(*word);
     let quote = x ^ (ONES * u64::from(b'"'));
     let backslash = x ^ (ONES * u64::from(b'\\'));
     let below_space = x.wrapping_sub(ONES * 0x20) & !x;
     let is_quote = quote.wrapping_sub(ONES) & !quote;
     let is_backslash = backslash.wrapping_sub(ONES) & !backslash;
-    (below_space | is_quote | is_backslash) & HIGH != 0
+    (below_space | is_quote | is_backslash) & HIGH
 }
 
 /// Writes the escape sequence for `byte` (whose [`ESCAPE`] entry is `escape`, not 0).
@@ -309,34 +315,36 @@ fn put_escape<S: Sink + ?Sized>(sink: &mut S, byte: u8, escape: u8) {
 
 /// Writes the escaped contents of a string (without quotes), clean runs in one `put` each.
 ///
-/// Clean 8-byte words are skipped with a word-at-a-time test; only a word that contains a byte
-/// to escape is walked byte by byte through the [`ESCAPE`] table.
-#[inline]
+/// The string is scanned 8 bytes at a time ([`escape_mask`] jumps straight to the next byte to
+/// escape); the last few bytes go through the [`ESCAPE`] table one by one.
 fn put_str_contents<S: Sink + ?Sized>(sink: &mut S, value: &str) {
     let bytes = value.as_bytes();
     let mut run_start = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        // Bytes to look at one by one: a word that needs escaping, or the tail.
-        let stop = match bytes[i..].first_chunk::<8>() {
-            Some(word) if !word_needs_escape(word) => {
-                i += 8;
-                continue;
+    while let Some(word) = bytes.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+        let mask = escape_mask(word);
+        if mask == 0 {
+            i += 8;
+            continue;
+        }
+        let at = i + (mask.trailing_zeros() / 8) as usize;
+        if run_start < at {
+            sink.put(&bytes[run_start..at]);
+        }
+        let byte = bytes[at];
+        put_escape(sink, byte, ESCAPE[byte as usize]);
+        run_start = at + 1;
+        i = at + 1;
+    }
+    for (offset, &byte) in bytes[i..].iter().enumerate() {
+        let at = i + offset;
+        let escape = ESCAPE[byte as usize];
+        if escape != 0 {
+            if run_start < at {
+                sink.put(&bytes[run_start..at]);
             }
-            Some(_) => i + 8,
-            None => bytes.len(),
-        };
-        while i < stop {
-            let byte = bytes[i];
-            let escape = ESCAPE[byte as usize];
-            if escape != 0 {
-                if run_start < i {
-                    sink.put(&bytes[run_start..i]);
-                }
-                put_escape(sink, byte, escape);
-                run_start = i + 1;
-            }
-            i += 1;
+            put_escape(sink, byte, escape);
+            run_start = at + 1;
         }
     }
     if run_start < bytes.len() {
@@ -396,14 +404,17 @@ const DIGIT_PAIRS: [u8; 200] = {
     table
 };
 
-/// Opening quote, sign, the 39 digits of `u128::MAX` (or of `i128::MIN`'s magnitude), closing
-/// quote.
-const INT_BUF_LEN: usize = 42;
+/// Room for an opening quote, a sign, the 20 digits of `u64::MAX` and a closing quote.
+const INT64_BUF_LEN: usize = 23;
+
+/// Room for an opening quote, a sign, the 39 digits of `u128::MAX` (or of `i128::MIN`'s
+/// magnitude) and a closing quote.
+const INT128_BUF_LEN: usize = 42;
 
 /// Writes the decimal digits of `n` so that they end just before `end`; returns where they start.
 /// Needs `end >= 20`.
 #[inline]
-fn format_u64(buf: &mut [u8; INT_BUF_LEN], mut end: usize, mut n: u64) -> usize {
+fn format_u64<const N: usize>(buf: &mut [u8; N], mut end: usize, mut n: u64) -> usize {
     while n >= 10_000 {
         let rem = (n % 10_000) as usize;
         n /= 10_000;
@@ -433,7 +444,7 @@ fn format_u64(buf: &mut [u8; INT_BUF_LEN], mut end: usize, mut n: u64) -> usize 
 
 /// Like [`format_u64`] for `u128`. Needs `end >= 39`.
 #[inline]
-fn format_u128(buf: &mut [u8; INT_BUF_LEN], mut end: usize, mut n: u128) -> usize {
+fn format_u128<const N: usize>(buf: &mut [u8; N], mut end: usize, mut n: u128) -> usize {
     const TEN_POW_19: u128 = 10_000_000_000_000_000_000;
     while n > u128::from(u64::MAX) {
         let low = (n % TEN_POW_19) as u64;
@@ -446,16 +457,25 @@ fn format_u128(buf: &mut [u8; INT_BUF_LEN], mut end: usize, mut n: u128) -> usiz
     format_u64(buf, end, n as u64)
 }
 
-/// Writes `[-]digits`, optionally in quotes (for map keys), with one `put`.
+/// Writes `[-]digits`, optionally in quotes (for map keys), with one `put`. `digits` writes the
+/// magnitude so that it ends just before the given index and returns where it starts; the buffer
+/// leaves room for the sign and quotes.
 #[inline]
-fn put_integer<S: Sink + ?Sized>(sink: &mut S, negative: bool, magnitude: u128, quoted: bool) {
-    let mut buf = [0u8; INT_BUF_LEN];
-    let mut end = INT_BUF_LEN;
+fn put_integer<S, const N: usize>(
+    sink: &mut S,
+    negative: bool,
+    quoted: bool,
+    digits: impl FnOnce(&mut [u8; N], usize) -> usize,
+) where
+    S: Sink + ?Sized,
+{
+    let mut buf = [0u8; N];
+    let mut end = N;
     if quoted {
         end -= 1;
         buf[end] = b'"';
     }
-    let mut start = format_u128(&mut buf, end, magnitude);
+    let mut start = digits(&mut buf, end);
     if negative {
         start -= 1;
         buf[start] = b'-';
@@ -468,14 +488,31 @@ fn put_integer<S: Sink + ?Sized>(sink: &mut S, negative: bool, magnitude: u128, 
 }
 
 #[inline]
-fn put_unsigned<S: Sink + ?Sized>(sink: &mut S, n: impl Into<u128>, quoted: bool) {
-    put_integer(sink, false, n.into(), quoted);
+fn put_unsigned<S: Sink + ?Sized>(sink: &mut S, n: impl Into<u64>, quoted: bool) {
+    let n = n.into();
+    put_integer::<S, INT64_BUF_LEN>(sink, false, quoted, |buf, end| format_u64(buf, end, n));
 }
 
 #[inline]
-fn put_signed<S: Sink + ?Sized>(sink: &mut S, n: impl Into<i128>, quoted: bool) {
-    let n: i128 = n.into();
-    put_integer(sink, n < 0, n.unsigned_abs(), quoted);
+fn put_signed<S: Sink + ?Sized>(sink: &mut S, n: impl Into<i64>, quoted: bool) {
+    let n: i64 = n.into();
+    let magnitude = n.unsigned_abs();
+    put_integer::<S, INT64_BUF_LEN>(sink, n < 0, quoted, |buf, end| {
+        format_u64(buf, end, magnitude)
+    });
+}
+
+#[inline]
+fn put_u128<S: Sink + ?Sized>(sink: &mut S, n: u128, quoted: bool) {
+    put_integer::<S, INT128_BUF_LEN>(sink, false, quoted, |buf, end| format_u128(buf, end, n));
+}
+
+#[inline]
+fn put_i128<S: Sink + ?Sized>(sink: &mut S, n: i128, quoted: bool) {
+    let magnitude = n.unsigned_abs();
+    put_integer::<S, INT128_BUF_LEN>(sink, n < 0, quoted, |buf, end| {
+        format_u128(buf, end, magnitude)
+    });
 }
 
 /// Writes `ryu`'s shortest round-trip form the way `serde_json` prints it: `serde_json`'s float
@@ -595,7 +632,7 @@ impl<'a, S: Sink + ?Sized> ser::Serializer for Ser<'a, S> {
 
     #[inline]
     fn serialize_i128(self, v: i128) -> Result<(), SerializeError> {
-        put_signed(self.sink, v, false);
+        put_i128(self.sink, v, false);
         Ok(())
     }
 
@@ -625,7 +662,7 @@ impl<'a, S: Sink + ?Sized> ser::Serializer for Ser<'a, S> {
 
     #[inline]
     fn serialize_u128(self, v: u128) -> Result<(), SerializeError> {
-        put_unsigned(self.sink, v, false);
+        put_u128(self.sink, v, false);
         Ok(())
     }
 
@@ -1054,7 +1091,7 @@ impl<S: Sink + ?Sized> ser::Serializer for KeySer<'_, S> {
 
     #[inline]
     fn serialize_i128(self, v: i128) -> Result<(), SerializeError> {
-        put_signed(self.sink, v, true);
+        put_i128(self.sink, v, true);
         Ok(())
     }
 
@@ -1084,7 +1121,7 @@ impl<S: Sink + ?Sized> ser::Serializer for KeySer<'_, S> {
 
     #[inline]
     fn serialize_u128(self, v: u128) -> Result<(), SerializeError> {
-        put_unsigned(self.sink, v, true);
+        put_u128(self.sink, v, true);
         Ok(())
     }
 
@@ -1828,10 +1865,12 @@ mod tests {
             0x80u8..=0xff,
             prop::sample::select(vec![0x1f, 0x20, b'"', b'\\', 0x21, 0x5b, 0x5d, 0x7f, 0x00, 0xa2, 0xdc]),
         ])) {
-            prop_assert_eq!(
-                word_needs_escape(&word),
-                word.iter().any(|&b| ESCAPE[b as usize] != 0)
-            );
+            let mask = escape_mask(&word);
+            let first = word.iter().position(|&b| ESCAPE[b as usize] != 0);
+            prop_assert_eq!(mask != 0, first.is_some());
+            if let Some(first) = first {
+                prop_assert_eq!((mask.trailing_zeros() / 8) as usize, first);
+            }
         }
 
         #[test]
@@ -1842,10 +1881,11 @@ mod tests {
             let words = s.as_bytes().chunks_exact(8);
             for word in words {
                 let word: [u8; 8] = word.try_into().unwrap_or_default();
-                prop_assert_eq!(
-                    word_needs_escape(&word),
-                    word.iter().any(|&b| ESCAPE[b as usize] != 0)
-                );
+                let first = word.iter().position(|&b| ESCAPE[b as usize] != 0);
+                prop_assert_eq!(first.map(|_| 0), (escape_mask(&word) != 0).then_some(0));
+                if let Some(first) = first {
+                    prop_assert_eq!((escape_mask(&word).trailing_zeros() / 8) as usize, first);
+                }
             }
         }
 

@@ -1,2 +1,171 @@
 #![no_std]
-//! rpcwire transport adapter (embedded-io): not yet written.
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+//! # rpcwire-embedded-io
+//!
+//! Runs an [`rpcwire::Connection`] over any [`embedded_io`] byte stream (a UART, a USB CDC
+//! class, a TCP socket of an embedded network stack) with no heap and no `std`: the
+//! blocking [`Driver`] over [`embedded_io::Read`] + [`embedded_io::Write`], and with the
+//! `async` feature the [`asynch::AsyncDriver`] over `embedded_io_async`.
+//!
+//! The driver owns the connection, its receive buffer, the I/O object and a [`Clock`]. It
+//! reads straight into the receive buffer, hands every inbound item to your handler as an
+//! [`Incoming`], and writes out whatever the connection queued, so a device serves JSON-RPC
+//! in a few lines. Both roles work on the same link: the device may also call or notify the
+//! host ([`Driver::send_request`], [`Driver::send_notification`], or the same methods of the
+//! [`Context`] inside the handler); responses and failures come back to the handler.
+//!
+//! Byte-at-a-time UARTs and writers that take a few bytes per call are fine: partial reads
+//! go to the receive buffer, partial writes are accounted with
+//! [`advance_transmit`](rpcwire::Connection::advance_transmit).
+//!
+//! ## A server loop
+//!
+//! ```
+//! use rpcwire::{Config, ErrorCode, Instant};
+//! use rpcwire_embedded_io::{Driver, Incoming};
+//! # use rpcwire_embedded_io::doc_uart::Uart;
+//! # let uart = Uart::new(b"{\"jsonrpc\":\"2.0\",\"method\":\"add\",\"params\":[2,3],\"id\":1}\n");
+//! # let ticks = || 0u64;
+//!
+//! // `uart` implements embedded_io::{Read, Write}; the clock is any `FnMut() -> Instant`.
+//! let clock = move || Instant::from_millis(ticks());
+//! let mut driver: Driver<_, _> = Driver::new(uart, clock, Config::default());
+//!
+//! // Tell the host we are up.
+//! driver.send_notification("booted", Some(&["v1"])).unwrap();
+//!
+//! # while driver.io().has_input() {
+//! // loop {
+//!     driver.read_once(|ctx, item| match item {
+//!         Incoming::Request(req) if req.method.eq_str("add") => {
+//!             match req.params.map(|p| p.decode::<(i32, i32)>()) {
+//!                 Some(Ok((a, b))) => { let _ = ctx.respond(req.handle, &(a + b)); }
+//!                 _ => { let _ = ctx.reject(req.handle, ErrorCode::INVALID_PARAMS); }
+//!             }
+//!         }
+//!         Incoming::Request(req) => { let _ = ctx.reject(req.handle, ErrorCode::METHOD_NOT_FOUND); }
+//!         _ => {} // notifications, responses to our requests, peer problems, events
+//!     }).unwrap();
+//! # }
+//! // }
+//! # let written = driver.io().written();
+//! # assert!(written.contains("\"method\":\"booted\""));
+//! # assert!(written.contains("{\"jsonrpc\":\"2.0\",\"result\":5,\"id\":1}\n"));
+//! ```
+//!
+//! [`Driver::read_once`] blocks in `read` until at least one byte arrives, so deadlines of
+//! outgoing requests are only checked when input comes. A device that also sends requests
+//! implements [`embedded_io::ReadReady`] and calls [`Driver::poll`], which never blocks on
+//! reading and returns the next deadline (sleep until an interrupt or that deadline).
+//!
+//! ## Rules the driver follows for you
+//!
+//! After every input and every command it drains the connection's outputs; when input
+//! processing stops for lack of transmit room ([`Connection::is_input_blocked`]) it writes
+//! out and resumes; when an answer or a send finds the transmit buffer full
+//! (`WouldBlock`), [`Context::retry`] writes out the queued bytes and tries again.
+//!
+//! ## Memory
+//!
+//! All storage is inline: `RX` receive bytes, and the connection's `TX` transmit bytes,
+//! `BATCH` batch-reply bytes and `PENDING`/`INFLIGHT` table slots. The defaults (1 KiB, 1 KiB,
+//! 512 B, 4, 4) take about 3 KiB; put the driver in a `static` (for example with
+//! `static_cell`) to keep it off the stack.
+//!
+//! [`Connection`]: rpcwire::Connection
+//! [`Connection::is_input_blocked`]: rpcwire::Connection::is_input_blocked
+
+mod blocking;
+mod clock;
+mod error;
+mod incoming;
+
+#[cfg(feature = "async")]
+pub mod asynch;
+
+pub use blocking::{Context, Driver};
+pub use clock::Clock;
+pub use error::{Error, Retry};
+pub use incoming::Incoming;
+
+/// The receive buffer size of a [`Driver`] when none is given.
+pub const DEFAULT_RX: usize = 1024;
+/// The transmit buffer size of a [`Driver`] when none is given.
+pub const DEFAULT_TX: usize = 1024;
+/// The batch-reply buffer size of a [`Driver`] when none is given.
+pub const DEFAULT_BATCH: usize = 512;
+/// The pending-request slots of a [`Driver`] when none is given.
+pub const DEFAULT_PENDING: usize = 4;
+/// The in-flight inbound request slots of a [`Driver`] when none is given.
+pub const DEFAULT_INFLIGHT: usize = 4;
+
+/// An in-memory UART for the documentation examples (not part of the API).
+#[doc(hidden)]
+pub mod doc_uart {
+    /// Delivers a fixed input one byte per read and records what is written (up to 512
+    /// bytes, three bytes per write).
+    pub struct Uart {
+        input: &'static [u8],
+        out: [u8; 512],
+        len: usize,
+    }
+
+    impl Uart {
+        /// A UART that will deliver `input`.
+        pub fn new(input: &'static [u8]) -> Self {
+            Uart {
+                input,
+                out: [0; 512],
+                len: 0,
+            }
+        }
+
+        /// True while input remains.
+        pub fn has_input(&self) -> bool {
+            !self.input.is_empty()
+        }
+
+        /// What was written so far.
+        pub fn written(&self) -> &str {
+            core::str::from_utf8(&self.out[..self.len]).unwrap_or("")
+        }
+    }
+
+    impl embedded_io::ErrorType for Uart {
+        type Error = core::convert::Infallible;
+    }
+
+    impl embedded_io::Read for Uart {
+        fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+            match (self.input.split_first(), buf.first_mut()) {
+                (Some((b, rest)), Some(slot)) => {
+                    *slot = *b;
+                    self.input = rest;
+                    Ok(1)
+                }
+                // A real UART would block; this one reports the end of its input.
+                _ => Ok(0),
+            }
+        }
+    }
+
+    impl embedded_io::ReadReady for Uart {
+        fn read_ready(&mut self) -> Result<bool, Self::Error> {
+            Ok(!self.input.is_empty())
+        }
+    }
+
+    impl embedded_io::Write for Uart {
+        fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+            let n = buf.len().min(3);
+            let keep = n.min(self.out.len() - self.len);
+            self.out[self.len..self.len + keep].copy_from_slice(&buf[..keep]);
+            self.len += keep;
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+}

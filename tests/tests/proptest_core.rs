@@ -1,0 +1,346 @@
+//! Property tests of the core: round trip under both framings, chunking invariance, and token
+//! conservation under random operations.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+use rpcwire::wire::ser::SliceSink;
+use rpcwire::wire::{encode, parse, write_frame, FrameEvent, Framing, Message, ParseLimits, Parsed, RawJson, RxBuffer};
+use rpcwire::{Config, Connection, ErrorCode, Event, Inbound, Instant, Output, Token};
+use serde_json::{json, Value};
+
+// ------------------------------------------------------------------------------ round trip
+
+#[derive(Debug, Clone)]
+enum Model {
+    Request { id: String, method: String, params: Option<Value> },
+    Notification { method: String, params: Option<Value> },
+    Result { id: String, result: Value },
+    Error { id: String, code: i32, message: String, data: Option<Value> },
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|i| json!(i)),
+        any::<u64>().prop_map(|i| json!(i)),
+        (-1e9f64..1e9).prop_map(|f| json!(f)),
+        "\\PC{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map("\\PC{0,6}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn structured() -> impl Strategy<Value = Option<Value>> {
+    prop_oneof![
+        Just(None),
+        prop::collection::vec(json_value(), 0..4).prop_map(|v| Some(Value::Array(v))),
+        prop::collection::btree_map("[a-z]{1,6}", json_value(), 0..4)
+            .prop_map(|m| Some(Value::Object(m.into_iter().collect()))),
+    ]
+}
+
+fn id_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("null".to_owned()),
+        any::<i64>().prop_map(|i| i.to_string()),
+        Just("9007199254740993".to_owned()),
+        Just("-0.5e-7".to_owned()),
+        Just("123456789012345678901234567890".to_owned()),
+        "\\PC{0,10}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+    ]
+}
+
+fn model() -> impl Strategy<Value = Model> {
+    let method = "\\PC{1,12}";
+    prop_oneof![
+        (id_text(), method, structured()).prop_map(|(id, method, params)| Model::Request { id, method, params }),
+        (method, structured()).prop_map(|(method, params)| Model::Notification { method, params }),
+        (id_text(), json_value()).prop_map(|(id, result)| Model::Result { id, result }),
+        (id_text(), any::<i32>(), "\\PC{0,12}", prop::option::of(json_value()))
+            .prop_map(|(id, code, message, data)| Model::Error { id, code, message, data }),
+    ]
+}
+
+fn emit(m: &Model, framing: Framing) -> Vec<u8> {
+    let mut buf = vec![0u8; 1 << 16];
+    let n = write_frame(framing, &mut buf, |s: &mut SliceSink<'_>| match m {
+        Model::Request { id, method, params } => encode::request(s, id.as_bytes(), method, params.as_ref()),
+        Model::Notification { method, params } => encode::notification(s, method, params.as_ref()),
+        Model::Result { id, result } => encode::result(s, id.as_bytes(), result),
+        Model::Error { id, code, message, data } => {
+            encode::error(s, id.as_bytes(), ErrorCode(*code), Some(message), data.as_ref())
+        }
+    })
+    .unwrap();
+    buf.truncate(n);
+    buf
+}
+
+fn value(raw: Option<RawJson<'_>>) -> Option<Value> {
+    raw.map(|r| serde_json::from_str(r.as_str()).unwrap())
+}
+
+fn reparse(frame: &[u8]) -> Model {
+    let Parsed::Single(Ok(msg)) = parse(frame, ParseLimits::default()).unwrap() else {
+        panic!("not a single valid message: {}", String::from_utf8_lossy(frame));
+    };
+    match msg {
+        Message::Request(r) => Model::Request {
+            id: r.id.raw().to_owned(),
+            method: r.method.to_string(),
+            params: value(r.params),
+        },
+        Message::Notification(n) => Model::Notification { method: n.method.to_string(), params: value(n.params) },
+        Message::Response(r) => match r.outcome {
+            Ok(result) => Model::Result { id: r.id.raw().to_owned(), result: value(Some(result)).unwrap() },
+            Err(e) => Model::Error {
+                id: r.id.raw().to_owned(),
+                code: e.code.0,
+                message: e.message.to_string(),
+                data: value(e.data),
+            },
+        },
+    }
+}
+
+fn same(a: &Model, b: &Model) -> bool {
+    format!("{a:?}") == format!("{b:?}")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn parse_of_emit_is_identity(m in model(), cl in any::<bool>()) {
+        let framing = if cl { Framing::ContentLength } else { Framing::Line };
+        let bytes = emit(&m, framing);
+        let mut rx = RxBuffer::<{ 1 << 16 }>::new(framing);
+        rx.push(&mut &bytes[..]);
+        let Some(FrameEvent::Frame(frame)) = rx.next_frame() else { panic!("no frame") };
+        let back = reparse(frame);
+        prop_assert!(same(&m, &back), "{m:?} != {back:?}");
+        prop_assert!(rx.next_frame().is_none());
+        prop_assert_eq!(rx.buffered(), 0);
+    }
+}
+
+// ------------------------------------------------------------------------ chunking invariance
+
+fn stream_part() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => (any::<u16>(), prop::sample::select(vec!["subtract", "sum", "echo", "get_data", "nope"]))
+            .prop_map(|(id, m)| json!({"jsonrpc":"2.0","method":m,"params":[id, 1],"id":id}).to_string()),
+        1 => Just(r#"{"jsonrpc":"2.0","method":"update","params":[1,2]}"#.to_owned()),
+        1 => Just(r#"[{"jsonrpc":"2.0","method":"sum","params":[1,2],"id":"b1"},{"jsonrpc":"2.0","method":"notify_hello"},3]"#.to_owned()),
+        1 => Just(r#"{"jsonrpc":"2.0","method":"foobar, "params": "bar", "baz]"#.to_owned()),
+        1 => Just(r#"{"jsonrpc":"2.0","result":1,"id":99}"#.to_owned()),
+        1 => "\\PC{0,8}",
+        1 => Just("[]".to_owned()),
+    ]
+}
+
+fn run_stream(stream: &[u8], cuts: &[usize], framing: Framing) -> (Vec<String>, Vec<u8>) {
+    let mut conn: Connection = Connection::new(Config::with_framing(framing));
+    let mut rx = RxBuffer::<1024>::new(framing);
+    let mut items = Vec::new();
+    let mut out = Vec::new();
+    let mut prev = 0;
+    let mut points: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
+    points.sort();
+    points.push(stream.len());
+    for p in points {
+        let mut input = &stream[prev..p];
+        prev = p;
+        loop {
+            while let Some(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
+                items.push(format!("{item:?}"));
+                rpcwire_demo::handle(&mut conn, item).unwrap();
+            }
+            while let Output::Transmit(b) = conn.poll_output() {
+                out.extend_from_slice(b);
+                let n = b.len();
+                conn.advance_transmit(n);
+            }
+            if input.is_empty() && !conn.is_input_blocked() {
+                break;
+            }
+        }
+    }
+    (items, out)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_split_gives_the_same_messages(
+        parts in prop::collection::vec(stream_part(), 1..12),
+        cuts in prop::collection::vec(any::<usize>(), 0..20),
+        cl in any::<bool>(),
+        one_byte in any::<bool>(),
+    ) {
+        let framing = if cl { Framing::ContentLength } else { Framing::Line };
+        let mut stream = Vec::new();
+        for p in &parts {
+            match framing {
+                Framing::Line => { stream.extend_from_slice(p.replace('\n', " ").as_bytes()); stream.push(b'\n'); }
+                Framing::ContentLength => stream.extend_from_slice(format!("Content-Length: {}\r\n\r\n{p}", p.len()).as_bytes()),
+            }
+        }
+        let whole = run_stream(&stream, &[], framing);
+        let cuts: Vec<usize> = if one_byte { (0..stream.len()).collect() } else { cuts };
+        let split = run_stream(&stream, &cuts, framing);
+        prop_assert_eq!(whole, split);
+    }
+}
+
+// --------------------------------------------------------------------- token conservation
+
+#[derive(Debug, Clone)]
+enum Op {
+    Send { timeout_ms: Option<u8> },
+    Respond { pick: usize, error: bool },
+    RespondUnknown,
+    Garbage(Vec<u8>),
+    Advance(u16),
+    Cancel { pick: usize },
+    BatchSend { n: u8 },
+    Close,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => prop::option::of(any::<u8>()).prop_map(|timeout_ms| Op::Send { timeout_ms }),
+        5 => (any::<usize>(), any::<bool>()).prop_map(|(pick, error)| Op::Respond { pick, error }),
+        1 => Just(Op::RespondUnknown),
+        1 => prop::collection::vec(any::<u8>(), 0..40).prop_map(Op::Garbage),
+        3 => any::<u16>().prop_map(Op::Advance),
+        2 => any::<usize>().prop_map(|pick| Op::Cancel { pick }),
+        1 => (0u8..6).prop_map(|n| Op::BatchSend { n }),
+        1 => Just(Op::Close),
+    ]
+}
+
+const PENDING: usize = 8;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_token_comes_back_exactly_once(ops in prop::collection::vec(op(), 1..60)) {
+        let mut conn: Connection<4096, 1024, PENDING, 8> = Connection::default();
+        let mut rx = RxBuffer::<4096>::new(Framing::Line);
+        let mut now = Instant::ZERO;
+        let mut next_token = 0u64;
+        let mut issued = BTreeSet::new();
+        let mut returned: BTreeMap<u64, u32> = BTreeMap::new();
+        // id text -> token, for requests the peer has seen.
+        let mut on_wire: Vec<(String, u64)> = Vec::new();
+        let back = |t: Token, returned: &mut BTreeMap<u64, u32>| *returned.entry(t.0).or_default() += 1;
+
+        let sent_ids = |conn: &mut Connection<4096, 1024, PENDING, 8>, tokens: &[u64], on_wire: &mut Vec<(String, u64)>| {
+            let bytes = conn.poll_transmit().to_vec();
+            conn.advance_transmit(bytes.len());
+            let mut ids = Vec::new();
+            for line in String::from_utf8(bytes).unwrap().lines() {
+                let v: Value = serde_json::from_str(line).unwrap();
+                match v {
+                    Value::Array(items) => ids.extend(items.iter().filter_map(|i| i.get("id").map(|x| x.to_string()))),
+                    v => ids.extend(v.get("id").map(|x| x.to_string())),
+                }
+            }
+            assert_eq!(ids.len(), tokens.len());
+            on_wire.extend(ids.into_iter().zip(tokens.iter().copied()));
+        };
+
+        for op in ops {
+            match op {
+                Op::Send { timeout_ms } => {
+                    let t = next_token;
+                    let timeout = timeout_ms.map(|ms| core::time::Duration::from_millis(u64::from(ms)));
+                    if conn.send_request(now, Token(t), "m", Some(&[t]), timeout).is_ok() {
+                        next_token += 1;
+                        issued.insert(t);
+                        sent_ids(&mut conn, &[t], &mut on_wire);
+                    }
+                }
+                Op::BatchSend { n } => {
+                    let Ok(mut batch) = conn.start_batch(now) else { continue };
+                    let mut tokens = Vec::new();
+                    for _ in 0..n {
+                        let t = next_token;
+                        if batch.request(Token(t), "m", Some(&[t]), None).is_ok() {
+                            next_token += 1;
+                            tokens.push(t);
+                        }
+                    }
+                    batch.notification("note", rpcwire::wire::NO_PARAMS).unwrap();
+                    batch.finish();
+                    issued.extend(tokens.iter().copied());
+                    sent_ids(&mut conn, &tokens, &mut on_wire);
+                }
+                Op::Respond { pick, error } if !on_wire.is_empty() => {
+                    let (id, _) = on_wire.remove(pick % on_wire.len());
+                    let reply = if error {
+                        format!(r#"{{"jsonrpc":"2.0","error":{{"code":-1,"message":"no"}},"id":{id}}}"#)
+                    } else {
+                        format!(r#"{{"jsonrpc":"2.0","result":true,"id":{id}}}"#)
+                    };
+                    let mut input = format!("{reply}\n");
+                    let mut bytes = input.as_bytes();
+                    while let Some(item) = conn.handle_input(now, &mut rx, &mut bytes) {
+                        if let Inbound::Response(r) = item { back(r.token, &mut returned); }
+                    }
+                    input.clear();
+                }
+                Op::Respond { .. } => {}
+                Op::RespondUnknown => {
+                    let mut bytes = &b"{\"jsonrpc\":\"2.0\",\"result\":0,\"id\":\"zz\"}\n"[..];
+                    while let Some(item) = conn.handle_input(now, &mut rx, &mut bytes) {
+                        prop_assert!(!matches!(item, Inbound::Response(_)));
+                    }
+                }
+                Op::Garbage(mut g) => {
+                    g.push(b'\n');
+                    let mut bytes = &g[..];
+                    while let Some(item) = conn.handle_input(now, &mut rx, &mut bytes) {
+                        if let Inbound::Response(r) = item { back(r.token, &mut returned); }
+                    }
+                }
+                Op::Advance(ms) => {
+                    now = now + core::time::Duration::from_millis(u64::from(ms));
+                    conn.handle_timeout(now);
+                }
+                Op::Cancel { pick } if !issued.is_empty() => {
+                    let t = *issued.iter().nth(pick % issued.len()).unwrap();
+                    if conn.cancel(Token(t)).is_ok() { back(Token(t), &mut returned); }
+                }
+                Op::Cancel { .. } => {}
+                Op::Close => conn.close(),
+            }
+            prop_assert!(conn.pending_len() <= PENDING);
+            while let Some(Event::RequestFailed { token, .. }) = conn.poll_event() {
+                back(token, &mut returned);
+            }
+            // Drop whatever automatic replies the garbage produced.
+            let n = conn.poll_transmit().len();
+            conn.advance_transmit(n);
+        }
+        conn.close();
+        while let Some(Event::RequestFailed { token, .. }) = conn.poll_event() {
+            back(token, &mut returned);
+        }
+        for t in &issued {
+            prop_assert_eq!(returned.get(t).copied(), Some(1), "token {} returned {:?} times", t, returned.get(t));
+        }
+        prop_assert_eq!(returned.len(), issued.len());
+        prop_assert_eq!(conn.pending_len(), 0);
+    }
+}
