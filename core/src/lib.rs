@@ -1,6 +1,17 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
+// No panics reachable from input: no unwrap, expect, panic or unchecked indexing outside tests.
+// Modules that index by construction say why where they opt out.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic
+    )
+)]
 //! # rpcwire
 //!
 //! A JSON-RPC 2.0 engine that does no I/O: bytes and time in; inbound messages, events and
@@ -99,7 +110,7 @@ pub mod wire;
 pub use code::ErrorCode;
 pub use conn::{
     CancelError, Config, Connection, DuplicateIdPolicy, Event, Failure, Inbound, InboundRequest,
-    InboundResponse, OutgoingBatch, Output, Problem, RequestHandle, RespondError, SendError,
-    Stats, Token,
+    InboundResponse, OutgoingBatch, Output, Problem, RequestHandle, RespondError, SendError, Stats,
+    Token,
 };
 pub use time::Instant;

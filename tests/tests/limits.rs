@@ -5,12 +5,13 @@ use core::time::Duration;
 
 use rpcwire::wire::{Framing, RxBuffer, NO_PARAMS};
 use rpcwire::{
-    Config, Connection, Event, Failure, Inbound, Instant, Output, Problem, RespondError,
-    SendError, Token,
+    Config, Connection, Event, Failure, Inbound, Instant, Output, Problem, RespondError, SendError,
+    Token,
 };
 use serde_json::{json, Value};
 
-type Conn<const TX: usize, const B: usize, const P: usize, const I: usize> = Connection<TX, B, P, I>;
+type Conn<const TX: usize, const B: usize, const P: usize, const I: usize> =
+    Connection<TX, B, P, I>;
 
 /// Feeds bytes, collecting every inbound item as a debug string and answering requests with
 /// the demo service when `answer` is set; returns (items, transmitted lines as JSON).
@@ -65,7 +66,12 @@ fn line_frame_length_edge() {
     // One byte over, then a valid request: the long line is answered and skipped.
     let over = request(2, "echo", json!(["xy"]));
     assert_eq!(over.len(), max + 1);
-    let (items, out) = feed(&mut conn, &mut rx, format!("{over}\n{echo}\n").as_bytes(), true);
+    let (items, out) = feed(
+        &mut conn,
+        &mut rx,
+        format!("{over}\n{echo}\n").as_bytes(),
+        true,
+    );
     assert!(items[0].contains("FrameTooLarge"), "{items:?}");
     assert_eq!(
         out,
@@ -92,8 +98,15 @@ fn line_longer_than_the_buffer_is_skipped_across_reads() {
         items.extend(i);
         lines.extend(o);
     }
-    assert_eq!(items.iter().filter(|i| i.contains("FrameTooLarge")).count(), 1, "{items:?}");
-    assert_eq!(lines.last().unwrap(), &json!({"jsonrpc":"2.0","result":3,"id":5}));
+    assert_eq!(
+        items.iter().filter(|i| i.contains("FrameTooLarge")).count(),
+        1,
+        "{items:?}"
+    );
+    assert_eq!(
+        lines.last().unwrap(),
+        &json!({"jsonrpc":"2.0","result":3,"id":5})
+    );
 }
 
 #[test]
@@ -127,7 +140,10 @@ fn content_length_edge_and_hostile_length() {
     feed_cl(input.as_bytes(), &mut items);
     assert!(items[0].contains("Request"), "{items:?}");
     assert!(items[1].contains("FrameTooLarge"), "{items:?}");
-    assert!(items[2].contains("FrameTooLarge { len: 1152921504606846976 }"), "{items:?}");
+    assert!(
+        items[2].contains("FrameTooLarge { len: 1152921504606846976 }"),
+        "{items:?}"
+    );
     assert_eq!(items.len(), 3);
     let _ = out;
 }
@@ -142,9 +158,20 @@ fn nesting_depth_edge() {
     let mut rx = RxBuffer::<4096>::new(Framing::Line);
     // The frame object is depth 1, params array 2, so 6 more levels reach exactly 8.
     let nested = |levels: usize| format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
-    let at = format!(r#"{{"jsonrpc":"2.0","method":"echo","params":[{}],"id":1}}"#, nested(6));
-    let over = format!(r#"{{"jsonrpc":"2.0","method":"echo","params":[{}],"id":2}}"#, nested(7));
-    let (items, out) = feed(&mut conn, &mut rx, format!("{at}\n{over}\n{at}\n").as_bytes(), true);
+    let at = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":[{}],"id":1}}"#,
+        nested(6)
+    );
+    let over = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":[{}],"id":2}}"#,
+        nested(7)
+    );
+    let (items, out) = feed(
+        &mut conn,
+        &mut rx,
+        format!("{at}\n{over}\n{at}\n").as_bytes(),
+        true,
+    );
     assert!(items[1].contains("TooDeep"), "{items:?}");
     assert_eq!(out.len(), 3);
     assert_eq!(out[0]["id"], 1);
@@ -162,7 +189,8 @@ fn nesting_depth_edge() {
 fn pending_table_edge() {
     let mut conn: Conn<4096, 2048, 4, 4> = Connection::default();
     for t in 0..4 {
-        conn.send_request(Instant::ZERO, Token(t), "ping", NO_PARAMS, None).unwrap();
+        conn.send_request(Instant::ZERO, Token(t), "ping", NO_PARAMS, None)
+            .unwrap();
     }
     assert_eq!(
         conn.send_request(Instant::ZERO, Token(9), "ping", NO_PARAMS, None),
@@ -174,11 +202,18 @@ fn pending_table_edge() {
     let n = sent.len();
     conn.advance_transmit(n);
     let first: Value = serde_json::from_str(sent.lines().next().unwrap()).unwrap();
-    let reply = format!("{}\n", json!({"jsonrpc":"2.0","result":"pong","id":first["id"]}));
+    let reply = format!(
+        "{}\n",
+        json!({"jsonrpc":"2.0","result":"pong","id":first["id"]})
+    );
     let mut rx = RxBuffer::<1024>::new(Framing::Line);
     let (items, _) = feed(&mut conn, &mut rx, reply.as_bytes(), false);
-    assert!(items[0].contains("Response") && items[0].contains("Token(0)"), "{items:?}");
-    conn.send_request(Instant::ZERO, Token(9), "ping", NO_PARAMS, None).unwrap();
+    assert!(
+        items[0].contains("Response") && items[0].contains("Token(0)"),
+        "{items:?}"
+    );
+    conn.send_request(Instant::ZERO, Token(9), "ping", NO_PARAMS, None)
+        .unwrap();
 }
 
 #[test]
@@ -218,7 +253,12 @@ fn batch_length_edge() {
     };
     let (_, out) = feed(&mut conn, &mut rx, batch(3).as_bytes(), true);
     assert_eq!(out[0].as_array().unwrap().len(), 3);
-    let (items, out) = feed(&mut conn, &mut rx, format!("{}{}", batch(4), batch(1)).as_bytes(), true);
+    let (items, out) = feed(
+        &mut conn,
+        &mut rx,
+        format!("{}{}", batch(4), batch(1)).as_bytes(),
+        true,
+    );
     assert!(items[0].contains("BatchTooLarge"), "{items:?}");
     assert_eq!(
         out[0],
@@ -236,7 +276,12 @@ fn batch_reply_buffer_edge() {
     let items: Vec<Value> = (0..4)
         .map(|i| json!({"jsonrpc":"2.0","method":"echo","params":[i],"id":i}))
         .collect();
-    let (got, out) = feed(&mut conn, &mut rx, format!("{}\n", Value::Array(items)).as_bytes(), true);
+    let (got, out) = feed(
+        &mut conn,
+        &mut rx,
+        format!("{}\n", Value::Array(items)).as_bytes(),
+        true,
+    );
     assert!(got[0].contains("BatchTooLarge"), "{got:?}");
     assert_eq!(out[0]["error"]["data"], "batch too large");
 
@@ -253,7 +298,10 @@ fn batch_reply_buffer_edge() {
         }
     }
     assert_eq!(results[0], Ok(()));
-    assert!(matches!(results[1], Err(RespondError::TooLarge { .. })), "{results:?}");
+    assert!(
+        matches!(results[1], Err(RespondError::TooLarge { .. })),
+        "{results:?}"
+    );
     let sent = String::from_utf8(conn.poll_transmit().to_vec()).unwrap();
     let reply: Value = serde_json::from_str(sent.trim_end()).unwrap();
     assert_eq!(
@@ -316,7 +364,13 @@ fn transmit_buffer_backpressure() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 40, "every message answered exactly once");
-    assert_eq!(lines.iter().filter(|l| l["error"]["code"] == -32600).count(), 20);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l["error"]["code"] == -32600)
+            .count(),
+        20
+    );
     let mut ids: Vec<u64> = lines.iter().filter_map(|l| l["id"].as_u64()).collect();
     ids.sort();
     assert_eq!(ids, (0..20).collect::<Vec<_>>());
@@ -329,9 +383,17 @@ fn long_ids_are_echoed_without_being_stored() {
     let at = "x".repeat(rpcwire::wire::MAX_STORED_ID_LEN - 2);
     let over = "y".repeat(rpcwire::wire::MAX_STORED_ID_LEN - 1);
     let msg = |id: &str| format!("{}\n", json!({"jsonrpc":"2.0","method":"get_data","id":id}));
-    let (items, out) = feed(&mut conn, &mut rx, format!("{}{}", msg(&at), msg(&over)).as_bytes(), true);
+    let (items, out) = feed(
+        &mut conn,
+        &mut rx,
+        format!("{}{}", msg(&at), msg(&over)).as_bytes(),
+        true,
+    );
     assert!(items[1].contains("IdTooLong"), "{items:?}");
-    assert_eq!(out[0], json!({"jsonrpc":"2.0","result":["hello",5],"id":at}));
+    assert_eq!(
+        out[0],
+        json!({"jsonrpc":"2.0","result":["hello",5],"id":at})
+    );
     assert_eq!(
         out[1],
         json!({"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request","data":"id too long"},"id":over})
@@ -342,7 +404,16 @@ fn long_ids_are_echoed_without_being_stored() {
 fn ids_of_every_kind_are_echoed_byte_exact() {
     let mut conn: Connection = Connection::default();
     let mut rx = RxBuffer::<4096>::new(Framing::Line);
-    for id in ["0", "-1", "1.50", "9007199254740993", "1e400", "null", r#""\u00e9\"x""#, r#""""#] {
+    for id in [
+        "0",
+        "-1",
+        "1.50",
+        "9007199254740993",
+        "1e400",
+        "null",
+        r#""\u00e9\"x""#,
+        r#""""#,
+    ] {
         let frame = format!(r#"{{"jsonrpc":"2.0","method":"get_data","id":{id}}}"#);
         let mut input = format!("{frame}\n");
         let mut bytes = input.as_bytes();
@@ -352,21 +423,31 @@ fn ids_of_every_kind_are_echoed_byte_exact() {
         let out = String::from_utf8(conn.poll_transmit().to_vec()).unwrap();
         let n = out.len();
         conn.advance_transmit(n);
-        assert_eq!(out, format!("{{\"jsonrpc\":\"2.0\",\"result\":[\"hello\",5],\"id\":{id}}}\n"));
+        assert_eq!(
+            out,
+            format!("{{\"jsonrpc\":\"2.0\",\"result\":[\"hello\",5],\"id\":{id}}}\n")
+        );
         input.clear();
     }
 }
 
 #[test]
 fn duplicate_ids_under_both_policies() {
-    for policy in [rpcwire::DuplicateIdPolicy::Process, rpcwire::DuplicateIdPolicy::Reject] {
+    for policy in [
+        rpcwire::DuplicateIdPolicy::Process,
+        rpcwire::DuplicateIdPolicy::Reject,
+    ] {
         let config = Config {
             duplicate_ids: policy,
             ..Config::default()
         };
         let mut conn: Connection = Connection::new(config);
         let mut rx = RxBuffer::<4096>::new(Framing::Line);
-        let two = format!("{}\n{}\n", request(7, "sum", json!([1])), request(7, "sum", json!([2])));
+        let two = format!(
+            "{}\n{}\n",
+            request(7, "sum", json!([1])),
+            request(7, "sum", json!([2]))
+        );
         let (items, out) = feed(&mut conn, &mut rx, two.as_bytes(), false);
         assert_eq!(conn.stats().duplicate_ids, 1);
         match policy {
@@ -389,20 +470,41 @@ fn duplicate_ids_under_both_policies() {
 fn timeout_cancel_close_each_return_the_token_once() {
     let mut conn: Connection = Connection::default();
     let t0 = Instant::from_millis(1000);
-    conn.send_request(t0, Token(1), "a", NO_PARAMS, Some(Duration::from_millis(10))).unwrap();
-    conn.send_request(t0, Token(2), "b", NO_PARAMS, Some(Duration::from_millis(20))).unwrap();
-    conn.send_request(t0, Token(3), "c", NO_PARAMS, None).unwrap();
+    conn.send_request(
+        t0,
+        Token(1),
+        "a",
+        NO_PARAMS,
+        Some(Duration::from_millis(10)),
+    )
+    .unwrap();
+    conn.send_request(
+        t0,
+        Token(2),
+        "b",
+        NO_PARAMS,
+        Some(Duration::from_millis(20)),
+    )
+    .unwrap();
+    conn.send_request(t0, Token(3), "c", NO_PARAMS, None)
+        .unwrap();
     let sent = String::from_utf8(conn.poll_transmit().to_vec()).unwrap();
     let n = sent.len();
     conn.advance_transmit(n);
-    let ids: Vec<Value> = sent.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].clone()).collect();
+    let ids: Vec<Value> = sent
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].clone())
+        .collect();
     assert_eq!(conn.poll_timeout(), Some(Instant::from_millis(1010)));
     conn.handle_timeout(Instant::from_millis(1009));
     assert_eq!(conn.poll_event(), None);
     conn.handle_timeout(Instant::from_millis(1010));
     assert_eq!(
         conn.poll_event(),
-        Some(Event::RequestFailed { token: Token(1), reason: Failure::TimedOut })
+        Some(Event::RequestFailed {
+            token: Token(1),
+            reason: Failure::TimedOut
+        })
     );
     assert_eq!(conn.poll_event(), None);
     conn.handle_timeout(Instant::from_millis(1010)); // spurious: harmless
@@ -418,7 +520,10 @@ fn timeout_cancel_close_each_return_the_token_once() {
     conn.close();
     assert_eq!(
         conn.poll_event(),
-        Some(Event::RequestFailed { token: Token(3), reason: Failure::Closed })
+        Some(Event::RequestFailed {
+            token: Token(3),
+            reason: Failure::Closed
+        })
     );
     assert_eq!(conn.poll_event(), None);
     assert_eq!(conn.pending_len(), 0);

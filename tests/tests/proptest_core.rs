@@ -5,7 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use rpcwire::wire::ser::SliceSink;
-use rpcwire::wire::{encode, parse, write_frame, FrameEvent, Framing, Message, ParseLimits, Parsed, RawJson, RxBuffer};
+use rpcwire::wire::{
+    encode, parse, write_frame, FrameEvent, Framing, Message, ParseLimits, Parsed, RawJson,
+    RxBuffer,
+};
 use rpcwire::{Config, Connection, ErrorCode, Event, Inbound, Instant, Output, Token};
 use serde_json::{json, Value};
 
@@ -13,10 +16,25 @@ use serde_json::{json, Value};
 
 #[derive(Debug, Clone)]
 enum Model {
-    Request { id: String, method: String, params: Option<Value> },
-    Notification { method: String, params: Option<Value> },
-    Result { id: String, result: Value },
-    Error { id: String, code: i32, message: String, data: Option<Value> },
+    Request {
+        id: String,
+        method: String,
+        params: Option<Value>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    Result {
+        id: String,
+        result: Value,
+    },
+    Error {
+        id: String,
+        code: i32,
+        message: String,
+        data: Option<Value>,
+    },
 }
 
 fn json_value() -> impl Strategy<Value = Value> {
@@ -60,23 +78,48 @@ fn id_text() -> impl Strategy<Value = String> {
 fn model() -> impl Strategy<Value = Model> {
     let method = "\\PC{1,12}";
     prop_oneof![
-        (id_text(), method, structured()).prop_map(|(id, method, params)| Model::Request { id, method, params }),
+        (id_text(), method, structured()).prop_map(|(id, method, params)| Model::Request {
+            id,
+            method,
+            params
+        }),
         (method, structured()).prop_map(|(method, params)| Model::Notification { method, params }),
         (id_text(), json_value()).prop_map(|(id, result)| Model::Result { id, result }),
-        (id_text(), any::<i32>(), "\\PC{0,12}", prop::option::of(json_value()))
-            .prop_map(|(id, code, message, data)| Model::Error { id, code, message, data }),
+        (
+            id_text(),
+            any::<i32>(),
+            "\\PC{0,12}",
+            prop::option::of(json_value())
+        )
+            .prop_map(|(id, code, message, data)| Model::Error {
+                id,
+                code,
+                message,
+                data
+            }),
     ]
 }
 
 fn emit(m: &Model, framing: Framing) -> Vec<u8> {
     let mut buf = vec![0u8; 1 << 16];
     let n = write_frame(framing, &mut buf, |s: &mut SliceSink<'_>| match m {
-        Model::Request { id, method, params } => encode::request(s, id.as_bytes(), method, params.as_ref()),
+        Model::Request { id, method, params } => {
+            encode::request(s, id.as_bytes(), method, params.as_ref())
+        }
         Model::Notification { method, params } => encode::notification(s, method, params.as_ref()),
         Model::Result { id, result } => encode::result(s, id.as_bytes(), result),
-        Model::Error { id, code, message, data } => {
-            encode::error(s, id.as_bytes(), ErrorCode(*code), Some(message), data.as_ref())
-        }
+        Model::Error {
+            id,
+            code,
+            message,
+            data,
+        } => encode::error(
+            s,
+            id.as_bytes(),
+            ErrorCode(*code),
+            Some(message),
+            data.as_ref(),
+        ),
     })
     .unwrap();
     buf.truncate(n);
@@ -89,7 +132,10 @@ fn value(raw: Option<RawJson<'_>>) -> Option<Value> {
 
 fn reparse(frame: &[u8]) -> Model {
     let Parsed::Single(Ok(msg)) = parse(frame, ParseLimits::default()).unwrap() else {
-        panic!("not a single valid message: {}", String::from_utf8_lossy(frame));
+        panic!(
+            "not a single valid message: {}",
+            String::from_utf8_lossy(frame)
+        );
     };
     match msg {
         Message::Request(r) => Model::Request {
@@ -97,9 +143,15 @@ fn reparse(frame: &[u8]) -> Model {
             method: r.method.to_string(),
             params: value(r.params),
         },
-        Message::Notification(n) => Model::Notification { method: n.method.to_string(), params: value(n.params) },
+        Message::Notification(n) => Model::Notification {
+            method: n.method.to_string(),
+            params: value(n.params),
+        },
         Message::Response(r) => match r.outcome {
-            Ok(result) => Model::Result { id: r.id.raw().to_owned(), result: value(Some(result)).unwrap() },
+            Ok(result) => Model::Result {
+                id: r.id.raw().to_owned(),
+                result: value(Some(result)).unwrap(),
+            },
             Err(e) => Model::Error {
                 id: r.id.raw().to_owned(),
                 code: e.code.0,

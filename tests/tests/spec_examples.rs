@@ -15,10 +15,12 @@ fn every_spec_example_gets_the_spec_reply() {
             let mut rx: RxBuffer<4096> = conn.rx_buffer();
             let frame: Vec<u8> = match framing {
                 Framing::Line => one_line(example.request).chain([b'\n']).collect(),
-                Framing::ContentLength => {
-                    format!("Content-Length: {}\r\n\r\n{}", example.request.len(), example.request)
-                        .into_bytes()
-                }
+                Framing::ContentLength => format!(
+                    "Content-Length: {}\r\n\r\n{}",
+                    example.request.len(),
+                    example.request
+                )
+                .into_bytes(),
             };
             let out = serve_bytes(&mut conn, &mut rx, &frame);
             let bodies: Vec<String> = match framing {
@@ -37,7 +39,12 @@ fn every_spec_example_gets_the_spec_reply() {
                     String::from_utf8_lossy(&out)
                 ),
                 Some(expected) => {
-                    assert_eq!(bodies.len(), 1, "{framing:?} {}: one frame expected", example.name);
+                    assert_eq!(
+                        bodies.len(),
+                        1,
+                        "{framing:?} {}: one frame expected",
+                        example.name
+                    );
                     assert_eq!(
                         normalize(&bodies[0]),
                         normalize(expected),

@@ -98,7 +98,12 @@ fn steady_state_handling_allocates_nothing() {
         let mut rx: Box<RxBuffer<8192>> = Box::new(conn.rx_buffer());
         let mut sink = vec![0u8; 16384];
         // Warm up (nothing here allocates either, but steady state is what is asserted).
-        serve(&mut conn, &mut rx, &stream[..(one.len() + 1) * 10], &mut sink);
+        serve(
+            &mut conn,
+            &mut rx,
+            &stream[..(one.len() + 1) * 10],
+            &mut sink,
+        );
 
         let before = ALLOCATIONS.load(Ordering::Relaxed);
         let (written, requests) = serve(&mut conn, &mut rx, &stream, &mut sink);
@@ -110,7 +115,12 @@ fn steady_state_handling_allocates_nothing() {
         } else {
             assert_eq!(written, 0, "{name}: notifications are never answered");
         }
-        assert_eq!(allocations, 0, "{name}: heap allocations while serving 10 000 messages");
-        eprintln!("{name}: 10 000 messages, {requests} requests, {written} bytes out, 0 allocations");
+        assert_eq!(
+            allocations, 0,
+            "{name}: heap allocations while serving 10 000 messages"
+        );
+        eprintln!(
+            "{name}: 10 000 messages, {requests} requests, {written} bytes out, 0 allocations"
+        );
     }
 }

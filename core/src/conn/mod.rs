@@ -15,10 +15,10 @@ use serde::Serialize;
 
 use self::batch::BatchReply;
 pub use self::types::*;
-use crate::wire::ser::{CountingSink, SerializeError, SliceSink};
+use crate::wire::ser::{SerializeError, SliceSink};
 use crate::wire::{
-    encode, finish_frame, frame_reserve, parse, Batch, BatchIter, Element, FrameEvent, Id,
-    Message, ParseLimits, Parsed, Response, RxBuffer, StoredId,
+    encode, finish_frame, frame_reserve, parse, Batch, BatchIter, Element, FrameEvent, Id, Message,
+    ParseLimits, Parsed, Response, RxBuffer, StoredId,
 };
 use crate::{ErrorCode, Instant};
 
@@ -55,7 +55,10 @@ impl Pending {
 enum InflightState {
     Free,
     /// Delivered to the application; `reserve` is its batch reservation (0 outside batches).
-    Open { in_batch: bool, reserve: usize },
+    Open {
+        in_batch: bool,
+        reserve: usize,
+    },
     /// Answered with a standard error that waits for transmit room.
     Rejected(ErrorCode),
 }
@@ -168,8 +171,14 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             TX > BATCH + crate::wire::framing::MAX_HEADER_LEN,
             "TX must hold a whole batch reply"
         );
-        assert!(PENDING >= 1 && PENDING <= 65536, "PENDING must be 1..=65536");
-        assert!(INFLIGHT >= 1 && INFLIGHT <= 65536, "INFLIGHT must be 1..=65536");
+        assert!(
+            PENDING >= 1 && PENDING <= 65536,
+            "PENDING must be 1..=65536"
+        );
+        assert!(
+            INFLIGHT >= 1 && INFLIGHT <= 65536,
+            "INFLIGHT must be 1..=65536"
+        );
     };
 
     /// A new connection.
@@ -373,7 +382,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                     let fits = self.write_tx_frame(|s| {
                         encode::error(
                             s,
-                            req.id.raw().as_bytes(),
+                            req.id.raw_bytes(),
                             ErrorCode::INVALID_REQUEST,
                             None,
                             Some(DATA_ID_TOO_LONG),
@@ -438,21 +447,9 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
 
     /// The bytes a fallback error reply to `element` takes in a batch reply (0: none needed).
     fn reservation(element: &Element<'_>) -> usize {
-        let id_len = |id: Option<Id<'_>>| id.map_or(4, |id| id.raw().len());
+        let id_len = |id: Option<Id<'_>>| id.map_or(4, |id| id.raw_bytes().len());
         match element {
-            Ok(Message::Request(req)) => {
-                // The longest reply the connection may write for it on its own.
-                let mut worst = 0;
-                for (code, data) in [
-                    (ErrorCode::INTERNAL_ERROR, None),
-                    (ErrorCode::SERVER_BUSY, None),
-                    (ErrorCode::INVALID_REQUEST, Some(DATA_DUPLICATE_ID)),
-                    (ErrorCode::INVALID_REQUEST, Some(DATA_ID_TOO_LONG)),
-                ] {
-                    worst = worst.max(auto_len(req.id.raw().len(), code, data));
-                }
-                worst + 1
-            }
+            Ok(Message::Request(req)) => WORST_AUTO_REPLY + req.id.raw_bytes().len() + 1,
             Err(inv) if inv.needs_reply() => {
                 auto_len(id_len(inv.id), ErrorCode::INVALID_REQUEST, None) + 1
             }
@@ -487,7 +484,11 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             reserved += Self::reservation(&element);
         }
         if elements > self.config.max_batch_len || !BatchReply::<BATCH>::fits(reserved) {
-            return refuse(self, DATA_BATCH_TOO_LARGE, Problem::BatchTooLarge { elements });
+            return refuse(
+                self,
+                DATA_BATCH_TOO_LARGE,
+                Problem::BatchTooLarge { elements },
+            );
         }
         self.retry_held = false;
         bump(&mut self.stats.frames_in);
@@ -521,17 +522,27 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                 if duplicate {
                     bump(&mut self.stats.duplicate_ids);
                     if self.config.duplicate_ids == DuplicateIdPolicy::Reject {
-                        self.batch_error(reserve, req.id.raw().as_bytes(), ErrorCode::INVALID_REQUEST, Some(DATA_DUPLICATE_ID));
+                        self.batch_error(
+                            reserve,
+                            req.id.raw_bytes(),
+                            ErrorCode::INVALID_REQUEST,
+                            Some(DATA_DUPLICATE_ID),
+                        );
                         return Some(Inbound::Problem(Problem::DuplicateId(req.id)));
                     }
                 }
                 let Some(stored) = StoredId::new(req.id) else {
-                    self.batch_error(reserve, req.id.raw().as_bytes(), ErrorCode::INVALID_REQUEST, Some(DATA_ID_TOO_LONG));
+                    self.batch_error(
+                        reserve,
+                        req.id.raw_bytes(),
+                        ErrorCode::INVALID_REQUEST,
+                        Some(DATA_ID_TOO_LONG),
+                    );
                     bump(&mut self.stats.invalid_messages);
                     return Some(Inbound::Problem(Problem::IdTooLong(req.id)));
                 };
                 let Some(slot) = self.free_inflight() else {
-                    self.batch_error(reserve, req.id.raw().as_bytes(), ErrorCode::SERVER_BUSY, None);
+                    self.batch_error(reserve, req.id.raw_bytes(), ErrorCode::SERVER_BUSY, None);
                     bump(&mut self.stats.busy_rejections);
                     return Some(Inbound::Problem(Problem::Busy(req.id)));
                 };
@@ -550,7 +561,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             Ok(Message::Response(resp)) => Some(self.route_response(resp)),
             Err(invalid) => {
                 if invalid.needs_reply() {
-                    let id = invalid.id.map_or(&b"null"[..], |id| id.raw().as_bytes());
+                    let id = invalid.id.map_or(&b"null"[..], |id| id.raw_bytes());
                     self.batch_error(reserve, id, ErrorCode::INVALID_REQUEST, None);
                 }
                 bump(&mut self.stats.invalid_messages);
@@ -585,7 +596,11 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         self.compact_tx_for(need);
         let body = self.batch.finish();
         let region = &mut self.tx[self.tx_end..];
-        region[reserve..reserve + body.len()].copy_from_slice(body);
+        // `need` bytes are free at the end after compaction (checked above).
+        let Some(slot) = region.get_mut(reserve..reserve + body.len()) else {
+            return;
+        };
+        slot.copy_from_slice(body);
         if let Ok(n) = finish_frame(framing, region, body.len()) {
             self.tx_end += n;
             bump(&mut self.stats.frames_out);
@@ -637,7 +652,10 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
 
     /// Starts an outgoing batch; add requests and notifications, then
     /// [`finish`](OutgoingBatch::finish) it. Dropping it unfinished sends nothing.
-    pub fn start_batch(&mut self, now: Instant) -> Result<OutgoingBatch<'_, TX, BATCH, PENDING, INFLIGHT>, SendError> {
+    pub fn start_batch(
+        &mut self,
+        now: Instant,
+    ) -> Result<OutgoingBatch<'_, TX, BATCH, PENDING, INFLIGHT>, SendError> {
         if self.closed {
             return Err(SendError::Closed);
         }
@@ -649,7 +667,9 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                 required: frame_reserve(self.config.framing) + 3,
             });
         }
-        self.tx[body_start] = b'[';
+        if let Some(b) = self.tx.get_mut(body_start) {
+            *b = b'[';
+        }
         Ok(OutgoingBatch {
             conn: self,
             now,
@@ -683,15 +703,17 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     /// [`ErrorCode::METHOD_NOT_FOUND`]). Never blocks: without transmit room the reply is kept
     /// as a small record and written when outputs are polled.
     pub fn reject(&mut self, handle: RequestHandle, code: ErrorCode) -> Result<(), RespondError> {
-        let slot = self.slot_of(handle)?;
-        let entry = self.inflight[slot];
+        let (slot, entry) = self.slot_of(handle)?;
         match entry.state {
-            InflightState::Open { in_batch: true, reserve } => {
+            InflightState::Open {
+                in_batch: true,
+                reserve,
+            } => {
                 self.batch_error(reserve, entry.id.raw(), code, None);
                 self.close_batch_member(slot);
             }
             _ => {
-                self.inflight[slot].state = InflightState::Rejected(code);
+                self.set_inflight(slot, InflightState::Rejected(code));
                 self.rejected += 1;
                 self.flush_intents();
             }
@@ -704,33 +726,33 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         handle: RequestHandle,
         body: impl Fn(&mut SliceSink<'_>, &[u8]) -> Result<(), SerializeError>,
     ) -> Result<(), RespondError> {
-        let slot = self.slot_of(handle)?;
-        let entry = self.inflight[slot];
+        let (slot, entry) = self.slot_of(handle)?;
         let id = entry.id;
         match entry.state {
-            InflightState::Open { in_batch: true, reserve } => {
-                match self.batch.append(reserve, |s| body(s, id.raw())) {
-                    Err(e) => Err(RespondError::Serialize(e)),
-                    Ok(Ok(())) => {
-                        self.close_batch_member(slot);
-                        Ok(())
-                    }
-                    Ok(Err(required)) => {
-                        self.batch_error(reserve, id.raw(), ErrorCode::INTERNAL_ERROR, None);
-                        self.close_batch_member(slot);
-                        Err(RespondError::TooLarge { required })
-                    }
+            InflightState::Open {
+                in_batch: true,
+                reserve,
+            } => match self.batch.append(reserve, |s| body(s, id.raw())) {
+                Err(e) => Err(RespondError::Serialize(e)),
+                Ok(Ok(())) => {
+                    self.close_batch_member(slot);
+                    Ok(())
                 }
-            }
+                Ok(Err(required)) => {
+                    self.batch_error(reserve, id.raw(), ErrorCode::INTERNAL_ERROR, None);
+                    self.close_batch_member(slot);
+                    Err(RespondError::TooLarge { required })
+                }
+            },
             _ => match self.write_tx_frame(|s| body(s, id.raw())) {
                 Ok(()) => {
-                    self.inflight[slot].state = InflightState::Free;
+                    self.set_inflight(slot, InflightState::Free);
                     Ok(())
                 }
                 Err(TxError::Serialize(e)) => Err(RespondError::Serialize(e)),
                 Err(TxError::WouldBlock { required }) => Err(RespondError::WouldBlock { required }),
                 Err(TxError::TooLarge { required }) => {
-                    self.inflight[slot].state = InflightState::Rejected(ErrorCode::INTERNAL_ERROR);
+                    self.set_inflight(slot, InflightState::Rejected(ErrorCode::INTERNAL_ERROR));
                     self.rejected += 1;
                     self.flush_intents();
                     Err(RespondError::TooLarge { required })
@@ -740,7 +762,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     }
 
     fn close_batch_member(&mut self, slot: usize) {
-        self.inflight[slot].state = InflightState::Free;
+        self.set_inflight(slot, InflightState::Free);
         self.batch.outstanding = self.batch.outstanding.saturating_sub(1);
         self.try_finish_batch();
     }
@@ -858,7 +880,9 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         }
         if self.rejected > 0 {
             for slot in 0..INFLIGHT {
-                let entry = self.inflight[slot];
+                let Some(entry) = self.inflight.get(slot).copied() else {
+                    break;
+                };
                 if let InflightState::Rejected(code) = entry.state {
                     if !self.try_auto(AutoReply {
                         id: entry.id,
@@ -867,7 +891,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                     }) {
                         return;
                     }
-                    self.inflight[slot].state = InflightState::Free;
+                    self.set_inflight(slot, InflightState::Free);
                     self.rejected -= 1;
                 }
             }
@@ -888,7 +912,12 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
 
     /// Writes an automatic reply now, or reports that processing must wait (and marks the
     /// held frame for retry).
-    fn auto_reply_or_block(&mut self, id: StoredId, code: ErrorCode, data: Option<&'static str>) -> bool {
+    fn auto_reply_or_block(
+        &mut self,
+        id: StoredId,
+        code: ErrorCode,
+        data: Option<&'static str>,
+    ) -> bool {
         if self.try_auto(AutoReply { id, code, data }) {
             true
         } else {
@@ -970,22 +999,44 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             .position(|s| s.state == InflightState::Free)
     }
 
-    fn open_inflight(&mut self, slot: usize, id: StoredId, in_batch: bool, reserve: usize) -> RequestHandle {
-        let entry = &mut self.inflight[slot];
-        entry.generation = entry.generation.wrapping_add(1);
-        entry.state = InflightState::Open { in_batch, reserve };
-        entry.id = id;
+    /// Takes the free slot `slot` (an index `free_inflight` returned).
+    fn open_inflight(
+        &mut self,
+        slot: usize,
+        id: StoredId,
+        in_batch: bool,
+        reserve: usize,
+    ) -> RequestHandle {
+        let mut generation = 0;
+        if let Some(entry) = self.inflight.get_mut(slot) {
+            entry.generation = entry.generation.wrapping_add(1);
+            entry.state = InflightState::Open { in_batch, reserve };
+            entry.id = id;
+            generation = entry.generation;
+        }
         RequestHandle {
             // INFLIGHT <= 65536 is checked at compile time.
             slot: slot as u16,
-            generation: entry.generation,
+            generation,
         }
     }
 
-    fn slot_of(&self, handle: RequestHandle) -> Result<usize, RespondError> {
+    fn set_inflight(&mut self, slot: usize, state: InflightState) {
+        if let Some(entry) = self.inflight.get_mut(slot) {
+            entry.state = state;
+        }
+    }
+
+    /// The open request a handle names, with its slot index.
+    fn slot_of(&self, handle: RequestHandle) -> Result<(usize, Inflight), RespondError> {
         let slot = usize::from(handle.slot);
         match self.inflight.get(slot) {
-            Some(e) if e.generation == handle.generation && matches!(e.state, InflightState::Open { .. }) => Ok(slot),
+            Some(e)
+                if e.generation == handle.generation
+                    && matches!(e.state, InflightState::Open { .. }) =>
+            {
+                Ok((slot, *e))
+            }
             _ => Err(RespondError::UnknownHandle),
         }
     }
@@ -1004,16 +1055,26 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         seq.wrapping_mul(PENDING as u64).wrapping_add(slot as u64)
     }
 
-    fn arm(&mut self, slot: usize, token: Token, id: u64, now: Instant, timeout: Option<Duration>, state: PendingState) {
+    fn arm(
+        &mut self,
+        slot: usize,
+        token: Token,
+        id: u64,
+        now: Instant,
+        timeout: Option<Duration>,
+        state: PendingState,
+    ) {
         let deadline = timeout
             .or(self.config.request_timeout)
             .map_or(Instant::MAX, |t| now + t);
-        self.pending[slot] = Pending {
-            state,
-            token,
-            id,
-            deadline,
-        };
+        if let Some(p) = self.pending.get_mut(slot) {
+            *p = Pending {
+                state,
+                token,
+                id,
+                deadline,
+            };
+        }
         if state == PendingState::Waiting {
             self.earliest = self.earliest.min(deadline);
         }
@@ -1035,41 +1096,69 @@ fn send_error(e: TxError) -> SendError {
     }
 }
 
-/// Length of an automatic error reply for an id of `id_len` bytes.
-fn auto_len(id_len: usize, code: ErrorCode, data: Option<&str>) -> usize {
-    let mut c = CountingSink::default();
-    let _ = encode::error(&mut c, &[], code, None, data);
-    c.len + id_len
+/// Length of an automatic error reply (standard message, optional data string without escapes)
+/// for an id of `id_len` bytes.
+const fn auto_len(id_len: usize, code: ErrorCode, data: Option<&str>) -> usize {
+    let fixed = r#"{"jsonrpc":"2.0","error":{"code":,"message":""},"id":}"#.len();
+    let mut digits = if code.0 < 0 { 2 } else { 1 };
+    let mut v = code.0.unsigned_abs() / 10;
+    while v > 0 {
+        digits += 1;
+        v /= 10;
+    }
+    let data_len = match data {
+        Some(d) => r#","data":"""#.len() + d.len(),
+        None => 0,
+    };
+    fixed + digits + code.message().len() + data_len + id_len
 }
+
+/// The longest reply the connection may write on its own for a batch request, less its id.
+const WORST_AUTO_REPLY: usize = {
+    let candidates = [
+        auto_len(0, ErrorCode::INTERNAL_ERROR, None),
+        auto_len(0, ErrorCode::SERVER_BUSY, None),
+        auto_len(0, ErrorCode::INVALID_REQUEST, Some(DATA_DUPLICATE_ID)),
+        auto_len(0, ErrorCode::INVALID_REQUEST, Some(DATA_ID_TOO_LONG)),
+    ];
+    let mut worst = 0;
+    let mut rest: &[usize] = &candidates;
+    while let [first, tail @ ..] = rest {
+        if *first > worst {
+            worst = *first;
+        }
+        rest = tail;
+    }
+    worst
+};
 
 /// Decimal digits of a `u64`, on the stack.
 #[derive(Default)]
 struct CountingSinkBuf {
     buf: [u8; 20],
-    start: usize,
+    len: usize,
 }
 
 impl CountingSinkBuf {
-    fn put_u64(&mut self, mut v: u64) {
-        let mut i = self.buf.len();
-        loop {
-            i -= 1;
-            self.buf[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        self.start = i;
+    fn put_u64(&mut self, v: u64) {
+        let mut sink = SliceSink::new(&mut self.buf);
+        crate::wire::framing::put_u64(&mut sink, v);
+        self.len = sink.len();
     }
 
     fn as_bytes(&self) -> &[u8] {
-        &self.buf[self.start..]
+        self.buf.get(..self.len).unwrap_or(&[])
     }
 }
 
 /// An outgoing batch under construction, written in place in the transmit buffer.
-pub struct OutgoingBatch<'c, const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: usize> {
+pub struct OutgoingBatch<
+    'c,
+    const TX: usize,
+    const BATCH: usize,
+    const PENDING: usize,
+    const INFLIGHT: usize,
+> {
     conn: &'c mut Connection<TX, BATCH, PENDING, INFLIGHT>,
     now: Instant,
     body_len: usize,
@@ -1079,7 +1168,10 @@ pub struct OutgoingBatch<'c, const TX: usize, const BATCH: usize, const PENDING:
 impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: usize>
     OutgoingBatch<'_, TX, BATCH, PENDING, INFLIGHT>
 {
-    fn append(&mut self, body: impl FnOnce(&mut SliceSink<'_>) -> Result<(), SerializeError>) -> Result<(), SendError> {
+    fn append(
+        &mut self,
+        body: impl FnOnce(&mut SliceSink<'_>) -> Result<(), SerializeError>,
+    ) -> Result<(), SendError> {
         let conn = &mut *self.conn;
         let body_start = conn.tx_end + frame_reserve(conn.config.framing);
         let at = body_start + self.body_len;
@@ -1123,12 +1215,17 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             return Err(e);
         }
         let now = self.now;
-        self.conn.arm(slot, token, id, now, timeout, PendingState::Staged);
+        self.conn
+            .arm(slot, token, id, now, timeout, PendingState::Staged);
         Ok(())
     }
 
     /// Adds a notification.
-    pub fn notification<P: Serialize + ?Sized>(&mut self, method: &str, params: Option<&P>) -> Result<(), SendError> {
+    pub fn notification<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), SendError> {
         self.append(|s| encode::notification(s, method, params))
     }
 
@@ -1150,7 +1247,10 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         let conn = &mut *self.conn;
         let framing = conn.config.framing;
         let body_start = conn.tx_end + frame_reserve(framing);
-        conn.tx[body_start + self.body_len] = b']';
+        // `append` keeps room for `]` and the delimiter below `TX - 2`.
+        if let Some(b) = conn.tx.get_mut(body_start + self.body_len) {
+            *b = b']';
+        }
         let region = &mut conn.tx[conn.tx_end..];
         if let Ok(n) = finish_frame(framing, region, self.body_len + 1) {
             conn.tx_end += n;

@@ -329,4 +329,3 @@ pub struct Stats {
 pub(crate) fn bump(counter: &mut u64) {
     *counter = counter.saturating_add(1);
 }
-

@@ -201,10 +201,14 @@ impl<const N: usize> RxBuffer<N> {
             self.compact();
         }
         let n = input.len().min(N - self.end);
-        self.buf[self.end..self.end + n].copy_from_slice(&input[..n]);
-        self.end += n;
-        *input = &input[n..];
-        n
+        let (taken, rest) = input.split_at(n);
+        if let Some(room) = self.buf.get_mut(self.end..self.end + n) {
+            room.copy_from_slice(taken);
+            self.end += n;
+            *input = rest;
+            return n;
+        }
+        0
     }
 
     /// True when no more bytes fit.
@@ -266,17 +270,19 @@ impl<const N: usize> RxBuffer<N> {
                             }
                             return None;
                         };
-                        let mut line_end = nl;
-                        if nl > 0 && data[nl - 1] == b'\r' {
-                            line_end -= 1;
+                        let mut line = data.get(..nl).unwrap_or(&[]);
+                        if let Some(stripped) = line.strip_suffix(b"\r") {
+                            line = stripped;
                         }
-                        let (s, e, resume) = (self.start, self.start + line_end, self.start + nl + 1);
+                        let line_end = line.len();
+                        let (s, e, resume) =
+                            (self.start, self.start + line_end, self.start + nl + 1);
                         self.scanned = 0;
                         if line_end > self.max_frame {
                             self.start = resume;
                             return Some(Ready::Oversize { len: line_end });
                         }
-                        if data[..line_end].iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+                        if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
                             self.start = resume;
                             continue;
                         }
@@ -299,7 +305,7 @@ impl<const N: usize> RxBuffer<N> {
                         let declared = if header_len > MAX_HEADER_BLOCK {
                             None
                         } else {
-                            parse_content_length(&data[..term])
+                            parse_content_length(data.get(..term).unwrap_or(&[]))
                         };
                         self.start += header_len;
                         match declared {
@@ -361,18 +367,12 @@ impl<const N: usize> RxBuffer<N> {
 
 /// Position of `needle` in `hay[from..]`, as an offset into `hay`.
 fn find_byte(needle: u8, hay: &[u8], from: usize) -> Option<usize> {
-    hay.get(from..)?
-        .iter()
-        .position(|&b| b == needle)
-        .map(|i| i + from)
+    memchr::memchr(needle, hay.get(from..)?).map(|i| i + from)
 }
 
 /// Offset of `\r\n\r\n` in `data`, searching from `from`.
 fn find_header_end(data: &[u8], from: usize) -> Option<usize> {
-    data.get(from..)?
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| i + from)
+    memchr::memmem::find(data.get(from..)?, b"\r\n\r\n").map(|i| i + from)
 }
 
 /// Parses the `Content-Length` of a header block (without its final blank line). Header names
@@ -383,7 +383,8 @@ fn parse_content_length(block: &[u8]) -> Option<usize> {
     for line in block.split(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let colon = line.iter().position(|&b| b == b':')?;
-        let (name, value) = (&line[..colon], &line[colon + 1..]);
+        let (name, value) = line.split_at(colon);
+        let value = value.get(1..).unwrap_or(&[]);
         if name.eq_ignore_ascii_case(b"content-length") {
             if found.is_some() {
                 return None;
@@ -439,7 +440,11 @@ pub const fn frame_reserve(framing: Framing) -> usize {
 /// Completes a frame whose body (of `body_len` bytes) was written at `buf[frame_reserve(..)..]`:
 /// adds the newline, or writes the header and moves the body up behind it. Returns the frame
 /// length.
-pub fn finish_frame(framing: Framing, buf: &mut [u8], body_len: usize) -> Result<usize, EncodeError> {
+pub fn finish_frame(
+    framing: Framing,
+    buf: &mut [u8],
+    body_len: usize,
+) -> Result<usize, EncodeError> {
     let reserve = frame_reserve(framing);
     match framing {
         Framing::Line => {
@@ -466,7 +471,9 @@ pub fn finish_frame(framing: Framing, buf: &mut [u8], body_len: usize) -> Result
                 return Err(EncodeError::BufferTooSmall { required });
             }
             buf.copy_within(reserve..reserve + body_len, header_len);
-            buf[..header_len].copy_from_slice(&header[..header_len]);
+            if let (Some(dst), Some(src)) = (buf.get_mut(..header_len), header.get(..header_len)) {
+                dst.copy_from_slice(src);
+            }
             Ok(required)
         }
     }
@@ -507,18 +514,24 @@ pub fn write_frame(
 }
 
 /// Writes `n` in decimal.
-pub(crate) fn put_usize(sink: &mut impl Sink, mut n: usize) {
+pub(crate) fn put_usize(sink: &mut impl Sink, n: usize) {
+    put_u64(sink, n as u64);
+}
+
+/// Writes `n` in decimal.
+pub(crate) fn put_u64(sink: &mut impl Sink, mut n: u64) {
     let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
+    let mut len = 0;
+    // Digits come out least significant first, into the back of `digits`.
+    for slot in digits.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        len += 1;
         n /= 10;
         if n == 0 {
             break;
         }
     }
-    sink.put(&digits[i..]);
+    sink.put(digits.get(digits.len() - len..).unwrap_or(&[]));
 }
 
 #[cfg(test)]
@@ -572,7 +585,10 @@ mod tests {
         assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"ok")));
         // A huge declared length is skipped by counting, never buffered.
         rx.push(&mut &b"Content-Length: 99999999999\r\n\r\n"[..]);
-        assert_eq!(rx.next_frame(), Some(FrameEvent::Oversize { len: 99999999999 }));
+        assert_eq!(
+            rx.next_frame(),
+            Some(FrameEvent::Oversize { len: 99999999999 })
+        );
     }
 
     #[test]

@@ -28,30 +28,42 @@ pub enum IdKind {
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Id<'a> {
-    raw: &'a str,
+    /// Validated JSON text of a string, number or null.
+    raw: &'a [u8],
 }
 
 impl<'a> Id<'a> {
     /// The `null` id.
-    pub const NULL: Id<'static> = Id { raw: "null" };
+    pub const NULL: Id<'static> = Id { raw: b"null" };
 
     /// Wraps the text of a validated JSON value if it is a legal id (string, number or null).
+    /// The text must be one valid JSON value (as the parser guarantees); this only checks its
+    /// kind.
     pub fn from_json(raw: &'a str) -> Option<Self> {
-        match raw.as_bytes().first()? {
+        Self::from_validated(raw.as_bytes())
+    }
+
+    pub(crate) fn from_validated(raw: &'a [u8]) -> Option<Self> {
+        match raw.first()? {
             b'"' | b'-' | b'0'..=b'9' => Some(Id { raw }),
-            b'n' if raw == "null" => Some(Id { raw }),
+            b'n' if raw == b"null" => Some(Id { raw }),
             _ => None,
         }
     }
 
     /// The id's JSON text, exactly as received (strings include their quotes).
     pub fn raw(&self) -> &'a str {
+        super::json::validated_str(self.raw)
+    }
+
+    /// The id's JSON text as bytes.
+    pub fn raw_bytes(&self) -> &'a [u8] {
         self.raw
     }
 
     /// The kind of id.
     pub fn kind(&self) -> IdKind {
-        match self.raw.as_bytes().first() {
+        match self.raw.first() {
             Some(b'"') => IdKind::String,
             Some(b'n') => IdKind::Null,
             _ => IdKind::Number,
@@ -65,30 +77,28 @@ impl<'a> Id<'a> {
 
     /// The id as an unsigned integer when it is written as one (no sign, fraction or exponent).
     pub fn as_u64(&self) -> Option<u64> {
-        parse_u64(self.raw.as_bytes())
+        parse_u64(self.raw)
     }
 
     /// The id as a signed integer when it is written as one.
     pub fn as_i64(&self) -> Option<i64> {
-        match self.raw.strip_prefix('-') {
-            Some(rest) => {
-                let v = parse_u64(rest.as_bytes())?;
-                0i64.checked_sub_unsigned(v)
-            }
-            None => i64::try_from(parse_u64(self.raw.as_bytes())?).ok(),
+        match self.raw.strip_prefix(b"-") {
+            Some(rest) => 0i64.checked_sub_unsigned(parse_u64(rest)?),
+            None => i64::try_from(parse_u64(self.raw)?).ok(),
         }
     }
 
     /// The string contents (still escaped) when the id is a string.
     pub fn as_json_str(&self) -> Option<JsonStr<'a>> {
-        let inner = self.raw.strip_prefix('"')?.strip_suffix('"')?;
-        JsonStr::from_validated(inner.as_bytes())
+        let inner = self.raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+        JsonStr::from_validated(inner)
     }
 }
 
 /// Parses plain decimal digits (as JSON writes an unsigned integer) without overflow.
 pub(crate) fn parse_u64(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || digits.len() > 20 || (digits.len() > 1 && digits[0] == b'0') {
+    if digits.is_empty() || digits.len() > 20 || (digits.len() > 1 && digits.first() == Some(&b'0'))
+    {
         return None;
     }
     digits.iter().try_fold(0u64, |acc, &b| {
@@ -99,20 +109,20 @@ pub(crate) fn parse_u64(digits: &[u8]) -> Option<u64> {
 
 impl fmt::Debug for Id<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Id({})", self.raw)
+        write!(f, "Id({})", self.raw())
     }
 }
 
 impl fmt::Display for Id<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.raw)
+        f.write_str(self.raw())
     }
 }
 
 #[cfg(feature = "defmt")]
 impl defmt::Format for Id<'_> {
     fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "{=str}", self.raw)
+        defmt::write!(f, "{=str}", self.raw())
     }
 }
 
@@ -141,7 +151,7 @@ impl StoredId {
 
     /// Copies `id`; `None` when it is longer than [`MAX_STORED_ID_LEN`].
     pub fn new(id: Id<'_>) -> Option<Self> {
-        let raw = id.raw().as_bytes();
+        let raw = id.raw_bytes();
         let mut bytes = [0u8; MAX_STORED_ID_LEN];
         bytes.get_mut(..raw.len())?.copy_from_slice(raw);
         Some(StoredId {
@@ -157,12 +167,16 @@ impl StoredId {
 
     /// True when this stores the same id text as `id`.
     pub fn matches(&self, id: Id<'_>) -> bool {
-        self.raw() == id.raw().as_bytes()
+        self.raw() == id.raw_bytes()
     }
 }
 
 impl fmt::Debug for StoredId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "StoredId({})", core::str::from_utf8(self.raw()).unwrap_or("?"))
+        write!(
+            f,
+            "StoredId({})",
+            core::str::from_utf8(self.raw()).unwrap_or("?")
+        )
     }
 }

@@ -19,7 +19,13 @@ pub type DecodeError = serde_json_core::de::Error;
 /// through an intermediate value.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RawJson<'a> {
-    text: &'a str,
+    /// Validated JSON, hence UTF-8 (kept as bytes so that wrapping costs no second pass).
+    text: &'a [u8],
+}
+
+/// Views bytes the scanner validated as UTF-8 (validated JSON always is).
+pub(crate) fn validated_str(bytes: &[u8]) -> &str {
+    core::str::from_utf8(bytes).unwrap_or("")
 }
 
 impl<'a> RawJson<'a> {
@@ -43,44 +49,43 @@ impl<'a> RawJson<'a> {
             });
         }
         Ok(RawJson {
-            text: text.get(start..end).unwrap_or(""),
+            text: bytes.get(start..end).unwrap_or(&[]),
         })
     }
 
-    /// Wraps bytes the scanner has already validated as one JSON value. Returns `None` if they
-    /// are not UTF-8, which validated JSON always is.
+    /// Wraps bytes the scanner has already validated as one JSON value.
     pub(crate) fn from_validated(bytes: &'a [u8]) -> Option<Self> {
-        core::str::from_utf8(bytes).ok().map(|text| RawJson { text })
+        Some(RawJson { text: bytes })
     }
 
     /// The JSON text.
     pub fn as_str(&self) -> &'a str {
-        self.text
+        validated_str(self.text)
     }
 
     /// The JSON text as bytes.
     pub fn as_bytes(&self) -> &'a [u8] {
-        self.text.as_bytes()
+        self.text
     }
 
     /// True for a JSON array.
     pub fn is_array(&self) -> bool {
-        self.text.starts_with('[')
+        self.text.first() == Some(&b'[')
     }
 
     /// True for a JSON object.
     pub fn is_object(&self) -> bool {
-        self.text.starts_with('{')
+        self.text.first() == Some(&b'{')
     }
 
     /// True for `null`.
     pub fn is_null(&self) -> bool {
-        self.text == "null"
+        self.text == b"null"
     }
 
     /// The contents of a JSON string value, still escaped; `None` if this is not a string.
     pub fn as_json_str(&self) -> Option<JsonStr<'a>> {
-        let inner = self.text.strip_prefix('"')?.strip_suffix('"')?;
+        let inner = self.text.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
         Some(JsonStr { escaped: inner })
     }
 
@@ -146,19 +151,19 @@ impl<'a> RawJson<'a> {
     /// and so do borrowing types.
     #[cfg(feature = "alloc")]
     pub fn deserialize<T: Deserialize<'a>>(&self) -> Result<T, serde_json::Error> {
-        serde_json::from_str(self.text)
+        serde_json::from_slice(self.text)
     }
 }
 
 impl fmt::Debug for RawJson<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RawJson({})", self.text)
+        write!(f, "RawJson({})", self.as_str())
     }
 }
 
 impl fmt::Display for RawJson<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.text)
+        f.write_str(self.as_str())
     }
 }
 
@@ -166,7 +171,7 @@ impl Serialize for RawJson<'_> {
     /// rpcwire's encoder writes the text verbatim; other serializers see a newtype around a
     /// string.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_newtype_struct(RAW_JSON_TOKEN, self.text)
+        s.serialize_newtype_struct(RAW_JSON_TOKEN, self.as_str())
     }
 }
 
@@ -261,33 +266,34 @@ impl<'a> Members<'a> {
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct JsonStr<'a> {
-    escaped: &'a str,
+    /// Validated string contents, hence UTF-8.
+    escaped: &'a [u8],
 }
 
 impl<'a> JsonStr<'a> {
     /// Wraps string contents the scanner has validated.
     pub(crate) fn from_validated(escaped: &'a [u8]) -> Option<Self> {
-        core::str::from_utf8(escaped).ok().map(|escaped| JsonStr { escaped })
+        Some(JsonStr { escaped })
     }
 
     /// The escaped text, exactly as on the wire (without quotes).
     pub fn escaped(&self) -> &'a str {
-        self.escaped
+        validated_str(self.escaped)
     }
 
     /// True when the text contains a backslash escape.
     pub fn has_escapes(&self) -> bool {
-        self.escaped.as_bytes().contains(&b'\\')
+        memchr::memchr(b'\\', self.escaped).is_some()
     }
 
     /// The text itself when it has no escapes (the common case for method names).
     pub fn as_str(&self) -> Option<&'a str> {
-        (!self.has_escapes()).then_some(self.escaped)
+        (!self.has_escapes()).then(|| self.escaped())
     }
 
     /// Unescapes into `buf` and returns the text.
     pub fn unescape_into<'b>(&self, buf: &'b mut [u8]) -> Result<&'b str, UnescapeError> {
-        let n = scan::unescape_into(self.escaped.as_bytes(), buf)?;
+        let n = scan::unescape_into(self.escaped, buf)?;
         let out = buf.get(..n).ok_or(UnescapeError::InvalidEscape)?;
         core::str::from_utf8(out).map_err(|_| UnescapeError::InvalidEscape)
     }
@@ -295,16 +301,16 @@ impl<'a> JsonStr<'a> {
     /// The unescaped characters, one at a time; a lone surrogate escape yields U+FFFD.
     pub fn chars(&self) -> Chars<'a> {
         Chars {
-            rest: self.escaped.chars(),
+            rest: self.escaped().chars(),
         }
     }
 
     /// Compares the unescaped text with `s` without allocating.
     pub fn eq_str(&self, s: &str) -> bool {
-        match self.as_str() {
-            Some(plain) => plain == s,
-            None => self.chars().eq(s.chars()),
+        if self.escaped == s.as_bytes() {
+            return true;
         }
+        self.has_escapes() && self.chars().eq(s.chars())
     }
 
     /// The unescaped text as an owned `String` (feature `alloc`).
@@ -316,7 +322,7 @@ impl<'a> JsonStr<'a> {
 
 impl fmt::Debug for JsonStr<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\"", self.escaped)
+        write!(f, "\"{}\"", self.escaped())
     }
 }
 
@@ -371,7 +377,10 @@ impl Iterator for Chars<'_> {
                     let mut look = self.rest.clone();
                     let pair = if look.next() == Some('\\') && look.next() == Some('u') {
                         let mut probe = Chars { rest: look };
-                        probe.hex4().filter(|lo| (0xDC00..0xE000).contains(lo)).map(|lo| (lo, probe.rest))
+                        probe
+                            .hex4()
+                            .filter(|lo| (0xDC00..0xE000).contains(lo))
+                            .map(|lo| (lo, probe.rest))
                     } else {
                         None
                     };

@@ -365,6 +365,8 @@ fn parse_object(
 ) -> Result<(Element<'_>, usize), ScanError> {
     let mut m = Members::default();
     let end = walk_object(text, start, max_depth, validate, |key, value| {
+        let mut buf = [0u8; 8];
+        let key = canonical_key(key, &mut buf);
         let slot = match key {
             b"jsonrpc" => &mut m.jsonrpc,
             b"method" => &mut m.method,
@@ -423,15 +425,7 @@ fn walk_object<'a>(
             scan::skip_value_trusted(text, pos)
         };
         let value = text.get(vstart..vend).unwrap_or(&[]);
-        if key.contains(&b'\\') {
-            let mut buf = [0u8; 16];
-            match scan::unescape_into(key, &mut buf) {
-                Ok(n) => member(buf.get(..n).unwrap_or(&[]), value),
-                Err(_) => member(b"", value),
-            }
-        } else {
-            member(key, value);
-        }
+        member(key, value);
         pos = scan::skip_ws(text, vend);
         match text.get(pos) {
             Some(b',') => pos = scan::skip_ws(text, pos + 1),
@@ -445,8 +439,21 @@ fn walk_object<'a>(
     }
 }
 
+/// A member name as the specification spells it. Names are compared escaped; only a name with
+/// a backslash (`"m\u0065thod"`) that is short enough to be one of ours is decoded, so that it
+/// still counts as the member it names.
+fn canonical_key<'k>(key: &'k [u8], buf: &'k mut [u8; 8]) -> &'k [u8] {
+    if key.len() <= 6 * 8 && memchr::memchr(b'\\', key).is_some() {
+        if let Ok(n) = scan::unescape_into(key, buf) {
+            return buf.get(..n).unwrap_or(&[]);
+        }
+        return b"";
+    }
+    key
+}
+
 fn as_id(value: &[u8]) -> Option<Id<'_>> {
-    Id::from_json(core::str::from_utf8(value).ok()?)
+    Id::from_validated(value)
 }
 
 fn as_string(value: &[u8]) -> Option<JsonStr<'_>> {
@@ -531,7 +538,8 @@ fn parse_error_object(value: &[u8]) -> Option<ErrorObject<'_>> {
     }
     let (mut code, mut message, mut data, mut dup) = (None, None, None, false);
     walk_object(value, 0, scan::MAX_DEPTH_LIMIT, false, |key, v| {
-        let slot = match key {
+        let mut buf = [0u8; 8];
+        let slot = match canonical_key(key, &mut buf) {
             b"code" => &mut code,
             b"message" => &mut message,
             b"data" => &mut data,

@@ -11,7 +11,9 @@ pub mod scan;
 pub mod ser;
 
 pub use encode::{NoParams, NO_PARAMS};
-pub use framing::{finish_frame, frame_reserve, write_frame, EncodeError, FrameEvent, Framing, RxBuffer};
+pub use framing::{
+    finish_frame, frame_reserve, write_frame, EncodeError, FrameEvent, Framing, RxBuffer,
+};
 pub use id::{Id, IdKind, StoredId, MAX_STORED_ID_LEN};
 pub use json::{DecodeError, Elements, JsonStr, Members, RawJson};
 pub use message::{

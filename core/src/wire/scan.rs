@@ -5,9 +5,10 @@
 //! The core must validate untrusted JSON and hand out byte spans (`params`, `result`, ids) that
 //! borrow the input. No existing crate does all of these at once: validate zero-copy, without
 //! allocation, without recursion (so adversarial nesting cannot overflow the stack), with a
-//! configurable depth limit, and return the span of each value. serde-json-core needs a target
-//! type and recurses; serde_json allocates and its `IgnoredAny` path does not validate UTF-8. So
-//! this module is a single-pass, iterative scanner over bytes, using only `core`.
+//! configurable depth limit, and return the span of each value. serde-json-core deserializes into
+//! a target type through recursive calls and has no span API; serde_json allocates, recurses,
+//! and its `IgnoredAny` path does not even check UTF-8 inside strings. So this module is an
+//! iterative scanner over bytes, using only `core` and no `unsafe`.
 //!
 //! # What it does
 //!
@@ -20,6 +21,11 @@
 //! Nesting is tracked with a fixed bit stack of [`MAX_DEPTH_LIMIT`] bits (one bit per open
 //! container: object or array), so 100 000 `[` in a row end in [`ScanErrorKind::TooDeep`] after
 //! `max_depth` bytes, with constant stack use.
+//!
+//! Speed comes from one pass over the bytes with tight loops: string contents are skipped eight
+//! bytes at a time (a word-at-a-time mask finds the next `"`, `\` or control byte), and UTF-8 is
+//! checked afterwards with one call to `core::str::from_utf8` over the scanned span, only if
+//! some string held a non-ASCII byte (outside strings any non-ASCII byte is an error anyway).
 //!
 //! ```
 //! use rpcwire::wire::scan::{scan_value, validate, ScanErrorKind, DEFAULT_MAX_DEPTH};
@@ -63,14 +69,15 @@
 //! | `i_string_UTF-8_invalid_sequence`, `i_string_UTF8_surrogate_U+D800`, `i_string_invalid_utf-8`, `i_string_iso_latin_1`, `i_string_lone_utf8_continuation_byte`, `i_string_not_in_unicode_range`, `i_string_overlong_sequence_*`, `i_string_truncated-utf-8` | reject | raw bytes in strings must be well-formed UTF-8 |
 //! | `i_string_UTF-16LE_with_BOM`, `i_string_utf16BE_no_BOM`, `i_string_utf16LE_no_BOM` | reject | JSON exchanged between systems is UTF-8 only |
 //! | `i_structure_UTF-8_BOM_empty_object` | reject | a byte order mark is not accepted |
-//! | `i_structure_500_nested_arrays` | reject | deeper than `DEFAULT_MAX_DEPTH` (64): `TooDeep` |
+//! | `i_structure_500_nested_arrays` | reject | deeper than `DEFAULT_MAX_DEPTH` (64), and than `MAX_DEPTH_LIMIT`: `TooDeep` |
 //!
 //! # Error offsets
 //!
 //! [`ScanError::offset`] is the offset in the input of: the opening `\` of a bad escape, the
 //! first byte of a malformed UTF-8 sequence, the opening bracket that is one level too deep,
 //! `input.len()` for [`ScanErrorKind::UnexpectedEnd`] (the input ended while a value, including
-//! a number such as `1.` or `-`, was still incomplete), and otherwise the offending byte.
+//! a number such as `1.` or `-`, was still incomplete), and otherwise the offending byte. When
+//! the input has several errors, the first one in input order is reported.
 
 use core::fmt;
 
@@ -153,7 +160,7 @@ impl fmt::Display for ScanError {
 impl std::error::Error for ScanError {}
 
 // ---------------------------------------------------------------------------------------------
-// Byte classes
+// Word-at-a-time helpers
 // ---------------------------------------------------------------------------------------------
 
 const LO: u64 = 0x0101_0101_0101_0101;
@@ -162,7 +169,7 @@ const HI: u64 = 0x8080_8080_8080_8080;
 /// Reads 8 bytes at `i` as a little-endian word, if that many remain.
 #[inline(always)]
 fn load8(input: &[u8], i: usize) -> Option<u64> {
-    // `i <= input.len() <= isize::MAX`, so `i + 8` cannot overflow.
+    // Callers keep `i <= input.len() + 1 <= isize::MAX`, so `i + 8` cannot overflow.
     let chunk = input.get(i..i + 8)?;
     match <[u8; 8]>::try_from(chunk) {
         Ok(a) => Some(u64::from_le_bytes(a)),
@@ -229,6 +236,52 @@ pub fn scan_value(input: &[u8], pos: usize, max_depth: usize) -> Result<(usize, 
         max_depth
     };
     let start = skip_ws(input, pos);
+    let mut high = 0u64;
+    let result = scan_structure(input, start, max_depth, &mut high);
+    if high == 0 {
+        return result.map(|end| (start, end));
+    }
+    // Some string holds non-ASCII bytes: check UTF-8 over everything scanned, in one call.
+    // Outside strings a non-ASCII byte is already an error, so this checks exactly the string
+    // contents; the earlier of the two errors wins.
+    let scanned_to = match result {
+        Ok(end) => end,
+        Err(e) => e.offset,
+    };
+    check_utf8(input, start, scanned_to)?;
+    result.map(|end| (start, end))
+}
+
+/// Checks `input[from..to]` as UTF-8 (see [`scan_value`] for why this covers the strings).
+///
+/// `to` is the end of a complete value or the offset of a scan error; the byte there is never a
+/// UTF-8 continuation byte, so a sequence cut short at `to` is malformed, unless `to` is the end
+/// of the input, where it is `UnexpectedEnd`.
+#[inline(never)]
+fn check_utf8(input: &[u8], from: usize, to: usize) -> Result<(), ScanError> {
+    let raw = input.get(from..to).unwrap_or_default();
+    match core::str::from_utf8(raw) {
+        Ok(_) => Ok(()),
+        Err(e) if e.error_len().is_none() && to >= input.len() => {
+            Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len()))
+        }
+        Err(e) => Err(ScanError::new(
+            ScanErrorKind::InvalidUtf8,
+            from + e.valid_up_to(),
+        )),
+    }
+}
+
+/// The structural scan behind [`scan_value`]: `start` is at the value's first byte. Returns
+/// the end of the value. Raw string bytes are not checked as UTF-8 here: the high bit of every
+/// string byte is ORed into `high`, so the caller knows whether a UTF-8 check is needed.
+#[inline(always)]
+fn scan_structure(
+    input: &[u8],
+    start: usize,
+    max_depth: usize,
+    high: &mut u64,
+) -> Result<usize, ScanError> {
     let mut i = start;
     // Bit `d` is 1 when the container at depth `d + 1` is an object. Only indices
     // `< max_depth <= MAX_DEPTH_LIMIT` are used; `& (STACK_WORDS - 1)` keeps indexing in range.
@@ -242,7 +295,7 @@ pub fn scan_value(input: &[u8], pos: usize, max_depth: usize) -> Result<(usize, 
             return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len()));
         };
         match b {
-            b'"' => i = string_body(input, i + 1)?,
+            b'"' => i = string_body(input, i + 1, high)?,
             b'{' | b'[' => {
                 if depth >= max_depth {
                     return Err(ScanError::new(ScanErrorKind::TooDeep, i));
@@ -269,7 +322,7 @@ pub fn scan_value(input: &[u8], pos: usize, max_depth: usize) -> Result<(usize, 
                     }
                     Some(_) => {
                         if is_obj {
-                            i = member_key(input, i)?;
+                            i = member_key(input, i, high)?;
                         }
                         continue 'value;
                     }
@@ -286,7 +339,7 @@ pub fn scan_value(input: &[u8], pos: usize, max_depth: usize) -> Result<(usize, 
         // A complete value ends just before `i`: continue or close the enclosing containers.
         loop {
             if depth == 0 {
-                return Ok((start, i));
+                return Ok(i);
             }
             i = skip_ws(input, i);
             let Some(&c) = input.get(i) else {
@@ -296,7 +349,7 @@ pub fn scan_value(input: &[u8], pos: usize, max_depth: usize) -> Result<(usize, 
                 b',' => {
                     i = skip_ws(input, i + 1);
                     if in_object {
-                        i = member_key(input, i)?;
+                        i = member_key(input, i, high)?;
                     }
                     continue 'value;
                 }
@@ -320,14 +373,14 @@ fn top_is_object(stack: &[u64; STACK_WORDS], depth: usize) -> bool {
 
 /// `i` is at the first non-whitespace byte where an object key must start. Validates
 /// `"key" ws : ws` and returns the offset of the member's value.
-#[inline]
-fn member_key(input: &[u8], i: usize) -> Result<usize, ScanError> {
+#[inline(always)]
+fn member_key(input: &[u8], i: usize, high: &mut u64) -> Result<usize, ScanError> {
     match input.get(i) {
         Some(b'"') => {}
         Some(_) => return Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
         None => return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
     }
-    let i = skip_ws(input, string_body(input, i + 1)?);
+    let i = skip_ws(input, string_body(input, i + 1, high)?);
     match input.get(i) {
         Some(b':') => Ok(skip_ws(input, i + 1)),
         Some(_) => Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
@@ -365,7 +418,7 @@ fn digits(input: &[u8], mut i: usize) -> usize {
 }
 
 /// `i` must be at the first byte of a number (`-` or a digit, otherwise `InvalidNumber`).
-#[inline]
+#[inline(always)]
 fn number(input: &[u8], mut i: usize) -> Result<usize, ScanError> {
     if input.get(i) == Some(&b'-') {
         i += 1;
@@ -417,34 +470,44 @@ pub fn scan_number(input: &[u8], pos: usize) -> Result<usize, ScanError> {
 /// closing quote.
 pub fn scan_string(input: &[u8], pos: usize) -> Result<usize, ScanError> {
     match input.get(pos) {
-        Some(b'"') => string_body(input, pos + 1),
+        Some(b'"') => {
+            let mut high = 0u64;
+            let result = string_body(input, pos + 1, &mut high);
+            if high != 0 {
+                let scanned_to = match result {
+                    Ok(end) => end,
+                    Err(e) => e.offset,
+                };
+                check_utf8(input, pos, scanned_to)?;
+            }
+            result
+        }
         Some(_) => Err(ScanError::new(ScanErrorKind::UnexpectedByte, pos)),
         None => Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
     }
 }
 
-/// `start` is just past an opening quote. Validates up to and including the closing quote and
-/// returns the offset just past it.
+/// `start` is just past an opening quote. Validates the string's syntax up to and including
+/// the closing quote and returns the offset just past it.
 ///
-/// One pass finds the end of the string eight bytes at a time, noting whether any byte is
-/// non-ASCII; only then are the raw bytes checked as UTF-8, by `core::str::from_utf8` (which
-/// is itself fast). A UTF-8 error comes before whatever error stopped the scan, so the error
-/// reported is always the first one in the input.
-#[inline]
-fn string_body(input: &[u8], start: usize) -> Result<usize, ScanError> {
+/// The high bit of every raw byte in the string is ORed into `high`; the caller checks UTF-8
+/// afterwards, over the whole scanned range in one call to `core::str::from_utf8` (which is
+/// fast, and much faster once than once per short string).
+#[inline(always)]
+fn string_body(input: &[u8], start: usize, high: &mut u64) -> Result<usize, ScanError> {
     let mut i = start;
-    let mut high = 0u64; // non-zero once a non-ASCII byte was seen
+    let mut hi_bits = 0u64;
     let result = loop {
         // Fast path: skip bytes that are neither `"`, `\` nor control, eight at a time.
         while let Some(x) = load8(input, i) {
             let m = string_special(x);
             if m != 0 {
                 // Only the bytes before the special one belong to this run.
-                high |= x & HI & (m & m.wrapping_neg()).wrapping_sub(1);
+                hi_bits |= x & HI & (m & m.wrapping_neg()).wrapping_sub(1);
                 i += (m.trailing_zeros() / 8) as usize;
                 break;
             }
-            high |= x & HI;
+            hi_bits |= x & HI;
             i += 8;
         }
         let Some(&b) = input.get(i) else {
@@ -462,24 +525,11 @@ fn string_body(input: &[u8], start: usize) -> Result<usize, ScanError> {
             break Err(ScanError::new(ScanErrorKind::ControlCharacter, i));
         } else {
             // Only in the last seven bytes of the input: a plain or non-ASCII byte.
-            high |= u64::from(b & 0x80);
+            hi_bits |= u64::from(b & 0x80);
             i += 1;
         }
     };
-    if high != 0 {
-        // The scan stopped at `i` (the closing quote, a bad byte, or the end of input).
-        let raw = input.get(start..i).unwrap_or_default();
-        if let Err(e) = core::str::from_utf8(raw) {
-            let at = start + e.valid_up_to();
-            // A sequence cut short by the end of the input (not by an ASCII byte) is
-            // `UnexpectedEnd`; everything else is malformed.
-            return Err(if e.error_len().is_none() && i >= input.len() {
-                ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())
-            } else {
-                ScanError::new(ScanErrorKind::InvalidUtf8, at)
-            });
-        }
-    }
+    *high |= hi_bits;
     result
 }
 

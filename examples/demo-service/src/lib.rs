@@ -40,11 +40,20 @@ pub enum Number {
 }
 
 impl Number {
+    /// A JSON number's text keeps its kind: integer syntax that fits `i64` stays an integer.
+    /// (JSON's number grammar is a subset of what `str::parse` accepts for both types.)
     fn parse(raw: RawJson<'_>) -> Option<Number> {
-        if let Ok(i) = raw.decode::<i64>() {
+        let text = raw.as_str();
+        if !matches!(text.as_bytes().first(), Some(b'-' | b'0'..=b'9')) {
+            return None;
+        }
+        if let Ok(i) = text.parse::<i64>() {
             return Some(Number::Int(i));
         }
-        raw.decode::<f64>().ok().map(Number::Float)
+        text.parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(Number::Float)
     }
 
     fn as_f64(self) -> f64 {

@@ -54,17 +54,23 @@ pub const SPEC_EXAMPLES: &[SpecExample] = &[
     SpecExample {
         name: "rpc call of non-existent method",
         request: r#"{"jsonrpc": "2.0", "method": "foobar", "id": "1"}"#,
-        response: Some(r#"{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": "1"}"#),
+        response: Some(
+            r#"{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": "1"}"#,
+        ),
     },
     SpecExample {
         name: "rpc call with invalid JSON",
         request: r#"{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]"#,
-        response: Some(r#"{"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": null}"#),
+        response: Some(
+            r#"{"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": null}"#,
+        ),
     },
     SpecExample {
         name: "rpc call with invalid Request object",
         request: r#"{"jsonrpc": "2.0", "method": 1, "params": "bar"}"#,
-        response: Some(r#"{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null}"#),
+        response: Some(
+            r#"{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null}"#,
+        ),
     },
     SpecExample {
         name: "rpc call Batch, invalid JSON",
@@ -72,28 +78,36 @@ pub const SPEC_EXAMPLES: &[SpecExample] = &[
   {"jsonrpc": "2.0", "method": "sum", "params": [1,2,4], "id": "1"},
   {"jsonrpc": "2.0", "method"
 ]"#,
-        response: Some(r#"{"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": null}"#),
+        response: Some(
+            r#"{"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": null}"#,
+        ),
     },
     SpecExample {
         name: "rpc call with an empty Array",
         request: r#"[]"#,
-        response: Some(r#"{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null}"#),
+        response: Some(
+            r#"{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null}"#,
+        ),
     },
     SpecExample {
         name: "rpc call with an invalid Batch (but not empty)",
         request: r#"[1]"#,
-        response: Some(r#"[
+        response: Some(
+            r#"[
   {"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null}
-]"#),
+]"#,
+        ),
     },
     SpecExample {
         name: "rpc call with invalid Batch",
         request: r#"[1,2,3]"#,
-        response: Some(r#"[
+        response: Some(
+            r#"[
   {"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null},
   {"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null},
   {"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null}
-]"#),
+]"#,
+        ),
     },
     SpecExample {
         name: "rpc call Batch",
@@ -105,13 +119,15 @@ pub const SPEC_EXAMPLES: &[SpecExample] = &[
         {"jsonrpc": "2.0", "method": "foo.get", "params": {"name": "myself"}, "id": "5"},
         {"jsonrpc": "2.0", "method": "get_data", "id": "9"} 
     ]"#,
-        response: Some(r#"[
+        response: Some(
+            r#"[
         {"jsonrpc": "2.0", "result": 7, "id": "1"},
         {"jsonrpc": "2.0", "result": 19, "id": "2"},
         {"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null},
         {"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": "5"},
         {"jsonrpc": "2.0", "result": ["hello", 5], "id": "9"}
-    ]"#),
+    ]"#,
+        ),
     },
     SpecExample {
         name: "rpc call Batch (all notifications)",

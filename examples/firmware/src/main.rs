@@ -1,0 +1,128 @@
+#![no_std]
+#![no_main]
+//! rpcwire on a microcontroller: a firmware image for the qemu `lm3s6965evb` board (TI
+//! Stellaris LM3S6965, Cortex-M3) that serves the demo methods of `rpcwire serve`
+//! (`subtract`, `sum`, `get_data`, `echo`, `update`, `notify_hello`, `notify_sum`) over UART0
+//! with newline framing, with no heap, plus `stats` (stack high-water mark and counters). It
+//! sends one `booted` notification when it starts.
+//!
+//! Run it: `cargo run --release` (UART0 on the terminal), or
+//! `qemu-system-arm -M lm3s6965evb -nographic -kernel <elf> -serial pty`.
+
+mod clock;
+mod methods;
+mod stack;
+mod uart;
+
+use core::mem::MaybeUninit;
+use core::ptr::addr_of_mut;
+
+use cortex_m_rt::entry;
+use panic_halt as _;
+use rpcwire::wire::RawJson;
+use rpcwire::Config;
+use rpcwire_embedded_io::{Context, Driver, Incoming};
+
+use clock::SysTickClock;
+use uart::Uart0;
+
+/// The core clock after reset (the 12 MHz internal oscillator; qemu models about that).
+const CLOCK_HZ: u32 = 12_000_000;
+const BAUD: u32 = 115_200;
+
+/// Storage: 1 KiB receive buffer, 1 KiB transmit buffer, 512 B for batch replies, two
+/// pending-request slots (the device sends no requests yet) and two in-flight slots (every
+/// request is answered before the next is read).
+const RX: usize = 1024;
+const TX: usize = 1024;
+const BATCH: usize = 512;
+const PENDING: usize = 2;
+const INFLIGHT: usize = 2;
+
+type Firmware = Driver<Uart0, SysTickClock, RX, TX, BATCH, PENDING, INFLIGHT>;
+type Ctx<'a> = Context<'a, Uart0, TX, BATCH, PENDING, INFLIGHT>;
+
+/// The driver lives in .bss, not on the stack.
+static mut DRIVER: MaybeUninit<Firmware> = MaybeUninit::uninit();
+
+/// Params of the `booted` notification sent at start-up.
+const BOOTED: &str = concat!(
+    r#"{"firmware":""#,
+    env!("CARGO_PKG_NAME"),
+    r#"","version":""#,
+    env!("CARGO_PKG_VERSION"),
+    r#""}"#
+);
+
+#[entry]
+fn main() -> ! {
+    stack::paint();
+    let mut core = cortex_m::Peripherals::take().unwrap_or_else(|| halt());
+    let uart = Uart0::take(CLOCK_HZ, BAUD).unwrap_or_else(|| halt());
+    clock::start(core.SYST, CLOCK_HZ);
+    core.SCB.clear_sleepdeep();
+
+    // SAFETY: `main` runs once and is the only user of DRIVER; the reference never escapes.
+    let driver: &'static mut Firmware = unsafe {
+        (*addr_of_mut!(DRIVER)).write(Driver::new(uart, SysTickClock::default(), Config::default()))
+    };
+
+    // The transport is infallible and this frame always fits: nothing can fail here.
+    if let Ok(params) = RawJson::parse(BOOTED, 2) {
+        let _ = driver.send_notification("booted", Some(&params));
+    }
+
+    loop {
+        // Never blocks: reads what the FIFO holds, answers, writes out.
+        let _ = driver.poll(handle);
+        // Sleep until the next interrupt (SysTick wakes us every millisecond).
+        cortex_m::asm::wfi();
+    }
+}
+
+/// Answers one request: `stats` here, the demo methods in [`methods`].
+fn handle(ctx: &mut Ctx<'_>, item: Incoming<'_>) {
+    let Incoming::Request(req) = item else {
+        return; // notifications, problems (already answered), events
+    };
+    if req.method.eq_str("stats") {
+        let s = ctx.conn().stats();
+        let mut text = methods::Text::new();
+        text.put(b"{\"stack_used\":")
+            .int(stack::used() as i64)
+            .put(b",\"stack_size\":")
+            .int(stack::size() as i64)
+            .put(b",\"uptime_ms\":")
+            .int((ctx.now().as_micros() / 1000) as i64)
+            .put(b",\"frames_in\":")
+            .int(s.frames_in as i64)
+            .put(b",\"frames_out\":")
+            .int(s.frames_out as i64)
+            .put(b",\"parse_errors\":")
+            .int(s.parse_errors as i64)
+            .put(b"}");
+        let _ = methods::respond(ctx, &req, &text);
+    } else {
+        let _ = methods::answer(ctx, &req);
+    }
+}
+
+/// The interrupt part of the vector table: the LM3S6965 has 38 interrupts, this firmware
+/// enables none (it polls UART0 and wakes on SysTick), so eight default entries are enough.
+/// cortex-m-rt's default table has 240 entries: 928 bytes more flash.
+#[link_section = ".vector_table.interrupts"]
+#[no_mangle]
+#[used]
+static __INTERRUPTS: [unsafe extern "C" fn(); 8] = [DefaultHandler; 8];
+
+extern "C" {
+    /// cortex-m-rt's handler for unexpected interrupts.
+    fn DefaultHandler();
+}
+
+fn halt() -> ! {
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
