@@ -269,11 +269,11 @@ fn batch_length_edge() {
 
 #[test]
 fn batch_reply_buffer_edge() {
-    // 256 bytes of batch reply room: a batch whose worst-case reply cannot fit is refused
+    // 512 bytes of batch reply room: a batch whose worst-case reply cannot fit is refused
     // whole; a member whose real answer is too large gets Internal error, the others theirs.
-    let mut conn: Conn<1024, 256, 4, 8> = Connection::default();
+    let mut conn: Conn<1024, 512, 4, 8> = Connection::default();
     let mut rx = RxBuffer::<4096>::new(Framing::Line);
-    let items: Vec<Value> = (0..4)
+    let items: Vec<Value> = (0..5)
         .map(|i| json!({"jsonrpc":"2.0","method":"echo","params":[i],"id":i}))
         .collect();
     let (got, out) = feed(
@@ -287,7 +287,7 @@ fn batch_reply_buffer_edge() {
 
     let items = json!([
         {"jsonrpc":"2.0","method":"echo","params":["a"],"id":1},
-        {"jsonrpc":"2.0","method":"echo","params":["z".repeat(300)],"id":2}
+        {"jsonrpc":"2.0","method":"echo","params":["z".repeat(600)],"id":2}
     ]);
     let mut input = format!("{items}\n");
     let mut results = Vec::new();

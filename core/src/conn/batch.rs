@@ -92,6 +92,11 @@ impl<const B: usize> BatchReply<B> {
         Ok(Ok(()))
     }
 
+    /// Gives back the reservation of an element that needs no reply.
+    pub(crate) fn release(&mut self, reserve: usize) {
+        self.reserved = self.reserved.saturating_sub(reserve);
+    }
+
     /// True when every element is delivered and every request answered.
     pub(crate) fn complete(&self) -> bool {
         self.open && !self.reading && self.outstanding == 0

@@ -16,6 +16,7 @@ use serde::Serialize;
 use self::batch::BatchReply;
 pub use self::types::*;
 use crate::wire::ser::{SerializeError, SliceSink};
+use crate::wire::MAX_STORED_ID_LEN;
 use crate::wire::{
     encode, finish_frame, frame_reserve, parse, Batch, BatchIter, Element, FrameEvent, Id, Message,
     ParseLimits, Parsed, Response, RxBuffer, StoredId,
@@ -445,15 +446,26 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         Inbound::Problem(Problem::UnknownResponse(resp))
     }
 
-    /// The bytes a fallback error reply to `element` takes in a batch reply (0: none needed).
-    fn reservation(element: &Element<'_>) -> usize {
-        let id_len = |id: Option<Id<'_>>| id.map_or(4, |id| id.raw_bytes().len());
-        match element {
-            Ok(Message::Request(req)) => WORST_AUTO_REPLY + req.id.raw_bytes().len() + 1,
-            Err(inv) if inv.needs_reply() => {
-                auto_len(id_len(inv.id), ErrorCode::INVALID_REQUEST, None) + 1
-            }
-            _ => 0,
+    /// The room reserved in a batch reply for a fallback error reply to an element whose text
+    /// is `len` bytes long. It depends on the length alone, so that reserving for a whole batch
+    /// costs one skim over it, not a parse: an echoed id is part of the element (so no longer
+    /// than it) and, in a batch, never longer than `MAX_STORED_ID_LEN` (longer ones are
+    /// answered with `null`).
+    const fn reservation(len: usize) -> usize {
+        let id = if len < MAX_STORED_ID_LEN {
+            len
+        } else {
+            MAX_STORED_ID_LEN
+        };
+        let id = if id < 4 { 4 } else { id };
+        WORST_AUTO_REPLY + 1 + id
+    }
+
+    /// The text of `id` for an automatic reply in a batch (`null` when too long to reserve).
+    fn batch_id<'i>(id: Option<Id<'i>>) -> &'i [u8] {
+        match id {
+            Some(id) if id.raw_bytes().len() <= MAX_STORED_ID_LEN => id.raw_bytes(),
+            _ => b"null",
         }
     }
 
@@ -476,12 +488,13 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         }
         let mut elements = 0;
         let mut reserved = 0;
-        for element in batch.iter() {
+        let mut skim = batch.iter();
+        while let Some(len) = skim.skim_next() {
             elements += 1;
             if elements > self.config.max_batch_len {
                 break;
             }
-            reserved += Self::reservation(&element);
+            reserved += Self::reservation(len);
         }
         if elements > self.config.max_batch_len || !BatchReply::<BATCH>::fits(reserved) {
             return refuse(
@@ -503,8 +516,9 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         let element = iter.next();
         let last = iter.clone().next().is_none();
         self.cursor = if last { None } else { Some(iter.position()) };
+        let reserve = Self::reservation(iter.last_len());
         let inbound = match element {
-            Some(element) => self.accept_batch_element(element),
+            Some(element) => self.accept_batch_element(element, reserve),
             None => None,
         };
         if last {
@@ -514,8 +528,11 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         inbound
     }
 
-    fn accept_batch_element<'a>(&mut self, element: Element<'a>) -> Option<Inbound<'a>> {
-        let reserve = Self::reservation(&element);
+    fn accept_batch_element<'a>(
+        &mut self,
+        element: Element<'a>,
+        reserve: usize,
+    ) -> Option<Inbound<'a>> {
         match element {
             Ok(Message::Request(req)) => {
                 let duplicate = self.is_inflight(req.id);
@@ -534,7 +551,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                 let Some(stored) = StoredId::new(req.id) else {
                     self.batch_error(
                         reserve,
-                        req.id.raw_bytes(),
+                        Self::batch_id(Some(req.id)),
                         ErrorCode::INVALID_REQUEST,
                         Some(DATA_ID_TOO_LONG),
                     );
@@ -557,12 +574,20 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                     in_batch: true,
                 }))
             }
-            Ok(Message::Notification(n)) => Some(Inbound::Notification(n)),
-            Ok(Message::Response(resp)) => Some(self.route_response(resp)),
+            Ok(Message::Notification(n)) => {
+                self.batch.release(reserve);
+                Some(Inbound::Notification(n))
+            }
+            Ok(Message::Response(resp)) => {
+                self.batch.release(reserve);
+                Some(self.route_response(resp))
+            }
             Err(invalid) => {
                 if invalid.needs_reply() {
-                    let id = invalid.id.map_or(&b"null"[..], |id| id.raw_bytes());
+                    let id = Self::batch_id(invalid.id);
                     self.batch_error(reserve, id, ErrorCode::INVALID_REQUEST, None);
+                } else {
+                    self.batch.release(reserve);
                 }
                 bump(&mut self.stats.invalid_messages);
                 Some(Inbound::Problem(Problem::Invalid(invalid)))

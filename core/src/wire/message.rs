@@ -252,6 +252,7 @@ impl<'a> Batch<'a> {
             text: self.text,
             pos: 1,
             done: false,
+            last_len: 0,
         }
     }
 
@@ -272,6 +273,8 @@ pub struct BatchIter<'a> {
     text: &'a [u8],
     pos: usize,
     done: bool,
+    /// Length of the text of the element returned last.
+    last_len: usize,
 }
 
 impl<'a> BatchIter<'a> {
@@ -286,7 +289,40 @@ impl<'a> BatchIter<'a> {
             text: batch.text,
             pos: position,
             done: position >= batch.text.len(),
+            last_len: 0,
         }
+    }
+
+    /// Length in bytes of the text of the element returned last.
+    pub fn last_len(&self) -> usize {
+        self.last_len
+    }
+
+    /// Skips the next element without parsing it; returns its text length.
+    pub(crate) fn skim_next(&mut self) -> Option<usize> {
+        if self.done {
+            return None;
+        }
+        let start = scan::skip_ws(self.text, self.pos);
+        if matches!(self.text.get(start), None | Some(b']')) {
+            self.done = true;
+            return None;
+        }
+        let (_, end) = scan::skip_value_trusted(self.text, start);
+        self.advance_past(start, end);
+        Some(end.saturating_sub(start))
+    }
+
+    fn advance_past(&mut self, start: usize, end: usize) {
+        let after = scan::skip_ws(self.text, end);
+        match self.text.get(after) {
+            Some(b',') if end > start => self.pos = after + 1,
+            _ => {
+                self.done = true;
+                self.pos = self.text.len();
+            }
+        }
+        self.last_len = end.saturating_sub(start);
     }
 }
 
@@ -326,18 +362,8 @@ impl<'a> Iterator for BatchIter<'a> {
                 end,
             )
         };
-        let after = scan::skip_ws(self.text, end);
-        match self.text.get(after) {
-            Some(b',') => self.pos = after + 1,
-            _ => {
-                self.done = true;
-                self.pos = self.text.len();
-            }
-        }
-        if end <= start {
-            // Defensive: never loop without progress.
-            self.done = true;
-        }
+        // Never loops without progress: an element that ends where it starts ends iteration.
+        self.advance_past(start, end);
         Some(element)
     }
 }
@@ -365,8 +391,6 @@ fn parse_object(
 ) -> Result<(Element<'_>, usize), ScanError> {
     let mut m = Members::default();
     let end = walk_object(text, start, max_depth, validate, |key, value| {
-        let mut buf = [0u8; 8];
-        let key = canonical_key(key, &mut buf);
         let slot = match key {
             b"jsonrpc" => &mut m.jsonrpc,
             b"method" => &mut m.method,
@@ -374,7 +398,18 @@ fn parse_object(
             b"id" => &mut m.id,
             b"result" => &mut m.result,
             b"error" => &mut m.error,
-            _ => return,
+            _ => {
+                let mut buf = [0u8; 8];
+                match canonical_key(key, &mut buf) {
+                    b"jsonrpc" => &mut m.jsonrpc,
+                    b"method" => &mut m.method,
+                    b"params" => &mut m.params,
+                    b"id" => &mut m.id,
+                    b"result" => &mut m.result,
+                    b"error" => &mut m.error,
+                    _ => return,
+                }
+            }
         };
         if slot.is_some() {
             m.duplicate = true;
@@ -443,7 +478,9 @@ fn walk_object<'a>(
 /// a backslash (`"m\u0065thod"`) that is short enough to be one of ours is decoded, so that it
 /// still counts as the member it names.
 fn canonical_key<'k>(key: &'k [u8], buf: &'k mut [u8; 8]) -> &'k [u8] {
-    if key.len() <= 6 * 8 && memchr::memchr(b'\\', key).is_some() {
+    // Called only for names that are not ours as written; only names of up to 7 characters,
+    // each at most 6 bytes escaped, can decode to one of ours.
+    if key.len() <= 7 * 6 && key.contains(&b'\\') {
         if let Ok(n) = scan::unescape_into(key, buf) {
             return buf.get(..n).unwrap_or(&[]);
         }

@@ -276,6 +276,7 @@ fn check_utf8(input: &[u8], from: usize, to: usize) -> Result<(), ScanError> {
 /// the end of the value. Raw string bytes are not checked as UTF-8 here: the high bit of every
 /// string byte is ORed into `high`, so the caller knows whether a UTF-8 check is needed.
 #[inline(always)]
+#[allow(clippy::indexing_slicing)] // the bit-stack index is masked to `STACK_WORDS - 1`
 fn scan_structure(
     input: &[u8],
     start: usize,
@@ -366,6 +367,7 @@ fn scan_structure(
 
 /// Whether the container at depth `depth` (1-based, `depth >= 1`) is an object.
 #[inline(always)]
+#[allow(clippy::indexing_slicing)] // the bit-stack index is masked to `STACK_WORDS - 1`
 fn top_is_object(stack: &[u64; STACK_WORDS], depth: usize) -> bool {
     let d = depth - 1;
     (stack[(d >> 6) & (STACK_WORDS - 1)] >> (d & 63)) & 1 != 0
@@ -569,6 +571,7 @@ pub fn validate(input: &[u8], max_depth: usize) -> Result<(), ScanError> {
 // ---------------------------------------------------------------------------------------------
 
 /// Bytes that matter when skipping over a trusted container.
+#[allow(clippy::indexing_slicing)] // 256 entries indexed by a `u8`
 static STRUCTURAL: [bool; 256] = {
     let mut t = [false; 256];
     t[b'"' as usize] = true;
@@ -584,6 +587,7 @@ static STRUCTURAL: [bool; 256] = {
 ///
 /// Nothing is validated, but it never panics and always terminates on any input: on invalid
 /// input it returns some `start <= end <= input.len()`.
+#[allow(clippy::indexing_slicing)] // `STRUCTURAL` has 256 entries and is indexed by a `u8`
 pub fn skip_value_trusted(input: &[u8], pos: usize) -> (usize, usize) {
     let start = skip_ws(input, pos);
     let Some(&b) = input.get(start) else {
