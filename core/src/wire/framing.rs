@@ -556,7 +556,7 @@ mod tests {
 
     #[test]
     fn line_oversize_is_skipped_to_next_newline() {
-        let mut rx = RxBuffer::<16>::with_max_frame(Framing::Line, 8);
+        let mut rx = RxBuffer::<32>::with_max_frame(Framing::Line, 8);
         let mut out = [([0u8; 32], 0, 0); 8];
         rx.push(&mut &b"12345678\n123456789\n"[..]);
         let n = frames(&mut rx, &mut out);
@@ -574,7 +574,7 @@ mod tests {
 
     #[test]
     fn content_length_limits_and_resync() {
-        let mut rx = RxBuffer::<32>::with_max_frame(Framing::ContentLength, 4);
+        let mut rx = RxBuffer::<64>::with_max_frame(Framing::ContentLength, 4);
         rx.push(&mut &b"Content-Length: 4\r\n\r\nabcd"[..]);
         assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"abcd")));
         rx.push(&mut &b"content-length: 5\r\n\r\n12345"[..]);

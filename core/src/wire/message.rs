@@ -455,7 +455,7 @@ fn walk_object<'a>(
             None => return Err(err(ScanErrorKind::UnexpectedEnd, pos)),
         }
         let (vstart, vend) = if validate {
-            scan::scan_value(text, pos, max_depth - 1)?
+            scan_member_value(text, pos, max_depth - 1)?
         } else {
             scan::skip_value_trusted(text, pos)
         };
@@ -487,6 +487,22 @@ fn canonical_key<'k>(key: &'k [u8], buf: &'k mut [u8; 8]) -> &'k [u8] {
         return b"";
     }
     key
+}
+
+/// Validates a member value. Strings and numbers (most members) go straight to their scanner;
+/// only containers and literals need the general one.
+#[inline]
+fn scan_member_value(
+    text: &[u8],
+    pos: usize,
+    max_depth: usize,
+) -> Result<(usize, usize), ScanError> {
+    let start = scan::skip_ws(text, pos);
+    match text.get(start) {
+        Some(b'"') => Ok((start, scan::scan_string(text, start)?)),
+        Some(b'-' | b'0'..=b'9') => Ok((start, scan::scan_number(text, start)?)),
+        _ => scan::scan_value(text, start, max_depth),
+    }
 }
 
 fn as_id(value: &[u8]) -> Option<Id<'_>> {
