@@ -533,3 +533,27 @@ fn timeout_cancel_close_each_return_the_token_once() {
     );
     assert!(matches!(Problem::EmptyBatch, Problem::EmptyBatch));
 }
+
+#[test]
+fn long_ids_in_a_batch_are_answered_with_null() {
+    // In a batch the reply room is reserved per element before any is parsed, so an id too
+    // long to keep is answered with `null` (the id "could not be determined").
+    let mut conn: Connection = Connection::default();
+    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    let long = "q".repeat(rpcwire::wire::MAX_STORED_ID_LEN + 10);
+    let batch = json!([
+        {"jsonrpc":"2.0","method":"get_data","id":long},
+        {"jsonrpc":"2.0","method":"get_data","id":1}
+    ]);
+    let (items, out) = feed(&mut conn, &mut rx, format!("{batch}\n").as_bytes(), true);
+    assert!(items[0].contains("IdTooLong"), "{items:?}");
+    let mut replies = out[0].as_array().unwrap().clone();
+    replies.sort_by_key(|r| r.to_string());
+    assert_eq!(
+        replies,
+        [
+            json!({"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request","data":"id too long"},"id":null}),
+            json!({"jsonrpc":"2.0","result":["hello",5],"id":1}),
+        ]
+    );
+}
