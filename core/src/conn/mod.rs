@@ -309,9 +309,9 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                 Some(Inbound::Problem(Problem::FrameTooLarge { len }))
             }
             FrameEvent::BadHeader => {
+                // Not answered: a header block is framing, not a message, and two peers that
+                // both lost framing must not feed each other error frames.
                 bump(&mut self.stats.resyncs);
-                bump(&mut self.stats.frames_in);
-                self.auto_reply(StoredId::NULL, ErrorCode::PARSE_ERROR, None);
                 Some(Inbound::Problem(Problem::BadHeader))
             }
         }
@@ -479,9 +479,6 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             bump(&mut conn.stats.invalid_messages);
             Some(Inbound::Problem(problem))
         };
-        if !self.config.batches {
-            return refuse(self, DATA_NO_BATCHES, Problem::BatchRefused);
-        }
         if self.batch.open {
             // One batch is answered at a time; this one waits in the receive buffer.
             return self.block();
@@ -496,12 +493,22 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             }
             reserved += Self::reservation(len);
         }
-        if elements > self.config.max_batch_len || !BatchReply::<BATCH>::fits(reserved) {
-            return refuse(
-                self,
-                DATA_BATCH_TOO_LARGE,
-                Problem::BatchTooLarge { elements },
-            );
+        let over = elements > self.config.max_batch_len || !BatchReply::<BATCH>::fits(reserved);
+        if over || !self.config.batches {
+            // Limits exist for what we must answer. The peer's reply to our own batch is an
+            // array of responses that needs no answer: it is always taken (one element per
+            // call, so the work per call stays bounded). Checked only on this rare path.
+            if batch.iter().all(|e| matches!(e, Ok(Message::Response(_)))) {
+                reserved = 0;
+            } else if !self.config.batches {
+                return refuse(self, DATA_NO_BATCHES, Problem::BatchRefused);
+            } else {
+                return refuse(
+                    self,
+                    DATA_BATCH_TOO_LARGE,
+                    Problem::BatchTooLarge { elements },
+                );
+            }
         }
         self.retry_held = false;
         bump(&mut self.stats.frames_in);

@@ -140,8 +140,9 @@ pub enum Problem<'a> {
         /// Declared or observed length.
         len: usize,
     },
-    /// A content-length header block without a valid length; skipped and answered with
-    /// Parse error.
+    /// A content-length header block without a valid length; skipped up to the next
+    /// `Content-Length` header. Not answered: header bytes are framing, not a message, and
+    /// two peers that both lost framing must not feed each other error frames.
     BadHeader,
     /// A request id longer than [`MAX_STORED_ID_LEN`](crate::wire::MAX_STORED_ID_LEN);
     /// answered with Invalid Request echoing it.
@@ -160,7 +161,7 @@ impl Problem<'_> {
     pub fn replied(&self) -> bool {
         match self {
             Problem::Invalid(inv) => inv.needs_reply(),
-            Problem::UnknownResponse(_) => false,
+            Problem::UnknownResponse(_) | Problem::BadHeader => false,
             _ => true,
         }
     }

@@ -307,14 +307,28 @@ impl<const N: usize> RxBuffer<N> {
                         } else {
                             parse_content_length(data.get(..term).unwrap_or(&[]))
                         };
-                        self.start += header_len;
                         match declared {
-                            None => return Some(Ready::BadHeader),
+                            None => {
+                                // Resynchronise on the last `Content-Length` header that starts
+                                // inside the bad block (a truncated body swallows the start of
+                                // the next frame, leaving its header behind); otherwise skip
+                                // the whole block.
+                                let block = data.get(..term).unwrap_or(&[]);
+                                self.start += match find_header_start(block) {
+                                    Some(k) if k > 0 => k,
+                                    _ => header_len,
+                                };
+                                return Some(Ready::BadHeader);
+                            }
                             Some(len) if len > self.max_frame => {
+                                self.start += header_len;
                                 self.state = State::SkipBody(len);
                                 return Some(Ready::Oversize { len });
                             }
-                            Some(len) => self.state = State::Body(len),
+                            Some(len) => {
+                                self.start += header_len;
+                                self.state = State::Body(len);
+                            }
                         }
                     }
                 },
@@ -373,6 +387,14 @@ fn find_byte(needle: u8, hay: &[u8], from: usize) -> Option<usize> {
 /// Offset of `\r\n\r\n` in `data`, searching from `from`.
 fn find_header_end(data: &[u8], from: usize) -> Option<usize> {
     memchr::memmem::find(data.get(from..)?, b"\r\n\r\n").map(|i| i + from)
+}
+
+/// Offset of the last `Content-Length` header name in `block` (any ASCII case).
+fn find_header_start(block: &[u8]) -> Option<usize> {
+    const NAME: &[u8] = b"content-length";
+    block
+        .windows(NAME.len())
+        .rposition(|w| w.eq_ignore_ascii_case(NAME))
 }
 
 /// Parses the `Content-Length` of a header block (without its final blank line). Header names
