@@ -1,1 +1,500 @@
-fn main() { eprintln!("rpcwire: not yet written"); std::process::exit(2) }
+//! `rpcwire`: serve the demo service, call a JSON-RPC 2.0 method, or watch a demo.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use rpcwire_cli::demo_router;
+use rpcwire_cli::tap::Tap;
+use rpcwire_tokio::{Builder, CallError, Client, Framing, Session, DEFAULT_MAX_FRAME};
+use serde_json::value::RawValue;
+
+/// Exit code: the peer answered with a JSON-RPC error (printed on stderr).
+const EXIT_RPC_ERROR: u8 = 1;
+/// Exit code: bad command line.
+const EXIT_USAGE: u8 = 2;
+/// Exit code: could not connect, or the connection closed before the answer.
+const EXIT_CONNECTION: u8 = 3;
+/// Exit code: no answer within `--timeout`.
+const EXIT_TIMEOUT: u8 = 4;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rpcwire",
+    version,
+    about = "Serve or call JSON-RPC 2.0 over stdio, TCP or a child process",
+    after_help = "Start with `rpcwire demo`: a client and the demo service in one process, every frame printed."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+    /// Log to stderr (-v: debug, -vv: trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Serve the demo service (subtract, sum, update, notify_hello, notify_sum, get_data, echo,
+    /// sleep, fail).
+    Serve(ServeArgs),
+    /// Call a method (or send a notification) and print the result.
+    #[command(
+        after_help = "Exit codes: 0 result printed on stdout (or notification sent); \
+        1 JSON-RPC error (the error object on stderr); 2 bad arguments; \
+        3 connection failed or closed; 4 timeout."
+    )]
+    Call(CallArgs),
+    /// Serve and call in one process over an in-memory pipe, printing every frame.
+    Demo,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FramingArg {
+    /// One JSON text per line (MCP stdio, most TCP peers).
+    Line,
+    /// `Content-Length` headers (LSP).
+    ContentLength,
+}
+
+impl From<FramingArg> for Framing {
+    fn from(f: FramingArg) -> Framing {
+        match f {
+            FramingArg::Line => Framing::Line,
+            FramingArg::ContentLength => Framing::ContentLength,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial"])))]
+struct ServeArgs {
+    /// Serve on stdin/stdout (the default).
+    #[arg(long)]
+    stdio: bool,
+    /// Listen on this TCP address (e.g. 127.0.0.1:4000; port 0 picks one, printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    tcp: Option<String>,
+    /// Serve on a serial port.
+    #[arg(long, value_name = "PATH")]
+    serial: Option<String>,
+    /// Serial baud rate.
+    #[arg(long, value_name = "N", requires = "serial")]
+    baud: Option<u32>,
+    /// Message framing.
+    #[arg(long, value_enum, default_value = "line")]
+    framing: FramingArg,
+    /// Largest frame accepted, in bytes (larger ones are answered with an error and skipped).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_FRAME)]
+    max_frame: usize,
+    /// Handlers running at once per connection.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    concurrency: usize,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("transport").required(true).args(["tcp", "serial", "exec"])))]
+struct CallArgs {
+    /// Connect to this TCP address.
+    #[arg(long, value_name = "ADDR")]
+    tcp: Option<String>,
+    /// Talk over a serial port.
+    #[arg(long, value_name = "PATH")]
+    serial: Option<String>,
+    /// Serial baud rate.
+    #[arg(long, value_name = "N", requires = "serial")]
+    baud: Option<u32>,
+    /// Spawn this server command (split with shell-word rules) and talk over its stdio.
+    #[arg(long, value_name = "CMD")]
+    exec: Option<String>,
+    /// Message framing.
+    #[arg(long, value_enum, default_value = "line")]
+    framing: FramingArg,
+    /// Seconds to wait for the connection and the answer.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    timeout: f64,
+    /// Send a notification (no id, no answer) instead of a call.
+    #[arg(long)]
+    notify: bool,
+    /// The method name.
+    method: String,
+    /// The params as JSON: an array or an object.
+    params: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("rpcwire: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(async move {
+        match cli.command {
+            Cmd::Serve(args) => serve(args).await,
+            Cmd::Call(args) => call(args).await,
+            Cmd::Demo => demo().await,
+        }
+    });
+    // A blocking stdin read may still be parked in the runtime's blocking pool: do not wait
+    // for it.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    code
+}
+
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => tracing::Level::WARN,
+        1 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// A reader or writer half of a byte stream, type-erased.
+type Reader = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+/// See [`Reader`].
+type Writer = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+
+/// Opens a serial port as the two halves of a byte stream for [`Builder::run`].
+///
+/// The hook for serial support: once `rpcwire-serial` offers tokio ports, open `path` at
+/// `baud` here; `serve --serial` and `call --serial` already route through this function.
+fn open_serial(path: &str, baud: u32) -> Result<(Reader, Writer), String> {
+    let _ = baud;
+    Err(format!(
+        "--serial {path}: serial ports are not supported yet (rpcwire-serial is not ready); \
+         use --stdio, --tcp or --exec"
+    ))
+}
+
+/// The default serial baud rate.
+const DEFAULT_BAUD: u32 = 115_200;
+
+async fn serve(args: ServeArgs) -> ExitCode {
+    let builder = Builder::new()
+        .framing(args.framing.into())
+        .max_frame(args.max_frame)
+        .concurrency(args.concurrency)
+        .router(demo_router());
+    if let Some(path) = &args.serial {
+        return match open_serial(path, args.baud.unwrap_or(DEFAULT_BAUD)) {
+            Ok((reader, writer)) => match builder.run(reader, writer).join().await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("rpcwire: {e}");
+                    ExitCode::from(EXIT_CONNECTION)
+                }
+            },
+            Err(msg) => {
+                eprintln!("rpcwire: {msg}");
+                ExitCode::from(EXIT_USAGE)
+            }
+        };
+    }
+    if let Some(addr) = &args.tcp {
+        let listener = match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("rpcwire: cannot listen on {addr}: {e}");
+                return ExitCode::from(EXIT_CONNECTION);
+            }
+        };
+        match listener.local_addr() {
+            Ok(local) => eprintln!("rpcwire: serving the demo service on {local}"),
+            Err(_) => eprintln!("rpcwire: serving the demo service on {addr}"),
+        }
+        builder.serve_tcp(listener).await;
+        return ExitCode::SUCCESS;
+    }
+    match builder.stdio().join().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rpcwire: {e}");
+            ExitCode::from(EXIT_CONNECTION)
+        }
+    }
+}
+
+/// Parses `PARAMS_JSON`: an array or an object.
+fn parse_params(text: Option<&str>) -> Result<Option<Box<RawValue>>, String> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let raw = RawValue::from_string(text.trim().to_owned())
+        .map_err(|e| format!("PARAMS_JSON is not valid JSON: {e}"))?;
+    match raw.get().as_bytes().first() {
+        Some(b'[' | b'{') => Ok(Some(raw)),
+        _ => Err("PARAMS_JSON must be a JSON array or object".to_owned()),
+    }
+}
+
+/// The connection `call` talks over, plus the child process when it spawned one.
+struct Target {
+    session: Session,
+    child: Option<tokio::process::Child>,
+}
+
+async fn connect(args: &CallArgs, timeout: Duration) -> Result<Target, ExitCode> {
+    let builder = Builder::new()
+        .framing(args.framing.into())
+        .request_timeout(Some(timeout));
+    if let Some(addr) = &args.tcp {
+        return match tokio::time::timeout(timeout, builder.connect_tcp(addr.as_str())).await {
+            Ok(Ok(session)) => Ok(Target {
+                session,
+                child: None,
+            }),
+            Ok(Err(e)) => {
+                eprintln!("rpcwire: cannot connect to {addr}: {e}");
+                Err(ExitCode::from(EXIT_CONNECTION))
+            }
+            Err(_) => {
+                eprintln!("rpcwire: timed out connecting to {addr}");
+                Err(ExitCode::from(EXIT_TIMEOUT))
+            }
+        };
+    }
+    if let Some(command) = &args.exec {
+        let argv = match shell_words::split(command) {
+            Ok(argv) if !argv.is_empty() => argv,
+            Ok(_) => {
+                eprintln!("rpcwire: --exec needs a command");
+                return Err(ExitCode::from(EXIT_USAGE));
+            }
+            Err(e) => {
+                eprintln!("rpcwire: --exec {command:?}: {e}");
+                return Err(ExitCode::from(EXIT_USAGE));
+            }
+        };
+        let mut cmd = tokio::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        return match builder.spawn_child(&mut cmd) {
+            Ok((session, child)) => Ok(Target {
+                session,
+                child: Some(child),
+            }),
+            Err(e) => {
+                eprintln!("rpcwire: cannot start {:?}: {e}", argv[0]);
+                Err(ExitCode::from(EXIT_CONNECTION))
+            }
+        };
+    }
+    let path = args.serial.as_deref().unwrap_or_default();
+    match open_serial(path, args.baud.unwrap_or(DEFAULT_BAUD)) {
+        Ok((reader, writer)) => Ok(Target {
+            session: builder.run(reader, writer),
+            child: None,
+        }),
+        Err(msg) => {
+            eprintln!("rpcwire: {msg}");
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
+}
+
+async fn call(args: CallArgs) -> ExitCode {
+    let params = match parse_params(args.params.as_deref()) {
+        Ok(p) => p,
+        Err(msg) => {
+            eprintln!("rpcwire: {msg}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let timeout = match Duration::try_from_secs_f64(args.timeout) {
+        Ok(t) if !t.is_zero() => t,
+        _ => {
+            eprintln!("rpcwire: --timeout must be a positive number of seconds");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let Target { session, child } = match connect(&args, timeout).await {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    let client = session.client().clone();
+    let code = if args.notify {
+        let sent = match &params {
+            Some(p) => client.notify(&args.method, p).await,
+            None => client.notify(&args.method, ()).await,
+        };
+        match sent {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => report(&args, e),
+        }
+    } else {
+        match client
+            .call_json(&args.method, params.as_deref(), Some(timeout))
+            .await
+        {
+            Ok(result) => {
+                println!("{}", result.get());
+                ExitCode::SUCCESS
+            }
+            Err(e) => report(&args, e),
+        }
+    };
+    // Graceful close: flush what is queued (a notification), close our write side.
+    client.shutdown();
+    drop(client);
+    let closed = tokio::time::timeout(Duration::from_secs(2), session.join()).await;
+    if let Ok(Err(e)) = closed {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+    if let Some(mut child) = child {
+        // Its stdin is closed: give it a moment to exit, then stop it.
+        if tokio::time::timeout(Duration::from_secs(2), child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.kill().await;
+        }
+    }
+    code
+}
+
+fn report(args: &CallArgs, e: CallError) -> ExitCode {
+    match e {
+        CallError::Rpc(err) => {
+            match serde_json::to_string(&err) {
+                Ok(json) => eprintln!("{json}"),
+                Err(_) => eprintln!("{err}"),
+            }
+            ExitCode::from(EXIT_RPC_ERROR)
+        }
+        CallError::Timeout => {
+            eprintln!(
+                "rpcwire: no answer to {:?} within {} s",
+                args.method, args.timeout
+            );
+            ExitCode::from(EXIT_TIMEOUT)
+        }
+        CallError::Closed => {
+            eprintln!("rpcwire: the connection closed before an answer arrived");
+            ExitCode::from(EXIT_CONNECTION)
+        }
+        CallError::TooLarge { .. } | CallError::ParamsNotStructured | CallError::Params(_) => {
+            eprintln!("rpcwire: {e}");
+            ExitCode::from(EXIT_USAGE)
+        }
+        other => {
+            eprintln!("rpcwire: {other}");
+            ExitCode::from(EXIT_CONNECTION)
+        }
+    }
+}
+
+/// Prints a call's outcome under its frames.
+fn show(outcome: Result<serde_json::Value, CallError>) {
+    match outcome {
+        Ok(v) => println!("    = {v}"),
+        Err(CallError::Rpc(e)) => println!(
+            "    ! error {}",
+            serde_json::to_string(&e).unwrap_or_else(|_| e.to_string())
+        ),
+        Err(e) => println!("    ! {e}"),
+    }
+}
+
+async fn step(title: &str) {
+    // Let the previous step's frames print before the next heading.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    println!("\n# {title}");
+}
+
+async fn demo() -> ExitCode {
+    println!(
+        "rpcwire demo: a client and the demo service joined by an in-memory pipe.\n\
+         Every frame is printed as it crosses the pipe: --> client to server, <-- server to client;\n\
+         `=` is the result the client decoded, `!` an error."
+    );
+    let (server_io, client_io) = tokio::io::duplex(64 << 10);
+    let server = Builder::new().router(demo_router()).run_io(server_io);
+    let (reader, writer) = tokio::io::split(client_io);
+    let session = Builder::new()
+        .request_timeout(Some(Duration::from_secs(5)))
+        .run(Tap::new(reader, "<--"), Tap::new(writer, "-->"));
+    let c: Client = session.client().clone();
+
+    step("subtract, positional params").await;
+    show(c.call("subtract", [42, 23]).await);
+    step("subtract, named params").await;
+    show(
+        c.call(
+            "subtract",
+            serde_json::json!({"subtrahend": 23, "minuend": 42}),
+        )
+        .await,
+    );
+    step("sum: integers stay integers, fractions stay fractions").await;
+    show(c.call("sum", [1, 2, 4]).await);
+    show(c.call("sum", [0.5, 0.25]).await);
+    step("get_data, no params").await;
+    show(c.call("get_data", ()).await);
+    step("echo returns its params unchanged").await;
+    show(
+        c.call("echo", serde_json::json!({"nested": [1, "two", null]}))
+            .await,
+    );
+    step("a notification: no id, no answer").await;
+    if let Err(e) = c.notify("update", [1, 2, 3, 4, 5]).await {
+        println!("    ! {e}");
+    }
+    step("a method that does not exist").await;
+    show(c.call("foobar", ()).await);
+    step("wrong params").await;
+    show(c.call("subtract", ("forty-two", 23)).await);
+    step("fail: an application error with data").await;
+    show(c.call("fail", ()).await);
+    step("three concurrent sleeps answer out of order (300, 200, 100 ms)").await;
+    let (a, b, d) = tokio::join!(
+        c.call::<_, serde_json::Value>("sleep", serde_json::json!({"ms": 300})),
+        c.call::<_, serde_json::Value>("sleep", serde_json::json!({"ms": 200})),
+        c.call::<_, serde_json::Value>("sleep", serde_json::json!({"ms": 100})),
+    );
+    for outcome in [a, b, d] {
+        show(outcome);
+    }
+    step("a batch: calls and a notification in one array").await;
+    let mut batch = c.batch();
+    let built = (|| {
+        batch.call("sum", [1, 2, 4])?;
+        batch.notify("notify_hello", [7])?;
+        batch.call("subtract", [42, 23])?;
+        batch.call("get_data", ())?;
+        Ok::<_, CallError>(())
+    })();
+    match built {
+        Ok(()) => match batch.send().await {
+            Ok(results) => {
+                for r in results {
+                    show(r.and_then(|raw| {
+                        serde_json::from_str(raw.get()).map_err(CallError::Decode)
+                    }));
+                }
+            }
+            Err(e) => println!("    ! {e}"),
+        },
+        Err(e) => println!("    ! {e}"),
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    drop(c);
+    let _ = session.join().await;
+    let _ = server.join().await;
+    println!(
+        "\nTry it over TCP: `rpcwire serve --tcp 127.0.0.1:4000` in one terminal, then\n\
+         `rpcwire call --tcp 127.0.0.1:4000 subtract '[42, 23]'` in another."
+    );
+    ExitCode::SUCCESS
+}

@@ -246,7 +246,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     /// [`poll_transmit`](Connection::poll_transmit), then call
     /// [`handle_input`](Connection::handle_input) again (even with no new bytes).
     pub fn is_input_blocked(&self) -> bool {
-        self.retry_held
+        self.retry_held || self.deferred.is_some()
     }
 
     // ----------------------------------------------------------------------------- inputs

@@ -30,12 +30,13 @@ use uart::Uart0;
 const CLOCK_HZ: u32 = 12_000_000;
 const BAUD: u32 = 115_200;
 
-/// Storage: 1 KiB receive buffer, 1 KiB transmit buffer, 512 B for batch replies, two
+/// Storage: 1 KiB receive buffer, 1 KiB transmit buffer, 960 B for batch replies (each
+/// element of a batch reserves about 100 bytes: batches of up to nine elements), two
 /// pending-request slots (the device sends no requests yet) and two in-flight slots (every
 /// request is answered before the next is read).
 const RX: usize = 1024;
 const TX: usize = 1024;
-const BATCH: usize = 512;
+const BATCH: usize = 960;
 const PENDING: usize = 2;
 const INFLIGHT: usize = 2;
 
@@ -64,7 +65,11 @@ fn main() -> ! {
 
     // SAFETY: `main` runs once and is the only user of DRIVER; the reference never escapes.
     let driver: &'static mut Firmware = unsafe {
-        (*addr_of_mut!(DRIVER)).write(Driver::new(uart, SysTickClock::default(), Config::default()))
+        (*addr_of_mut!(DRIVER)).write(Driver::new(
+            uart,
+            SysTickClock::default(),
+            Config::default(),
+        ))
     };
 
     // The transport is infallible and this frame always fits: nothing can fail here.
@@ -125,4 +130,3 @@ fn halt() -> ! {
         cortex_m::asm::wfi();
     }
 }
-

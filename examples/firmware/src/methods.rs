@@ -110,7 +110,10 @@ fn sum(params: RawJson<'_>) -> Option<i64> {
 pub fn answer(ctx: &mut Ctx<'_>, req: &InboundRequest<'_>) -> Result<(), RespondError> {
     let mut text = Text::new();
     let result = match req.method.as_str().unwrap_or("") {
-        "subtract" => req.params.and_then(subtract).ok_or(ErrorCode::INVALID_PARAMS),
+        "subtract" => req
+            .params
+            .and_then(subtract)
+            .ok_or(ErrorCode::INVALID_PARAMS),
         "sum" => req.params.and_then(sum).ok_or(ErrorCode::INVALID_PARAMS),
         "get_data" => return respond(ctx, req, text.put(br#"["hello",5]"#)),
         "echo" => {
@@ -129,7 +132,11 @@ pub fn answer(ctx: &mut Ctx<'_>, req: &InboundRequest<'_>) -> Result<(), Respond
 }
 
 /// Responds with rendered text.
-pub fn respond(ctx: &mut Ctx<'_>, req: &InboundRequest<'_>, text: &Text) -> Result<(), RespondError> {
+pub fn respond(
+    ctx: &mut Ctx<'_>,
+    req: &InboundRequest<'_>,
+    text: &Text,
+) -> Result<(), RespondError> {
     match text.json() {
         Some(json) => ctx.respond(req.handle, &json),
         None => ctx.reject(req.handle, ErrorCode::INTERNAL_ERROR),

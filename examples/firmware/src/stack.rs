@@ -13,7 +13,10 @@ extern "C" {
 }
 
 fn bounds() -> (usize, usize) {
-    (addr_of!(_stack_end) as usize, addr_of!(_stack_start) as usize)
+    (
+        addr_of!(_stack_end) as usize,
+        addr_of!(_stack_start) as usize,
+    )
 }
 
 /// Paints the free part of the stack (below the caller's frame, with a margin).

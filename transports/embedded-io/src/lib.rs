@@ -69,14 +69,14 @@
 //!
 //! All storage is inline: `RX` receive bytes, and the connection's `TX` transmit bytes,
 //! `BATCH` batch-reply bytes and `PENDING`/`INFLIGHT` table slots. The defaults (1 KiB, 1 KiB,
-//! 512 B, 4, 4) take about 3 KiB; put the driver in a `static` (for example with
+//! 960 B, 4, 4) take about 3.5 KiB; put the driver in a `static` (for example with
 //! `static_cell`) to keep it off the stack.
 //!
 //! [`Connection`]: rpcwire::Connection
 //! [`Connection::is_input_blocked`]: rpcwire::Connection::is_input_blocked
 
 mod blocking;
-mod clock;
+pub mod clock;
 mod error;
 mod incoming;
 
@@ -85,6 +85,11 @@ pub mod asynch;
 
 pub use blocking::{Context, Driver};
 pub use clock::Clock;
+/// The `embedded-io` version this crate implements against.
+pub use embedded_io;
+/// The `embedded-io-async` version this crate implements against.
+#[cfg(feature = "async")]
+pub use embedded_io_async;
 pub use error::{Error, Retry};
 pub use incoming::Incoming;
 
@@ -93,7 +98,7 @@ pub const DEFAULT_RX: usize = 1024;
 /// The transmit buffer size of a [`Driver`] when none is given.
 pub const DEFAULT_TX: usize = 1024;
 /// The batch-reply buffer size of a [`Driver`] when none is given.
-pub const DEFAULT_BATCH: usize = 512;
+pub const DEFAULT_BATCH: usize = 960;
 /// The pending-request slots of a [`Driver`] when none is given.
 pub const DEFAULT_PENDING: usize = 4;
 /// The in-flight inbound request slots of a [`Driver`] when none is given.

@@ -1,2 +1,385 @@
-#![no_std]
-//! rpcwire transport adapter (tokio): not yet written.
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+//! # rpcwire-tokio
+//!
+//! Runs an [`rpcwire`] JSON-RPC 2.0 [`Connection`](rpcwire::Connection) over any tokio
+//! `AsyncRead + AsyncWrite`: this process's stdio (MCP servers), TCP (connect or serve), a child
+//! process's stdio (MCP hosts, language clients), or an in-memory duplex pipe. All protocol
+//! logic (framing, validation, id correlation, batches, timeouts, limits) lives in the core;
+//! this crate moves bytes, time and commands between tokio and it.
+//!
+//! - [`Builder`]: framing, limits and the [`Router`]; its constructors start a connection and
+//!   return a [`Session`].
+//! - [`Client`]: a cloneable handle to call the peer (typed [`call`](Client::call) with a
+//!   timeout, [`notify`](Client::notify), [`batch`](Client::batch)); dropping a call's future
+//!   cancels it; when the connection ends every pending call fails with [`CallError::Closed`].
+//! - [`Router`]: async handlers by method name with typed params, run under a per-connection
+//!   concurrency limit. Either side may call the other on the same connection.
+//!
+//! ```
+//! use rpcwire_tokio::{Builder, Router, RpcError};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let router = Router::new()
+//!     .method("subtract", |(a, b): (i64, i64)| async move { Ok::<_, RpcError>(a - b) });
+//! // A server and a client joined by an in-memory pipe.
+//! let (server, client) = Builder::new().router(router).duplex(Builder::new(), 64 << 10);
+//! let diff: i64 = client.client().call("subtract", [42, 23]).await?;
+//! assert_eq!(diff, 19);
+//! let err = client.client().call::<_, i64>("divide", [1, 0]).await.unwrap_err();
+//! assert_eq!(err.rpc().map(|e| e.code), Some(-32601)); // Method not found
+//! client.join().await?; // closes our side; the server sees the end and finishes
+//! server.join().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## How the driver works
+//!
+//! One task per connection owns the core connection and its receive buffer, and `select!`s
+//! on: the socket being readable (bytes go straight into the core's receive buffer, so partial
+//! frames survive any branch winning), the socket being writable (when the core has output;
+//! all queued frames are written together and flushed only when no more output is ready),
+//! client commands (a bounded channel: a full pending table is backpressure), handler
+//! completions, and the core's next deadline. Requests beyond the concurrency limit wait in
+//! the core's in-flight table; responses from the peer are read even when every handler slot
+//! is busy, so two peers calling each other never deadlock.
+//!
+//! ## Memory
+//!
+//! Every buffer is bounded: the core's receive, transmit and batch buffers are fixed by the
+//! configured maximum frame ([`Builder::buffer_bytes`]), the command channel is bounded,
+//! requests waiting for a handler slot are bounded in bytes ([`Builder::queue_bytes`]; beyond
+//! it they are answered Server busy, -32001), and answers waiting for transmit room hold their
+//! handler slot. A peer that stops reading makes the driver stop reading too, never grow.
+//!
+//! ## Closing
+//!
+//! When the peer closes its side (end of stream), pending calls fail with
+//! [`CallError::Closed`], the requests already received are still answered, then the write
+//! side is shut down and the driver ends. [`Client::shutdown`] does the same on request. A
+//! write failure ends everything at once.
+//!
+//! ## Tracing
+//!
+//! Each inbound request runs in an `rpc.request` span (`method`, `id`) and logs its latency at
+//! debug level; each call runs in an `rpc.call` span.
+
+mod client;
+mod driver;
+mod error;
+mod raw;
+mod router;
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rpcwire::Config;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+pub use client::{Batch, Client, SessionStats};
+pub use error::{CallError, DriverError, RpcError};
+pub use router::{Context, Router};
+pub use rpcwire::wire::Framing;
+pub use rpcwire::ErrorCode;
+
+use driver::{Channels, Settings};
+
+/// The largest maximum frame a connection accepts (16 MiB).
+pub const MAX_FRAME_LIMIT: usize = driver::TIERS[3];
+/// The default maximum frame (4 MiB).
+pub const DEFAULT_MAX_FRAME: usize = 4 << 20;
+/// How many of our calls may be on the wire at once per connection (more wait in line).
+pub const MAX_PENDING_CALLS: usize = driver::PENDING;
+/// How many inbound requests may be open at once per connection (more are answered Server
+/// busy); the handler concurrency limit is at most half of it.
+pub const MAX_INFLIGHT: usize = driver::INFLIGHT;
+
+/// Settings of a connection, and its constructors.
+///
+/// ```
+/// use std::time::Duration;
+/// use rpcwire_tokio::{Builder, Framing, Router};
+///
+/// let builder = Builder::new()
+///     .framing(Framing::ContentLength)   // LSP style; the default is one JSON text per line
+///     .max_frame(1 << 20)                // larger frames are answered with an error and skipped
+///     .concurrency(8)                    // handlers running at once
+///     .request_timeout(Some(Duration::from_secs(5)))
+///     .router(Router::new());
+/// assert!(builder.buffer_bytes() >= 2 << 20);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    config: Config,
+    max_frame: usize,
+    concurrency: usize,
+    queue_bytes: usize,
+    command_capacity: usize,
+    router: Option<Arc<Router>>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// Line framing, 4 MiB frames, 30 s call timeout, 64 concurrent handlers, 16 MiB of queued
+    /// requests, batches accepted, no router.
+    pub fn new() -> Self {
+        Builder {
+            config: Config::default(),
+            max_frame: DEFAULT_MAX_FRAME,
+            concurrency: 64,
+            queue_bytes: 16 << 20,
+            command_capacity: 256,
+            router: None,
+        }
+    }
+
+    /// The framing (default [`Framing::Line`]).
+    pub fn framing(mut self, framing: Framing) -> Self {
+        self.config.framing = framing;
+        self
+    }
+
+    /// The maximum frame length in bytes (clamped to `1024..=`[`MAX_FRAME_LIMIT`]). A longer
+    /// frame is answered with Invalid Request (`data: "frame too large"`) and skipped; the
+    /// connection goes on. The fixed buffers grow with it ([`buffer_bytes`](Builder::buffer_bytes)).
+    pub fn max_frame(mut self, bytes: usize) -> Self {
+        self.max_frame = bytes.clamp(1024, MAX_FRAME_LIMIT);
+        self
+    }
+
+    /// The maximum nesting depth of inbound JSON (the core clamps it to its own limit).
+    pub fn max_depth(mut self, depth: usize) -> Self {
+        self.config.max_depth = depth;
+        self
+    }
+
+    /// The maximum number of elements in an inbound batch.
+    pub fn max_batch_len(mut self, len: usize) -> Self {
+        self.config.max_batch_len = len;
+        self
+    }
+
+    /// Accept inbound batches (default true; MCP 2025-06-18 refuses them).
+    pub fn batches(mut self, accept: bool) -> Self {
+        self.config.batches = accept;
+        self
+    }
+
+    /// The timeout of a call that gives none (`None`: wait until the connection ends).
+    pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.config.request_timeout = timeout;
+        self
+    }
+
+    /// How many handlers may run at once on this connection (clamped to
+    /// `1..=`[`MAX_INFLIGHT`]` / 2`). Requests beyond it wait.
+    pub fn concurrency(mut self, limit: usize) -> Self {
+        self.concurrency = limit.clamp(1, MAX_INFLIGHT / 2);
+        self
+    }
+
+    /// Bytes of method names and params that requests waiting for a handler slot may hold;
+    /// a request beyond it is answered Server busy (-32001). Default 16 MiB.
+    pub fn queue_bytes(mut self, bytes: usize) -> Self {
+        self.queue_bytes = bytes;
+        self
+    }
+
+    /// Capacity of the channel from [`Client`]s to the driver (default 256).
+    pub fn command_capacity(mut self, capacity: usize) -> Self {
+        self.command_capacity = capacity.max(1);
+        self
+    }
+
+    /// The handlers for inbound requests and notifications (without one, every request is
+    /// answered Method not found).
+    pub fn router(mut self, router: Router) -> Self {
+        self.router = Some(Arc::new(router));
+        self
+    }
+
+    /// Bytes of fixed buffers (receive, transmit, batch reply) each connection allocates.
+    pub fn buffer_bytes(&self) -> usize {
+        driver::buffer_bytes(self.max_frame)
+    }
+
+    /// Starts a connection over a reader and a writer. Must be called inside a tokio runtime.
+    ///
+    /// The connection runs until the peer closes its side, [`Client::shutdown`] is called,
+    /// the stream fails, or (for a connection without a router, which nobody can call) every
+    /// [`Client`] is dropped.
+    pub fn run<R, W>(self, reader: R, writer: W) -> Session
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (cmd_tx, cmd_rx) = mpsc::channel(self.command_capacity);
+        let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
+        let client = Client::new(cmd_tx, ctl_tx);
+        let channels = Channels {
+            cmd: cmd_rx,
+            ctl: ctl_rx,
+            peer: self.router.as_ref().map(|_| client.clone()),
+        };
+        let settings = Settings {
+            config: self.config,
+            max_frame: self.max_frame,
+            concurrency: self.concurrency,
+            queue_bytes: self.queue_bytes,
+            router: self.router,
+        };
+        let task = tokio::spawn(driver::run(settings, reader, writer, channels));
+        Session { client, task }
+    }
+
+    /// Starts a connection over one bidirectional stream.
+    pub fn run_io<T>(self, io: T) -> Session
+    where
+        T: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (reader, writer) = tokio::io::split(io);
+        self.run(reader, writer)
+    }
+
+    /// Serves this process's stdin and stdout (an MCP or LSP server). When stdin closes, the
+    /// answers to requests already received are still written.
+    ///
+    /// ```no_run
+    /// use rpcwire_tokio::{Builder, Router, RpcError};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), rpcwire_tokio::DriverError> {
+    /// let router = Router::new().method("ping", |_: ()| async { Ok::<_, RpcError>("pong") });
+    /// Builder::new().router(router).stdio().join().await
+    /// # }
+    /// ```
+    pub fn stdio(self) -> Session {
+        self.run(tokio::io::stdin(), tokio::io::stdout())
+    }
+
+    /// Connects to a TCP server.
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let session = rpcwire_tokio::Builder::new().connect_tcp("127.0.0.1:4000").await?;
+    /// let sum: i64 = session.client().call("sum", [1, 2, 4]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_tcp<A: ToSocketAddrs>(self, addr: A) -> io::Result<Session> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (reader, writer) = stream.into_split();
+        Ok(self.run(reader, writer))
+    }
+
+    /// Serves every connection accepted on `listener`, each with its own driver and these
+    /// settings. Runs until the future is dropped (connections already accepted go on). A
+    /// client that half-closes still gets its answers; the server goes on accepting.
+    ///
+    /// ```no_run
+    /// use rpcwire_tokio::{Builder, Router, RpcError};
+    ///
+    /// # #[tokio::main]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:4000").await?;
+    /// let router = Router::new().method("ping", |_: ()| async { Ok::<_, RpcError>("pong") });
+    /// Builder::new().router(router).serve_tcp(listener).await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn serve_tcp(self, listener: TcpListener) {
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors and the like: wait and go on.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let (reader, writer) = stream.into_split();
+            let session = self.clone().run(reader, writer);
+            tokio::spawn(async move {
+                match session.join().await {
+                    Ok(()) => tracing::debug!(%peer, "connection ended"),
+                    Err(e) => tracing::debug!(%peer, error = %e, "connection failed"),
+                }
+            });
+        }
+    }
+
+    /// Spawns a server program and talks to it over its stdin and stdout (as MCP hosts and
+    /// language clients do). Its stderr is inherited; it is killed when the returned
+    /// [`Child`](tokio::process::Child) is dropped.
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut cmd = tokio::process::Command::new("rpcwire");
+    /// cmd.args(["serve", "--stdio"]);
+    /// let (session, mut child) = rpcwire_tokio::Builder::new().spawn_child(&mut cmd)?;
+    /// let data: (String, i64) = session.client().call("get_data", ()).await?;
+    /// session.join().await?;       // closes the child's stdin
+    /// child.wait().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn spawn_child(
+        self,
+        command: &mut tokio::process::Command,
+    ) -> io::Result<(Session, tokio::process::Child)> {
+        command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn()?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(io::Error::other("child stdio not captured"));
+        };
+        Ok((self.run(stdout, stdin), child))
+    }
+
+    /// Two connections joined by an in-memory pipe of `buffer` bytes each way: this one and
+    /// `other`. Handy for tests and for in-process services.
+    pub fn duplex(self, other: Builder, buffer: usize) -> (Session, Session) {
+        let (a, b) = tokio::io::duplex(buffer.max(1));
+        (self.run_io(a), other.run_io(b))
+    }
+}
+
+/// A running connection: its [`Client`] and its driver task.
+#[derive(Debug)]
+pub struct Session {
+    client: Client,
+    task: JoinHandle<Result<(), DriverError>>,
+}
+
+impl Session {
+    /// The client handle (clone it freely).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Splits into the client and the driver task.
+    pub fn into_parts(self) -> (Client, JoinHandle<Result<(), DriverError>>) {
+        (self.client, self.task)
+    }
+
+    /// Drops this session's client and waits for the driver to end. A connection without a
+    /// router ends once no other [`Client`] clone is alive; a serving connection ends when the
+    /// peer closes its side or on [`Client::shutdown`].
+    pub async fn join(self) -> Result<(), DriverError> {
+        drop(self.client);
+        self.task.await?
+    }
+}
