@@ -557,3 +557,36 @@ fn long_ids_in_a_batch_are_answered_with_null() {
         ]
     );
 }
+
+#[test]
+fn fail_pending_keeps_inbound_requests_answerable() {
+    let mut conn: Connection = Connection::default();
+    let mut rx = RxBuffer::<1024>::new(Framing::Line);
+    conn.send_request(Instant::ZERO, Token(1), "ping", NO_PARAMS, None)
+        .unwrap();
+    let n = conn.poll_transmit().len();
+    conn.advance_transmit(n);
+    let mut input = &b"{\"jsonrpc\":\"2.0\",\"method\":\"get_data\",\"id\":5}"[..];
+    assert!(conn
+        .handle_input(Instant::ZERO, &mut rx, &mut input)
+        .is_none());
+    // End of input: the last line has no newline.
+    rx.finish();
+    let Some(Inbound::Request(req)) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) else {
+        panic!("the last line is a request")
+    };
+    conn.fail_pending();
+    assert_eq!(
+        conn.poll_event(),
+        Some(Event::RequestFailed {
+            token: Token(1),
+            reason: Failure::Closed
+        })
+    );
+    rpcwire_demo::answer(&mut conn, &req).unwrap();
+    let out = String::from_utf8(conn.poll_transmit().to_vec()).unwrap();
+    assert_eq!(
+        out,
+        "{\"jsonrpc\":\"2.0\",\"result\":[\"hello\",5],\"id\":5}\n"
+    );
+}

@@ -1,6 +1,9 @@
 //! Regression tests for core bugs found by the simulation (`sim_two_peers.rs`) and the fuzz
 //! targets (`fuzz/`). A test marked `#[ignore = "core bug: ..."]` pins a bug that is not fixed
 //! yet: it fails today and must pass once the core is fixed (then remove the `ignore`).
+//!
+//! Fixed: the first three (core commit "take a batch of responses whatever the batch limits;
+//! resynchronise content-length on the next header; no reply to header garbage").
 
 use rpcwire::wire::{FrameEvent, Framing, RxBuffer, NO_PARAMS};
 use rpcwire::{Config, Connection, Inbound, Instant, Output, Problem, Token};
@@ -165,4 +168,35 @@ fn content_length_connection_recovers_after_a_truncated_frame() {
         requests >= 4,
         "{requests} of 5 requests after the damage delivered ({problems} problems)"
     );
+}
+
+/// Found by the `framing_content_length` fuzz target (chunking invariance). More than
+/// `MAX_HEADER_BLOCK` (1 KiB) of garbage followed by a valid frame whose header ends past the
+/// first 1 KiB: fed in one read, the decoder finds the terminator, sees the block is too long,
+/// resynchronises on the `Content-Length` header inside it and decodes the frame; fed in two
+/// reads (the first 1 KiB, then the rest), it gives up on the block at 1 KiB without a
+/// terminator (`BadHeader`, then skips to the next `\r\n\r\n`) and the frame is lost. The
+/// same bytes must give the same frames however they are split.
+#[test]
+
+fn content_length_resync_does_not_depend_on_chunking() {
+    let mut stream = vec![b'x'; 1010];
+    stream.extend_from_slice(b"\r\nContent-Length: 2\r\n\r\n{}");
+    let decode = |split: usize| {
+        let mut rx: RxBuffer<2048> = RxBuffer::new(Framing::ContentLength);
+        let mut events = Vec::new();
+        for piece in [&stream[..split], &stream[split..]] {
+            let mut input = piece;
+            rx.push(&mut input);
+            while let Some(ev) = rx.next_frame() {
+                events.push(format!("{ev:?}"));
+            }
+        }
+        events
+    };
+    let whole = decode(stream.len());
+    assert!(whole.iter().any(|e| e.contains("Frame")), "{whole:?}");
+    for split in [1, 512, 1024, 1026, stream.len() - 2] {
+        assert_eq!(decode(split), whole, "split at {split}");
+    }
 }

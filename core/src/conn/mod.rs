@@ -430,7 +430,8 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     /// Matches a response to a pending request by id.
     fn route_response<'a>(&mut self, resp: Response<'a>) -> Inbound<'a> {
         if let Some(id) = resp.id.as_u64() {
-            let slot = (id % PENDING as u64) as usize;
+            // The low 16 bits name the slot (see `id_for`).
+            let slot = (id & 0xFFFF) as usize;
             if let Some(p) = self.pending.get_mut(slot) {
                 if p.state == PendingState::Waiting && p.id == id {
                     let token = p.token;
@@ -813,6 +814,21 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         Ok(())
     }
 
+    /// The peer will send nothing more (its write side closed) but may still read: every
+    /// pending request fails with [`Failure::Closed`] (reported by
+    /// [`poll_event`](Connection::poll_event)), while inbound requests stay open so that their
+    /// answers can still be sent. New requests can still be sent (they will time out or fail
+    /// at [`close`](Connection::close)).
+    pub fn fail_pending(&mut self) {
+        for p in self.pending.iter_mut() {
+            if p.state == PendingState::Waiting {
+                p.state = PendingState::Failed(Failure::Closed);
+                self.failed += 1;
+            }
+        }
+        self.earliest = Instant::MAX;
+    }
+
     /// Closes the connection: every pending request fails with [`Failure::Closed`] (reported
     /// by [`poll_event`](Connection::poll_event)), open inbound requests are dropped, new
     /// commands fail with `Closed`. Output already queued can still be drained.
@@ -1079,12 +1095,13 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             .position(|p| p.state == PendingState::Free)
     }
 
-    /// Ids are `seq * PENDING + slot`, so a response finds its slot without a search and a
-    /// stale id (a reused slot) never matches.
+    /// Ids are `seq << 16 | slot`, so a response finds its slot without a search or a
+    /// division (firmware has no 64-bit divider), and a stale id (a reused slot) never
+    /// matches. 48 bits of sequence stay exact in any JSON peer's doubles.
     fn id_for(&mut self, slot: usize) -> u64 {
         let seq = self.next_seq;
-        self.next_seq = self.next_seq.wrapping_add(1);
-        seq.wrapping_mul(PENDING as u64).wrapping_add(slot as u64)
+        self.next_seq = (self.next_seq + 1) & 0xFFFF_FFFF;
+        (seq << 16) | (slot as u64 & 0xFFFF)
     }
 
     fn arm(

@@ -60,9 +60,10 @@ pub const MAX_HEADER_LEN: usize = "Content-Length: 18446744073709551615\r\n\r\n"
 enum State {
     /// Looking for the end of a line or of a header block.
     Seek,
-    /// Skipping the rest of an oversize line.
-    DiscardLine,
-    /// Skipping a header block that went wrong, up to `\r\n\r\n`.
+    /// Skipping the rest of an oversize line: bytes skipped so far (the final `\r`, if any,
+    /// is taken off when the newline comes), and whether the last one was `\r`.
+    DiscardLine { len: usize, cr: bool },
+    /// Skipping garbage up to the next `Content-Length` header name.
     DiscardHeader,
     /// Reading a body of this many bytes (its header is consumed).
     Body(usize),
@@ -211,6 +212,18 @@ impl<const N: usize> RxBuffer<N> {
         0
     }
 
+    /// Marks the end of input. With line framing, a last line without its newline becomes a
+    /// frame (or an oversize report); with content-length framing an incomplete frame is
+    /// truncated and stays unanswered. Call [`next_frame`](RxBuffer::next_frame) (or feed the
+    /// connection) afterwards.
+    pub fn finish(&mut self) {
+        if self.framing != Framing::Line || self.start == self.end {
+            return;
+        }
+        // A line in progress is at most `max_frame + 1 <= N - 1` bytes, so the newline fits.
+        self.push(&mut &b"\n"[..]);
+    }
+
     /// True when no more bytes fit.
     pub fn is_full(&self) -> bool {
         self.start == 0 && self.end == N
@@ -248,6 +261,18 @@ impl<const N: usize> RxBuffer<N> {
         })
     }
 
+    /// A header block went wrong (no valid length, or no end within [`MAX_HEADER_BLOCK`]):
+    /// skip forward to the next `Content-Length` header name. The search goes on across reads
+    /// (a truncated body swallows the start of the next frame and leaves its header behind),
+    /// so the bytes decode the same however they are split, with one report per bad block.
+    fn bad_header(&mut self) -> Ready {
+        // Step past this block's own first byte so that a bad header is not found again.
+        self.start = (self.start + 1).min(self.end);
+        self.scanned = 0;
+        self.state = State::DiscardHeader;
+        Ready::BadHeader
+    }
+
     fn decode(&mut self) -> Option<Ready> {
         if let Some((_, _, resume)) = self.held.take() {
             self.start = resume;
@@ -261,12 +286,15 @@ impl<const N: usize> RxBuffer<N> {
                         let Some(nl) = find_byte(b'\n', data, self.scanned) else {
                             self.scanned = data.len();
                             if data.len() > self.max_frame + 1 {
-                                // No newline within the limit (+1 for a possible '\r').
-                                self.state = State::DiscardLine;
-                                let len = data.len();
+                                // No newline within the limit (+1 for a possible '\r'): skip
+                                // the line, and report it (with its full length) when it ends,
+                                // so the report does not depend on how the bytes arrived.
+                                self.state = State::DiscardLine {
+                                    len: data.len(),
+                                    cr: data.last() == Some(&b'\r'),
+                                };
                                 self.start = self.end;
                                 self.scanned = 0;
-                                return Some(Ready::Oversize { len });
                             }
                             return None;
                         };
@@ -293,10 +321,7 @@ impl<const N: usize> RxBuffer<N> {
                         let Some(term) = find_header_end(data, self.scanned) else {
                             self.scanned = data.len().saturating_sub(3);
                             if data.len() >= MAX_HEADER_BLOCK.min(N) {
-                                self.state = State::DiscardHeader;
-                                self.start = self.end.saturating_sub(3).max(self.start);
-                                self.scanned = 0;
-                                return Some(Ready::BadHeader);
+                                return Some(self.bad_header());
                             }
                             return None;
                         };
@@ -308,18 +333,7 @@ impl<const N: usize> RxBuffer<N> {
                             parse_content_length(data.get(..term).unwrap_or(&[]))
                         };
                         match declared {
-                            None => {
-                                // Resynchronise on the last `Content-Length` header that starts
-                                // inside the bad block (a truncated body swallows the start of
-                                // the next frame, leaving its header behind); otherwise skip
-                                // the whole block.
-                                let block = data.get(..term).unwrap_or(&[]);
-                                self.start += match find_header_start(block) {
-                                    Some(k) if k > 0 => k,
-                                    _ => header_len,
-                                };
-                                return Some(Ready::BadHeader);
-                            }
+                            None => return Some(self.bad_header()),
                             Some(len) if len > self.max_frame => {
                                 self.start += header_len;
                                 self.state = State::SkipBody(len);
@@ -353,24 +367,37 @@ impl<const N: usize> RxBuffer<N> {
                     }
                     self.state = State::Seek;
                 }
-                State::DiscardLine => match find_byte(b'\n', data, 0) {
+                State::DiscardLine { len, cr } => match find_byte(b'\n', data, 0) {
                     Some(nl) => {
+                        let cr = if nl == 0 {
+                            cr
+                        } else {
+                            data.get(nl - 1) == Some(&b'\r')
+                        };
                         self.start += nl + 1;
                         self.state = State::Seek;
+                        return Some(Ready::Oversize {
+                            len: len + nl - usize::from(cr),
+                        });
                     }
                     None => {
+                        self.state = State::DiscardLine {
+                            len: len + data.len(),
+                            cr: data.last().map_or(cr, |&b| b == b'\r'),
+                        };
                         self.start = self.end;
                         return None;
                     }
                 },
-                State::DiscardHeader => match find_header_end(data, 0) {
-                    Some(term) => {
-                        self.start += term + 4;
+                State::DiscardHeader => match find_header_name(data) {
+                    Some(k) => {
+                        self.start += k;
                         self.state = State::Seek;
                     }
                     None => {
-                        // Keep the last 3 bytes: the terminator may straddle two reads.
-                        self.start = self.end.saturating_sub(3).max(self.start);
+                        // Keep a tail that may be the start of a header name split by a read.
+                        let keep = HEADER_NAME.len() - 1;
+                        self.start = self.end.saturating_sub(keep).max(self.start);
                         return None;
                     }
                 },
@@ -380,21 +407,37 @@ impl<const N: usize> RxBuffer<N> {
 }
 
 /// Position of `needle` in `hay[from..]`, as an offset into `hay`.
-fn find_byte(needle: u8, hay: &[u8], from: usize) -> Option<usize> {
-    memchr::memchr(needle, hay.get(from..)?).map(|i| i + from)
+pub(crate) fn find_byte(needle: u8, hay: &[u8], from: usize) -> Option<usize> {
+    let hay = hay.get(from..)?;
+    // Short haystacks (names, small frames) are faster with a plain loop than a SIMD call.
+    #[cfg(feature = "std")]
+    if hay.len() >= 64 {
+        return memchr::memchr(needle, hay).map(|i| i + from);
+    }
+    hay.iter().position(|&b| b == needle).map(|i| i + from)
 }
 
 /// Offset of `\r\n\r\n` in `data`, searching from `from`.
 fn find_header_end(data: &[u8], from: usize) -> Option<usize> {
-    memchr::memmem::find(data.get(from..)?, b"\r\n\r\n").map(|i| i + from)
+    // A `\r` search then a check: header blocks are short, and this needs no substring
+    // searcher in firmware.
+    let mut at = from;
+    loop {
+        let cr = find_byte(b'\r', data, at)?;
+        if data.get(cr..cr + 4) == Some(b"\r\n\r\n") {
+            return Some(cr);
+        }
+        at = cr + 1;
+    }
 }
 
-/// Offset of the last `Content-Length` header name in `block` (any ASCII case).
-fn find_header_start(block: &[u8]) -> Option<usize> {
-    const NAME: &[u8] = b"content-length";
-    block
-        .windows(NAME.len())
-        .rposition(|w| w.eq_ignore_ascii_case(NAME))
+/// The header that resynchronises content-length framing.
+const HEADER_NAME: &[u8] = b"content-length";
+
+/// Offset of the first `Content-Length` header name in `data` (any ASCII case).
+fn find_header_name(data: &[u8]) -> Option<usize> {
+    data.windows(HEADER_NAME.len())
+        .position(|w| w.eq_ignore_ascii_case(HEADER_NAME))
 }
 
 /// Parses the `Content-Length` of a header block (without its final blank line). Header names
@@ -540,16 +583,27 @@ pub(crate) fn put_usize(sink: &mut impl Sink, n: usize) {
     put_u64(sink, n as u64);
 }
 
-/// Writes `n` in decimal.
-pub(crate) fn put_u64(sink: &mut impl Sink, mut n: u64) {
+/// Writes `n` in decimal. Long division by 10 over 16-bit limbs, so that firmware links no
+/// 64-bit division routine.
+pub(crate) fn put_u64(sink: &mut impl Sink, n: u64) {
+    let mut limbs = [
+        (n >> 48) as u32,
+        (n >> 32) as u32 & 0xFFFF,
+        (n >> 16) as u32 & 0xFFFF,
+        n as u32 & 0xFFFF,
+    ];
     let mut digits = [0u8; 20];
     let mut len = 0;
-    // Digits come out least significant first, into the back of `digits`.
     for slot in digits.iter_mut().rev() {
-        *slot = b'0' + (n % 10) as u8;
+        let mut rem = 0u32;
+        for limb in limbs.iter_mut() {
+            let cur = (rem << 16) | *limb;
+            *limb = cur / 10;
+            rem = cur % 10;
+        }
+        *slot = b'0' + rem as u8;
         len += 1;
-        n /= 10;
-        if n == 0 {
+        if limbs.iter().all(|&l| l == 0) {
             break;
         }
     }
@@ -559,6 +613,38 @@ pub(crate) fn put_u64(sink: &mut impl Sink, mut n: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finish_ends_a_last_line() {
+        let mut rx = RxBuffer::<16>::new(Framing::Line);
+        rx.push(&mut &b"[1]\n[2]"[..]);
+        assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"[1]")));
+        assert_eq!(rx.next_frame(), None);
+        rx.finish();
+        assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"[2]")));
+        rx.finish();
+        assert_eq!(rx.next_frame(), None);
+    }
+
+    #[test]
+    fn decimal_digits_of_any_u64() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            65535,
+            65536,
+            4294967296,
+            9007199254740993,
+            u64::MAX,
+        ] {
+            let mut buf = [0u8; 20];
+            let mut sink = SliceSink::new(&mut buf);
+            put_u64(&mut sink, n);
+            assert_eq!(sink.written().unwrap(), std::format!("{n}").as_bytes());
+        }
+    }
 
     fn frames<const N: usize>(rx: &mut RxBuffer<N>, out: &mut [([u8; 32], usize, u8)]) -> usize {
         let mut k = 0;
@@ -585,12 +671,16 @@ mod tests {
         assert_eq!(n, 2);
         assert_eq!(&out[0].0[..out[0].1], b"12345678");
         assert_eq!(out[1].2, 1);
-        // A long line spanning pushes: reported once, then skipped.
+        // A long line spanning pushes: skipped, and reported once with its full length when
+        // it ends.
         rx.push(&mut &b"aaaaaaaaaaaaaa"[..]);
-        assert_eq!(rx.next_frame(), Some(FrameEvent::Oversize { len: 14 }));
+        assert_eq!(rx.next_frame(), None);
         rx.push(&mut &b"bbbbbbbbbbbb"[..]);
         assert_eq!(rx.next_frame(), None);
-        rx.push(&mut &b"b\nok\n"[..]);
+        rx.push(&mut &b"b\r"[..]);
+        assert_eq!(rx.next_frame(), None);
+        rx.push(&mut &b"\nok\n"[..]);
+        assert_eq!(rx.next_frame(), Some(FrameEvent::Oversize { len: 27 }));
         assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"ok")));
     }
 

@@ -283,12 +283,7 @@ impl<'a> JsonStr<'a> {
 
     /// True when the text contains a backslash escape.
     pub fn has_escapes(&self) -> bool {
-        // Most strings asked this are short names, where a plain loop beats a SIMD call.
-        if self.escaped.len() < 64 {
-            self.escaped.contains(&b'\\')
-        } else {
-            memchr::memchr(b'\\', self.escaped).is_some()
-        }
+        super::framing::find_byte(b'\\', self.escaped, 0).is_some()
     }
 
     /// The text itself when it has no escapes (the common case for method names).

@@ -398,18 +398,15 @@ fn parse_object(
             b"id" => &mut m.id,
             b"result" => &mut m.result,
             b"error" => &mut m.error,
-            _ => {
-                let mut buf = [0u8; 8];
-                match canonical_key(key, &mut buf) {
-                    b"jsonrpc" => &mut m.jsonrpc,
-                    b"method" => &mut m.method,
-                    b"params" => &mut m.params,
-                    b"id" => &mut m.id,
-                    b"result" => &mut m.result,
-                    b"error" => &mut m.error,
-                    _ => return,
-                }
-            }
+            _ => match canonical_key(key) {
+                b"jsonrpc" => &mut m.jsonrpc,
+                b"method" => &mut m.method,
+                b"params" => &mut m.params,
+                b"id" => &mut m.id,
+                b"result" => &mut m.result,
+                b"error" => &mut m.error,
+                _ => return,
+            },
         };
         if slot.is_some() {
             m.duplicate = true;
@@ -474,19 +471,21 @@ fn walk_object<'a>(
     }
 }
 
-/// A member name as the specification spells it. Names are compared escaped; only a name with
-/// a backslash (`"m\u0065thod"`) that is short enough to be one of ours is decoded, so that it
-/// still counts as the member it names.
-fn canonical_key<'k>(key: &'k [u8], buf: &'k mut [u8; 8]) -> &'k [u8] {
-    // Called only for names that are not ours as written; only names of up to 7 characters,
-    // each at most 6 bytes escaped, can decode to one of ours.
-    if key.len() <= 7 * 6 && key.contains(&b'\\') {
-        if let Ok(n) = scan::unescape_into(key, buf) {
-            return buf.get(..n).unwrap_or(&[]);
-        }
+/// The member a name written with escapes (`"m\u0065thod"`) stands for: one of ours, or
+/// `b""`. Called only for names that are not ours as written.
+fn canonical_key(key: &[u8]) -> &'static [u8] {
+    const OURS: [&str; 9] = [
+        "jsonrpc", "method", "params", "id", "result", "error", "code", "message", "data",
+    ];
+    if !key.contains(&b'\\') {
         return b"";
     }
-    key
+    let Some(name) = JsonStr::from_validated(key) else {
+        return b"";
+    };
+    OURS.iter()
+        .find(|ours| name.eq_str(ours))
+        .map_or(&b""[..], |ours| ours.as_bytes())
 }
 
 /// Validates a member value. Strings and numbers (most members) go straight to their scanner;
@@ -591,8 +590,11 @@ fn parse_error_object(value: &[u8]) -> Option<ErrorObject<'_>> {
     }
     let (mut code, mut message, mut data, mut dup) = (None, None, None, false);
     walk_object(value, 0, scan::MAX_DEPTH_LIMIT, false, |key, v| {
-        let mut buf = [0u8; 8];
-        let slot = match canonical_key(key, &mut buf) {
+        let key = match key {
+            b"code" | b"message" | b"data" => key,
+            _ => canonical_key(key),
+        };
+        let slot = match key {
             b"code" => &mut code,
             b"message" => &mut message,
             b"data" => &mut data,
