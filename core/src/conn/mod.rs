@@ -182,8 +182,8 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         );
     };
 
-    /// A new connection.
-    pub fn new(config: Config) -> Self {
+    /// A new connection. A `const fn`, so that a firmware can place it in a `static`.
+    pub const fn new(config: Config) -> Self {
         #[allow(clippy::let_unit_value)]
         let () = Self::CAPACITY_OK;
         Connection {
@@ -201,7 +201,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             cursor: None,
             retry_held: false,
             deferred: None,
-            stats: Stats::default(),
+            stats: Stats::ZERO,
             closed: false,
         }
     }

@@ -43,23 +43,28 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config {
-            framing: Framing::Line,
-            max_depth: crate::wire::scan::DEFAULT_MAX_DEPTH,
-            max_batch_len: 64,
-            batches: true,
-            request_timeout: Some(Duration::from_secs(30)),
-            duplicate_ids: DuplicateIdPolicy::Process,
-        }
+        Config::DEFAULT
     }
 }
 
 impl Config {
+    /// The defaults: newline framing, depth 64, batches of up to 64 elements, 30 s request
+    /// timeout, duplicate ids processed. A `const`, so a firmware can build its connection in
+    /// a `static` instead of on the stack.
+    pub const DEFAULT: Config = Config {
+        framing: Framing::Line,
+        max_depth: crate::wire::scan::DEFAULT_MAX_DEPTH,
+        max_batch_len: 64,
+        batches: true,
+        request_timeout: Some(Duration::from_secs(30)),
+        duplicate_ids: DuplicateIdPolicy::Process,
+    };
+
     /// The default configuration with another framing.
-    pub fn with_framing(framing: Framing) -> Self {
+    pub const fn with_framing(framing: Framing) -> Self {
         Config {
             framing,
-            ..Config::default()
+            ..Config::DEFAULT
         }
     }
 }
@@ -325,6 +330,22 @@ pub struct Stats {
     pub unknown_responses: u64,
     /// Inbound requests answered with Server busy.
     pub busy_rejections: u64,
+}
+
+impl Stats {
+    /// All counters at zero.
+    pub const ZERO: Stats = Stats {
+        frames_in: 0,
+        frames_out: 0,
+        resyncs: 0,
+        oversize_frames: 0,
+        parse_errors: 0,
+        invalid_messages: 0,
+        timeouts: 0,
+        duplicate_ids: 0,
+        unknown_responses: 0,
+        busy_rejections: 0,
+    };
 }
 
 pub(crate) fn bump(counter: &mut u64) {

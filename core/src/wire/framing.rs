@@ -116,7 +116,7 @@ impl<const N: usize> core::fmt::Debug for RxBuffer<N> {
 impl<const N: usize> RxBuffer<N> {
     /// A buffer whose maximum frame is as large as the buffer allows: `N - 2` for lines (room
     /// for `\r\n`), `N` for content-length bodies.
-    pub fn new(framing: Framing) -> Self {
+    pub const fn new(framing: Framing) -> Self {
         let max = match framing {
             Framing::Line => N.saturating_sub(2),
             Framing::ContentLength => N,
@@ -125,7 +125,7 @@ impl<const N: usize> RxBuffer<N> {
     }
 
     /// A buffer with a smaller maximum frame length (clamped to what `N` can hold).
-    pub fn with_max_frame(framing: Framing, max_frame: usize) -> Self {
+    pub const fn with_max_frame(framing: Framing, max_frame: usize) -> Self {
         let cap = match framing {
             Framing::Line => N.saturating_sub(2),
             Framing::ContentLength => N,
@@ -133,7 +133,7 @@ impl<const N: usize> RxBuffer<N> {
         RxBuffer {
             buf: [0; N],
             framing,
-            max_frame: max_frame.min(cap),
+            max_frame: if max_frame < cap { max_frame } else { cap },
             start: 0,
             end: 0,
             scanned: 0,
