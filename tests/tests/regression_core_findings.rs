@@ -2,8 +2,11 @@
 //! targets (`fuzz/`). A test marked `#[ignore = "core bug: ..."]` pins a bug that is not fixed
 //! yet: it fails today and must pass once the core is fixed (then remove the `ignore`).
 //!
-//! Fixed: the first three (core commit "take a batch of responses whatever the batch limits;
-//! resynchronise content-length on the next header; no reply to header garbage").
+//! Fixed in the core since: the batch of responses and the two content-length
+//! resynchronisation tests (core commit "take a batch of responses whatever the batch limits;
+//! resynchronise content-length on the next header; no reply to header garbage"), and the
+//! chunking dependence of that resynchronisation (core commit "chunking-invariant
+//! resynchronisation").
 
 use rpcwire::wire::{FrameEvent, Framing, RxBuffer, NO_PARAMS};
 use rpcwire::{Config, Connection, Inbound, Instant, Output, Problem, Token};
@@ -198,5 +201,27 @@ fn content_length_resync_does_not_depend_on_chunking() {
     assert!(whole.iter().any(|e| e.contains("Frame")), "{whole:?}");
     for split in [1, 512, 1024, 1026, stream.len() - 2] {
         assert_eq!(decode(split), whole, "split at {split}");
+    }
+}
+
+/// Found by the `framing_line` fuzz target (minimised: maximum frame 0, input `" t"`).
+/// `RxBuffer::finish` is documented to turn a last line without its newline into a frame "or
+/// an oversize report", but a line longer than the maximum + 1 is already being discarded
+/// (`DiscardLine`, with `start == end`), so `finish` returns early and the oversize line is
+/// never reported: the peer's last message vanishes without the Invalid Request reply an
+/// oversize line gets everywhere else.
+#[test]
+
+fn finish_reports_an_unterminated_oversize_line() {
+    for (max, input) in [(0, &b" t"[..]), (8, &b"0123456789abc"[..])] {
+        let mut rx: RxBuffer<64> = RxBuffer::with_max_frame(Framing::Line, max);
+        let mut bytes = input;
+        rx.push(&mut bytes);
+        assert_eq!(rx.next_frame(), None);
+        rx.finish();
+        assert!(
+            matches!(rx.next_frame(), Some(FrameEvent::Oversize { .. })),
+            "max {max}: the unterminated oversize line {input:?} was not reported"
+        );
     }
 }

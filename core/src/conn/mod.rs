@@ -430,8 +430,8 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     /// Matches a response to a pending request by id.
     fn route_response<'a>(&mut self, resp: Response<'a>) -> Inbound<'a> {
         if let Some(id) = resp.id.as_u64() {
-            // The low 16 bits name the slot (see `id_for`).
-            let slot = (id & 0xFFFF) as usize;
+            // The low bits name the slot (see `id_for`).
+            let slot = (id & ((1 << Self::SLOT_BITS) - 1)) as usize;
             if let Some(p) = self.pending.get_mut(slot) {
                 if p.state == PendingState::Waiting && p.id == id {
                     let token = p.token;
@@ -1095,13 +1095,16 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             .position(|p| p.state == PendingState::Free)
     }
 
-    /// Ids are `seq << 16 | slot`, so a response finds its slot without a search or a
+    /// Bits of an outgoing id that name the pending slot.
+    const SLOT_BITS: u32 = PENDING.next_power_of_two().trailing_zeros();
+
+    /// Ids are `seq << SLOT_BITS | slot`, so a response finds its slot without a search or a
     /// division (firmware has no 64-bit divider), and a stale id (a reused slot) never
-    /// matches. 48 bits of sequence stay exact in any JSON peer's doubles.
+    /// matches. Ids stay below 2^53, exact in any JSON peer's doubles.
     fn id_for(&mut self, slot: usize) -> u64 {
         let seq = self.next_seq;
-        self.next_seq = (self.next_seq + 1) & 0xFFFF_FFFF;
-        (seq << 16) | (slot as u64 & 0xFFFF)
+        self.next_seq = (self.next_seq + 1) & ((1 << (53 - Self::SLOT_BITS)) - 1);
+        (seq << Self::SLOT_BITS) | slot as u64
     }
 
     fn arm(

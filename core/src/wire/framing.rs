@@ -217,7 +217,8 @@ impl<const N: usize> RxBuffer<N> {
     /// truncated and stays unanswered. Call [`next_frame`](RxBuffer::next_frame) (or feed the
     /// connection) afterwards.
     pub fn finish(&mut self) {
-        if self.framing != Framing::Line || self.start == self.end {
+        let discarding = matches!(self.state, State::DiscardLine { .. });
+        if self.framing != Framing::Line || (self.start == self.end && !discarding) {
             return;
         }
         // A line in progress is at most `max_frame + 1 <= N - 1` bytes, so the newline fits.
