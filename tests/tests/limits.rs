@@ -590,3 +590,51 @@ fn fail_pending_keeps_inbound_requests_answerable() {
         "{\"jsonrpc\":\"2.0\",\"result\":[\"hello\",5],\"id\":5}\n"
     );
 }
+
+#[test]
+fn a_second_batch_never_holds_up_responses() {
+    // One batch reply buffer: while a batch waits for its answers, a second batch gets Server
+    // busy for its requests at once, and its notifications and responses still come through.
+    let mut conn: Connection = Connection::default();
+    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    conn.send_request(Instant::ZERO, Token(42), "ping", NO_PARAMS, None)
+        .unwrap();
+    let sent = String::from_utf8(conn.poll_transmit().to_vec()).unwrap();
+    let n = sent.len();
+    conn.advance_transmit(n);
+    let our_id = serde_json::from_str::<Value>(sent.trim_end()).unwrap()["id"].clone();
+
+    let first = json!([{"jsonrpc":"2.0","method":"sum","params":[1],"id":"a"}]);
+    let second = json!([
+        {"jsonrpc":"2.0","method":"sum","params":[2],"id":"b"},
+        {"jsonrpc":"2.0","method":"notify_hello","params":[7]},
+        {"jsonrpc":"2.0","result":"pong","id":our_id},
+        5
+    ]);
+    // Hold the first batch's request unanswered while the second arrives.
+    let (items, out) = feed(
+        &mut conn,
+        &mut rx,
+        format!("{first}\n{second}\n").as_bytes(),
+        false,
+    );
+    assert!(items[0].starts_with("Request"), "{items:?}");
+    assert!(items[1].contains("Busy"), "{items:?}");
+    assert!(items[2].starts_with("Notification"), "{items:?}");
+    assert!(
+        items[3].contains("Response") && items[3].contains("Token(42)"),
+        "{items:?}"
+    );
+    assert!(items[4].contains("Invalid"), "{items:?}");
+    assert_eq!(
+        out,
+        [json!([
+            {"jsonrpc":"2.0","error":{"code":-32001,"message":"Server busy"},"id":"b"},
+            {"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}
+        ])]
+    );
+    // The first batch is still answerable, and its reply is still one array.
+    let (_, out) = feed(&mut conn, &mut rx, b"", false);
+    assert!(out.is_empty());
+    assert_eq!(conn.inflight_len(), 1);
+}

@@ -131,6 +131,9 @@ pub struct Connection<
     batch: BatchReply<BATCH>,
     /// Offset of the next element of the batch being delivered (in the held frame).
     cursor: Option<usize>,
+    /// The batch being delivered arrived while another was being answered: its requests were
+    /// answered Server busy at once, and only its notifications and responses are delivered.
+    busy_batch: bool,
     /// The held frame could not be processed yet (no room for its reply): retry it.
     retry_held: bool,
     deferred: Option<AutoReply>,
@@ -199,6 +202,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             rejected: 0,
             batch: BatchReply::new(),
             cursor: None,
+            busy_batch: false,
             retry_held: false,
             deferred: None,
             stats: Stats::ZERO,
@@ -481,8 +485,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             Some(Inbound::Problem(problem))
         };
         if self.batch.open {
-            // One batch is answered at a time; this one waits in the receive buffer.
-            return self.block();
+            return self.open_busy_batch(frame, batch);
         }
         let mut elements = 0;
         let mut reserved = 0;
@@ -517,6 +520,62 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         self.next_batch_element(frame, 1)
     }
 
+    /// A batch that arrives while another is being answered (there is one reply buffer). Its
+    /// requests are answered at once, in one array, with Server busy (and its invalid elements
+    /// with Invalid Request); its notifications and responses are then delivered as usual. So
+    /// responses are never held up behind a batch, and two peers calling each other in batches
+    /// cannot deadlock. Waits only for transmit room, which draining outputs provides.
+    fn open_busy_batch<'a>(&mut self, frame: &'a [u8], batch: Batch<'a>) -> Option<Inbound<'a>> {
+        /// The automatic reply an element gets, if any.
+        fn reply<'e>(element: &Element<'e>) -> Option<(&'e [u8], ErrorCode)> {
+            match element {
+                Ok(Message::Request(req)) => Some((req.id.raw_bytes(), ErrorCode::SERVER_BUSY)),
+                Err(inv) if inv.needs_reply() => Some((
+                    inv.id.map_or(&b"null"[..], |id| id.raw_bytes()),
+                    ErrorCode::INVALID_REQUEST,
+                )),
+                _ => None,
+            }
+        }
+        let replies = batch.iter().filter(|e| reply(e).is_some()).count();
+        if replies > 0 {
+            let written = self.write_tx_frame(|s| {
+                for (i, (id, code)) in batch.iter().filter_map(|e| reply(&e)).enumerate() {
+                    crate::wire::ser::Sink::put(s, if i == 0 { b"[" } else { b"," });
+                    encode::standard_error(s, id, code);
+                }
+                crate::wire::ser::Sink::put(s, b"]");
+                Ok(())
+            });
+            match written {
+                Ok(()) => {}
+                Err(TxError::WouldBlock { .. }) => return self.block(),
+                // Larger than the whole transmit buffer: refuse the batch as a whole.
+                Err(_) => {
+                    let data = Some(DATA_BATCH_TOO_LARGE);
+                    if !self.auto_reply_or_block(StoredId::NULL, ErrorCode::INVALID_REQUEST, data) {
+                        return None;
+                    }
+                    self.retry_held = false;
+                    bump(&mut self.stats.frames_in);
+                    bump(&mut self.stats.invalid_messages);
+                    return Some(Inbound::Problem(Problem::BatchTooLarge {
+                        elements: batch.len(),
+                    }));
+                }
+            }
+        }
+        let busy = batch
+            .iter()
+            .filter(|e| matches!(e, Ok(Message::Request(_))))
+            .count();
+        self.stats.busy_rejections = self.stats.busy_rejections.saturating_add(busy as u64);
+        self.retry_held = false;
+        bump(&mut self.stats.frames_in);
+        self.busy_batch = true;
+        self.next_batch_element(frame, 1)
+    }
+
     /// Delivers the batch element at `pos` of the held batch frame.
     fn next_batch_element<'a>(&mut self, frame: &'a [u8], pos: usize) -> Option<Inbound<'a>> {
         let batch = Batch::from_validated(frame);
@@ -524,6 +583,12 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         let element = iter.next();
         let last = iter.clone().next().is_none();
         self.cursor = if last { None } else { Some(iter.position()) };
+        if self.busy_batch {
+            if last {
+                self.busy_batch = false;
+            }
+            return element.map(|e| self.accept_busy_element(e));
+        }
         let reserve = Self::reservation(iter.last_len());
         let inbound = match element {
             Some(element) => self.accept_batch_element(element, reserve),
@@ -534,6 +599,19 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             self.try_finish_batch();
         }
         inbound
+    }
+
+    /// An element of a batch whose requests were already answered Server busy.
+    fn accept_busy_element<'a>(&mut self, element: Element<'a>) -> Inbound<'a> {
+        match element {
+            Ok(Message::Request(req)) => Inbound::Problem(Problem::Busy(req.id)),
+            Ok(Message::Notification(n)) => Inbound::Notification(n),
+            Ok(Message::Response(resp)) => self.route_response(resp),
+            Err(invalid) => {
+                bump(&mut self.stats.invalid_messages);
+                Inbound::Problem(Problem::Invalid(invalid))
+            }
+        }
     }
 
     fn accept_batch_element<'a>(
@@ -849,6 +927,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         self.rejected = 0;
         self.batch.reset();
         self.cursor = None;
+        self.busy_batch = false;
         self.retry_held = false;
         self.earliest = Instant::MAX;
     }

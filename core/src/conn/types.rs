@@ -155,7 +155,9 @@ pub enum Problem<'a> {
     /// A request whose id is in flight, under [`DuplicateIdPolicy::Reject`]; answered with
     /// Invalid Request.
     DuplicateId(Id<'a>),
-    /// A request that found the in-flight table full; answered with Server busy (-32001).
+    /// A request that found the in-flight table full, or that came in a batch while another
+    /// batch was being answered (there is one batch reply buffer); answered with Server busy
+    /// (-32001).
     Busy(Id<'a>),
     /// A response whose id matches no pending request of ours (late, cancelled, or bogus).
     UnknownResponse(Response<'a>),
