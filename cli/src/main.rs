@@ -22,7 +22,7 @@ const EXIT_TIMEOUT: u8 = 4;
 #[command(
     name = "rpcwire",
     version,
-    about = "Serve or call JSON-RPC 2.0 over stdio, TCP or a child process",
+    about = "Serve or call JSON-RPC 2.0 over stdio, TCP, a serial port or a child process",
     after_help = "Start with `rpcwire demo`: a client and the demo service in one process, every frame printed."
 )]
 struct Cli {
@@ -75,10 +75,10 @@ struct ServeArgs {
     /// Listen on this TCP address (e.g. 127.0.0.1:4000; port 0 picks one, printed on stderr).
     #[arg(long, value_name = "ADDR")]
     tcp: Option<String>,
-    /// Serve on a serial port.
+    /// Serve on a serial port (e.g. /dev/ttyUSB0, 8N1, no flow control).
     #[arg(long, value_name = "PATH")]
     serial: Option<String>,
-    /// Serial baud rate.
+    /// Serial baud rate (default 115200).
     #[arg(long, value_name = "N", requires = "serial")]
     baud: Option<u32>,
     /// Message framing.
@@ -98,10 +98,10 @@ struct CallArgs {
     /// Connect to this TCP address.
     #[arg(long, value_name = "ADDR")]
     tcp: Option<String>,
-    /// Talk over a serial port.
+    /// Talk over a serial port (e.g. /dev/ttyACM0, 8N1, no flow control).
     #[arg(long, value_name = "PATH")]
     serial: Option<String>,
-    /// Serial baud rate.
+    /// Serial baud rate (default 115200).
     #[arg(long, value_name = "N", requires = "serial")]
     baud: Option<u32>,
     /// Spawn this server command (split with shell-word rules) and talk over its stdio.
@@ -162,25 +162,16 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
-/// A reader or writer half of a byte stream, type-erased.
-type Reader = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
-/// See [`Reader`].
-type Writer = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
-
-/// Opens a serial port as the two halves of a byte stream for [`Builder::run`].
-///
-/// The hook for serial support: once `rpcwire-serial` offers tokio ports, open `path` at
-/// `baud` here; `serve --serial` and `call --serial` already route through this function.
-fn open_serial(path: &str, baud: u32) -> Result<(Reader, Writer), String> {
-    let _ = baud;
-    Err(format!(
-        "--serial {path}: serial ports are not supported yet (rpcwire-serial is not ready); \
-         use --stdio, --tcp or --exec"
-    ))
-}
-
 /// The default serial baud rate.
 const DEFAULT_BAUD: u32 = 115_200;
+
+/// Opens a serial port (8N1, no flow control) for the tokio driver.
+fn open_serial(path: &str, baud: u32) -> Result<rpcwire_serial::AsyncSerialPort, String> {
+    if baud == 0 {
+        return Err("--baud must be a positive number".to_owned());
+    }
+    rpcwire_serial::open_async(path, baud).map_err(|e| format!("cannot open {e}"))
+}
 
 async fn serve(args: ServeArgs) -> ExitCode {
     let builder = Builder::new()
@@ -189,17 +180,22 @@ async fn serve(args: ServeArgs) -> ExitCode {
         .concurrency(args.concurrency)
         .router(demo_router());
     if let Some(path) = &args.serial {
-        return match open_serial(path, args.baud.unwrap_or(DEFAULT_BAUD)) {
-            Ok((reader, writer)) => match builder.run(reader, writer).join().await {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("rpcwire: {e}");
-                    ExitCode::from(EXIT_CONNECTION)
-                }
-            },
+        let baud = args.baud.unwrap_or(DEFAULT_BAUD);
+        let port = match open_serial(path, baud) {
+            Ok(port) => port,
             Err(msg) => {
                 eprintln!("rpcwire: {msg}");
-                ExitCode::from(EXIT_USAGE)
+                return ExitCode::from(EXIT_CONNECTION);
+            }
+        };
+        eprintln!("rpcwire: serving the demo service on {path} at {baud} baud");
+        // The port never reports an end of its own: serve until the line fails (for a pseudo-
+        // terminal, its other side going away) or the process is stopped.
+        return match builder.run_io(port).join().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("rpcwire: {path}: {e}");
+                ExitCode::from(EXIT_CONNECTION)
             }
         };
     }
@@ -293,13 +289,20 @@ async fn connect(args: &CallArgs, timeout: Duration) -> Result<Target, ExitCode>
     }
     let path = args.serial.as_deref().unwrap_or_default();
     match open_serial(path, args.baud.unwrap_or(DEFAULT_BAUD)) {
-        Ok((reader, writer)) => Ok(Target {
-            session: builder.run(reader, writer),
-            child: None,
-        }),
+        Ok(port) => {
+            // Bytes already waiting are not ours: most likely a late answer to an earlier
+            // `call` that timed out, whose id the first request of this process reuses.
+            if let Err(e) = rpcwire_serial::discard_input(&port) {
+                tracing::debug!(error = %e, "could not discard stale input");
+            }
+            Ok(Target {
+                session: builder.run_io(port),
+                child: None,
+            })
+        }
         Err(msg) => {
             eprintln!("rpcwire: {msg}");
-            Err(ExitCode::from(EXIT_USAGE))
+            Err(ExitCode::from(EXIT_CONNECTION))
         }
     }
 }

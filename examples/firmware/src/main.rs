@@ -10,20 +10,19 @@
 //! `qemu-system-arm -M lm3s6965evb -nographic -kernel <elf> -serial pty`.
 
 mod clock;
+mod mem;
 mod methods;
+mod slot;
 mod stack;
 mod uart;
 
-use core::mem::MaybeUninit;
-use core::ptr::addr_of_mut;
-
 use cortex_m_rt::entry;
 use panic_halt as _;
-use rpcwire::wire::RawJson;
 use rpcwire::Config;
 use rpcwire_embedded_io::{Context, Driver, Incoming};
 
 use clock::SysTickClock;
+use slot::Slot;
 use uart::Uart0;
 
 /// The core clock after reset (the 12 MHz internal oscillator; qemu models about that).
@@ -31,7 +30,8 @@ const CLOCK_HZ: u32 = 12_000_000;
 const BAUD: u32 = 115_200;
 
 /// Storage: 1 KiB receive buffer, 1 KiB transmit buffer, 960 B for batch replies (each
-/// element of a batch reserves about 100 bytes: batches of up to nine elements), two
+/// element of a batch reserves up to ~155 bytes: the specification's six-element batch
+/// fits), two
 /// pending-request slots (the device sends no requests yet) and two in-flight slots (every
 /// request is answered before the next is read).
 const RX: usize = 1024;
@@ -43,8 +43,8 @@ const INFLIGHT: usize = 2;
 type Firmware = Driver<Uart0, SysTickClock, RX, TX, BATCH, PENDING, INFLIGHT>;
 type Ctx<'a> = Context<'a, Uart0, TX, BATCH, PENDING, INFLIGHT>;
 
-/// The driver lives in .bss, not on the stack.
-static mut DRIVER: MaybeUninit<Firmware> = MaybeUninit::uninit();
+/// The driver's storage, in `.bss`: built there in place at boot (not on the stack).
+static DRIVER: Slot<Firmware> = Slot::new();
 
 /// Params of the `booted` notification sent at start-up.
 const BOOTED: &str = concat!(
@@ -63,19 +63,11 @@ fn main() -> ! {
     clock::start(core.SYST, CLOCK_HZ);
     core.SCB.clear_sleepdeep();
 
-    // SAFETY: `main` runs once and is the only user of DRIVER; the reference never escapes.
-    let driver: &'static mut Firmware = unsafe {
-        (*addr_of_mut!(DRIVER)).write(Driver::new(
-            uart,
-            SysTickClock::default(),
-            Config::default(),
-        ))
-    };
+    let slot = DRIVER.take().unwrap_or_else(|| halt());
+    let driver = Firmware::new_in(slot, uart, SysTickClock::default(), Config::DEFAULT);
 
     // The transport is infallible and this frame always fits: nothing can fail here.
-    if let Ok(params) = RawJson::parse(BOOTED, 2) {
-        let _ = driver.send_notification("booted", Some(&params));
-    }
+    let _ = driver.send_notification("booted", Some(&methods::Raw(BOOTED)));
 
     loop {
         // Never blocks: reads what the FIFO holds, answers, writes out.
@@ -98,7 +90,7 @@ fn handle(ctx: &mut Ctx<'_>, item: Incoming<'_>) {
             .put(b",\"stack_size\":")
             .int(stack::size() as i64)
             .put(b",\"uptime_ms\":")
-            .int((ctx.now().as_micros() / 1000) as i64)
+            .int(methods::div_small(ctx.now().as_micros(), 1000).0 as i64)
             .put(b",\"frames_in\":")
             .int(s.frames_in as i64)
             .put(b",\"frames_out\":")

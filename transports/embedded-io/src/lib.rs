@@ -69,8 +69,9 @@
 //!
 //! All storage is inline: `RX` receive bytes, and the connection's `TX` transmit bytes,
 //! `BATCH` batch-reply bytes and `PENDING`/`INFLIGHT` table slots. The defaults (1 KiB, 1 KiB,
-//! 960 B, 4, 4) take about 3.5 KiB; put the driver in a `static` (for example with
-//! `static_cell`) to keep it off the stack.
+//! 960 B, 4, 4) take about 3.5 KiB; to keep the driver off the stack, build it in a `static`'s
+//! storage with [`Driver::new_in`] ([`Driver::new`] is also a `const fn`, but a `static`
+//! initialized with it goes to `.data`: its whole image would take flash).
 //!
 //! [`Connection`]: rpcwire::Connection
 //! [`Connection::is_input_blocked`]: rpcwire::Connection::is_input_blocked

@@ -317,3 +317,14 @@ pub fn open_async(path: &str, baud: u32) -> Result<AsyncSerialPort, Error> {
         source,
     })
 }
+
+/// Discards the bytes a port from [`open_async`] has received and not yet read (feature
+/// `tokio`): a tool that opens a port to make one call uses it first, so that a late answer
+/// meant for an earlier user of the line (whose request ids may be the same) is not taken for
+/// the answer to its own request.
+#[cfg(feature = "tokio")]
+pub fn discard_input(port: &AsyncSerialPort) -> io::Result<()> {
+    use serialport::SerialPort as _;
+    port.clear(serialport::ClearBuffer::Input)
+        .map_err(io::Error::from)
+}

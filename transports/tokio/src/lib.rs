@@ -92,7 +92,8 @@ use driver::{Channels, Settings};
 pub const MAX_FRAME_LIMIT: usize = driver::TIERS[3];
 /// The default maximum frame (4 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 4 << 20;
-/// How many of our calls may be on the wire at once per connection (more wait in line).
+/// How many of our calls may be on the wire at once per connection (more wait in line for a
+/// free slot); also the most calls one [`Batch`] may hold.
 pub const MAX_PENDING_CALLS: usize = driver::PENDING;
 /// How many inbound requests may be open at once per connection (more are answered Server
 /// busy); the handler concurrency limit is at most half of it.
@@ -217,6 +218,24 @@ impl Builder {
     /// The connection runs until the peer closes its side, [`Client::shutdown`] is called,
     /// the stream fails, or (for a connection without a router, which nobody can call) every
     /// [`Client`] is dropped.
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Builder, Router, RpcError};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Any reader and writer: here, the two ends of two in-memory pipes.
+    /// let (server_in, client_out) = tokio::io::simplex(4096);
+    /// let (client_in, server_out) = tokio::io::simplex(4096);
+    /// let router = Router::new().method("echo", |p: Vec<i64>| async move { Ok::<_, RpcError>(p) });
+    /// let server = Builder::new().router(router).run(server_in, server_out);
+    /// let client = Builder::new().run(client_in, client_out);
+    /// let back: Vec<i64> = client.client().call("echo", [1, 2, 3]).await?;
+    /// assert_eq!(back, [1, 2, 3]);
+    /// client.join().await?;
+    /// server.join().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn run<R, W>(self, reader: R, writer: W) -> Session
     where
         R: AsyncRead + Unpin + Send + 'static,
@@ -241,7 +260,17 @@ impl Builder {
         Session { client, task }
     }
 
-    /// Starts a connection over one bidirectional stream.
+    /// Starts a connection over one bidirectional stream (split into halves).
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // For example a Unix socket.
+    /// let stream = tokio::net::UnixStream::connect("/tmp/service.sock").await?;
+    /// let session = rpcwire_tokio::Builder::new().run_io(stream);
+    /// let data: (String, i64) = session.client().call("get_data", ()).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn run_io<T>(self, io: T) -> Session
     where
         T: AsyncRead + AsyncWrite + Send + 'static,

@@ -1,0 +1,125 @@
+//! Shared helpers for the `rpcwire` binary's tests.
+#![allow(dead_code, missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// Every test finishes within this, or fails.
+pub const LIMIT: Duration = Duration::from_secs(60);
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_rpcwire")
+}
+
+pub async fn bounded<F: Future>(f: F) -> F::Output {
+    tokio::time::timeout(LIMIT, f)
+        .await
+        .expect("test exceeded its time limit")
+}
+
+/// `rpcwire serve --tcp 127.0.0.1:0 [extra]`, and the address it prints.
+pub async fn serve_tcp(extra: &[&str]) -> (Child, SocketAddr) {
+    let mut child = Command::new(bin())
+        .args(["serve", "--tcp", "127.0.0.1:0"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let line = lines.next_line().await.unwrap().expect("a line on stderr");
+    let addr = line
+        .rsplit(' ')
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    // Keep draining stderr so the server never blocks on it.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
+
+/// Runs `rpcwire serve --stdio [extra]` with `input` on stdin (then closed), returning stdout.
+/// Asserts the process exits 0.
+pub async fn serve_stdio(extra: &[&str], input: &[u8]) -> Vec<u8> {
+    let mut child = Command::new(bin())
+        .args(["serve", "--stdio"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let input = input.to_vec();
+    let writer = tokio::spawn(async move {
+        stdin.write_all(&input).await.unwrap();
+        drop(stdin);
+    });
+    let mut out = Vec::new();
+    stdout.read_to_end(&mut out).await.unwrap();
+    writer.await.unwrap();
+    let status = child.wait().await.unwrap();
+    assert!(status.success(), "serve --stdio exited with {status}");
+    out
+}
+
+/// The outcome of `rpcwire call ...`.
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub async fn rpcwire(args: &[&str]) -> Outcome {
+    let out = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    Outcome {
+        code: out.status.code(),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// Parses JSON and sorts the elements of a top-level array, so batch replies compare as sets.
+pub fn normalize(text: &str) -> Value {
+    let mut v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text:?}"));
+    if let Value::Array(items) = &mut v {
+        items.sort_by_key(|i| i.to_string());
+    }
+    v
+}
+
+/// Splits content-length frames into their bodies.
+pub fn content_length_bodies(mut bytes: &[u8]) -> Vec<String> {
+    let mut bodies = Vec::new();
+    while !bytes.is_empty() {
+        let text = std::str::from_utf8(bytes).unwrap();
+        let header_end = text.find("\r\n\r\n").expect("header terminator");
+        let len: usize = text[..header_end]
+            .strip_prefix("Content-Length: ")
+            .expect("content-length header")
+            .parse()
+            .unwrap();
+        let body = &bytes[header_end + 4..header_end + 4 + len];
+        bodies.push(String::from_utf8(body.to_vec()).unwrap());
+        bytes = &bytes[header_end + 4 + len..];
+    }
+    bodies
+}

@@ -1,0 +1,700 @@
+//! rpcwire-embedded-io against in-memory UART mocks that deliver one byte per read and take a
+//! few bytes per write: the specification's examples, backpressure (`WouldBlock`, blocked
+//! input), the client role (responses, timeouts), transport errors, and the async driver.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::rc::Rc;
+use std::time::Duration;
+
+use rpcwire::wire::{RxBuffer, NO_PARAMS};
+use rpcwire::{Config, Connection, ErrorCode, Event, Failure, Instant, Problem, Token};
+use rpcwire_demo::spec::{one_line, SPEC_EXAMPLES};
+use rpcwire_embedded_io::asynch::{block_on, AsyncContext, AsyncDriver};
+use rpcwire_embedded_io::embedded_io_async;
+use rpcwire_embedded_io::{Driver, Error, Incoming};
+use rpcwire_tests::normalize;
+
+/// A UART: reads give one byte at a time (0 at the end of the scripted input), writes take at
+/// most `chunk` bytes.
+#[derive(Default)]
+struct Uart {
+    input: VecDeque<u8>,
+    out: Vec<u8>,
+    chunk: usize,
+    reads: usize,
+    writes: usize,
+    fail_writes: bool,
+    zero_writes: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct UartError;
+
+impl embedded_io::Error for UartError {
+    fn kind(&self) -> embedded_io::ErrorKind {
+        embedded_io::ErrorKind::Other
+    }
+}
+
+impl Uart {
+    fn new(chunk: usize) -> Self {
+        Uart {
+            chunk,
+            ..Uart::default()
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        self.input.extend(bytes);
+    }
+
+    fn take_out(&mut self) -> String {
+        String::from_utf8(std::mem::take(&mut self.out)).expect("utf-8 output")
+    }
+}
+
+impl embedded_io::ErrorType for Uart {
+    type Error = UartError;
+}
+
+impl embedded_io::Read for Uart {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, UartError> {
+        self.reads += 1;
+        match (self.input.pop_front(), buf.first_mut()) {
+            (Some(b), Some(slot)) => {
+                *slot = b;
+                Ok(1)
+            }
+            (Some(b), None) => {
+                self.input.push_front(b);
+                Ok(0)
+            }
+            (None, _) => Ok(0),
+        }
+    }
+}
+
+impl embedded_io::ReadReady for Uart {
+    fn read_ready(&mut self) -> Result<bool, UartError> {
+        Ok(!self.input.is_empty())
+    }
+}
+
+impl embedded_io::Write for Uart {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, UartError> {
+        if self.fail_writes {
+            return Err(UartError);
+        }
+        if self.zero_writes {
+            return Ok(0);
+        }
+        self.writes += 1;
+        let n = buf.len().min(self.chunk);
+        self.out.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> Result<(), UartError> {
+        Ok(())
+    }
+}
+
+impl embedded_io_async::Read for Uart {
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, UartError> {
+        embedded_io::Read::read(self, buf)
+    }
+}
+
+impl embedded_io_async::Write for Uart {
+    async fn write(&mut self, buf: &[u8]) -> Result<usize, UartError> {
+        embedded_io::Write::write(self, buf)
+    }
+}
+
+/// A clock the test moves by hand.
+#[derive(Clone, Default)]
+struct TestClock(Rc<RefCell<u64>>);
+
+impl TestClock {
+    fn advance_ms(&self, ms: u64) {
+        *self.0.borrow_mut() += ms;
+    }
+}
+
+impl rpcwire_embedded_io::Clock for TestClock {
+    fn now(&mut self) -> Instant {
+        Instant::from_millis(*self.0.borrow())
+    }
+}
+
+fn frames(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| !l.trim().is_empty()).collect()
+}
+
+fn example_line(request: &str) -> Vec<u8> {
+    let mut line: Vec<u8> = one_line(request).collect();
+    line.push(b'\n');
+    line
+}
+
+/// The firmware's handler: the demo service through `Context::retry`.
+fn demo<IO: embedded_io::Write, const TX: usize, const B: usize, const P: usize, const I: usize>(
+    ctx: &mut rpcwire_embedded_io::Context<'_, IO, TX, B, P, I>,
+    item: Incoming<'_>,
+) {
+    if let Incoming::Request(req) = item {
+        ctx.retry(|conn| rpcwire_demo::answer(conn, &req))
+            .expect("demo answers fit");
+    }
+}
+
+#[test]
+fn spec_examples_over_a_byte_at_a_time_uart() {
+    let mut driver: Driver<Uart, _> =
+        Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
+    for example in SPEC_EXAMPLES {
+        let line = example_line(example.request);
+        driver.io_mut().feed(&line);
+        while !driver.io().input.is_empty() {
+            driver.read_once(demo).expect("no transport error");
+        }
+        let out = driver.io_mut().take_out();
+        match example.response {
+            None => assert_eq!(out, "", "{}: expected no answer", example.name),
+            Some(expected) => {
+                let got = frames(&out);
+                assert_eq!(
+                    got.len(),
+                    1,
+                    "{}: one reply frame, got {out:?}",
+                    example.name
+                );
+                assert_eq!(normalize(got[0]), normalize(expected), "{}", example.name);
+            }
+        }
+    }
+    let uart = driver.io();
+    let fed: usize = SPEC_EXAMPLES
+        .iter()
+        .map(|e| example_line(e.request).len())
+        .sum();
+    assert_eq!(uart.reads, fed, "one read per byte");
+    assert!(uart.writes > 20, "many small writes");
+}
+
+#[test]
+fn spec_examples_with_poll_and_all_input_at_once() {
+    let mut driver: Driver<Uart, _> =
+        Driver::new(Uart::new(2), || Instant::ZERO, Config::default());
+    let mut expected = Vec::new();
+    for example in SPEC_EXAMPLES {
+        driver.io_mut().feed(&example_line(example.request));
+        if let Some(r) = example.response {
+            expected.push(normalize(r));
+        }
+    }
+    let next = driver.poll(demo).expect("no transport error");
+    assert_eq!(next, None, "a pure server has no deadline");
+    let out = driver.io_mut().take_out();
+    let got: Vec<_> = frames(&out).into_iter().map(normalize).collect();
+    assert_eq!(got, expected);
+}
+
+/// A UART with nothing to say, constructible in a `const` (for the static driver below).
+struct Silent;
+
+impl embedded_io::ErrorType for Silent {
+    type Error = Infallible;
+}
+
+impl embedded_io::Write for Silent {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+/// `Driver::new` is a `const fn`: a driver can be a constant or a static's initial value.
+const CONST_DRIVER: Driver<Silent, rpcwire_embedded_io::clock::NoClock, 256, 256, 128, 1, 1> =
+    Driver::new(Silent, rpcwire_embedded_io::clock::NoClock, Config::DEFAULT);
+
+#[test]
+fn drivers_are_built_in_const_context_and_in_place() {
+    // A constant driver works like any other.
+    let mut driver = CONST_DRIVER;
+    driver
+        .handle_bytes(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"id\":1}\n",
+            |ctx, item| {
+                if let Incoming::Request(req) = item {
+                    ctx.reject(req.handle, ErrorCode::METHOD_NOT_FOUND).unwrap();
+                }
+            },
+        )
+        .expect("no transport error");
+    assert_eq!(driver.conn().stats().frames_out, 1);
+
+    // `new_in` builds the driver in caller-provided storage (a static's, on a device).
+    let mut slot = Box::new(std::mem::MaybeUninit::uninit());
+    let driver: &mut Driver<Uart, _> =
+        Driver::new_in(&mut slot, Uart::new(3), || Instant::ZERO, Config::default());
+    driver
+        .io_mut()
+        .feed(&example_line(SPEC_EXAMPLES[0].request));
+    while !driver.io().input.is_empty() {
+        driver.read_once(demo).expect("no transport error");
+    }
+    let out = driver.io_mut().take_out();
+    assert_eq!(
+        normalize(frames(&out)[0]),
+        normalize(SPEC_EXAMPLES[0].response.expect("answered"))
+    );
+}
+
+#[test]
+fn crlf_split_frames_and_garbage_keep_the_connection() {
+    let mut driver: Driver<Uart, _> =
+        Driver::new(Uart::new(1), || Instant::ZERO, Config::default());
+    driver.io_mut().feed(
+        b"\r\n{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[1,2],\"id\":7}\r\n\xff\xfe{{{\n",
+    );
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"\\u00e9\"],\"id\":\"x\"}\n");
+    let mut problems = 0;
+    driver
+        .poll(|ctx, item| {
+            if let Incoming::Problem(_) = item {
+                problems += 1;
+            }
+            demo(ctx, item)
+        })
+        .unwrap();
+    let out = driver.io_mut().take_out();
+    assert_eq!(
+        frames(&out),
+        [
+            r#"{"jsonrpc":"2.0","result":3,"id":7}"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#,
+            r#"{"jsonrpc":"2.0","result":["\u00e9"],"id":"x"}"#,
+        ]
+    );
+    assert_eq!(problems, 1);
+}
+
+#[test]
+fn oversize_frame_is_answered_and_skipped() {
+    // A 256-byte receive buffer: frames up to 254 bytes.
+    let mut driver: Driver<Uart, _, 256> =
+        Driver::new(Uart::new(4), || Instant::ZERO, Config::default());
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"{}\"],\"id\":1}}\n",
+        "a".repeat(400)
+    );
+    driver.io_mut().feed(big.as_bytes());
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"get_data\",\"id\":2}\n");
+    driver.poll(demo).unwrap();
+    let out = driver.io_mut().take_out();
+    let got = frames(&out);
+    assert_eq!(got.len(), 2, "{out}");
+    assert!(
+        got[0].contains("-32600") && got[0].contains("frame too large"),
+        "{}",
+        got[0]
+    );
+    assert_eq!(got[1], r#"{"jsonrpc":"2.0","result":["hello",5],"id":2}"#);
+}
+
+#[test]
+fn commands_in_a_handler_retry_when_the_transmit_buffer_is_full() {
+    // TX of 256 bytes: five 120-byte notifications and a 200-byte answer cannot all be queued
+    // at once, so `Context` writes out and retries.
+    let mut driver: Driver<Uart, _, 512, 256, 128, 2, 2> =
+        Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
+    let padding = "p".repeat(80);
+    let long = "r".repeat(200);
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"go\",\"id\":1}\n");
+    driver
+        .poll(|ctx, item| {
+            if let Incoming::Request(req) = item {
+                for i in 0..5 {
+                    ctx.send_notification("progress", Some(&(i, padding.as_str())))
+                        .expect("retried until it fits");
+                }
+                ctx.respond(req.handle, &long)
+                    .expect("retried until it fits");
+            }
+        })
+        .unwrap();
+    let out = driver.io_mut().take_out();
+    let got = frames(&out);
+    assert_eq!(got.len(), 6, "{out}");
+    for (i, frame) in got.iter().take(5).enumerate() {
+        assert!(
+            frame.starts_with(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"progress\",\"params\":[{i},"
+            )),
+            "{frame}"
+        );
+    }
+    assert_eq!(
+        got[5],
+        format!("{{\"jsonrpc\":\"2.0\",\"result\":\"{long}\",\"id\":1}}")
+    );
+}
+
+#[test]
+fn blocked_input_resumes_after_writing_out() {
+    // Twenty garbage lines at once: their Parse error replies (about 75 bytes each) overflow a
+    // 256-byte transmit buffer, so input processing stops until the driver writes out.
+    let mut driver: Driver<Uart, _, 2048, 256, 128, 2, 2> =
+        Driver::new(Uart::new(5), || Instant::ZERO, Config::default());
+    let garbage = "}{\n".repeat(20);
+    let taken = driver.handle_bytes(garbage.as_bytes(), demo).unwrap();
+    assert_eq!(taken, garbage.len());
+    let out = driver.io_mut().take_out();
+    let got = frames(&out);
+    assert_eq!(got.len(), 20);
+    assert!(got.iter().all(|f| f.contains("-32700")));
+    assert_eq!(driver.conn().stats().parse_errors, 20);
+}
+
+#[test]
+fn batch_replies_collect_in_a_small_batch_buffer() {
+    // Every element of a batch reserves room for a fallback error reply (about 150 bytes for
+    // these), so a 700-byte batch buffer takes four requests, and refuses six.
+    let mut driver: Driver<Uart, _, 1024, 1024, 700, 2, 2> =
+        Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
+    let batch = |n: usize| {
+        "[".to_string()
+            + &(0..n)
+                .map(|i| {
+                    format!(
+                        "{{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[{i},1],\"id\":{i}}}"
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+            + "]\n"
+    };
+    driver.io_mut().feed(batch(4).as_bytes());
+    driver.io_mut().feed(batch(6).as_bytes());
+    driver.poll(demo).unwrap();
+    let out = driver.io_mut().take_out();
+    let got = frames(&out);
+    let reply: serde_json::Value = serde_json::from_str(got[0]).unwrap();
+    assert_eq!(reply.as_array().map(Vec::len), Some(4), "{out}");
+    assert_eq!(
+        got[1],
+        r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request","data":"batch too large"},"id":null}"#
+    );
+}
+
+#[test]
+fn device_calls_the_host_and_gets_the_response() {
+    let clock = TestClock::default();
+    let mut device: Driver<Uart, _> = Driver::new(Uart::new(3), clock.clone(), Config::default());
+    device
+        .send_request(
+            Token(1),
+            "host.time",
+            NO_PARAMS,
+            Some(Duration::from_secs(1)),
+        )
+        .unwrap();
+    device
+        .send_notification("booted", Some(&["fw", "1.0"]))
+        .unwrap();
+    assert_eq!(device.next_deadline(), Some(Instant::from_millis(1000)));
+
+    // The host: a plain connection that answers whatever it gets with 12345.
+    let mut host: Connection = Connection::default();
+    let mut host_rx: RxBuffer<1024> = host.rx_buffer();
+    let sent = device.io_mut().take_out();
+    assert!(
+        sent.contains(r#""method":"booted","params":["fw","1.0"]"#),
+        "{sent}"
+    );
+    let mut input = sent.as_bytes();
+    let mut notes = 0;
+    while let Some(item) = host.handle_input(Instant::ZERO, &mut host_rx, &mut input) {
+        match item {
+            rpcwire::Inbound::Request(req) => host.respond(req.handle, &12345).unwrap(),
+            rpcwire::Inbound::Notification(_) => notes += 1,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(notes, 1);
+    let mut reply = Vec::new();
+    rpcwire_tests::drain(&mut host, &mut reply);
+    device.io_mut().feed(&reply);
+
+    let mut answers = Vec::new();
+    clock.advance_ms(10);
+    device
+        .poll(|_, item| {
+            if let Incoming::Response(resp) = item {
+                let value: i64 = resp.outcome.expect("a result").decode().unwrap();
+                answers.push((resp.token, value));
+            }
+        })
+        .unwrap();
+    assert_eq!(answers, [(Token(1), 12345)]);
+    assert_eq!(device.next_deadline(), None);
+}
+
+#[test]
+fn device_request_times_out_while_the_host_is_silent() {
+    let clock = TestClock::default();
+    let mut device: Driver<Uart, _> = Driver::new(Uart::new(8), clock.clone(), Config::default());
+    device
+        .send_request(
+            Token(9),
+            "host.ping",
+            NO_PARAMS,
+            Some(Duration::from_millis(250)),
+        )
+        .unwrap();
+    let mut failures = Vec::new();
+    let mut on_item = |_: &mut rpcwire_embedded_io::Context<'_, Uart, 1024, 960, 4, 4>,
+                       item: Incoming<'_>| {
+        if let Incoming::Event(Event::RequestFailed { token, reason }) = item {
+            failures.push((token, reason));
+        }
+    };
+    clock.advance_ms(249);
+    assert_eq!(
+        device.poll(&mut on_item).unwrap(),
+        Some(Instant::from_millis(250))
+    );
+    clock.advance_ms(1);
+    assert_eq!(device.poll(&mut on_item).unwrap(), None);
+    assert_eq!(failures, [(Token(9), Failure::TimedOut)]);
+
+    // A late response is a problem, not a crash.
+    device
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"result\":1,\"id\":1}\n{\"jsonrpc\":\"2.0\",\"result\":1,\"id\":17}\n");
+    let mut unknown = 0;
+    device
+        .poll(|_, item| {
+            if let Incoming::Problem(Problem::UnknownResponse(_)) = item {
+                unknown += 1;
+            }
+        })
+        .unwrap();
+    assert_eq!(unknown, 2);
+}
+
+#[test]
+fn transport_errors_are_returned_and_the_driver_recovers() {
+    let mut driver: Driver<Uart, _> =
+        Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
+    driver.io_mut().fail_writes = true;
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"get_data\",\"id\":1}\n");
+    assert_eq!(driver.poll(demo), Err(Error::Io(UartError)));
+    // The answer is still queued: once the UART works again it goes out.
+    driver.io_mut().fail_writes = false;
+    driver.poll(demo).unwrap();
+    assert_eq!(
+        driver.io_mut().take_out(),
+        "{\"jsonrpc\":\"2.0\",\"result\":[\"hello\",5],\"id\":1}\n"
+    );
+
+    driver.io_mut().zero_writes = true;
+    assert_eq!(
+        driver.send_notification("x", NO_PARAMS),
+        Err(Error::WriteZero)
+    );
+    driver.io_mut().zero_writes = false;
+
+    // End of stream on a blocking read.
+    assert_eq!(driver.read_once(demo), Err(Error::Eof));
+    // An answer that can never fit becomes Internal error.
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"get_data\",\"id\":2}\n");
+    let mut answered = None;
+    driver
+        .poll(|ctx, item| {
+            if let Incoming::Request(req) = item {
+                answered = Some(ctx.respond(req.handle, &"x".repeat(2000)));
+            }
+        })
+        .unwrap();
+    assert!(matches!(
+        answered,
+        Some(Err(rpcwire::RespondError::TooLarge { .. }))
+    ));
+    let out = driver.io_mut().take_out();
+    assert!(out.contains("-32603"), "{out}");
+}
+
+#[test]
+fn a_transport_error_inside_a_handler_comes_back_from_the_driver() {
+    let mut driver: Driver<Uart, _, 512, 256, 128, 2, 2> =
+        Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"go\",\"id\":1}\n");
+    driver.io_mut().fail_writes = true;
+    let mut results = Vec::new();
+    let r = driver.poll(|ctx, item| {
+        if let Incoming::Request(_) = item {
+            for _ in 0..4 {
+                results.push(ctx.send_notification("n", Some(&["z".repeat(100)])));
+            }
+        }
+    });
+    assert_eq!(r, Err(Error::Io(UartError)));
+    // The first fits the transmit buffer; writing out for the second fails, so it and the
+    // rest report WouldBlock without touching the UART again.
+    assert!(results[0].is_ok(), "{results:?}");
+    assert!(
+        results[1..]
+            .iter()
+            .all(|r| matches!(r, Err(rpcwire::SendError::WouldBlock { .. }))),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn refused_commands_are_send_errors() {
+    let mut driver: Driver<Uart, _, 256, 256, 128, 1, 1> =
+        Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
+    driver.send_request(Token(1), "a", NO_PARAMS, None).unwrap();
+    assert_eq!(
+        driver.send_request(Token(2), "b", NO_PARAMS, None),
+        Err(Error::Send(rpcwire::SendError::PendingFull))
+    );
+    let huge = "h".repeat(400);
+    assert!(matches!(
+        driver.send_notification("big", Some(&[huge.as_str()])),
+        Err(Error::Send(rpcwire::SendError::TooLarge { .. }))
+    ));
+    let shown = Error::<UartError>::Send(rpcwire::SendError::PendingFull).to_string();
+    assert!(shown.contains("pending"), "{shown}");
+}
+
+#[test]
+fn unknown_methods_and_bad_params_through_reject() {
+    let mut driver: Driver<Uart, _> =
+        Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"nope\",\"id\":[1]}\n");
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"nope\",\"id\":1}\n");
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[1],\"id\":2}\n");
+    driver
+        .poll(|ctx, item| {
+            if let Incoming::Request(req) = item {
+                if req.method.eq_str("nope") {
+                    ctx.reject(req.handle, ErrorCode::METHOD_NOT_FOUND).unwrap();
+                } else {
+                    demo(ctx, item);
+                }
+            }
+        })
+        .unwrap();
+    let out = driver.io_mut().take_out();
+    assert_eq!(
+        frames(&out),
+        [
+            r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":1}"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params"},"id":2}"#,
+        ]
+    );
+}
+
+#[test]
+fn async_driver_serves_the_spec_examples() {
+    let mut driver: AsyncDriver<Uart, _> =
+        AsyncDriver::new(Uart::new(3), || Instant::ZERO, Config::default());
+    for example in SPEC_EXAMPLES {
+        driver.io_mut().feed(&example_line(example.request));
+        block_on(async {
+            while !driver.io().input.is_empty() {
+                driver
+                    .read_once(async |ctx, item| {
+                        if let Incoming::Request(req) = item {
+                            ctx.retry(|conn| rpcwire_demo::answer(conn, &req))
+                                .await
+                                .unwrap();
+                        }
+                    })
+                    .await
+                    .unwrap();
+            }
+        });
+        let out = driver.io_mut().take_out();
+        match example.response {
+            None => assert_eq!(out, "", "{}", example.name),
+            Some(expected) => assert_eq!(
+                normalize(out.trim_end()),
+                normalize(expected),
+                "{}",
+                example.name
+            ),
+        }
+    }
+}
+
+#[test]
+fn async_driver_client_role_and_backpressure() {
+    let mut driver: AsyncDriver<Uart, _, 512, 256, 128, 2, 2> =
+        AsyncDriver::new(Uart::new(2), || Instant::ZERO, Config::default());
+    let padding = "q".repeat(100);
+    block_on(async {
+        driver.send_notification("hello", Some(&[1])).await.unwrap();
+        driver
+            .io_mut()
+            .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"go\",\"id\":1}\n");
+        let mut handler = async |ctx: &mut AsyncContext<'_, Uart, 256, 128, 2, 2>,
+                                 item: Incoming<'_>| {
+            if let Incoming::Request(req) = item {
+                for _ in 0..4 {
+                    ctx.send_notification("n", Some(&[padding.as_str()]))
+                        .await
+                        .unwrap();
+                }
+                ctx.respond(req.handle, &true).await.unwrap();
+            }
+        };
+        while !driver.io().input.is_empty() {
+            driver.read_once(&mut handler).await.unwrap();
+        }
+    });
+    let out = driver.io_mut().take_out();
+    let got = frames(&out);
+    assert_eq!(got.len(), 6, "{out}");
+    assert_eq!(got[0], r#"{"jsonrpc":"2.0","method":"hello","params":[1]}"#);
+    assert_eq!(got[5], r#"{"jsonrpc":"2.0","result":true,"id":1}"#);
+}
+
+#[test]
+fn errors_display() {
+    let e: Error<Infallible> = Error::WriteZero;
+    assert_eq!(e.to_string(), "the writer accepted no bytes");
+    assert_eq!(
+        embedded_io::Error::kind(&Error::<UartError>::Eof),
+        embedded_io::ErrorKind::BrokenPipe
+    );
+}

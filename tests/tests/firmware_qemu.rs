@@ -1,0 +1,387 @@
+//! The firmware (examples/firmware) on an emulated Cortex-M3: qemu's `lm3s6965evb` board with
+//! UART0 on a TCP socket (and, in a second run, on a host pty reached through
+//! rpcwire-serial). Every example of the JSON-RPC 2.0 specification must get exactly the
+//! specification's answer (JSON values compared, batch replies as sets), including batches
+//! and invalid JSON.
+//!
+//! The test builds the firmware itself (`cargo build --release` in examples/firmware, into
+//! examples/firmware/target). It skips, printing `SKIPPED:`, when qemu-system-arm or the
+//! thumbv7m-none-eabi target is missing, unless CI=true, in which case it fails.
+//! It prints `FIRMWARE_STACK_USED=<bytes>` (read by .ci/after/firmware.sh).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rpcwire::wire::RawJson;
+use rpcwire::{Config, Token};
+use rpcwire_demo::spec::{one_line, SPEC_EXAMPLES};
+use rpcwire_embedded_io::Incoming;
+use rpcwire_tests::normalize;
+use serde_json::Value;
+
+fn ci() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+fn skip(why: &str) {
+    assert!(
+        !ci(),
+        "{why} (required when CI=true; .ci/install/embedded.sh installs it)"
+    );
+    println!("SKIPPED: {why}");
+}
+
+fn firmware_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/firmware")
+}
+
+/// Builds the firmware; `None` (after printing why) when it cannot be built here.
+fn build_firmware() -> Option<PathBuf> {
+    let dir = firmware_dir();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .args(["build", "--release", "--quiet"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("run cargo");
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let missing_target =
+            stderr.contains("thumbv7m-none-eabi") && stderr.contains("target may not be installed");
+        if missing_target && !ci() {
+            skip("the thumbv7m-none-eabi target is not installed (rustup target add thumbv7m-none-eabi)");
+            return None;
+        }
+        panic!("firmware build failed:\n{stderr}");
+    }
+    Some(dir.join("target/thumbv7m-none-eabi/release/rpcwire-firmware"))
+}
+
+fn have_qemu() -> bool {
+    let found = Command::new("qemu-system-arm")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        skip("qemu-system-arm not found (apt-get install qemu-system-arm)");
+    }
+    found
+}
+
+/// A qemu process, killed on drop.
+struct Qemu(Child);
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn qemu(elf: &Path, serial: &[&str]) -> Command {
+    let mut cmd = Command::new("qemu-system-arm");
+    cmd.args(["-M", "lm3s6965evb", "-nographic", "-monitor", "none"])
+        .args(serial)
+        .arg("-kernel")
+        .arg(elf)
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Newline-framed reading over a TCP stream.
+struct Link {
+    stream: TcpStream,
+    pending: Vec<u8>,
+}
+
+impl Link {
+    fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("send to the firmware");
+    }
+
+    /// The next line, waiting at most `timeout`.
+    fn line(&mut self, timeout: Duration) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(nl) = self.pending.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.pending.drain(..=nl).collect();
+                return Some(
+                    String::from_utf8(line)
+                        .expect("utf-8")
+                        .trim_end()
+                        .to_owned(),
+                );
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            self.stream
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+                .expect("set timeout");
+            let mut buf = [0u8; 2048];
+            match self.stream.read(&mut buf) {
+                Ok(0) => panic!("qemu closed the serial socket"),
+                Ok(n) => self.pending.extend_from_slice(&buf[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => panic!("read from qemu: {e}"),
+            }
+        }
+    }
+
+    /// Sends one line and returns the one reply it must get.
+    fn exchange(&mut self, request: &str) -> Value {
+        self.send(format!("{request}\n").as_bytes());
+        let reply = self
+            .line(Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("no reply to {request}"));
+        serde_json::from_str(&reply).expect("the reply is JSON")
+    }
+}
+
+/// Starts the firmware with UART0 on a TCP socket qemu listens on (qemu waits for us before
+/// running the guest, so nothing it sends is lost).
+fn start_tcp(elf: &Path) -> (Qemu, Link) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let chardev = format!("socket,id=uart0,host=127.0.0.1,port={port},server=on,wait=on");
+    let child = qemu(elf, &["-chardev", &chardev, "-serial", "chardev:uart0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn qemu");
+    let guard = Qemu(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let stream = loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => panic!("qemu's serial socket: {e}"),
+        }
+    };
+    stream.set_nodelay(true).expect("nodelay");
+    (
+        guard,
+        Link {
+            stream,
+            pending: Vec::new(),
+        },
+    )
+}
+
+#[test]
+fn firmware_answers_every_spec_example_in_qemu() {
+    if !have_qemu() {
+        return;
+    }
+    let Some(elf) = build_firmware() else { return };
+    let (_qemu, mut link) = start_tcp(&elf);
+
+    // One notification on boot.
+    let booted: Value = serde_json::from_str(
+        &link
+            .line(Duration::from_secs(20))
+            .expect("boot notification"),
+    )
+    .expect("JSON");
+    assert_eq!(booted["method"], "booted", "{booted}");
+    assert_eq!(booted["params"]["firmware"], "rpcwire-firmware");
+    assert!(
+        booted.get("id").is_none(),
+        "a notification has no id: {booted}"
+    );
+
+    for example in SPEC_EXAMPLES {
+        let mut line: Vec<u8> = one_line(example.request).collect();
+        line.push(b'\n');
+        link.send(&line);
+        match example.response {
+            Some(expected) => {
+                let reply = link
+                    .line(Duration::from_secs(10))
+                    .unwrap_or_else(|| panic!("{}: no reply", example.name));
+                assert_eq!(normalize(&reply), normalize(expected), "{}", example.name);
+            }
+            None => {
+                // Nothing at all: the next request's answer must be the next line.
+                let probe = link.exchange(r#"{"jsonrpc":"2.0","method":"get_data","id":"probe"}"#);
+                assert_eq!(
+                    probe["id"], "probe",
+                    "{}: answered a notification: {probe}",
+                    example.name
+                );
+            }
+        }
+    }
+
+    // The rest of the demo methods, and the firmware's limits.
+    let echo = link.exchange(r#"{"jsonrpc":"2.0","method":"echo","params":{"k":[1,2,{"z":null}],"s":"\u00e9\n"},"id":[]}"#);
+    assert_eq!(
+        echo["error"]["code"], -32600,
+        "an array id is invalid: {echo}"
+    );
+    let echo = link.exchange(r#"{"jsonrpc":"2.0","method":"echo","params":{"k":[1,2,{"z":null}],"s":"\u00e9\n"},"id":-7.5}"#);
+    assert_eq!(
+        echo["result"],
+        serde_json::json!({"k":[1,2,{"z":null}],"s":"\u{e9}\n"})
+    );
+    assert_eq!(echo["id"], -7.5);
+    let sum =
+        link.exchange(r#"{"jsonrpc":"2.0","method":"sum","params":[1,-2,3000000000],"id":1}"#);
+    assert_eq!(sum["result"], 2999999999i64);
+    let bad = link.exchange(r#"{"jsonrpc":"2.0","method":"sum","params":[1.5],"id":2}"#);
+    assert_eq!(bad["error"]["code"], -32602, "integers only: {bad}");
+    let update = link.exchange(r#"{"jsonrpc":"2.0","method":"update","params":[1],"id":3}"#);
+    assert_eq!(update["result"], Value::Null);
+
+    // A frame over the 1 KiB receive buffer is answered and skipped; the next one works.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":4}}"#,
+        "a".repeat(1100)
+    );
+    let too_large = link.exchange(&big);
+    assert_eq!(too_large["error"]["data"], "frame too large", "{too_large}");
+    // Just under the limit: the echo fits the 1 KiB transmit buffer too.
+    let fits = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":5}}"#,
+        "b".repeat(900)
+    );
+    assert_eq!(
+        link.exchange(&fits)["result"][0].as_str().map(str::len),
+        Some(900)
+    );
+
+    // Bytes trickling in one at a time, split across reads.
+    for b in b"{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[5,8],\"id\":6}\n" {
+        link.send(&[*b]);
+    }
+    let trickled: Value =
+        serde_json::from_str(&link.line(Duration::from_secs(10)).expect("reply")).unwrap();
+    assert_eq!(trickled["result"], -3);
+
+    // Several frames in one write, answered in order.
+    link.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[1],\"id\":7}\n\xff\n{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[2],\"id\":8}\n");
+    let replies: Vec<Value> = (0..3)
+        .map(|_| serde_json::from_str(&link.line(Duration::from_secs(10)).expect("reply")).unwrap())
+        .collect();
+    assert_eq!(replies[0]["result"], 1);
+    assert_eq!(replies[1]["error"]["code"], -32700);
+    assert_eq!(replies[2]["result"], 2);
+
+    let stats = link.exchange(r#"{"jsonrpc":"2.0","method":"stats","id":"s"}"#);
+    let used = stats["result"]["stack_used"].as_u64().expect("stack_used");
+    assert!(used > 0 && used < 16 * 1024, "{stats}");
+    println!("firmware stats: {}", stats["result"]);
+    println!("FIRMWARE_STACK_USED={used}");
+}
+
+#[test]
+fn host_reaches_the_firmware_through_a_pty_with_rpcwire_serial() {
+    if !have_qemu() {
+        return;
+    }
+    let Some(elf) = build_firmware() else { return };
+    let mut child = qemu(&elf, &["-serial", "pty"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn qemu");
+    // qemu names the pty on stdout (older versions) or stderr.
+    let (tx, rx) = std::sync::mpsc::channel();
+    for stream in [
+        Box::new(child.stdout.take().expect("stdout")) as Box<dyn Read + Send>,
+        Box::new(child.stderr.take().expect("stderr")),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("redirected to ").nth(1) {
+                    let path = rest.split_whitespace().next().unwrap_or("").to_owned();
+                    let _ = tx.send(path);
+                }
+            }
+        });
+    }
+    let _qemu = Qemu(child);
+    let path = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("qemu names its pty");
+    let port = rpcwire_serial::open(&path, 115_200).expect("open qemu's pty");
+    let mut host = rpcwire_serial::driver(port, Config::default());
+
+    // qemu notices that the pty's other end was opened on a 1 s timer and drops what the
+    // guest writes before: call `stats` with short timeouts until one is answered.
+    let mut synced = false;
+    for token in 100..120 {
+        host.send_request(
+            Token(token),
+            "stats",
+            rpcwire::wire::NO_PARAMS,
+            Some(Duration::from_millis(500)),
+        )
+        .expect("send");
+        let mut done = false;
+        while !done {
+            host.poll(|_, item| match item {
+                Incoming::Response(r) if r.token == Token(token) => {
+                    synced = true;
+                    done = true;
+                }
+                Incoming::Event(_) => done = true,
+                _ => {}
+            })
+            .expect("serial transport");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if synced {
+            break;
+        }
+    }
+    assert!(synced, "the firmware never answered on {path}");
+
+    let mut call = |token: u64, method: &str, params: &str| -> Value {
+        let params = RawJson::parse(params, 16).expect("params");
+        host.send_request(
+            Token(token),
+            method,
+            Some(&params),
+            Some(Duration::from_secs(10)),
+        )
+        .expect("send");
+        let mut got = None;
+        while got.is_none() {
+            host.poll(|_, item| match item {
+                Incoming::Response(r) if r.token == Token(token) => {
+                    got = Some(match r.outcome {
+                        Ok(v) => serde_json::from_str(v.as_str()).expect("JSON result"),
+                        Err(e) => serde_json::json!({"error": e.code.0}),
+                    });
+                }
+                Incoming::Event(e) => panic!("{method}: {e:?}"),
+                _ => {} // the boot notification, if the pty was open in time
+            })
+            .expect("serial transport");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        got.expect("set above")
+    };
+    assert_eq!(call(1, "sum", "[1,2,4]"), serde_json::json!(7));
+    assert_eq!(
+        call(2, "subtract", r#"{"minuend":42,"subtrahend":23}"#),
+        serde_json::json!(19)
+    );
+    assert_eq!(call(3, "nope", "[]"), serde_json::json!({"error": -32601}));
+    assert!(call(4, "stats", "{}")["stack_used"].as_u64().is_some());
+}

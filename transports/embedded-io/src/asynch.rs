@@ -1,0 +1,590 @@
+//! The async driver over [`embedded_io_async::Read`] + [`embedded_io_async::Write`]
+//! (feature `async`), for executors such as embassy.
+//!
+//! It mirrors the blocking [`Driver`](crate::Driver): the handler is an async closure that
+//! gets an [`AsyncContext`] and an [`Incoming`], and answers through the context, whose
+//! commands write out (awaiting the writer) and retry when the transmit buffer is full.
+//!
+//! ```
+//! use rpcwire::{Config, ErrorCode, Instant};
+//! use rpcwire_embedded_io::asynch::AsyncDriver;
+//! use rpcwire_embedded_io::Incoming;
+//! # use rpcwire_embedded_io::doc_uart::Uart;
+//! # let uart = Uart::new(b"{\"jsonrpc\":\"2.0\",\"method\":\"get_data\",\"id\":1}\n");
+//!
+//! # let run = async {
+//! let mut driver: AsyncDriver<_, _> = AsyncDriver::new(uart, || Instant::ZERO, Config::default());
+//! # while driver.io().has_input() {
+//! // loop {
+//!     driver.read_once(async |ctx, item| {
+//!         if let Incoming::Request(req) = item {
+//!             let _ = ctx.retry(|conn| rpcwire_demo::answer(conn, &req)).await;
+//!         }
+//!     }).await.unwrap();
+//! # }
+//! // }
+//! # assert!(driver.io().written().contains(r#""result":["hello",5]"#));
+//! # };
+//! # rpcwire_embedded_io::asynch::block_on(run);
+//! ```
+//!
+//! Deadlines of outgoing requests: with a clock that is also a [`Timer`],
+//! [`AsyncDriver::serve_with_timer`] races every read against the next deadline (the
+//! reader's `read` must then be cancel-safe, as `embedded_io_async` asks).
+
+use core::convert::Infallible;
+use core::future::{poll_fn, Future};
+use core::mem::MaybeUninit;
+use core::pin::pin;
+use core::task::Poll;
+use core::time::Duration;
+
+use embedded_io_async::{ErrorType, Read, Write};
+use rpcwire::wire::RxBuffer;
+use rpcwire::{
+    CancelError, Config, Connection, ErrorCode, Instant, Output, RequestHandle, RespondError,
+    SendError, Token,
+};
+use serde::Serialize;
+
+use crate::{
+    Clock, Error, Incoming, Retry, DEFAULT_BATCH, DEFAULT_INFLIGHT, DEFAULT_PENDING, DEFAULT_RX,
+    DEFAULT_TX,
+};
+
+/// A [`Clock`] that can also wait: lets [`AsyncDriver::serve_with_timer`] expire deadlines
+/// while no input arrives. With embassy: `Timer::at(..).await` on the matching tick.
+pub trait Timer: Clock {
+    /// Completes at `at` or later.
+    fn sleep_until(&mut self, at: Instant) -> impl Future<Output = ()>;
+}
+
+/// Runs one [`Connection`] over an async byte stream. The parameters are those of the
+/// blocking [`Driver`](crate::Driver).
+pub struct AsyncDriver<
+    IO: ErrorType,
+    C,
+    const RX: usize = { DEFAULT_RX },
+    const TX: usize = { DEFAULT_TX },
+    const BATCH: usize = { DEFAULT_BATCH },
+    const PENDING: usize = { DEFAULT_PENDING },
+    const INFLIGHT: usize = { DEFAULT_INFLIGHT },
+> {
+    io: IO,
+    clock: C,
+    conn: Connection<TX, BATCH, PENDING, INFLIGHT>,
+    rx: RxBuffer<RX>,
+    failed: Option<Error<IO::Error>>,
+}
+
+/// What an async handler gets besides the item; see [`Context`](crate::Context), whose
+/// commands these are, awaiting the writer instead of blocking on it.
+pub struct AsyncContext<
+    'a,
+    IO: ErrorType,
+    const TX: usize,
+    const BATCH: usize,
+    const PENDING: usize,
+    const INFLIGHT: usize,
+> {
+    conn: &'a mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+    io: &'a mut IO,
+    now: Instant,
+    failed: &'a mut Option<Error<IO::Error>>,
+}
+
+async fn transmit<
+    IO: Write,
+    const TX: usize,
+    const BATCH: usize,
+    const PENDING: usize,
+    const INFLIGHT: usize,
+>(
+    conn: &mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+    io: &mut IO,
+) -> Result<bool, Error<IO::Error>> {
+    let mut wrote = false;
+    loop {
+        let bytes = conn.poll_transmit();
+        if bytes.is_empty() {
+            break;
+        }
+        let n = io.write(bytes).await.map_err(Error::Io)?;
+        if n == 0 {
+            return Err(Error::WriteZero);
+        }
+        conn.advance_transmit(n);
+        wrote = true;
+    }
+    if wrote {
+        io.flush().await.map_err(Error::Io)?;
+    }
+    Ok(wrote)
+}
+
+impl<
+        IO: Write,
+        const TX: usize,
+        const BATCH: usize,
+        const PENDING: usize,
+        const INFLIGHT: usize,
+    > AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>
+{
+    /// The time the driver read when it took this item.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The connection, for anything the context does not wrap.
+    pub fn conn(&mut self) -> &mut Connection<TX, BATCH, PENDING, INFLIGHT> {
+        self.conn
+    }
+
+    /// Writes out every queued byte now; false when nothing was written (empty queue, or a
+    /// transport failure that the driver reports after the handler).
+    pub async fn flush(&mut self) -> bool {
+        if self.failed.is_some() {
+            return false;
+        }
+        match transmit(self.conn, self.io).await {
+            Ok(wrote) => wrote,
+            Err(e) => {
+                *self.failed = Some(e);
+                false
+            }
+        }
+    }
+
+    /// Runs a command; while it would block, writes out and runs it again
+    /// ([`Context::retry`](crate::Context::retry)).
+    pub async fn retry<T, R: Retry>(
+        &mut self,
+        mut command: impl FnMut(&mut Connection<TX, BATCH, PENDING, INFLIGHT>) -> Result<T, R>,
+    ) -> Result<T, R> {
+        loop {
+            match command(self.conn) {
+                Err(e) if e.would_block() => {
+                    if !self.flush().await {
+                        return Err(e);
+                    }
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// Answers a request with `result`.
+    pub async fn respond<R: Serialize + ?Sized>(
+        &mut self,
+        handle: RequestHandle,
+        result: &R,
+    ) -> Result<(), RespondError> {
+        self.retry(|conn| conn.respond(handle, result)).await
+    }
+
+    /// Answers a request with an error.
+    pub async fn respond_error<D: Serialize + ?Sized>(
+        &mut self,
+        handle: RequestHandle,
+        code: ErrorCode,
+        message: Option<&str>,
+        data: Option<&D>,
+    ) -> Result<(), RespondError> {
+        self.retry(|conn| conn.respond_error(handle, code, message, data))
+            .await
+    }
+
+    /// Answers a request with a standard error.
+    pub fn reject(&mut self, handle: RequestHandle, code: ErrorCode) -> Result<(), RespondError> {
+        self.conn.reject(handle, code)
+    }
+
+    /// Sends a request; its response or failure comes back to the handler with `token`.
+    pub async fn send_request<P: Serialize + ?Sized>(
+        &mut self,
+        token: Token,
+        method: &str,
+        params: Option<&P>,
+        timeout: Option<Duration>,
+    ) -> Result<(), SendError> {
+        let now = self.now;
+        self.retry(|conn| conn.send_request(now, token, method, params, timeout))
+            .await
+    }
+
+    /// Sends a notification.
+    pub async fn send_notification<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), SendError> {
+        self.retry(|conn| conn.send_notification(method, params))
+            .await
+    }
+
+    /// Forgets a pending request.
+    pub fn cancel(&mut self, token: Token) -> Result<(), CancelError> {
+        self.conn.cancel(token)
+    }
+}
+
+impl<
+        IO: ErrorType,
+        C: Clock,
+        const RX: usize,
+        const TX: usize,
+        const BATCH: usize,
+        const PENDING: usize,
+        const INFLIGHT: usize,
+    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+{
+    /// A driver with a new connection and receive buffer.
+    ///
+    /// A `const fn`: a driver can be the initial value of a `static`. Its connection holds
+    /// non-zero fields (the configuration, sequence numbers), so such a static goes to
+    /// `.data` and its whole image (buffers included) to flash; to keep the buffers in
+    /// `.bss`, build it at run time in place with [`new_in`](Self::new_in).
+    #[inline(always)]
+    pub const fn new(io: IO, clock: C, config: Config) -> Self {
+        Self::from_parts(
+            io,
+            clock,
+            Connection::new(config),
+            RxBuffer::new(config.framing),
+        )
+    }
+
+    /// Builds a driver in `slot` (typically a `static`'s storage in `.bss`) and returns it;
+    /// see [`Driver::new_in`](crate::Driver::new_in).
+    #[inline(never)]
+    pub fn new_in(slot: &mut MaybeUninit<Self>, io: IO, clock: C, config: Config) -> &mut Self {
+        slot.write(Self::new(io, clock, config))
+    }
+
+    /// A driver over an existing connection and receive buffer (their framings must match).
+    #[inline(always)]
+    pub const fn from_parts(
+        io: IO,
+        clock: C,
+        conn: Connection<TX, BATCH, PENDING, INFLIGHT>,
+        rx: RxBuffer<RX>,
+    ) -> Self {
+        AsyncDriver {
+            io,
+            clock,
+            conn,
+            rx,
+            failed: None,
+        }
+    }
+
+    /// Takes the driver apart.
+    pub fn into_parts(
+        self,
+    ) -> (
+        IO,
+        C,
+        Connection<TX, BATCH, PENDING, INFLIGHT>,
+        RxBuffer<RX>,
+    ) {
+        (self.io, self.clock, self.conn, self.rx)
+    }
+
+    /// The I/O object.
+    pub fn io(&self) -> &IO {
+        &self.io
+    }
+
+    /// The I/O object, mutably.
+    pub fn io_mut(&mut self) -> &mut IO {
+        &mut self.io
+    }
+
+    /// The connection.
+    pub fn conn(&self) -> &Connection<TX, BATCH, PENDING, INFLIGHT> {
+        &self.conn
+    }
+
+    /// The connection, mutably. After commands on it, the next driver call writes out.
+    pub fn conn_mut(&mut self) -> &mut Connection<TX, BATCH, PENDING, INFLIGHT> {
+        &mut self.conn
+    }
+
+    /// The earliest deadline of a pending request.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.conn.poll_timeout()
+    }
+
+    fn check(&mut self) -> Result<(), Error<IO::Error>> {
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<
+        IO: Write,
+        C: Clock,
+        const RX: usize,
+        const TX: usize,
+        const BATCH: usize,
+        const PENDING: usize,
+        const INFLIGHT: usize,
+    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+{
+    async fn command<T>(
+        &mut self,
+        mut command: impl FnMut(
+            &mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+            Instant,
+        ) -> Result<T, SendError>,
+    ) -> Result<T, Error<IO::Error>> {
+        self.check()?;
+        let now = self.clock.now();
+        let value = loop {
+            match command(&mut self.conn, now) {
+                Ok(v) => break v,
+                Err(e) if e.would_block() => {
+                    if !transmit(&mut self.conn, &mut self.io).await? {
+                        return Err(Error::Send(e));
+                    }
+                }
+                Err(e) => return Err(Error::Send(e)),
+            }
+        };
+        transmit(&mut self.conn, &mut self.io).await?;
+        Ok(value)
+    }
+
+    /// Sends a request and writes it out; its response or failure comes back to a later
+    /// handler call with `token`.
+    pub async fn send_request<P: Serialize + ?Sized>(
+        &mut self,
+        token: Token,
+        method: &str,
+        params: Option<&P>,
+        timeout: Option<Duration>,
+    ) -> Result<(), Error<IO::Error>> {
+        self.command(|conn, now| conn.send_request(now, token, method, params, timeout))
+            .await
+    }
+
+    /// Sends a notification and writes it out.
+    pub async fn send_notification<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), Error<IO::Error>> {
+        self.command(|conn, _| conn.send_notification(method, params))
+            .await
+    }
+
+    /// Expires due deadlines and handles everything already received, without reading.
+    pub async fn process<F>(&mut self, handler: F) -> Result<(), Error<IO::Error>>
+    where
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        self.handle_bytes(&[], handler).await.map(|_| ())
+    }
+
+    /// Feeds bytes received elsewhere and handles everything they complete; returns how
+    /// many were taken ([`Driver::handle_bytes`](crate::Driver::handle_bytes)).
+    pub async fn handle_bytes<F>(
+        &mut self,
+        bytes: &[u8],
+        mut handler: F,
+    ) -> Result<usize, Error<IO::Error>>
+    where
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        self.check()?;
+        let mut input = bytes;
+        let now = self.clock.now();
+        if self.conn.poll_timeout().is_some_and(|t| t <= now) {
+            self.conn.handle_timeout(now);
+        }
+        self.drain(now, &mut handler).await?;
+        loop {
+            let now = self.clock.now();
+            let Some(item) = self.conn.handle_input(now, &mut self.rx, &mut input) else {
+                if self.drain(now, &mut handler).await? {
+                    continue;
+                }
+                break;
+            };
+            let mut ctx = AsyncContext {
+                conn: &mut self.conn,
+                io: &mut self.io,
+                now,
+                failed: &mut self.failed,
+            };
+            handler(&mut ctx, item.into()).await;
+            self.check()?;
+            self.drain(now, &mut handler).await?;
+        }
+        Ok(bytes.len() - input.len())
+    }
+
+    async fn drain<F>(&mut self, now: Instant, handler: &mut F) -> Result<bool, Error<IO::Error>>
+    where
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        let mut wrote = false;
+        loop {
+            let event = match self.conn.poll_output() {
+                Output::Event(e) => e,
+                Output::Transmit(_) => {
+                    wrote |= transmit(&mut self.conn, &mut self.io).await?;
+                    continue;
+                }
+                Output::Timeout(_) | Output::Idle => return Ok(wrote),
+            };
+            let mut ctx = AsyncContext {
+                conn: &mut self.conn,
+                io: &mut self.io,
+                now,
+                failed: &mut self.failed,
+            };
+            handler(&mut ctx, Incoming::Event(event)).await;
+            self.check()?;
+        }
+    }
+}
+
+impl<
+        IO: Read + Write,
+        C: Clock,
+        const RX: usize,
+        const TX: usize,
+        const BATCH: usize,
+        const PENDING: usize,
+        const INFLIGHT: usize,
+    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+{
+    fn commit_read(&mut self, n: usize) -> Result<(), Error<IO::Error>> {
+        if n == 0 {
+            return Err(Error::Eof);
+        }
+        self.rx.commit(n);
+        Ok(())
+    }
+
+    /// Reads once (awaiting at least one byte), then handles everything received.
+    pub async fn read_once<F>(&mut self, mut handler: F) -> Result<(), Error<IO::Error>>
+    where
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        self.process(&mut handler).await?;
+        let spare = self.rx.spare();
+        if spare.is_empty() {
+            return Ok(());
+        }
+        let n = self.io.read(spare).await.map_err(Error::Io)?;
+        self.commit_read(n)?;
+        self.process(&mut handler).await
+    }
+
+    /// Serves forever ([`read_once`](AsyncDriver::read_once) in a loop); returns only on a
+    /// transport error. Deadlines expire only when input arrives: see
+    /// [`serve_with_timer`](AsyncDriver::serve_with_timer).
+    pub async fn serve<F>(&mut self, mut handler: F) -> Result<Infallible, Error<IO::Error>>
+    where
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        loop {
+            self.read_once(&mut handler).await?;
+        }
+    }
+}
+
+impl<
+        IO: Read + Write,
+        C: Timer,
+        const RX: usize,
+        const TX: usize,
+        const BATCH: usize,
+        const PENDING: usize,
+        const INFLIGHT: usize,
+    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+{
+    /// Reads once or until the next deadline, whichever comes first, then handles what is
+    /// due. The reader's `read` must be cancel-safe.
+    pub async fn read_once_or_deadline<F>(&mut self, mut handler: F) -> Result<(), Error<IO::Error>>
+    where
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        self.process(&mut handler).await?;
+        let deadline = self.conn.poll_timeout();
+        let spare = self.rx.spare();
+        if spare.is_empty() {
+            return Ok(());
+        }
+        let read = self.io.read(spare);
+        let got = match deadline {
+            None => Some(read.await),
+            Some(at) => select(read, self.clock.sleep_until(at)).await,
+        };
+        if let Some(n) = got {
+            let n = n.map_err(Error::Io)?;
+            self.commit_read(n)?;
+        }
+        self.process(&mut handler).await
+    }
+
+    /// Serves forever, expiring deadlines on time; returns only on a transport error.
+    pub async fn serve_with_timer<F>(
+        &mut self,
+        mut handler: F,
+    ) -> Result<Infallible, Error<IO::Error>>
+    where
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        loop {
+            self.read_once_or_deadline(&mut handler).await?;
+        }
+    }
+}
+
+/// Polls `first` and `second` together: `Some` with the first's output, or `None` when the
+/// second completed first (and `first` was dropped).
+async fn select<A: Future, B: Future<Output = ()>>(first: A, second: B) -> Option<A::Output> {
+    let mut first = pin!(first);
+    let mut second = pin!(second);
+    poll_fn(|cx| {
+        if let Poll::Ready(v) = first.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        if second.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Runs a future to completion on the current thread by polling it in a loop with a no-op
+/// waker. Enough for tests, documentation and futures over I/O that is always ready; not an
+/// executor.
+#[doc(hidden)]
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
+    loop {
+        if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+impl embedded_io_async::Read for crate::doc_uart::Uart {
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        embedded_io::Read::read(self, buf)
+    }
+}
+
+impl embedded_io_async::Write for crate::doc_uart::Uart {
+    async fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        embedded_io::Write::write(self, buf)
+    }
+}

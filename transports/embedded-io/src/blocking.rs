@@ -1,0 +1,559 @@
+//! The blocking driver over [`embedded_io::Read`] + [`embedded_io::Write`].
+
+use core::convert::Infallible;
+use core::mem::MaybeUninit;
+use core::time::Duration;
+
+use embedded_io::{ErrorType, Read, ReadReady, Write};
+use rpcwire::wire::RxBuffer;
+use rpcwire::{
+    CancelError, Config, Connection, ErrorCode, Instant, Output, RequestHandle, RespondError,
+    SendError, Token,
+};
+use serde::Serialize;
+
+use crate::{
+    Clock, Error, Incoming, Retry, DEFAULT_BATCH, DEFAULT_INFLIGHT, DEFAULT_PENDING, DEFAULT_RX,
+    DEFAULT_TX,
+};
+
+/// Runs one [`Connection`] over a blocking byte stream.
+///
+/// `IO` is the stream (a UART, ...), `C` the [`Clock`]. The const parameters size the inline
+/// storage: `RX` receive bytes (the longest inbound frame is `RX - 2` bytes), then the
+/// connection's `TX`, `BATCH`, `PENDING` and `INFLIGHT` (see [`Connection`]).
+///
+/// Which method to call in the main loop:
+/// - [`serve`](Driver::serve) or [`read_once`](Driver::read_once): a server whose reads may
+///   block;
+/// - [`poll`](Driver::poll): never blocks on reading (needs [`ReadReady`]); use it when the
+///   device sends requests, so their deadlines expire even when the host is silent;
+/// - [`handle_bytes`](Driver::handle_bytes): bytes collected elsewhere (an interrupt
+///   handler's ring buffer, a DMA buffer).
+///
+/// See the [crate documentation](crate) for an example.
+pub struct Driver<
+    IO: ErrorType,
+    C,
+    const RX: usize = { DEFAULT_RX },
+    const TX: usize = { DEFAULT_TX },
+    const BATCH: usize = { DEFAULT_BATCH },
+    const PENDING: usize = { DEFAULT_PENDING },
+    const INFLIGHT: usize = { DEFAULT_INFLIGHT },
+> {
+    io: IO,
+    clock: C,
+    conn: Connection<TX, BATCH, PENDING, INFLIGHT>,
+    rx: RxBuffer<RX>,
+    /// A transport error met inside a handler, returned by the driver call that ran it.
+    failed: Option<Error<IO::Error>>,
+}
+
+/// What a handler gets besides the item: the connection, with commands that write out and
+/// retry when the transmit buffer is full.
+///
+/// Commands return the core's errors. When the transport fails while writing, the command
+/// returns `WouldBlock` (the request stays open) and the driver call that ran the handler
+/// returns the transport error.
+pub struct Context<
+    'a,
+    IO: ErrorType,
+    const TX: usize,
+    const BATCH: usize,
+    const PENDING: usize,
+    const INFLIGHT: usize,
+> {
+    conn: &'a mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+    io: &'a mut IO,
+    now: Instant,
+    failed: &'a mut Option<Error<IO::Error>>,
+}
+
+/// Writes every queued byte (partial writes accounted). True when anything was written.
+fn transmit<
+    IO: Write,
+    const TX: usize,
+    const BATCH: usize,
+    const PENDING: usize,
+    const INFLIGHT: usize,
+>(
+    conn: &mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+    io: &mut IO,
+) -> Result<bool, Error<IO::Error>> {
+    let mut wrote = false;
+    loop {
+        let bytes = conn.poll_transmit();
+        if bytes.is_empty() {
+            break;
+        }
+        let n = io.write(bytes).map_err(Error::Io)?;
+        if n == 0 {
+            return Err(Error::WriteZero);
+        }
+        conn.advance_transmit(n);
+        wrote = true;
+    }
+    if wrote {
+        io.flush().map_err(Error::Io)?;
+    }
+    Ok(wrote)
+}
+
+impl<
+        'a,
+        IO: Write,
+        const TX: usize,
+        const BATCH: usize,
+        const PENDING: usize,
+        const INFLIGHT: usize,
+    > Context<'a, IO, TX, BATCH, PENDING, INFLIGHT>
+{
+    /// The time the driver read when it took this item.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The connection, for anything the context does not wrap (statistics, batches,
+    /// configuration). After a command on it that returned `WouldBlock`, use
+    /// [`retry`](Context::retry) or [`flush`](Context::flush).
+    pub fn conn(&mut self) -> &mut Connection<TX, BATCH, PENDING, INFLIGHT> {
+        self.conn
+    }
+
+    /// Writes out every queued byte now. Returns false when nothing was written (the queue
+    /// was empty, or the transport failed: the driver reports that after the handler).
+    pub fn flush(&mut self) -> bool {
+        if self.failed.is_some() {
+            return false;
+        }
+        match transmit(self.conn, self.io) {
+            Ok(wrote) => wrote,
+            Err(e) => {
+                *self.failed = Some(e);
+                false
+            }
+        }
+    }
+
+    /// Runs a command on the connection; while it reports that the transmit buffer is full,
+    /// writes out the queued bytes and runs it again. For commands of other crates that take
+    /// a connection, such as a service's `answer` function:
+    ///
+    /// ```
+    /// # use rpcwire::{Config, Instant};
+    /// # use rpcwire_embedded_io::{Driver, Incoming};
+    /// # use rpcwire_embedded_io::doc_uart::Uart;
+    /// # let uart = Uart::new(b"{\"jsonrpc\":\"2.0\",\"method\":\"get_data\",\"id\":1}\n");
+    /// let mut driver: Driver<_, _> = Driver::new(uart, || Instant::ZERO, Config::default());
+    /// # while driver.io().has_input() {
+    /// driver.read_once(|ctx, item| {
+    ///     if let Incoming::Request(req) = item {
+    ///         let _ = ctx.retry(|conn| rpcwire_demo::answer(conn, &req));
+    ///     }
+    /// })?;
+    /// # }
+    /// # assert!(driver.io().written().contains(r#""result":["hello",5]"#));
+    /// # Ok::<(), rpcwire_embedded_io::Error<core::convert::Infallible>>(())
+    /// ```
+    pub fn retry<T, R: Retry>(
+        &mut self,
+        mut command: impl FnMut(&mut Connection<TX, BATCH, PENDING, INFLIGHT>) -> Result<T, R>,
+    ) -> Result<T, R> {
+        loop {
+            match command(self.conn) {
+                Err(e) if e.would_block() => {
+                    if !self.flush() {
+                        return Err(e);
+                    }
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// Answers a request with `result` ([`Connection::respond`]).
+    pub fn respond<R: Serialize + ?Sized>(
+        &mut self,
+        handle: RequestHandle,
+        result: &R,
+    ) -> Result<(), RespondError> {
+        self.retry(|conn| conn.respond(handle, result))
+    }
+
+    /// Answers a request with an error ([`Connection::respond_error`]).
+    pub fn respond_error<D: Serialize + ?Sized>(
+        &mut self,
+        handle: RequestHandle,
+        code: ErrorCode,
+        message: Option<&str>,
+        data: Option<&D>,
+    ) -> Result<(), RespondError> {
+        self.retry(|conn| conn.respond_error(handle, code, message, data))
+    }
+
+    /// Answers a request with a standard error ([`Connection::reject`]).
+    pub fn reject(&mut self, handle: RequestHandle, code: ErrorCode) -> Result<(), RespondError> {
+        self.conn.reject(handle, code)
+    }
+
+    /// Sends a request to the peer ([`Connection::send_request`]); its response or failure
+    /// comes back to the handler with `token`.
+    pub fn send_request<P: Serialize + ?Sized>(
+        &mut self,
+        token: Token,
+        method: &str,
+        params: Option<&P>,
+        timeout: Option<Duration>,
+    ) -> Result<(), SendError> {
+        let now = self.now;
+        self.retry(|conn| conn.send_request(now, token, method, params, timeout))
+    }
+
+    /// Sends a notification to the peer ([`Connection::send_notification`]).
+    pub fn send_notification<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), SendError> {
+        self.retry(|conn| conn.send_notification(method, params))
+    }
+
+    /// Forgets a pending request ([`Connection::cancel`]).
+    pub fn cancel(&mut self, token: Token) -> Result<(), CancelError> {
+        self.conn.cancel(token)
+    }
+}
+
+impl<
+        IO: ErrorType,
+        C: Clock,
+        const RX: usize,
+        const TX: usize,
+        const BATCH: usize,
+        const PENDING: usize,
+        const INFLIGHT: usize,
+    > Driver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+{
+    /// A driver with a new connection and receive buffer (both use `config.framing`).
+    ///
+    /// A `const fn`: a driver can be the initial value of a `static`. Its connection holds
+    /// non-zero fields (the configuration, sequence numbers), so such a static goes to
+    /// `.data` and its whole image (buffers included) to flash; to keep the buffers in
+    /// `.bss`, build it at run time in place with [`new_in`](Self::new_in).
+    #[inline(always)]
+    pub const fn new(io: IO, clock: C, config: Config) -> Self {
+        Self::from_parts(
+            io,
+            clock,
+            Connection::new(config),
+            RxBuffer::new(config.framing),
+        )
+    }
+
+    /// Builds a driver in `slot` (typically a `static`'s storage in `.bss`) and returns it.
+    ///
+    /// Out of line, so that the construction's stack use stays in this call rather than in
+    /// the caller's frame (a `main` that builds a driver keeps that frame for ever). With
+    /// optimizations the compiler writes the transmit buffer and most fields straight into
+    /// `slot`, but may still assemble the receive and batch-reply buffers in stack
+    /// temporaries and copy them: about `RX + BATCH` bytes of stack, once (2.3 KiB in
+    /// `examples/firmware`, against 4.4 KiB for `slot.write(Driver::new(..))` in `main`).
+    #[inline(never)]
+    pub fn new_in(slot: &mut MaybeUninit<Self>, io: IO, clock: C, config: Config) -> &mut Self {
+        slot.write(Self::new(io, clock, config))
+    }
+
+    /// A driver over an existing connection and receive buffer (their framings must match).
+    #[inline(always)]
+    pub const fn from_parts(
+        io: IO,
+        clock: C,
+        conn: Connection<TX, BATCH, PENDING, INFLIGHT>,
+        rx: RxBuffer<RX>,
+    ) -> Self {
+        Driver {
+            io,
+            clock,
+            conn,
+            rx,
+            failed: None,
+        }
+    }
+
+    /// Takes the driver apart.
+    pub fn into_parts(
+        self,
+    ) -> (
+        IO,
+        C,
+        Connection<TX, BATCH, PENDING, INFLIGHT>,
+        RxBuffer<RX>,
+    ) {
+        (self.io, self.clock, self.conn, self.rx)
+    }
+
+    /// The I/O object.
+    pub fn io(&self) -> &IO {
+        &self.io
+    }
+
+    /// The I/O object, mutably (to change a baud rate, say).
+    pub fn io_mut(&mut self) -> &mut IO {
+        &mut self.io
+    }
+
+    /// The connection (statistics, configuration).
+    pub fn conn(&self) -> &Connection<TX, BATCH, PENDING, INFLIGHT> {
+        &self.conn
+    }
+
+    /// The connection, mutably. After commands on it, the next driver call writes out.
+    pub fn conn_mut(&mut self) -> &mut Connection<TX, BATCH, PENDING, INFLIGHT> {
+        &mut self.conn
+    }
+
+    /// The earliest deadline of a pending request: call [`poll`](Driver::poll) (or
+    /// [`process`](Driver::process)) by then.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.conn.poll_timeout()
+    }
+
+    fn check(&mut self) -> Result<(), Error<IO::Error>> {
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<
+        IO: Write,
+        C: Clock,
+        const RX: usize,
+        const TX: usize,
+        const BATCH: usize,
+        const PENDING: usize,
+        const INFLIGHT: usize,
+    > Driver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+{
+    /// Runs `command` on the connection, writing out and retrying while it would block.
+    fn command<T>(
+        &mut self,
+        mut command: impl FnMut(
+            &mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+            Instant,
+        ) -> Result<T, SendError>,
+    ) -> Result<T, Error<IO::Error>> {
+        self.check()?;
+        let now = self.clock.now();
+        let value = loop {
+            match command(&mut self.conn, now) {
+                Ok(v) => break v,
+                Err(e) if e.would_block() => {
+                    if !transmit(&mut self.conn, &mut self.io)? {
+                        return Err(Error::Send(e));
+                    }
+                }
+                Err(e) => return Err(Error::Send(e)),
+            }
+        };
+        transmit(&mut self.conn, &mut self.io)?;
+        Ok(value)
+    }
+
+    /// Sends a request to the peer and writes it out. Its response (or its failure: timeout,
+    /// close) comes back to a later handler call as [`Incoming::Response`] (or
+    /// [`Incoming::Event`]) with `token`.
+    pub fn send_request<P: Serialize + ?Sized>(
+        &mut self,
+        token: Token,
+        method: &str,
+        params: Option<&P>,
+        timeout: Option<Duration>,
+    ) -> Result<(), Error<IO::Error>> {
+        self.command(|conn, now| conn.send_request(now, token, method, params, timeout))
+    }
+
+    /// Sends a notification to the peer and writes it out.
+    pub fn send_notification<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), Error<IO::Error>> {
+        self.command(|conn, _| conn.send_notification(method, params))
+    }
+
+    /// Expires due deadlines and handles everything already received, without reading:
+    /// each inbound item and event goes to `handler`, and queued bytes are written out after
+    /// each one.
+    pub fn process<F>(&mut self, handler: F) -> Result<(), Error<IO::Error>>
+    where
+        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        self.handle_bytes(&[], handler).map(|_| ())
+    }
+
+    /// Feeds bytes received elsewhere (an interrupt's ring buffer, say) and handles
+    /// everything they complete, like [`process`](Driver::process). Returns how many bytes
+    /// were taken: all of them, unless input is blocked because the handler left requests
+    /// of a batch unanswered (answer them, then feed the rest).
+    pub fn handle_bytes<F>(
+        &mut self,
+        bytes: &[u8],
+        mut handler: F,
+    ) -> Result<usize, Error<IO::Error>>
+    where
+        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        self.check()?;
+        let mut input = bytes;
+        let now = self.clock.now();
+        if self.conn.poll_timeout().is_some_and(|t| t <= now) {
+            self.conn.handle_timeout(now);
+        }
+        self.drain(now, &mut handler)?;
+        loop {
+            let now = self.clock.now();
+            let Some(item) = self.conn.handle_input(now, &mut self.rx, &mut input) else {
+                // Everything buffered is handled, or input waits for transmit room: after
+                // writing something out there may be more to do.
+                if self.drain(now, &mut handler)? {
+                    continue;
+                }
+                break;
+            };
+            let mut ctx = Context {
+                conn: &mut self.conn,
+                io: &mut self.io,
+                now,
+                failed: &mut self.failed,
+            };
+            handler(&mut ctx, item.into());
+            self.check()?;
+            self.drain(now, &mut handler)?;
+        }
+        Ok(bytes.len() - input.len())
+    }
+
+    /// Drains the outputs: events to the handler, bytes to the writer. True when bytes were
+    /// written.
+    fn drain<F>(&mut self, now: Instant, handler: &mut F) -> Result<bool, Error<IO::Error>>
+    where
+        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        let mut wrote = false;
+        loop {
+            let event = match self.conn.poll_output() {
+                Output::Event(e) => e,
+                Output::Transmit(_) => {
+                    wrote |= transmit(&mut self.conn, &mut self.io)?;
+                    continue;
+                }
+                Output::Timeout(_) | Output::Idle => return Ok(wrote),
+            };
+            let mut ctx = Context {
+                conn: &mut self.conn,
+                io: &mut self.io,
+                now,
+                failed: &mut self.failed,
+            };
+            handler(&mut ctx, Incoming::Event(event));
+            self.check()?;
+        }
+    }
+}
+
+impl<
+        IO: Read + Write,
+        C: Clock,
+        const RX: usize,
+        const TX: usize,
+        const BATCH: usize,
+        const PENDING: usize,
+        const INFLIGHT: usize,
+    > Driver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+{
+    /// Reads once into the receive buffer; false when it has no room (input is blocked).
+    fn read_some(&mut self) -> Result<bool, Error<IO::Error>> {
+        let spare = self.rx.spare();
+        if spare.is_empty() {
+            return Ok(false);
+        }
+        let n = self.io.read(spare).map_err(Error::Io)?;
+        if n == 0 {
+            return Err(Error::Eof);
+        }
+        self.rx.commit(n);
+        Ok(true)
+    }
+
+    /// Reads once (blocking until at least one byte arrives, as `embedded_io::Read` does),
+    /// then handles everything received like [`process`](Driver::process).
+    pub fn read_once<F>(&mut self, mut handler: F) -> Result<(), Error<IO::Error>>
+    where
+        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        self.process(&mut handler)?;
+        if self.read_some()? {
+            self.process(&mut handler)?;
+        }
+        Ok(())
+    }
+
+    /// Serves forever with blocking reads ([`read_once`](Driver::read_once) in a loop);
+    /// returns only on a transport error.
+    pub fn serve<F>(&mut self, mut handler: F) -> Result<Infallible, Error<IO::Error>>
+    where
+        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        loop {
+            self.read_once(&mut handler)?;
+        }
+    }
+}
+
+impl<
+        IO: Read + Write + ReadReady,
+        C: Clock,
+        const RX: usize,
+        const TX: usize,
+        const BATCH: usize,
+        const PENDING: usize,
+        const INFLIGHT: usize,
+    > Driver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+{
+    /// Expires due deadlines, reads whatever is ready without blocking, and handles it.
+    /// Returns the next deadline: call `poll` again by then, or when input arrives (a UART
+    /// interrupt), sleeping in between if you like.
+    pub fn poll<F>(&mut self, mut handler: F) -> Result<Option<Instant>, Error<IO::Error>>
+    where
+        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+    {
+        self.process(&mut handler)?;
+        while self.io.read_ready().map_err(Error::Io)? {
+            if !self.read_some()? {
+                break;
+            }
+            self.process(&mut handler)?;
+        }
+        Ok(self.conn.poll_timeout())
+    }
+}
+
+impl<
+        IO: ErrorType,
+        C,
+        const RX: usize,
+        const TX: usize,
+        const BATCH: usize,
+        const PENDING: usize,
+        const INFLIGHT: usize,
+    > core::fmt::Debug for Driver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Driver")
+            .field("conn", &self.conn)
+            .field("rx", &self.rx)
+            .finish_non_exhaustive()
+    }
+}

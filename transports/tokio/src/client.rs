@@ -1,0 +1,393 @@
+//! The cloneable client handle: calls, notifications, batches, statistics and shutdown.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rpcwire::Token;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument;
+
+use crate::raw::encode_params;
+use crate::CallError;
+
+/// The outcome of one call as the driver delivers it: the result's JSON text or the reason.
+pub(crate) type Reply = Result<String, CallError>;
+
+/// A call waiting to be sent.
+#[derive(Debug)]
+pub(crate) struct CallCmd {
+    pub(crate) token: Token,
+    pub(crate) method: String,
+    pub(crate) params: Option<String>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) reply: oneshot::Sender<Reply>,
+}
+
+/// One element of an outgoing batch.
+#[derive(Debug)]
+pub(crate) enum BatchItem {
+    Call(CallCmd),
+    Notify {
+        method: String,
+        params: Option<String>,
+    },
+}
+
+/// What a [`Client`] asks of the driver (through a bounded channel).
+#[derive(Debug)]
+pub(crate) enum Command {
+    Call(CallCmd),
+    Notify {
+        method: String,
+        params: Option<String>,
+        done: oneshot::Sender<Result<(), CallError>>,
+    },
+    Batch {
+        items: Vec<BatchItem>,
+        done: oneshot::Sender<Result<(), CallError>>,
+    },
+    Stats(oneshot::Sender<SessionStats>),
+}
+
+impl Command {
+    /// Ends the command with `err` (for every call it carries).
+    pub(crate) fn fail(self, err: impl Fn() -> CallError) {
+        match self {
+            Command::Call(c) => {
+                let _ = c.reply.send(Err(err()));
+            }
+            Command::Notify { done, .. } => {
+                let _ = done.send(Err(err()));
+            }
+            Command::Batch { items, done } => {
+                for item in items {
+                    if let BatchItem::Call(c) = item {
+                        let _ = c.reply.send(Err(err()));
+                    }
+                }
+                let _ = done.send(Err(err()));
+            }
+            Command::Stats(_) => {}
+        }
+    }
+}
+
+/// Out-of-band requests to the driver (unbounded: each is tiny and at most one per dropped
+/// call, and the driver drains them first).
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// A call's future was dropped: forget its pending request.
+    Cancel(Token),
+    /// Stop reading, answer what was received, flush, close.
+    Shutdown,
+}
+
+/// A snapshot of a connection's state and counters (see [`Client::stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct SessionStats {
+    /// The core's counters.
+    pub core: rpcwire::Stats,
+    /// Our requests waiting for a response.
+    pub pending_calls: usize,
+    /// Inbound requests not yet answered (queued, running, or waiting for transmit room).
+    pub inflight: usize,
+    /// Inbound requests and notifications waiting for a handler slot.
+    pub queued: usize,
+    /// Bytes of params and method names held for queued requests.
+    pub queued_bytes: usize,
+    /// Handlers running, plus answers waiting for transmit room.
+    pub running: usize,
+    /// Bytes of the fixed receive, transmit and batch buffers of this connection.
+    pub buffer_bytes: usize,
+}
+
+/// A cloneable handle to one connection: call the peer, notify it, send batches.
+///
+/// Every call resolves exactly once: with the result, the peer's error, a timeout, or
+/// [`CallError::Closed`] when the connection ends first. Dropping a call's future cancels it
+/// (a late response is then ignored).
+///
+/// ```
+/// # async fn demo(client: rpcwire_tokio::Client) -> Result<(), rpcwire_tokio::CallError> {
+/// let diff: i64 = client.call("subtract", [42, 23]).await?;
+/// assert_eq!(diff, 19);
+/// client.notify("update", [1, 2, 3]).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Client {
+    cmd: mpsc::Sender<Command>,
+    ctl: mpsc::UnboundedSender<Control>,
+    tokens: Arc<AtomicU64>,
+}
+
+/// Sends [`Control::Cancel`] for calls whose future is dropped before they end.
+struct CancelGuard<'a> {
+    ctl: &'a mpsc::UnboundedSender<Control>,
+    tokens: Vec<Token>,
+}
+
+impl Drop for CancelGuard<'_> {
+    fn drop(&mut self) {
+        for token in self.tokens.drain(..) {
+            let _ = self.ctl.send(Control::Cancel(token));
+        }
+    }
+}
+
+impl Client {
+    pub(crate) fn new(cmd: mpsc::Sender<Command>, ctl: mpsc::UnboundedSender<Control>) -> Self {
+        Client {
+            cmd,
+            ctl,
+            tokens: Arc::new(AtomicU64::new(1)),
+        }
+    }
+
+    fn token(&self) -> Token {
+        Token(self.tokens.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Calls `method` with `params` (any `Serialize` that becomes an array or object; `()` for
+    /// none) and deserializes the result, with the connection's default timeout.
+    pub async fn call<P, R>(&self, method: &str, params: P) -> Result<R, CallError>
+    where
+        P: Serialize,
+        R: DeserializeOwned,
+    {
+        let raw = self.call_raw(method, encode_params(&params)?, None).await?;
+        serde_json::from_str(&raw).map_err(CallError::Decode)
+    }
+
+    /// Like [`call`](Client::call) with its own timeout.
+    pub async fn call_with_timeout<P, R>(
+        &self,
+        method: &str,
+        params: P,
+        timeout: Duration,
+    ) -> Result<R, CallError>
+    where
+        P: Serialize,
+        R: DeserializeOwned,
+    {
+        let raw = self
+            .call_raw(method, encode_params(&params)?, Some(timeout))
+            .await?;
+        serde_json::from_str(&raw).map_err(CallError::Decode)
+    }
+
+    /// Calls `method` with params given as JSON text (an array or object, or `None`) and
+    /// returns the result's JSON text exactly as received. `timeout: None` uses the
+    /// connection's default.
+    pub async fn call_json(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, CallError> {
+        let params = match params {
+            None => None,
+            Some(p) => encode_params(p)?,
+        };
+        let text = self.call_raw(method, params, timeout).await?;
+        RawValue::from_string(text).map_err(CallError::Decode)
+    }
+
+    async fn call_raw(
+        &self,
+        method: &str,
+        params: Option<String>,
+        timeout: Option<Duration>,
+    ) -> Result<String, CallError> {
+        let token = self.token();
+        let span = tracing::debug_span!(
+            "rpc.call",
+            method,
+            token = token.0,
+            latency_us = tracing::field::Empty
+        );
+        async move {
+            let started = std::time::Instant::now();
+            let (reply, rx) = oneshot::channel();
+            let mut guard = CancelGuard {
+                ctl: &self.ctl,
+                tokens: vec![token],
+            };
+            let cmd = Command::Call(CallCmd {
+                token,
+                method: method.to_owned(),
+                params,
+                timeout,
+                reply,
+            });
+            self.cmd.send(cmd).await.map_err(|_| CallError::Closed)?;
+            let outcome = rx.await.unwrap_or(Err(CallError::Closed));
+            guard.tokens.clear();
+            let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            tracing::Span::current().record("latency_us", latency_us);
+            tracing::debug!(latency_us, ok = outcome.is_ok(), "call ended");
+            outcome
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Sends a notification (no response). Resolves once it is queued for writing.
+    pub async fn notify<P: Serialize>(&self, method: &str, params: P) -> Result<(), CallError> {
+        let params = encode_params(&params)?;
+        let (done, rx) = oneshot::channel();
+        let cmd = Command::Notify {
+            method: method.to_owned(),
+            params,
+            done,
+        };
+        self.cmd.send(cmd).await.map_err(|_| CallError::Closed)?;
+        rx.await.unwrap_or(Err(CallError::Closed))
+    }
+
+    /// Starts a batch: add calls and notifications, then [`send`](Batch::send) it as one
+    /// JSON array.
+    ///
+    /// ```
+    /// # async fn demo(client: rpcwire_tokio::Client) -> Result<(), rpcwire_tokio::CallError> {
+    /// let mut batch = client.batch();
+    /// batch.call("sum", [1, 2, 4])?;
+    /// batch.notify("notify_hello", [7])?;
+    /// batch.call("get_data", ())?;
+    /// let results = batch.send().await?;
+    /// assert_eq!(results.len(), 2); // one per call, in the order added
+    /// let sum: i64 = serde_json::from_str(results[0].as_ref().unwrap().get()).unwrap();
+    /// assert_eq!(sum, 7);
+    /// # Ok(()) }
+    /// ```
+    pub fn batch(&self) -> Batch<'_> {
+        Batch {
+            client: self,
+            items: Vec::new(),
+            timeout: None,
+        }
+    }
+
+    /// A snapshot of the connection's counters and queues.
+    pub async fn stats(&self) -> Result<SessionStats, CallError> {
+        let (tx, rx) = oneshot::channel();
+        self.cmd
+            .send(Command::Stats(tx))
+            .await
+            .map_err(|_| CallError::Closed)?;
+        rx.await.map_err(|_| CallError::Closed)
+    }
+
+    /// Graceful shutdown: the connection stops reading, fails our pending calls with
+    /// [`CallError::Closed`], finishes answering the requests it already received, flushes,
+    /// and closes its write side. Wait for the end with [`Session::join`](crate::Session::join).
+    pub fn shutdown(&self) {
+        let _ = self.ctl.send(Control::Shutdown);
+    }
+
+    /// True once the connection's driver has stopped.
+    pub fn is_closed(&self) -> bool {
+        self.cmd.is_closed()
+    }
+}
+
+/// An outgoing batch under construction (see [`Client::batch`]).
+#[derive(Debug)]
+pub struct Batch<'c> {
+    client: &'c Client,
+    items: Vec<BatchItem>,
+    timeout: Option<Duration>,
+}
+
+/// A batch call's receiver, kept until the batch is sent.
+type Pending = oneshot::Receiver<Reply>;
+
+impl Batch<'_> {
+    /// Adds a call; returns its index among the batch's results.
+    pub fn call<P: Serialize>(&mut self, method: &str, params: P) -> Result<usize, CallError> {
+        let params = encode_params(&params)?;
+        let index = self.calls();
+        let (reply, _) = oneshot::channel();
+        self.items.push(BatchItem::Call(CallCmd {
+            token: self.client.token(),
+            method: method.to_owned(),
+            params,
+            timeout: None,
+            reply,
+        }));
+        Ok(index)
+    }
+
+    /// Adds a notification.
+    pub fn notify<P: Serialize>(&mut self, method: &str, params: P) -> Result<(), CallError> {
+        let params = encode_params(&params)?;
+        self.items.push(BatchItem::Notify {
+            method: method.to_owned(),
+            params,
+        });
+        Ok(())
+    }
+
+    /// Sets the timeout of every call in the batch (default: the connection's).
+    pub fn timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Calls added so far.
+    pub fn calls(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|i| matches!(i, BatchItem::Call(_)))
+            .count()
+    }
+
+    /// Sends the batch and waits for every call's outcome (results in the order the calls
+    /// were added; an all-notification batch resolves to an empty vector once queued).
+    /// Dropping the future cancels the calls not yet answered.
+    pub async fn send(self) -> Result<Vec<Result<Box<RawValue>, CallError>>, CallError> {
+        let Batch {
+            client,
+            mut items,
+            timeout,
+        } = self;
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut receivers: Vec<Pending> = Vec::new();
+        let mut guard = CancelGuard {
+            ctl: &client.ctl,
+            tokens: Vec::new(),
+        };
+        for item in items.iter_mut() {
+            if let BatchItem::Call(c) = item {
+                let (reply, rx) = oneshot::channel();
+                c.reply = reply;
+                c.timeout = timeout;
+                receivers.push(rx);
+                guard.tokens.push(c.token);
+            }
+        }
+        let (done, done_rx) = oneshot::channel();
+        client
+            .cmd
+            .send(Command::Batch { items, done })
+            .await
+            .map_err(|_| CallError::Closed)?;
+        done_rx.await.unwrap_or(Err(CallError::Closed))?;
+        let mut results = Vec::with_capacity(receivers.len());
+        for rx in receivers {
+            let outcome = rx.await.unwrap_or(Err(CallError::Closed));
+            results.push(
+                outcome.and_then(|text| RawValue::from_string(text).map_err(CallError::Decode)),
+            );
+        }
+        guard.tokens.clear();
+        Ok(results)
+    }
+}
