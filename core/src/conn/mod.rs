@@ -210,6 +210,14 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         }
     }
 
+    /// Starts the sequence of outgoing request ids at `seed` (masked to the id range). Ids
+    /// otherwise start at the same value in every connection; a host that runs many short
+    /// connections over one shared line (a serial port, a restarted process) seeds each one
+    /// differently so that a late answer meant for an earlier connection cannot match.
+    pub fn seed_ids(&mut self, seed: u64) {
+        self.next_seq = seed & ((1 << (53 - Self::SLOT_BITS)) - 1);
+    }
+
     /// A receive buffer whose framing matches this connection's.
     pub fn rx_buffer<const N: usize>(&self) -> RxBuffer<N> {
         RxBuffer::new(self.config.framing)

@@ -137,6 +137,21 @@ struct Buffers<const RX: usize, const TX: usize, const BATCH: usize> {
     rx: RxBuffer<RX>,
 }
 
+/// A different first request id for every connection of every process (time, process id and
+/// a counter), so that a late answer meant for an earlier process or connection on the same
+/// line cannot be taken for one of ours.
+fn id_seed() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mixed =
+        nanos ^ (u64::from(std::process::id()) << 20) ^ COUNTER.fetch_add(1, Ordering::Relaxed);
+    // Keep ids short: 24 bits of variety are plenty to tell connections apart.
+    mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40
+}
+
 /// Allocates the core's buffers on the heap.
 ///
 /// The core keeps its buffers inline (const-generic arrays) and offers only by-value
@@ -146,11 +161,14 @@ async fn allocate<const RX: usize, const TX: usize, const BATCH: usize>(
     config: Config,
     max_frame: usize,
 ) -> io::Result<Box<Buffers<RX, TX, BATCH>>> {
+    let seed = id_seed();
     let make = move || {
-        Box::new(Buffers {
+        let mut buffers = Box::new(Buffers {
             conn: Connection::new(config),
             rx: RxBuffer::with_max_frame(config.framing, max_frame),
-        })
+        });
+        buffers.conn.seed_ids(seed);
+        buffers
     };
     let size = size_of::<Buffers<RX, TX, BATCH>>();
     if size <= 256 << 10 {
