@@ -410,9 +410,9 @@ impl<const N: usize> RxBuffer<N> {
 /// Position of `needle` in `hay[from..]`, as an offset into `hay`.
 pub(crate) fn find_byte(needle: u8, hay: &[u8], from: usize) -> Option<usize> {
     let hay = hay.get(from..)?;
-    // Short haystacks (names, small frames) are faster with a plain loop than a SIMD call.
+    // Very short haystacks (names) are faster with a plain loop than a SIMD call.
     #[cfg(feature = "std")]
-    if hay.len() >= 64 {
+    if hay.len() >= 16 {
         return memchr::memchr(needle, hay).map(|i| i + from);
     }
     hay.iter().position(|&b| b == needle).map(|i| i + from)
