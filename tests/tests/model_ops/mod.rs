@@ -383,8 +383,13 @@ impl Model {
                 token.unwrap_or(0)
             )
         };
+        // A token whose deadline has come is expired by `handle_input` before the response
+        // is read: either outcome is right then.
+        let due = token
+            .and_then(|t| self.outstanding.get(&t))
+            .is_some_and(|d| *d <= self.now);
         let expect = token.filter(|t| self.outstanding.contains_key(t) && !self.closed);
-        let expect = (!self.desynced).then_some(expect);
+        let expect = (!self.desynced && !due).then_some(expect);
         let bytes = self.frame(&body);
         self.feed(&bytes, chunk_len(chunk), expect)
     }
