@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use rpcwire_tests::pty::socat_pair;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,58 +19,6 @@ use common::{bounded, rpcwire, Outcome};
 use serde_json::{json, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio::process::{Child, Command};
-
-/// A socat process joining two pseudo-terminals.
-struct Socat {
-    child: std::process::Child,
-    ends: (String, String),
-}
-
-impl Drop for Socat {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn socat_pair() -> Option<Socat> {
-    let found = std::process::Command::new("socat")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if found.is_err() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "socat is required when CI=true (.ci/install/embedded.sh installs it)"
-        );
-        println!("SKIPPED: socat not found (apt-get install socat)");
-        return None;
-    }
-    let mut child = std::process::Command::new("socat")
-        .args(["-d", "-d", "pty,raw,echo=0", "pty,raw,echo=0"])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn socat");
-    let mut lines = BufReader::new(child.stderr.take().expect("piped stderr")).lines();
-    let mut ends = Vec::new();
-    while ends.len() < 2 {
-        let line = lines
-            .next()
-            .expect("socat names its ptys")
-            .expect("read socat's stderr");
-        if let Some(path) = line.split("PTY is ").nth(1) {
-            ends.push(path.trim().to_owned());
-        }
-    }
-    // Keep draining socat's diagnostics so it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Some(Socat {
-        child,
-        ends: (ends[0].clone(), ends[1].clone()),
-    })
-}
 
 /// `rpcwire -v serve --serial PATH [extra]`, once it has opened the port; its stderr (debug
 /// log) is collected.

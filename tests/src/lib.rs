@@ -59,3 +59,72 @@ pub fn content_length_bodies(mut bytes: &[u8]) -> Vec<String> {
     }
     bodies
 }
+
+/// Skips a test that needs something this machine lacks: prints `SKIPPED: <why>` straight to
+/// the process's stderr (past the test harness's capture, so it is visible in a normal run),
+/// and fails instead under `CI=true`, where nothing may be skipped.
+pub fn skip(why: &str) {
+    use std::io::Write;
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true and a test would be skipped: {why}"
+    );
+    let _ = std::io::stderr().write_all(format!("SKIPPED: {why}\n").as_bytes());
+}
+
+/// A socat pseudo-terminal pair acting as a serial line, for serial tests.
+pub mod pty {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Child, Command, Stdio};
+
+    /// A running socat joining two pseudo-terminals; killed on drop.
+    pub struct Socat {
+        child: Child,
+        /// The two device paths.
+        pub ends: (String, String),
+    }
+
+    impl Drop for Socat {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// Starts `socat pty,raw,echo=0 pty,raw,echo=0`; `None` (after [`super::skip`]) when
+    /// socat is not installed.
+    pub fn socat_pair() -> Option<Socat> {
+        let found = Command::new("socat")
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if found.is_err() {
+            super::skip("socat not found (apt-get install socat; .ci/install/embedded.sh)");
+            return None;
+        }
+        let mut child = Command::new("socat")
+            .args(["-d", "-d", "pty,raw,echo=0", "pty,raw,echo=0"])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn socat");
+        let mut lines = BufReader::new(child.stderr.take().expect("piped stderr")).lines();
+        let mut ends = Vec::new();
+        while ends.len() < 2 {
+            let line = lines
+                .next()
+                .expect("socat names its ptys")
+                .expect("read socat's stderr");
+            if let Some(path) = line.split("PTY is ").nth(1) {
+                ends.push(path.trim().to_owned());
+            }
+        }
+        // Keep draining socat's diagnostics so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Some(Socat {
+            child,
+            ends: (ends[0].clone(), ends[1].clone()),
+        })
+    }
+}

@@ -33,7 +33,7 @@ fn skip(why: &str) {
         !ci(),
         "{why} (required when CI=true; .ci/install/embedded.sh installs it)"
     );
-    println!("SKIPPED: {why}");
+    rpcwire_tests::skip(why);
 }
 
 fn firmware_dir() -> PathBuf {

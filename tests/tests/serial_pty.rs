@@ -10,8 +10,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
+use rpcwire_tests::pty::socat_pair;
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -23,58 +23,6 @@ use rpcwire_demo::spec::{one_line, SPEC_EXAMPLES};
 use rpcwire_embedded_io::Incoming;
 use rpcwire_serial::HostDriver;
 use rpcwire_tests::normalize;
-
-/// A socat process joining two pseudo-terminals.
-struct Socat {
-    child: Child,
-    ends: (String, String),
-}
-
-impl Drop for Socat {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn socat_pair() -> Option<Socat> {
-    let found = Command::new("socat")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if found.is_err() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "socat is required when CI=true (.ci/install/embedded.sh installs it)"
-        );
-        println!("SKIPPED: socat not found (apt-get install socat)");
-        return None;
-    }
-    let mut child = Command::new("socat")
-        .args(["-d", "-d", "pty,raw,echo=0", "pty,raw,echo=0"])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn socat");
-    let mut lines = BufReader::new(child.stderr.take().expect("piped stderr")).lines();
-    let mut ends = Vec::new();
-    while ends.len() < 2 {
-        let line = lines
-            .next()
-            .expect("socat names its ptys")
-            .expect("read socat's stderr");
-        if let Some(path) = line.split("PTY is ").nth(1) {
-            ends.push(path.trim().to_owned());
-        }
-    }
-    // Keep draining socat's diagnostics so it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Some(Socat {
-        child,
-        ends: (ends[0].clone(), ends[1].clone()),
-    })
-}
 
 /// The demo service on `path` until `stop` is set; returns how many notifications it saw.
 fn spawn_server(path: String, stop: Arc<AtomicBool>) -> JoinHandle<usize> {

@@ -4,61 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
+use rpcwire_tests::pty::socat_pair;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-
-struct Socat {
-    child: Child,
-    ends: (String, String),
-}
-
-impl Drop for Socat {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn socat_pair() -> Option<Socat> {
-    let found = Command::new("socat")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if found.is_err() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "socat is required when CI=true"
-        );
-        println!("SKIPPED: socat not found (install it: apt-get install socat)");
-        return None;
-    }
-    let mut child = Command::new("socat")
-        .args(["-d", "-d", "pty,raw,echo=0", "pty,raw,echo=0"])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn socat");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let mut ends = Vec::new();
-    while ends.len() < 2 {
-        let line = lines
-            .next()
-            .expect("socat names its ptys")
-            .expect("read socat stderr");
-        if let Some(path) = line.split("PTY is ").nth(1) {
-            ends.push(path.trim().to_owned());
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
-    Some(Socat {
-        child,
-        ends: (ends[0].clone(), ends[1].clone()),
-    })
-}
 
 #[tokio::test(flavor = "current_thread")]
 async fn async_port_talks_to_a_blocking_port() {
