@@ -5,13 +5,13 @@
 # Budgets: static RAM = data + bss <= 4 KiB (with the 1 KiB receive and 1 KiB transmit buffers
 # in .bss) is enforced. Flash: the target is 16 KiB (text + data), which the image does not meet
 # yet (see examples/firmware/README.md: the rpcwire core alone is about 15 KiB of it); until it
-# does, FLASH_BUDGET is a regression gate at the measured size (23 276 bytes) plus about 1 KiB,
+# does, FLASH_BUDGET is a regression gate at the measured size (22 656 bytes) plus about 1 KiB,
 # and the distance to the target is printed every run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 FLASH_TARGET=16384
-FLASH_BUDGET=24576
+FLASH_BUDGET=23680
 RAM_BUDGET=4096
 ELF=examples/firmware/target/thumbv7m-none-eabi/release/rpcwire-firmware
 

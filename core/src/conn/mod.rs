@@ -392,7 +392,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                 }
                 let Some(stored) = StoredId::new(req.id) else {
                     // Too long to keep: answer now, echoing it straight from the frame.
-                    let fits = self.write_tx_frame(|s| {
+                    let fits = self.write_tx_frame(&|s| {
                         encode::error(
                             s,
                             req.id.raw_bytes(),
@@ -547,7 +547,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         }
         let replies = batch.iter().filter(|e| reply(e).is_some()).count();
         if replies > 0 {
-            let written = self.write_tx_frame(|s| {
+            let written = self.write_tx_frame(&|s| {
                 for (i, (id, code)) in batch.iter().filter_map(|e| reply(&e)).enumerate() {
                     crate::wire::ser::Sink::put(s, if i == 0 { b"[" } else { b"," });
                     encode::standard_error(s, id, code);
@@ -750,7 +750,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         let id = self.id_for(slot);
         let mut digits = CountingSinkBuf::default();
         digits.put_u64(id);
-        self.write_tx_frame(|s| encode::request(s, digits.as_bytes(), method, params))
+        self.write_tx_frame(&|s| encode::request(s, digits.as_bytes(), method, params))
             .map_err(send_error)?;
         self.arm(slot, token, id, now, timeout, PendingState::Waiting);
         Ok(())
@@ -765,7 +765,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         if self.closed {
             return Err(SendError::Closed);
         }
-        self.write_tx_frame(|s| encode::notification(s, method, params))
+        self.write_tx_frame(&|s| encode::notification(s, method, params))
             .map_err(send_error)
     }
 
@@ -863,7 +863,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                     Err(RespondError::TooLarge { required })
                 }
             },
-            _ => match self.write_tx_frame(|s| body(s, id.raw())) {
+            _ => match self.write_tx_frame(&|s| body(s, id.raw())) {
                 Ok(()) => {
                     self.set_inflight(slot, InflightState::Free);
                     Ok(())
@@ -1067,7 +1067,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     }
 
     fn try_auto(&mut self, auto: AutoReply) -> bool {
-        self.write_tx_frame(|s| encode::error(s, auto.id.raw(), auto.code, None, auto.data))
+        self.write_tx_frame(&|s| encode::error(s, auto.id.raw(), auto.code, None, auto.data))
             .is_ok()
     }
 
@@ -1081,9 +1081,12 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     }
 
     /// Encodes one frame at the end of the transmit buffer.
+    ///
+    /// `body` is a trait object so that this writer is compiled once, not once per caller (it
+    /// matters in firmware flash; the indirect call costs nothing next to the encoding).
     fn write_tx_frame(
         &mut self,
-        body: impl Fn(&mut SliceSink<'_>) -> Result<(), SerializeError>,
+        body: &dyn Fn(&mut SliceSink<'_>) -> Result<(), SerializeError>,
     ) -> Result<(), TxError> {
         let framing = self.config.framing;
         let reserve = frame_reserve(framing);
