@@ -244,6 +244,7 @@ proptest! {
             match framing {
                 Framing::Line => { stream.extend_from_slice(p.replace('\n', " ").as_bytes()); stream.push(b'\n'); }
                 Framing::ContentLength => stream.extend_from_slice(format!("Content-Length: {}\r\n\r\n{p}", p.len()).as_bytes()),
+                other => unreachable!("no test for {other:?}"),
             }
         }
         let whole = run_stream(&stream, &[], framing);

@@ -429,6 +429,7 @@ impl<const CAP: usize> Sim<CAP> {
         match framing {
             Framing::Line => cov.line = 1,
             Framing::ContentLength => cov.content_length = 1,
+            other => unreachable!("no test for {other:?}"),
         }
         let mut sim = Sim {
             seed,

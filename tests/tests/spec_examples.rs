@@ -21,6 +21,7 @@ fn every_spec_example_gets_the_spec_reply() {
                     example.request
                 )
                 .into_bytes(),
+                other => unreachable!("no test for {other:?}"),
             };
             let out = serve_bytes(&mut conn, &mut rx, &frame);
             let bodies: Vec<String> = match framing {
@@ -30,6 +31,7 @@ fn every_spec_example_gets_the_spec_reply() {
                     .map(str::to_owned)
                     .collect(),
                 Framing::ContentLength => content_length_bodies(&out),
+                other => unreachable!("no test for {other:?}"),
             };
             match example.response {
                 None => assert!(

@@ -1,5 +1,8 @@
 //! Framing: newline-delimited JSON and `Content-Length` headers (LSP style).
 //!
+//! `Content-Length` framing is the `content-length` feature (on by default): a firmware that
+//! speaks newline-delimited JSON only turns it off and saves about 1 KiB of flash.
+//!
 //! [`RxBuffer`] is the receive side: a caller-owned, fixed-size buffer that accumulates bytes
 //! and yields complete frames borrowed from itself. Every frame is limited to a configured
 //! maximum; a peer-supplied `Content-Length` is never trusted beyond it (the body is skipped
@@ -20,16 +23,20 @@
 use super::ser::{Sink, SliceSink};
 
 /// How messages are delimited on the byte stream.
+///
+/// Non-exhaustive: [`Framing::ContentLength`] exists only with the `content-length` feature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[non_exhaustive]
 pub enum Framing {
     /// One compact JSON text per line (`\n` or `\r\n`); blank lines are skipped. MCP stdio and
     /// most TCP peers.
     #[default]
     Line,
     /// `Content-Length: N\r\n\r\n` followed by N bytes (LSP). `Content-Type` and other headers
-    /// are accepted and ignored.
+    /// are accepted and ignored. Requires the `content-length` feature.
+    #[cfg(feature = "content-length")]
     ContentLength,
 }
 
@@ -46,7 +53,7 @@ pub enum FrameEvent<'a> {
         len: usize,
     },
     /// A header block without a valid `Content-Length` (or longer than
-    /// [`MAX_HEADER_BLOCK`]); it was skipped.
+    /// [`MAX_HEADER_BLOCK`]); it was skipped. Only with content-length framing.
     BadHeader,
 }
 
@@ -64,10 +71,13 @@ enum State {
     /// is taken off when the newline comes), and whether the last one was `\r`.
     DiscardLine { len: usize, cr: bool },
     /// Skipping garbage up to the next `Content-Length` header name.
+    #[cfg(feature = "content-length")]
     DiscardHeader,
     /// Reading a body of this many bytes (its header is consumed).
+    #[cfg(feature = "content-length")]
     Body(usize),
     /// Skipping this many bytes of an oversize body.
+    #[cfg(feature = "content-length")]
     SkipBody(usize),
 }
 
@@ -98,7 +108,10 @@ pub struct RxBuffer<const N: usize> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ready {
     Frame,
-    Oversize { len: usize },
+    Oversize {
+        len: usize,
+    },
+    #[cfg(feature = "content-length")]
     BadHeader,
 }
 
@@ -117,19 +130,12 @@ impl<const N: usize> RxBuffer<N> {
     /// A buffer whose maximum frame is as large as the buffer allows: `N - 2` for lines (room
     /// for `\r\n`), `N` for content-length bodies.
     pub const fn new(framing: Framing) -> Self {
-        let max = match framing {
-            Framing::Line => N.saturating_sub(2),
-            Framing::ContentLength => N,
-        };
-        Self::with_max_frame(framing, max)
+        Self::with_max_frame(framing, Self::capacity(framing))
     }
 
     /// A buffer with a smaller maximum frame length (clamped to what `N` can hold).
     pub const fn with_max_frame(framing: Framing, max_frame: usize) -> Self {
-        let cap = match framing {
-            Framing::Line => N.saturating_sub(2),
-            Framing::ContentLength => N,
-        };
+        let cap = Self::capacity(framing);
         RxBuffer {
             buf: [0; N],
             framing,
@@ -140,6 +146,15 @@ impl<const N: usize> RxBuffer<N> {
             held: None,
             ready: None,
             state: State::Seek,
+        }
+    }
+
+    /// The longest frame `N` bytes can hold with `framing`.
+    const fn capacity(framing: Framing) -> usize {
+        match framing {
+            Framing::Line => N.saturating_sub(2),
+            #[cfg(feature = "content-length")]
+            Framing::ContentLength => N,
         }
     }
 
@@ -258,6 +273,7 @@ impl<const N: usize> RxBuffer<N> {
         Some(match self.ready? {
             Ready::Frame => FrameEvent::Frame(self.held()?),
             Ready::Oversize { len } => FrameEvent::Oversize { len },
+            #[cfg(feature = "content-length")]
             Ready::BadHeader => FrameEvent::BadHeader,
         })
     }
@@ -266,6 +282,7 @@ impl<const N: usize> RxBuffer<N> {
     /// skip forward to the next `Content-Length` header name. The search goes on across reads
     /// (a truncated body swallows the start of the next frame and leaves its header behind),
     /// so the bytes decode the same however they are split, with one report per bad block.
+    #[cfg(feature = "content-length")]
     fn bad_header(&mut self) -> Ready {
         // Step past this block's own first byte so that a bad header is not found again.
         self.start = (self.start + 1).min(self.end);
@@ -318,6 +335,7 @@ impl<const N: usize> RxBuffer<N> {
                         self.held = Some((s, e, resume));
                         return Some(Ready::Frame);
                     }
+                    #[cfg(feature = "content-length")]
                     Framing::ContentLength => {
                         let Some(term) = find_header_end(data, self.scanned) else {
                             self.scanned = data.len().saturating_sub(3);
@@ -347,6 +365,7 @@ impl<const N: usize> RxBuffer<N> {
                         }
                     }
                 },
+                #[cfg(feature = "content-length")]
                 State::Body(len) => {
                     if data.len() < len {
                         if N - self.start < len {
@@ -359,6 +378,7 @@ impl<const N: usize> RxBuffer<N> {
                     self.held = Some((s, e, e));
                     return Some(Ready::Frame);
                 }
+                #[cfg(feature = "content-length")]
                 State::SkipBody(left) => {
                     let n = left.min(data.len());
                     self.start += n;
@@ -390,6 +410,7 @@ impl<const N: usize> RxBuffer<N> {
                         return None;
                     }
                 },
+                #[cfg(feature = "content-length")]
                 State::DiscardHeader => match find_header_name(data) {
                     Some(k) => {
                         self.start += k;
@@ -419,6 +440,7 @@ pub(crate) fn find_byte(needle: u8, hay: &[u8], from: usize) -> Option<usize> {
 }
 
 /// Offset of `\r\n\r\n` in `data`, searching from `from`.
+#[cfg(feature = "content-length")]
 fn find_header_end(data: &[u8], from: usize) -> Option<usize> {
     // A `\r` search then a check: header blocks are short, and this needs no substring
     // searcher in firmware.
@@ -433,9 +455,11 @@ fn find_header_end(data: &[u8], from: usize) -> Option<usize> {
 }
 
 /// The header that resynchronises content-length framing.
+#[cfg(feature = "content-length")]
 const HEADER_NAME: &[u8] = b"content-length";
 
 /// Offset of the first `Content-Length` header name in `data` (any ASCII case).
+#[cfg(feature = "content-length")]
 fn find_header_name(data: &[u8]) -> Option<usize> {
     data.windows(HEADER_NAME.len())
         .position(|w| w.eq_ignore_ascii_case(HEADER_NAME))
@@ -444,6 +468,7 @@ fn find_header_name(data: &[u8]) -> Option<usize> {
 /// Parses the `Content-Length` of a header block (without its final blank line). Header names
 /// are case-insensitive; other headers are ignored; a missing, repeated or non-numeric length
 /// is an error.
+#[cfg(feature = "content-length")]
 fn parse_content_length(block: &[u8]) -> Option<usize> {
     let mut found = None;
     for line in block.split(|&b| b == b'\n') {
@@ -499,6 +524,7 @@ impl From<super::ser::SerializeError> for EncodeError {
 pub const fn frame_reserve(framing: Framing) -> usize {
     match framing {
         Framing::Line => 0,
+        #[cfg(feature = "content-length")]
         Framing::ContentLength => MAX_HEADER_LEN,
     }
 }
@@ -511,7 +537,6 @@ pub fn finish_frame(
     buf: &mut [u8],
     body_len: usize,
 ) -> Result<usize, EncodeError> {
-    let reserve = frame_reserve(framing);
     match framing {
         Framing::Line => {
             let required = body_len + 1;
@@ -523,7 +548,9 @@ pub fn finish_frame(
                 None => Err(EncodeError::BufferTooSmall { required }),
             }
         }
+        #[cfg(feature = "content-length")]
         Framing::ContentLength => {
+            let reserve = MAX_HEADER_LEN;
             let mut header = [0u8; MAX_HEADER_LEN];
             let header_len = {
                 let mut sink = SliceSink::new(&mut header);
@@ -568,6 +595,7 @@ pub fn write_frame(
     };
     let delimiter = match framing {
         Framing::Line => 1,
+        #[cfg(feature = "content-length")]
         Framing::ContentLength => 0,
     };
     if reserve + body_len + delimiter > buf.len() {
@@ -580,7 +608,8 @@ pub fn write_frame(
 }
 
 /// Writes `n` in decimal.
-pub(crate) fn put_usize(sink: &mut impl Sink, n: usize) {
+#[cfg(feature = "content-length")]
+fn put_usize(sink: &mut impl Sink, n: usize) {
     put_u64(sink, n as u64);
 }
 
@@ -686,6 +715,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "content-length")]
     fn content_length_limits_and_resync() {
         let mut rx = RxBuffer::<64>::with_max_frame(Framing::ContentLength, 4);
         rx.push(&mut &b"Content-Length: 4\r\n\r\nabcd"[..]);

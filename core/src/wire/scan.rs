@@ -22,8 +22,9 @@
 //! container: object or array), so 100 000 `[` in a row end in [`ScanErrorKind::TooDeep`] after
 //! `max_depth` bytes, with constant stack use.
 //!
-//! Speed comes from one pass over the bytes with tight loops: string contents are skipped eight
-//! bytes at a time (a word-at-a-time mask finds the next `"`, `\` or control byte), and UTF-8 is
+//! Speed comes from one pass over the bytes with tight loops: on 64-bit targets string contents
+//! are skipped eight bytes at a time (a word-at-a-time mask finds the next `"`, `\` or control
+//! byte; see [`WORD_AT_A_TIME`] for smaller targets), and UTF-8 is
 //! checked afterwards with one call to `core::str::from_utf8` over the scanned span, only if
 //! some string held a non-ASCII byte (outside strings any non-ASCII byte is an error anyway).
 //!
@@ -163,6 +164,15 @@ impl std::error::Error for ScanError {}
 // Word-at-a-time helpers
 // ---------------------------------------------------------------------------------------------
 
+/// Whether string contents are scanned eight bytes per step.
+///
+/// On for 64-bit targets, where a `u64` is one register. Off elsewhere: on a 32-bit
+/// microcontroller every 64-bit mask operation takes several instructions, and the word loops
+/// cost about 1 KiB of flash in a firmware image; there the byte loops, which are exact on
+/// their own (the word loops only skip ahead over bytes the byte loops would also pass), do
+/// all the work. Both forms are compiled and compared in this module's tests on every host.
+pub const WORD_AT_A_TIME: bool = cfg!(target_pointer_width = "64");
+
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 
@@ -296,7 +306,7 @@ fn scan_structure(
             return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len()));
         };
         match b {
-            b'"' => i = string_body(input, i + 1, high)?,
+            b'"' => i = string_body::<WORD_AT_A_TIME>(input, i + 1, high)?,
             b'{' | b'[' => {
                 if depth >= max_depth {
                     return Err(ScanError::new(ScanErrorKind::TooDeep, i));
@@ -382,7 +392,7 @@ fn member_key(input: &[u8], i: usize, high: &mut u64) -> Result<usize, ScanError
         Some(_) => return Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
         None => return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
     }
-    let i = skip_ws(input, string_body(input, i + 1, high)?);
+    let i = skip_ws(input, string_body::<WORD_AT_A_TIME>(input, i + 1, high)?);
     match input.get(i) {
         Some(b':') => Ok(skip_ws(input, i + 1)),
         Some(_) => Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
@@ -474,7 +484,7 @@ pub fn scan_string(input: &[u8], pos: usize) -> Result<usize, ScanError> {
     match input.get(pos) {
         Some(b'"') => {
             let mut high = 0u64;
-            let result = string_body(input, pos + 1, &mut high);
+            let result = string_body::<WORD_AT_A_TIME>(input, pos + 1, &mut high);
             if high != 0 {
                 let scanned_to = match result {
                     Ok(end) => end,
@@ -495,13 +505,19 @@ pub fn scan_string(input: &[u8], pos: usize) -> Result<usize, ScanError> {
 /// The high bit of every raw byte in the string is ORed into `high`; the caller checks UTF-8
 /// afterwards, over the whole scanned range in one call to `core::str::from_utf8` (which is
 /// fast, and much faster once than once per short string).
+///
+/// `WORDS` selects the word-at-a-time skip ([`WORD_AT_A_TIME`]).
 #[inline(always)]
-fn string_body(input: &[u8], start: usize, high: &mut u64) -> Result<usize, ScanError> {
+fn string_body<const WORDS: bool>(
+    input: &[u8],
+    start: usize,
+    high: &mut u64,
+) -> Result<usize, ScanError> {
     let mut i = start;
     let mut hi_bits = 0u64;
     let result = loop {
         // Fast path: skip bytes that are neither `"`, `\` nor control, eight at a time.
-        while let Some(x) = load8(input, i) {
+        while let Some(x) = if WORDS { load8(input, i) } else { None } {
             let m = string_special(x);
             if m != 0 {
                 // Only the bytes before the special one belong to this run.
@@ -526,7 +542,7 @@ fn string_body(input: &[u8], start: usize, high: &mut u64) -> Result<usize, Scan
         } else if b < 0x20 {
             break Err(ScanError::new(ScanErrorKind::ControlCharacter, i));
         } else {
-            // Only in the last seven bytes of the input: a plain or non-ASCII byte.
+            // A plain or non-ASCII byte (with `WORDS`, only in the last seven of the input).
             hi_bits |= u64::from(b & 0x80);
             i += 1;
         }
@@ -570,31 +586,18 @@ pub fn validate(input: &[u8], max_depth: usize) -> Result<(), ScanError> {
 // Trusted skipping
 // ---------------------------------------------------------------------------------------------
 
-/// Bytes that matter when skipping over a trusted container.
-#[allow(clippy::indexing_slicing)] // 256 entries indexed by a `u8`
-static STRUCTURAL: [bool; 256] = {
-    let mut t = [false; 256];
-    t[b'"' as usize] = true;
-    t[b'[' as usize] = true;
-    t[b']' as usize] = true;
-    t[b'{' as usize] = true;
-    t[b'}' as usize] = true;
-    t
-};
-
 /// Fast skip of a value that is *already known valid* (e.g. validated earlier), starting at
 /// `pos` (leading whitespace skipped). Returns `(start, end)` like [`scan_value`].
 ///
 /// Nothing is validated, but it never panics and always terminates on any input: on invalid
 /// input it returns some `start <= end <= input.len()`.
-#[allow(clippy::indexing_slicing)] // `STRUCTURAL` has 256 entries and is indexed by a `u8`
 pub fn skip_value_trusted(input: &[u8], pos: usize) -> (usize, usize) {
     let start = skip_ws(input, pos);
     let Some(&b) = input.get(start) else {
         return (start, start);
     };
     let end = match b {
-        b'"' => skip_string_trusted(input, start + 1),
+        b'"' => skip_string_trusted::<WORD_AT_A_TIME>(input, start + 1),
         b'{' | b'[' => {
             let mut depth = 1usize;
             let mut i = start + 1;
@@ -603,12 +606,12 @@ pub fn skip_value_trusted(input: &[u8], pos: usize) -> (usize, usize) {
                     break input.len();
                 };
                 i += 1;
-                // `c` is a `u8`, so indexing 256 entries is in range.
-                if !STRUCTURAL[c as usize] {
+                // A range test and a bit test: as fast as a 256-byte table, without the table.
+                if !matches!(c, b'"' | b'[' | b']' | b'{' | b'}') {
                     continue;
                 }
                 match c {
-                    b'"' => i = skip_string_trusted(input, i),
+                    b'"' => i = skip_string_trusted::<WORD_AT_A_TIME>(input, i),
                     b'{' | b'[' => depth += 1,
                     _ => {
                         depth -= 1;
@@ -637,11 +640,11 @@ pub fn skip_value_trusted(input: &[u8], pos: usize) -> (usize, usize) {
 }
 
 /// `i` is just past an opening quote; returns the offset just past the closing quote (or
-/// `input.len()` if there is none).
+/// `input.len()` if there is none). `WORDS` selects the word-at-a-time skip ([`WORD_AT_A_TIME`]).
 #[inline]
-fn skip_string_trusted(input: &[u8], mut i: usize) -> usize {
+fn skip_string_trusted<const WORDS: bool>(input: &[u8], mut i: usize) -> usize {
     loop {
-        while let Some(x) = load8(input, i) {
+        while let Some(x) = if WORDS { load8(input, i) } else { None } {
             let m = quote_or_backslash(x);
             if m != 0 {
                 i += (m.trailing_zeros() / 8) as usize;
@@ -1233,6 +1236,41 @@ mod tests {
             let all = u64::from_le_bytes([b; 8]);
             assert_eq!(string_special(all) != 0, special, "{b:#x}");
             assert_eq!(quote_or_backslash(all) != 0, qb, "{b:#x}");
+        }
+    }
+
+    /// The byte loops alone (what 32-bit targets run) and with the word-at-a-time skip (what
+    /// 64-bit hosts run) agree on every string: same end or error, same high-bit summary.
+    #[test]
+    fn byte_loops_agree_with_word_loops() {
+        // Every string of up to 20 bytes over an alphabet with each kind of byte that matters,
+        // at every alignment, sampled by a fixed xorshift sequence.
+        const ALPHABET: &[u8] = b"a\"\\u0\x01\x1f\x7f\xc3\xa9\xff/n";
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..200_000 {
+            let len = (next() % 21) as usize;
+            let mut text = [0u8; 24];
+            text[0] = b'"';
+            for slot in text[1..=len].iter_mut() {
+                *slot = ALPHABET[(next() % ALPHABET.len() as u64) as usize];
+            }
+            let input = &text[..=len];
+            let (mut high_words, mut high_bytes) = (0, 0);
+            let words = string_body::<true>(input, 1, &mut high_words);
+            let bytes = string_body::<false>(input, 1, &mut high_bytes);
+            assert_eq!(words, bytes, "{input:?}");
+            assert_eq!(high_words != 0, high_bytes != 0, "{input:?}");
+            assert_eq!(
+                skip_string_trusted::<true>(input, 1),
+                skip_string_trusted::<false>(input, 1),
+                "{input:?}"
+            );
         }
     }
 

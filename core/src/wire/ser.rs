@@ -321,13 +321,22 @@ fn put_escape<S: Sink + ?Sized>(sink: &mut S, byte: u8, escape: u8) {
 
 /// Writes the escaped contents of a string (without quotes), clean runs in one `put` each.
 ///
-/// The string is scanned 8 bytes at a time ([`escape_mask`] jumps straight to the next byte to
-/// escape); the last few bytes go through the [`ESCAPE`] table one by one.
+/// On 64-bit targets the string is scanned 8 bytes at a time ([`escape_mask`] jumps straight to
+/// the next byte to escape) and the last few bytes go through the [`ESCAPE`] table one by one;
+/// elsewhere every byte does (see [`WORD_AT_A_TIME`](super::scan::WORD_AT_A_TIME)).
 fn put_str_contents<S: Sink + ?Sized>(sink: &mut S, value: &str) {
+    put_str_contents_with::<S, { super::scan::WORD_AT_A_TIME }>(sink, value);
+}
+
+fn put_str_contents_with<S: Sink + ?Sized, const WORDS: bool>(sink: &mut S, value: &str) {
     let bytes = value.as_bytes();
     let mut run_start = 0;
     let mut i = 0;
-    while let Some(word) = bytes.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+    while let Some(word) = if WORDS {
+        bytes.get(i..).and_then(<[u8]>::first_chunk::<8>)
+    } else {
+        None
+    } {
         let mask = escape_mask(word);
         if mask == 0 {
             i += 8;
@@ -1878,6 +1887,21 @@ mod tests {
             if let Some(first) = first {
                 prop_assert_eq!((mask.trailing_zeros() / 8) as usize, first);
             }
+        }
+
+        /// Both forms of the string writer (bytes only, as on 32-bit targets; words, as on
+        /// 64-bit hosts) write what serde_json writes.
+        #[test]
+        fn both_string_writers_match_serde_json(s in long_json_string()) {
+            let expected = serde_json::to_vec(&s).unwrap_or_default();
+            let inner = &expected[1..expected.len() - 1];
+            let mut buf = vec![0u8; expected.len() + 8];
+            let mut sink = SliceSink::new(&mut buf);
+            put_str_contents_with::<_, false>(&mut sink, &s);
+            prop_assert_eq!(sink.written(), Some(inner));
+            let mut sink = SliceSink::new(&mut buf);
+            put_str_contents_with::<_, true>(&mut sink, &s);
+            prop_assert_eq!(sink.written(), Some(inner));
         }
 
         #[test]

@@ -445,6 +445,7 @@ impl Model {
             Framing::ContentLength => {
                 format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
             }
+            other => unreachable!("no test for {other:?}"),
         }
     }
 
