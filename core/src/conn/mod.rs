@@ -79,12 +79,16 @@ impl Inflight {
     };
 }
 
-/// An automatic reply that could not be written for lack of transmit room yet.
-#[derive(Debug, Clone, Copy)]
-struct AutoReply {
-    id: StoredId,
-    code: ErrorCode,
-    data: Option<&'static str>,
+/// Where the automatic reply to an inbound message goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// A frame of its own in the transmit buffer: the message came alone.
+    Frame,
+    /// The reply to the batch being answered, in the room (bytes) the element reserved.
+    Batch(usize),
+    /// Nowhere: the message is a member of a batch that was answered on arrival
+    /// (`open_busy_batch`).
+    Done,
 }
 
 /// Data strings of automatic replies.
@@ -136,7 +140,8 @@ pub struct Connection<
     busy_batch: bool,
     /// The held frame could not be processed yet (no room for its reply): retry it.
     retry_held: bool,
-    deferred: Option<AutoReply>,
+    /// The reply to an oversize frame (id `null`), waiting for transmit room.
+    deferred: Option<(ErrorCode, Option<&'static str>)>,
     stats: Stats,
     closed: bool,
 }
@@ -313,11 +318,11 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                 bump(&mut self.stats.oversize_frames);
                 bump(&mut self.stats.resyncs);
                 bump(&mut self.stats.frames_in);
-                self.auto_reply(
-                    StoredId::NULL,
-                    ErrorCode::INVALID_REQUEST,
-                    Some(DATA_FRAME_TOO_LARGE),
-                );
+                // The frame is gone, so there is nothing to retry: keep the reply instead.
+                let data = Some(DATA_FRAME_TOO_LARGE);
+                if !self.try_error(b"null", ErrorCode::INVALID_REQUEST, data) {
+                    self.deferred = Some((ErrorCode::INVALID_REQUEST, data));
+                }
                 Some(Inbound::Problem(Problem::FrameTooLarge { len }))
             }
             FrameEvent::BadHeader => {
@@ -354,20 +359,16 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         };
         let inbound = match parse(frame, limits) {
             Err(e) => {
-                if !self.auto_reply_or_block(StoredId::NULL, ErrorCode::PARSE_ERROR, None) {
-                    return None;
-                }
+                self.reply_error(Answer::Frame, b"null", ErrorCode::PARSE_ERROR, None)?;
                 bump(&mut self.stats.parse_errors);
                 Inbound::Problem(Problem::ParseError(e))
             }
             Ok(Parsed::EmptyBatch) => {
-                if !self.auto_reply_or_block(StoredId::NULL, ErrorCode::INVALID_REQUEST, None) {
-                    return None;
-                }
+                self.reply_error(Answer::Frame, b"null", ErrorCode::INVALID_REQUEST, None)?;
                 bump(&mut self.stats.invalid_messages);
                 Inbound::Problem(Problem::EmptyBatch)
             }
-            Ok(Parsed::Single(element)) => self.accept_single(element)?,
+            Ok(Parsed::Single(element)) => self.accept_element(element, Answer::Frame)?,
             Ok(Parsed::Batch(batch)) => return self.open_batch(frame, batch),
         };
         self.retry_held = false;
@@ -375,67 +376,96 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         Some(inbound)
     }
 
-    fn accept_single<'a>(&mut self, element: Element<'a>) -> Option<Inbound<'a>> {
-        match element {
-            Ok(Message::Request(req)) => {
-                let duplicate = self.is_inflight(req.id);
-                if duplicate {
-                    bump(&mut self.stats.duplicate_ids);
-                    if self.config.duplicate_ids == DuplicateIdPolicy::Reject {
-                        let id = StoredId::new(req.id).unwrap_or(StoredId::NULL);
-                        let data = Some(DATA_DUPLICATE_ID);
-                        if !self.auto_reply_or_block(id, ErrorCode::INVALID_REQUEST, data) {
-                            return None;
-                        }
-                        return Some(Inbound::Problem(Problem::DuplicateId(req.id)));
-                    }
-                }
-                let Some(stored) = StoredId::new(req.id) else {
-                    // Too long to keep: answer now, echoing it straight from the frame.
-                    let fits = self.write_tx_frame(&|s| {
-                        encode::error(
-                            s,
-                            req.id.raw_bytes(),
-                            ErrorCode::INVALID_REQUEST,
-                            None,
-                            Some(DATA_ID_TOO_LONG),
-                        )
-                    });
-                    if fits.is_err() {
-                        return self.block();
-                    }
-                    bump(&mut self.stats.invalid_messages);
-                    return Some(Inbound::Problem(Problem::IdTooLong(req.id)));
-                };
-                let Some(slot) = self.free_inflight() else {
-                    if !self.auto_reply_or_block(stored, ErrorCode::SERVER_BUSY, None) {
-                        return None;
-                    }
-                    bump(&mut self.stats.busy_rejections);
-                    return Some(Inbound::Problem(Problem::Busy(req.id)));
-                };
-                let handle = self.open_inflight(slot, stored, false, 0);
-                Some(Inbound::Request(InboundRequest {
-                    handle,
-                    id: req.id,
-                    method: req.method,
-                    params: req.params,
-                    duplicate,
-                    in_batch: false,
-                }))
+    /// Takes one message: a single one, or a member of a batch. `answer` says where its
+    /// automatic reply goes, if it gets one. `None` when a single message's reply finds no
+    /// transmit room: the held frame is taken again once outputs are drained (counters are
+    /// bumped only when a message is taken, so a retry counts once).
+    fn accept_element<'a>(&mut self, element: Element<'a>, answer: Answer) -> Option<Inbound<'a>> {
+        let req = match element {
+            Ok(Message::Request(req)) => req,
+            Ok(Message::Notification(n)) => {
+                self.no_reply(answer);
+                return Some(Inbound::Notification(n));
             }
-            Ok(Message::Notification(n)) => Some(Inbound::Notification(n)),
-            Ok(Message::Response(resp)) => Some(self.route_response(resp)),
+            Ok(Message::Response(resp)) => {
+                self.no_reply(answer);
+                return Some(self.route_response(resp));
+            }
             Err(invalid) => {
                 if invalid.needs_reply() {
-                    let id = invalid.id.and_then(StoredId::new).unwrap_or(StoredId::NULL);
-                    if !self.auto_reply_or_block(id, ErrorCode::INVALID_REQUEST, None) {
-                        return None;
-                    }
+                    let id = invalid.id.map_or(&b"null"[..], |id| id.raw_bytes());
+                    self.reply_error(answer, id, ErrorCode::INVALID_REQUEST, None)?;
+                } else {
+                    self.no_reply(answer);
                 }
                 bump(&mut self.stats.invalid_messages);
-                Some(Inbound::Problem(Problem::Invalid(invalid)))
+                return Some(Inbound::Problem(Problem::Invalid(invalid)));
             }
+        };
+        if answer == Answer::Done {
+            return Some(Inbound::Problem(Problem::Busy(req.id)));
+        }
+        let duplicate = self.is_inflight(req.id);
+        let (code, data, problem) =
+            if duplicate && self.config.duplicate_ids == DuplicateIdPolicy::Reject {
+                let data = Some(DATA_DUPLICATE_ID);
+                (
+                    ErrorCode::INVALID_REQUEST,
+                    data,
+                    Problem::DuplicateId(req.id),
+                )
+            } else if let Some(stored) = StoredId::new(req.id) {
+                if let Some(slot) = self.free_inflight() {
+                    if duplicate {
+                        bump(&mut self.stats.duplicate_ids);
+                    }
+                    return Some(Inbound::Request(InboundRequest {
+                        handle: self.open_inflight(slot, stored, answer),
+                        id: req.id,
+                        method: req.method,
+                        params: req.params,
+                        duplicate,
+                        in_batch: answer != Answer::Frame,
+                    }));
+                }
+                (ErrorCode::SERVER_BUSY, None, Problem::Busy(req.id))
+            } else {
+                let data = Some(DATA_ID_TOO_LONG);
+                (ErrorCode::INVALID_REQUEST, data, Problem::IdTooLong(req.id))
+            };
+        self.reply_error(answer, req.id.raw_bytes(), code, data)?;
+        if duplicate {
+            bump(&mut self.stats.duplicate_ids);
+        }
+        match problem {
+            Problem::Busy(_) => bump(&mut self.stats.busy_rejections),
+            Problem::IdTooLong(_) => bump(&mut self.stats.invalid_messages),
+            _ => {}
+        }
+        Some(Inbound::Problem(problem))
+    }
+
+    /// Writes an automatic error reply where `answer` says. `None` (and the held frame marked
+    /// for retry) when it is a frame of its own and the transmit buffer has no room yet.
+    fn reply_error(
+        &mut self,
+        answer: Answer,
+        id: &[u8],
+        code: ErrorCode,
+        data: Option<&'static str>,
+    ) -> Option<()> {
+        match answer {
+            Answer::Frame if !self.try_error(id, code, data) => return self.block(),
+            Answer::Frame | Answer::Done => {}
+            Answer::Batch(reserve) => self.batch_error(reserve, id, code, data),
+        }
+        Some(())
+    }
+
+    /// A batch member that gets no reply gives its reservation back.
+    fn no_reply(&mut self, answer: Answer) {
+        if let Answer::Batch(reserve) = answer {
+            self.batch.release(reserve);
         }
     }
 
@@ -463,7 +493,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     /// is `len` bytes long. It depends on the length alone, so that reserving for a whole batch
     /// costs one skim over it, not a parse: an echoed id is part of the element (so no longer
     /// than it) and, in a batch, never longer than `MAX_STORED_ID_LEN` (longer ones are
-    /// answered with `null`).
+    /// answered with `null`, see `batch_error`).
     const fn reservation(len: usize) -> usize {
         let id = if len < MAX_STORED_ID_LEN {
             len
@@ -474,24 +504,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         WORST_AUTO_REPLY + 1 + id
     }
 
-    /// The text of `id` for an automatic reply in a batch (`null` when too long to reserve).
-    fn batch_id<'i>(id: Option<Id<'i>>) -> &'i [u8] {
-        match id {
-            Some(id) if id.raw_bytes().len() <= MAX_STORED_ID_LEN => id.raw_bytes(),
-            _ => b"null",
-        }
-    }
-
     fn open_batch<'a>(&mut self, frame: &'a [u8], batch: Batch<'a>) -> Option<Inbound<'a>> {
-        let refuse = |conn: &mut Self, data, problem| {
-            if !conn.auto_reply_or_block(StoredId::NULL, ErrorCode::INVALID_REQUEST, Some(data)) {
-                return None;
-            }
-            conn.retry_held = false;
-            bump(&mut conn.stats.frames_in);
-            bump(&mut conn.stats.invalid_messages);
-            Some(Inbound::Problem(problem))
-        };
         if self.batch.open {
             return self.open_busy_batch(frame, batch);
         }
@@ -513,19 +526,34 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             if batch.iter().all(|e| matches!(e, Ok(Message::Response(_)))) {
                 reserved = 0;
             } else if !self.config.batches {
-                return refuse(self, DATA_NO_BATCHES, Problem::BatchRefused);
+                return self.refuse_batch(DATA_NO_BATCHES, Problem::BatchRefused);
             } else {
-                return refuse(
-                    self,
-                    DATA_BATCH_TOO_LARGE,
-                    Problem::BatchTooLarge { elements },
-                );
+                let problem = Problem::BatchTooLarge { elements };
+                return self.refuse_batch(DATA_BATCH_TOO_LARGE, problem);
             }
         }
         self.retry_held = false;
         bump(&mut self.stats.frames_in);
         self.batch.begin(reserved);
         self.next_batch_element(frame, 1)
+    }
+
+    /// Refuses a whole batch with one Invalid Request (not an array).
+    fn refuse_batch<'a>(
+        &mut self,
+        data: &'static str,
+        problem: Problem<'a>,
+    ) -> Option<Inbound<'a>> {
+        self.reply_error(
+            Answer::Frame,
+            b"null",
+            ErrorCode::INVALID_REQUEST,
+            Some(data),
+        )?;
+        self.retry_held = false;
+        bump(&mut self.stats.frames_in);
+        bump(&mut self.stats.invalid_messages);
+        Some(Inbound::Problem(problem))
     }
 
     /// A batch that arrives while another is being answered (there is one reply buffer). Its
@@ -545,12 +573,12 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                 _ => None,
             }
         }
-        let replies = batch.iter().filter(|e| reply(e).is_some()).count();
-        if replies > 0 {
+        let mut busy = 0u64;
+        if batch.iter().any(|e| reply(&e).is_some()) {
             let written = self.write_tx_frame(&|s| {
                 for (i, (id, code)) in batch.iter().filter_map(|e| reply(&e)).enumerate() {
                     crate::wire::ser::Sink::put(s, if i == 0 { b"[" } else { b"," });
-                    encode::standard_error(s, id, code);
+                    encode::auto_error(s, id, code, None);
                 }
                 crate::wire::ser::Sink::put(s, b"]");
                 Ok(())
@@ -560,24 +588,18 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                 Err(TxError::WouldBlock { .. }) => return self.block(),
                 // Larger than the whole transmit buffer: refuse the batch as a whole.
                 Err(_) => {
-                    let data = Some(DATA_BATCH_TOO_LARGE);
-                    if !self.auto_reply_or_block(StoredId::NULL, ErrorCode::INVALID_REQUEST, data) {
-                        return None;
-                    }
-                    self.retry_held = false;
-                    bump(&mut self.stats.frames_in);
-                    bump(&mut self.stats.invalid_messages);
-                    return Some(Inbound::Problem(Problem::BatchTooLarge {
+                    let problem = Problem::BatchTooLarge {
                         elements: batch.len(),
-                    }));
+                    };
+                    return self.refuse_batch(DATA_BATCH_TOO_LARGE, problem);
                 }
             }
+            busy = batch
+                .iter()
+                .filter(|e| matches!(e, Ok(Message::Request(_))))
+                .count() as u64;
         }
-        let busy = batch
-            .iter()
-            .filter(|e| matches!(e, Ok(Message::Request(_))))
-            .count();
-        self.stats.busy_rejections = self.stats.busy_rejections.saturating_add(busy as u64);
+        self.stats.busy_rejections = self.stats.busy_rejections.saturating_add(busy);
         self.retry_held = false;
         bump(&mut self.stats.frames_in);
         self.busy_batch = true;
@@ -586,114 +608,49 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
 
     /// Delivers the batch element at `pos` of the held batch frame.
     fn next_batch_element<'a>(&mut self, frame: &'a [u8], pos: usize) -> Option<Inbound<'a>> {
-        let batch = Batch::from_validated(frame);
-        let mut iter = BatchIter::resume(batch, pos);
+        let mut iter = BatchIter::resume(Batch::from_validated(frame), pos);
         let element = iter.next();
-        let last = iter.clone().next().is_none();
+        let last = iter.is_done();
         self.cursor = if last { None } else { Some(iter.position()) };
-        if self.busy_batch {
-            if last {
-                self.busy_batch = false;
-            }
-            return element.map(|e| self.accept_busy_element(e));
-        }
-        let reserve = Self::reservation(iter.last_len());
+        let answer = if self.busy_batch {
+            Answer::Done
+        } else {
+            Answer::Batch(Self::reservation(iter.last_len()))
+        };
+        // A member's reply goes to reserved room (or was written on arrival): never blocked.
         let inbound = match element {
-            Some(element) => self.accept_batch_element(element, reserve),
+            Some(element) => self.accept_element(element, answer),
             None => None,
         };
         if last {
-            self.batch.reading = false;
-            self.try_finish_batch();
+            if self.busy_batch {
+                self.busy_batch = false;
+            } else {
+                self.batch.reading = false;
+                self.try_finish_batch();
+            }
         }
         inbound
     }
 
-    /// An element of a batch whose requests were already answered Server busy.
-    fn accept_busy_element<'a>(&mut self, element: Element<'a>) -> Inbound<'a> {
-        match element {
-            Ok(Message::Request(req)) => Inbound::Problem(Problem::Busy(req.id)),
-            Ok(Message::Notification(n)) => Inbound::Notification(n),
-            Ok(Message::Response(resp)) => self.route_response(resp),
-            Err(invalid) => {
-                bump(&mut self.stats.invalid_messages);
-                Inbound::Problem(Problem::Invalid(invalid))
-            }
-        }
-    }
-
-    fn accept_batch_element<'a>(
+    /// Writes an automatic error into the batch reply; it always fits its reservation (an id
+    /// longer than `MAX_STORED_ID_LEN` is answered with `null`).
+    fn batch_error(
         &mut self,
-        element: Element<'a>,
         reserve: usize,
-    ) -> Option<Inbound<'a>> {
-        match element {
-            Ok(Message::Request(req)) => {
-                let duplicate = self.is_inflight(req.id);
-                if duplicate {
-                    bump(&mut self.stats.duplicate_ids);
-                    if self.config.duplicate_ids == DuplicateIdPolicy::Reject {
-                        self.batch_error(
-                            reserve,
-                            req.id.raw_bytes(),
-                            ErrorCode::INVALID_REQUEST,
-                            Some(DATA_DUPLICATE_ID),
-                        );
-                        return Some(Inbound::Problem(Problem::DuplicateId(req.id)));
-                    }
-                }
-                let Some(stored) = StoredId::new(req.id) else {
-                    self.batch_error(
-                        reserve,
-                        Self::batch_id(Some(req.id)),
-                        ErrorCode::INVALID_REQUEST,
-                        Some(DATA_ID_TOO_LONG),
-                    );
-                    bump(&mut self.stats.invalid_messages);
-                    return Some(Inbound::Problem(Problem::IdTooLong(req.id)));
-                };
-                let Some(slot) = self.free_inflight() else {
-                    self.batch_error(reserve, req.id.raw_bytes(), ErrorCode::SERVER_BUSY, None);
-                    bump(&mut self.stats.busy_rejections);
-                    return Some(Inbound::Problem(Problem::Busy(req.id)));
-                };
-                let handle = self.open_inflight(slot, stored, true, reserve);
-                self.batch.outstanding += 1;
-                Some(Inbound::Request(InboundRequest {
-                    handle,
-                    id: req.id,
-                    method: req.method,
-                    params: req.params,
-                    duplicate,
-                    in_batch: true,
-                }))
-            }
-            Ok(Message::Notification(n)) => {
-                self.batch.release(reserve);
-                Some(Inbound::Notification(n))
-            }
-            Ok(Message::Response(resp)) => {
-                self.batch.release(reserve);
-                Some(self.route_response(resp))
-            }
-            Err(invalid) => {
-                if invalid.needs_reply() {
-                    let id = Self::batch_id(invalid.id);
-                    self.batch_error(reserve, id, ErrorCode::INVALID_REQUEST, None);
-                } else {
-                    self.batch.release(reserve);
-                }
-                bump(&mut self.stats.invalid_messages);
-                Some(Inbound::Problem(Problem::Invalid(invalid)))
-            }
-        }
-    }
-
-    /// Writes an automatic error into the batch reply; it always fits its reservation.
-    fn batch_error(&mut self, reserve: usize, id: &[u8], code: ErrorCode, data: Option<&str>) {
-        let _ = self
-            .batch
-            .append(reserve, |s| encode::error(s, id, code, None, data));
+        id: &[u8],
+        code: ErrorCode,
+        data: Option<&'static str>,
+    ) {
+        let id = if id.len() <= MAX_STORED_ID_LEN {
+            id
+        } else {
+            b"null"
+        };
+        let _ = self.batch.append(reserve, |s| {
+            encode::auto_error(s, id, code, data);
+            Ok(())
+        });
     }
 
     /// Moves a complete batch reply to the transmit buffer when there is room.
@@ -1006,58 +963,31 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
 
     /// Writes replies that waited for transmit room.
     fn flush_intents(&mut self) {
-        if let Some(auto) = self.deferred {
-            if self.try_auto(auto) {
-                self.deferred = None;
-            } else {
+        if let Some((code, data)) = self.deferred {
+            if !self.try_error(b"null", code, data) {
                 return;
             }
+            self.deferred = None;
         }
         if self.rejected > 0 {
             for slot in 0..INFLIGHT {
-                let Some(entry) = self.inflight.get(slot).copied() else {
-                    break;
+                let Some(&Inflight {
+                    state: InflightState::Rejected(code),
+                    id,
+                    ..
+                }) = self.inflight.get(slot)
+                else {
+                    continue;
                 };
-                if let InflightState::Rejected(code) = entry.state {
-                    if !self.try_auto(AutoReply {
-                        id: entry.id,
-                        code,
-                        data: None,
-                    }) {
-                        return;
-                    }
-                    self.set_inflight(slot, InflightState::Free);
-                    self.rejected -= 1;
+                if !self.try_error(id.raw(), code, None) {
+                    return;
                 }
+                self.set_inflight(slot, InflightState::Free);
+                self.rejected -= 1;
             }
         }
         if self.batch.complete() {
             self.try_finish_batch();
-        }
-    }
-
-    /// Queues an automatic reply, deferring it if the transmit buffer is full (input is
-    /// blocked only while a deferred reply waits).
-    fn auto_reply(&mut self, id: StoredId, code: ErrorCode, data: Option<&'static str>) {
-        let auto = AutoReply { id, code, data };
-        if !self.try_auto(auto) {
-            self.deferred = Some(auto);
-        }
-    }
-
-    /// Writes an automatic reply now, or reports that processing must wait (and marks the
-    /// held frame for retry).
-    fn auto_reply_or_block(
-        &mut self,
-        id: StoredId,
-        code: ErrorCode,
-        data: Option<&'static str>,
-    ) -> bool {
-        if self.try_auto(AutoReply { id, code, data }) {
-            true
-        } else {
-            self.retry_held = true;
-            false
         }
     }
 
@@ -1066,9 +996,22 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
         None
     }
 
-    fn try_auto(&mut self, auto: AutoReply) -> bool {
-        self.write_tx_frame(&|s| encode::error(s, auto.id.raw(), auto.code, None, auto.data))
-            .is_ok()
+    /// Writes an automatic error reply (standard message, data string) as a frame of its own;
+    /// false when the transmit buffer has no room yet. An id so long that the reply could never
+    /// fit the buffer is answered with `null`.
+    fn try_error(&mut self, id: &[u8], code: ErrorCode, data: Option<&'static str>) -> bool {
+        let mut id = id;
+        loop {
+            let written = self.write_tx_frame(&|s| {
+                encode::auto_error(s, id, code, data);
+                Ok(())
+            });
+            match written {
+                Ok(()) => return true,
+                Err(TxError::TooLarge { .. }) if id != b"null" => id = b"null",
+                Err(_) => return false,
+            }
+        }
     }
 
     /// Moves queued bytes to the front when fewer than `need` bytes are free at the end.
@@ -1138,13 +1081,14 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     }
 
     /// Takes the free slot `slot` (an index `free_inflight` returned).
-    fn open_inflight(
-        &mut self,
-        slot: usize,
-        id: StoredId,
-        in_batch: bool,
-        reserve: usize,
-    ) -> RequestHandle {
+    fn open_inflight(&mut self, slot: usize, id: StoredId, answer: Answer) -> RequestHandle {
+        let (in_batch, reserve) = match answer {
+            Answer::Batch(reserve) => {
+                self.batch.outstanding += 1;
+                (true, reserve)
+            }
+            Answer::Frame | Answer::Done => (false, 0),
+        };
         let mut generation = 0;
         if let Some(entry) = self.inflight.get_mut(slot) {
             entry.generation = entry.generation.wrapping_add(1);

@@ -102,10 +102,21 @@ pub fn error<D: Serialize + ?Sized>(
 
 /// Writes an error response with the standard message and no data (cannot fail).
 pub fn standard_error(sink: &mut impl Sink, id: &[u8], code: ErrorCode) {
+    auto_error(sink, id, code, None);
+}
+
+/// Writes an error response with the standard message and an optional `data` string that is
+/// written as it is: it must need no JSON escaping (the connection's own data strings). No
+/// serde, so that a firmware answering peer garbage links no serializer for it.
+pub(crate) fn auto_error(sink: &mut impl Sink, id: &[u8], code: ErrorCode, data: Option<&str>) {
     sink.put(b"{\"jsonrpc\":\"2.0\",\"error\":{\"code\":");
     put_i32(sink, code.0);
     sink.put(b",\"message\":\"");
     sink.put(code.message().as_bytes());
+    if let Some(data) = data {
+        sink.put(b"\",\"data\":\"");
+        sink.put(data.as_bytes());
+    }
     sink.put(b"\"},\"id\":");
     sink.put(id);
     sink.put(b"}");

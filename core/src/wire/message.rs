@@ -293,6 +293,11 @@ impl<'a> BatchIter<'a> {
         }
     }
 
+    /// True when no element follows the one returned last.
+    pub(crate) fn is_done(&self) -> bool {
+        self.done
+    }
+
     /// Length in bytes of the text of the element returned last.
     pub fn last_len(&self) -> usize {
         self.last_len
@@ -368,17 +373,20 @@ impl<'a> Iterator for BatchIter<'a> {
     }
 }
 
-/// Spans of the members the specification defines, found in one walk over an object.
-#[derive(Default)]
-struct Members<'a> {
-    jsonrpc: Option<&'a [u8]>,
-    method: Option<&'a [u8]>,
-    params: Option<&'a [u8]>,
-    id: Option<&'a [u8]>,
-    result: Option<&'a [u8]>,
-    error: Option<&'a [u8]>,
-    duplicate: bool,
-}
+/// The members of a message the specification defines, in the order of [`Members`] slots.
+const MESSAGE_MEMBERS: [&str; 6] = ["jsonrpc", "method", "params", "id", "result", "error"];
+const JSONRPC: usize = 0;
+const METHOD: usize = 1;
+const PARAMS: usize = 2;
+const ID: usize = 3;
+const RESULT: usize = 4;
+const ERROR: usize = 5;
+
+/// The members of an error object, in slot order.
+const ERROR_MEMBERS: [&str; 3] = ["code", "message", "data"];
+
+/// Value spans of the listed members of one object, by position in the list.
+type Members<'a, const N: usize> = [Option<&'a [u8]>; N];
 
 /// Walks the object at `start` (which holds `{`). With `validate`, every value is validated
 /// (the only pass over the bytes); without it the text must already be known valid.
@@ -389,50 +397,41 @@ fn parse_object(
     max_depth: usize,
     validate: bool,
 ) -> Result<(Element<'_>, usize), ScanError> {
-    let mut m = Members::default();
-    let end = walk_object(text, start, max_depth, validate, |key, value| {
-        let slot = match key {
-            b"jsonrpc" => &mut m.jsonrpc,
-            b"method" => &mut m.method,
-            b"params" => &mut m.params,
-            b"id" => &mut m.id,
-            b"result" => &mut m.result,
-            b"error" => &mut m.error,
-            _ => match canonical_key(key) {
-                b"jsonrpc" => &mut m.jsonrpc,
-                b"method" => &mut m.method,
-                b"params" => &mut m.params,
-                b"id" => &mut m.id,
-                b"result" => &mut m.result,
-                b"error" => &mut m.error,
-                _ => return,
-            },
-        };
-        if slot.is_some() {
-            m.duplicate = true;
-        }
-        *slot = Some(value);
-    })?;
-    Ok((classify(&m), end))
+    let mut members: Members<'_, 6> = [None; 6];
+    let (end, duplicate) = walk_object(
+        text,
+        start,
+        max_depth,
+        validate,
+        &MESSAGE_MEMBERS,
+        &mut members,
+    )?;
+    Ok((classify(&members, duplicate), end))
 }
 
-/// Calls `member(key, value)` for each member of the object at `start` and returns the offset
-/// past its closing brace. Keys are compared in escaped form; a key written with escapes
-/// (`"m\u0065thod"`) is decoded first so it still counts as the member it names.
+/// Finds the members named in `names` in the object at `start`: `slots[i]` gets the value of
+/// member `names[i]`; other members are skipped. Returns the offset past the closing brace and
+/// whether a named member appears twice. Keys are compared in escaped form; a key written with
+/// escapes (`"m\u0065thod"`) still counts as the member it names.
+///
+/// One function for messages and error objects, not a generic one per caller: it is the
+/// largest piece of the parser, and firmware flash counts.
 fn walk_object<'a>(
     text: &'a [u8],
     start: usize,
     max_depth: usize,
     validate: bool,
-    mut member: impl FnMut(&[u8], &'a [u8]),
-) -> Result<usize, ScanError> {
+    names: &[&str],
+    slots: &mut [Option<&'a [u8]>],
+) -> Result<(usize, bool), ScanError> {
     let err = |kind, offset| ScanError { kind, offset };
     if max_depth == 0 {
         return Err(err(ScanErrorKind::TooDeep, start));
     }
+    let mut duplicate = false;
     let mut pos = scan::skip_ws(text, start + 1);
     if text.get(pos) == Some(&b'}') {
-        return Ok(pos + 1);
+        return Ok((pos + 1, duplicate));
     }
     loop {
         if text.get(pos) != Some(&b'"') {
@@ -456,12 +455,14 @@ fn walk_object<'a>(
         } else {
             scan::skip_value_trusted(text, pos)
         };
-        let value = text.get(vstart..vend).unwrap_or(&[]);
-        member(key, value);
+        if let Some(slot) = member_index(key, names).and_then(|i| slots.get_mut(i)) {
+            duplicate |= slot.is_some();
+            *slot = text.get(vstart..vend);
+        }
         pos = scan::skip_ws(text, vend);
         match text.get(pos) {
             Some(b',') => pos = scan::skip_ws(text, pos + 1),
-            Some(b'}') => return Ok(pos + 1),
+            Some(b'}') => return Ok((pos + 1, duplicate)),
             Some(_) => return Err(err(ScanErrorKind::UnexpectedByte, pos)),
             None => return Err(err(ScanErrorKind::UnexpectedEnd, pos)),
         }
@@ -471,21 +472,13 @@ fn walk_object<'a>(
     }
 }
 
-/// The member a name written with escapes (`"m\u0065thod"`) stands for: one of ours, or
-/// `b""`. Called only for names that are not ours as written.
-fn canonical_key(key: &[u8]) -> &'static [u8] {
-    const OURS: [&str; 9] = [
-        "jsonrpc", "method", "params", "id", "result", "error", "code", "message", "data",
-    ];
-    if !key.contains(&b'\\') {
-        return b"";
-    }
-    let Some(name) = JsonStr::from_validated(key) else {
-        return b"";
-    };
-    OURS.iter()
-        .find(|ours| name.eq_str(ours))
-        .map_or(&b""[..], |ours| ours.as_bytes())
+/// The position in `names` of the member a key (still escaped) names, if any.
+fn member_index(key: &[u8], names: &[&str]) -> Option<usize> {
+    let escaped = key.contains(&b'\\');
+    names.iter().position(|name| {
+        key == name.as_bytes()
+            || (escaped && JsonStr::from_validated(key).is_some_and(|k| k.eq_str(name)))
+    })
 }
 
 /// Validates a member value. Strings and numbers (most members) go straight to their scanner;
@@ -517,9 +510,9 @@ fn is_version(value: &[u8]) -> bool {
     value == b"\"2.0\"" || as_string(value).is_some_and(|s| s.eq_str("2.0"))
 }
 
-fn classify<'a>(m: &Members<'a>) -> Element<'a> {
-    let is_response = m.method.is_none() && (m.result.is_some() || m.error.is_some());
-    let id = match m.id {
+fn classify<'a>(m: &Members<'a, 6>, duplicate: bool) -> Element<'a> {
+    let is_response = m[METHOD].is_none() && (m[RESULT].is_some() || m[ERROR].is_some());
+    let id = match m[ID] {
         Some(raw) => match as_id(raw) {
             Some(id) => Some(id),
             None => {
@@ -539,22 +532,22 @@ fn classify<'a>(m: &Members<'a>) -> Element<'a> {
             is_response,
         })
     };
-    if m.duplicate {
+    if duplicate {
         return invalid(InvalidReason::DuplicateMember);
     }
-    match m.jsonrpc {
+    match m[JSONRPC] {
         None => return invalid(InvalidReason::MissingVersion),
         Some(v) if !is_version(v) => return invalid(InvalidReason::WrongVersion),
         Some(_) => {}
     }
-    if let Some(method) = m.method {
-        if m.result.is_some() || m.error.is_some() {
+    if let Some(method) = m[METHOD] {
+        if m[RESULT].is_some() || m[ERROR].is_some() {
             return invalid(InvalidReason::RequestWithResult);
         }
         let Some(method) = as_string(method) else {
             return invalid(InvalidReason::MethodNotString);
         };
-        let params = match m.params {
+        let params = match m[PARAMS] {
             None => None,
             Some(p) if matches!(p.first(), Some(b'[' | b'{')) => RawJson::from_validated(p),
             Some(_) => return invalid(InvalidReason::ParamsNotStructured),
@@ -570,7 +563,7 @@ fn classify<'a>(m: &Members<'a>) -> Element<'a> {
     let Some(id) = id else {
         return invalid(InvalidReason::MissingId);
     };
-    let outcome = match (m.result, m.error) {
+    let outcome = match (m[RESULT], m[ERROR]) {
         (Some(result), None) => match RawJson::from_validated(result) {
             Some(r) => Ok(r),
             None => return invalid(InvalidReason::MalformedError),
@@ -588,23 +581,11 @@ fn parse_error_object(value: &[u8]) -> Option<ErrorObject<'_>> {
     if value.first() != Some(&b'{') {
         return None;
     }
-    let (mut code, mut message, mut data, mut dup) = (None, None, None, false);
-    walk_object(value, 0, scan::MAX_DEPTH_LIMIT, false, |key, v| {
-        let key = match key {
-            b"code" | b"message" | b"data" => key,
-            _ => canonical_key(key),
-        };
-        let slot = match key {
-            b"code" => &mut code,
-            b"message" => &mut message,
-            b"data" => &mut data,
-            _ => return,
-        };
-        dup |= slot.is_some();
-        *slot = Some(v);
-    })
-    .ok()?;
-    if dup {
+    let mut members: Members<'_, 3> = [None; 3];
+    let limit = scan::MAX_DEPTH_LIMIT;
+    let (_, duplicate) = walk_object(value, 0, limit, false, &ERROR_MEMBERS, &mut members).ok()?;
+    let [code, message, data] = members;
+    if duplicate {
         return None;
     }
     let code = parse_i32(code?)?;
@@ -628,4 +609,51 @@ fn parse_i32(raw: &[u8]) -> Option<i32> {
     };
     let v = i64::try_from(super::id::parse_u64(digits)?).ok()?;
     i32::try_from(if neg { -v } else { v }).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn single(text: &str) -> Element<'_> {
+        match parse(text.as_bytes(), ParseLimits::default()) {
+            Ok(Parsed::Single(element)) => element,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn member_names_written_with_escapes_count_as_the_member() {
+        let Ok(Message::Request(req)) =
+            single(r#"{"j\u0073onrpc":"2.0","m\u0065thod":"a","\u0070arams":[1],"\u0069d":7}"#)
+        else {
+            panic!("not a request")
+        };
+        assert!(req.method.eq_str("a"));
+        assert_eq!(
+            (req.id.raw(), req.params.map(|p| p.as_str())),
+            ("7", Some("[1]"))
+        );
+
+        let Ok(Message::Response(resp)) = single(
+            r#"{"jsonrpc":"2.0","\u0065rror":{"c\u006fde":-1,"m\u0065ssage":"x","d\u0061ta":2},"id":1}"#,
+        ) else {
+            panic!("not a response")
+        };
+        let error = resp.outcome.unwrap_err();
+        assert_eq!(error.code, ErrorCode(-1));
+        assert!(error.message.eq_str("x"));
+        assert_eq!(error.data.map(|d| d.as_str()), Some("2"));
+    }
+
+    #[test]
+    fn a_member_twice_is_invalid_whatever_its_spelling() {
+        let twice = single(r#"{"jsonrpc":"2.0","method":"a","m\u0065thod":"b","id":1}"#);
+        assert_eq!(twice.unwrap_err().reason, InvalidReason::DuplicateMember);
+        let twice = single(r#"{"jsonrpc":"2.0","error":{"code":1,"code":2,"message":""},"id":1}"#);
+        assert_eq!(twice.unwrap_err().reason, InvalidReason::MalformedError);
+        // Names that are not ours may repeat, and an escape that spells another name is not ours.
+        let fine = single(r#"{"jsonrpc":"2.0","method":"a","x":1,"x":2,"metho\u0064x":3}"#);
+        assert!(matches!(fine, Ok(Message::Notification(_))));
+    }
 }
