@@ -305,12 +305,21 @@ impl<'a> JsonStr<'a> {
         }
     }
 
-    /// Compares the unescaped text with `s` without allocating.
+    /// Compares the unescaped text with `s` without allocating: escapes are decoded as they
+    /// come, byte by byte. A string holding a lone surrogate escape (`"\uD800"`) equals no
+    /// `&str`, since it has no UTF-8 form.
+    ///
+    /// ```
+    /// # use rpcwire::wire::{parse, Message, ParseLimits, Parsed};
+    /// let frame = br#"{"jsonrpc":"2.0","method":"caf\u00e9\/menu"}"#;
+    /// let Ok(Parsed::Single(Ok(Message::Notification(n)))) = parse(frame, ParseLimits::default())
+    /// else { panic!() };
+    /// assert!(n.method.eq_str("café/menu"));
+    /// assert!(!n.method.eq_str("café/men"));
+    /// ```
     pub fn eq_str(&self, s: &str) -> bool {
-        if self.escaped == s.as_bytes() {
-            return true;
-        }
-        self.has_escapes() && self.chars().eq(s.chars())
+        self.escaped == s.as_bytes()
+            || (self.has_escapes() && scan::unescaped_eq(self.escaped, s.as_bytes()))
     }
 
     /// The unescaped text as an owned `String` (feature `alloc`).
@@ -399,5 +408,48 @@ impl Iterator for Chars<'_> {
             _ => '\u{FFFD}',
         };
         Some(decoded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(escaped: &str) -> JsonStr<'_> {
+        JsonStr {
+            escaped: escaped.as_bytes(),
+        }
+    }
+
+    #[test]
+    fn eq_str_decodes_every_escape() {
+        let equal = [
+            (r#"caf\u00e9"#, "café"),
+            (r#"caf\u00E9"#, "café"),
+            (r#"\"\\\/\b\f\n\r\t"#, "\"\\/\u{8}\u{c}\n\r\t"),
+            (r#"\ud834\udd1e clef"#, "𝄞 clef"),
+            (r#"\u0000"#, "\0"),
+            ("plain ✓", "plain ✓"),
+            (r#"✓\u2713"#, "✓✓"),
+            ("", ""),
+        ];
+        for (escaped, plain) in equal {
+            assert!(text(escaped).eq_str(plain), "{escaped} == {plain}");
+            // The same decoding as `chars`.
+            assert!(text(escaped).chars().eq(plain.chars()), "{escaped}");
+        }
+        let different = [
+            (r#"caf\u00e9"#, "cafe"),
+            (r#"caf\u00e9"#, "café!"),
+            (r#"caf\u00e9!"#, "café"),
+            (r#"\n"#, "n"),
+            (r#"a\u0062"#, "a"),
+            // A lone surrogate has no UTF-8 form: it equals nothing, U+FFFD included.
+            (r#"\ud800"#, "\u{fffd}"),
+            (r#"\udd1e\ud834"#, "\u{fffd}\u{fffd}"),
+        ];
+        for (escaped, plain) in different {
+            assert!(!text(escaped).eq_str(plain), "{escaped} != {plain}");
+        }
     }
 }

@@ -67,7 +67,7 @@ fn main() -> ! {
     let driver = Firmware::new_in(slot, uart, SysTickClock::default(), Config::DEFAULT);
 
     // The transport is infallible and this frame always fits: nothing can fail here.
-    let _ = driver.send_notification("booted", Some(&methods::Raw(BOOTED)));
+    let _ = driver.send_notification("booted", Some(&methods::Raw(BOOTED.as_bytes())));
 
     loop {
         // Never blocks: reads what the FIFO holds, answers, writes out.
@@ -77,29 +77,10 @@ fn main() -> ! {
     }
 }
 
-/// Answers one request: `stats` here, the demo methods in [`methods`].
+/// Answers requests (see [`methods`]); notifications, problems (already answered by the
+/// connection) and events need nothing.
 fn handle(ctx: &mut Ctx<'_>, item: Incoming<'_>) {
-    let Incoming::Request(req) = item else {
-        return; // notifications, problems (already answered), events
-    };
-    if req.method.eq_str("stats") {
-        let s = ctx.conn().stats();
-        let mut text = methods::Text::new();
-        text.put(b"{\"stack_used\":")
-            .int(stack::used() as i64)
-            .put(b",\"stack_size\":")
-            .int(stack::size() as i64)
-            .put(b",\"uptime_ms\":")
-            .int(methods::div_small(ctx.now().as_micros(), 1000).0 as i64)
-            .put(b",\"frames_in\":")
-            .int(s.frames_in as i64)
-            .put(b",\"frames_out\":")
-            .int(s.frames_out as i64)
-            .put(b",\"parse_errors\":")
-            .int(s.parse_errors as i64)
-            .put(b"}");
-        let _ = methods::respond(ctx, &req, &text);
-    } else {
+    if let Incoming::Request(req) = item {
         let _ = methods::answer(ctx, &req);
     }
 }
