@@ -43,11 +43,13 @@ struct Pending {
 }
 
 impl Pending {
+    /// All zeros (the other fields mean nothing in a free slot), so that a new connection's
+    /// table is cleared rather than copied from a template in flash.
     const FREE: Pending = Pending {
         state: PendingState::Free,
         token: Token(0),
         id: 0,
-        deadline: Instant::MAX,
+        deadline: Instant::ZERO,
     };
 }
 
@@ -75,7 +77,8 @@ impl Inflight {
     const FREE: Inflight = Inflight {
         generation: 0,
         state: InflightState::Free,
-        id: StoredId::NULL,
+        // Not read in a free slot; zeros, like `Pending::FREE`.
+        id: StoredId::EMPTY,
     };
 }
 

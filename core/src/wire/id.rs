@@ -149,6 +149,12 @@ impl StoredId {
         StoredId { len: 4, bytes }
     };
 
+    /// No id at all (zero bytes): a placeholder for unused storage.
+    pub(crate) const EMPTY: StoredId = StoredId {
+        len: 0,
+        bytes: [0; MAX_STORED_ID_LEN],
+    };
+
     /// Copies `id`; `None` when it is longer than [`MAX_STORED_ID_LEN`].
     pub fn new(id: Id<'_>) -> Option<Self> {
         let raw = id.raw_bytes();

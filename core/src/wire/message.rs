@@ -187,9 +187,10 @@ pub fn parse(frame: &[u8], limits: ParseLimits) -> Result<Parsed<'_>, ScanError>
         Some(b'[') => {
             let (start, end) = scan::scan_value(frame, start, limits.max_depth)?;
             expect_end(frame, end)?;
-            let text = frame.get(start..end).unwrap_or(&[]);
-            let batch = Batch { text };
-            if batch.iter().next().is_none() {
+            let batch = Batch {
+                text: frame.get(start..end).unwrap_or(&[]),
+            };
+            if batch.is_empty() {
                 Parsed::EmptyBatch
             } else {
                 Parsed::Batch(batch)
@@ -263,7 +264,7 @@ impl<'a> Batch<'a> {
 
     /// True for `[]`, which [`parse`] reports as [`Parsed::EmptyBatch`] instead.
     pub fn is_empty(&self) -> bool {
-        self.iter().next().is_none()
+        self.text.get(scan::skip_ws(self.text, 1)) == Some(&b']')
     }
 }
 

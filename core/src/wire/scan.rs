@@ -87,8 +87,11 @@ pub const MAX_DEPTH_LIMIT: usize = 256;
 /// Default nesting depth.
 pub const DEFAULT_MAX_DEPTH: usize = 64;
 
-/// Number of `u64` words in the nesting bit stack.
-const STACK_WORDS: usize = MAX_DEPTH_LIMIT / 64;
+/// Bits per word of the nesting bit stack: a native word, so that shifting by a depth is one
+/// instruction (a `u64` shift is a library call on a 32-bit microcontroller).
+const WORD_BITS: usize = usize::BITS as usize;
+/// Number of words in the nesting bit stack.
+const STACK_WORDS: usize = MAX_DEPTH_LIMIT / WORD_BITS;
 
 /// What went wrong while scanning JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -342,7 +345,7 @@ fn scan_structure(
     let mut i = start;
     // Bit `d` is 1 when the container at depth `d + 1` is an object. Only indices
     // `< max_depth <= MAX_DEPTH_LIMIT` are used; `& (STACK_WORDS - 1)` keeps indexing in range.
-    let mut stack = [0u64; STACK_WORDS];
+    let mut stack = [0usize; STACK_WORDS];
     let mut depth = 0usize;
     let mut in_object = false;
 
@@ -358,8 +361,8 @@ fn scan_structure(
                     return Err(ScanError::new(ScanErrorKind::TooDeep, i));
                 }
                 let is_obj = b == b'{';
-                let word = &mut stack[(depth >> 6) & (STACK_WORDS - 1)];
-                let bit = 1u64 << (depth & 63);
+                let word = &mut stack[(depth / WORD_BITS) & (STACK_WORDS - 1)];
+                let bit = 1 << (depth % WORD_BITS);
                 if is_obj {
                     *word |= bit;
                 } else {
@@ -424,9 +427,9 @@ fn scan_structure(
 /// Whether the container at depth `depth` (1-based, `depth >= 1`) is an object.
 #[cfg_attr(target_pointer_width = "64", inline(always))]
 #[allow(clippy::indexing_slicing)] // the bit-stack index is masked to `STACK_WORDS - 1`
-fn top_is_object(stack: &[u64; STACK_WORDS], depth: usize) -> bool {
+fn top_is_object(stack: &[usize; STACK_WORDS], depth: usize) -> bool {
     let d = depth - 1;
-    (stack[(d >> 6) & (STACK_WORDS - 1)] >> (d & 63)) & 1 != 0
+    (stack[(d / WORD_BITS) & (STACK_WORDS - 1)] >> (d % WORD_BITS)) & 1 != 0
 }
 
 /// `i` is at the first non-whitespace byte where an object key must start. Validates

@@ -408,9 +408,8 @@ impl<
         self.check()?;
         let mut input = bytes;
         let now = self.clock.now();
-        if self.conn.poll_timeout().is_some_and(|t| t <= now) {
-            self.conn.handle_timeout(now);
-        }
+        // Expired requests are reported before new input is handled.
+        self.conn.handle_timeout(now);
         self.drain(now, &mut handler)?;
         loop {
             let now = self.clock.now();
