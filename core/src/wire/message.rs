@@ -513,45 +513,49 @@ fn is_version(value: &[u8]) -> bool {
 
 fn classify<'a>(m: &Members<'a, 6>, duplicate: bool) -> Element<'a> {
     let is_response = m[METHOD].is_none() && (m[RESULT].is_some() || m[ERROR].is_some());
+    // The id member if there is one; `None` when it is there but not a string, number or null.
     let id = match m[ID] {
-        Some(raw) => match as_id(raw) {
-            Some(id) => Some(id),
-            None => {
-                return Err(Invalid {
-                    id: None,
-                    reason: InvalidReason::IdWrongType,
-                    is_response,
-                })
-            }
+        Some(raw) => as_id(raw).map(Some),
+        None => Some(None),
+    };
+    let (id, reason) = match id {
+        None => (None, InvalidReason::IdWrongType),
+        Some(id) => match message(m, duplicate, id, is_response) {
+            Ok(message) => return Ok(message),
+            Err(reason) => (id, reason),
         },
-        None => None,
     };
-    let invalid = |reason| {
-        Err(Invalid {
-            id,
-            reason,
-            is_response,
-        })
-    };
+    Err(Invalid {
+        id,
+        reason,
+        is_response,
+    })
+}
+
+/// The message the members make, or why they make none (`id` is the id member, if valid).
+fn message<'a>(
+    m: &Members<'a, 6>,
+    duplicate: bool,
+    id: Option<Id<'a>>,
+    is_response: bool,
+) -> Result<Message<'a>, InvalidReason> {
     if duplicate {
-        return invalid(InvalidReason::DuplicateMember);
+        return Err(InvalidReason::DuplicateMember);
     }
     match m[JSONRPC] {
-        None => return invalid(InvalidReason::MissingVersion),
-        Some(v) if !is_version(v) => return invalid(InvalidReason::WrongVersion),
+        None => return Err(InvalidReason::MissingVersion),
+        Some(v) if !is_version(v) => return Err(InvalidReason::WrongVersion),
         Some(_) => {}
     }
     if let Some(method) = m[METHOD] {
         if m[RESULT].is_some() || m[ERROR].is_some() {
-            return invalid(InvalidReason::RequestWithResult);
+            return Err(InvalidReason::RequestWithResult);
         }
-        let Some(method) = as_string(method) else {
-            return invalid(InvalidReason::MethodNotString);
-        };
+        let method = as_string(method).ok_or(InvalidReason::MethodNotString)?;
         let params = match m[PARAMS] {
             None => None,
             Some(p) if matches!(p.first(), Some(b'[' | b'{')) => RawJson::from_validated(p),
-            Some(_) => return invalid(InvalidReason::ParamsNotStructured),
+            Some(_) => return Err(InvalidReason::ParamsNotStructured),
         };
         return Ok(match id {
             Some(id) => Message::Request(Request { id, method, params }),
@@ -559,21 +563,13 @@ fn classify<'a>(m: &Members<'a, 6>, duplicate: bool) -> Element<'a> {
         });
     }
     if !is_response {
-        return invalid(InvalidReason::NotRequestOrResponse);
+        return Err(InvalidReason::NotRequestOrResponse);
     }
-    let Some(id) = id else {
-        return invalid(InvalidReason::MissingId);
-    };
+    let id = id.ok_or(InvalidReason::MissingId)?;
     let outcome = match (m[RESULT], m[ERROR]) {
-        (Some(result), None) => match RawJson::from_validated(result) {
-            Some(r) => Ok(r),
-            None => return invalid(InvalidReason::MalformedError),
-        },
-        (None, Some(error)) => match parse_error_object(error) {
-            Some(e) => Err(e),
-            None => return invalid(InvalidReason::MalformedError),
-        },
-        _ => return invalid(InvalidReason::ResultAndError),
+        (Some(result), None) => Ok(RawJson::from_validated(result).ok_or(InvalidReason::MalformedError)?),
+        (None, Some(error)) => Err(parse_error_object(error).ok_or(InvalidReason::MalformedError)?),
+        _ => return Err(InvalidReason::ResultAndError),
     };
     Ok(Message::Response(Response { id, outcome }))
 }
