@@ -475,11 +475,11 @@ fn walk_object<'a>(
 
 /// The position in `names` of the member a key (still escaped) names, if any.
 fn member_index(key: &[u8], names: &[&str]) -> Option<usize> {
-    let escaped = key.contains(&b'\\');
-    names.iter().position(|name| {
-        key == name.as_bytes()
-            || (escaped && JsonStr::from_validated(key).is_some_and(|k| k.eq_str(name)))
-    })
+    let text = JsonStr::from_validated(key)?;
+    let escaped = text.has_escapes();
+    names
+        .iter()
+        .position(|name| key == name.as_bytes() || (escaped && text.eq_str(name)))
 }
 
 /// Validates a member value. Strings and numbers (most members) go straight to their scanner;
@@ -567,7 +567,9 @@ fn message<'a>(
     }
     let id = id.ok_or(InvalidReason::MissingId)?;
     let outcome = match (m[RESULT], m[ERROR]) {
-        (Some(result), None) => Ok(RawJson::from_validated(result).ok_or(InvalidReason::MalformedError)?),
+        (Some(result), None) => {
+            Ok(RawJson::from_validated(result).ok_or(InvalidReason::MalformedError)?)
+        }
         (None, Some(error)) => Err(parse_error_object(error).ok_or(InvalidReason::MalformedError)?),
         _ => return Err(InvalidReason::ResultAndError),
     };
