@@ -401,6 +401,31 @@ fn long_ids_are_echoed_without_being_stored() {
 }
 
 #[test]
+fn an_id_too_long_for_the_transmit_buffer_is_answered_with_null() {
+    // The receive buffer takes frames larger than the whole transmit buffer: an id that long
+    // cannot be echoed in any reply. It is answered with `null` (it was once retried for ever,
+    // which stopped all input), and the next request is answered as usual.
+    let mut conn: Conn<256, 128, 4, 4> = Connection::default();
+    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    let long = "z".repeat(1000);
+    let input = format!(
+        "{}\n{}\n",
+        json!({"jsonrpc":"2.0","method":"get_data","id":long}),
+        request(2, "get_data", json!([]))
+    );
+    let (items, out) = feed(&mut conn, &mut rx, input.as_bytes(), true);
+    assert!(items[0].contains("IdTooLong"), "{items:?}");
+    assert!(!conn.is_input_blocked());
+    assert_eq!(
+        out,
+        [
+            json!({"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request","data":"id too long"},"id":null}),
+            json!({"jsonrpc":"2.0","result":["hello",5],"id":2}),
+        ]
+    );
+}
+
+#[test]
 fn ids_of_every_kind_are_echoed_byte_exact() {
     let mut conn: Connection = Connection::default();
     let mut rx = RxBuffer::<4096>::new(Framing::Line);

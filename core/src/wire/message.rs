@@ -475,11 +475,23 @@ fn walk_object<'a>(
 
 /// The position in `names` of the member a key (still escaped) names, if any.
 fn member_index(key: &[u8], names: &[&str]) -> Option<usize> {
-    let text = JsonStr::from_validated(key)?;
-    let escaped = text.has_escapes();
-    names
+    // Names in each list start with distinct bytes: one full comparison at most.
+    let plain = names
         .iter()
-        .position(|name| key == name.as_bytes() || (escaped && text.eq_str(name)))
+        .position(|name| name.len() == key.len() && name.as_bytes().first() == key.first())
+        .filter(|&i| {
+            names
+                .get(i)
+                .is_some_and(|name| name.bytes().zip(key).all(|(a, &b)| a == b))
+        });
+    if plain.is_some() {
+        return plain;
+    }
+    let text = JsonStr::from_validated(key)?;
+    if !text.has_escapes() {
+        return None;
+    }
+    names.iter().position(|name| text.eq_str(name))
 }
 
 /// Validates a member value. Strings and numbers (most members) go straight to their scanner;

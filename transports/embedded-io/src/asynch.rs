@@ -42,8 +42,8 @@ use core::time::Duration;
 use embedded_io_async::{ErrorType, Read, Write};
 use rpcwire::wire::RxBuffer;
 use rpcwire::{
-    CancelError, Config, Connection, ErrorCode, Instant, Output, RequestHandle, RespondError,
-    SendError, Token,
+    CancelError, Config, Connection, ErrorCode, Instant, RequestHandle, RespondError, SendError,
+    Token,
 };
 use serde::Serialize;
 
@@ -431,13 +431,14 @@ impl<
     {
         let mut wrote = false;
         loop {
-            let event = match self.conn.poll_output() {
-                Output::Event(e) => e,
-                Output::Transmit(_) => {
-                    wrote |= transmit(&mut self.conn, &mut self.io).await?;
-                    continue;
+            // `poll_output` in two steps: the deadline it ends with is not needed here (the
+            // caller asks for it once, when it is about to wait).
+            let Some(event) = self.conn.poll_event() else {
+                if self.conn.poll_transmit().is_empty() {
+                    return Ok(wrote);
                 }
-                Output::Timeout(_) | Output::Idle => return Ok(wrote),
+                wrote |= transmit(&mut self.conn, &mut self.io).await?;
+                continue;
             };
             let mut ctx = AsyncContext {
                 conn: &mut self.conn,
