@@ -280,6 +280,38 @@ fn firmware_answers_every_spec_example_in_qemu() {
     assert_eq!(replies[1]["error"]["code"], -32700);
     assert_eq!(replies[2]["result"], 2);
 
+    // Raw UTF-8 in strings, checked by the firmware's own compact validator (32-bit targets
+    // link no `core::str::from_utf8`): well-formed text of every length is echoed byte-exact;
+    // overlong forms, surrogates, code points over U+10FFFF, stray continuation bytes and cut
+    // sequences are parse errors, and the next frame is answered.
+    let text = "é ✓ 𝄞";
+    let echo = link.exchange(&format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{text}"],"id":9}}"#
+    ));
+    assert_eq!(echo["result"][0], text, "{echo}");
+    for bad in [
+        &b"\xc0\xaf"[..],
+        b"\xed\xa0\x80",
+        b"\xf4\x90\x80\x80",
+        b"\x80",
+        b"\xe2\x82",
+        b"\xf0\x9d\x84",
+    ] {
+        let mut frame = br#"{"jsonrpc":"2.0","method":"echo","params":[""#.to_vec();
+        frame.extend_from_slice(bad);
+        frame.extend_from_slice(b"\"],\"id\":10}\n");
+        link.send(&frame);
+        let reply: Value =
+            serde_json::from_str(&link.line(Duration::from_secs(10)).expect("reply")).unwrap();
+        assert_eq!(reply["error"]["code"], -32700, "{bad:x?}: {reply}");
+        assert_eq!(reply["id"], Value::Null);
+    }
+    // Escapes in member names and method names are decoded byte by byte on the device.
+    let escaped = link.exchange(
+        r#"{"jsonrpc":"2.0","m\u0065thod":"s\u0075m","\u0070arams":[2,3],"id":11}"#,
+    );
+    assert_eq!(escaped["result"], 5, "{escaped}");
+
     let stats = link.exchange(r#"{"jsonrpc":"2.0","method":"stats","id":"s"}"#);
     let used = stats["result"]["stack_used"].as_u64().expect("stack_used");
     assert!(used > 0 && used < 16 * 1024, "{stats}");
