@@ -307,9 +307,8 @@ fn firmware_answers_every_spec_example_in_qemu() {
         assert_eq!(reply["id"], Value::Null);
     }
     // Escapes in member names and method names are decoded byte by byte on the device.
-    let escaped = link.exchange(
-        r#"{"jsonrpc":"2.0","m\u0065thod":"s\u0075m","\u0070arams":[2,3],"id":11}"#,
-    );
+    let escaped =
+        link.exchange(r#"{"jsonrpc":"2.0","m\u0065thod":"s\u0075m","\u0070arams":[2,3],"id":11}"#);
     assert_eq!(escaped["result"], 5, "{escaped}");
 
     let stats = link.exchange(r#"{"jsonrpc":"2.0","method":"stats","id":"s"}"#);

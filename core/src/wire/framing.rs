@@ -24,7 +24,7 @@ use super::ser::{Sink, SliceSink};
 
 /// How messages are delimited on the byte stream.
 ///
-/// Non-exhaustive: [`Framing::ContentLength`] exists only with the `content-length` feature.
+/// Non-exhaustive: `Framing::ContentLength` exists only with the `content-length` feature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]

@@ -14,7 +14,7 @@ pub type DecodeError = serde_json_core::de::Error;
 /// A validated JSON value, borrowed byte-exact from the input (`params`, `result`, `error.data`).
 ///
 /// Decode it with serde: [`RawJson::decode`] uses serde-json-core (no heap), and with the `alloc`
-/// feature [`RawJson::deserialize`] uses serde_json. Serializing a `RawJson` with rpcwire's
+/// feature `RawJson::deserialize` uses serde_json. Serializing a `RawJson` with rpcwire's
 /// encoder embeds its text verbatim, so `echo` can answer with its own params without a copy
 /// through an intermediate value.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]

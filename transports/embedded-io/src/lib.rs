@@ -5,7 +5,7 @@
 //! Runs an [`rpcwire::Connection`] over any [`embedded_io`] byte stream (a UART, a USB CDC
 //! class, a TCP socket of an embedded network stack) with no heap and no `std`: the
 //! blocking [`Driver`] over [`embedded_io::Read`] + [`embedded_io::Write`], and with the
-//! `async` feature the [`asynch::AsyncDriver`] over `embedded_io_async`.
+//! `async` feature the `asynch::AsyncDriver` over `embedded_io_async`.
 //!
 //! The driver owns the connection, its receive buffer, the I/O object and a [`Clock`]. It
 //! reads straight into the receive buffer, hands every inbound item to your handler as an

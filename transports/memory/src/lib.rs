@@ -12,8 +12,8 @@
 //!   delayed, and which faults happen (a corrupted byte, a lost tail, a dropped connection).
 //!   The same seed and the same calls give the same bytes, so a failing simulation replays
 //!   from its seed. [`flush`] and [`fill`] move bytes between a connection and the link.
-//! - [`pipe`] (feature `std`): blocking pipes implementing `std::io::Read + Write`.
-//! - [`channel`] (feature `tokio`): async streams implementing tokio's `AsyncRead +
+//! - `pipe` (feature `std`): blocking pipes implementing `std::io::Read + Write`.
+//! - `channel` (feature `tokio`): async streams implementing tokio's `AsyncRead +
 //!   AsyncWrite`, optionally split into seeded chunks.
 //!
 //! [`SplitMix64`] is the small seeded generator everything here uses; simulations may use it

@@ -4,7 +4,7 @@
 //! `COM3`): [`open`] gives a blocking [`SerialPort`] that implements `std::io::{Read, Write}`
 //! (with a read timeout) and the `embedded_io` traits, so the blocking
 //! [`rpcwire_embedded_io::Driver`] runs a JSON-RPC connection over it exactly as on a
-//! microcontroller. With the `tokio` feature, [`open_async`] gives a port that implements
+//! microcontroller. With the `tokio` feature, `open_async` gives a port that implements
 //! tokio's `AsyncRead + AsyncWrite`, for rpcwire-tokio's driver.
 //!
 //! Built without libudev (`serialport` with default features off): opening by path needs no
