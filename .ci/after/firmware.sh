@@ -12,8 +12,10 @@ FLASH_BUDGET=16384
 RAM_BUDGET=4096
 ELF=examples/firmware/target/thumbv7m-none-eabi/release/rpcwire-firmware
 
-echo "--- build (release, thumbv7m-none-eabi)"
+echo "--- build (release, thumbv7m-none-eabi), rustfmt, clippy (its own workspace)"
+(cd examples/firmware && cargo fmt --check)
 (cd examples/firmware && CARGO_TARGET_DIR=target cargo build --release)
+(cd examples/firmware && CARGO_TARGET_DIR=target cargo clippy --release -- -D warnings)
 
 SIZE_TOOL=arm-none-eabi-size
 if ! command -v "$SIZE_TOOL" >/dev/null; then
