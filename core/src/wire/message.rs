@@ -404,25 +404,27 @@ fn parse_object(
         start,
         max_depth,
         validate,
-        &MESSAGE_MEMBERS,
+        message_member,
         &mut members,
     )?;
     Ok((classify(&members, duplicate), end))
 }
 
-/// Finds the members named in `names` in the object at `start`: `slots[i]` gets the value of
-/// member `names[i]`; other members are skipped. Returns the offset past the closing brace and
-/// whether a named member appears twice. Keys are compared in escaped form; a key written with
-/// escapes (`"m\u0065thod"`) still counts as the member it names.
+/// Finds the members of the object at `start` that `member` knows: `member(key)` is the slot
+/// in `slots` that gets the value; other members are skipped. Returns the offset past the
+/// closing brace and whether a known member appears twice. Keys are passed as written (still
+/// escaped); a key written with escapes (`"m\u0065thod"`) still counts as the member it names.
 ///
 /// One function for messages and error objects, not a generic one per caller: it is the
-/// largest piece of the parser, and firmware flash counts.
+/// largest piece of the parser, and firmware flash counts. On 64-bit hosts it is inlined into
+/// both callers, where `member` becomes a direct call.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 fn walk_object<'a>(
     text: &'a [u8],
     start: usize,
     max_depth: usize,
     validate: bool,
-    names: &[&str],
+    member: fn(&[u8]) -> Option<usize>,
     slots: &mut [Option<&'a [u8]>],
 ) -> Result<(usize, bool), ScanError> {
     let err = |kind, offset| ScanError { kind, offset };
@@ -456,7 +458,7 @@ fn walk_object<'a>(
         } else {
             scan::skip_value_trusted(text, pos)
         };
-        if let Some(slot) = member_index(key, names).and_then(|i| slots.get_mut(i)) {
+        if let Some(slot) = member(key).and_then(|i| slots.get_mut(i)) {
             duplicate |= slot.is_some();
             *slot = text.get(vstart..vend);
         }
@@ -471,6 +473,32 @@ fn walk_object<'a>(
             return Err(err(ScanErrorKind::UnexpectedEnd, pos));
         }
     }
+}
+
+/// The slot of a message member (the position of its name in [`MESSAGE_MEMBERS`]).
+fn message_member(key: &[u8]) -> Option<usize> {
+    if scan::WORD_AT_A_TIME {
+        // Hosts: a `match` compiles to a few word compares per key, several times faster than
+        // the table walk, which is smaller (by some 300 bytes of firmware flash).
+        let plain = match key {
+            b"jsonrpc" => Some(JSONRPC),
+            b"method" => Some(METHOD),
+            b"params" => Some(PARAMS),
+            b"id" => Some(ID),
+            b"result" => Some(RESULT),
+            b"error" => Some(ERROR),
+            _ => None,
+        };
+        if plain.is_some() {
+            return plain;
+        }
+    }
+    member_index(key, &MESSAGE_MEMBERS)
+}
+
+/// The slot of an error object member (the position of its name in [`ERROR_MEMBERS`]).
+fn error_member(key: &[u8]) -> Option<usize> {
+    member_index(key, &ERROR_MEMBERS)
 }
 
 /// The position in `names` of the member a key (still escaped) names, if any.
@@ -594,7 +622,7 @@ fn parse_error_object(value: &[u8]) -> Option<ErrorObject<'_>> {
     }
     let mut members: Members<'_, 3> = [None; 3];
     let limit = scan::MAX_DEPTH_LIMIT;
-    let (_, duplicate) = walk_object(value, 0, limit, false, &ERROR_MEMBERS, &mut members).ok()?;
+    let (_, duplicate) = walk_object(value, 0, limit, false, error_member, &mut members).ok()?;
     let [code, message, data] = members;
     if duplicate {
         return None;
@@ -655,6 +683,42 @@ mod tests {
         assert_eq!(error.code, ErrorCode(-1));
         assert!(error.message.eq_str("x"));
         assert_eq!(error.data.map(|d| d.as_str()), Some("2"));
+    }
+
+    /// The table walk (what 32-bit targets use for every key) and the `match` (hosts) agree.
+    #[test]
+    fn member_lookups_agree() {
+        let keys: &[&[u8]] = &[
+            b"jsonrpc",
+            b"method",
+            b"params",
+            b"id",
+            b"result",
+            b"error",
+            b"code",
+            b"message",
+            b"data",
+            b"",
+            b"j",
+            b"jsonrpX",
+            b"Method",
+            b"ids",
+            b"i",
+            br"\u0069d",
+            br"m\u0065thod",
+            br"\u0063ode",
+            br"metho\u0064x",
+            br"\ud800",
+        ];
+        for key in keys {
+            let table = member_index(key, &MESSAGE_MEMBERS);
+            assert_eq!(message_member(key), table, "{key:?}");
+            let text = JsonStr::from_validated(key).unwrap();
+            let expected = MESSAGE_MEMBERS.iter().position(|name| text.eq_str(name));
+            assert_eq!(table, expected, "{key:?}");
+            let expected = ERROR_MEMBERS.iter().position(|name| text.eq_str(name));
+            assert_eq!(error_member(key), expected, "{key:?}");
+        }
     }
 
     #[test]
