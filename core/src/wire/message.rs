@@ -503,22 +503,7 @@ fn error_member(key: &[u8]) -> Option<usize> {
 
 /// The position in `names` of the member a key (still escaped) names, if any.
 fn member_index(key: &[u8], names: &[&str]) -> Option<usize> {
-    // Names in each list start with distinct bytes: one full comparison at most.
-    let plain = names
-        .iter()
-        .position(|name| name.len() == key.len() && name.as_bytes().first() == key.first())
-        .filter(|&i| {
-            names
-                .get(i)
-                .is_some_and(|name| name.bytes().zip(key).all(|(a, &b)| a == b))
-        });
-    if plain.is_some() {
-        return plain;
-    }
     let text = JsonStr::from_validated(key)?;
-    if !text.has_escapes() {
-        return None;
-    }
     names.iter().position(|name| text.eq_str(name))
 }
 

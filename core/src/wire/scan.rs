@@ -1313,6 +1313,14 @@ mod tests {
         }
     }
 
+    /// A fixed pseudo-random sequence (xorshift64) for the sampled tests below.
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
     /// The byte loops alone (what 32-bit targets run) and with the word-at-a-time skip (what
     /// 64-bit hosts run) agree on every string: same end or error, same high-bit summary.
     #[test]
@@ -1321,18 +1329,12 @@ mod tests {
         // at every alignment, sampled by a fixed xorshift sequence.
         const ALPHABET: &[u8] = b"a\"\\u0\x01\x1f\x7f\xc3\xa9\xff/n";
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
         for _ in 0..200_000 {
-            let len = (next() % 21) as usize;
+            let len = (xorshift(&mut state) % 21) as usize;
             let mut text = [0u8; 24];
             text[0] = b'"';
             for slot in text[1..=len].iter_mut() {
-                *slot = ALPHABET[(next() % ALPHABET.len() as u64) as usize];
+                *slot = ALPHABET[(xorshift(&mut state) % ALPHABET.len() as u64) as usize];
             }
             let input = &text[..=len];
             let (mut high_words, mut high_bytes) = (0, 0);
@@ -1383,9 +1385,7 @@ mod tests {
             let mut text = [0u8; 24];
             let len = (state % 25) as usize;
             for slot in text[..len].iter_mut() {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
+                let state = xorshift(&mut state);
                 *slot = match state % 4 {
                     0 => EDGES[(state >> 8) as usize % EDGES.len()],
                     1 => 0x80 | (state >> 16) as u8 & 0x3F,

@@ -134,11 +134,7 @@ impl<'a> SliceSink<'a> {
 }
 
 impl Sink for SliceSink<'_> {
-    // Inlined on 64-bit hosts, where the copy of a short literal becomes a few moves; a call
-    // elsewhere, so that each of the encoder's many literals costs a call, not a copy routine
-    // (about 1 KiB of flash in a firmware image).
-    #[cfg_attr(target_pointer_width = "64", inline)]
-    #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+    #[inline]
     fn put(&mut self, bytes: &[u8]) {
         let start = self.len;
         self.len = start.saturating_add(bytes.len());
