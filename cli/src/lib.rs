@@ -11,16 +11,12 @@ use serde_json::value::RawValue;
 
 pub mod tap;
 
-/// Nesting limit used when re-reading params already validated by the core.
-const DEPTH: usize = 256;
-
 fn numbers<T>(
-    params: &RawValue,
+    params: Option<RawJson<'_>>,
     parse: impl FnOnce(RawJson<'_>) -> Option<T>,
     expected: &str,
 ) -> Result<T, RpcError> {
-    RawJson::parse(params.get(), DEPTH)
-        .ok()
+    params
         .and_then(parse)
         .ok_or_else(|| RpcError::invalid_params(expected))
 }
@@ -63,32 +59,29 @@ const MAX_SLEEP_MS: u64 = 3_600_000;
 /// # Ok(()) }
 /// ```
 pub fn demo_router() -> Router {
+    // Every method but `sleep` answers at once: `raw_method` runs it in the connection's
+    // driver on the received bytes (no task, no copy of the params).
     Router::new()
-        .method("subtract", |p: Box<RawValue>| async move {
+        .raw_method("subtract", |p: Option<RawJson<'_>>| {
             let (a, b) = numbers(
-                &p,
+                p,
                 rpcwire_demo::subtract_params,
                 "expected [minuend, subtrahend] or {\"minuend\": .., \"subtrahend\": ..} with numbers",
             )?;
             Ok::<_, RpcError>(sub(a, b))
         })
-        .method("sum", |p: Box<RawValue>| async move {
-            numbers(&p, rpcwire_demo::sum_params, "expected an array of numbers")
+        .raw_method("sum", |p: Option<RawJson<'_>>| {
+            numbers(p, rpcwire_demo::sum_params, "expected an array of numbers")
         })
-        .method("update", |_: Option<Box<RawValue>>| async {
-            Ok::<_, RpcError>(())
-        })
-        .method("notify_hello", |_: Option<Box<RawValue>>| async {
-            Ok::<_, RpcError>(())
-        })
-        .method("notify_sum", |_: Option<Box<RawValue>>| async {
-            Ok::<_, RpcError>(())
-        })
-        .method("get_data", |_: Option<Box<RawValue>>| async {
-            Ok::<_, RpcError>(("hello", 5))
-        })
-        .method("echo", |p: Option<Box<RawValue>>| async move {
-            Ok::<_, RpcError>(p)
+        .raw_method("update", |_: Option<RawJson<'_>>| Ok::<_, RpcError>(()))
+        .raw_method("notify_hello", |_: Option<RawJson<'_>>| Ok::<_, RpcError>(()))
+        .raw_method("notify_sum", |_: Option<RawJson<'_>>| Ok::<_, RpcError>(()))
+        .raw_method("get_data", |_: Option<RawJson<'_>>| Ok::<_, RpcError>(("hello", 5)))
+        .raw_method("echo", |p: Option<RawJson<'_>>| {
+            // The answer outlives the request's bytes: one copy, kept as raw JSON.
+            p.map(|p| RawValue::from_string(p.as_str().to_owned()))
+                .transpose()
+                .map_err(|e| RpcError::internal(&e.to_string()))
         })
         .method("sleep", |p: SleepParams| async move {
             if p.ms > MAX_SLEEP_MS {
@@ -99,7 +92,7 @@ pub fn demo_router() -> Router {
             tokio::time::sleep(Duration::from_millis(p.ms)).await;
             Ok(())
         })
-        .method("fail", |_: Option<Box<RawValue>>| async {
+        .raw_method("fail", |_: Option<RawJson<'_>>| {
             let err = RpcError::new(ErrorCode(-32000), "Server error");
             let data = serde_json::json!({"reason": "the method fail always fails"});
             Err::<(), _>(err.clone().with_data(&data).unwrap_or(err))

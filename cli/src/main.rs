@@ -6,7 +6,9 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use rpcwire_cli::demo_router;
 use rpcwire_cli::tap::Tap;
-use rpcwire_tokio::{Builder, CallError, Client, Framing, Session, DEFAULT_MAX_FRAME};
+use rpcwire_tokio::{
+    Builder, CallError, Client, Framing, Session, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME,
+};
 use serde_json::value::RawValue;
 
 /// Exit code: the peer answered with a JSON-RPC error (printed on stderr).
@@ -90,6 +92,9 @@ struct ServeArgs {
     /// Handlers running at once per connection.
     #[arg(long, value_name = "N", default_value_t = 64)]
     concurrency: usize,
+    /// With --tcp: connections held at once; more wait until one ends (a warning is logged).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
 }
 
 #[derive(Debug, Args)]
@@ -178,6 +183,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         .framing(args.framing.into())
         .max_frame(args.max_frame)
         .concurrency(args.concurrency)
+        .max_connections(args.max_connections)
         .router(demo_router());
     if let Some(path) = &args.serial {
         let baud = args.baud.unwrap_or(DEFAULT_BAUD);

@@ -16,10 +16,10 @@ use rpcwire::{
 };
 use rpcwire_fuzz::Chunker;
 
-type Conn = Connection<1024, 512, 4, 3>;
+type Conn = Connection<Inline<1024, 512, 4, 3>>;
 
 struct Tap {
-    rx: RxBuffer<4096>,
+    rx: RxBuffer<[u8; 4096]>,
 }
 
 impl Tap {
@@ -93,7 +93,7 @@ fuzz_target!(|data: &[u8]| {
         ..Config::default()
     };
     let mut conn = Conn::new(config);
-    let mut rx: RxBuffer<512> = conn.rx_buffer();
+    let mut rx: RxBuffer<[u8; 512]> = conn.rx_buffer();
     let mut tap = Tap {
         rx: RxBuffer::new(framing),
     };

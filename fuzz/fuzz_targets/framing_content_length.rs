@@ -19,10 +19,10 @@ fuzz_target!(|data: &[u8]| {
     let max_frame = usize::from(head[0]) * 8;
     let seed = u64::from(head[1]) << 8 | u64::from(head[2]);
 
-    let mut whole = RxBuffer::<2048>::with_max_frame(Framing::ContentLength, max_frame);
+    let mut whole = RxBuffer::<[u8; 2048]>::with_max_frame(Framing::ContentLength, max_frame);
     let expected = decode_all(&mut whole, body, &mut Chunker::new(0, usize::MAX));
 
-    let mut split = RxBuffer::<2048>::with_max_frame(Framing::ContentLength, max_frame);
+    let mut split = RxBuffer::<[u8; 2048]>::with_max_frame(Framing::ContentLength, max_frame);
     let mut chunker = Chunker::new(seed, usize::from(head[2] % 32) + 1);
     let got = decode_all(&mut split, body, &mut chunker);
     assert_eq!(got, expected, "max_frame {max_frame}");

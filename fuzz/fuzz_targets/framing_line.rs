@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((head, body)) = data.split_first_chunk::<3>() else {
         return;
     };
-    let mut rx = RxBuffer::<256>::with_max_frame(Framing::Line, usize::from(head[0]));
+    let mut rx = RxBuffer::<[u8; 256]>::with_max_frame(Framing::Line, usize::from(head[0]));
     let max = rx.max_frame();
     let seed = u64::from(head[1]) << 8 | u64::from(head[2]);
     let mut chunker = Chunker::new(seed, usize::from(head[2] % 64) + 1);

@@ -45,7 +45,7 @@ pub enum Event {
 /// Feeds `data` into `rx` in chunks from `chunker` (alternating `push` and `spare`/`commit`)
 /// and collects every event. Panics if the buffer stops making progress.
 pub fn decode_all<const N: usize>(
-    rx: &mut RxBuffer<N>,
+    rx: &mut RxBuffer<[u8; N]>,
     data: &[u8],
     chunker: &mut Chunker,
 ) -> Vec<Event> {
@@ -82,12 +82,12 @@ pub fn decode_all<const N: usize>(
 }
 
 /// Marks the end of input ([`RxBuffer::finish`]) and collects the events that follow.
-pub fn finish<const N: usize>(rx: &mut RxBuffer<N>, events: &mut Vec<Event>) {
+pub fn finish<const N: usize>(rx: &mut RxBuffer<[u8; N]>, events: &mut Vec<Event>) {
     rx.finish();
     collect(rx, events);
 }
 
-fn collect<const N: usize>(rx: &mut RxBuffer<N>, events: &mut Vec<Event>) {
+fn collect<const N: usize>(rx: &mut RxBuffer<[u8; N]>, events: &mut Vec<Event>) {
     let max = rx.max_frame();
     while let Some(ev) = rx.next_frame() {
         events.push(match ev {

@@ -4,13 +4,15 @@
 //!
 //! Run with `cargo bench -p rpcwire-tests --bench workloads`.
 
+use rpcwire::storage::Inline;
+use rpcwire::Input;
 use std::path::PathBuf;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use rpcwire::wire::RxBuffer;
 use rpcwire::{Connection, Inbound, Instant, Output};
 
-type Server = Connection<16384, 8192, 16, 16>;
+type Server = Connection<Inline<16384, 8192, 16, 16>>;
 
 fn workloads() -> Vec<(String, Vec<u8>)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench");
@@ -25,9 +27,14 @@ fn workloads() -> Vec<(String, Vec<u8>)> {
 }
 
 /// One message through a server-role connection; returns the bytes written.
-fn handle(conn: &mut Server, rx: &mut RxBuffer<8192>, frame: &[u8], sink: &mut [u8]) -> usize {
+fn handle(
+    conn: &mut Server,
+    rx: &mut RxBuffer<[u8; 8192]>,
+    frame: &[u8],
+    sink: &mut [u8],
+) -> usize {
     let mut input = frame;
-    while let Some(item) = conn.handle_input(Instant::ZERO, rx, &mut input) {
+    while let Input::Item(item) = conn.handle_input(Instant::ZERO, rx, &mut input) {
         if let Inbound::Request(req) = item {
             let _ = rpcwire_demo::answer(conn, &req);
         }
@@ -53,7 +60,7 @@ fn bench(c: &mut Criterion) {
         let mut frame = bytes.clone();
         frame.push(b'\n');
         let mut conn: Box<Server> = Box::default();
-        let mut rx: Box<RxBuffer<8192>> = Box::new(conn.rx_buffer());
+        let mut rx: Box<RxBuffer<[u8; 8192]>> = Box::new(conn.rx_buffer());
         let mut sink = vec![0u8; 16384];
         let response_len = handle(&mut conn, &mut rx, &frame, &mut sink);
         let response = sink[..response_len].to_vec();

@@ -2,7 +2,9 @@
 //! counting: `valgrind --tool=callgrind target/release/examples/workload_profile w1 10000`.
 //! With `floor` as third argument it runs the serde_json validation floor instead.
 
+use rpcwire::storage::Inline;
 use rpcwire::wire::RxBuffer;
+use rpcwire::Input;
 use rpcwire::{Connection, Inbound, Instant, Output};
 
 fn main() {
@@ -17,8 +19,8 @@ fn main() {
     let mut frame = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let bytes = frame.clone();
     frame.push(b'\n');
-    let mut conn: Box<Connection<16384, 8192, 16, 16>> = Box::default();
-    let mut rx: Box<RxBuffer<8192>> = Box::new(conn.rx_buffer());
+    let mut conn: Box<Connection<Inline<16384, 8192, 16, 16>>> = Box::default();
+    let mut rx: Box<RxBuffer<[u8; 8192]>> = Box::new(conn.rx_buffer());
     let mut sink = vec![0u8; 16384];
     let mut total = 0usize;
     for _ in 0..n {
@@ -29,7 +31,7 @@ fn main() {
             continue;
         }
         let mut input = &frame[..];
-        while let Some(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
+        while let Input::Item(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
             if let Inbound::Request(req) = item {
                 let _ = rpcwire_demo::answer(&mut conn, &req);
             }

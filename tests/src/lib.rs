@@ -1,19 +1,20 @@
 //! Helpers shared by rpcwire's integration suites (in `tests/`).
 
 use rpcwire::wire::RxBuffer;
+use rpcwire::Input;
 use rpcwire::{Connection, Instant, Output};
 
 /// Feeds `bytes` into a server-role connection running the demo service and returns every
 /// byte it transmits in answer.
 pub fn serve_bytes<const N: usize>(
     conn: &mut Connection,
-    rx: &mut RxBuffer<N>,
+    rx: &mut RxBuffer<[u8; N]>,
     bytes: &[u8],
 ) -> Vec<u8> {
     let mut input = bytes;
     let mut out = Vec::new();
     loop {
-        while let Some(item) = conn.handle_input(Instant::ZERO, rx, &mut input) {
+        while let Input::Item(item) = conn.handle_input(Instant::ZERO, rx, &mut input) {
             rpcwire_demo::handle(conn, item).expect("demo answers fit");
         }
         drain(conn, &mut out);

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
+use rpcwire::Input;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -420,7 +421,7 @@ fn device_calls_the_host_and_gets_the_response() {
 
     // The host: a plain connection that answers whatever it gets with 12345.
     let mut host: Connection = Connection::default();
-    let mut host_rx: RxBuffer<1024> = host.rx_buffer();
+    let mut host_rx: RxBuffer<[u8; 1024]> = host.rx_buffer();
     let sent = device.io_mut().take_out();
     assert!(
         sent.contains(r#""method":"booted","params":["fw","1.0"]"#),
@@ -428,7 +429,7 @@ fn device_calls_the_host_and_gets_the_response() {
     );
     let mut input = sent.as_bytes();
     let mut notes = 0;
-    while let Some(item) = host.handle_input(Instant::ZERO, &mut host_rx, &mut input) {
+    while let Input::Item(item) = host.handle_input(Instant::ZERO, &mut host_rx, &mut input) {
         match item {
             rpcwire::Inbound::Request(req) => host.respond(req.handle, &12345).unwrap(),
             rpcwire::Inbound::Notification(_) => notes += 1,

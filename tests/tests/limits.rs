@@ -2,6 +2,8 @@
 //! connection keeps working where the framing can resynchronise.
 
 use core::time::Duration;
+use rpcwire::storage::Inline;
+use rpcwire::Input;
 
 use rpcwire::wire::{Framing, RxBuffer, NO_PARAMS};
 use rpcwire::{
@@ -11,13 +13,13 @@ use rpcwire::{
 use serde_json::{json, Value};
 
 type Conn<const TX: usize, const B: usize, const P: usize, const I: usize> =
-    Connection<TX, B, P, I>;
+    Connection<Inline<TX, B, P, I>>;
 
 /// Feeds bytes, collecting every inbound item as a debug string and answering requests with
 /// the demo service when `answer` is set; returns (items, transmitted lines as JSON).
 fn feed<const TX: usize, const B: usize, const P: usize, const I: usize, const N: usize>(
     conn: &mut Conn<TX, B, P, I>,
-    rx: &mut RxBuffer<N>,
+    rx: &mut RxBuffer<[u8; N]>,
     bytes: &[u8],
     answer: bool,
 ) -> (Vec<String>, Vec<Value>) {
@@ -25,7 +27,7 @@ fn feed<const TX: usize, const B: usize, const P: usize, const I: usize, const N
     let mut out = Vec::new();
     let mut input = bytes;
     for _ in 0..10_000 {
-        while let Some(item) = conn.handle_input(Instant::ZERO, rx, &mut input) {
+        while let Input::Item(item) = conn.handle_input(Instant::ZERO, rx, &mut input) {
             items.push(format!("{item:?}"));
             if answer {
                 if let Inbound::Request(req) = item {
@@ -59,7 +61,7 @@ fn line_frame_length_edge() {
     let mut conn: Connection = Connection::default();
     let echo = request(1, "echo", json!(["x"]));
     let max = echo.len();
-    let mut rx = RxBuffer::<256>::with_max_frame(Framing::Line, max);
+    let mut rx = RxBuffer::<[u8; 256]>::with_max_frame(Framing::Line, max);
     // Exactly at the limit (with \r\n, which is not part of the frame).
     let (_, out) = feed(&mut conn, &mut rx, format!("{echo}\r\n").as_bytes(), true);
     assert_eq!(out, [json!({"jsonrpc":"2.0","result":["x"],"id":1})]);
@@ -86,7 +88,7 @@ fn line_frame_length_edge() {
 #[test]
 fn line_longer_than_the_buffer_is_skipped_across_reads() {
     let mut conn: Connection = Connection::default();
-    let mut rx = RxBuffer::<128>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 128]>::new(Framing::Line);
     let mut stream = vec![b'['; 100_000];
     stream.push(b'\n');
     stream.extend_from_slice(request(5, "sum", json!([1, 2])).as_bytes());
@@ -113,7 +115,7 @@ fn line_longer_than_the_buffer_is_skipped_across_reads() {
 fn content_length_edge_and_hostile_length() {
     let mut conn: Connection = Connection::new(Config::with_framing(Framing::ContentLength));
     let body = request(1, "sum", json!([1, 2, 3]));
-    let mut rx = RxBuffer::<512>::with_max_frame(Framing::ContentLength, body.len());
+    let mut rx = RxBuffer::<[u8; 512]>::with_max_frame(Framing::ContentLength, body.len());
     let frame = |b: &str| format!("Content-Length: {}\r\n\r\n{b}", b.len());
     let mut out = Vec::new();
     let mut input = frame(&body);
@@ -125,7 +127,7 @@ fn content_length_edge_and_hostile_length() {
     let mut items = Vec::new();
     let mut feed_cl = |bytes: &[u8], items: &mut Vec<String>| {
         let mut input = bytes;
-        while let Some(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
+        while let Input::Item(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
             items.push(format!("{item:?}"));
             if let Inbound::Request(req) = item {
                 rpcwire_demo::answer(&mut conn, &req).unwrap();
@@ -155,7 +157,7 @@ fn nesting_depth_edge() {
         ..Config::default()
     };
     let mut conn: Connection = Connection::new(config);
-    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 4096]>::new(Framing::Line);
     // The frame object is depth 1, params array 2, so 6 more levels reach exactly 8.
     let nested = |levels: usize| format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
     let at = format!(
@@ -179,7 +181,7 @@ fn nesting_depth_edge() {
     assert_eq!(out[2]["id"], 1);
     // 10 000 levels: rejected without recursion, connection intact.
     let deep = format!("{}\n{at}\n", "[".repeat(10_000));
-    let mut rx = RxBuffer::<32768>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 32768]>::new(Framing::Line);
     let (_, out) = feed(&mut conn, &mut rx, deep.as_bytes(), true);
     assert_eq!(out[0]["error"]["code"], -32700);
     assert_eq!(out[1]["result"], json!([[[[[[[1]]]]]]]));
@@ -206,7 +208,7 @@ fn pending_table_edge() {
         "{}\n",
         json!({"jsonrpc":"2.0","result":"pong","id":first["id"]})
     );
-    let mut rx = RxBuffer::<1024>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 1024]>::new(Framing::Line);
     let (items, _) = feed(&mut conn, &mut rx, reply.as_bytes(), false);
     assert!(
         items[0].contains("Response") && items[0].contains("Token(0)"),
@@ -219,7 +221,7 @@ fn pending_table_edge() {
 #[test]
 fn inflight_table_edge() {
     let mut conn: Conn<4096, 2048, 4, 2> = Connection::default();
-    let mut rx = RxBuffer::<1024>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 1024]>::new(Framing::Line);
     let three = format!(
         "{}\n{}\n{}\n",
         request(1, "sum", json!([1])),
@@ -244,7 +246,7 @@ fn batch_length_edge() {
         ..Config::default()
     };
     let mut conn: Connection = Connection::new(config);
-    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 4096]>::new(Framing::Line);
     let batch = |n: u64| {
         let items: Vec<Value> = (0..n)
             .map(|i| json!({"jsonrpc":"2.0","method":"sum","params":[i],"id":i}))
@@ -272,7 +274,7 @@ fn batch_reply_buffer_edge() {
     // 512 bytes of batch reply room: a batch whose worst-case reply cannot fit is refused
     // whole; a member whose real answer is too large gets Internal error, the others theirs.
     let mut conn: Conn<1024, 512, 4, 8> = Connection::default();
-    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 4096]>::new(Framing::Line);
     let items: Vec<Value> = (0..5)
         .map(|i| json!({"jsonrpc":"2.0","method":"echo","params":[i],"id":i}))
         .collect();
@@ -292,7 +294,7 @@ fn batch_reply_buffer_edge() {
     let mut input = format!("{items}\n");
     let mut results = Vec::new();
     let mut bytes = input.as_bytes();
-    while let Some(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut bytes) {
+    while let Input::Item(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut bytes) {
         if let Inbound::Request(req) = item {
             results.push(rpcwire_demo::answer(&mut conn, &req));
         }
@@ -319,7 +321,7 @@ fn transmit_buffer_backpressure() {
     // A 256-byte transmit buffer: answers that do not fit now wait (WouldBlock) and input is
     // held back (never dropped) until the caller drains.
     let mut conn: Conn<256, 64, 4, 8> = Connection::default();
-    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 4096]>::new(Framing::Line);
     let mut stream = String::new();
     for i in 0..20 {
         stream.push_str("{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":1}\n"); // invalid params
@@ -330,7 +332,7 @@ fn transmit_buffer_backpressure() {
     let mut out = Vec::new();
     let mut blocked_seen = false;
     for _ in 0..1000 {
-        while let Some(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
+        while let Input::Item(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
             if let Inbound::Request(req) = item {
                 loop {
                     match rpcwire_demo::answer(&mut conn, &req) {
@@ -379,7 +381,7 @@ fn transmit_buffer_backpressure() {
 #[test]
 fn long_ids_are_echoed_without_being_stored() {
     let mut conn: Connection = Connection::default();
-    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 4096]>::new(Framing::Line);
     let at = "x".repeat(rpcwire::wire::MAX_STORED_ID_LEN - 2);
     let over = "y".repeat(rpcwire::wire::MAX_STORED_ID_LEN - 1);
     let msg = |id: &str| format!("{}\n", json!({"jsonrpc":"2.0","method":"get_data","id":id}));
@@ -406,7 +408,7 @@ fn an_id_too_long_for_the_transmit_buffer_is_answered_with_null() {
     // cannot be echoed in any reply. It is answered with `null` (it was once retried for ever,
     // which stopped all input), and the next request is answered as usual.
     let mut conn: Conn<256, 128, 4, 4> = Connection::default();
-    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 4096]>::new(Framing::Line);
     let long = "z".repeat(1000);
     let input = format!(
         "{}\n{}\n",
@@ -428,7 +430,7 @@ fn an_id_too_long_for_the_transmit_buffer_is_answered_with_null() {
 #[test]
 fn ids_of_every_kind_are_echoed_byte_exact() {
     let mut conn: Connection = Connection::default();
-    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 4096]>::new(Framing::Line);
     for id in [
         "0",
         "-1",
@@ -442,7 +444,7 @@ fn ids_of_every_kind_are_echoed_byte_exact() {
         let frame = format!(r#"{{"jsonrpc":"2.0","method":"get_data","id":{id}}}"#);
         let mut input = format!("{frame}\n");
         let mut bytes = input.as_bytes();
-        while let Some(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut bytes) {
+        while let Input::Item(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut bytes) {
             rpcwire_demo::handle(&mut conn, item).unwrap();
         }
         let out = String::from_utf8(conn.poll_transmit().to_vec()).unwrap();
@@ -467,7 +469,7 @@ fn duplicate_ids_under_both_policies() {
             ..Config::default()
         };
         let mut conn: Connection = Connection::new(config);
-        let mut rx = RxBuffer::<4096>::new(Framing::Line);
+        let mut rx = RxBuffer::<[u8; 4096]>::new(Framing::Line);
         let two = format!(
             "{}\n{}\n",
             request(7, "sum", json!([1])),
@@ -535,7 +537,7 @@ fn timeout_cancel_close_each_return_the_token_once() {
     conn.handle_timeout(Instant::from_millis(1010)); // spurious: harmless
     assert_eq!(conn.poll_event(), None);
     // A late response to the timed-out request is reported, not delivered.
-    let mut rx = RxBuffer::<1024>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 1024]>::new(Framing::Line);
     let late = format!("{}\n", json!({"jsonrpc":"2.0","result":1,"id":ids[0]}));
     let (items, out) = feed(&mut conn, &mut rx, late.as_bytes(), false);
     assert!(items[0].contains("UnknownResponse"), "{items:?}");
@@ -564,7 +566,7 @@ fn long_ids_in_a_batch_are_answered_with_null() {
     // In a batch the reply room is reserved per element before any is parsed, so an id too
     // long to keep is answered with `null` (the id "could not be determined").
     let mut conn: Connection = Connection::default();
-    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 4096]>::new(Framing::Line);
     let long = "q".repeat(rpcwire::wire::MAX_STORED_ID_LEN + 10);
     let batch = json!([
         {"jsonrpc":"2.0","method":"get_data","id":long},
@@ -586,18 +588,20 @@ fn long_ids_in_a_batch_are_answered_with_null() {
 #[test]
 fn fail_pending_keeps_inbound_requests_answerable() {
     let mut conn: Connection = Connection::default();
-    let mut rx = RxBuffer::<1024>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 1024]>::new(Framing::Line);
     conn.send_request(Instant::ZERO, Token(1), "ping", NO_PARAMS, None)
         .unwrap();
     let n = conn.poll_transmit().len();
     conn.advance_transmit(n);
     let mut input = &b"{\"jsonrpc\":\"2.0\",\"method\":\"get_data\",\"id\":5}"[..];
-    assert!(conn
-        .handle_input(Instant::ZERO, &mut rx, &mut input)
-        .is_none());
+    assert_eq!(
+        conn.handle_input(Instant::ZERO, &mut rx, &mut input),
+        Input::NeedMore
+    );
     // End of input: the last line has no newline.
     rx.finish();
-    let Some(Inbound::Request(req)) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) else {
+    let Input::Item(Inbound::Request(req)) = conn.handle_input(Instant::ZERO, &mut rx, &mut input)
+    else {
         panic!("the last line is a request")
     };
     conn.fail_pending();
@@ -621,7 +625,7 @@ fn a_second_batch_never_holds_up_responses() {
     // One batch reply buffer: while a batch waits for its answers, a second batch gets Server
     // busy for its requests at once, and its notifications and responses still come through.
     let mut conn: Connection = Connection::default();
-    let mut rx = RxBuffer::<4096>::new(Framing::Line);
+    let mut rx = RxBuffer::<[u8; 4096]>::new(Framing::Line);
     conn.send_request(Instant::ZERO, Token(42), "ping", NO_PARAMS, None)
         .unwrap();
     let sent = String::from_utf8(conn.poll_transmit().to_vec()).unwrap();

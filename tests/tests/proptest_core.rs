@@ -1,6 +1,8 @@
 //! Property tests of the core: round trip under both framings, chunking invariance, and token
 //! conservation under random operations.
 
+use rpcwire::storage::Inline;
+use rpcwire::Input;
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
@@ -173,7 +175,7 @@ proptest! {
     fn parse_of_emit_is_identity(m in model(), cl in any::<bool>()) {
         let framing = if cl { Framing::ContentLength } else { Framing::Line };
         let bytes = emit(&m, framing);
-        let mut rx = RxBuffer::<{ 1 << 16 }>::new(framing);
+        let mut rx = RxBuffer::<[u8; 1 << 16]>::new(framing);
         rx.push(&mut &bytes[..]);
         let Some(FrameEvent::Frame(frame)) = rx.next_frame() else { panic!("no frame") };
         let back = reparse(frame);
@@ -200,7 +202,7 @@ fn stream_part() -> impl Strategy<Value = String> {
 
 fn run_stream(stream: &[u8], cuts: &[usize], framing: Framing) -> (Vec<String>, Vec<u8>) {
     let mut conn: Connection = Connection::new(Config::with_framing(framing));
-    let mut rx = RxBuffer::<1024>::new(framing);
+    let mut rx = RxBuffer::<[u8; 1024]>::new(framing);
     let mut items = Vec::new();
     let mut out = Vec::new();
     let mut prev = 0;
@@ -211,7 +213,7 @@ fn run_stream(stream: &[u8], cuts: &[usize], framing: Framing) -> (Vec<String>, 
         let mut input = &stream[prev..p];
         prev = p;
         loop {
-            while let Some(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
+            while let Input::Item(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
                 items.push(format!("{item:?}"));
                 rpcwire_demo::handle(&mut conn, item).unwrap();
             }
@@ -288,8 +290,8 @@ proptest! {
 
     #[test]
     fn every_token_comes_back_exactly_once(ops in prop::collection::vec(op(), 1..60)) {
-        let mut conn: Connection<4096, 1024, PENDING, 8> = Connection::default();
-        let mut rx = RxBuffer::<4096>::new(Framing::Line);
+        let mut conn: Connection<Inline<4096, 1024, PENDING, 8>> = Connection::default();
+        let mut rx = RxBuffer::<[u8; 4096]>::new(Framing::Line);
         let mut now = Instant::ZERO;
         let mut next_token = 0u64;
         let mut issued = BTreeSet::new();
@@ -298,7 +300,7 @@ proptest! {
         let mut on_wire: Vec<(String, u64)> = Vec::new();
         let back = |t: Token, returned: &mut BTreeMap<u64, u32>| *returned.entry(t.0).or_default() += 1;
 
-        let sent_ids = |conn: &mut Connection<4096, 1024, PENDING, 8>, tokens: &[u64], on_wire: &mut Vec<(String, u64)>| {
+        let sent_ids = |conn: &mut Connection<Inline<4096, 1024, PENDING, 8>>, tokens: &[u64], on_wire: &mut Vec<(String, u64)>| {
             let bytes = conn.poll_transmit().to_vec();
             conn.advance_transmit(bytes.len());
             let mut ids = Vec::new();
@@ -348,7 +350,7 @@ proptest! {
                     };
                     let mut input = format!("{reply}\n");
                     let mut bytes = input.as_bytes();
-                    while let Some(item) = conn.handle_input(now, &mut rx, &mut bytes) {
+                    while let Input::Item(item) = conn.handle_input(now, &mut rx, &mut bytes) {
                         if let Inbound::Response(r) = item { back(r.token, &mut returned); }
                     }
                     input.clear();
@@ -356,14 +358,14 @@ proptest! {
                 Op::Respond { .. } => {}
                 Op::RespondUnknown => {
                     let mut bytes = &b"{\"jsonrpc\":\"2.0\",\"result\":0,\"id\":\"zz\"}\n"[..];
-                    while let Some(item) = conn.handle_input(now, &mut rx, &mut bytes) {
+                    while let Input::Item(item) = conn.handle_input(now, &mut rx, &mut bytes) {
                         prop_assert!(!matches!(item, Inbound::Response(_)));
                     }
                 }
                 Op::Garbage(mut g) => {
                     g.push(b'\n');
                     let mut bytes = &g[..];
-                    while let Some(item) = conn.handle_input(now, &mut rx, &mut bytes) {
+                    while let Input::Item(item) = conn.handle_input(now, &mut rx, &mut bytes) {
                         if let Inbound::Response(r) = item { back(r.token, &mut returned); }
                     }
                 }

@@ -8,12 +8,14 @@
 //! chunking dependence of that resynchronisation (core commit "chunking-invariant
 //! resynchronisation").
 
+use rpcwire::storage::Inline;
 use rpcwire::wire::{FrameEvent, Framing, RxBuffer, NO_PARAMS};
+use rpcwire::Input;
 use rpcwire::{Config, Connection, Inbound, Instant, Output, Problem, Token};
 
 /// Everything a connection wants to transmit, drained.
 fn drain<const TX: usize, const B: usize, const P: usize, const I: usize>(
-    conn: &mut Connection<TX, B, P, I>,
+    conn: &mut Connection<Inline<TX, B, P, I>>,
 ) -> Vec<u8> {
     let mut out = Vec::new();
     loop {
@@ -51,7 +53,7 @@ fn batch_of_responses_is_not_limited_by_max_batch_len() {
         },
     ] {
         let mut conn: Connection = Connection::new(config);
-        let mut rx: RxBuffer<4096> = conn.rx_buffer();
+        let mut rx: RxBuffer<[u8; 4096]> = conn.rx_buffer();
         let now = Instant::ZERO;
         let mut batch = conn.start_batch(now).unwrap();
         for t in 1..=3 {
@@ -76,7 +78,7 @@ fn batch_of_responses_is_not_limited_by_max_batch_len() {
         let mut input = reply.as_bytes();
         let mut answered = Vec::new();
         let mut problems = Vec::new();
-        while let Some(item) = conn.handle_input(now, &mut rx, &mut input) {
+        while let Input::Item(item) = conn.handle_input(now, &mut rx, &mut input) {
             match item {
                 Inbound::Response(r) => answered.push(r.token.0),
                 Inbound::Problem(p) => problems.push(format!("{p:?}")),
@@ -115,7 +117,7 @@ fn content_length_decoder_resynchronises_after_a_truncated_body() {
     for _ in 0..10 {
         stream.push_str(&frame(good));
     }
-    let mut rx: RxBuffer<4096> = RxBuffer::new(Framing::ContentLength);
+    let mut rx: RxBuffer<[u8; 4096]> = RxBuffer::new(Framing::ContentLength);
     let mut input = stream.as_bytes();
     rx.push(&mut input);
     assert!(input.is_empty());
@@ -141,7 +143,7 @@ fn content_length_decoder_resynchronises_after_a_truncated_body() {
 fn content_length_connection_recovers_after_a_truncated_frame() {
     let config = Config::with_framing(Framing::ContentLength);
     let mut server: Connection = Connection::new(config);
-    let mut rx: RxBuffer<4096> = server.rx_buffer();
+    let mut rx: RxBuffer<[u8; 4096]> = server.rx_buffer();
     let now = Instant::ZERO;
     let mut client: Connection = Connection::new(config);
     client.send_notification("note", Some(&[1])).unwrap();
@@ -156,7 +158,7 @@ fn content_length_connection_recovers_after_a_truncated_frame() {
     let mut input = &stream[..];
     let mut requests = 0;
     let mut problems = 0;
-    while let Some(item) = server.handle_input(now, &mut rx, &mut input) {
+    while let Input::Item(item) = server.handle_input(now, &mut rx, &mut input) {
         match item {
             Inbound::Request(req) => {
                 requests += 1;
@@ -186,7 +188,7 @@ fn content_length_resync_does_not_depend_on_chunking() {
     let mut stream = vec![b'x'; 1010];
     stream.extend_from_slice(b"\r\nContent-Length: 2\r\n\r\n{}");
     let decode = |split: usize| {
-        let mut rx: RxBuffer<2048> = RxBuffer::new(Framing::ContentLength);
+        let mut rx: RxBuffer<[u8; 2048]> = RxBuffer::new(Framing::ContentLength);
         let mut events = Vec::new();
         for piece in [&stream[..split], &stream[split..]] {
             let mut input = piece;
@@ -214,7 +216,7 @@ fn content_length_resync_does_not_depend_on_chunking() {
 
 fn finish_reports_an_unterminated_oversize_line() {
     for (max, input) in [(0, &b" t"[..]), (8, &b"0123456789abc"[..])] {
-        let mut rx: RxBuffer<64> = RxBuffer::with_max_frame(Framing::Line, max);
+        let mut rx: RxBuffer<[u8; 64]> = RxBuffer::with_max_frame(Framing::Line, max);
         let mut bytes = input;
         rx.push(&mut bytes);
         assert_eq!(rx.next_frame(), None);

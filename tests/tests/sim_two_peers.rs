@@ -29,6 +29,8 @@
 //! `RPCWIRE_SIM_SCENARIOS=<n>` changes how many seeds each test runs (default 2 500 per test,
 //! 10 000 in all), and `RPCWIRE_SIM_BASE=<n>` moves the seed range to explore new scenarios.
 
+use rpcwire::storage::Inline;
+use rpcwire::Input;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -55,7 +57,7 @@ const SETTLE_ROUNDS: usize = 5_000;
 /// means the peers feed each other garbage forever.
 const SETTLE_PROBLEMS: u32 = 200;
 
-type Conn = Connection<TX, BATCH, PENDING, INFLIGHT>;
+type Conn = Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -152,7 +154,7 @@ struct Held {
 
 /// Decodes everything a peer transmits (what the core produced, before the link's faults).
 struct Tap {
-    rx: RxBuffer<{ 2 * TX }>,
+    rx: RxBuffer<[u8; 2 * TX]>,
     /// Request ids emitted -> the payload nonce they carried.
     request_ids: BTreeMap<String, u64>,
     /// Responses emitted, by id.
@@ -245,7 +247,7 @@ impl Tap {
 struct Peer {
     side: Side,
     conn: Conn,
-    rx: RxBuffer<RX>,
+    rx: RxBuffer<[u8; RX]>,
     tap: Tap,
     next_nonce: u64,
     /// Tokens (= nonces) accepted and not yet ended.
@@ -645,7 +647,7 @@ impl<const CAP: usize> Sim<CAP> {
         loop {
             let now = self.now;
             let peer = &mut self.peers[p];
-            let Some(item) = peer.conn.handle_input(now, &mut peer.rx, &mut &[][..]) else {
+            let Input::Item(item) = peer.conn.handle_input(now, &mut peer.rx, &mut &[][..]) else {
                 break;
             };
             progressed = true;

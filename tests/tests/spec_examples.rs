@@ -12,7 +12,7 @@ fn every_spec_example_gets_the_spec_reply() {
     for framing in [Framing::Line, Framing::ContentLength] {
         for example in SPEC_EXAMPLES {
             let mut conn: Connection = Connection::new(Config::with_framing(framing));
-            let mut rx: RxBuffer<4096> = conn.rx_buffer();
+            let mut rx: RxBuffer<[u8; 4096]> = conn.rx_buffer();
             let frame: Vec<u8> = match framing {
                 Framing::Line => one_line(example.request).chain([b'\n']).collect(),
                 Framing::ContentLength => format!(
@@ -63,7 +63,7 @@ fn every_spec_example_gets_the_spec_reply() {
 fn all_examples_in_one_stream_keep_their_order_and_count() {
     // The same exchange on one connection, every example back to back in a single write.
     let mut conn: Connection = Connection::default();
-    let mut rx: RxBuffer<4096> = conn.rx_buffer();
+    let mut rx: RxBuffer<[u8; 4096]> = conn.rx_buffer();
     let mut stream = Vec::new();
     for example in SPEC_EXAMPLES {
         stream.extend(one_line(example.request));

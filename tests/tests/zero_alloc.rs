@@ -2,6 +2,8 @@
 //! `../shared/bench/` (W1 to W6) in steady state with zero heap allocations, responses
 //! included. Allocation counts are deterministic, so this is an exact assertion.
 
+use rpcwire::storage::Inline;
+use rpcwire::Input;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,8 +53,8 @@ fn bench_dir() -> Option<PathBuf> {
 /// connection in 4 KiB reads, answering with the demo service; returns the bytes written and
 /// the number of requests seen.
 fn serve(
-    conn: &mut Connection<16384, 4096, 16, 16>,
-    rx: &mut RxBuffer<8192>,
+    conn: &mut Connection<Inline<16384, 4096, 16, 16>>,
+    rx: &mut RxBuffer<[u8; 8192]>,
     stream: &[u8],
     sink: &mut [u8],
 ) -> (usize, usize) {
@@ -60,7 +62,7 @@ fn serve(
     for chunk in stream.chunks(4096) {
         let mut input = chunk;
         loop {
-            while let Some(item) = conn.handle_input(Instant::ZERO, rx, &mut input) {
+            while let Input::Item(item) = conn.handle_input(Instant::ZERO, rx, &mut input) {
                 if let Inbound::Request(req) = item {
                     requests += 1;
                     rpcwire_demo::answer(conn, &req).expect("answer fits");
@@ -94,8 +96,8 @@ fn steady_state_handling_allocates_nothing() {
             stream.extend_from_slice(&one);
             stream.push(b'\n');
         }
-        let mut conn: Box<Connection<16384, 4096, 16, 16>> = Box::default();
-        let mut rx: Box<RxBuffer<8192>> = Box::new(conn.rx_buffer());
+        let mut conn: Box<Connection<Inline<16384, 4096, 16, 16>>> = Box::default();
+        let mut rx: Box<RxBuffer<[u8; 8192]>> = Box::new(conn.rx_buffer());
         let mut sink = vec![0u8; 16384];
         // Warm up (nothing here allocates either, but steady state is what is asserted).
         serve(

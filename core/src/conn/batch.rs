@@ -6,11 +6,14 @@
 //! element that needs an answer, so an accepted batch can always be completed, even when a
 //! member's real response turns out too large (that member then gets Internal error).
 
+use crate::storage::{next_size, Slots, KEEP, SHRINK_ABOVE};
 use crate::wire::ser::{SerializeError, SliceSink};
 
 /// Reply assembly for one inbound batch at a time.
-pub(crate) struct BatchReply<const B: usize> {
-    buf: [u8; B],
+pub(crate) struct BatchReply<B> {
+    buf: B,
+    /// The most bytes a reply may take (growing storage; fixed storage: its length).
+    limit: usize,
     /// Bytes written, starting with `[`.
     len: usize,
     /// Replies written.
@@ -27,10 +30,11 @@ pub(crate) struct BatchReply<const B: usize> {
     finished: bool,
 }
 
-impl<const B: usize> BatchReply<B> {
-    pub(crate) const fn new() -> Self {
+impl<B: Slots<u8>> BatchReply<B> {
+    pub(crate) const fn new(buf: B, limit: usize) -> Self {
         BatchReply {
-            buf: [0; B],
+            buf,
+            limit,
             len: 0,
             replies: 0,
             reserved: 0,
@@ -41,13 +45,32 @@ impl<const B: usize> BatchReply<B> {
         }
     }
 
-    /// Bytes a batch whose elements reserve `reserved` in total needs.
-    pub(crate) const fn fits(reserved: usize) -> bool {
-        reserved + 2 <= B
+    /// Bytes of storage held now.
+    pub(crate) fn capacity(&self) -> usize {
+        self.buf.slots().len()
+    }
+
+    /// The largest reply this buffer can ever hold.
+    fn max_len(&self) -> usize {
+        if B::GROWS {
+            self.limit
+        } else {
+            self.buf.slots().len()
+        }
+    }
+
+    /// True when a batch whose elements reserve `reserved` bytes in total fits.
+    pub(crate) fn fits(&self, reserved: usize) -> bool {
+        reserved.saturating_add(2) <= self.max_len()
     }
 
     pub(crate) fn begin(&mut self, reserved: usize) {
-        self.buf[0] = b'[';
+        if self.buf.slots().is_empty() {
+            self.buf.grow_to(next_size(0, reserved + 2, self.limit), 0);
+        }
+        if let Some(b) = self.buf.slots_mut().first_mut() {
+            *b = b'[';
+        }
         self.len = 1;
         self.replies = 0;
         self.reserved = reserved;
@@ -58,6 +81,9 @@ impl<const B: usize> BatchReply<B> {
     }
 
     pub(crate) fn reset(&mut self) {
+        if B::GROWS && self.buf.slots().len() > SHRINK_ABOVE {
+            self.buf.shrink_to(KEEP);
+        }
         self.open = false;
         self.reading = false;
         self.outstanding = 0;
@@ -71,25 +97,54 @@ impl<const B: usize> BatchReply<B> {
     pub(crate) fn append(
         &mut self,
         release: usize,
-        body: impl FnOnce(&mut SliceSink<'_>) -> Result<(), SerializeError>,
+        body: impl Fn(&mut SliceSink<'_>) -> Result<(), SerializeError>,
     ) -> Result<Result<(), usize>, SerializeError> {
         let others = self.reserved.saturating_sub(release);
         // Room for `]` and everyone else's reservation stays untouched.
-        let limit = B.saturating_sub(1 + others);
-        let sep = usize::from(self.replies > 0);
-        let region = self.buf.get_mut(self.len..limit).unwrap_or(&mut []);
+        let limit = self.max_len().saturating_sub(1 + others);
+        let written = self.try_append(limit, &body)?;
+        let written = match written {
+            Err(required) if B::GROWS && self.len + required <= limit => {
+                // Growing storage: make room for this reply (plus the reservations) and
+                // encode again.
+                let need = self.len + required + 1;
+                let size = next_size(self.buf.slots().len(), need, self.limit);
+                self.buf.grow_to(size, 0);
+                self.try_append(limit, &body)?
+            }
+            other => other,
+        };
+        let n = match written {
+            Ok(n) => n,
+            Err(required) => return Ok(Err(required)),
+        };
+        self.len += n;
+        self.replies += 1;
+        self.reserved = others;
+        Ok(Ok(()))
+    }
+
+    /// Encodes one reply (with its separator) after the others, within `limit`: `Ok(n)` bytes
+    /// written, or `Err(required)`.
+    fn try_append(
+        &mut self,
+        limit: usize,
+        body: &impl Fn(&mut SliceSink<'_>) -> Result<(), SerializeError>,
+    ) -> Result<Result<usize, usize>, SerializeError> {
+        let sep = self.replies > 0;
+        let len = self.len;
+        // Growing storage may be shorter than `limit` now: stay inside it, with room for `]`.
+        let end = limit.min(self.buf.slots().len().saturating_sub(1));
+        let region = self.buf.slots_mut().get_mut(len..end).unwrap_or(&mut []);
         let mut sink = SliceSink::new(region);
-        if sep == 1 {
+        if sep {
             crate::wire::ser::Sink::put(&mut sink, b",");
         }
         body(&mut sink)?;
         if !sink.fits() {
             return Ok(Err(sink.len()));
         }
-        self.len += sink.len();
-        self.replies += 1;
-        self.reserved = others;
-        Ok(Ok(()))
+        Ok(Ok(sink.len()))
     }
 
     /// Gives back the reservation of an element that needs no reply.
@@ -112,11 +167,12 @@ impl<const B: usize> BatchReply<B> {
         if !self.finished {
             self.finished = true;
             // Room for `]` is always kept free by `append`.
-            if let Some(b) = self.buf.get_mut(self.len) {
+            let len = self.len;
+            if let Some(b) = self.buf.slots_mut().get_mut(len) {
                 *b = b']';
                 self.len += 1;
             }
         }
-        self.buf.get(..self.len).unwrap_or(&[])
+        self.buf.slots().get(..self.len).unwrap_or(&[])
     }
 }

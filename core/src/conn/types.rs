@@ -20,8 +20,12 @@ pub enum DuplicateIdPolicy {
     Reject,
 }
 
-/// Runtime settings of a [`Connection`](super::Connection). Capacities are const generics of
-/// the connection; these are the limits that need no storage.
+/// The maximum frame of [`Config::DEFAULT`]: 1 MiB.
+pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
+
+/// Runtime settings of a [`Connection`](super::Connection), limits included. With
+/// [`Inline`](crate::storage::Inline) storage the arrays' sizes cap the limits; with
+/// [`Heap`](crate::storage::Heap) storage the limits are what memory may grow to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Config {
@@ -39,6 +43,17 @@ pub struct Config {
     pub request_timeout: Option<Duration>,
     /// Duplicate in-flight inbound ids.
     pub duplicate_ids: DuplicateIdPolicy,
+    /// The largest frame sent or received, in bytes (and so the most a growing buffer holds
+    /// for one frame). [`Connection::rx_buffer`](super::Connection::rx_buffer) uses it too.
+    /// An outgoing frame over it is refused with `TooLarge`; an inbound one is skipped and
+    /// answered with Invalid Request.
+    pub max_frame: usize,
+    /// The most outgoing requests awaiting responses at once; beyond it `send_request`
+    /// returns [`SendError::PendingFull`] (backpressure).
+    pub max_pending: usize,
+    /// The most inbound requests awaiting our answer at once; beyond it a request is answered
+    /// Server busy.
+    pub max_inflight: usize,
 }
 
 impl Default for Config {
@@ -49,8 +64,9 @@ impl Default for Config {
 
 impl Config {
     /// The defaults: newline framing, depth 64, batches of up to 64 elements, 30 s request
-    /// timeout, duplicate ids processed. A `const`, so a firmware can build its connection in
-    /// a `static` instead of on the stack.
+    /// timeout, duplicate ids processed, frames of up to 1 MiB, 1 024 pending and 1 024
+    /// in-flight requests (fixed storage caps these at its sizes). A `const`, so a firmware
+    /// can build its connection in a `static` instead of on the stack.
     pub const DEFAULT: Config = Config {
         framing: Framing::Line,
         max_depth: crate::wire::scan::DEFAULT_MAX_DEPTH,
@@ -58,6 +74,9 @@ impl Config {
         batches: true,
         request_timeout: Some(Duration::from_secs(30)),
         duplicate_ids: DuplicateIdPolicy::Process,
+        max_frame: DEFAULT_MAX_FRAME,
+        max_pending: 1024,
+        max_inflight: 1024,
     };
 
     /// The default configuration with another framing.
@@ -66,6 +85,11 @@ impl Config {
             framing,
             ..Config::DEFAULT
         }
+    }
+
+    /// This configuration with another maximum frame length.
+    pub const fn with_max_frame(self, max_frame: usize) -> Self {
+        Config { max_frame, ..self }
     }
 }
 
@@ -81,14 +105,15 @@ pub struct Token(pub u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RequestHandle {
-    pub(crate) slot: u16,
+    pub(crate) slot: u32,
     pub(crate) generation: u16,
 }
 
 impl RequestHandle {
-    /// The in-flight slot this request occupies (0-based, below the connection's `INFLIGHT`).
+    /// The in-flight slot this request occupies (0-based, below the connection's
+    /// `max_inflight`).
     pub fn slot(&self) -> usize {
-        usize::from(self.slot)
+        self.slot as usize
     }
 }
 
@@ -185,6 +210,32 @@ pub enum Inbound<'a> {
     Response(InboundResponse<'a>),
     /// Peer garbage, already answered as the specification requires.
     Problem(Problem<'a>),
+}
+
+/// What [`handle_input`](super::Connection::handle_input) gives back: the next inbound item,
+/// or why there is none (in the spirit of httparse's `Status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input<'a> {
+    /// An inbound item to handle; call `handle_input` again afterwards.
+    Item(Inbound<'a>),
+    /// Everything received is handled: feed more bytes when they arrive.
+    NeedMore,
+    /// A reply to what was received waits for transmit room: write out
+    /// [`poll_transmit`](super::Connection::poll_transmit), then call `handle_input` again
+    /// (with the bytes still left in `input`, which are kept).
+    Blocked,
+    /// The connection is closed; input is discarded.
+    Closed,
+}
+
+impl<'a> Input<'a> {
+    /// The item, if this is one.
+    pub fn item(self) -> Option<Inbound<'a>> {
+        match self {
+            Input::Item(item) => Some(item),
+            _ => None,
+        }
+    }
 }
 
 /// Why an outgoing request ended without a response.

@@ -11,7 +11,7 @@
 //! ```
 //! use rpcwire::wire::{FrameEvent, Framing, RxBuffer};
 //!
-//! let mut rx = RxBuffer::<64>::new(Framing::Line);
+//! let mut rx = RxBuffer::<[u8; 64]>::new(Framing::Line);
 //! let mut input: &[u8] = b"{\"a\":1}\r\n\n{\"b\"";
 //! rx.push(&mut input);
 //! assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"{\"a\":1}")));
@@ -20,7 +20,11 @@
 //! assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"{\"b\":2}")));
 //! ```
 
-use super::ser::{Sink, SliceSink};
+#[cfg(feature = "content-length")]
+use super::ser::Sink;
+use super::ser::SliceSink;
+use crate::bytes::find_byte;
+use crate::storage::{next_size, Slots, KEEP, SHRINK_ABOVE};
 
 /// How messages are delimited on the byte stream.
 ///
@@ -81,17 +85,22 @@ enum State {
     SkipBody(usize),
 }
 
-/// A fixed-size receive buffer with a framing decoder.
+/// A receive buffer with a framing decoder, over storage the caller chooses: an array
+/// (`RxBuffer<[u8; 1024]>`: fixed, no heap, const-constructible) or, with the `alloc` feature,
+/// a vector (`RxBuffer<Vec<u8>>`: starts empty, grows while a frame needs it, up to the maximum
+/// frame, and gives the memory back once a large frame has gone).
 ///
 /// Feed it with [`push`](RxBuffer::push) (copies from a slice) or read straight into
 /// [`spare`](RxBuffer::spare) and [`commit`](RxBuffer::commit); take frames with
 /// [`next_frame`](RxBuffer::next_frame). A returned frame stays in the buffer (and available
 /// through [`held`](RxBuffer::held)) until the next call to `next_frame`.
 #[derive(Clone)]
-pub struct RxBuffer<const N: usize> {
-    buf: [u8; N],
+pub struct RxBuffer<B = [u8; 4096]> {
+    buf: B,
     framing: Framing,
     max_frame: usize,
+    /// The most bytes the buffer may hold (growing storage).
+    limit: usize,
     /// Start of unconsumed data (the held frame, if any, begins at or after it).
     start: usize,
     /// End of buffered data.
@@ -115,10 +124,10 @@ enum Ready {
     BadHeader,
 }
 
-impl<const N: usize> core::fmt::Debug for RxBuffer<N> {
+impl<B: Slots<u8>> core::fmt::Debug for RxBuffer<B> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RxBuffer")
-            .field("capacity", &N)
+            .field("capacity", &self.capacity())
             .field("framing", &self.framing)
             .field("max_frame", &self.max_frame)
             .field("buffered", &self.buffered())
@@ -126,20 +135,41 @@ impl<const N: usize> core::fmt::Debug for RxBuffer<N> {
     }
 }
 
-impl<const N: usize> RxBuffer<N> {
-    /// A buffer whose maximum frame is as large as the buffer allows: `N - 2` for lines (room
-    /// for `\r\n`), `N` for content-length bodies.
-    pub const fn new(framing: Framing) -> Self {
-        Self::with_max_frame(framing, Self::capacity(framing))
+/// The longest frame `n` bytes can hold with `framing`.
+const fn frame_capacity(framing: Framing, n: usize) -> usize {
+    match framing {
+        Framing::Line => n.saturating_sub(2),
+        #[cfg(feature = "content-length")]
+        Framing::ContentLength => n,
+    }
+}
+
+/// The bytes a growing buffer needs for frames of up to `max_frame` bytes: the frame and its
+/// line end, or a whole header block.
+const fn growing_limit(max_frame: usize) -> usize {
+    let line = max_frame.saturating_add(2);
+    if line > MAX_HEADER_BLOCK {
+        line
+    } else {
+        MAX_HEADER_BLOCK
+    }
+}
+
+impl<const N: usize> RxBuffer<[u8; N]> {
+    /// A fixed buffer whose maximum frame is as large as it allows: `N - 2` for lines (room
+    /// for `\r\n`), `N` for content-length bodies. A `const fn`, for firmware statics.
+    pub const fn const_new(framing: Framing) -> Self {
+        Self::const_with_max_frame(framing, frame_capacity(framing, N))
     }
 
-    /// A buffer with a smaller maximum frame length (clamped to what `N` can hold).
-    pub const fn with_max_frame(framing: Framing, max_frame: usize) -> Self {
-        let cap = Self::capacity(framing);
+    /// A fixed buffer with a smaller maximum frame length (clamped to what `N` can hold).
+    pub const fn const_with_max_frame(framing: Framing, max_frame: usize) -> Self {
+        let cap = frame_capacity(framing, N);
         RxBuffer {
             buf: [0; N],
             framing,
             max_frame: if max_frame < cap { max_frame } else { cap },
+            limit: N,
             start: 0,
             end: 0,
             scanned: 0,
@@ -148,13 +178,47 @@ impl<const N: usize> RxBuffer<N> {
             state: State::Seek,
         }
     }
+}
 
-    /// The longest frame `N` bytes can hold with `framing`.
-    const fn capacity(framing: Framing) -> usize {
-        match framing {
-            Framing::Line => N.saturating_sub(2),
-            #[cfg(feature = "content-length")]
-            Framing::ContentLength => N,
+impl<B: Slots<u8>> RxBuffer<B> {
+    /// A buffer with the largest maximum frame its storage allows: for an array, `N - 2`
+    /// (lines) or `N` (content-length); for a growing vector,
+    /// [`Config::DEFAULT`](crate::Config::DEFAULT)'s `max_frame` (1 MiB).
+    pub fn new(framing: Framing) -> Self {
+        Self::with_max_frame(framing, usize::MAX)
+    }
+
+    /// A buffer with this maximum frame length: clamped to what an array holds; for a
+    /// growing vector, it may be any size, memory being used only while such a frame is held
+    /// (`usize::MAX` stands for the default, 1 MiB).
+    pub fn with_max_frame(framing: Framing, max_frame: usize) -> Self {
+        Self::with_storage(B::empty(0), framing, max_frame)
+    }
+
+    /// A buffer over `storage`, as [`with_max_frame`](Self::with_max_frame).
+    pub fn with_storage(storage: B, framing: Framing, max_frame: usize) -> Self {
+        let (max_frame, limit) = if B::GROWS {
+            let m = if max_frame == usize::MAX {
+                crate::conn::DEFAULT_MAX_FRAME
+            } else {
+                max_frame
+            };
+            (m, growing_limit(m))
+        } else {
+            let n = storage.slots().len();
+            (max_frame.min(frame_capacity(framing, n)), n)
+        };
+        RxBuffer {
+            buf: storage,
+            framing,
+            max_frame,
+            limit,
+            start: 0,
+            end: 0,
+            scanned: 0,
+            held: None,
+            ready: None,
+            state: State::Seek,
         }
     }
 
@@ -166,6 +230,11 @@ impl<const N: usize> RxBuffer<N> {
     /// The maximum frame length in bytes.
     pub fn max_frame(&self) -> usize {
         self.max_frame
+    }
+
+    /// Bytes of storage held now (for an array, always its length).
+    pub fn capacity(&self) -> usize {
+        self.buf.slots().len()
     }
 
     /// Bytes buffered and not yet consumed (the held frame included).
@@ -181,6 +250,33 @@ impl<const N: usize> RxBuffer<N> {
         self.held = None;
         self.ready = None;
         self.state = State::Seek;
+        self.release();
+    }
+
+    /// Growing storage: gives back everything but `keep` bytes while nothing is buffered (a
+    /// driver calls it before a connection goes idle). Returns true when memory was released.
+    pub fn shrink(&mut self, keep: usize) -> bool {
+        if !B::GROWS || self.start != self.end || self.held.is_some() {
+            return false;
+        }
+        if self.capacity() <= keep {
+            return false;
+        }
+        self.start = 0;
+        self.end = 0;
+        self.buf.shrink_to(keep);
+        true
+    }
+
+    /// After a large frame: back to [`KEEP`] bytes once nothing is buffered.
+    fn release(&mut self) {
+        if B::GROWS
+            && self.start == self.end
+            && self.held.is_none()
+            && self.capacity() > SHRINK_ABOVE
+        {
+            self.shrink(KEEP);
+        }
     }
 
     fn compact(&mut self) {
@@ -188,7 +284,8 @@ impl<const N: usize> RxBuffer<N> {
             return;
         }
         let shift = self.start;
-        self.buf.copy_within(shift..self.end, 0);
+        let end = self.end;
+        self.buf.slots_mut().copy_within(shift..end, 0);
         self.end -= shift;
         self.start = 0;
         if let Some((s, e, r)) = self.held.as_mut() {
@@ -198,27 +295,59 @@ impl<const N: usize> RxBuffer<N> {
         }
     }
 
-    /// Free space to read into directly; follow with [`commit`](RxBuffer::commit).
-    pub fn spare(&mut self) -> &mut [u8] {
-        if self.end == N {
+    /// The most bytes this buffer may ever hold.
+    fn max_len(&self) -> usize {
+        if B::GROWS {
+            self.limit
+        } else {
+            self.capacity()
+        }
+    }
+
+    /// Makes at least `n` bytes free at the end if the storage allows (compacting, then, for
+    /// growing storage, growing up to what the maximum frame needs). Returns the free bytes.
+    /// A driver that reads straight into [`spare`](RxBuffer::spare) calls it to choose its
+    /// read size.
+    pub fn reserve(&mut self, n: usize) -> usize {
+        if self.capacity() - self.end < n {
             self.compact();
         }
-        &mut self.buf[self.end..]
+        let room = self.capacity() - self.end;
+        if B::GROWS && room < n && self.capacity() < self.limit {
+            let size = next_size(self.capacity(), self.end + n, self.limit);
+            self.buf.grow_to(size, 0);
+        }
+        self.capacity() - self.end
+    }
+
+    /// Free space to read into directly; follow with [`commit`](RxBuffer::commit). Growing
+    /// storage grows (doubling) when the buffer is full of an incomplete frame.
+    pub fn spare(&mut self) -> &mut [u8] {
+        if self.end == self.capacity() {
+            self.reserve(1);
+        }
+        let end = self.end;
+        self.buf.slots_mut().get_mut(end..).unwrap_or(&mut [])
     }
 
     /// Marks `n` bytes of [`spare`](RxBuffer::spare) as filled (clamped to the spare length).
     pub fn commit(&mut self, n: usize) {
-        self.end = (self.end + n).min(N);
+        self.end = (self.end + n).min(self.capacity());
     }
 
     /// Copies as much of `input` as fits and advances it; returns the number of bytes taken.
+    /// Growing storage grows when the buffer is full of an incomplete frame.
     pub fn push(&mut self, input: &mut &[u8]) -> usize {
-        if N - self.end < input.len() {
+        if self.capacity() - self.end < input.len() {
             self.compact();
+            if self.capacity() == self.end {
+                self.reserve(input.len());
+            }
         }
-        let n = input.len().min(N - self.end);
+        let n = input.len().min(self.capacity() - self.end);
         let (taken, rest) = input.split_at(n);
-        if let Some(room) = self.buf.get_mut(self.end..self.end + n) {
+        let end = self.end;
+        if let Some(room) = self.buf.slots_mut().get_mut(end..end + n) {
             room.copy_from_slice(taken);
             self.end += n;
             *input = rest;
@@ -240,15 +369,15 @@ impl<const N: usize> RxBuffer<N> {
         self.push(&mut &b"\n"[..]);
     }
 
-    /// True when no more bytes fit.
+    /// True when no more bytes fit (and the storage cannot grow).
     pub fn is_full(&self) -> bool {
-        self.start == 0 && self.end == N
+        self.start == 0 && self.end == self.max_len()
     }
 
     /// The frame returned by the last [`next_frame`](RxBuffer::next_frame), if any.
     pub fn held(&self) -> Option<&[u8]> {
         let (s, e, _) = self.held?;
-        self.buf.get(s..e)
+        self.buf.slots().get(s..e)
     }
 
     /// Releases the held frame and decodes the next one. `None` means more bytes are needed.
@@ -295,9 +424,10 @@ impl<const N: usize> RxBuffer<N> {
         if let Some((_, _, resume)) = self.held.take() {
             self.start = resume;
             self.scanned = 0;
+            self.release();
         }
         loop {
-            let data = &self.buf[self.start..self.end];
+            let data = self.buf.slots().get(self.start..self.end).unwrap_or(&[]);
             match self.state {
                 State::Seek => match self.framing {
                     Framing::Line => {
@@ -339,7 +469,7 @@ impl<const N: usize> RxBuffer<N> {
                     Framing::ContentLength => {
                         let Some(term) = find_header_end(data, self.scanned) else {
                             self.scanned = data.len().saturating_sub(3);
-                            if data.len() >= MAX_HEADER_BLOCK.min(N) {
+                            if data.len() >= MAX_HEADER_BLOCK.min(self.max_len()) {
                                 return Some(self.bad_header());
                             }
                             return None;
@@ -368,7 +498,7 @@ impl<const N: usize> RxBuffer<N> {
                 #[cfg(feature = "content-length")]
                 State::Body(len) => {
                     if data.len() < len {
-                        if N - self.start < len {
+                        if self.capacity() - self.start < len {
                             self.compact();
                         }
                         return None;
@@ -428,17 +558,6 @@ impl<const N: usize> RxBuffer<N> {
     }
 }
 
-/// Position of `needle` in `hay[from..]`, as an offset into `hay`.
-pub(crate) fn find_byte(needle: u8, hay: &[u8], from: usize) -> Option<usize> {
-    let hay = hay.get(from..)?;
-    // Very short haystacks (names) are faster with a plain loop than a SIMD call.
-    #[cfg(feature = "std")]
-    if hay.len() >= 16 {
-        return memchr::memchr(needle, hay).map(|i| i + from);
-    }
-    hay.iter().position(|&b| b == needle).map(|i| i + from)
-}
-
 /// Offset of `\r\n\r\n` in `data`, searching from `from`.
 #[cfg(feature = "content-length")]
 fn find_header_end(data: &[u8], from: usize) -> Option<usize> {
@@ -481,7 +600,7 @@ fn parse_content_length(block: &[u8]) -> Option<usize> {
                 return None;
             }
             let value = value.trim_ascii();
-            found = Some(usize::try_from(super::id::parse_u64(value)?).ok()?);
+            found = Some(usize::try_from(crate::bytes::parse_u64(value)?).ok()?);
         }
     }
     found
@@ -610,34 +729,7 @@ pub fn write_frame(
 /// Writes `n` in decimal.
 #[cfg(feature = "content-length")]
 fn put_usize(sink: &mut impl Sink, n: usize) {
-    put_u64(sink, n as u64);
-}
-
-/// Writes `n` in decimal. Long division by 10 over 16-bit limbs, so that firmware links no
-/// 64-bit division routine.
-pub(crate) fn put_u64(sink: &mut impl Sink, n: u64) {
-    let mut limbs = [
-        (n >> 48) as u32,
-        (n >> 32) as u32 & 0xFFFF,
-        (n >> 16) as u32 & 0xFFFF,
-        n as u32 & 0xFFFF,
-    ];
-    let mut digits = [0u8; 20];
-    let mut len = 0;
-    for slot in digits.iter_mut().rev() {
-        let mut rem = 0u32;
-        for limb in limbs.iter_mut() {
-            let cur = (rem << 16) | *limb;
-            *limb = cur / 10;
-            rem = cur % 10;
-        }
-        *slot = b'0' + rem as u8;
-        len += 1;
-        if limbs.iter().all(|&l| l == 0) {
-            break;
-        }
-    }
-    sink.put(digits.get(digits.len() - len..).unwrap_or(&[]));
+    crate::bytes::put_u64(sink, n as u64);
 }
 
 #[cfg(test)]
@@ -646,7 +738,7 @@ mod tests {
 
     #[test]
     fn finish_ends_a_last_line() {
-        let mut rx = RxBuffer::<16>::new(Framing::Line);
+        let mut rx = RxBuffer::<[u8; 16]>::new(Framing::Line);
         rx.push(&mut &b"[1]\n[2]"[..]);
         assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"[1]")));
         assert_eq!(rx.next_frame(), None);
@@ -656,27 +748,10 @@ mod tests {
         assert_eq!(rx.next_frame(), None);
     }
 
-    #[test]
-    fn decimal_digits_of_any_u64() {
-        for n in [
-            0,
-            1,
-            9,
-            10,
-            65535,
-            65536,
-            4294967296,
-            9007199254740993,
-            u64::MAX,
-        ] {
-            let mut buf = [0u8; 20];
-            let mut sink = SliceSink::new(&mut buf);
-            put_u64(&mut sink, n);
-            assert_eq!(sink.written().unwrap(), std::format!("{n}").as_bytes());
-        }
-    }
-
-    fn frames<const N: usize>(rx: &mut RxBuffer<N>, out: &mut [([u8; 32], usize, u8)]) -> usize {
+    fn frames<const N: usize>(
+        rx: &mut RxBuffer<[u8; N]>,
+        out: &mut [([u8; 32], usize, u8)],
+    ) -> usize {
         let mut k = 0;
         while let Some(ev) = rx.next_frame() {
             let (kind, bytes): (u8, &[u8]) = match ev {
@@ -694,7 +769,7 @@ mod tests {
 
     #[test]
     fn line_oversize_is_skipped_to_next_newline() {
-        let mut rx = RxBuffer::<32>::with_max_frame(Framing::Line, 8);
+        let mut rx = RxBuffer::<[u8; 32]>::with_max_frame(Framing::Line, 8);
         let mut out = [([0u8; 32], 0, 0); 8];
         rx.push(&mut &b"12345678\n123456789\n"[..]);
         let n = frames(&mut rx, &mut out);
@@ -717,7 +792,7 @@ mod tests {
     #[test]
     #[cfg(feature = "content-length")]
     fn content_length_limits_and_resync() {
-        let mut rx = RxBuffer::<64>::with_max_frame(Framing::ContentLength, 4);
+        let mut rx = RxBuffer::<[u8; 64]>::with_max_frame(Framing::ContentLength, 4);
         rx.push(&mut &b"Content-Length: 4\r\n\r\nabcd"[..]);
         assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"abcd")));
         rx.push(&mut &b"content-length: 5\r\n\r\n12345"[..]);

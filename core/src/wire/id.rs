@@ -3,6 +3,7 @@
 use core::fmt;
 
 use super::json::JsonStr;
+use crate::bytes::parse_u64;
 
 /// The kind of a request id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,18 +94,6 @@ impl<'a> Id<'a> {
         let inner = self.raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
         JsonStr::from_validated(inner)
     }
-}
-
-/// Parses plain decimal digits (as JSON writes an unsigned integer) without overflow.
-pub(crate) fn parse_u64(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || digits.len() > 20 || (digits.len() > 1 && digits.first() == Some(&b'0'))
-    {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |acc, &b| {
-        let d = b.checked_sub(b'0').filter(|d| *d < 10)?;
-        acc.checked_mul(10)?.checked_add(u64::from(d))
-    })
 }
 
 impl fmt::Debug for Id<'_> {

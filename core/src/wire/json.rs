@@ -283,7 +283,7 @@ impl<'a> JsonStr<'a> {
 
     /// True when the text contains a backslash escape.
     pub fn has_escapes(&self) -> bool {
-        super::framing::find_byte(b'\\', self.escaped, 0).is_some()
+        crate::bytes::find_byte(b'\\', self.escaped, 0).is_some()
     }
 
     /// The text itself when it has no escapes (the common case for method names).
@@ -320,6 +320,16 @@ impl<'a> JsonStr<'a> {
     pub fn eq_str(&self, s: &str) -> bool {
         self.escaped == s.as_bytes()
             || (self.has_escapes() && scan::unescaped_eq(self.escaped, s.as_bytes()))
+    }
+
+    /// The unescaped text, borrowed when it has no escapes (the common case), else decoded
+    /// into a `String` (feature `alloc`; lone surrogates as U+FFFD).
+    #[cfg(feature = "alloc")]
+    pub fn to_str(&self) -> alloc::borrow::Cow<'a, str> {
+        match self.as_str() {
+            Some(s) => alloc::borrow::Cow::Borrowed(s),
+            None => alloc::borrow::Cow::Owned(self.to_string_lossy()),
+        }
     }
 
     /// The unescaped text as an owned `String` (feature `alloc`).

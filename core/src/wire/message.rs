@@ -631,7 +631,7 @@ fn parse_i32(raw: &[u8]) -> Option<i32> {
         Some(d) => (true, d),
         None => (false, raw),
     };
-    let v = i64::try_from(super::id::parse_u64(digits)?).ok()?;
+    let v = i64::try_from(crate::bytes::parse_u64(digits)?).ok()?;
     i32::try_from(if neg { -v } else { v }).ok()
 }
 

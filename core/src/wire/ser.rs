@@ -845,9 +845,15 @@ impl<'a, S: Sink + ?Sized> ser::Serializer for Ser<'a, S> {
     #[inline]
     fn serialize_struct(
         self,
-        _name: &'static str,
+        name: &'static str,
         len: usize,
     ) -> Result<Compound<'a, S>, SerializeError> {
+        if name == SERDE_JSON_RAW_TOKEN {
+            return Ok(Compound {
+                sink: self.sink,
+                state: State::Raw,
+            });
+        }
         self.serialize_map(Some(len))
     }
 
@@ -876,7 +882,13 @@ enum State {
     First,
     /// At least one element written.
     Rest,
+    /// Inside `serde_json`'s `RawValue` (its struct token): the one field is raw JSON text.
+    Raw,
 }
+
+/// The struct name `serde_json::value::RawValue` serializes under: its one field is JSON text,
+/// written verbatim, so a handler's `Box<RawValue>` goes out unchanged.
+const SERDE_JSON_RAW_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// Serializer for arrays, objects and the variants that wrap them.
 struct Compound<'a, S: ?Sized> {
@@ -921,7 +933,7 @@ impl<S: Sink + ?Sized> Compound<'_, S> {
     /// Closes the array or object, then the variant wrapper if there is one.
     #[inline]
     fn close(self, close: &'static [u8], variant: bool) {
-        if self.state != State::Empty {
+        if !matches!(self.state, State::Empty | State::Raw) {
             self.sink.put(close);
         }
         if variant {
@@ -1038,6 +1050,12 @@ impl<S: Sink + ?Sized> ser::SerializeStruct for Compound<'_, S> {
         key: &'static str,
         value: &T,
     ) -> Result<(), SerializeError> {
+        if self.state == State::Raw {
+            return value.serialize(Ser {
+                sink: &mut *self.sink,
+                raw: true,
+            });
+        }
         self.field(key, value)
     }
 
@@ -1313,6 +1331,17 @@ mod tests {
         assert_eq!(sink.len(), len);
         assert!(sink.fits());
         Ok(sink.written().map(<[u8]>::to_vec).unwrap_or_default())
+    }
+
+    #[test]
+    fn serde_json_raw_values_go_out_verbatim() {
+        let raw = serde_json::value::RawValue::from_string(r#"{"a": [1, 2]}"#.into()).unwrap();
+        assert_eq!(encode(&raw).unwrap(), br#"{"a": [1, 2]}"#);
+        let nested = (1, &raw, vec![&raw]);
+        assert_eq!(
+            encode(&nested).unwrap(),
+            serde_json::to_vec(&nested).unwrap()
+        );
     }
 
     fn assert_matches_serde_json<T: Serialize + ?Sized>(value: &T) {

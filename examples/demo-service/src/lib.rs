@@ -14,11 +14,11 @@
 //! Any other method is answered with Method not found; wrong params with Invalid params.
 //!
 //! ```
-//! use rpcwire::{Connection, Instant, wire::RxBuffer};
+//! use rpcwire::{Connection, Input, Instant, wire::RxBuffer};
 //! let mut conn: Connection = Connection::default();
-//! let mut rx: RxBuffer<1024> = conn.rx_buffer();
+//! let mut rx: RxBuffer<[u8; 1024]> = conn.rx_buffer();
 //! let mut input = &b"{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[1,2,4],\"id\":1}\n"[..];
-//! while let Some(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
+//! while let Input::Item(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
 //!     rpcwire_demo::handle(&mut conn, item);
 //! }
 //! assert_eq!(conn.poll_transmit(), b"{\"jsonrpc\":\"2.0\",\"result\":7,\"id\":1}\n");
@@ -26,6 +26,7 @@
 
 pub mod spec;
 
+use rpcwire::storage::Storage;
 use rpcwire::wire::RawJson;
 use rpcwire::{Connection, ErrorCode, Inbound, InboundRequest, RespondError};
 
@@ -115,10 +116,7 @@ pub fn sum_params(params: RawJson<'_>) -> Option<Number> {
 
 /// Handles one inbound item: answers requests, ignores notifications and everything else.
 /// Returns the result of answering, for drivers that retry on `WouldBlock`.
-pub fn handle<const TX: usize, const B: usize, const P: usize, const I: usize>(
-    conn: &mut Connection<TX, B, P, I>,
-    item: Inbound<'_>,
-) -> Result<(), RespondError> {
+pub fn handle<S: Storage>(conn: &mut Connection<S>, item: Inbound<'_>) -> Result<(), RespondError> {
     match item {
         Inbound::Request(req) => answer(conn, &req),
         _ => Ok(()),
@@ -126,8 +124,8 @@ pub fn handle<const TX: usize, const B: usize, const P: usize, const I: usize>(
 }
 
 /// Answers one request.
-pub fn answer<const TX: usize, const B: usize, const P: usize, const I: usize>(
-    conn: &mut Connection<TX, B, P, I>,
+pub fn answer<S: Storage>(
+    conn: &mut Connection<S>,
     req: &InboundRequest<'_>,
 ) -> Result<(), RespondError> {
     let h = req.handle;

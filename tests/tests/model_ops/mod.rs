@@ -22,6 +22,8 @@
 
 #![allow(dead_code)]
 
+use rpcwire::storage::Inline;
+use rpcwire::Input;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -40,7 +42,7 @@ pub const PENDING: usize = 4;
 /// Inbound requests.
 pub const INFLIGHT: usize = 3;
 /// The connection under test.
-pub type Conn = Connection<TX, BATCH, PENDING, INFLIGHT>;
+pub type Conn = Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>;
 
 /// One step.
 #[cfg_attr(fuzzing, derive(arbitrary::Arbitrary))]
@@ -95,8 +97,8 @@ struct Open {
 /// The connection and its model.
 pub struct Model {
     conn: Conn,
-    rx: RxBuffer<1024>,
-    tap: RxBuffer<2048>,
+    rx: RxBuffer<[u8; 1024]>,
+    tap: RxBuffer<[u8; 2048]>,
     now: Instant,
     next_token: u64,
     /// Token -> deadline.
@@ -464,28 +466,42 @@ impl Model {
             let mut stalls = 0;
             loop {
                 let before = input.len();
-                let item = self.conn.handle_input(self.now, &mut self.rx, &mut input);
-                let Some(item) = item else {
-                    if self.closed {
+                let status = self.conn.handle_input(self.now, &mut self.rx, &mut input);
+                let item = match status {
+                    Input::Item(item) => item,
+                    Input::Closed => {
+                        if !self.closed {
+                            return Err("an open connection said Closed".into());
+                        }
                         if !input.is_empty() {
                             return Err("a closed connection kept input".into());
                         }
                         break;
                     }
-                    if input.is_empty() && !self.conn.is_input_blocked() {
+                    Input::NeedMore => {
+                        // The status must be exact: NeedMore means all input was taken and
+                        // nothing waits for transmit room.
+                        if !input.is_empty() || self.conn.is_input_blocked() {
+                            return Err(format!(
+                                "NeedMore with {} bytes left, blocked={}",
+                                input.len(),
+                                self.conn.is_input_blocked()
+                            ));
+                        }
                         break;
                     }
-                    // Blocked on transmit room: write everything out and go on.
-                    stalls = if input.len() == before { stalls + 1 } else { 0 };
-                    if stalls > 2 {
-                        return Err(format!(
-                            "input stuck: {} bytes left, blocked={}",
-                            input.len(),
-                            self.conn.is_input_blocked()
-                        ));
+                    Input::Blocked => {
+                        if !self.conn.is_input_blocked() {
+                            return Err("Blocked while is_input_blocked() is false".into());
+                        }
+                        // Blocked on transmit room: write everything out and go on.
+                        stalls = if input.len() == before { stalls + 1 } else { 0 };
+                        if stalls > 2 {
+                            return Err(format!("input stuck: {} bytes left", input.len()));
+                        }
+                        self.transmit(0)?;
+                        continue;
                     }
-                    self.transmit(0)?;
-                    continue;
                 };
                 if self.closed {
                     return Err("a closed connection yielded input".into());

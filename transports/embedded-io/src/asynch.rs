@@ -40,10 +40,11 @@ use core::task::Poll;
 use core::time::Duration;
 
 use embedded_io_async::{ErrorType, Read, Write};
+use rpcwire::storage::Inline;
 use rpcwire::wire::RxBuffer;
 use rpcwire::{
-    CancelError, Config, Connection, ErrorCode, Instant, RequestHandle, RespondError, SendError,
-    Token,
+    CancelError, Config, Connection, ErrorCode, Input, Instant, RequestHandle, RespondError,
+    SendError, Token,
 };
 use serde::Serialize;
 
@@ -72,8 +73,8 @@ pub struct AsyncDriver<
 > {
     io: IO,
     clock: C,
-    conn: Connection<TX, BATCH, PENDING, INFLIGHT>,
-    rx: RxBuffer<RX>,
+    conn: Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
+    rx: RxBuffer<[u8; RX]>,
     failed: Option<Error<IO::Error>>,
 }
 
@@ -87,7 +88,7 @@ pub struct AsyncContext<
     const PENDING: usize,
     const INFLIGHT: usize,
 > {
-    conn: &'a mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+    conn: &'a mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
     io: &'a mut IO,
     now: Instant,
     failed: &'a mut Option<Error<IO::Error>>,
@@ -100,7 +101,7 @@ async fn transmit<
     const PENDING: usize,
     const INFLIGHT: usize,
 >(
-    conn: &mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+    conn: &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
     io: &mut IO,
 ) -> Result<bool, Error<IO::Error>> {
     let mut wrote = false;
@@ -136,7 +137,7 @@ impl<
     }
 
     /// The connection, for anything the context does not wrap.
-    pub fn conn(&mut self) -> &mut Connection<TX, BATCH, PENDING, INFLIGHT> {
+    pub fn conn(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
         self.conn
     }
 
@@ -159,7 +160,7 @@ impl<
     /// ([`Context::retry`](crate::Context::retry)).
     pub async fn retry<T, R: Retry>(
         &mut self,
-        mut command: impl FnMut(&mut Connection<TX, BATCH, PENDING, INFLIGHT>) -> Result<T, R>,
+        mut command: impl FnMut(&mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>) -> Result<T, R>,
     ) -> Result<T, R> {
         loop {
             match command(self.conn) {
@@ -249,8 +250,8 @@ impl<
         Self::from_parts(
             io,
             clock,
-            Connection::new(config),
-            RxBuffer::new(config.framing),
+            Connection::const_new(config),
+            RxBuffer::const_with_max_frame(config.framing, config.max_frame),
         )
     }
 
@@ -266,8 +267,8 @@ impl<
     pub const fn from_parts(
         io: IO,
         clock: C,
-        conn: Connection<TX, BATCH, PENDING, INFLIGHT>,
-        rx: RxBuffer<RX>,
+        conn: Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
+        rx: RxBuffer<[u8; RX]>,
     ) -> Self {
         AsyncDriver {
             io,
@@ -284,8 +285,8 @@ impl<
     ) -> (
         IO,
         C,
-        Connection<TX, BATCH, PENDING, INFLIGHT>,
-        RxBuffer<RX>,
+        Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
+        RxBuffer<[u8; RX]>,
     ) {
         (self.io, self.clock, self.conn, self.rx)
     }
@@ -301,12 +302,12 @@ impl<
     }
 
     /// The connection.
-    pub fn conn(&self) -> &Connection<TX, BATCH, PENDING, INFLIGHT> {
+    pub fn conn(&self) -> &Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
         &self.conn
     }
 
     /// The connection, mutably. After commands on it, the next driver call writes out.
-    pub fn conn_mut(&mut self) -> &mut Connection<TX, BATCH, PENDING, INFLIGHT> {
+    pub fn conn_mut(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
         &mut self.conn
     }
 
@@ -336,7 +337,7 @@ impl<
     async fn command<T>(
         &mut self,
         mut command: impl FnMut(
-            &mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+            &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
             Instant,
         ) -> Result<T, SendError>,
     ) -> Result<T, Error<IO::Error>> {
@@ -406,7 +407,7 @@ impl<
         self.drain(now, &mut handler).await?;
         loop {
             let now = self.clock.now();
-            let Some(item) = self.conn.handle_input(now, &mut self.rx, &mut input) else {
+            let Input::Item(item) = self.conn.handle_input(now, &mut self.rx, &mut input) else {
                 if self.drain(now, &mut handler).await? {
                     continue;
                 }

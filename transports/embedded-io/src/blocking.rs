@@ -5,10 +5,11 @@ use core::mem::MaybeUninit;
 use core::time::Duration;
 
 use embedded_io::{ErrorType, Read, ReadReady, Write};
+use rpcwire::storage::Inline;
 use rpcwire::wire::RxBuffer;
 use rpcwire::{
-    CancelError, Config, Connection, ErrorCode, Instant, RequestHandle, RespondError, SendError,
-    Token,
+    CancelError, Config, Connection, ErrorCode, Input, Instant, RequestHandle, RespondError,
+    SendError, Token,
 };
 use serde::Serialize;
 
@@ -43,8 +44,8 @@ pub struct Driver<
 > {
     io: IO,
     clock: C,
-    conn: Connection<TX, BATCH, PENDING, INFLIGHT>,
-    rx: RxBuffer<RX>,
+    conn: Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
+    rx: RxBuffer<[u8; RX]>,
     /// A transport error met inside a handler, returned by the driver call that ran it.
     failed: Option<Error<IO::Error>>,
 }
@@ -63,7 +64,7 @@ pub struct Context<
     const PENDING: usize,
     const INFLIGHT: usize,
 > {
-    conn: &'a mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+    conn: &'a mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
     io: &'a mut IO,
     now: Instant,
     failed: &'a mut Option<Error<IO::Error>>,
@@ -77,7 +78,7 @@ fn transmit<
     const PENDING: usize,
     const INFLIGHT: usize,
 >(
-    conn: &mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+    conn: &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
     io: &mut IO,
 ) -> Result<bool, Error<IO::Error>> {
     let mut wrote = false;
@@ -116,7 +117,7 @@ impl<
     /// The connection, for anything the context does not wrap (statistics, batches,
     /// configuration). After a command on it that returned `WouldBlock`, use
     /// [`retry`](Context::retry) or [`flush`](Context::flush).
-    pub fn conn(&mut self) -> &mut Connection<TX, BATCH, PENDING, INFLIGHT> {
+    pub fn conn(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
         self.conn
     }
 
@@ -157,7 +158,7 @@ impl<
     /// ```
     pub fn retry<T, R: Retry>(
         &mut self,
-        mut command: impl FnMut(&mut Connection<TX, BATCH, PENDING, INFLIGHT>) -> Result<T, R>,
+        mut command: impl FnMut(&mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>) -> Result<T, R>,
     ) -> Result<T, R> {
         loop {
             match command(self.conn) {
@@ -245,8 +246,8 @@ impl<
         Self::from_parts(
             io,
             clock,
-            Connection::new(config),
-            RxBuffer::new(config.framing),
+            Connection::const_new(config),
+            RxBuffer::const_with_max_frame(config.framing, config.max_frame),
         )
     }
 
@@ -268,8 +269,8 @@ impl<
     pub const fn from_parts(
         io: IO,
         clock: C,
-        conn: Connection<TX, BATCH, PENDING, INFLIGHT>,
-        rx: RxBuffer<RX>,
+        conn: Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
+        rx: RxBuffer<[u8; RX]>,
     ) -> Self {
         Driver {
             io,
@@ -286,8 +287,8 @@ impl<
     ) -> (
         IO,
         C,
-        Connection<TX, BATCH, PENDING, INFLIGHT>,
-        RxBuffer<RX>,
+        Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
+        RxBuffer<[u8; RX]>,
     ) {
         (self.io, self.clock, self.conn, self.rx)
     }
@@ -303,12 +304,12 @@ impl<
     }
 
     /// The connection (statistics, configuration).
-    pub fn conn(&self) -> &Connection<TX, BATCH, PENDING, INFLIGHT> {
+    pub fn conn(&self) -> &Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
         &self.conn
     }
 
     /// The connection, mutably. After commands on it, the next driver call writes out.
-    pub fn conn_mut(&mut self) -> &mut Connection<TX, BATCH, PENDING, INFLIGHT> {
+    pub fn conn_mut(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
         &mut self.conn
     }
 
@@ -340,7 +341,7 @@ impl<
     fn command<T>(
         &mut self,
         mut command: impl FnMut(
-            &mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+            &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
             Instant,
         ) -> Result<T, SendError>,
     ) -> Result<T, Error<IO::Error>> {
@@ -413,7 +414,7 @@ impl<
         self.drain(now, &mut handler)?;
         loop {
             let now = self.clock.now();
-            let Some(item) = self.conn.handle_input(now, &mut self.rx, &mut input) else {
+            let Input::Item(item) = self.conn.handle_input(now, &mut self.rx, &mut input) else {
                 // Everything buffered is handled, or input waits for transmit room: after
                 // writing something out there may be more to do.
                 if self.drain(now, &mut handler)? {

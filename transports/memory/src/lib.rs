@@ -23,7 +23,7 @@
 //!
 //! ```
 //! use core::time::Duration;
-//! use rpcwire::{Connection, Inbound, Instant, Token};
+//! use rpcwire::{Connection, Inbound, Input, Instant, Token};
 //! use rpcwire::wire::RxBuffer;
 //! use rpcwire_memory::{fill, flush, Link, LinkConfig, Side};
 //!
@@ -35,7 +35,7 @@
 //! let mut link: Link<512, 8> = Link::new(2024, config);
 //! let mut a: Connection = Connection::default();
 //! let mut b: Connection = Connection::default();
-//! let mut rx_b: RxBuffer<512> = b.rx_buffer();
+//! let mut rx_b: RxBuffer<[u8; 512]> = b.rx_buffer();
 //!
 //! let mut now = Instant::ZERO;
 //! a.send_notification("tick", Some(&[1, 2, 3])).unwrap();
@@ -46,7 +46,7 @@
 //!     // Jump the virtual clock to the next moment bytes arrive.
 //!     now = now.max(link.next_ready(Side::B).unwrap());
 //!     fill(&mut link, now, Side::B, &mut rx_b).unwrap();
-//!     while let Some(item) = b.handle_input(now, &mut rx_b, &mut &[][..]) {
+//!     while let Input::Item(item) = b.handle_input(now, &mut rx_b, &mut &[][..]) {
 //!         if let Inbound::Notification(n) = item {
 //!             got = Some(n.params.unwrap().as_str().to_owned());
 //!         }

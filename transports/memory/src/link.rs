@@ -2,6 +2,7 @@
 //! seeded chunking, coalescing, delay and faults, driven by a virtual clock.
 
 use core::time::Duration;
+use rpcwire::storage::Inline;
 
 use rpcwire::wire::RxBuffer;
 use rpcwire::{Connection, Instant};
@@ -308,13 +309,13 @@ impl<const CAP: usize, const SEGS: usize> Direction<CAP, SEGS> {
 /// to receive buffer):
 ///
 /// ```
-/// use rpcwire::{Config, Connection, Inbound, Instant, Token};
+/// use rpcwire::{Config, Connection, Inbound, Input, Instant, Token};
 /// use rpcwire::wire::{RxBuffer, NO_PARAMS};
 /// use rpcwire_memory::{fill, flush, Link, LinkConfig, Side};
 ///
 /// let mut link: Link = Link::new(7, LinkConfig::chunked(3)); // reads of 1..=3 bytes
 /// let (mut a, mut b): (Connection, Connection) = Default::default();
-/// let (mut rx_a, mut rx_b): (RxBuffer<1024>, RxBuffer<1024>) = (a.rx_buffer(), b.rx_buffer());
+/// let (mut rx_a, mut rx_b): (RxBuffer<[u8; 1024]>, RxBuffer<[u8; 1024]>) = (a.rx_buffer(), b.rx_buffer());
 /// let now = Instant::ZERO;
 ///
 /// a.send_request(now, Token(1), "ping", NO_PARAMS, None).unwrap();
@@ -324,7 +325,7 @@ impl<const CAP: usize, const SEGS: usize> Direction<CAP, SEGS> {
 /// let mut answered = false;
 /// while !answered {
 ///     fill(&mut link, now, Side::B, &mut rx_b).unwrap();
-///     while let Some(item) = b.handle_input(now, &mut rx_b, &mut &[][..]) {
+///     while let Input::Item(item) = b.handle_input(now, &mut rx_b, &mut &[][..]) {
 ///         if let Inbound::Request(req) = item {
 ///             assert!(req.method.eq_str("ping"));
 ///             b.respond(req.handle, "pong").unwrap();
@@ -338,7 +339,7 @@ impl<const CAP: usize, const SEGS: usize> Direction<CAP, SEGS> {
 /// let mut result = None;
 /// while result.is_none() {
 ///     fill(&mut link, now, Side::A, &mut rx_a).unwrap();
-///     while let Some(item) = a.handle_input(now, &mut rx_a, &mut &[][..]) {
+///     while let Input::Item(item) = a.handle_input(now, &mut rx_a, &mut &[][..]) {
 ///         if let Inbound::Response(resp) = item {
 ///             assert_eq!(resp.token, Token(1));
 ///             result = Some(resp.outcome.unwrap().as_str().to_owned());
@@ -550,7 +551,7 @@ pub fn flush<
     link: &mut Link<CAP, SEGS>,
     now: Instant,
     side: Side,
-    conn: &mut Connection<TX, BATCH, PENDING, INFLIGHT>,
+    conn: &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
 ) -> Result<usize, LinkError> {
     let bytes = conn.poll_transmit();
     if bytes.is_empty() {
@@ -568,7 +569,7 @@ pub fn fill<const CAP: usize, const SEGS: usize, const N: usize>(
     link: &mut Link<CAP, SEGS>,
     now: Instant,
     side: Side,
-    rx: &mut RxBuffer<N>,
+    rx: &mut RxBuffer<[u8; N]>,
 ) -> Result<usize, LinkError> {
     let n = link.read(now, side, rx.spare())?;
     rx.commit(n);

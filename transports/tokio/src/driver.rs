@@ -12,13 +12,12 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::mem::size_of;
 use std::sync::Arc;
 use std::time::Instant as StdInstant;
 
-use rpcwire::wire::RxBuffer;
+use rpcwire::wire::{RawJson, RxBuffer};
 use rpcwire::{
-    Config, Connection, ErrorCode, Event, Failure, Inbound, Instant, RequestHandle, RespondError,
+    Config, ErrorCode, Event, Failure, Inbound, Input, Instant, RequestHandle, RespondError,
     SendError, Token,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -28,26 +27,28 @@ use tracing::Instrument;
 
 use crate::client::{BatchItem, Command, Control, Reply, SessionStats};
 use crate::raw::Raw;
-use crate::router::{CatchUnwind, Context};
+use crate::router::{guarded, BoxFuture, CatchUnwind, Conn, Origin, Outcome};
 use crate::{CallError, Client, DriverError, Router, RpcError};
 
-/// Capacity of the core's pending-request table (our calls on the wire at once). More calls
-/// wait in line for a free slot (backpressure on the clients, never an error), so this only
-/// bounds pipelining depth, which stops paying well before 256 on any link; and the core scans
-/// the table at each deadline query (every turn of the driver loop), so a larger table costs
-/// throughput (1024 slots: about 30% fewer calls per second over TCP loopback).
+/// The most of our calls on the wire at once per connection (more wait in line for a free
+/// slot: backpressure on the clients, never an error). The table grows only as calls are
+/// made, so the limit costs nothing until used.
 pub(crate) const PENDING: usize = 256;
-/// Capacity of the core's in-flight table (inbound requests not yet answered). It is larger
-/// than any handler concurrency limit, so requests beyond the limit wait in it. Unlike
-/// [`PENDING`], a full table is not backpressure: a peer's request beyond it is answered
-/// Server busy, so it stays large enough for peers that pipeline deeply.
+/// The most inbound requests open at once per connection: more are answered Server busy.
+/// Larger than any handler concurrency limit, so that requests beyond that limit wait in it.
 pub(crate) const INFLIGHT: usize = 1024;
+
+/// The first read size; reads that fill it double it, up to [`READ_MAX`]. An idle connection
+/// keeps one such buffer (a few KiB); a busy one reads in larger chunks.
+const READ_MIN: usize = 4 << 10;
+/// The largest read. Receive buffers above 16 KiB are given back once empty, so reads stay
+/// at or below it.
+const READ_MAX: usize = 16 << 10;
 
 /// Everything the driver needs from the [`Builder`](crate::Builder).
 #[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) config: Config,
-    pub(crate) max_frame: usize,
     pub(crate) concurrency: usize,
     pub(crate) queue_bytes: usize,
     pub(crate) router: Option<Arc<Router>>,
@@ -59,82 +60,6 @@ pub(crate) struct Channels {
     pub(crate) ctl: mpsc::UnboundedReceiver<Control>,
     /// Handed to handlers (set when there is a router; keeps the channels open).
     pub(crate) peer: Option<Client>,
-}
-
-/// The frame-size tiers: buffers are const generics of the core, so the driver is
-/// instantiated for a few sizes and the configured maximum frame picks the smallest that fits.
-pub(crate) const TIERS: [usize; 4] = [64 << 10, 1 << 20, 4 << 20, 16 << 20];
-
-/// Receive buffer for a tier: the frame plus its delimiter.
-const fn rx_cap(tier: usize) -> usize {
-    tier + 16
-}
-/// Transmit buffer for a tier: room for a response as large as a request, plus headers.
-const fn tx_cap(tier: usize) -> usize {
-    tier + 4096
-}
-/// Batch-reply buffer for a tier.
-const fn batch_cap(tier: usize) -> usize {
-    if tier / 4 > 16 << 10 {
-        tier / 4
-    } else {
-        16 << 10
-    }
-}
-
-/// Bytes of fixed buffers a connection with this maximum frame allocates.
-pub(crate) fn buffer_bytes(max_frame: usize) -> usize {
-    let tier = TIERS
-        .iter()
-        .copied()
-        .find(|t| max_frame <= *t)
-        .unwrap_or(TIERS[3]);
-    rx_cap(tier) + tx_cap(tier) + batch_cap(tier)
-}
-
-/// Runs a connection to its end.
-pub(crate) async fn run<R, W>(
-    settings: Settings,
-    reader: R,
-    writer: W,
-    channels: Channels,
-) -> Result<(), DriverError>
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    const T0: usize = TIERS[0];
-    const T1: usize = TIERS[1];
-    const T2: usize = TIERS[2];
-    const T3: usize = TIERS[3];
-    let m = settings.max_frame;
-    if m <= T0 {
-        drive::<{ rx_cap(T0) }, { tx_cap(T0) }, { batch_cap(T0) }, R, W>(
-            settings, reader, writer, channels,
-        )
-        .await
-    } else if m <= T1 {
-        drive::<{ rx_cap(T1) }, { tx_cap(T1) }, { batch_cap(T1) }, R, W>(
-            settings, reader, writer, channels,
-        )
-        .await
-    } else if m <= T2 {
-        drive::<{ rx_cap(T2) }, { tx_cap(T2) }, { batch_cap(T2) }, R, W>(
-            settings, reader, writer, channels,
-        )
-        .await
-    } else {
-        drive::<{ rx_cap(T3) }, { tx_cap(T3) }, { batch_cap(T3) }, R, W>(
-            settings, reader, writer, channels,
-        )
-        .await
-    }
-}
-
-/// The core's state, in one heap allocation.
-struct Buffers<const RX: usize, const TX: usize, const BATCH: usize> {
-    conn: Connection<TX, BATCH, PENDING, INFLIGHT>,
-    rx: RxBuffer<RX>,
 }
 
 /// A different first request id for every connection of every process (time, process id and
@@ -152,39 +77,6 @@ fn id_seed() -> u64 {
     mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40
 }
 
-/// Allocates the core's buffers on the heap.
-///
-/// The core keeps its buffers inline (const-generic arrays) and offers only by-value
-/// constructors, and `unsafe` is forbidden here, so a large value is built on a thread whose
-/// stack is large enough and then moved into its box. Small tiers are built in place.
-async fn allocate<const RX: usize, const TX: usize, const BATCH: usize>(
-    config: Config,
-    max_frame: usize,
-) -> io::Result<Box<Buffers<RX, TX, BATCH>>> {
-    let seed = id_seed();
-    let make = move || {
-        let mut buffers = Box::new(Buffers {
-            conn: Connection::new(config),
-            rx: RxBuffer::with_max_frame(config.framing, max_frame),
-        });
-        buffers.conn.seed_ids(seed);
-        buffers
-    };
-    let size = size_of::<Buffers<RX, TX, BATCH>>();
-    if size <= 256 << 10 {
-        return Ok(make());
-    }
-    let (tx, rx) = oneshot::channel();
-    std::thread::Builder::new()
-        .name("rpcwire-alloc".into())
-        .stack_size(size.saturating_mul(6).saturating_add(1 << 20))
-        .spawn(move || {
-            let _ = tx.send(make());
-        })?;
-    rx.await
-        .map_err(|_| io::Error::other("buffer allocation thread failed"))
-}
-
 /// An inbound request or notification waiting for a handler slot.
 struct Job {
     /// `None` for a notification.
@@ -196,7 +88,7 @@ struct Job {
     cost: usize,
 }
 
-/// A handler's outcome.
+/// A spawned handler's outcome.
 struct Done {
     handle: Option<RequestHandle>,
     reply: Result<String, RpcError>,
@@ -223,8 +115,11 @@ enum Ending {
     FailPending,
 }
 
-struct Driver<const RX: usize, const TX: usize, const BATCH: usize> {
-    bufs: Box<Buffers<RX, TX, BATCH>>,
+struct Driver {
+    conn: Conn,
+    rx: RxBuffer<Vec<u8>>,
+    /// The next read size (adaptive, [`READ_MIN`] to [`READ_MAX`]).
+    read_size: usize,
     origin: StdInstant,
     settings: Settings,
     peer: Option<Client>,
@@ -258,7 +153,8 @@ async fn write_or_flush<W: AsyncWrite + Unpin>(w: &mut W, buf: &[u8]) -> io::Res
     }
 }
 
-async fn drive<const RX: usize, const TX: usize, const BATCH: usize, R, W>(
+/// Runs a connection to its end.
+pub(crate) async fn run<R, W>(
     settings: Settings,
     mut reader: R,
     mut writer: W,
@@ -268,14 +164,18 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let bufs = allocate::<RX, TX, BATCH>(settings.config, settings.max_frame).await?;
+    let mut conn = Conn::new(settings.config);
+    conn.seed_ids(id_seed());
+    let rx = conn.rx_buffer();
     let Channels {
         cmd: mut cmd_rx,
         ctl: mut ctl_rx,
         peer,
     } = channels;
     let mut d = Driver {
-        bufs,
+        conn,
+        rx,
+        read_size: READ_MIN,
         origin: StdInstant::now(),
         settings,
         peer,
@@ -297,12 +197,17 @@ where
         if d.finished() {
             break;
         }
-        let has_tx = !d.bufs.conn.poll_transmit().is_empty();
+        if d.rx.buffered() == 0 && d.read_size > READ_MIN {
+            // Everything received is handled: until more arrives, hold a small buffer only.
+            d.read_size = READ_MIN;
+            d.rx.shrink(READ_MIN);
+        }
+        let has_tx = !d.conn.poll_transmit().is_empty();
         let want_write = has_tx || d.dirty;
-        let can_read =
-            d.input == InputState::Open && !d.bufs.conn.is_input_blocked() && !d.bufs.rx.is_full();
+        let can_read = d.input == InputState::Open
+            && !d.conn.is_input_blocked()
+            && d.rx.reserve(d.read_size) > 0;
         let deadline = d
-            .bufs
             .conn
             .poll_timeout()
             .map(|at| tokio::time::Instant::from_std(at.to_std(d.origin)));
@@ -322,19 +227,19 @@ where
                     d.on_done(done);
                 }
             },
-            res = write_or_flush(&mut writer, d.bufs.conn.poll_transmit()), if want_write => {
+            res = write_or_flush(&mut writer, d.conn.poll_transmit()), if want_write => {
                 match res {
                     Ok(0) => d.dirty = false,
                     Ok(n) => {
-                        d.bufs.conn.advance_transmit(n);
+                        d.conn.advance_transmit(n);
                         d.dirty = true;
                     }
                     Err(e) => return d.fail(e),
                 }
             },
-            res = reader.read(d.bufs.rx.spare()), if can_read => match res {
+            res = reader.read(d.rx.spare()), if can_read => match res {
                 Ok(0) => d.end_of_input("end of stream"),
-                Ok(n) => d.bufs.rx.commit(n),
+                Ok(n) => d.on_read(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     tracing::debug!(error = %e, "read failed");
@@ -365,7 +270,7 @@ where
             },
             () = sleep_until(deadline), if deadline.is_some() => {
                 let now = d.now();
-                d.bufs.conn.handle_timeout(now);
+                d.conn.handle_timeout(now);
             },
             else => {
                 // Unreachable by construction (finished() ends the loop first); never spin.
@@ -374,7 +279,7 @@ where
             }
         }
     }
-    d.bufs.conn.close();
+    d.conn.close();
     d.deliver_events();
     if let Err(e) = writer.shutdown().await {
         tracing::debug!(error = %e, "shutdown of the write side failed");
@@ -383,11 +288,7 @@ where
 }
 
 /// Writes a whole batch into the core, or nothing (an unfinished batch sends nothing).
-fn encode_batch<const TX: usize, const BATCH: usize>(
-    conn: &mut Connection<TX, BATCH, PENDING, INFLIGHT>,
-    now: Instant,
-    items: &[BatchItem],
-) -> Result<(), SendError> {
+fn encode_batch(conn: &mut Conn, now: Instant, items: &[BatchItem]) -> Result<(), SendError> {
     let mut batch = conn.start_batch(now)?;
     for item in items {
         match item {
@@ -412,7 +313,81 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH> {
+/// Takes a request handler's first outcome: nothing more to do, an answer to write when
+/// there is room, or a task to spawn (counted against the concurrency limit).
+fn settle(
+    tasks: &mut JoinSet<Done>,
+    running: &mut usize,
+    unwritten: &mut VecDeque<(RequestHandle, Result<String, RpcError>)>,
+    handle: RequestHandle,
+    method: &str,
+    id: &str,
+    outcome: Outcome,
+) {
+    match outcome {
+        Outcome::Done => {}
+        Outcome::Ready(reply) => {
+            *running += 1;
+            unwritten.push_back((handle, reply));
+        }
+        Outcome::Pending(fut) => {
+            *running += 1;
+            let span = tracing::info_span!(
+                "rpc.request",
+                method,
+                id,
+                latency_us = tracing::field::Empty
+            );
+            tasks.spawn(
+                async move {
+                    let started = StdInstant::now();
+                    let reply = CatchUnwind(fut).await.unwrap_or_else(|()| {
+                        tracing::error!("handler panicked");
+                        Err(RpcError::internal("handler panicked"))
+                    });
+                    let latency_us =
+                        u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    tracing::Span::current().record("latency_us", latency_us);
+                    tracing::debug!(
+                        latency_us,
+                        error = reply.as_ref().err().map(|e| e.code),
+                        "handled"
+                    );
+                    Done {
+                        handle: Some(handle),
+                        reply,
+                    }
+                }
+                .instrument(span),
+            );
+        }
+    }
+}
+
+/// Spawns a notification handler that did not finish at once.
+fn spawn_notification(
+    tasks: &mut JoinSet<Done>,
+    running: &mut usize,
+    method: &str,
+    fut: BoxFuture<()>,
+) {
+    *running += 1;
+    let span = tracing::info_span!("rpc.notification", method);
+    tasks.spawn(
+        async move {
+            if CatchUnwind(fut).await.is_err() {
+                tracing::error!("notification handler panicked");
+            }
+            Done {
+                handle: None,
+                reply: Ok(String::new()),
+            }
+        }
+        .instrument(span),
+    );
+}
+
+impl Driver {
     fn now(&self) -> Instant {
         Instant::from_std(self.origin, StdInstant::now())
     }
@@ -438,29 +413,49 @@ impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH>
             && self.queue.is_empty()
             && self.running == 0
             && !self.dirty
-            && self.bufs.conn.poll_transmit().is_empty()
+            && self.conn.poll_transmit().is_empty()
+    }
+
+    /// A read of `n` bytes arrived: commit it, and read more at once next time if it filled
+    /// the buffer (a peer that pipelines).
+    fn on_read(&mut self, n: usize) {
+        self.rx.commit(n);
+        if n >= self.read_size {
+            self.read_size = (self.read_size * 2).min(READ_MAX);
+        } else if n < self.read_size / 2 {
+            // The burst is over: an idle connection keeps only a small buffer.
+            self.read_size = READ_MIN;
+        }
     }
 
     /// Feeds buffered input to the core and dispatches every inbound item.
+    ///
+    /// A request is handled in place when a handler slot is free: its params are decoded
+    /// from the receive buffer and a handler that finishes at once writes its result straight
+    /// into the transmit queue. Only handlers that wait get a task; requests beyond the
+    /// concurrency limit wait in a queue (as owned copies).
     fn process_input(&mut self) {
         let now = self.now();
         let Driver {
-            bufs,
+            conn,
+            rx,
             settings,
+            peer,
             calls,
             queue,
             queued_bytes,
             ending,
+            running,
+            tasks,
+            unwritten,
             ..
         } = self;
-        let Buffers { conn, rx } = &mut **bufs;
         loop {
             // Everything buffered is decoded (or input waits for transmit room).
-            let Some(item) = conn.handle_input(now, rx, &mut &[][..]) else {
-                if conn.is_input_blocked() {
-                    return;
-                }
-                match *ending {
+            let item = match conn.handle_input(now, rx, &mut &[][..]) {
+                Input::Item(item) => item,
+                Input::Blocked | Input::Closed => return,
+                Input::NeedMore => match *ending {
                     Ending::No => return,
                     Ending::Finish => {
                         // A last line without its newline is still a line: decode it too.
@@ -475,26 +470,47 @@ impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH>
                         *ending = Ending::No;
                         return;
                     }
-                }
+                },
             };
             match item {
                 Inbound::Request(req) => {
-                    let method = req.method.to_string_lossy();
-                    let known = settings
-                        .router
-                        .as_ref()
-                        .is_some_and(|r| r.get_method(&method).is_some());
-                    if !known {
-                        tracing::debug!(method, id = %req.id, "method not found");
+                    let method = req.method.to_str();
+                    let handler = settings.router.as_ref().and_then(|r| r.get_method(&method));
+                    let (Some(handler), Some(peer)) = (handler, peer.as_ref()) else {
+                        tracing::debug!(%method, id = %req.id, "method not found");
                         let _ = conn.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
                         continue;
+                    };
+                    let params = req.params;
+                    if queue.is_empty() && *running < settings.concurrency {
+                        let origin = Origin {
+                            peer,
+                            id: Some(req.id.raw()),
+                            method: &method,
+                        };
+                        let outcome = guarded(|| handler(&origin, params, conn, req.handle));
+                        let outcome = outcome.unwrap_or_else(|()| {
+                            tracing::error!(%method, "handler panicked");
+                            let _ = conn.reject(req.handle, ErrorCode::INTERNAL_ERROR);
+                            Outcome::Done
+                        });
+                        settle(
+                            tasks,
+                            running,
+                            unwritten,
+                            req.handle,
+                            &method,
+                            req.id.raw(),
+                            outcome,
+                        );
+                        continue;
                     }
-                    let params = req.params.map(|p| p.as_str().to_owned());
                     let id = req.id.raw().to_owned();
+                    let params = params.map(|p| p.as_str().to_owned());
                     let cost =
                         64 + method.len() + id.len() + params.as_ref().map_or(0, String::len);
-                    if !queue.is_empty() && *queued_bytes + cost > settings.queue_bytes {
-                        tracing::warn!(method, id, "request queue full: answering Server busy");
+                    if *queued_bytes + cost > settings.queue_bytes {
+                        tracing::warn!(%method, id, "request queue full: answering Server busy");
                         let _ = conn.reject(req.handle, ErrorCode::SERVER_BUSY);
                         continue;
                     }
@@ -502,32 +518,46 @@ impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH>
                     queue.push_back(Job {
                         handle: Some(req.handle),
                         id: Some(id),
-                        method,
+                        method: method.into_owned(),
                         params,
                         cost,
                     });
                 }
                 Inbound::Notification(n) => {
-                    let method = n.method.to_string_lossy();
-                    let known = settings
+                    let method = n.method.to_str();
+                    let handler = settings
                         .router
                         .as_ref()
-                        .is_some_and(|r| r.get_notification(&method).is_some());
-                    if !known {
-                        tracing::debug!(method, "notification ignored: no handler");
+                        .and_then(|r| r.get_notification(&method));
+                    let (Some(handler), Some(peer)) = (handler, peer.as_ref()) else {
+                        tracing::debug!(%method, "notification ignored: no handler");
+                        continue;
+                    };
+                    let params = n.params;
+                    if queue.is_empty() && *running < settings.concurrency {
+                        let origin = Origin {
+                            peer,
+                            id: None,
+                            method: &method,
+                        };
+                        match guarded(|| handler(&origin, params)) {
+                            Ok(None) => {}
+                            Ok(Some(fut)) => spawn_notification(tasks, running, &method, fut),
+                            Err(()) => tracing::error!(%method, "notification handler panicked"),
+                        }
                         continue;
                     }
-                    let params = n.params.map(|p| p.as_str().to_owned());
+                    let params = params.map(|p| p.as_str().to_owned());
                     let cost = 64 + method.len() + params.as_ref().map_or(0, String::len);
-                    if !queue.is_empty() && *queued_bytes + cost > settings.queue_bytes {
-                        tracing::warn!(method, "request queue full: notification dropped");
+                    if *queued_bytes + cost > settings.queue_bytes {
+                        tracing::warn!(%method, "request queue full: notification dropped");
                         continue;
                     }
                     *queued_bytes += cost;
                     queue.push_back(Job {
                         handle: None,
                         id: None,
-                        method,
+                        method: method.into_owned(),
                         params,
                         cost,
                     });
@@ -558,58 +588,55 @@ impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH>
                 return;
             };
             self.queued_bytes -= job.cost;
-            let ctx = Context {
-                peer: peer.clone(),
-                id: job.id.clone(),
-                method: job.method.clone(),
+            let origin = Origin {
+                peer: &peer,
+                id: job.id.as_deref(),
+                method: &job.method,
             };
-            let handle = job.handle;
-            let id = job.id.as_deref().unwrap_or("");
-            let span = tracing::info_span!(
-                "rpc.request",
-                method = %job.method,
-                id,
-                latency_us = tracing::field::Empty
-            );
-            let fut = match handle {
-                Some(h) => match router.get_method(&job.method) {
-                    Some(f) => f(ctx, job.params),
-                    None => {
-                        let _ = self.bufs.conn.reject(h, ErrorCode::METHOD_NOT_FOUND);
+            // Validated when received; parsed again only to get the view back.
+            let params = job
+                .params
+                .as_deref()
+                .and_then(|p| RawJson::parse(p, rpcwire::wire::scan::MAX_DEPTH_LIMIT).ok());
+            match job.handle {
+                Some(handle) => {
+                    let Some(handler) = router.get_method(&job.method) else {
+                        let _ = self.conn.reject(handle, ErrorCode::METHOD_NOT_FOUND);
                         continue;
-                    }
-                },
-                None => match router.get_notification(&job.method) {
-                    Some(f) => {
-                        let fut = f(ctx, job.params);
-                        Box::pin(async move {
-                            fut.await;
-                            Ok(String::new())
-                        })
-                    }
-                    None => continue,
-                },
-            };
-            self.running += 1;
-            self.tasks.spawn(
-                async move {
-                    let started = StdInstant::now();
-                    let reply = CatchUnwind(fut).await.unwrap_or_else(|()| {
-                        tracing::error!("handler panicked");
-                        Err(RpcError::internal("handler panicked"))
-                    });
-                    let latency_us =
-                        u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-                    tracing::Span::current().record("latency_us", latency_us);
-                    tracing::debug!(
-                        latency_us,
-                        error = reply.as_ref().err().map(|e| e.code),
-                        "handled"
+                    };
+                    let conn = &mut self.conn;
+                    let outcome = guarded(|| handler(&origin, params, conn, handle))
+                        .unwrap_or_else(|()| {
+                            tracing::error!(method = job.method, "handler panicked");
+                            let _ = conn.reject(handle, ErrorCode::INTERNAL_ERROR);
+                            Outcome::Done
+                        });
+                    let id = job.id.as_deref().unwrap_or("");
+                    settle(
+                        &mut self.tasks,
+                        &mut self.running,
+                        &mut self.unwritten,
+                        handle,
+                        &job.method,
+                        id,
+                        outcome,
                     );
-                    Done { handle, reply }
                 }
-                .instrument(span),
-            );
+                None => {
+                    let Some(handler) = router.get_notification(&job.method) else {
+                        continue;
+                    };
+                    match guarded(|| handler(&origin, params)) {
+                        Ok(None) => {}
+                        Ok(Some(fut)) => {
+                            spawn_notification(&mut self.tasks, &mut self.running, &job.method, fut)
+                        }
+                        Err(()) => {
+                            tracing::error!(method = job.method, "notification handler panicked")
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -630,7 +657,7 @@ impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH>
 
     /// Writes handler answers into the core while it has room.
     fn write_answers(&mut self) {
-        let conn = &mut self.bufs.conn;
+        let conn = &mut self.conn;
         while let Some((handle, reply)) = self.unwritten.front() {
             let res = match reply {
                 Ok(json) => conn.respond(*handle, &Raw(json)),
@@ -662,7 +689,7 @@ impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH>
 
     /// Resolves calls that ended without a response.
     fn deliver_events(&mut self) {
-        while let Some(event) = self.bufs.conn.poll_event() {
+        while let Some(event) = self.conn.poll_event() {
             match event {
                 Event::RequestFailed { token, reason } => {
                     if let Some(reply) = self.calls.remove(&token) {
@@ -680,7 +707,7 @@ impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH>
         match ctl {
             Control::Cancel(token) => {
                 if self.calls.remove(&token).is_some() {
-                    let _ = self.bufs.conn.cancel(token);
+                    let _ = self.conn.cancel(token);
                 }
                 if matches!(&self.stalled, Some(Command::Call(c)) if c.token == token) {
                     self.stalled = None;
@@ -713,7 +740,7 @@ impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH>
     /// Gives a command to the core; `Err` hands it back when there is no room yet.
     fn try_command(&mut self, cmd: Command) -> Result<(), Command> {
         let now = self.now();
-        let conn = &mut self.bufs.conn;
+        let conn = &mut self.conn;
         match cmd {
             Command::Call(c) => {
                 if c.reply.is_closed() {
@@ -782,7 +809,7 @@ impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH>
             Command::Batch { items, done }.fail(err);
             return Ok(());
         }
-        let outcome = encode_batch(&mut self.bufs.conn, now, &items);
+        let outcome = encode_batch(&mut self.conn, now, &items);
         match outcome {
             Ok(()) => {
                 for item in items {
@@ -834,7 +861,7 @@ impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH>
     /// The byte stream failed: everything ends now.
     fn fail(mut self, e: io::Error) -> Result<(), DriverError> {
         tracing::debug!(error = %e, "connection failed");
-        self.bufs.conn.close();
+        self.conn.close();
         for (_, reply) in self.calls.drain() {
             let _ = reply.send(Err(CallError::Closed));
         }
@@ -848,13 +875,13 @@ impl<const RX: usize, const TX: usize, const BATCH: usize> Driver<RX, TX, BATCH>
 
     fn stats(&self) -> SessionStats {
         SessionStats {
-            core: self.bufs.conn.stats(),
+            core: self.conn.stats(),
             pending_calls: self.calls.len(),
-            inflight: self.bufs.conn.inflight_len(),
+            inflight: self.conn.inflight_len(),
             queued: self.queue.len(),
             queued_bytes: self.queued_bytes,
             running: self.running,
-            buffer_bytes: size_of::<Buffers<RX, TX, BATCH>>(),
+            buffer_bytes: self.conn.storage_bytes() + self.rx.capacity(),
         }
     }
 }

@@ -88,8 +88,6 @@ pub use rpcwire::ErrorCode;
 
 use driver::{Channels, Settings};
 
-/// The largest maximum frame a connection accepts (16 MiB).
-pub const MAX_FRAME_LIMIT: usize = driver::TIERS[3];
 /// The default maximum frame (4 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 4 << 20;
 /// How many of our calls may be on the wire at once per connection (more wait in line for a
@@ -110,18 +108,21 @@ pub const MAX_INFLIGHT: usize = driver::INFLIGHT;
 ///     .max_frame(1 << 20)                // larger frames are answered with an error and skipped
 ///     .concurrency(8)                    // handlers running at once
 ///     .request_timeout(Some(Duration::from_secs(5)))
+///     .max_connections(1000)          // a server holds at most this many connections
 ///     .router(Router::new());
-/// assert!(builder.buffer_bytes() >= 2 << 20);
 /// ```
 #[derive(Clone, Debug)]
 pub struct Builder {
     config: Config,
-    max_frame: usize,
     concurrency: usize,
     queue_bytes: usize,
     command_capacity: usize,
+    max_connections: usize,
     router: Option<Arc<Router>>,
 }
+
+/// The default limit on connections a server holds at once ([`Builder::max_connections`]).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 impl Default for Builder {
     fn default() -> Self {
@@ -134,11 +135,16 @@ impl Builder {
     /// requests, batches accepted, no router.
     pub fn new() -> Self {
         Builder {
-            config: Config::default(),
-            max_frame: DEFAULT_MAX_FRAME,
+            config: Config {
+                max_frame: DEFAULT_MAX_FRAME,
+                max_pending: driver::PENDING,
+                max_inflight: driver::INFLIGHT,
+                ..Config::default()
+            },
             concurrency: 64,
             queue_bytes: 16 << 20,
             command_capacity: 256,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             router: None,
         }
     }
@@ -149,11 +155,12 @@ impl Builder {
         self
     }
 
-    /// The maximum frame length in bytes (clamped to `1024..=`[`MAX_FRAME_LIMIT`]). A longer
-    /// frame is answered with Invalid Request (`data: "frame too large"`) and skipped; the
-    /// connection goes on. The fixed buffers grow with it ([`buffer_bytes`](Builder::buffer_bytes)).
+    /// The maximum frame length in bytes (at least 1024; any size above, 256 MiB say). A
+    /// longer frame is answered with Invalid Request (`data: "frame too large"`) and skipped;
+    /// the connection goes on. Memory follows the frames actually held: buffers start at a
+    /// few KiB, grow while a large frame is received or sent, and are given back after it.
     pub fn max_frame(mut self, bytes: usize) -> Self {
-        self.max_frame = bytes.clamp(1024, MAX_FRAME_LIMIT);
+        self.config.max_frame = bytes.max(1024);
         self
     }
 
@@ -201,16 +208,21 @@ impl Builder {
         self
     }
 
+    /// The most connections a server ([`serve_tcp`](Builder::serve_tcp)) holds at once
+    /// (default 10 000, at least 1). At the limit it stops accepting, with a warning in the
+    /// log: new clients wait in the listener's backlog (and may time out there) until a
+    /// connection ends, while those already open are served as before. An idle connection
+    /// holds a few KiB; this bounds what a flood of clients can take.
+    pub fn max_connections(mut self, limit: usize) -> Self {
+        self.max_connections = limit.max(1);
+        self
+    }
+
     /// The handlers for inbound requests and notifications (without one, every request is
     /// answered Method not found).
     pub fn router(mut self, router: Router) -> Self {
         self.router = Some(Arc::new(router));
         self
-    }
-
-    /// Bytes of fixed buffers (receive, transmit, batch reply) each connection allocates.
-    pub fn buffer_bytes(&self) -> usize {
-        driver::buffer_bytes(self.max_frame)
     }
 
     /// Starts a connection over a reader and a writer. Must be called inside a tokio runtime.
@@ -251,7 +263,6 @@ impl Builder {
         };
         let settings = Settings {
             config: self.config,
-            max_frame: self.max_frame,
             concurrency: self.concurrency,
             queue_bytes: self.queue_bytes,
             router: self.router,
@@ -326,7 +337,22 @@ impl Builder {
     /// # Ok(()) }
     /// ```
     pub async fn serve_tcp(self, listener: TcpListener) {
+        let slots = Arc::new(tokio::sync::Semaphore::new(self.max_connections));
         loop {
+            let permit = match Arc::clone(&slots).try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => {
+                    tracing::warn!(
+                        limit = self.max_connections,
+                        "connection limit reached: new connections wait until one ends"
+                    );
+                    match Arc::clone(&slots).acquire_owned().await {
+                        Ok(permit) => permit,
+                        // The semaphore is never closed.
+                        Err(_) => return,
+                    }
+                }
+            };
             let (stream, peer) = match listener.accept().await {
                 Ok(accepted) => accepted,
                 Err(e) => {
@@ -344,6 +370,7 @@ impl Builder {
                     Ok(()) => tracing::debug!(%peer, "connection ended"),
                     Err(e) => tracing::debug!(%peer, error = %e, "connection failed"),
                 }
+                drop(permit);
             });
         }
     }

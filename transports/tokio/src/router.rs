@@ -6,8 +6,11 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll};
+use std::task::{Context as TaskContext, Poll, Waker};
 
+use rpcwire::storage::Heap;
+use rpcwire::wire::RawJson;
+use rpcwire::{Connection, ErrorCode, RequestHandle, RespondError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -16,12 +19,88 @@ use crate::{Client, RpcError};
 /// A boxed, sendable future.
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-/// A request handler after type erasure: params as JSON text in, result as JSON text out.
-pub(crate) type MethodFn =
-    Arc<dyn Fn(Context, Option<String>) -> BoxFuture<Result<String, RpcError>> + Send + Sync>;
+/// The connection every tokio driver runs: heap storage that grows on demand and shrinks back.
+pub(crate) type Conn = Connection<Heap>;
 
-/// A notification handler after type erasure.
-pub(crate) type NotifyFn = Arc<dyn Fn(Context, Option<String>) -> BoxFuture<()> + Send + Sync>;
+/// What the driver knows about an inbound message while a handler starts: borrowed, so that
+/// a handler that needs no [`Context`] costs no copy.
+pub(crate) struct Origin<'a> {
+    pub(crate) peer: &'a Client,
+    /// The id's JSON text (`None` for a notification).
+    pub(crate) id: Option<&'a str>,
+    pub(crate) method: &'a str,
+}
+
+impl Origin<'_> {
+    fn context(&self) -> Context {
+        Context {
+            peer: self.peer.clone(),
+            id: self.id.map(str::to_owned),
+            method: self.method.to_owned(),
+        }
+    }
+}
+
+/// How a request handler ended its first run.
+pub(crate) enum Outcome {
+    /// Answered straight into the connection's transmit queue.
+    Done,
+    /// Answered, but the transmit queue had no room: the answer as JSON text, written later.
+    Ready(Result<String, RpcError>),
+    /// Still running: the driver spawns it (under the concurrency limit).
+    Pending(BoxFuture<Result<String, RpcError>>),
+}
+
+/// A request handler after type erasure: it decodes the params from the received bytes,
+/// runs, and when it finishes at once serializes its result straight into the connection.
+pub(crate) type MethodFn = Arc<
+    dyn Fn(&Origin<'_>, Option<RawJson<'_>>, &mut Conn, RequestHandle) -> Outcome + Send + Sync,
+>;
+
+/// A notification handler after type erasure: `Some` when it did not finish at once.
+pub(crate) type NotifyFn =
+    Arc<dyn Fn(&Origin<'_>, Option<RawJson<'_>>) -> Option<BoxFuture<()>> + Send + Sync>;
+
+/// Polls a future once, in the driver: a handler that never waits costs no task. A future
+/// that is not ready is spawned afterwards; its task polls it again at once with a real
+/// waker, so the no-op waker given here loses nothing.
+fn poll_once<T>(fut: &mut BoxFuture<T>) -> Poll<T> {
+    let mut cx = TaskContext::from_waker(Waker::noop());
+    fut.as_mut().poll(&mut cx)
+}
+
+/// Writes a handler's outcome into the connection (see [`Outcome`]).
+pub(crate) fn answer<R: Serialize + ?Sized>(
+    conn: &mut Conn,
+    handle: RequestHandle,
+    result: Result<&R, &RpcError>,
+) -> Outcome {
+    let written = match result {
+        Ok(v) => conn.respond(handle, v),
+        Err(e) => conn.respond_error(handle, e.error_code(), Some(&e.message), e.data.as_deref()),
+    };
+    match written {
+        Ok(()) | Err(RespondError::UnknownHandle) => Outcome::Done,
+        Err(RespondError::WouldBlock { .. }) => Outcome::Ready(match result {
+            Ok(v) => to_json(v),
+            Err(e) => Err(e.clone()),
+        }),
+        Err(RespondError::TooLarge { required }) => {
+            tracing::warn!(required, "answer too large: sent Internal error instead");
+            Outcome::Done
+        }
+        Err(RespondError::Serialize(e)) => {
+            tracing::warn!(error = %e, "answer not serializable: sending Internal error");
+            let _ = conn.reject(handle, ErrorCode::INTERNAL_ERROR);
+            Outcome::Done
+        }
+    }
+}
+
+fn to_json<R: Serialize + ?Sized>(value: &R) -> Result<String, RpcError> {
+    serde_json::to_string(value)
+        .map_err(|e| RpcError::internal(&format!("cannot serialize result: {e}")))
+}
 
 /// What a handler knows about the message it handles, and a handle to call the peer back on
 /// the same connection.
@@ -96,8 +175,8 @@ impl fmt::Debug for Router {
     }
 }
 
-fn decode<P: DeserializeOwned>(params: Option<&str>) -> Result<P, RpcError> {
-    serde_json::from_str(params.unwrap_or("null")).map_err(RpcError::invalid_params)
+fn decode<P: DeserializeOwned>(params: Option<RawJson<'_>>) -> Result<P, RpcError> {
+    serde_json::from_str(params.map_or("null", |p| p.as_str())).map_err(RpcError::invalid_params)
 }
 
 impl Router {
@@ -114,36 +193,95 @@ impl Router {
         F: Fn(P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
-        self.method_with_context(name, move |_ctx: Context, p: P| handler(p))
+        self.register(name, move |_: &Origin<'_>, p: P| handler(p))
     }
 
     /// Registers a request handler that also receives the [`Context`] (to call the peer back,
     /// or read the request id).
-    pub fn method_with_context<P, R, F, Fut>(mut self, name: &str, handler: F) -> Self
+    pub fn method_with_context<P, R, F, Fut>(self, name: &str, handler: F) -> Self
     where
         P: DeserializeOwned + Send + 'static,
         R: Serialize + 'static,
         F: Fn(Context, P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
-        // The handler runs inside the spawned task (under the panic guard), never in the
-        // driver: decoding and the handler's synchronous part included.
-        let handler = Arc::new(handler);
-        let f: MethodFn = Arc::new(move |ctx, params| {
-            let handler = Arc::clone(&handler);
-            Box::pin(async move {
-                let p = decode::<P>(params.as_deref())?;
-                let value = handler(ctx, p).await?;
-                serde_json::to_string(&value)
-                    .map_err(|e| RpcError::internal(&format!("cannot serialize result: {e}")))
-            })
+        self.register(name, move |origin: &Origin<'_>, p: P| {
+            handler(origin.context(), p)
+        })
+    }
+
+    /// Registers a handler that computes its answer without waiting: it runs in the
+    /// connection's driver, with no future, no task and no copy of the params, and its result
+    /// is serialized straight into the transmit queue. For quick work only: a slow one holds
+    /// up its connection.
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Router, RpcError};
+    /// let router = Router::new().sync_method("add", |(a, b): (i64, i64)| Ok::<_, RpcError>(a + b));
+    /// assert!(router.has_method("add"));
+    /// ```
+    pub fn sync_method<P, R, F>(self, name: &str, handler: F) -> Self
+    where
+        P: DeserializeOwned + 'static,
+        R: Serialize + 'static,
+        F: Fn(P) -> Result<R, RpcError> + Send + Sync + 'static,
+    {
+        self.raw_method(name, move |params| decode::<P>(params).and_then(&handler))
+    }
+
+    /// Like [`sync_method`](Router::sync_method), with the params as rpcwire's validated,
+    /// borrowed JSON view ([`RawJson`]: walk it, or decode parts of it, without copying;
+    /// `None` when the request has no params).
+    ///
+    /// ```
+    /// use rpcwire_tokio::{ErrorCode, Router, RpcError};
+    /// let router = Router::new().raw_method("count", |params| {
+    ///     let params = params.ok_or_else(|| RpcError::standard(ErrorCode::INVALID_PARAMS))?;
+    ///     Ok::<_, RpcError>(params.elements().count())
+    /// });
+    /// assert!(router.has_method("count"));
+    /// ```
+    pub fn raw_method<R, F>(mut self, name: &str, handler: F) -> Self
+    where
+        R: Serialize + 'static,
+        F: Fn(Option<RawJson<'_>>) -> Result<R, RpcError> + Send + Sync + 'static,
+    {
+        let f: MethodFn = Arc::new(move |_origin, params, conn, handle| {
+            let result = handler(params);
+            answer(conn, handle, result.as_ref())
+        });
+        self.methods.insert(name.to_owned(), f);
+        self
+    }
+
+    fn register<P, R, F, Fut>(mut self, name: &str, start: F) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        R: Serialize + 'static,
+        F: Fn(&Origin<'_>, P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
+    {
+        let f: MethodFn = Arc::new(move |origin, params, conn, handle| {
+            let p = match decode::<P>(params) {
+                Ok(p) => p,
+                Err(e) => return answer::<()>(conn, handle, Err(&e)),
+            };
+            let mut fut: BoxFuture<Result<R, RpcError>> = Box::pin(start(origin, p));
+            match poll_once(&mut fut) {
+                Poll::Ready(result) => answer(conn, handle, result.as_ref()),
+                Poll::Pending => Outcome::Pending(Box::pin(async move {
+                    let value = fut.await?;
+                    to_json(&value)
+                })),
+            }
         });
         self.methods.insert(name.to_owned(), f);
         self
     }
 
     /// Registers a notification handler (notifications are never answered; params that do not
-    /// decode are logged and dropped).
+    /// decode are logged at warn level, with the method and the decoder's message, and
+    /// dropped).
     pub fn notification<P, F, Fut>(self, name: &str, handler: F) -> Self
     where
         P: DeserializeOwned + Send + 'static,
@@ -160,17 +298,24 @@ impl Router {
         F: Fn(Context, P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let handler = Arc::new(handler);
-        let f: NotifyFn = Arc::new(move |ctx, params| {
-            let handler = Arc::clone(&handler);
-            Box::pin(async move {
-                match decode::<P>(params.as_deref()) {
-                    Ok(p) => handler(ctx, p).await,
-                    Err(e) => {
-                        tracing::debug!(method = ctx.method, error = %e, "notification params do not decode");
-                    }
+        let f: NotifyFn = Arc::new(move |origin, params| {
+            let p = match decode::<P>(params) {
+                Ok(p) => p,
+                Err(e) => {
+                    let detail = e.data.as_ref().map_or("", |d| d.get());
+                    tracing::warn!(
+                        method = origin.method,
+                        error = detail,
+                        "notification params do not decode: dropped"
+                    );
+                    return None;
                 }
-            })
+            };
+            let mut fut: BoxFuture<()> = Box::pin(handler(origin.context(), p));
+            match poll_once(&mut fut) {
+                Poll::Ready(()) => None,
+                Poll::Pending => Some(fut),
+            }
         });
         self.notifications.insert(name.to_owned(), f);
         self
@@ -181,6 +326,13 @@ impl Router {
         self.methods.contains_key(name)
     }
 
+    /// The registered request method names, sorted.
+    pub fn method_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.methods.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
     pub(crate) fn get_method(&self, name: &str) -> Option<&MethodFn> {
         self.methods.get(name)
     }
@@ -188,6 +340,11 @@ impl Router {
     pub(crate) fn get_notification(&self, name: &str) -> Option<&NotifyFn> {
         self.notifications.get(name)
     }
+}
+
+/// Runs a handler's first step in the driver, turning a panic into `Err(())`.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, ()> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|_| ())
 }
 
 /// Runs a future, turning a panic during any poll into `Err(())`.

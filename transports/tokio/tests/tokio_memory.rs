@@ -11,14 +11,18 @@ use std::time::Duration;
 use cap::Cap;
 use common::{bounded, router};
 use rpcwire_tokio::Builder;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 #[global_allocator]
 static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
 
+/// The tests of this file measure the process's heap, so they run one at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_that_stops_reading_does_not_grow_our_memory() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     bounded(async {
         const QUEUE: usize = 1 << 20;
         const CONCURRENCY: usize = 4;
@@ -28,7 +32,9 @@ async fn a_peer_that_stops_reading_does_not_grow_our_memory() {
             .max_frame(MAX_FRAME)
             .concurrency(CONCURRENCY)
             .queue_bytes(QUEUE);
-        let buffers = builder.buffer_bytes();
+        // Growing buffers at their largest: a receive buffer for one frame, a transmit
+        // queue of one frame plus the 16 KiB shared by queued frames, a batch reply.
+        let buffers = 3 * MAX_FRAME + (64 << 10);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(builder.serve_tcp(listener));
@@ -43,6 +49,7 @@ async fn a_peer_that_stops_reading_does_not_grow_our_memory() {
         let mut sent = 0usize;
         let mut id = 0u64;
         let cap = 512usize << 20;
+        let mut peak = 0usize;
         loop {
             line.clear();
             id += 1;
@@ -51,13 +58,17 @@ async fn a_peer_that_stops_reading_does_not_grow_our_memory() {
                     .as_bytes(),
             );
             match tokio::time::timeout(Duration::from_secs(1), stream.write_all(&line)).await {
-                Ok(Ok(())) => sent += line.len(),
+                Ok(Ok(())) => {
+                    sent += line.len();
+                    // Sampled (the allocator's own maximum covers the whole process life).
+                    peak = peak.max(ALLOCATOR.allocated().saturating_sub(baseline));
+                }
                 Ok(Err(e)) => panic!("write failed: {e}"),
                 Err(_) => break, // the server stopped reading: backpressure reached us
             }
             assert!(sent < cap, "the server kept reading {sent} bytes without bound");
         }
-        let peak = ALLOCATOR.max_allocated().saturating_sub(baseline);
+        let peak = peak.max(ALLOCATOR.allocated().saturating_sub(baseline));
         // What the configuration allows: the fixed buffers, the request queue, the answers
         // held by busy handler slots, plus allocator and runtime slack.
         let bound = buffers + QUEUE + CONCURRENCY * 2 * MAX_FRAME + (2 << 20);
@@ -77,6 +88,77 @@ async fn a_peer_that_stops_reading_does_not_grow_our_memory() {
             "memory grew while the peer was not reading: {before} -> {after}"
         );
         drop(stream);
+        server.abort();
+    })
+    .await;
+}
+
+/// Heap the process holds beyond `baseline` once allocations settle (the server's
+/// connection finishing its step after the answer was read).
+async fn settled_heap(baseline: usize) -> usize {
+    let mut last = usize::MAX;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = ALLOCATOR.allocated().saturating_sub(baseline);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+/// What an idle server connection holds: after one small call at most 16 KiB of heap (its
+/// driver, tables, buffers and channels), and after a 4 MiB frame in and out, the same again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_connection_holds_a_few_kib_before_and_after_a_large_frame() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    bounded(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(
+            Builder::new()
+                .router(router())
+                .max_frame(8 << 20)
+                .serve_tcp(listener),
+        );
+        // Let the accept loop settle, then count from here: the client is a raw socket that
+        // allocates only its read buffer (taken out below).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let baseline = ALLOCATOR.allocated();
+        let stream = TcpStream::connect(addr).await.unwrap();
+        let (read, mut write) = stream.into_split();
+        let mut read = BufReader::with_capacity(64, read);
+        let mut line = String::new();
+
+        write
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"add\",\"params\":[1,2],\"id\":1}\n")
+            .await
+            .unwrap();
+        read.read_line(&mut line).await.unwrap();
+        assert_eq!(line, "{\"jsonrpc\":\"2.0\",\"result\":3,\"id\":1}\n");
+        let small = settled_heap(baseline).await;
+        println!("heap held by an idle connection after one small call: {small} bytes");
+        assert!(small <= 16 << 10, "idle connection holds {small} bytes (limit 16 KiB)");
+
+        // A 4 MiB frame in, its echo out.
+        let big = "x".repeat(4 << 20);
+        let request = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"{big}\"],\"id\":2}}\n");
+        let writer = tokio::spawn(async move {
+            write.write_all(request.as_bytes()).await.unwrap();
+            write
+        });
+        line.clear();
+        read.read_line(&mut line).await.unwrap();
+        assert!(line.len() > 4 << 20 && line.ends_with("\"id\":2}\n"), "echo of the 4 MiB frame");
+        let write = writer.await.unwrap();
+        drop(big);
+        let line_capacity = line.capacity();
+        drop(line);
+        let after = settled_heap(baseline).await;
+        println!("heap held after a 4 MiB frame went through: {after} bytes (line buffer {line_capacity} freed)");
+        assert!(after <= 16 << 10, "after a 4 MiB frame the connection holds {after} bytes");
+        drop((read, write));
         server.abort();
     })
     .await;

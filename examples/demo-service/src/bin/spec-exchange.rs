@@ -1,6 +1,7 @@
 //! Plays every example of the JSON-RPC 2.0 specification through a server-role
 //! [`rpcwire::Connection`] running the demo service, printing each exchange.
 
+use rpcwire::Input;
 use std::process::ExitCode;
 
 use rpcwire::wire::RxBuffer;
@@ -9,7 +10,7 @@ use rpcwire_demo::spec::{one_line, SPEC_EXAMPLES};
 
 fn main() -> ExitCode {
     let mut conn: Connection = Connection::default();
-    let mut rx: RxBuffer<4096> = conn.rx_buffer();
+    let mut rx: RxBuffer<[u8; 4096]> = conn.rx_buffer();
     let mut ok = true;
     for example in SPEC_EXAMPLES {
         let mut line: Vec<u8> = one_line(example.request).collect();
@@ -17,7 +18,7 @@ fn main() -> ExitCode {
         println!("# {}", example.name);
         println!("--> {}", String::from_utf8_lossy(&line).trim_end());
         let mut input = &line[..];
-        while let Some(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
+        while let Input::Item(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
             if let Inbound::Problem(p) = item {
                 println!("    (problem reported: {p:?})");
             }

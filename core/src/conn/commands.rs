@@ -1,0 +1,191 @@
+//! Commands: requests and notifications out, answers to the peer's requests, cancellation.
+
+use core::time::Duration;
+
+use serde::Serialize;
+
+use super::inflight::InflightState;
+use super::{
+    CancelError, Connection, Digits, OutgoingBatch, RequestHandle, RespondError, SendError, Token,
+    TxError,
+};
+use crate::storage::Storage;
+use crate::wire::encode;
+use crate::wire::ser::{SerializeError, SliceSink};
+use crate::{ErrorCode, Instant};
+
+pub(super) fn send_error(e: TxError) -> SendError {
+    match e {
+        TxError::WouldBlock { required } => SendError::WouldBlock { required },
+        TxError::TooLarge { required } => SendError::TooLarge { required },
+        TxError::Serialize(e) => SendError::Serialize(e),
+    }
+}
+
+impl<S: Storage> Connection<S> {
+    /// The deadline of a request sent at `now` with this timeout (or the configured one).
+    pub(super) fn deadline(&self, now: Instant, timeout: Option<Duration>) -> Instant {
+        timeout
+            .or(self.config.request_timeout)
+            .map_or(Instant::MAX, |t| now + t)
+    }
+
+    /// Sends a request. `token` comes back exactly once: with the response, as a failure
+    /// event (timeout after `timeout`, or the configured default when `None`; close), or as
+    /// the `Ok` of [`cancel`](Connection::cancel). Nothing is sent on error.
+    ///
+    /// Params are any `Serialize` (pass [`NO_PARAMS`](crate::wire::NO_PARAMS) for none); they
+    /// must serialize to an array or object.
+    pub fn send_request<P: Serialize + ?Sized>(
+        &mut self,
+        now: Instant,
+        token: Token,
+        method: &str,
+        params: Option<&P>,
+        timeout: Option<Duration>,
+    ) -> Result<(), SendError> {
+        if self.closed {
+            return Err(SendError::Closed);
+        }
+        let slot = self.pending.alloc().ok_or(SendError::PendingFull)?;
+        let seq = self.pending.seq();
+        let id = self.pending.id_for(slot);
+        let digits = Digits::of(id);
+        let written =
+            self.write_tx_frame(&|s| encode::request(s, digits.as_bytes(), method, params));
+        if let Err(e) = written {
+            self.pending.set_seq(seq);
+            self.pending.release(slot);
+            return Err(send_error(e));
+        }
+        let deadline = self.deadline(now, timeout);
+        self.pending.arm(slot, token, id, deadline, false);
+        Ok(())
+    }
+
+    /// Sends a notification (no response, no token).
+    pub fn send_notification<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), SendError> {
+        if self.closed {
+            return Err(SendError::Closed);
+        }
+        self.write_tx_frame(&|s| encode::notification(s, method, params))
+            .map_err(send_error)
+    }
+
+    /// Starts an outgoing batch; add requests and notifications, then
+    /// [`finish`](OutgoingBatch::finish) it. Dropping it unfinished sends nothing.
+    pub fn start_batch(&mut self, now: Instant) -> Result<OutgoingBatch<'_, S>, SendError> {
+        if self.closed {
+            return Err(SendError::Closed);
+        }
+        OutgoingBatch::start(self, now)
+    }
+
+    /// Answers an inbound request with `result`.
+    pub fn respond<R: Serialize + ?Sized>(
+        &mut self,
+        handle: RequestHandle,
+        result: &R,
+    ) -> Result<(), RespondError> {
+        self.answer(handle, |s, id| encode::result(s, id, result))
+    }
+
+    /// Answers an inbound request with an error. `message` defaults to the code's standard
+    /// message; `data` is any `Serialize` (pass `None::<&()>` for none).
+    pub fn respond_error<D: Serialize + ?Sized>(
+        &mut self,
+        handle: RequestHandle,
+        code: ErrorCode,
+        message: Option<&str>,
+        data: Option<&D>,
+    ) -> Result<(), RespondError> {
+        self.answer(handle, |s, id| encode::error(s, id, code, message, data))
+    }
+
+    /// Answers an inbound request with a standard error (for example
+    /// [`ErrorCode::METHOD_NOT_FOUND`]). Never blocks: without transmit room the reply is kept
+    /// as a small record and written when outputs are polled.
+    pub fn reject(&mut self, handle: RequestHandle, code: ErrorCode) -> Result<(), RespondError> {
+        let (slot, state, id) = self
+            .inflight
+            .lookup(handle)
+            .ok_or(RespondError::UnknownHandle)?;
+        match state {
+            InflightState::Open {
+                in_batch: true,
+                reserve,
+            } => {
+                self.batch_error(reserve, id.raw(), code, None);
+                self.close_batch_member(slot);
+            }
+            _ => {
+                self.inflight.reject(slot, code);
+                self.flush_intents();
+            }
+        }
+        Ok(())
+    }
+
+    fn answer(
+        &mut self,
+        handle: RequestHandle,
+        body: impl Fn(&mut SliceSink<'_>, &[u8]) -> Result<(), SerializeError>,
+    ) -> Result<(), RespondError> {
+        let (slot, state, id) = self
+            .inflight
+            .lookup(handle)
+            .ok_or(RespondError::UnknownHandle)?;
+        match state {
+            InflightState::Open {
+                in_batch: true,
+                reserve,
+            } => match self.batch.append(reserve, |s| body(s, id.raw())) {
+                Err(e) => Err(RespondError::Serialize(e)),
+                Ok(Ok(())) => {
+                    self.close_batch_member(slot);
+                    Ok(())
+                }
+                Ok(Err(required)) => {
+                    self.batch_error(reserve, id.raw(), ErrorCode::INTERNAL_ERROR, None);
+                    self.close_batch_member(slot);
+                    Err(RespondError::TooLarge { required })
+                }
+            },
+            _ => match self.write_tx_frame(&|s| body(s, id.raw())) {
+                Ok(()) => {
+                    self.inflight.answered(slot);
+                    Ok(())
+                }
+                Err(TxError::Serialize(e)) => Err(RespondError::Serialize(e)),
+                Err(TxError::WouldBlock { required }) => Err(RespondError::WouldBlock { required }),
+                Err(TxError::TooLarge { required }) => {
+                    self.inflight.reject(slot, ErrorCode::INTERNAL_ERROR);
+                    self.flush_intents();
+                    Err(RespondError::TooLarge { required })
+                }
+            },
+        }
+    }
+
+    fn close_batch_member(&mut self, slot: usize) {
+        self.inflight.answered(slot);
+        self.batch.outstanding = self.batch.outstanding.saturating_sub(1);
+        self.try_finish_batch();
+    }
+
+    /// Forgets a pending request: a late response is reported as
+    /// [`Problem::UnknownResponse`](super::Problem::UnknownResponse). `Ok` hands the token back
+    /// (it will not come back again). To tell the peer, send the profile's cancel notification
+    /// (`notifications/cancelled`, `$/cancelRequest`) yourself.
+    pub fn cancel(&mut self, token: Token) -> Result<(), CancelError> {
+        if self.pending.cancel(token) {
+            Ok(())
+        } else {
+            Err(CancelError::NotPending)
+        }
+    }
+}

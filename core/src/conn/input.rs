@@ -1,0 +1,432 @@
+//! Input: frames from the receive buffer, messages validated and delivered one at a time,
+//! automatic replies to peer garbage, inbound batches, responses matched to our requests.
+
+use super::{
+    bump, Answer, Connection, Inbound, InboundRequest, InboundResponse, Input, Problem, TxError,
+    DATA_BATCH_TOO_LARGE, DATA_DUPLICATE_ID, DATA_FRAME_TOO_LARGE, DATA_ID_TOO_LONG,
+    DATA_NO_BATCHES, WORST_AUTO_REPLY,
+};
+use crate::conn::DuplicateIdPolicy;
+use crate::storage::{Slots, Storage};
+use crate::wire::{
+    encode, parse, Batch, BatchIter, Element, FrameEvent, Message, ParseLimits, Parsed, Response,
+    RxBuffer, StoredId, MAX_STORED_ID_LEN,
+};
+use crate::{ErrorCode, Instant};
+
+impl<S: Storage> Connection<S> {
+    /// Feeds received bytes and gives back the next inbound item, borrowing the receive
+    /// buffer, or why there is none.
+    ///
+    /// Call it in a loop: each call consumes as much of `input` as it needs (copying into
+    /// `rx`) and returns [`Input::Item`] with one request, notification, response, or problem.
+    /// Then:
+    /// - [`Input::NeedMore`]: everything received is handled (`input` is empty);
+    /// - [`Input::Blocked`]: a reply waits for transmit room; write out
+    ///   [`poll_transmit`](Connection::poll_transmit) and call again: the bytes not yet taken
+    ///   stay in `input`;
+    /// - [`Input::Closed`]: the connection is closed and `input` was discarded.
+    ///
+    /// Answers to peer garbage are queued automatically.
+    pub fn handle_input<'a, B: Slots<u8>>(
+        &mut self,
+        now: Instant,
+        rx: &'a mut RxBuffer<B>,
+        input: &mut &[u8],
+    ) -> Input<'a> {
+        if self.closed {
+            *input = &[];
+            return Input::Closed;
+        }
+        if self.poll_timeout().is_some_and(|at| now >= at) {
+            self.handle_timeout(now);
+        }
+        self.flush_intents();
+        let item = if self.deferred.is_some() {
+            None
+        } else {
+            self.next_inbound(rx, input)
+        };
+        match item {
+            Some(item) => Input::Item(item),
+            None if self.is_input_blocked() => Input::Blocked,
+            None => Input::NeedMore,
+        }
+    }
+
+    fn next_inbound<'a, B: Slots<u8>>(
+        &mut self,
+        rx: &'a mut RxBuffer<B>,
+        input: &mut &[u8],
+    ) -> Option<Inbound<'a>> {
+        // Advance the decoder until something is ready. The borrowed frame is taken after the
+        // loop so that the loop itself holds no borrow of `rx`.
+        let held = self.cursor.is_some() || self.retry_held;
+        if !held {
+            loop {
+                if rx.advance() {
+                    break;
+                }
+                if input.is_empty() || rx.push(input) == 0 {
+                    return None;
+                }
+            }
+        }
+        if held {
+            let frame = rx.held()?;
+            return match self.cursor {
+                Some(pos) => self.next_batch_element(frame, pos),
+                None => self.process_frame(frame),
+            };
+        }
+        match rx.event()? {
+            FrameEvent::Frame(frame) => self.process_frame(frame),
+            FrameEvent::Oversize { len } => {
+                bump(&mut self.stats.oversize_frames);
+                bump(&mut self.stats.resyncs);
+                bump(&mut self.stats.frames_in);
+                // The frame is gone, so there is nothing to retry: keep the reply instead.
+                let data = Some(DATA_FRAME_TOO_LARGE);
+                if !self.try_error(b"null", ErrorCode::INVALID_REQUEST, data) {
+                    self.deferred = Some((ErrorCode::INVALID_REQUEST, data));
+                }
+                Some(Inbound::Problem(Problem::FrameTooLarge { len }))
+            }
+            FrameEvent::BadHeader => {
+                // Not answered: a header block is framing, not a message, and two peers that
+                // both lost framing must not feed each other error frames.
+                bump(&mut self.stats.resyncs);
+                Some(Inbound::Problem(Problem::BadHeader))
+            }
+        }
+    }
+
+    fn process_frame<'a>(&mut self, frame: &'a [u8]) -> Option<Inbound<'a>> {
+        let limits = ParseLimits {
+            max_depth: self.config.max_depth,
+        };
+        let inbound = match parse(frame, limits) {
+            Err(e) => {
+                self.reply_error(Answer::Frame, b"null", ErrorCode::PARSE_ERROR, None)?;
+                bump(&mut self.stats.parse_errors);
+                Inbound::Problem(Problem::ParseError(e))
+            }
+            Ok(Parsed::EmptyBatch) => {
+                self.reply_error(Answer::Frame, b"null", ErrorCode::INVALID_REQUEST, None)?;
+                bump(&mut self.stats.invalid_messages);
+                Inbound::Problem(Problem::EmptyBatch)
+            }
+            Ok(Parsed::Single(element)) => self.accept_element(element, Answer::Frame)?,
+            Ok(Parsed::Batch(batch)) => return self.open_batch(frame, batch),
+        };
+        self.retry_held = false;
+        bump(&mut self.stats.frames_in);
+        Some(inbound)
+    }
+
+    /// Takes one message: a single one, or a member of a batch. `answer` says where its
+    /// automatic reply goes, if it gets one. `None` when a single message's reply finds no
+    /// transmit room: the held frame is taken again once outputs are drained (counters are
+    /// bumped only when a message is taken, so a retry counts once).
+    fn accept_element<'a>(&mut self, element: Element<'a>, answer: Answer) -> Option<Inbound<'a>> {
+        let req = match element {
+            Ok(Message::Request(req)) => req,
+            Ok(Message::Notification(n)) => {
+                self.no_reply(answer);
+                return Some(Inbound::Notification(n));
+            }
+            Ok(Message::Response(resp)) => {
+                self.no_reply(answer);
+                return Some(self.route_response(resp));
+            }
+            Err(invalid) => {
+                if invalid.needs_reply() {
+                    let id = invalid.id.map_or(&b"null"[..], |id| id.raw_bytes());
+                    self.reply_error(answer, id, ErrorCode::INVALID_REQUEST, None)?;
+                } else {
+                    self.no_reply(answer);
+                }
+                bump(&mut self.stats.invalid_messages);
+                return Some(Inbound::Problem(Problem::Invalid(invalid)));
+            }
+        };
+        if answer == Answer::Done {
+            return Some(Inbound::Problem(Problem::Busy(req.id)));
+        }
+        let duplicate = self.inflight.contains(req.id);
+        let (code, data, problem) =
+            if duplicate && self.config.duplicate_ids == DuplicateIdPolicy::Reject {
+                let data = Some(DATA_DUPLICATE_ID);
+                (
+                    ErrorCode::INVALID_REQUEST,
+                    data,
+                    Problem::DuplicateId(req.id),
+                )
+            } else if let Some(stored) = StoredId::new(req.id) {
+                if let Some(slot) = self.inflight.alloc() {
+                    if duplicate {
+                        bump(&mut self.stats.duplicate_ids);
+                    }
+                    let (in_batch, reserve) = match answer {
+                        Answer::Batch(reserve) => {
+                            self.batch.outstanding += 1;
+                            (true, reserve)
+                        }
+                        Answer::Frame | Answer::Done => (false, 0),
+                    };
+                    return Some(Inbound::Request(InboundRequest {
+                        handle: self.inflight.open(slot, stored, in_batch, reserve),
+                        id: req.id,
+                        method: req.method,
+                        params: req.params,
+                        duplicate,
+                        in_batch: answer != Answer::Frame,
+                    }));
+                }
+                (ErrorCode::SERVER_BUSY, None, Problem::Busy(req.id))
+            } else {
+                let data = Some(DATA_ID_TOO_LONG);
+                (ErrorCode::INVALID_REQUEST, data, Problem::IdTooLong(req.id))
+            };
+        self.reply_error(answer, req.id.raw_bytes(), code, data)?;
+        if duplicate {
+            bump(&mut self.stats.duplicate_ids);
+        }
+        match problem {
+            Problem::Busy(_) => bump(&mut self.stats.busy_rejections),
+            Problem::IdTooLong(_) => bump(&mut self.stats.invalid_messages),
+            _ => {}
+        }
+        Some(Inbound::Problem(problem))
+    }
+
+    /// Writes an automatic error reply where `answer` says. `None` (and the held frame marked
+    /// for retry) when it is a frame of its own and the transmit buffer has no room yet.
+    fn reply_error(
+        &mut self,
+        answer: Answer,
+        id: &[u8],
+        code: ErrorCode,
+        data: Option<&'static str>,
+    ) -> Option<()> {
+        match answer {
+            Answer::Frame if !self.try_error(id, code, data) => return self.block(),
+            Answer::Frame | Answer::Done => {}
+            Answer::Batch(reserve) => self.batch_error(reserve, id, code, data),
+        }
+        Some(())
+    }
+
+    fn block<T>(&mut self) -> Option<T> {
+        self.retry_held = true;
+        None
+    }
+
+    /// A batch member that gets no reply gives its reservation back.
+    fn no_reply(&mut self, answer: Answer) {
+        if let Answer::Batch(reserve) = answer {
+            self.batch.release(reserve);
+        }
+    }
+
+    /// Matches a response to a pending request by id.
+    fn route_response<'a>(&mut self, resp: Response<'a>) -> Inbound<'a> {
+        if let Some(token) = resp
+            .id
+            .as_u64()
+            .and_then(|id| self.pending.take_response(id))
+        {
+            return Inbound::Response(InboundResponse {
+                token,
+                outcome: resp.outcome,
+            });
+        }
+        bump(&mut self.stats.unknown_responses);
+        Inbound::Problem(Problem::UnknownResponse(resp))
+    }
+
+    /// The room reserved in a batch reply for a fallback error reply to an element whose text
+    /// is `len` bytes long. It depends on the length alone, so that reserving for a whole batch
+    /// costs one skim over it, not a parse: an echoed id is part of the element (so no longer
+    /// than it) and, in a batch, never longer than `MAX_STORED_ID_LEN` (longer ones are
+    /// answered with `null`, see `batch_error`).
+    const fn reservation(len: usize) -> usize {
+        let id = if len < MAX_STORED_ID_LEN {
+            len
+        } else {
+            MAX_STORED_ID_LEN
+        };
+        let id = if id < 4 { 4 } else { id };
+        WORST_AUTO_REPLY + 1 + id
+    }
+
+    fn open_batch<'a>(&mut self, frame: &'a [u8], batch: Batch<'a>) -> Option<Inbound<'a>> {
+        if self.batch.open {
+            return self.open_busy_batch(frame, batch);
+        }
+        let mut elements = 0;
+        let mut reserved = 0;
+        let mut skim = batch.iter();
+        while let Some(len) = skim.skim_next() {
+            elements += 1;
+            if elements > self.config.max_batch_len {
+                break;
+            }
+            reserved += Self::reservation(len);
+        }
+        let over = elements > self.config.max_batch_len || !self.batch.fits(reserved);
+        if over || !self.config.batches {
+            // Limits exist for what we must answer. The peer's reply to our own batch is an
+            // array of responses that needs no answer: it is always taken (one element per
+            // call, so the work per call stays bounded). Checked only on this rare path.
+            if batch.iter().all(|e| matches!(e, Ok(Message::Response(_)))) {
+                reserved = 0;
+            } else if !self.config.batches {
+                return self.refuse_batch(DATA_NO_BATCHES, Problem::BatchRefused);
+            } else {
+                let problem = Problem::BatchTooLarge { elements };
+                return self.refuse_batch(DATA_BATCH_TOO_LARGE, problem);
+            }
+        }
+        self.retry_held = false;
+        bump(&mut self.stats.frames_in);
+        self.batch.begin(reserved);
+        self.next_batch_element(frame, 1)
+    }
+
+    /// Refuses a whole batch with one Invalid Request (not an array).
+    fn refuse_batch<'a>(
+        &mut self,
+        data: &'static str,
+        problem: Problem<'a>,
+    ) -> Option<Inbound<'a>> {
+        self.reply_error(
+            Answer::Frame,
+            b"null",
+            ErrorCode::INVALID_REQUEST,
+            Some(data),
+        )?;
+        self.retry_held = false;
+        bump(&mut self.stats.frames_in);
+        bump(&mut self.stats.invalid_messages);
+        Some(Inbound::Problem(problem))
+    }
+
+    /// A batch that arrives while another is being answered (there is one reply buffer). Its
+    /// requests are answered at once, in one array, with Server busy (and its invalid elements
+    /// with Invalid Request); its notifications and responses are then delivered as usual. So
+    /// responses are never held up behind a batch, and two peers calling each other in batches
+    /// cannot deadlock. Waits only for transmit room, which draining outputs provides.
+    fn open_busy_batch<'a>(&mut self, frame: &'a [u8], batch: Batch<'a>) -> Option<Inbound<'a>> {
+        /// The automatic reply an element gets, if any.
+        fn reply<'e>(element: &Element<'e>) -> Option<(&'e [u8], ErrorCode)> {
+            match element {
+                Ok(Message::Request(req)) => Some((req.id.raw_bytes(), ErrorCode::SERVER_BUSY)),
+                Err(inv) if inv.needs_reply() => Some((
+                    inv.id.map_or(&b"null"[..], |id| id.raw_bytes()),
+                    ErrorCode::INVALID_REQUEST,
+                )),
+                _ => None,
+            }
+        }
+        let mut busy = 0u64;
+        if batch.iter().any(|e| reply(&e).is_some()) {
+            let written = self.write_tx_frame(&|s| {
+                for (i, (id, code)) in batch.iter().filter_map(|e| reply(&e)).enumerate() {
+                    crate::wire::ser::Sink::put(s, if i == 0 { b"[" } else { b"," });
+                    encode::auto_error(s, id, code, None);
+                }
+                crate::wire::ser::Sink::put(s, b"]");
+                Ok(())
+            });
+            match written {
+                Ok(()) => {}
+                Err(TxError::WouldBlock { .. }) => return self.block(),
+                // Larger than the whole transmit buffer: refuse the batch as a whole.
+                Err(_) => {
+                    let problem = Problem::BatchTooLarge {
+                        elements: batch.len(),
+                    };
+                    return self.refuse_batch(DATA_BATCH_TOO_LARGE, problem);
+                }
+            }
+            busy = batch
+                .iter()
+                .filter(|e| matches!(e, Ok(Message::Request(_))))
+                .count() as u64;
+        }
+        self.stats.busy_rejections = self.stats.busy_rejections.saturating_add(busy);
+        self.retry_held = false;
+        bump(&mut self.stats.frames_in);
+        self.busy_batch = true;
+        self.next_batch_element(frame, 1)
+    }
+
+    /// Delivers the batch element at `pos` of the held batch frame.
+    fn next_batch_element<'a>(&mut self, frame: &'a [u8], pos: usize) -> Option<Inbound<'a>> {
+        let mut iter = BatchIter::resume(Batch::from_validated(frame), pos);
+        let element = iter.next();
+        let last = iter.is_done();
+        self.cursor = if last { None } else { Some(iter.position()) };
+        let answer = if self.busy_batch {
+            Answer::Done
+        } else {
+            Answer::Batch(Self::reservation(iter.last_len()))
+        };
+        // A member's reply goes to reserved room (or was written on arrival): never blocked.
+        let inbound = match element {
+            Some(element) => self.accept_element(element, answer),
+            None => None,
+        };
+        if last {
+            if self.busy_batch {
+                self.busy_batch = false;
+            } else {
+                self.batch.reading = false;
+                self.try_finish_batch();
+            }
+        }
+        inbound
+    }
+
+    /// Writes an automatic error into the batch reply; it always fits its reservation (an id
+    /// longer than `MAX_STORED_ID_LEN` is answered with `null`).
+    pub(super) fn batch_error(
+        &mut self,
+        reserve: usize,
+        id: &[u8],
+        code: ErrorCode,
+        data: Option<&'static str>,
+    ) {
+        let id = if id.len() <= MAX_STORED_ID_LEN {
+            id
+        } else {
+            b"null"
+        };
+        let _ = self.batch.append(reserve, |s| {
+            encode::auto_error(s, id, code, data);
+            Ok(())
+        });
+    }
+
+    /// Moves a complete batch reply to the transmit queue when there is room.
+    pub(super) fn try_finish_batch(&mut self) {
+        if !self.batch.complete() {
+            return;
+        }
+        if self.batch.replies() == 0 {
+            // All notifications (or responses): nothing at all is sent.
+            self.batch.reset();
+            return;
+        }
+        let body = self.batch.finish();
+        let written = self.tx.write_frame(self.config.framing, &|s| {
+            crate::wire::ser::Sink::put(s, body);
+            Ok(())
+        });
+        if written.is_ok() {
+            bump(&mut self.stats.frames_out);
+            self.batch.reset();
+        }
+    }
+}
