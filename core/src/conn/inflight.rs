@@ -4,7 +4,8 @@
 //! - a free slot comes off a free list (or is the next never-used slot: zeroed memory is an
 //!   empty table);
 //! - duplicate detection looks the id up in a hash index (separate chaining, one bucket per
-//!   slot, bucket heads kept inside the slots so that the table is one allocation);
+//!   slot, bucket heads kept inside the slots so that the table is one allocation); a fixed
+//!   table of at most `SCAN_MAX` slots compares the few ids instead, with less code;
 //! - answers that wait for transmit room wait in a FIFO list.
 //!
 //! Links are slot numbers plus one, so that 0 means "none".
@@ -125,6 +126,12 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
         self.slots.slots().len()
     }
 
+    /// True when ids are found through the hash index (see `SCAN_MAX`).
+    #[inline(always)]
+    fn indexed(&self) -> bool {
+        I::GROWS || self.slots.slots().len() > super::pending::SCAN_MAX
+    }
+
     fn slot(&self, i: usize) -> Option<&InflightSlot> {
         self.slots.slots().get(i)
     }
@@ -140,6 +147,13 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
             return false;
         }
         let raw = id.raw_bytes();
+        if !self.indexed() {
+            return self
+                .slots
+                .slots()
+                .iter()
+                .any(|s| matches!(s.state, InflightState::Open { .. }) && s.id.raw() == raw);
+        }
         let h = hash(raw);
         let mut at = self.slot(bucket_of(h, n)).map_or(0, |s| s.bucket);
         while let Some(i) = unlink(at) {
@@ -182,10 +196,15 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
         in_batch: bool,
         reserve: usize,
     ) -> RequestHandle {
-        let h = hash(id.raw());
+        let indexed = self.indexed();
+        let h = if indexed { hash(id.raw()) } else { 0 };
         let n = self.slots.slots().len();
         let b = bucket_of(h, n);
-        let head = self.slot(b).map_or(0, |s| s.bucket);
+        let head = if indexed {
+            self.slot(b).map_or(0, |s| s.bucket)
+        } else {
+            0
+        };
         let mut generation = 0;
         if let Some(s) = self.slot_mut(slot) {
             s.generation = s.generation.wrapping_add(1);
@@ -195,8 +214,10 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
             s.next = head;
             generation = s.generation;
         }
-        if let Some(s) = self.slot_mut(b) {
-            s.bucket = link(slot);
+        if indexed {
+            if let Some(s) = self.slot_mut(b) {
+                s.bucket = link(slot);
+            }
         }
         self.used += 1;
         RequestHandle {
@@ -306,6 +327,9 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
 
     /// Takes an open slot out of its hash chain.
     fn unindex(&mut self, slot: usize) {
+        if !self.indexed() {
+            return;
+        }
         let n = self.slots.slots().len();
         let Some(s) = self.slot(slot) else {
             return;
@@ -337,6 +361,9 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
 
     /// Rebuilds the hash index after the table grew (the bucket count is the slot count).
     fn rehash(&mut self) {
+        if !self.indexed() {
+            return;
+        }
         let n = self.slots.slots().len();
         for s in self.slots.slots_mut().iter_mut() {
             s.bucket = 0;
@@ -363,7 +390,7 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
 /// Growing tables are given back once empty when they hold more slots than this.
 const TABLE_KEEP: usize = 64;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "alloc"))]
 mod tests {
     use super::*;
     use std::format;

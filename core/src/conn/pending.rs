@@ -5,7 +5,10 @@
 //!   is a valid empty one and a firmware's `static` needs no initialisation code);
 //! - a response finds its slot from the low bits of its id (see [`PendingTable::id_for`]);
 //! - the next deadline is the top of a binary heap of waiting slots (its array is kept inside
-//!   the slots themselves, so the table is one allocation);
+//!   the slots themselves, so the table is one allocation); a fixed table of at most
+//!   [`SCAN_MAX`] slots (a firmware's two or four) scans them instead, which is as fast there
+//!   and leaves the heap's code out of the image (the choice is a constant of the storage
+//!   type, so the other path is compiled out);
 //! - ended requests wait for [`Connection::poll_event`](super::Connection::poll_event) in a
 //!   FIFO list, and the members of an outgoing batch under construction in a list of their own.
 //!
@@ -29,6 +32,11 @@ fn unlink(l: Link) -> Option<usize> {
 
 /// The most slots a table may have (ids keep their slot in the low bits of 53).
 pub(crate) const MAX_SLOTS: usize = 1 << 24;
+
+/// Fixed tables up to this many slots are scanned instead of indexed: a bounded scan costs
+/// no more than an index there, and its code is much smaller (firmware flash). Growing
+/// tables are always indexed.
+pub(crate) const SCAN_MAX: usize = 8;
 
 /// What an outgoing request is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,7 +147,24 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
     }
 
     fn seq_mask(&self) -> u64 {
-        (1u64 << (53 - self.slot_bits)) - 1
+        (1u64 << (53 - self.slot_bits())) - 1
+    }
+
+    /// Bits of an outgoing id that name the slot: a constant for fixed storage (so a 32-bit
+    /// target shifts by a constant, with no 64-bit shift routine).
+    #[inline(always)]
+    fn slot_bits(&self) -> u32 {
+        if P::GROWS {
+            self.slot_bits
+        } else {
+            self.slots.slots().len().next_power_of_two().trailing_zeros()
+        }
+    }
+
+    /// True when deadlines are kept in the heap (see [`SCAN_MAX`]).
+    #[inline(always)]
+    fn indexed(&self) -> bool {
+        P::GROWS || self.slots.slots().len() > SCAN_MAX
     }
 
     fn slot(&self, i: usize) -> Option<&PendingSlot> {
@@ -176,7 +201,7 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
     pub(crate) fn id_for(&mut self, slot: usize) -> u64 {
         let seq = self.next_seq;
         self.next_seq = (self.next_seq + 1) & self.seq_mask();
-        (seq << self.slot_bits) | slot as u64
+        (seq << self.slot_bits()) | slot as u64
     }
 
     /// The sequence counter, to undo an `id_for` whose request was not sent.
@@ -222,7 +247,7 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
 
     /// The token of the waiting request `id` names, which is then done.
     pub(crate) fn take_response(&mut self, id: u64) -> Option<Token> {
-        let slot = (id & ((1u64 << self.slot_bits) - 1)) as usize;
+        let slot = (id & ((1u64 << self.slot_bits()) - 1)) as usize;
         let p = self.slot(slot)?;
         if p.state != PendingState::Waiting || p.id != id || slot >= self.fresh {
             return None;
@@ -252,6 +277,16 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
 
     /// The earliest deadline of a waiting request.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        if !self.indexed() {
+            return self
+                .slots
+                .slots()
+                .iter()
+                .filter(|p| p.state == PendingState::Waiting)
+                .map(|p| p.deadline)
+                .min()
+                .filter(|d| *d != Instant::MAX);
+        }
         if self.heap_len == 0 {
             return None;
         }
@@ -262,6 +297,18 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
     /// Fails every waiting request whose deadline is at or before `now`; returns how many.
     pub(crate) fn expire(&mut self, now: Instant) -> u64 {
         let mut expired = 0;
+        if !self.indexed() {
+            for slot in 0..self.fresh {
+                if self
+                    .slot(slot)
+                    .is_some_and(|p| p.state == PendingState::Waiting && p.deadline <= now)
+                {
+                    self.fail(slot, Failure::TimedOut);
+                    expired += 1;
+                }
+            }
+            return expired;
+        }
         while self.heap_len > 0 {
             let Some(top) = self.slot(0).map(|p| p.heap_at as usize) else {
                 break;
@@ -378,6 +425,9 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
     }
 
     fn heap_push(&mut self, slot: usize) {
+        if !self.indexed() {
+            return;
+        }
         let pos = self.heap_len;
         self.heap_len += 1;
         self.place(pos, slot);
@@ -385,6 +435,9 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
     }
 
     fn heap_remove(&mut self, slot: usize) {
+        if !self.indexed() {
+            return;
+        }
         let Some(pos) = self
             .slot(slot)
             .and_then(|p| (p.heap_pos as usize).checked_sub(1))
@@ -448,7 +501,7 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
 /// Growing tables are given back once empty when they hold more slots than this.
 const TABLE_KEEP: usize = 64;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "alloc"))]
 mod tests {
     use super::*;
     use std::vec::Vec;
