@@ -142,8 +142,14 @@ fn run() -> Result<(), Error> {
         let p = median(plain_rates).unwrap_or(0.0);
         let r = median(rpcwire_rates).unwrap_or(0.0);
         let ratio = if p > 0.0 { r / p } else { 0.0 };
+        // Two decimals hide small ratios (0.003 would read 0.00): three below 0.1.
+        let ratio = if ratio < 0.1 {
+            format!("{ratio:.3}x")
+        } else {
+            format!("{ratio:.2}x")
+        };
         table.push_str(&format!(
-            "| {} | {} | {} | {ratio:.2}x |\n",
+            "| {} | {} | {} | {ratio} |\n",
             scenario.label(),
             format_rate(p),
             format_rate(r)

@@ -126,14 +126,10 @@ pub fn stdio_run(server: &ServerCommand, n: u64, window: u64) -> Result<Duration
             break;
         }
     }
-    let end = reader
-        .join()
-        .map_err(|_| Error::Server("the reading thread panicked".into()));
-    let start = writer
-        .join()
-        .map_err(|_| Error::Server("the writing thread panicked".into()));
-    reap(&mut child, STALL);
     if stalled {
+        // The threads are left behind rather than joined: a process the server started itself
+        // may still hold the pipes open, and a failed run ends the benchmark anyway.
+        reap(&mut child, Duration::ZERO);
         return Err(Error::Stalled {
             what: format!(
                 "{what}: {} of {n} answers",
@@ -141,6 +137,13 @@ pub fn stdio_run(server: &ServerCommand, n: u64, window: u64) -> Result<Duration
             ),
         });
     }
+    let end = reader
+        .join()
+        .map_err(|_| Error::Server("the reading thread panicked".into()));
+    let start = writer
+        .join()
+        .map_err(|_| Error::Server("the writing thread panicked".into()));
+    reap(&mut child, STALL);
     let end = end??;
     let start = start?.map_err(|e| Error::io(format!("{what}: writing"), e))?;
     Ok(end.duration_since(start))
