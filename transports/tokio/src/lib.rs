@@ -69,6 +69,7 @@ mod driver;
 mod error;
 mod raw;
 mod router;
+mod stdio;
 
 use std::io;
 use std::sync::Arc;
@@ -293,6 +294,11 @@ impl Builder {
     /// Serves this process's stdin and stdout (an MCP or LSP server). When stdin closes, the
     /// answers to requests already received are still written.
     ///
+    /// Where stdin or stdout is a pipe (as under MCP hosts and language clients) it is read or
+    /// written on the runtime's event loop and set non-blocking; other kinds (a terminal, a
+    /// file) go through tokio's blocking-thread streams. Write nothing else to stdout while
+    /// the session runs (it is the wire; logs belong on stderr).
+    ///
     /// ```no_run
     /// use rpcwire_tokio::{Builder, Router, RpcError};
     ///
@@ -303,7 +309,8 @@ impl Builder {
     /// # }
     /// ```
     pub fn stdio(self) -> Session {
-        self.run(tokio::io::stdin(), tokio::io::stdout())
+        let (reader, writer) = stdio::streams();
+        self.run(reader, writer)
     }
 
     /// Connects to a TCP server.
