@@ -22,11 +22,26 @@ use rpcwire_bench::{
     TcpLoad, TcpServer,
 };
 
-/// Most calls left unanswered on one connection or pipe. Deep enough that both servers see
-/// long bursts to batch, and no deeper than the 1024 open requests per connection that the
-/// rpcwire driver holds today (`rpcwire_tokio::MAX_INFLIGHT`): beyond that it answers Server
-/// busy (-32001), which the checker counts as a failure.
-const WINDOW: u64 = 1024;
+/// Most calls left unanswered on one connection or pipe: by default none (every call is
+/// written as fast as the pipe takes it, the pipelining a batch client does); a server must
+/// push back through the byte stream, never answer Server busy (the checker counts that as a
+/// failure). `RPCWIRE_BENCH_WINDOW=N` bounds it, to compare with a windowed client.
+fn window() -> u64 {
+    std::env::var("RPCWIRE_BENCH_WINDOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(u64::MAX)
+}
+
+/// How a scenario's title shows the window.
+fn window_note(window: u64) -> String {
+    if window == u64::MAX {
+        String::new()
+    } else {
+        format!(" (window {window})")
+    }
+}
 
 /// One scenario of the table.
 #[derive(Debug, Clone, Copy)]
@@ -47,10 +62,12 @@ impl Scenario {
 
     fn label(self) -> String {
         match self {
-            Scenario::Stdio(n) => format!("stdio, {n} calls (window {WINDOW})"),
+            Scenario::Stdio(n) => format!("stdio, {n} calls{}", window_note(window())),
             Scenario::Tcp(load) => format!(
-                "TCP, {} conn x {} calls (window {})",
-                load.connections, load.calls, load.window
+                "TCP, {} conn x {} calls{}",
+                load.connections,
+                load.calls,
+                window_note(load.window)
             ),
         }
     }
@@ -58,7 +75,7 @@ impl Scenario {
     /// Runs it once against a fresh server process and returns the wall time.
     fn run(self, server: &ServerCommand) -> Result<Duration, Error> {
         match self {
-            Scenario::Stdio(n) => stdio_run(server, n, WINDOW),
+            Scenario::Stdio(n) => stdio_run(server, n, window()),
             Scenario::Tcp(load) => {
                 let running = TcpServer::start(server, &[])?;
                 tcp_run(running.addr(), load)
@@ -96,12 +113,12 @@ fn run() -> Result<(), Error> {
         Scenario::Tcp(TcpLoad {
             connections: 1,
             calls: scaled(200_000, scale),
-            window: WINDOW,
+            window: window(),
         }),
         Scenario::Tcp(TcpLoad {
             connections: 100,
             calls: scaled(2_000, scale),
-            window: WINDOW,
+            window: window(),
         }),
     ];
     let servers = [&plain, &rpcwire];

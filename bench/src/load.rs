@@ -201,8 +201,8 @@ pub struct TcpLoad {
     pub connections: usize,
     /// Calls per connection, ids `1..=calls` on each.
     pub calls: u64,
-    /// Most calls unanswered on one connection. Bounded so that neither side can fill both
-    /// socket buffers and wait on the other forever: 1024 answers of W1 are about 38 KB.
+    /// Most calls unanswered on one connection (`u64::MAX`: no bound; the writer and the
+    /// reader are separate threads, so a full socket cannot deadlock them).
     pub window: u64,
 }
 
@@ -263,47 +263,81 @@ pub fn tcp_run(addr: SocketAddr, load: TcpLoad) -> Result<Duration, Error> {
     }
 }
 
-/// One connection of [`tcp_run`]: write while fewer than half the window are unanswered, read
-/// one answer at a time otherwise (the socket read timeout is the stall timeout).
+/// One connection of [`tcp_run`]: a writer thread sends the calls (while fewer than half the
+/// window are unanswered, if the window is bounded) and this thread reads and checks every
+/// answer (the socket read timeout is the stall timeout). Two threads, so that an unbounded
+/// pipeline cannot deadlock on full socket buffers.
 fn pipeline(stream: TcpStream, load: TcpLoad) -> Result<(), Error> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let mut reader = BufReader::with_capacity(
         READ_BUFFER,
         stream
             .try_clone()
             .map_err(|e| Error::io("clone a socket", e))?,
     );
-    let mut writer = &stream;
+    let received = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let received = Arc::clone(&received);
+        let stop = Arc::clone(&stop);
+        let stream = stream
+            .try_clone()
+            .map_err(|e| Error::io("clone a socket", e))?;
+        std::thread::Builder::new()
+            .stack_size(CLIENT_STACK)
+            .spawn(move || -> Result<(), Error> {
+                let mut writer = &stream;
+                let mut buf = Vec::with_capacity(CHUNK as usize * 64);
+                let window = load.window.max(1);
+                let mut sent = 0;
+                while sent < load.calls && !stop.load(Ordering::Relaxed) {
+                    let outstanding = sent - received.load(Ordering::Acquire);
+                    if outstanding > window / 2 {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    let batch = (window - outstanding).min(CHUNK).min(load.calls - sent);
+                    buf.clear();
+                    for id in sent + 1..=sent + batch {
+                        push_request(&mut buf, id);
+                    }
+                    writer
+                        .write_all(&buf)
+                        .map_err(|e| Error::io(format!("write calls after {sent}"), e))?;
+                    sent += batch;
+                }
+                Ok(())
+            })
+            .map_err(|e| Error::io("spawn a writer thread", e))?
+    };
     let mut checker = Checker::new(load.calls);
-    let mut buf = Vec::with_capacity(CHUNK as usize * 64);
     let mut line = Vec::with_capacity(256);
-    let mut sent = 0;
-    let window = load.window.max(1);
-    while !checker.complete() {
-        let outstanding = sent - checker.received();
-        if sent < load.calls && outstanding <= window / 2 {
-            let batch = (window - outstanding).min(load.calls - sent);
-            buf.clear();
-            for id in sent + 1..=sent + batch {
-                push_request(&mut buf, id);
+    let outcome = (|| {
+        while !checker.complete() {
+            line.clear();
+            let got = reader.read_until(b'\n', &mut line).map_err(|e| {
+                Error::io(
+                    format!("{} of {} answers", checker.received(), load.calls),
+                    e,
+                )
+            })?;
+            if got == 0 {
+                return Err(Error::Closed {
+                    what: format!("{} of {} answers", checker.received(), load.calls),
+                });
             }
-            writer
-                .write_all(&buf)
-                .map_err(|e| Error::io(format!("write calls after {sent}"), e))?;
-            sent += batch;
+            checker.check(&line)?;
+            received.store(checker.received(), Ordering::Release);
         }
-        line.clear();
-        let got = reader.read_until(b'\n', &mut line).map_err(|e| {
-            Error::io(
-                format!("{} of {} answers", checker.received(), load.calls),
-                e,
-            )
-        })?;
-        if got == 0 {
-            return Err(Error::Closed {
-                what: format!("{} of {} answers", checker.received(), load.calls),
-            });
-        }
-        checker.check(&line)?;
+        Ok(())
+    })();
+    stop.store(true, Ordering::Relaxed);
+    if outcome.is_err() {
+        // Unblock a writer stuck on a full socket.
+        let _ = stream.shutdown(std::net::Shutdown::Both);
     }
-    Ok(())
+    let written = writer
+        .join()
+        .unwrap_or_else(|_| Err(Error::Server("a writer thread panicked".into())));
+    outcome.and(written)
 }

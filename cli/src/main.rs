@@ -130,11 +130,22 @@ struct CallArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // One connection (stdio, a serial port, a call) runs best on one thread: no hand-offs
+    // between workers. A TCP server spreads its connections over every core.
+    let one_connection = !matches!(&cli.command, Cmd::Serve(args) if args.tcp.is_some());
+    let mut builder = if one_connection {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        if let Some(n) = std::env::var("RPCWIRE_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            b.worker_threads(n);
+        }
+        b
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("rpcwire: cannot start the runtime: {e}");

@@ -178,8 +178,17 @@ impl Storage for Heap {
 }
 
 /// Buffers of growing storage that were enlarged for a large frame are given back, once empty,
-/// when they exceed this many bytes ...
-pub(crate) const SHRINK_ABOVE: usize = 16 << 10;
+/// when they exceed this many bytes (a large frame has gone) ...
+///
+/// It is above what ordinary traffic needs (reads and queued frames of up to
+/// [`QUEUE_SOFT`]), so that a busy connection does not shrink and grow again on every turn;
+/// a driver gives back the rest once a connection is idle ([`Connection::shrink`]).
+///
+/// [`Connection::shrink`]: crate::Connection::shrink
+pub(crate) const SHRINK_ABOVE: usize = 64 << 10;
+/// The most bytes that queued frames make a growing transmit queue grow to (a frame larger
+/// than that gets the queue to itself, up to the maximum frame).
+pub(crate) const QUEUE_SOFT: usize = 32 << 10;
 /// ... down to this many.
 pub(crate) const KEEP: usize = 2 << 10;
 /// The first allocation of a growing byte buffer.

@@ -45,6 +45,13 @@ impl<B: Slots<u8>> BatchReply<B> {
         }
     }
 
+    /// Gives back the memory of growing storage while no batch is answered.
+    pub(crate) fn shrink(&mut self) {
+        if B::GROWS && !self.open {
+            self.buf.shrink_to(0);
+        }
+    }
+
     /// Bytes of storage held now.
     pub(crate) fn capacity(&self) -> usize {
         self.buf.slots().len()

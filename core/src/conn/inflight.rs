@@ -94,6 +94,9 @@ pub(crate) struct InflightTable<I> {
     rejected_tail: Link,
     /// Slots not free.
     used: usize,
+    /// The generation fresh slots start from: above every generation handed out before the
+    /// table's memory was given back, so that old handles stay stale.
+    gen_floor: u16,
 }
 
 impl<I: Slots<InflightSlot>> InflightTable<I> {
@@ -114,6 +117,7 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
             rejected_head: 0,
             rejected_tail: 0,
             used: 0,
+            gen_floor: 0,
         }
     }
 
@@ -182,8 +186,15 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
             }
         }
         if self.fresh < self.slots.slots().len().min(self.limit) {
+            let slot = self.fresh;
             self.fresh += 1;
-            return Some(self.fresh - 1);
+            let floor = self.gen_floor;
+            if I::GROWS {
+                if let Some(s) = self.slot_mut(slot) {
+                    s.generation = floor;
+                }
+            }
+            return Some(slot);
         }
         None
     }
@@ -247,7 +258,16 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
         }
         self.free = link(slot);
         self.used = self.used.saturating_sub(1);
-        if I::GROWS && self.used == 0 && self.fresh > TABLE_KEEP {
+        if self.used == 0 && self.fresh > TABLE_KEEP {
+            self.shrink();
+        }
+    }
+
+    /// Gives back the memory of a growing table while it is empty.
+    pub(crate) fn shrink(&mut self) {
+        if I::GROWS && self.used == 0 {
+            let newest = self.slots.slots().iter().map(|s| s.generation).max();
+            self.gen_floor = newest.map_or(self.gen_floor, |g| g.wrapping_add(1));
             self.slots.shrink_to(0);
             self.fresh = 0;
             self.free = 0;
@@ -391,6 +411,7 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
 const TABLE_KEEP: usize = 64;
 
 #[cfg(all(test, feature = "alloc"))]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::format;
@@ -446,10 +467,15 @@ mod tests {
         }
         assert!(t.alloc().is_none());
         assert!(!t.contains(id("5000")));
-        for h in handles {
-            let (slot, ..) = t.lookup(h).unwrap();
+        for h in &handles {
+            let (slot, ..) = t.lookup(*h).unwrap();
             t.answered(slot);
         }
         assert_eq!(t.capacity(), 0);
+        // The memory went back; handles from before it stay stale.
+        let slot = t.alloc().unwrap();
+        let new = t.open(slot, StoredId::new(id("1")).unwrap(), false, 0);
+        assert!(handles.iter().all(|old| t.lookup(*old).is_none()));
+        assert!(t.lookup(new).is_some());
     }
 }

@@ -246,6 +246,18 @@ impl<S: Storage> Connection<S> {
             + self.inflight.capacity() * core::mem::size_of::<InflightSlot>()
     }
 
+    /// Growing storage: gives back the memory of every buffer and table that holds nothing
+    /// now (the transmit queue once written out, the batch-reply buffer between batches, empty
+    /// tables). A driver calls it when a connection has been idle for a while; an idle
+    /// connection then holds a few hundred bytes. Buffers enlarged for a large frame are
+    /// given back on their own, as soon as the frame has gone. Fixed storage: no effect.
+    pub fn shrink(&mut self) {
+        self.tx.shrink();
+        self.batch.shrink();
+        self.pending.shrink();
+        self.inflight.shrink();
+    }
+
     /// True after [`close`](Connection::close).
     pub fn is_closed(&self) -> bool {
         self.closed
@@ -324,6 +336,12 @@ impl<S: Storage> Connection<S> {
     pub fn poll_transmit(&mut self) -> &[u8] {
         self.flush_intents();
         self.tx.queued()
+    }
+
+    /// Bytes queued for transmission now (what [`poll_transmit`](Connection::poll_transmit)
+    /// would return, without writing pending automatic replies first).
+    pub fn transmit_len(&self) -> usize {
+        self.tx.queued().len()
     }
 
     /// Marks `n` bytes of [`poll_transmit`](Connection::poll_transmit) as written.

@@ -157,7 +157,11 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
         if P::GROWS {
             self.slot_bits
         } else {
-            self.slots.slots().len().next_power_of_two().trailing_zeros()
+            self.slots
+                .slots()
+                .len()
+                .next_power_of_two()
+                .trailing_zeros()
         }
     }
 
@@ -387,6 +391,18 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
         self.failed.tail = link(slot);
     }
 
+    /// Gives back the memory of a growing table while it is empty.
+    pub(crate) fn shrink(&mut self) {
+        if P::GROWS && self.used == 0 {
+            self.slots.shrink_to(0);
+            self.fresh = 0;
+            self.free = 0;
+            self.staged = 0;
+            self.failed = Fifo::default();
+            self.heap_len = 0;
+        }
+    }
+
     fn free_slot(&mut self, slot: usize) {
         let free = self.free;
         if let Some(p) = self.slot_mut(slot) {
@@ -396,14 +412,9 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
         }
         self.free = link(slot);
         self.used = self.used.saturating_sub(1);
-        if P::GROWS && self.used == 0 && self.fresh > TABLE_KEEP {
+        if self.used == 0 && self.fresh > TABLE_KEEP {
             // A burst is over: give the table's memory back.
-            self.slots.shrink_to(0);
-            self.fresh = 0;
-            self.free = 0;
-            self.staged = 0;
-            self.failed = Fifo::default();
-            self.heap_len = 0;
+            self.shrink();
         }
     }
 
@@ -502,6 +513,7 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
 const TABLE_KEEP: usize = 64;
 
 #[cfg(all(test, feature = "alloc"))]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::vec::Vec;

@@ -1,11 +1,11 @@
 //! The transmit queue: outgoing frames wait here, in order, until the driver writes them.
 //!
 //! Frames are encoded in place at the end of the queue. Fixed storage is backpressure when
-//! full; growing storage grows for queued frames up to [`SHRINK_ABOVE`] bytes (a driver
+//! full; growing storage grows for queued frames up to [`QUEUE_SOFT`] bytes (a driver
 //! writes several frames per call), for a single frame up to the configured limit, and gives
 //! its memory back once a large frame has been written.
 
-use crate::storage::{next_size, Slots, KEEP, SHRINK_ABOVE};
+use crate::storage::{next_size, Slots, KEEP, QUEUE_SOFT, SHRINK_ABOVE};
 use crate::wire::ser::{SerializeError, SliceSink};
 use crate::wire::{finish_frame, frame_reserve, Framing};
 
@@ -75,6 +75,15 @@ impl<T: Slots<u8>> TxQueue<T> {
         }
     }
 
+    /// Gives back the memory of growing storage while nothing is queued.
+    pub(crate) fn shrink(&mut self) {
+        if T::GROWS && self.is_empty() {
+            self.start = 0;
+            self.end = 0;
+            self.buf.shrink_to(0);
+        }
+    }
+
     /// Free bytes at the end.
     pub(crate) fn room(&self) -> usize {
         self.buf.slots().len() - self.end
@@ -121,11 +130,16 @@ impl<T: Slots<u8>> TxQueue<T> {
             return Ok(());
         }
         if T::GROWS {
-            // Queued frames may share up to `SHRINK_ABOVE` bytes; a frame larger than that
+            // Queued frames may share up to `QUEUE_SOFT` bytes; a frame larger than that
             // gets the queue to itself.
             let cap = self.buf.slots().len();
-            if queued == 0 || total <= SHRINK_ABOVE {
-                let size = next_size(cap, total, self.limit);
+            if queued == 0 || total <= QUEUE_SOFT {
+                let ceiling = if queued == 0 {
+                    self.limit
+                } else {
+                    QUEUE_SOFT.min(self.limit)
+                };
+                let size = next_size(cap, total, ceiling.max(total));
                 self.buf.grow_to(size, 0);
                 if self.room() >= need {
                     return Ok(());

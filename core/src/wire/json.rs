@@ -281,6 +281,11 @@ impl<'a> JsonStr<'a> {
         validated_str(self.escaped)
     }
 
+    /// The escaped text as bytes, exactly as on the wire (no UTF-8 check: the scanner did it).
+    pub fn escaped_bytes(&self) -> &'a [u8] {
+        self.escaped
+    }
+
     /// True when the text contains a backslash escape.
     pub fn has_escapes(&self) -> bool {
         crate::bytes::find_byte(b'\\', self.escaped, 0).is_some()

@@ -44,14 +44,15 @@ impl Number {
     /// A JSON number's text keeps its kind: integer syntax that fits `i64` stays an integer.
     /// (JSON's number grammar is a subset of what `str::parse` accepts for both types.)
     fn parse(raw: RawJson<'_>) -> Option<Number> {
-        let text = raw.as_str();
-        if !matches!(text.as_bytes().first(), Some(b'-' | b'0'..=b'9')) {
+        let bytes = raw.as_bytes();
+        if !matches!(bytes.first(), Some(b'-' | b'0'..=b'9')) {
             return None;
         }
-        if let Ok(i) = text.parse::<i64>() {
+        if let Some(i) = parse_i64(bytes) {
             return Some(Number::Int(i));
         }
-        text.parse::<f64>()
+        raw.as_str()
+            .parse::<f64>()
             .ok()
             .filter(|f| f.is_finite())
             .map(Number::Float)
@@ -102,6 +103,28 @@ pub fn subtract_params(params: RawJson<'_>) -> Option<(Number, Number)> {
         }
     }
     Some((minuend?, subtrahend?))
+}
+
+/// An integer written as JSON writes one (optional `-`, digits), if it fits `i64`: read from
+/// the bytes, as most params are small integers and need no UTF-8 view.
+fn parse_i64(bytes: &[u8]) -> Option<i64> {
+    let (negative, digits) = match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, bytes),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &b in digits {
+        let d = i64::from(b.checked_sub(b'0').filter(|d| *d < 10)?);
+        v = v.checked_mul(10)?.checked_sub(d)?;
+    }
+    if negative {
+        Some(v)
+    } else {
+        v.checked_neg()
+    }
 }
 
 /// `sum`'s params: an array of numbers.

@@ -27,7 +27,7 @@ use tracing::Instrument;
 
 use crate::client::{BatchItem, Command, Control, Reply, SessionStats};
 use crate::raw::Raw;
-use crate::router::{guarded, BoxFuture, CatchUnwind, Conn, Origin, Outcome};
+use crate::router::{guarded, BoxFuture, CatchUnwind, Conn, Origin, OriginId, Outcome};
 use crate::{CallError, Client, DriverError, Router, RpcError};
 
 /// The most of our calls on the wire at once per connection (more wait in line for a free
@@ -43,7 +43,11 @@ pub(crate) const INFLIGHT: usize = 1024;
 const READ_MIN: usize = 4 << 10;
 /// The largest read. Receive buffers above 16 KiB are given back once empty, so reads stay
 /// at or below it.
-const READ_MAX: usize = 16 << 10;
+const READ_MAX: usize = 32 << 10;
+
+/// Input is handled while fewer than this many bytes wait to be written (well below the core's
+/// 16 KiB of queued frames, so that an answer written in place nearly always fits).
+const TX_HIGH_WATER: usize = 24 << 10;
 
 /// Everything the driver needs from the [`Builder`](crate::Builder).
 #[derive(Clone)]
@@ -51,6 +55,7 @@ pub(crate) struct Settings {
     pub(crate) config: Config,
     pub(crate) concurrency: usize,
     pub(crate) queue_bytes: usize,
+    pub(crate) idle_release: std::time::Duration,
     pub(crate) router: Option<Arc<Router>>,
 }
 
@@ -140,6 +145,14 @@ struct Driver {
     ending: Ending,
     /// Bytes written since the last flush.
     dirty: bool,
+    /// Position in the router of the method called last (see `process_input`).
+    last_method: Option<usize>,
+    /// Input handling stopped at the transmit high-water mark: write out before reading or
+    /// handling more.
+    paused: bool,
+    /// Since when nothing is buffered, queued or running (memory is given back after
+    /// `Settings::idle_release` of it).
+    idle_since: Option<StdInstant>,
 }
 
 async fn write_or_flush<W: AsyncWrite + Unpin>(w: &mut W, buf: &[u8]) -> io::Result<usize> {
@@ -189,6 +202,9 @@ where
         input: InputState::Open,
         ending: Ending::No,
         dirty: false,
+        paused: false,
+        last_method: None,
+        idle_since: None,
     };
     let mut cmd_open = true;
     let mut ctl_open = true;
@@ -197,20 +213,21 @@ where
         if d.finished() {
             break;
         }
-        if d.rx.buffered() == 0 && d.read_size > READ_MIN {
-            // Everything received is handled: until more arrives, hold a small buffer only.
-            d.read_size = READ_MIN;
-            d.rx.shrink(READ_MIN);
-        }
+        let release_at = d.idle_release_at();
         let has_tx = !d.conn.poll_transmit().is_empty();
         let want_write = has_tx || d.dirty;
         let can_read = d.input == InputState::Open
             && !d.conn.is_input_blocked()
+            && !d.paused
             && d.rx.reserve(d.read_size) > 0;
         let deadline = d
             .conn
             .poll_timeout()
-            .map(|at| tokio::time::Instant::from_std(at.to_std(d.origin)));
+            .map(|at| at.to_std(d.origin))
+            .into_iter()
+            .chain(release_at)
+            .min()
+            .map(tokio::time::Instant::from_std);
         let take_cmds = cmd_open && d.stalled.is_none();
         let has_tasks = !d.tasks.is_empty();
 
@@ -237,7 +254,7 @@ where
                     Err(e) => return d.fail(e),
                 }
             },
-            res = reader.read(d.rx.spare()), if can_read => match res {
+            res = read_some(&mut reader, &mut d.rx, d.read_size), if can_read => match res {
                 Ok(0) => d.end_of_input("end of stream"),
                 Ok(n) => d.on_read(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -271,6 +288,9 @@ where
             () = sleep_until(deadline), if deadline.is_some() => {
                 let now = d.now();
                 d.conn.handle_timeout(now);
+                if release_at.is_some_and(|at| StdInstant::now() >= at) {
+                    d.release_idle();
+                }
             },
             else => {
                 // Unreachable by construction (finished() ends the loop first); never spin.
@@ -306,6 +326,18 @@ fn encode_batch(conn: &mut Conn, now: Instant, items: &[BatchItem]) -> Result<()
     Ok(())
 }
 
+/// Reads at most `max` bytes into the receive buffer's free space (a buffer that grew for a
+/// large frame has more room than one read should fill).
+async fn read_some<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    rx: &mut RxBuffer<Vec<u8>>,
+    max: usize,
+) -> io::Result<usize> {
+    let spare = rx.spare();
+    let n = spare.len().min(max);
+    reader.read(&mut spare[..n]).await
+}
+
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -321,7 +353,7 @@ fn settle(
     unwritten: &mut VecDeque<(RequestHandle, Result<String, RpcError>)>,
     handle: RequestHandle,
     method: &str,
-    id: &str,
+    id: OriginId<'_>,
     outcome: Outcome,
 ) {
     match outcome {
@@ -332,6 +364,10 @@ fn settle(
         }
         Outcome::Pending(fut) => {
             *running += 1;
+            let id = match id {
+                OriginId::Wire(id) => id.raw(),
+                OriginId::Text(text) => text,
+            };
             let span = tracing::info_span!(
                 "rpc.request",
                 method,
@@ -392,6 +428,35 @@ impl Driver {
         Instant::from_std(self.origin, StdInstant::now())
     }
 
+    /// When to give back the memory of an idle connection: `idle_release` after it last had
+    /// anything buffered, queued or running, if it holds more than an idle one needs.
+    fn idle_release_at(&mut self) -> Option<StdInstant> {
+        let quiet = self.rx.buffered() == 0
+            && self.conn.poll_transmit().is_empty()
+            && self.running == 0
+            && self.queue.is_empty()
+            && self.conn.inflight_len() == 0;
+        if !quiet {
+            self.idle_since = None;
+            return None;
+        }
+        let holding = self.rx.capacity() > READ_MIN || self.conn.storage_bytes() > 0;
+        if !holding {
+            return None;
+        }
+        let since = *self.idle_since.get_or_insert_with(StdInstant::now);
+        Some(since + self.settings.idle_release)
+    }
+
+    /// Gives back what an idle connection does not need: the transmit queue, tables and
+    /// batch buffer entirely, the receive buffer down to one small read.
+    fn release_idle(&mut self) {
+        self.conn.shrink();
+        self.rx.shrink(READ_MIN);
+        self.read_size = READ_MIN;
+        self.idle_since = None;
+    }
+
     /// Everything that needs no waiting, until nothing moves.
     fn step(&mut self) {
         self.deliver_events();
@@ -448,9 +513,19 @@ impl Driver {
             running,
             tasks,
             unwritten,
+            paused,
+            last_method,
             ..
         } = self;
+        *paused = false;
         loop {
+            if conn.transmit_len() >= TX_HIGH_WATER {
+                // Answers are written straight into the transmit queue: handle more input once
+                // it has been written out, so that answers never wait as copies (and a peer
+                // that does not read stops being read).
+                *paused = true;
+                return;
+            }
             // Everything buffered is decoded (or input waits for transmit room).
             let item = match conn.handle_input(now, rx, &mut &[][..]) {
                 Input::Item(item) => item,
@@ -474,9 +549,23 @@ impl Driver {
             };
             match item {
                 Inbound::Request(req) => {
-                    let method = req.method.to_str();
-                    let handler = settings.router.as_ref().and_then(|r| r.get_method(&method));
-                    let (Some(handler), Some(peer)) = (handler, peer.as_ref()) else {
+                    let name = req.method.escaped_bytes();
+                    let found = settings.router.as_ref().and_then(|r| {
+                        // Pipelined traffic calls one method again and again: try the last one
+                        // first (a byte comparison) before the index.
+                        let at = match *last_method {
+                            Some(at)
+                                if r.method_at(at).is_some_and(|(n, _)| n.as_bytes() == name) =>
+                            {
+                                at
+                            }
+                            _ => r.find_method(name)?,
+                        };
+                        *last_method = Some(at);
+                        r.method_at(at)
+                    });
+                    let (Some((method, handler)), Some(peer)) = (found, peer.as_ref()) else {
+                        let method = req.method.to_str();
                         tracing::debug!(%method, id = %req.id, "method not found");
                         let _ = conn.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
                         continue;
@@ -485,8 +574,8 @@ impl Driver {
                     if queue.is_empty() && *running < settings.concurrency {
                         let origin = Origin {
                             peer,
-                            id: Some(req.id.raw()),
-                            method: &method,
+                            id: Some(OriginId::Wire(req.id)),
+                            method,
                         };
                         let outcome = guarded(|| handler(&origin, params, conn, req.handle));
                         let outcome = outcome.unwrap_or_else(|()| {
@@ -499,8 +588,8 @@ impl Driver {
                             running,
                             unwritten,
                             req.handle,
-                            &method,
-                            req.id.raw(),
+                            method,
+                            OriginId::Wire(req.id),
                             outcome,
                         );
                         continue;
@@ -518,7 +607,7 @@ impl Driver {
                     queue.push_back(Job {
                         handle: Some(req.handle),
                         id: Some(id),
-                        method: method.into_owned(),
+                        method: method.to_owned(),
                         params,
                         cost,
                     });
@@ -590,7 +679,7 @@ impl Driver {
             self.queued_bytes -= job.cost;
             let origin = Origin {
                 peer: &peer,
-                id: job.id.as_deref(),
+                id: job.id.as_deref().map(OriginId::Text),
                 method: &job.method,
             };
             // Validated when received; parsed again only to get the view back.
@@ -611,7 +700,7 @@ impl Driver {
                             let _ = conn.reject(handle, ErrorCode::INTERNAL_ERROR);
                             Outcome::Done
                         });
-                    let id = job.id.as_deref().unwrap_or("");
+                    let id = OriginId::Text(job.id.as_deref().unwrap_or(""));
                     settle(
                         &mut self.tasks,
                         &mut self.running,

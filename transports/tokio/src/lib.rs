@@ -35,22 +35,31 @@
 //!
 //! ## How the driver works
 //!
-//! One task per connection owns the core connection and its receive buffer, and `select!`s
-//! on: the socket being readable (bytes go straight into the core's receive buffer, so partial
-//! frames survive any branch winning), the socket being writable (when the core has output;
-//! all queued frames are written together and flushed only when no more output is ready),
-//! client commands (a bounded channel: a full pending table is backpressure), handler
-//! completions, and the core's next deadline. Requests beyond the concurrency limit wait in
-//! the core's in-flight table; responses from the peer are read even when every handler slot
-//! is busy, so two peers calling each other never deadlock.
+//! One task per connection owns the core connection (heap storage) and its receive buffer, and
+//! `select!`s on: the socket being readable (bytes go straight into the core's receive
+//! buffer, so partial frames survive any branch winning), the socket being writable (when the
+//! core has output; all queued frames are written together and flushed only when no more
+//! output is ready), client commands (a bounded channel: a full pending table is
+//! backpressure), handler completions, and the core's next deadline.
+//!
+//! A request is handled where it lies: its method is looked up once, by the name's bytes;
+//! its params are decoded from the receive buffer; a handler that finishes at once (every
+//! [`Router::raw_method`] and [`Router::sync_method`], and an async one that never waits) runs
+//! in the driver, with no task, and its result is serialized straight into the transmit
+//! queue. Only a handler that waits is spawned, under the concurrency limit; requests beyond it
+//! wait in a bounded queue. Responses from the peer are read even when every handler slot is
+//! busy, so two peers calling each other never deadlock.
 //!
 //! ## Memory
 //!
-//! Every buffer is bounded: the core's receive, transmit and batch buffers are fixed by the
-//! configured maximum frame ([`Builder::buffer_bytes`]), the command channel is bounded,
-//! requests waiting for a handler slot are bounded in bytes ([`Builder::queue_bytes`]; beyond
-//! it they are answered Server busy, -32001), and answers waiting for transmit room hold their
-//! handler slot. A peer that stops reading makes the driver stop reading too, never grow.
+//! A connection costs what it uses: its buffers and tables start empty, grow while a large
+//! frame or a burst needs them (up to [`Builder::max_frame`] and the table limits), give a
+//! large frame's memory back as soon as it has gone, and the rest after the connection has
+//! been idle for [`Builder::idle_release`]: an idle TCP connection holds about 12 KiB of heap.
+//! The command channel is bounded, requests waiting for a handler slot are bounded in bytes
+//! ([`Builder::queue_bytes`]; beyond it they are answered Server busy, -32001), a server holds
+//! at most [`Builder::max_connections`] connections, and a peer that stops reading makes the
+//! driver stop reading too, never grow.
 //!
 //! ## Closing
 //!
@@ -119,6 +128,7 @@ pub struct Builder {
     queue_bytes: usize,
     command_capacity: usize,
     max_connections: usize,
+    idle_release: Duration,
     router: Option<Arc<Router>>,
 }
 
@@ -146,6 +156,7 @@ impl Builder {
             queue_bytes: 16 << 20,
             command_capacity: 256,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_release: Duration::from_secs(1),
             router: None,
         }
     }
@@ -219,6 +230,14 @@ impl Builder {
         self
     }
 
+    /// How long a connection stays idle (nothing received, queued or running) before it gives
+    /// back the memory its last burst made it take (default 1 s). A busy connection keeps its
+    /// buffers; one that enlarged them for a large frame gives that back at once.
+    pub fn idle_release(mut self, after: Duration) -> Self {
+        self.idle_release = after;
+        self
+    }
+
     /// The handlers for inbound requests and notifications (without one, every request is
     /// answered Method not found).
     pub fn router(mut self, router: Router) -> Self {
@@ -266,6 +285,7 @@ impl Builder {
             config: self.config,
             concurrency: self.concurrency,
             queue_bytes: self.queue_bytes,
+            idle_release: self.idle_release,
             router: self.router,
         };
         let task = tokio::spawn(driver::run(settings, reader, writer, channels));

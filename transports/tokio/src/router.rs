@@ -26,18 +26,103 @@ pub(crate) type Conn = Connection<Heap>;
 /// a handler that needs no [`Context`] costs no copy.
 pub(crate) struct Origin<'a> {
     pub(crate) peer: &'a Client,
-    /// The id's JSON text (`None` for a notification).
-    pub(crate) id: Option<&'a str>,
+    /// The id's JSON text (`None` for a notification), read only if a handler asks for it.
+    pub(crate) id: Option<OriginId<'a>>,
     pub(crate) method: &'a str,
+}
+
+/// A request id as the driver has it: still in the receive buffer, or copied into a queued
+/// job.
+#[derive(Clone, Copy)]
+pub(crate) enum OriginId<'a> {
+    Wire(rpcwire::wire::Id<'a>),
+    Text(&'a str),
 }
 
 impl Origin<'_> {
     fn context(&self) -> Context {
         Context {
             peer: self.peer.clone(),
-            id: self.id.map(str::to_owned),
+            id: self.id.map(|id| match id {
+                OriginId::Wire(id) => id.raw().to_owned(),
+                OriginId::Text(text) => text.to_owned(),
+            }),
             method: self.method.to_owned(),
         }
+    }
+}
+
+/// Method names are short and chosen by the application: a multiply-rotate hash over 8-byte
+/// words (as rustc's FxHasher) looks them up several times faster than the default SipHash,
+/// whose flooding resistance buys nothing for a table the peer cannot add to.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct NameHasher(u64);
+
+impl std::hash::Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Handlers by name: in registration order, with an index from the name's bytes (method names
+/// are looked up as they are on the wire, with no UTF-8 view), so that a driver can also
+/// remember the position of the last one it used.
+#[derive(Clone)]
+struct Names<V> {
+    entries: Vec<(String, V)>,
+    index: HashMap<Box<[u8]>, usize, std::hash::BuildHasherDefault<NameHasher>>,
+}
+
+impl<V> Default for Names<V> {
+    fn default() -> Self {
+        Names {
+            entries: Vec::new(),
+            index: HashMap::default(),
+        }
+    }
+}
+
+impl<V> Names<V> {
+    fn insert(&mut self, name: &str, value: V) {
+        match self.index.get(name.as_bytes()) {
+            Some(&at) => {
+                if let Some(entry) = self.entries.get_mut(at) {
+                    entry.1 = value;
+                }
+            }
+            None => {
+                self.index
+                    .insert(name.as_bytes().into(), self.entries.len());
+                self.entries.push((name.to_owned(), value));
+            }
+        }
+    }
+
+    fn find(&self, name: &[u8]) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    fn at(&self, position: usize) -> Option<&(String, V)> {
+        self.entries.get(position)
+    }
+
+    fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.entries.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        names
     }
 }
 
@@ -158,25 +243,23 @@ impl Context {
 /// ```
 #[derive(Clone, Default)]
 pub struct Router {
-    methods: HashMap<String, MethodFn>,
-    notifications: HashMap<String, NotifyFn>,
+    methods: Names<MethodFn>,
+    notifications: Names<NotifyFn>,
 }
 
 impl fmt::Debug for Router {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut methods: Vec<_> = self.methods.keys().collect();
-        methods.sort();
-        let mut notifications: Vec<_> = self.notifications.keys().collect();
-        notifications.sort();
         f.debug_struct("Router")
-            .field("methods", &methods)
-            .field("notifications", &notifications)
+            .field("methods", &self.methods.names())
+            .field("notifications", &self.notifications.names())
             .finish()
     }
 }
 
 fn decode<P: DeserializeOwned>(params: Option<RawJson<'_>>) -> Result<P, RpcError> {
-    serde_json::from_str(params.map_or("null", |p| p.as_str())).map_err(RpcError::invalid_params)
+    // From the bytes: serde_json checks the UTF-8 of what it reads itself.
+    serde_json::from_slice(params.map_or(&b"null"[..], |p| p.as_bytes()))
+        .map_err(RpcError::invalid_params)
 }
 
 impl Router {
@@ -250,7 +333,7 @@ impl Router {
             let result = handler(params);
             answer(conn, handle, result.as_ref())
         });
-        self.methods.insert(name.to_owned(), f);
+        self.methods.insert(name, f);
         self
     }
 
@@ -275,7 +358,7 @@ impl Router {
                 })),
             }
         });
-        self.methods.insert(name.to_owned(), f);
+        self.methods.insert(name, f);
         self
     }
 
@@ -317,28 +400,38 @@ impl Router {
                 Poll::Pending => Some(fut),
             }
         });
-        self.notifications.insert(name.to_owned(), f);
+        self.notifications.insert(name, f);
         self
     }
 
     /// True when a request handler is registered under `name`.
     pub fn has_method(&self, name: &str) -> bool {
-        self.methods.contains_key(name)
+        self.methods.find(name.as_bytes()).is_some()
     }
 
     /// The registered request method names, sorted.
     pub fn method_names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self.methods.keys().map(String::as_str).collect();
-        names.sort_unstable();
-        names
+        self.methods.names()
+    }
+
+    /// The position of the request handler named by these bytes (as on the wire).
+    pub(crate) fn find_method(&self, name: &[u8]) -> Option<usize> {
+        self.methods.find(name)
+    }
+
+    /// The request handler at a position, with its name.
+    pub(crate) fn method_at(&self, position: usize) -> Option<(&str, &MethodFn)> {
+        self.methods.at(position).map(|(n, f)| (n.as_str(), f))
     }
 
     pub(crate) fn get_method(&self, name: &str) -> Option<&MethodFn> {
-        self.methods.get(name)
+        let at = self.methods.find(name.as_bytes())?;
+        self.methods.at(at).map(|(_, f)| f)
     }
 
     pub(crate) fn get_notification(&self, name: &str) -> Option<&NotifyFn> {
-        self.notifications.get(name)
+        let at = self.notifications.find(name.as_bytes())?;
+        self.notifications.at(at).map(|(_, f)| f)
     }
 }
 

@@ -94,8 +94,10 @@ async fn a_peer_that_stops_reading_does_not_grow_our_memory() {
 }
 
 /// Heap the process holds beyond `baseline` once allocations settle (the server's
-/// connection finishing its step after the answer was read).
+/// connection finishing its step after the answer was read, then giving back what it no
+/// longer needs after its idle time of 100 ms).
 async fn settled_heap(baseline: usize) -> usize {
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let mut last = usize::MAX;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -120,6 +122,7 @@ async fn an_idle_connection_holds_a_few_kib_before_and_after_a_large_frame() {
             Builder::new()
                 .router(router())
                 .max_frame(8 << 20)
+                .idle_release(Duration::from_millis(100))
                 .serve_tcp(listener),
         );
         // Let the accept loop settle, then count from here: the client is a raw socket that
