@@ -147,9 +147,6 @@ struct Driver {
     dirty: bool,
     /// Position in the router of the method called last (see `process_input`).
     last_method: Option<usize>,
-    /// Input handling stopped at the transmit high-water mark: write out before reading or
-    /// handling more.
-    paused: bool,
     /// Since when nothing is buffered, queued or running (memory is given back after
     /// `Settings::idle_release` of it).
     idle_since: Option<StdInstant>,
@@ -202,7 +199,6 @@ where
         input: InputState::Open,
         ending: Ending::No,
         dirty: false,
-        paused: false,
         last_method: None,
         idle_since: None,
     };
@@ -216,9 +212,10 @@ where
         let release_at = d.idle_release_at();
         let has_tx = !d.conn.poll_transmit().is_empty();
         let want_write = has_tx || d.dirty;
+        // Reading goes on while handling is paused for transmit room (up to what the receive
+        // buffer may hold): two peers that flood each other must not both stop reading.
         let can_read = d.input == InputState::Open
             && !d.conn.is_input_blocked()
-            && !d.paused
             && d.rx.reserve(d.read_size) > 0;
         let deadline = d
             .conn
@@ -357,7 +354,7 @@ fn settle(
     outcome: Outcome,
 ) {
     match outcome {
-        Outcome::Done => {}
+        Outcome::Done => log_handled(method, Some(id)),
         Outcome::Ready(reply) => {
             *running += 1;
             unwritten.push_back((handle, reply));
@@ -370,8 +367,8 @@ fn settle(
             };
             let span = tracing::info_span!(
                 "rpc.request",
-                method,
-                id,
+                method = %method,
+                id = %id,
                 latency_us = tracing::field::Empty
             );
             tasks.spawn(
@@ -400,6 +397,21 @@ fn settle(
     }
 }
 
+/// Logs a message handled in place, as a spawned handler's task does (an `rpc.request` span
+/// with the method and id, and a `handled` event), when debug logging is on: it costs a
+/// cached level check otherwise.
+fn log_handled(method: &str, id: Option<OriginId<'_>>) {
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let id = match id {
+            Some(OriginId::Wire(id)) => id.raw(),
+            Some(OriginId::Text(text)) => text,
+            None => "",
+        };
+        let _span = tracing::info_span!("rpc.request", method = %method, id = %id).entered();
+        tracing::debug!(latency_us = 0u64, "handled");
+    }
+}
+
 /// Spawns a notification handler that did not finish at once.
 fn spawn_notification(
     tasks: &mut JoinSet<Done>,
@@ -408,7 +420,7 @@ fn spawn_notification(
     fut: BoxFuture<()>,
 ) {
     *running += 1;
-    let span = tracing::info_span!("rpc.notification", method);
+    let span = tracing::info_span!("rpc.request", method = %method);
     tasks.spawn(
         async move {
             if CatchUnwind(fut).await.is_err() {
@@ -513,17 +525,15 @@ impl Driver {
             running,
             tasks,
             unwritten,
-            paused,
             last_method,
             ..
         } = self;
-        *paused = false;
         loop {
             if conn.transmit_len() >= TX_HIGH_WATER {
                 // Answers are written straight into the transmit queue: handle more input once
-                // it has been written out, so that answers never wait as copies (and a peer
-                // that does not read stops being read).
-                *paused = true;
+                // it has been written out, so that answers never wait as copies. Reading goes
+                // on into the receive buffer, up to its limit: a peer that does not read
+                // stops being read then.
                 return;
             }
             // Everything buffered is decoded (or input waits for transmit room).
@@ -630,7 +640,7 @@ impl Driver {
                             method: &method,
                         };
                         match guarded(|| handler(&origin, params)) {
-                            Ok(None) => {}
+                            Ok(None) => log_handled(&method, None),
                             Ok(Some(fut)) => spawn_notification(tasks, running, &method, fut),
                             Err(()) => tracing::error!(%method, "notification handler panicked"),
                         }
@@ -716,7 +726,7 @@ impl Driver {
                         continue;
                     };
                     match guarded(|| handler(&origin, params)) {
-                        Ok(None) => {}
+                        Ok(None) => log_handled(&job.method, None),
                         Ok(Some(fut)) => {
                             spawn_notification(&mut self.tasks, &mut self.running, &job.method, fut)
                         }
