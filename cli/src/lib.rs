@@ -4,22 +4,12 @@
 use std::time::Duration;
 
 use rpcwire::wire::RawJson;
-use rpcwire_demo::Number;
+use rpcwire_demo::Answer;
 use rpcwire_tokio::{ErrorCode, Router, RpcError};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 pub mod tap;
-
-fn numbers<T>(
-    params: Option<RawJson<'_>>,
-    parse: impl FnOnce(RawJson<'_>) -> Option<T>,
-    expected: &str,
-) -> Result<T, RpcError> {
-    params
-        .and_then(parse)
-        .ok_or_else(|| RpcError::invalid_params(expected))
-}
 
 /// `sleep`'s params.
 #[derive(Debug, Deserialize)]
@@ -59,30 +49,26 @@ const MAX_SLEEP_MS: u64 = 3_600_000;
 /// # Ok(()) }
 /// ```
 pub fn demo_router() -> Router {
-    // Every method but `sleep` answers at once: `raw_method` runs it in the connection's
-    // driver on the received bytes (no task, no copy of the params).
-    Router::new()
-        .raw_method("subtract", |p: Option<RawJson<'_>>| {
-            let (a, b) = numbers(
-                p,
-                rpcwire_demo::subtract_params,
-                "expected [minuend, subtrahend] or {\"minuend\": .., \"subtrahend\": ..} with numbers",
-            )?;
-            Ok::<_, RpcError>(sub(a, b))
+    // The methods of the demo service, defined once in `rpcwire_demo::call`; each runs in the
+    // connection's driver on the received bytes (`raw_method`: no task, no copy of the
+    // params). Only `echo`'s answer outlives the request's bytes, so it is copied.
+    let router = rpcwire_demo::METHODS.iter().fold(Router::new(), |router, &name| {
+        router.raw_method(name, move |p: Option<RawJson<'_>>| {
+            match rpcwire_demo::call(name.as_bytes(), p) {
+                Ok(answer) => match answer.into_static() {
+                    Some(answer) => Ok(Reply::Answer(answer)),
+                    None => RawValue::from_string(p.map_or("null", |p| p.as_str()).to_owned())
+                        .map(Reply::Raw)
+                        .map_err(|e| RpcError::internal(&e.to_string())),
+                },
+                Err(refusal) if refusal.expected.is_empty() => {
+                    Err(RpcError::standard(refusal.code))
+                }
+                Err(refusal) => Err(RpcError::invalid_params(refusal.expected)),
+            }
         })
-        .raw_method("sum", |p: Option<RawJson<'_>>| {
-            numbers(p, rpcwire_demo::sum_params, "expected an array of numbers")
-        })
-        .raw_method("update", |_: Option<RawJson<'_>>| Ok::<_, RpcError>(()))
-        .raw_method("notify_hello", |_: Option<RawJson<'_>>| Ok::<_, RpcError>(()))
-        .raw_method("notify_sum", |_: Option<RawJson<'_>>| Ok::<_, RpcError>(()))
-        .raw_method("get_data", |_: Option<RawJson<'_>>| Ok::<_, RpcError>(("hello", 5)))
-        .raw_method("echo", |p: Option<RawJson<'_>>| {
-            // The answer outlives the request's bytes: one copy, kept as raw JSON.
-            p.map(|p| RawValue::from_string(p.as_str().to_owned()))
-                .transpose()
-                .map_err(|e| RpcError::internal(&e.to_string()))
-        })
+    });
+    router
         .method("sleep", |p: SleepParams| async move {
             if p.ms > MAX_SLEEP_MS {
                 return Err(RpcError::invalid_params(format!(
@@ -102,17 +88,10 @@ pub fn demo_router() -> Router {
         .notification("notify_sum", |_: Option<Box<RawValue>>| async {})
 }
 
-/// `a - b`, keeping integers integers (falling back to a float on overflow).
-fn sub(a: Number, b: Number) -> Number {
-    let f = |n: Number| match n {
-        Number::Int(i) => i as f64,
-        Number::Float(x) => x,
-    };
-    match (a, b) {
-        (Number::Int(x), Number::Int(y)) => match x.checked_sub(y) {
-            Some(d) => Number::Int(d),
-            None => Number::Float(x as f64 - y as f64),
-        },
-        (a, b) => Number::Float(f(a) - f(b)),
-    }
+/// A demo answer that owns what it holds (only `echo`'s params need a copy).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Reply {
+    Answer(Answer<'static>),
+    Raw(Box<RawValue>),
 }

@@ -137,6 +137,96 @@ pub fn sum_params(params: RawJson<'_>) -> Option<Number> {
         .try_fold(Number::Int(0), |acc, e| Some(acc.add(Number::parse(e)?)))
 }
 
+/// The methods every demo server answers, in the order of the table above. The CLI's
+/// server adds `sleep` and `fail`, which need a runtime.
+pub const METHODS: &[&str] = &[
+    "subtract",
+    "sum",
+    "get_data",
+    "echo",
+    "update",
+    "notify_hello",
+    "notify_sum",
+];
+
+/// The answer of a demo method: a number, `["hello", 5]`, the params back (`null` when
+/// absent), or `null`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Answer<'a> {
+    /// `subtract` and `sum`.
+    Number(Number),
+    /// `get_data`.
+    Data,
+    /// `echo`: the params, byte-exact.
+    Echo(Option<RawJson<'a>>),
+    /// `update`, `notify_hello`, `notify_sum` called as requests.
+    Null,
+}
+
+impl Answer<'_> {
+    /// The answer without a borrow of the request; `None` for `echo` with params (copy them
+    /// to keep them).
+    pub fn into_static(self) -> Option<Answer<'static>> {
+        match self {
+            Answer::Number(n) => Some(Answer::Number(n)),
+            Answer::Data => Some(Answer::Data),
+            Answer::Echo(None) => Some(Answer::Echo(None)),
+            Answer::Echo(Some(_)) => None,
+            Answer::Null => Some(Answer::Null),
+        }
+    }
+}
+
+impl serde::Serialize for Answer<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Answer::Number(n) => n.serialize(s),
+            Answer::Data => ("hello", 5).serialize(s),
+            Answer::Echo(p) => p.serialize(s),
+            Answer::Null => s.serialize_unit(),
+        }
+    }
+}
+
+/// Why a demo method refused a request: the error code, and what was expected (a data
+/// string for servers that send one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// Method not found or Invalid params.
+    pub code: ErrorCode,
+    /// What the method expected (empty for Method not found).
+    pub expected: &'static str,
+}
+
+/// Runs the demo method `method` (the name as on the wire) on `params`. The one place the
+/// demo methods are defined: the core-level [`answer`], the CLI's tokio server and the tests
+/// all call it.
+pub fn call<'a>(method: &[u8], params: Option<RawJson<'a>>) -> Result<Answer<'a>, Refusal> {
+    let invalid = |expected| Refusal {
+        code: ErrorCode::INVALID_PARAMS,
+        expected,
+    };
+    match method {
+        b"subtract" => params
+            .and_then(subtract_params)
+            .map(|(a, b)| Answer::Number(a.sub(b)))
+            .ok_or(invalid(
+                "expected [minuend, subtrahend] or {\"minuend\": .., \"subtrahend\": ..} with numbers",
+            )),
+        b"sum" => params
+            .and_then(sum_params)
+            .map(Answer::Number)
+            .ok_or(invalid("expected an array of numbers")),
+        b"get_data" => Ok(Answer::Data),
+        b"echo" => Ok(Answer::Echo(params)),
+        b"update" | b"notify_hello" | b"notify_sum" => Ok(Answer::Null),
+        _ => Err(Refusal {
+            code: ErrorCode::METHOD_NOT_FOUND,
+            expected: "",
+        }),
+    }
+}
+
 /// Handles one inbound item: answers requests, ignores notifications and everything else.
 /// Returns the result of answering, for drivers that retry on `WouldBlock`.
 pub fn handle<S: Storage>(conn: &mut Connection<S>, item: Inbound<'_>) -> Result<(), RespondError> {
@@ -146,28 +236,61 @@ pub fn handle<S: Storage>(conn: &mut Connection<S>, item: Inbound<'_>) -> Result
     }
 }
 
-/// Answers one request.
+/// Answers one request (a refusal with the code's standard message, which never blocks).
 pub fn answer<S: Storage>(
     conn: &mut Connection<S>,
     req: &InboundRequest<'_>,
 ) -> Result<(), RespondError> {
-    let h = req.handle;
-    let method = req.method.as_str().unwrap_or("");
-    match method {
-        "subtract" => match req.params.and_then(subtract_params) {
-            Some((a, b)) => conn.respond(h, &a.sub(b)),
-            None => conn.reject(h, ErrorCode::INVALID_PARAMS),
-        },
-        "sum" => match req.params.and_then(sum_params) {
-            Some(total) => conn.respond(h, &total),
-            None => conn.reject(h, ErrorCode::INVALID_PARAMS),
-        },
-        "get_data" => conn.respond(h, &("hello", 5)),
-        "echo" => match req.params {
-            Some(p) => conn.respond(h, &p),
-            None => conn.respond(h, &()),
-        },
-        "update" | "notify_hello" | "notify_sum" => conn.respond(h, &()),
-        _ => conn.reject(h, ErrorCode::METHOD_NOT_FOUND),
+    // An escaped method name is no demo method (their names have no escapes).
+    let name = if req.method.has_escapes() {
+        &b""[..]
+    } else {
+        req.method.escaped_bytes()
+    };
+    match call(name, req.params) {
+        Ok(answer) => conn.respond(req.handle, &answer),
+        Err(refusal) => conn.reject(req.handle, refusal.code),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn params(text: &str) -> Option<RawJson<'_>> {
+        Some(RawJson::parse(text, 16).unwrap())
+    }
+
+    #[test]
+    fn every_listed_method_answers_and_others_are_not_found() {
+        for name in METHODS {
+            let p = if *name == "sum" { "[1]" } else { "[2, 1]" };
+            assert!(call(name.as_bytes(), params(p)).is_ok(), "{name}");
+        }
+        let refused = call(b"nope", None).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::METHOD_NOT_FOUND);
+        let refused = call(b"subtract", params("[1]")).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::INVALID_PARAMS);
+        assert!(!refused.expected.is_empty());
+    }
+
+    #[test]
+    fn integers_stay_integers_to_the_edges_of_i64() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-0"), Some(0));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_i64(b"1.5"), None);
+        assert_eq!(parse_i64(b"-"), None);
+        assert_eq!(
+            call(b"subtract", params("[9223372036854775808, 1]")).unwrap(),
+            Answer::Number(Number::Float(9223372036854775808.0 - 1.0))
+        );
+        assert_eq!(
+            call(b"sum", params("[1, 2, 4]")).unwrap(),
+            Answer::Number(Number::Int(7))
+        );
     }
 }

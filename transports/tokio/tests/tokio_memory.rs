@@ -166,3 +166,55 @@ async fn an_idle_connection_holds_a_few_kib_before_and_after_a_large_frame() {
     })
     .await;
 }
+
+/// A connection configured for frames of up to 256 MiB receives and echoes a 64 MiB frame,
+/// and afterwards holds what an idle connection holds (memory is used only while such a frame
+/// is held).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_64_mib_frame_is_echoed_under_a_256_mib_limit_and_its_memory_given_back() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    bounded(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Echo without decoding: the params go back as they came (one copy, as raw JSON).
+        let echo = rpcwire_tokio::Router::new().raw_method("echo", |p: Option<rpcwire::wire::RawJson<'_>>| {
+            p.map(|p| serde_json::value::RawValue::from_string(p.as_str().to_owned()))
+                .transpose()
+                .map_err(|e| rpcwire_tokio::RpcError::internal(&e.to_string()))
+        });
+        let server = tokio::spawn(
+            Builder::new()
+                .router(echo)
+                .max_frame(256 << 20)
+                .idle_release(Duration::from_millis(100))
+                .serve_tcp(listener),
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let baseline = ALLOCATOR.allocated();
+        let stream = TcpStream::connect(addr).await.unwrap();
+        let (read, mut write) = stream.into_split();
+        let mut read = BufReader::with_capacity(64, read);
+
+        let big = "y".repeat(64 << 20);
+        let request =
+            format!("{{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"{big}\"],\"id\":7}}\n");
+        drop(big);
+        let writer = tokio::spawn(async move {
+            write.write_all(request.as_bytes()).await.unwrap();
+            write
+        });
+        let mut line = Vec::with_capacity(65 << 20);
+        read.read_until(b'\n', &mut line).await.unwrap();
+        assert!(line.len() > 64 << 20, "the whole echo came back ({} bytes)", line.len());
+        assert!(line.starts_with(b"{\"jsonrpc\":\"2.0\",\"result\":[\"yyyy"));
+        assert!(line.ends_with(b"\"],\"id\":7}\n"));
+        let write = writer.await.unwrap();
+        drop(line);
+        let after = settled_heap(baseline).await;
+        println!("heap held after a 64 MiB frame went through: {after} bytes");
+        assert!(after <= 16 << 10, "after a 64 MiB frame the connection holds {after} bytes");
+        drop((read, write));
+        server.abort();
+    })
+    .await;
+}
