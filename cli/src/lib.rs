@@ -52,22 +52,25 @@ pub fn demo_router() -> Router {
     // The methods of the demo service, defined once in `rpcwire_demo::call`; each runs in the
     // connection's driver on the received bytes (`raw_method`: no task, no copy of the
     // params). Only `echo`'s answer outlives the request's bytes, so it is copied.
-    let router = rpcwire_demo::METHODS.iter().fold(Router::new(), |router, &name| {
-        router.raw_method(name, move |p: Option<RawJson<'_>>| {
-            match rpcwire_demo::call(name.as_bytes(), p) {
-                Ok(answer) => match answer.into_static() {
-                    Some(answer) => Ok(Reply::Answer(answer)),
-                    None => RawValue::from_string(p.map_or("null", |p| p.as_str()).to_owned())
-                        .map(Reply::Raw)
-                        .map_err(|e| RpcError::internal(&e.to_string())),
+    let router = rpcwire_demo::METHODS
+        .iter()
+        .fold(Router::new(), |router, &name| {
+            router.raw_method(
+                name,
+                move |p: Option<RawJson<'_>>| match rpcwire_demo::call(name.as_bytes(), p) {
+                    Ok(answer) => match answer.into_static() {
+                        Some(answer) => Ok(Reply::Answer(answer)),
+                        None => RawValue::from_string(p.map_or("null", |p| p.as_str()).to_owned())
+                            .map(Reply::Raw)
+                            .map_err(|e| RpcError::internal(&e.to_string())),
+                    },
+                    Err(refusal) if refusal.expected.is_empty() => {
+                        Err(RpcError::standard(refusal.code))
+                    }
+                    Err(refusal) => Err(RpcError::invalid_params(refusal.expected)),
                 },
-                Err(refusal) if refusal.expected.is_empty() => {
-                    Err(RpcError::standard(refusal.code))
-                }
-                Err(refusal) => Err(RpcError::invalid_params(refusal.expected)),
-            }
-        })
-    });
+            )
+        });
     router
         .method("sleep", |p: SleepParams| async move {
             if p.ms > MAX_SLEEP_MS {

@@ -1418,6 +1418,13 @@ impl From<Inbound<'_>> for OwnedInbound {
             Inbound::Problem(p @ (Problem::BatchTooLarge { .. } | Problem::BatchRefused)) => {
                 OwnedInbound::Problem(OwnedProblem::BatchRefusal(format!("{p:?}")))
             }
+            // An error with id null that no single waiting request could take.
+            Inbound::Problem(Problem::PeerError(_)) => {
+                OwnedInbound::Problem(OwnedProblem::UnknownResponse {
+                    id: "null".to_owned(),
+                    is_error: true,
+                })
+            }
             Inbound::Problem(Problem::UnknownResponse(r)) => {
                 OwnedInbound::Problem(OwnedProblem::UnknownResponse {
                     id: r.id.raw().to_owned(),

@@ -73,7 +73,9 @@ impl<S: Storage> Connection<S> {
             return Err(SendError::Closed);
         }
         self.write_tx_frame(&|s| encode::notification(s, method, params))
-            .map_err(send_error)
+            .map_err(send_error)?;
+        self.unconfirmed = Some(self.pending.seq());
+        Ok(())
     }
 
     /// Starts an outgoing batch; add requests and notifications, then

@@ -228,17 +228,43 @@ impl<S: Storage> Connection<S> {
         }
     }
 
-    /// Matches a response to a pending request by id.
+    /// Matches a response to a pending request by id. An error with id `null` (the peer could
+    /// not read one of our messages: Parse error, Invalid Request, a frame over its limit) is
+    /// the answer to our request when that request is the only message it can be about: the
+    /// only one waiting, with no notification or batch sent since the peer last showed it read
+    /// everything before; otherwise it is reported as [`Problem::PeerError`].
     fn route_response<'a>(&mut self, resp: Response<'a>) -> Inbound<'a> {
-        if let Some(token) = resp
+        if let Some((id, token)) = resp
             .id
             .as_u64()
-            .and_then(|id| self.pending.take_response(id))
+            .and_then(|id| Some((id, self.pending.take_response(id)?)))
         {
+            if self
+                .unconfirmed
+                .is_some_and(|since| self.pending.seq_of(id) >= since)
+            {
+                // The peer answered a request sent after our last notification or batch: it
+                // read past them.
+                self.unconfirmed = None;
+            }
             return Inbound::Response(InboundResponse {
                 token,
                 outcome: resp.outcome,
             });
+        }
+        if let (true, Err(error)) = (resp.id.is_null(), resp.outcome) {
+            bump(&mut self.stats.peer_errors);
+            let sole = match self.unconfirmed {
+                None => self.pending.take_sole_waiting(),
+                Some(_) => None,
+            };
+            if let Some(token) = sole {
+                return Inbound::Response(InboundResponse {
+                    token,
+                    outcome: resp.outcome,
+                });
+            }
+            return Inbound::Problem(Problem::PeerError(error));
         }
         bump(&mut self.stats.unknown_responses);
         Inbound::Problem(Problem::UnknownResponse(resp))

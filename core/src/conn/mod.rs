@@ -88,6 +88,11 @@ pub struct Connection<S: Storage = Inline> {
     retry_held: bool,
     /// The reply to an oversize frame (id `null`), waiting for transmit room.
     deferred: Option<(ErrorCode, Option<&'static str>)>,
+    /// A notification or batch was sent that the peer may yet answer with an error of id
+    /// `null`: the request sequence number at that moment. Cleared once the peer answers a
+    /// request sent after it (so it read past it). While set, a `null` error is not
+    /// attributed to a lone waiting request.
+    unconfirmed: Option<u64>,
     stats: Stats,
     closed: bool,
 }
@@ -171,6 +176,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
             busy_batch: false,
             retry_held: false,
             deferred: None,
+            unconfirmed: None,
             stats: Stats::ZERO,
             closed: false,
         }
@@ -198,6 +204,7 @@ impl<S: Storage> Connection<S> {
             busy_batch: false,
             retry_held: false,
             deferred: None,
+            unconfirmed: None,
             stats: Stats::ZERO,
             closed: false,
         }

@@ -146,8 +146,11 @@ impl<'c, S: Storage> OutgoingBatch<'c, S> {
         if let Some(b) = tail.get_mut(reserve + self.body_len) {
             *b = b']';
         }
+        let seq = conn.pending.seq();
         if let Ok(n) = finish_frame(framing, tail, self.body_len + 1) {
             conn.tx.commit(n);
+            // A batch may draw one error with id `null` (refused whole), like a notification.
+            conn.unconfirmed = Some(seq);
             bump(&mut conn.stats.frames_out);
             conn.pending.commit_staged();
         }

@@ -249,6 +249,11 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
         }
     }
 
+    /// The sequence number an outgoing id carries (requests sent later carry larger ones).
+    pub(crate) fn seq_of(&self, id: u64) -> u64 {
+        id >> self.slot_bits()
+    }
+
     /// The token of the waiting request `id` names, which is then done.
     pub(crate) fn take_response(&mut self, id: u64) -> Option<Token> {
         let slot = (id & ((1u64 << self.slot_bits()) - 1)) as usize;
@@ -257,6 +262,32 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
             return None;
         }
         let token = p.token;
+        self.heap_remove(slot);
+        self.free_slot(slot);
+        Some(token)
+    }
+
+    /// The token of the one request waiting for a response, which is then done; `None`
+    /// unless exactly one is waiting. (An error with id `null` answers the request the peer
+    /// could not read: when only one was on the wire, it is that one.)
+    pub(crate) fn take_sole_waiting(&mut self) -> Option<Token> {
+        let slot = if self.indexed() {
+            if self.heap_len != 1 {
+                return None;
+            }
+            self.slot(0)?.heap_at as usize
+        } else {
+            let mut waiting = (0..self.fresh).filter(|&i| {
+                self.slot(i)
+                    .is_some_and(|p| p.state == PendingState::Waiting)
+            });
+            let first = waiting.next()?;
+            if waiting.next().is_some() {
+                return None;
+            }
+            first
+        };
+        let token = self.slot(slot)?.token;
         self.heap_remove(slot);
         self.free_slot(slot);
         Some(token)

@@ -186,6 +186,12 @@ pub enum Problem<'a> {
     Busy(Id<'a>),
     /// A response whose id matches no pending request of ours (late, cancelled, or bogus).
     UnknownResponse(Response<'a>),
+    /// An error with id `null`: the peer could not read one of our messages (its Parse error,
+    /// Invalid Request, frame too large). When it can only be about one of our requests (the
+    /// one waiting, with no notification or batch of ours unconfirmed), it is delivered as
+    /// that request's [`Inbound::Response`] instead; otherwise the peer's message does not say
+    /// which one failed, and the requests wait for their own deadline.
+    PeerError(ErrorObject<'a>),
 }
 
 impl Problem<'_> {
@@ -193,7 +199,7 @@ impl Problem<'_> {
     pub fn replied(&self) -> bool {
         match self {
             Problem::Invalid(inv) => inv.needs_reply(),
-            Problem::UnknownResponse(_) | Problem::BadHeader => false,
+            Problem::UnknownResponse(_) | Problem::PeerError(_) | Problem::BadHeader => false,
             _ => true,
         }
     }
@@ -383,6 +389,8 @@ pub struct Stats {
     pub unknown_responses: u64,
     /// Inbound requests answered with Server busy.
     pub busy_rejections: u64,
+    /// Errors with id `null` from the peer (it could not read one of our messages).
+    pub peer_errors: u64,
 }
 
 impl Stats {
@@ -398,6 +406,7 @@ impl Stats {
         duplicate_ids: 0,
         unknown_responses: 0,
         busy_rejections: 0,
+        peer_errors: 0,
     };
 }
 

@@ -124,6 +124,8 @@ pub struct Client {
     cmd: mpsc::Sender<Command>,
     ctl: mpsc::UnboundedSender<Control>,
     tokens: Arc<AtomicU64>,
+    /// The connection's default call timeout.
+    default_timeout: Option<Duration>,
 }
 
 /// Sends [`Control::Cancel`] for calls whose future is dropped before they end.
@@ -141,11 +143,16 @@ impl Drop for CancelGuard<'_> {
 }
 
 impl Client {
-    pub(crate) fn new(cmd: mpsc::Sender<Command>, ctl: mpsc::UnboundedSender<Control>) -> Self {
+    pub(crate) fn new(
+        cmd: mpsc::Sender<Command>,
+        ctl: mpsc::UnboundedSender<Control>,
+        default_timeout: Option<Duration>,
+    ) -> Self {
         Client {
             cmd,
             ctl,
             tokens: Arc::new(AtomicU64::new(1)),
+            default_timeout,
         }
     }
 
@@ -225,9 +232,23 @@ impl Client {
                 timeout,
                 reply,
             });
-            self.cmd.send(cmd).await.map_err(|_| CallError::Closed)?;
-            let outcome = rx.await.unwrap_or(Err(CallError::Closed));
-            guard.tokens.clear();
+            // The deadline runs from now, not from when the connection finds room for the
+            // call: waiting for a pending slot or for transmit room counts. When it passes, the
+            // guard cancels the call in the driver (wherever it is).
+            let deadline = timeout.or(self.default_timeout);
+            let exchange = async {
+                self.cmd.send(cmd).await.map_err(|_| CallError::Closed)?;
+                rx.await.unwrap_or(Err(CallError::Closed))
+            };
+            let outcome = match deadline {
+                Some(limit) => tokio::time::timeout(limit, exchange)
+                    .await
+                    .unwrap_or(Err(CallError::Timeout)),
+                None => exchange.await,
+            };
+            if !matches!(outcome, Err(CallError::Timeout)) {
+                guard.tokens.clear();
+            }
             let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
             tracing::Span::current().record("latency_us", latency_us);
             tracing::debug!(latency_us, ok = outcome.is_ok(), "call ended");
@@ -293,6 +314,17 @@ impl Client {
     /// True once the connection's driver has stopped.
     pub fn is_closed(&self) -> bool {
         self.cmd.is_closed()
+    }
+}
+
+/// `fut`'s output, or `None` when `deadline` passes first.
+async fn within<F: std::future::Future>(
+    deadline: Option<tokio::time::Instant>,
+    fut: F,
+) -> Option<F::Output> {
+    match deadline {
+        Some(at) => tokio::time::timeout_at(at, fut).await.ok(),
+        None => Some(fut.await),
     }
 }
 
@@ -374,20 +406,45 @@ impl Batch<'_> {
             }
         }
         let (done, done_rx) = oneshot::channel();
-        client
-            .cmd
-            .send(Command::Batch { items, done })
-            .await
-            .map_err(|_| CallError::Closed)?;
-        done_rx.await.unwrap_or(Err(CallError::Closed))?;
+        // As for a single call, the deadline runs from now; calls still unanswered when it
+        // passes fail with `Timeout` (and are cancelled in the driver).
+        let deadline = timeout
+            .or(client.default_timeout)
+            .map(|t| tokio::time::Instant::now() + t);
+        let sent = within(deadline, async {
+            client
+                .cmd
+                .send(Command::Batch { items, done })
+                .await
+                .map_err(|_| CallError::Closed)?;
+            done_rx.await.unwrap_or(Err(CallError::Closed))
+        })
+        .await;
+        match sent {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                guard.tokens.clear();
+                return Err(e);
+            }
+            None => return Err(CallError::Timeout),
+        }
         let mut results = Vec::with_capacity(receivers.len());
+        let mut timed_out = false;
         for rx in receivers {
-            let outcome = rx.await.unwrap_or(Err(CallError::Closed));
+            let outcome = match within(deadline, rx).await {
+                Some(received) => received.unwrap_or(Err(CallError::Closed)),
+                None => {
+                    timed_out = true;
+                    Err(CallError::Timeout)
+                }
+            };
             results.push(
                 outcome.and_then(|text| RawValue::from_string(text).map_err(CallError::Decode)),
             );
         }
-        guard.tokens.clear();
+        if !timed_out {
+            guard.tokens.clear();
+        }
         Ok(results)
     }
 }

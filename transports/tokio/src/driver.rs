@@ -670,6 +670,15 @@ impl Driver {
                         let _ = reply.send(outcome);
                     }
                 }
+                Inbound::Problem(rpcwire::Problem::PeerError(e)) => {
+                    // Not tied to one call (several were waiting): the application sees it
+                    // here, and the calls end at their deadlines.
+                    tracing::warn!(
+                        code = e.code.0,
+                        message = %e.message,
+                        "the peer could not read one of our messages"
+                    );
+                }
                 Inbound::Problem(p) => {
                     tracing::debug!(problem = ?p, replied = p.replied(), "peer problem");
                 }

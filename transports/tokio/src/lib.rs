@@ -275,7 +275,7 @@ impl Builder {
     {
         let (cmd_tx, cmd_rx) = mpsc::channel(self.command_capacity);
         let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
-        let client = Client::new(cmd_tx, ctl_tx);
+        let client = Client::new(cmd_tx, ctl_tx, self.config.request_timeout);
         let channels = Channels {
             cmd: cmd_rx,
             ctl: ctl_rx,

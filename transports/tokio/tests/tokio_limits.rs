@@ -41,7 +41,10 @@ async fn connections_beyond_the_limit_wait_while_the_others_are_served() {
             extra.client().call::<_, i64>("add", (40, 2)),
         )
         .await;
-        assert!(waiting.is_err(), "a connection beyond the limit was served: {waiting:?}");
+        assert!(
+            waiting.is_err(),
+            "a connection beyond the limit was served: {waiting:?}"
+        );
         // The open ones are still answered.
         for (i, s) in open.iter().enumerate() {
             assert_eq!(add(s, i as i64, 10).await, i as i64 + 10);

@@ -177,11 +177,14 @@ async fn a_64_mib_frame_is_echoed_under_a_256_mib_limit_and_its_memory_given_bac
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         // Echo without decoding: the params go back as they came (one copy, as raw JSON).
-        let echo = rpcwire_tokio::Router::new().raw_method("echo", |p: Option<rpcwire::wire::RawJson<'_>>| {
-            p.map(|p| serde_json::value::RawValue::from_string(p.as_str().to_owned()))
-                .transpose()
-                .map_err(|e| rpcwire_tokio::RpcError::internal(&e.to_string()))
-        });
+        let echo = rpcwire_tokio::Router::new().raw_method(
+            "echo",
+            |p: Option<rpcwire::wire::RawJson<'_>>| {
+                p.map(|p| serde_json::value::RawValue::from_string(p.as_str().to_owned()))
+                    .transpose()
+                    .map_err(|e| rpcwire_tokio::RpcError::internal(&e.to_string()))
+            },
+        );
         let server = tokio::spawn(
             Builder::new()
                 .router(echo)
@@ -196,8 +199,9 @@ async fn a_64_mib_frame_is_echoed_under_a_256_mib_limit_and_its_memory_given_bac
         let mut read = BufReader::with_capacity(64, read);
 
         let big = "y".repeat(64 << 20);
-        let request =
-            format!("{{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"{big}\"],\"id\":7}}\n");
+        let request = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"{big}\"],\"id\":7}}\n"
+        );
         drop(big);
         let writer = tokio::spawn(async move {
             write.write_all(request.as_bytes()).await.unwrap();
@@ -205,14 +209,21 @@ async fn a_64_mib_frame_is_echoed_under_a_256_mib_limit_and_its_memory_given_bac
         });
         let mut line = Vec::with_capacity(65 << 20);
         read.read_until(b'\n', &mut line).await.unwrap();
-        assert!(line.len() > 64 << 20, "the whole echo came back ({} bytes)", line.len());
+        assert!(
+            line.len() > 64 << 20,
+            "the whole echo came back ({} bytes)",
+            line.len()
+        );
         assert!(line.starts_with(b"{\"jsonrpc\":\"2.0\",\"result\":[\"yyyy"));
         assert!(line.ends_with(b"\"],\"id\":7}\n"));
         let write = writer.await.unwrap();
         drop(line);
         let after = settled_heap(baseline).await;
         println!("heap held after a 64 MiB frame went through: {after} bytes");
-        assert!(after <= 16 << 10, "after a 64 MiB frame the connection holds {after} bytes");
+        assert!(
+            after <= 16 << 10,
+            "after a 64 MiB frame the connection holds {after} bytes"
+        );
         drop((read, write));
         server.abort();
     })
