@@ -1,6 +1,8 @@
 //! `rpcwire`: serve the demo service, call a JSON-RPC 2.0 method, or watch a demo.
 
 use std::process::ExitCode;
+
+use rpcwire_cli::outln;
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
@@ -44,7 +46,7 @@ enum Cmd {
     #[command(
         after_help = "Exit codes: 0 result printed on stdout (or notification sent); \
         1 JSON-RPC error (the error object on stderr); 2 bad arguments; \
-        3 connection failed or closed; 4 timeout."
+        3 connection failed or closed; 4 timeout; 141 stdout closed by its reader."
     )]
     Call(CallArgs),
     /// Serve and call in one process over an in-memory pipe, printing every frame.
@@ -359,7 +361,7 @@ async fn call(args: CallArgs) -> ExitCode {
             .await
         {
             Ok(result) => {
-                println!("{}", result.get());
+                outln!("{}", result.get());
                 ExitCode::SUCCESS
             }
             Err(e) => report(&args, e),
@@ -418,23 +420,23 @@ fn report(args: &CallArgs, e: CallError) -> ExitCode {
 /// Prints a call's outcome under its frames.
 fn show(outcome: Result<serde_json::Value, CallError>) {
     match outcome {
-        Ok(v) => println!("    = {v}"),
-        Err(CallError::Rpc(e)) => println!(
+        Ok(v) => outln!("    = {v}"),
+        Err(CallError::Rpc(e)) => outln!(
             "    ! error {}",
             serde_json::to_string(&e).unwrap_or_else(|_| e.to_string())
         ),
-        Err(e) => println!("    ! {e}"),
+        Err(e) => outln!("    ! {e}"),
     }
 }
 
 async fn step(title: &str) {
     // Let the previous step's frames print before the next heading.
     tokio::time::sleep(Duration::from_millis(20)).await;
-    println!("\n# {title}");
+    outln!("\n# {title}");
 }
 
 async fn demo() -> ExitCode {
-    println!(
+    outln!(
         "rpcwire demo: a client and the demo service joined by an in-memory pipe.\n\
          Every frame is printed as it crosses the pipe: --> client to server, <-- server to client;\n\
          `=` is the result the client decoded, `!` an error."
@@ -469,7 +471,7 @@ async fn demo() -> ExitCode {
     );
     step("a notification: no id, no answer").await;
     if let Err(e) = c.notify("update", [1, 2, 3, 4, 5]).await {
-        println!("    ! {e}");
+        outln!("    ! {e}");
     }
     step("a method that does not exist").await;
     show(c.call("foobar", ()).await);
@@ -504,15 +506,15 @@ async fn demo() -> ExitCode {
                     }));
                 }
             }
-            Err(e) => println!("    ! {e}"),
+            Err(e) => outln!("    ! {e}"),
         },
-        Err(e) => println!("    ! {e}"),
+        Err(e) => outln!("    ! {e}"),
     }
     tokio::time::sleep(Duration::from_millis(20)).await;
     drop(c);
     let _ = session.join().await;
     let _ = server.join().await;
-    println!(
+    outln!(
         "\nTry it over TCP: `rpcwire serve --tcp 127.0.0.1:4000` in one terminal, then\n\
          `rpcwire call --tcp 127.0.0.1:4000 subtract '[42, 23]'` in another."
     );

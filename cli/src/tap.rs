@@ -1,7 +1,7 @@
 //! A wire tap: wraps a reader or writer and prints every complete line that passes through,
 //! with a prefix (`-->` for what we send, `<--` for what we receive).
 
-use std::io::{self, Write};
+use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -36,12 +36,11 @@ impl<T> Tap<T> {
             if b == b'\n' {
                 let text = String::from_utf8_lossy(&self.line);
                 let text = text.trim_end_matches('\r');
-                let mut out = io::stdout().lock();
-                let _ = if self.cut > 0 {
-                    writeln!(out, "{} {text}... ({} more bytes)", self.prefix, self.cut)
+                if self.cut > 0 {
+                    crate::outln!("{} {text}... ({} more bytes)", self.prefix, self.cut);
                 } else {
-                    writeln!(out, "{} {text}", self.prefix)
-                };
+                    crate::outln!("{} {text}", self.prefix);
+                }
                 self.line.clear();
                 self.cut = 0;
             } else if self.line.len() < SHOW {
