@@ -85,7 +85,7 @@ pub fn demo_router() -> Router {
         .raw_method("fail", |_: Option<RawJson<'_>>| {
             let err = RpcError::new(ErrorCode(-32000), "Server error");
             let data = serde_json::json!({"reason": "the method fail always fails"});
-            Err::<(), _>(err.clone().with_data(&data).unwrap_or(err))
+            Err::<(), _>(err.with_data(&data))
         })
         .notification("update", |_: Option<Box<RawValue>>| async {})
         .notification("notify_hello", |_: Option<Box<RawValue>>| async {})

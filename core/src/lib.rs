@@ -120,8 +120,9 @@
 //! says so. `content-length`: LSP-style framing (`wire::Framing::ContentLength`); a firmware
 //! that speaks newline-delimited JSON only turns defaults off and saves about 1 KiB of flash.
 //! `alloc`: heap storage that grows and shrinks (`storage::Heap`, `RxBuffer<Vec<u8>>`) and
-//! serde_json decoding (`wire::RawJson::deserialize`). `std`: `std::error::Error`
-//! impls and `std::time::Instant` conversions. `defmt`: `defmt::Format` on errors and events.
+//! serde_json decoding (`wire::RawJson::deserialize`). `std`: `std::time::Instant`
+//! conversions (`Instant::from_std`) and SIMD frame search. Every error type implements
+//! `core::error::Error` in every feature set. `defmt`: `defmt::Format` on errors and events.
 //! `arbitrary`: `Arbitrary` on configuration types, for fuzzing.
 
 #[cfg(feature = "alloc")]

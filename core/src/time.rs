@@ -66,13 +66,15 @@ impl core::ops::Add<Duration> for Instant {
 #[cfg(feature = "std")]
 impl Instant {
     /// Converts a `std::time::Instant` given the `origin` that maps to [`Instant::ZERO`].
-    /// Instants before the origin map to the origin.
+    /// Instants before the origin map to the origin. Needs the `std` feature (a firmware
+    /// builds its instants from a timer with [`Instant::from_micros`]).
     pub fn from_std(origin: std::time::Instant, at: std::time::Instant) -> Instant {
         let d = at.saturating_duration_since(origin);
         Instant(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
     }
 
-    /// The `std::time::Instant` this instant corresponds to, given the same `origin`.
+    /// The `std::time::Instant` this instant corresponds to, given the same `origin`. Needs
+    /// the `std` feature.
     pub fn to_std(self, origin: std::time::Instant) -> std::time::Instant {
         origin + Duration::from_micros(self.0)
     }

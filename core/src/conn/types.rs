@@ -341,8 +341,7 @@ macro_rules! display {
                 match self { $($pat => $fmt(f),)+ }
             }
         }
-        #[cfg(feature = "std")]
-        impl std::error::Error for $ty {}
+        impl core::error::Error for $ty {}
     };
 }
 

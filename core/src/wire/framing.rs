@@ -630,8 +630,7 @@ impl core::fmt::Display for EncodeError {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for EncodeError {}
+impl core::error::Error for EncodeError {}
 
 impl From<super::ser::SerializeError> for EncodeError {
     fn from(e: super::ser::SerializeError) -> Self {

@@ -160,8 +160,7 @@ impl fmt::Display for ScanError {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for ScanError {}
+impl core::error::Error for ScanError {}
 
 // ---------------------------------------------------------------------------------------------
 // Word-at-a-time helpers
@@ -741,8 +740,7 @@ impl fmt::Display for UnescapeError {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for UnescapeError {}
+impl core::error::Error for UnescapeError {}
 
 /// Where decoded bytes go: a counter, or a buffer that also counts past its end.
 trait Sink {

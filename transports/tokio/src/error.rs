@@ -15,9 +15,14 @@ use serde_json::value::RawValue;
 /// ```
 /// use rpcwire_tokio::{ErrorCode, RpcError};
 ///
-/// let e = RpcError::new(ErrorCode(-32000), "disk full").with_data(&serde_json::json!({"free": 0}))?;
+/// let e = RpcError::new(ErrorCode(-32000), "disk full").with_data(&serde_json::json!({"free": 0}));
 /// assert_eq!(serde_json::to_string(&e)?, r#"{"code":-32000,"message":"disk full","data":{"free":0}}"#);
 /// assert_eq!(e.error_code(), ErrorCode(-32000));
+///
+/// // In a handler, a failed call to the peer becomes the handler's error with `?`.
+/// async fn relay(peer: &rpcwire_tokio::Client) -> Result<i64, RpcError> {
+///     Ok(peer.call("subtract", [42, 23]).await?)
+/// }
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -33,10 +38,10 @@ pub struct RpcError {
 
 impl RpcError {
     /// An error with a code and message and no data.
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl fmt::Display) -> Self {
         RpcError {
             code: code.0,
-            message: message.into(),
+            message: message.to_string(),
             data: None,
         }
     }
@@ -57,17 +62,21 @@ impl RpcError {
     }
 
     /// Internal error (-32603) whose `data` says what happened.
-    pub fn internal(detail: &str) -> Self {
+    pub fn internal(detail: impl fmt::Display) -> Self {
+        let detail = detail.to_string();
         RpcError {
-            data: serde_json::value::to_raw_value(detail).ok(),
+            data: serde_json::value::to_raw_value(&detail).ok(),
             ..RpcError::standard(ErrorCode::INTERNAL_ERROR)
         }
     }
 
-    /// Sets `data` to any serializable value.
-    pub fn with_data<D: Serialize + ?Sized>(mut self, data: &D) -> Result<Self, serde_json::Error> {
-        self.data = Some(serde_json::value::to_raw_value(data)?);
-        Ok(self)
+    /// Sets `data` to any serializable value. It cannot fail: a value that does not serialize
+    /// (a map with non-string keys, say) becomes the serializer's message, as a string.
+    pub fn with_data<D: Serialize + ?Sized>(mut self, data: &D) -> Self {
+        self.data = serde_json::value::to_raw_value(data)
+            .or_else(|e| serde_json::value::to_raw_value(&format!("unserializable data: {e}")))
+            .ok();
+        self
     }
 
     /// The code as an [`ErrorCode`].
@@ -106,6 +115,18 @@ impl fmt::Display for RpcError {
 }
 
 impl std::error::Error for RpcError {}
+
+/// A handler that calls the peer can return the call's failure with `?`: the peer's own error
+/// object is passed on as is; a timeout, a closed connection or a decoding failure becomes
+/// Internal error (-32603) whose `data` says which.
+impl From<CallError> for RpcError {
+    fn from(e: CallError) -> Self {
+        match e {
+            CallError::Rpc(e) => e,
+            other => RpcError::internal(other),
+        }
+    }
+}
 
 /// Why a call, notification or batch did not produce a result.
 #[derive(Debug, thiserror::Error)]

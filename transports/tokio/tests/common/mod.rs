@@ -40,8 +40,7 @@ pub fn router() -> Router {
         .method("fail", |_: ()| async move {
             Err::<(), _>(
                 RpcError::new(ErrorCode(-32000), "it failed")
-                    .with_data(&serde_json::json!({"why": "always"}))
-                    .unwrap(),
+                    .with_data(&serde_json::json!({"why": "always"})),
             )
         })
         .method("panic", |_: ()| async move {
