@@ -458,11 +458,20 @@ impl Session {
         (self.client, self.task)
     }
 
-    /// Drops this session's client and waits for the driver to end. A connection without a
-    /// router ends once no other [`Client`] clone is alive; a serving connection ends when the
-    /// peer closes its side or on [`Client::shutdown`].
+    /// Drops this session's client and waits for the connection to end on its own: a
+    /// connection without a router ends once no other [`Client`] clone is alive; one with a
+    /// router (the peer may still call it) ends when the peer closes its side or on
+    /// [`Client::shutdown`]. To end it from this side, use [`close`](Session::close).
     pub async fn join(self) -> Result<(), DriverError> {
         drop(self.client);
         self.task.await?
+    }
+
+    /// Ends the connection from this side and waits for it: stops reading, fails our pending
+    /// calls with [`CallError::Closed`], answers the requests already received, flushes, and
+    /// closes the write side. The way to finish a client that also serves (has a router).
+    pub async fn close(self) -> Result<(), DriverError> {
+        self.client.shutdown();
+        self.join().await
     }
 }
