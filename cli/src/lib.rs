@@ -63,7 +63,7 @@ pub fn demo_router() -> Router {
                         Some(answer) => Ok(Reply::Answer(answer)),
                         None => RawValue::from_string(p.map_or("null", |p| p.as_str()).to_owned())
                             .map(Reply::Raw)
-                            .map_err(|e| RpcError::internal(&e.to_string())),
+                            .map_err(RpcError::internal),
                     },
                     Err(refusal) if refusal.expected.is_empty() => {
                         Err(RpcError::standard(refusal.code))

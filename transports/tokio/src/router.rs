@@ -184,7 +184,7 @@ pub(crate) fn answer<R: Serialize + ?Sized>(
 
 fn to_json<R: Serialize + ?Sized>(value: &R) -> Result<String, RpcError> {
     serde_json::to_string(value)
-        .map_err(|e| RpcError::internal(&format!("cannot serialize result: {e}")))
+        .map_err(|e| RpcError::internal(format!("cannot serialize result: {e}")))
 }
 
 /// What a handler knows about the message it handles, and a handle to call the peer back on

@@ -505,7 +505,7 @@ async fn handlers_call_back_the_peer_on_the_same_connection() {
                     .peer()
                     .call("title_of", [&name])
                     .await
-                    .map_err(|e| RpcError::internal(&e.to_string()))?;
+                    .map_err(RpcError::internal)?;
                 Ok::<_, RpcError>(format!("hello, {title} {name}"))
             });
         let asker = Router::new().method("title_of", |(_name,): (String,)| async move {

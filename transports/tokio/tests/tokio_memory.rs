@@ -182,7 +182,7 @@ async fn a_64_mib_frame_is_echoed_under_a_256_mib_limit_and_its_memory_given_bac
             |p: Option<rpcwire::wire::RawJson<'_>>| {
                 p.map(|p| serde_json::value::RawValue::from_string(p.as_str().to_owned()))
                     .transpose()
-                    .map_err(|e| rpcwire_tokio::RpcError::internal(&e.to_string()))
+                    .map_err(rpcwire_tokio::RpcError::internal)
             },
         );
         let server = tokio::spawn(

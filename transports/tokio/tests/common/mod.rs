@@ -53,7 +53,7 @@ pub fn router() -> Router {
             ctx.peer()
                 .call::<_, Box<RawValue>>("echo", p)
                 .await
-                .map_err(|e| RpcError::internal(&e.to_string()))
+                .map_err(RpcError::internal)
         })
 }
 
