@@ -30,8 +30,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let client = session.client();
     let diff: i64 = client.call("subtract", [42, 23]).await?;
     assert_eq!(diff, 19);
-    let err = client.call::<_, ()>("fail", ()).await.unwrap_err();
-    println!("fail: {err}");
+    if let Err(err) = client.call::<_, ()>("fail", ()).await {
+        println!("fail: {err}"); // JSON-RPC error -32000: disk full (data: [1,2])
+    }
     let mut batch = client.batch();
     batch.call("subtract", [5, 3])?;
     batch.call("slow", [10])?;
