@@ -41,6 +41,14 @@ struct Cli {
 enum Cmd {
     /// Serve the demo service (subtract, sum, update, notify_hello, notify_sum, get_data, echo,
     /// sleep, fail).
+    #[command(after_help = "Methods (params -> result):\n  \
+        subtract  [minuend, subtrahend] or {\"minuend\": a, \"subtrahend\": b} -> a - b\n  \
+        sum       [n, ...] -> the sum (integers stay integers)\n  \
+        get_data  none -> [\"hello\", 5]\n  \
+        echo      anything -> the params unchanged (null when absent)\n  \
+        update, notify_hello, notify_sum   anything -> null (as notifications: nothing)\n  \
+        sleep     {\"ms\": N} or [N] -> null after N milliseconds (at most 3600000)\n  \
+        fail      anything -> always the error -32000 with a data member")]
     Serve(ServeArgs),
     /// Call a method (or send a notification) and print the result.
     #[command(
@@ -125,7 +133,9 @@ struct CallArgs {
     notify: bool,
     /// The method name.
     method: String,
-    /// The params as JSON: an array or an object.
+    /// The params as JSON (an array or an object); `@FILE` reads them from a file and `-`
+    /// from stdin (for values larger than the command line allows).
+    #[arg(value_name = "PARAMS")]
     params: Option<String>,
 }
 
@@ -242,16 +252,29 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
 }
 
-/// Parses `PARAMS_JSON`: an array or an object.
+/// Parses PARAMS (an array or an object), read from a file for `@FILE` and from stdin for `-`.
 fn parse_params(text: Option<&str>) -> Result<Option<Box<RawValue>>, String> {
     let Some(text) = text else {
         return Ok(None);
     };
+    let text = match text {
+        "-" => {
+            let mut all = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut all)
+                .map_err(|e| format!("cannot read PARAMS from stdin: {e}"))?;
+            all
+        }
+        _ => match text.strip_prefix('@') {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read PARAMS from {path}: {e}"))?,
+            None => text.to_owned(),
+        },
+    };
     let raw = RawValue::from_string(text.trim().to_owned())
-        .map_err(|e| format!("PARAMS_JSON is not valid JSON: {e}"))?;
+        .map_err(|e| format!("PARAMS is not valid JSON: {e}"))?;
     match raw.get().as_bytes().first() {
         Some(b'[' | b'{') => Ok(Some(raw)),
-        _ => Err("PARAMS_JSON must be a JSON array or object".to_owned()),
+        _ => Err("PARAMS must be a JSON array or object".to_owned()),
     }
 }
 

@@ -31,6 +31,22 @@ async fn call_over_tcp_prints_results_and_errors() {
         assert_eq!(o.stdout, "19\n");
         let o = run(tcp(&["sum", "[1.5, 2]"])).await;
         assert_eq!(o.stdout, "3.5\n");
+        // Params from a file (`@FILE`): values larger than a command line allows.
+        let file = std::env::temp_dir().join(format!("rpcwire-params-{}.json", std::process::id()));
+        let big = "q".repeat(300_000);
+        std::fs::write(&file, format!("[\"{big}\"]")).unwrap();
+        let at = format!("@{}", file.display());
+        let o = run(tcp(&["echo", &at])).await;
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(
+            (o.code, o.stdout.len()),
+            (Some(0), big.len() + 5),
+            "{}",
+            o.stderr
+        );
+        let o = run(tcp(&["sum", "@/nonexistent/params.json"])).await;
+        assert_eq!(o.code, Some(2), "{}", o.stderr);
+        assert!(o.stderr.contains("cannot read PARAMS"), "{}", o.stderr);
         let o = run(tcp(&["get_data"])).await;
         assert_eq!(o.stdout, "[\"hello\",5]\n");
         let o = run(tcp(&["echo", r#"{"a": [1.0, -0, 9007199254740993]}"#])).await;
