@@ -125,6 +125,9 @@ struct CallArgs {
     /// Message framing.
     #[arg(long, value_enum, default_value = "line")]
     framing: FramingArg,
+    /// Largest frame sent or received, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_FRAME)]
+    max_frame: usize,
     /// Seconds to wait for the connection and the answer.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     timeout: f64,
@@ -287,6 +290,7 @@ struct Target {
 async fn connect(args: &CallArgs, timeout: Duration) -> Result<Target, ExitCode> {
     let builder = Builder::new()
         .framing(args.framing.into())
+        .max_frame(args.max_frame)
         .request_timeout(Some(timeout));
     if let Some(addr) = &args.tcp {
         return match tokio::time::timeout(timeout, builder.connect_tcp(addr.as_str())).await {
@@ -364,16 +368,23 @@ async fn call(args: CallArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    // One deadline for the whole command: `--timeout N` means it exits within about N
+    // seconds, whatever the peer does (never reads, never answers, floods, half-closes).
+    let deadline = tokio::time::Instant::now() + timeout;
     let Target { session, child } = match connect(&args, timeout).await {
         Ok(t) => t,
         Err(code) => return code,
     };
     let client = session.client().clone();
     let code = if args.notify {
-        let sent = match &params {
-            Some(p) => client.notify(&args.method, p).await,
-            None => client.notify(&args.method, ()).await,
-        };
+        let sent = tokio::time::timeout_at(deadline, async {
+            match &params {
+                Some(p) => client.notify(&args.method, p).await,
+                None => client.notify(&args.method, ()).await,
+            }
+        })
+        .await
+        .unwrap_or(Err(CallError::Timeout));
         match sent {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => report(&args, e),
@@ -390,19 +401,22 @@ async fn call(args: CallArgs) -> ExitCode {
             Err(e) => report(&args, e),
         }
     };
-    // Graceful close: flush what is queued (a notification), close our write side.
+    // Graceful close: flush what is queued (a notification), close our write side; within
+    // what is left of the deadline (and a moment at least), never longer.
+    let grace = || {
+        deadline
+            .saturating_duration_since(tokio::time::Instant::now())
+            .clamp(Duration::from_millis(200), Duration::from_secs(2))
+    };
     client.shutdown();
     drop(client);
-    let closed = tokio::time::timeout(Duration::from_secs(2), session.join()).await;
+    let closed = tokio::time::timeout(grace(), session.join()).await;
     if let Ok(Err(e)) = closed {
         tracing::debug!(error = %e, "connection ended with an error");
     }
     if let Some(mut child) = child {
         // Its stdin is closed: give it a moment to exit, then stop it.
-        if tokio::time::timeout(Duration::from_secs(2), child.wait())
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(grace(), child.wait()).await.is_err() {
             let _ = child.kill().await;
         }
     }
