@@ -40,14 +40,15 @@ use core::task::Poll;
 use core::time::Duration;
 
 use embedded_io_async::{ErrorType, Read, Write};
-use rpcwire::storage::Inline;
+use rpcwire::storage::{Inline, Storage};
 use rpcwire::wire::RxBuffer;
 use rpcwire::{
-    CancelError, Config, Connection, ErrorCode, Input, Instant, RequestHandle, RespondError,
-    SendError, Token,
+    CancelError, Config, Connection, ErrorCode, Instant, RequestHandle, RespondError, SendError,
+    Token,
 };
 use serde::Serialize;
 
+use crate::session::{retry_after_flush, written, Session, Step, Turn};
 use crate::{
     Clock, Error, Incoming, Retry, DEFAULT_BATCH, DEFAULT_INFLIGHT, DEFAULT_PENDING, DEFAULT_RX,
     DEFAULT_TX,
@@ -72,10 +73,9 @@ pub struct AsyncDriver<
     const INFLIGHT: usize = { DEFAULT_INFLIGHT },
 > {
     io: IO,
-    clock: C,
-    conn: Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
-    rx: RxBuffer<[u8; RX]>,
-    failed: Option<Error<IO::Error>>,
+    /// Everything but the I/O object, and the loop that needs no I/O (shared with the
+    /// blocking driver).
+    session: Session<IO::Error, C, Inline<TX, BATCH, PENDING, INFLIGHT>, [u8; RX]>,
 }
 
 /// What an async handler gets besides the item; see [`Context`](crate::Context), whose
@@ -88,20 +88,18 @@ pub struct AsyncContext<
     const PENDING: usize,
     const INFLIGHT: usize,
 > {
-    conn: &'a mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
+    turn: Turn<'a, IO::Error, Inline<TX, BATCH, PENDING, INFLIGHT>>,
     io: &'a mut IO,
-    now: Instant,
-    failed: &'a mut Option<Error<IO::Error>>,
 }
 
-async fn transmit<
-    IO: Write,
-    const TX: usize,
-    const BATCH: usize,
-    const PENDING: usize,
-    const INFLIGHT: usize,
->(
-    conn: &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
+/// Writes every queued byte (partial writes accounted), then flushes the writer. True when
+/// anything was written.
+///
+/// The core's [`Connection::transmit_with`] loop, which the blocking driver uses, written
+/// out here because its closure cannot `.await` the write; every write-out of this driver
+/// goes through this one function.
+async fn transmit<IO: Write, S: Storage>(
+    conn: &mut Connection<S>,
     io: &mut IO,
 ) -> Result<bool, Error<IO::Error>> {
     let mut wrote = false;
@@ -110,10 +108,7 @@ async fn transmit<
         if bytes.is_empty() {
             break;
         }
-        let n = io.write(bytes).await.map_err(Error::Io)?;
-        if n == 0 {
-            return Err(Error::WriteZero);
-        }
+        let n = written(io.write(bytes).await)?;
         conn.advance_transmit(n);
         wrote = true;
     }
@@ -133,27 +128,22 @@ impl<
 {
     /// The time the driver read when it took this item.
     pub fn now(&self) -> Instant {
-        self.now
+        self.turn.now
     }
 
     /// The connection, for anything the context does not wrap.
     pub fn conn(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
-        self.conn
+        self.turn.conn
     }
 
     /// Writes out every queued byte now; false when nothing was written (empty queue, or a
     /// transport failure that the driver reports after the handler).
     pub async fn flush(&mut self) -> bool {
-        if self.failed.is_some() {
+        if !self.turn.can_write() {
             return false;
         }
-        match transmit(self.conn, self.io).await {
-            Ok(wrote) => wrote,
-            Err(e) => {
-                *self.failed = Some(e);
-                false
-            }
-        }
+        let outcome = transmit(self.turn.conn, self.io).await;
+        self.turn.wrote(outcome)
     }
 
     /// Runs a command; while it would block, writes out and runs it again
@@ -163,13 +153,9 @@ impl<
         mut command: impl FnMut(&mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>) -> Result<T, R>,
     ) -> Result<T, R> {
         loop {
-            match command(self.conn) {
-                Err(e) if e.would_block() => {
-                    if !self.flush().await {
-                        return Err(e);
-                    }
-                }
-                done => return done,
+            let outcome = command(self.turn.conn);
+            if !retry_after_flush(&outcome) || !self.flush().await {
+                return outcome;
             }
         }
     }
@@ -197,7 +183,7 @@ impl<
 
     /// Answers a request with a standard error.
     pub fn reject(&mut self, handle: RequestHandle, code: ErrorCode) -> Result<(), RespondError> {
-        self.conn.reject(handle, code)
+        self.turn.conn.reject(handle, code)
     }
 
     /// Sends a request; its response or failure comes back to the handler with `token`.
@@ -208,7 +194,7 @@ impl<
         params: Option<&P>,
         timeout: Option<Duration>,
     ) -> Result<(), SendError> {
-        let now = self.now;
+        let now = self.turn.now;
         self.retry(|conn| conn.send_request(now, token, method, params, timeout))
             .await
     }
@@ -225,7 +211,7 @@ impl<
 
     /// Forgets a pending request.
     pub fn cancel(&mut self, token: Token) -> Result<(), CancelError> {
-        self.conn.cancel(token)
+        self.turn.conn.cancel(token)
     }
 }
 
@@ -272,10 +258,7 @@ impl<
     ) -> Self {
         AsyncDriver {
             io,
-            clock,
-            conn,
-            rx,
-            failed: None,
+            session: Session::new(clock, conn, rx),
         }
     }
 
@@ -288,7 +271,10 @@ impl<
         Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
         RxBuffer<[u8; RX]>,
     ) {
-        (self.io, self.clock, self.conn, self.rx)
+        let Session {
+            clock, conn, rx, ..
+        } = self.session;
+        (self.io, clock, conn, rx)
     }
 
     /// The I/O object.
@@ -303,24 +289,17 @@ impl<
 
     /// The connection.
     pub fn conn(&self) -> &Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
-        &self.conn
+        &self.session.conn
     }
 
     /// The connection, mutably. After commands on it, the next driver call writes out.
     pub fn conn_mut(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
-        &mut self.conn
+        &mut self.session.conn
     }
 
     /// The earliest deadline of a pending request.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.conn.poll_timeout()
-    }
-
-    fn check(&mut self) -> Result<(), Error<IO::Error>> {
-        match self.failed.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.session.conn.poll_timeout()
     }
 }
 
@@ -334,6 +313,8 @@ impl<
         const INFLIGHT: usize,
     > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
 {
+    /// Runs `command`, writing out and retrying while it would block
+    /// ([`AsyncContext::retry`]), then writes out what it queued.
     async fn command<T>(
         &mut self,
         mut command: impl FnMut(
@@ -341,21 +322,17 @@ impl<
             Instant,
         ) -> Result<T, SendError>,
     ) -> Result<T, Error<IO::Error>> {
-        self.check()?;
-        let now = self.clock.now();
-        let value = loop {
-            match command(&mut self.conn, now) {
-                Ok(v) => break v,
-                Err(e) if e.would_block() => {
-                    if !transmit(&mut self.conn, &mut self.io).await? {
-                        return Err(Error::Send(e));
-                    }
-                }
-                Err(e) => return Err(Error::Send(e)),
-            }
+        let turn = self.session.turn()?;
+        let now = turn.now;
+        let mut ctx = AsyncContext {
+            turn,
+            io: &mut self.io,
         };
-        transmit(&mut self.conn, &mut self.io).await?;
-        Ok(value)
+        let outcome = ctx.retry(|conn| command(conn, now)).await;
+        ctx.flush().await;
+        // A transport failure comes first: it is why a command would have blocked.
+        self.session.check()?;
+        outcome.map_err(Error::Send)
     }
 
     /// Sends a request and writes it out; its response or failure comes back to a later
@@ -399,56 +376,23 @@ impl<
     where
         F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
     {
-        self.check()?;
+        self.session.begin()?;
         let mut input = bytes;
-        let now = self.clock.now();
-        // Expired requests are reported before new input is handled.
-        self.conn.handle_timeout(now);
-        self.drain(now, &mut handler).await?;
         loop {
-            let now = self.clock.now();
-            let Input::Item(item) = self.conn.handle_input(now, &mut self.rx, &mut input) else {
-                if self.drain(now, &mut handler).await? {
-                    continue;
+            match self.session.step(&mut input) {
+                Step::Transmit => {
+                    transmit(&mut self.session.conn, &mut self.io).await?;
                 }
-                break;
-            };
-            let mut ctx = AsyncContext {
-                conn: &mut self.conn,
-                io: &mut self.io,
-                now,
-                failed: &mut self.failed,
-            };
-            handler(&mut ctx, item.into()).await;
-            self.check()?;
-            self.drain(now, &mut handler).await?;
-        }
-        Ok(bytes.len() - input.len())
-    }
-
-    async fn drain<F>(&mut self, now: Instant, handler: &mut F) -> Result<bool, Error<IO::Error>>
-    where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
-    {
-        let mut wrote = false;
-        loop {
-            // `poll_output` in two steps: the deadline it ends with is not needed here (the
-            // caller asks for it once, when it is about to wait).
-            let Some(event) = self.conn.poll_event() else {
-                if self.conn.poll_transmit().is_empty() {
-                    return Ok(wrote);
+                Step::Handle(turn, item) => {
+                    let mut ctx = AsyncContext {
+                        turn,
+                        io: &mut self.io,
+                    };
+                    handler(&mut ctx, item).await;
+                    self.session.check()?;
                 }
-                wrote |= transmit(&mut self.conn, &mut self.io).await?;
-                continue;
-            };
-            let mut ctx = AsyncContext {
-                conn: &mut self.conn,
-                io: &mut self.io,
-                now,
-                failed: &mut self.failed,
-            };
-            handler(&mut ctx, Incoming::Event(event)).await;
-            self.check()?;
+                Step::Done => return Ok(bytes.len() - input.len()),
+            }
         }
     }
 }
@@ -463,26 +407,18 @@ impl<
         const INFLIGHT: usize,
     > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
 {
-    fn commit_read(&mut self, n: usize) -> Result<(), Error<IO::Error>> {
-        if n == 0 {
-            return Err(Error::Eof);
-        }
-        self.rx.commit(n);
-        Ok(())
-    }
-
     /// Reads once (awaiting at least one byte), then handles everything received.
     pub async fn read_once<F>(&mut self, mut handler: F) -> Result<(), Error<IO::Error>>
     where
         F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
     {
         self.process(&mut handler).await?;
-        let spare = self.rx.spare();
+        let spare = self.session.rx.spare();
         if spare.is_empty() {
             return Ok(());
         }
-        let n = self.io.read(spare).await.map_err(Error::Io)?;
-        self.commit_read(n)?;
+        let read = self.io.read(spare).await;
+        self.session.received(read)?;
         self.process(&mut handler).await
     }
 
@@ -516,19 +452,18 @@ impl<
         F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
     {
         self.process(&mut handler).await?;
-        let deadline = self.conn.poll_timeout();
-        let spare = self.rx.spare();
+        let deadline = self.session.conn.poll_timeout();
+        let spare = self.session.rx.spare();
         if spare.is_empty() {
             return Ok(());
         }
         let read = self.io.read(spare);
         let got = match deadline {
             None => Some(read.await),
-            Some(at) => select(read, self.clock.sleep_until(at)).await,
+            Some(at) => select(read, self.session.clock.sleep_until(at)).await,
         };
-        if let Some(n) = got {
-            let n = n.map_err(Error::Io)?;
-            self.commit_read(n)?;
+        if let Some(read) = got {
+            self.session.received(read)?;
         }
         self.process(&mut handler).await
     }

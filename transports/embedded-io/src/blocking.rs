@@ -5,14 +5,15 @@ use core::mem::MaybeUninit;
 use core::time::Duration;
 
 use embedded_io::{ErrorType, Read, ReadReady, Write};
-use rpcwire::storage::Inline;
+use rpcwire::storage::{Inline, Storage};
 use rpcwire::wire::RxBuffer;
 use rpcwire::{
-    CancelError, Config, Connection, ErrorCode, Input, Instant, RequestHandle, RespondError,
-    SendError, Token,
+    CancelError, Config, Connection, ErrorCode, Instant, RequestHandle, RespondError, SendError,
+    Token,
 };
 use serde::Serialize;
 
+use crate::session::{retry_after_flush, written, Session, Step, Turn};
 use crate::{
     Clock, Error, Incoming, Retry, DEFAULT_BATCH, DEFAULT_INFLIGHT, DEFAULT_PENDING, DEFAULT_RX,
     DEFAULT_TX,
@@ -43,11 +44,9 @@ pub struct Driver<
     const INFLIGHT: usize = { DEFAULT_INFLIGHT },
 > {
     io: IO,
-    clock: C,
-    conn: Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
-    rx: RxBuffer<[u8; RX]>,
-    /// A transport error met inside a handler, returned by the driver call that ran it.
-    failed: Option<Error<IO::Error>>,
+    /// Everything but the I/O object, and the loop that needs no I/O (shared with the async
+    /// driver).
+    session: Session<IO::Error, C, Inline<TX, BATCH, PENDING, INFLIGHT>, [u8; RX]>,
 }
 
 /// What a handler gets besides the item: the connection, with commands that write out and
@@ -64,36 +63,17 @@ pub struct Context<
     const PENDING: usize,
     const INFLIGHT: usize,
 > {
-    conn: &'a mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
+    turn: Turn<'a, IO::Error, Inline<TX, BATCH, PENDING, INFLIGHT>>,
     io: &'a mut IO,
-    now: Instant,
-    failed: &'a mut Option<Error<IO::Error>>,
 }
 
-/// Writes every queued byte (partial writes accounted). True when anything was written.
-fn transmit<
-    IO: Write,
-    const TX: usize,
-    const BATCH: usize,
-    const PENDING: usize,
-    const INFLIGHT: usize,
->(
-    conn: &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
+/// Writes every queued byte with the core's drain (partial writes accounted), then flushes
+/// the writer. True when anything was written.
+fn transmit<IO: Write, S: Storage>(
+    conn: &mut Connection<S>,
     io: &mut IO,
 ) -> Result<bool, Error<IO::Error>> {
-    let mut wrote = false;
-    loop {
-        let bytes = conn.poll_transmit();
-        if bytes.is_empty() {
-            break;
-        }
-        let n = io.write(bytes).map_err(Error::Io)?;
-        if n == 0 {
-            return Err(Error::WriteZero);
-        }
-        conn.advance_transmit(n);
-        wrote = true;
-    }
+    let wrote = conn.transmit_with(|bytes| written(io.write(bytes)))? > 0;
     if wrote {
         io.flush().map_err(Error::Io)?;
     }
@@ -111,29 +91,24 @@ impl<
 {
     /// The time the driver read when it took this item.
     pub fn now(&self) -> Instant {
-        self.now
+        self.turn.now
     }
 
     /// The connection, for anything the context does not wrap (statistics, batches,
     /// configuration). After a command on it that returned `WouldBlock`, use
     /// [`retry`](Context::retry) or [`flush`](Context::flush).
     pub fn conn(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
-        self.conn
+        self.turn.conn
     }
 
     /// Writes out every queued byte now. Returns false when nothing was written (the queue
     /// was empty, or the transport failed: the driver reports that after the handler).
     pub fn flush(&mut self) -> bool {
-        if self.failed.is_some() {
+        if !self.turn.can_write() {
             return false;
         }
-        match transmit(self.conn, self.io) {
-            Ok(wrote) => wrote,
-            Err(e) => {
-                *self.failed = Some(e);
-                false
-            }
-        }
+        let outcome = transmit(self.turn.conn, self.io);
+        self.turn.wrote(outcome)
     }
 
     /// Runs a command on the connection; while it reports that the transmit buffer is full,
@@ -161,13 +136,9 @@ impl<
         mut command: impl FnMut(&mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>) -> Result<T, R>,
     ) -> Result<T, R> {
         loop {
-            match command(self.conn) {
-                Err(e) if e.would_block() => {
-                    if !self.flush() {
-                        return Err(e);
-                    }
-                }
-                done => return done,
+            let outcome = command(self.turn.conn);
+            if !retry_after_flush(&outcome) || !self.flush() {
+                return outcome;
             }
         }
     }
@@ -194,7 +165,7 @@ impl<
 
     /// Answers a request with a standard error ([`Connection::reject`]).
     pub fn reject(&mut self, handle: RequestHandle, code: ErrorCode) -> Result<(), RespondError> {
-        self.conn.reject(handle, code)
+        self.turn.conn.reject(handle, code)
     }
 
     /// Sends a request to the peer ([`Connection::send_request`]); its response or failure
@@ -206,7 +177,7 @@ impl<
         params: Option<&P>,
         timeout: Option<Duration>,
     ) -> Result<(), SendError> {
-        let now = self.now;
+        let now = self.turn.now;
         self.retry(|conn| conn.send_request(now, token, method, params, timeout))
     }
 
@@ -221,7 +192,7 @@ impl<
 
     /// Forgets a pending request ([`Connection::cancel`]).
     pub fn cancel(&mut self, token: Token) -> Result<(), CancelError> {
-        self.conn.cancel(token)
+        self.turn.conn.cancel(token)
     }
 }
 
@@ -274,10 +245,7 @@ impl<
     ) -> Self {
         Driver {
             io,
-            clock,
-            conn,
-            rx,
-            failed: None,
+            session: Session::new(clock, conn, rx),
         }
     }
 
@@ -290,7 +258,10 @@ impl<
         Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
         RxBuffer<[u8; RX]>,
     ) {
-        (self.io, self.clock, self.conn, self.rx)
+        let Session {
+            clock, conn, rx, ..
+        } = self.session;
+        (self.io, clock, conn, rx)
     }
 
     /// The I/O object.
@@ -305,25 +276,18 @@ impl<
 
     /// The connection (statistics, configuration).
     pub fn conn(&self) -> &Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
-        &self.conn
+        &self.session.conn
     }
 
     /// The connection, mutably. After commands on it, the next driver call writes out.
     pub fn conn_mut(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
-        &mut self.conn
+        &mut self.session.conn
     }
 
     /// The earliest deadline of a pending request: call [`poll`](Driver::poll) (or
     /// [`process`](Driver::process)) by then.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.conn.poll_timeout()
-    }
-
-    fn check(&mut self) -> Result<(), Error<IO::Error>> {
-        match self.failed.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.session.conn.poll_timeout()
     }
 }
 
@@ -337,7 +301,8 @@ impl<
         const INFLIGHT: usize,
     > Driver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
 {
-    /// Runs `command` on the connection, writing out and retrying while it would block.
+    /// Runs `command` on the connection, writing out and retrying while it would block
+    /// ([`Context::retry`]), then writes out what it queued.
     fn command<T>(
         &mut self,
         mut command: impl FnMut(
@@ -345,21 +310,17 @@ impl<
             Instant,
         ) -> Result<T, SendError>,
     ) -> Result<T, Error<IO::Error>> {
-        self.check()?;
-        let now = self.clock.now();
-        let value = loop {
-            match command(&mut self.conn, now) {
-                Ok(v) => break v,
-                Err(e) if e.would_block() => {
-                    if !transmit(&mut self.conn, &mut self.io)? {
-                        return Err(Error::Send(e));
-                    }
-                }
-                Err(e) => return Err(Error::Send(e)),
-            }
+        let turn = self.session.turn()?;
+        let now = turn.now;
+        let mut ctx = Context {
+            turn,
+            io: &mut self.io,
         };
-        transmit(&mut self.conn, &mut self.io)?;
-        Ok(value)
+        let outcome = ctx.retry(|conn| command(conn, now));
+        ctx.flush();
+        // A transport failure comes first: it is why a command would have blocked.
+        self.session.check()?;
+        outcome.map_err(Error::Send)
     }
 
     /// Sends a request to the peer and writes it out. Its response (or its failure: timeout,
@@ -406,60 +367,25 @@ impl<
     where
         F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
     {
-        self.check()?;
+        self.session.begin()?;
         let mut input = bytes;
-        let now = self.clock.now();
-        // Expired requests are reported before new input is handled.
-        self.conn.handle_timeout(now);
-        self.drain(now, &mut handler)?;
         loop {
-            let now = self.clock.now();
-            let Input::Item(item) = self.conn.handle_input(now, &mut self.rx, &mut input) else {
-                // Everything buffered is handled, or input waits for transmit room: after
-                // writing something out there may be more to do.
-                if self.drain(now, &mut handler)? {
-                    continue;
+            match self.session.step(&mut input) {
+                Step::Transmit => {
+                    transmit(&mut self.session.conn, &mut self.io)?;
                 }
-                break;
-            };
-            let mut ctx = Context {
-                conn: &mut self.conn,
-                io: &mut self.io,
-                now,
-                failed: &mut self.failed,
-            };
-            handler(&mut ctx, item.into());
-            self.check()?;
-            self.drain(now, &mut handler)?;
-        }
-        Ok(bytes.len() - input.len())
-    }
-
-    /// Drains the outputs: events to the handler, bytes to the writer. True when bytes were
-    /// written.
-    fn drain<F>(&mut self, now: Instant, handler: &mut F) -> Result<bool, Error<IO::Error>>
-    where
-        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
-    {
-        let mut wrote = false;
-        loop {
-            // `poll_output` in two steps: the deadline it ends with is not needed here (the
-            // caller asks for it once, when it is about to wait).
-            let Some(event) = self.conn.poll_event() else {
-                if self.conn.poll_transmit().is_empty() {
-                    return Ok(wrote);
+                Step::Handle(turn, item) => {
+                    handler(
+                        &mut Context {
+                            turn,
+                            io: &mut self.io,
+                        },
+                        item,
+                    );
+                    self.session.check()?;
                 }
-                wrote |= transmit(&mut self.conn, &mut self.io)?;
-                continue;
-            };
-            let mut ctx = Context {
-                conn: &mut self.conn,
-                io: &mut self.io,
-                now,
-                failed: &mut self.failed,
-            };
-            handler(&mut ctx, Incoming::Event(event));
-            self.check()?;
+                Step::Done => return Ok(bytes.len() - input.len()),
+            }
         }
     }
 }
@@ -476,15 +402,12 @@ impl<
 {
     /// Reads once into the receive buffer; false when it has no room (input is blocked).
     fn read_some(&mut self) -> Result<bool, Error<IO::Error>> {
-        let spare = self.rx.spare();
+        let spare = self.session.rx.spare();
         if spare.is_empty() {
             return Ok(false);
         }
-        let n = self.io.read(spare).map_err(Error::Io)?;
-        if n == 0 {
-            return Err(Error::Eof);
-        }
-        self.rx.commit(n);
+        let read = self.io.read(spare);
+        self.session.received(read)?;
         Ok(true)
     }
 
@@ -530,14 +453,16 @@ impl<
     where
         F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
     {
-        self.process(&mut handler)?;
-        while self.io.read_ready().map_err(Error::Io)? {
-            if !self.read_some()? {
-                break;
-            }
+        // One call of `process`, in the loop: a single call site is compiled inline (in the
+        // example firmware, into `main`, where the driver's address is a constant), which
+        // saves about 150 bytes of flash over a call before the loop and one in it.
+        loop {
             self.process(&mut handler)?;
+            // Until nothing is ready, or the receive buffer is full (input blocked).
+            if !self.io.read_ready().map_err(Error::Io)? || !self.read_some()? {
+                return Ok(self.session.conn.poll_timeout());
+            }
         }
-        Ok(self.conn.poll_timeout())
     }
 }
 
@@ -553,8 +478,8 @@ impl<
 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Driver")
-            .field("conn", &self.conn)
-            .field("rx", &self.rx)
+            .field("conn", &self.session.conn)
+            .field("rx", &self.session.rx)
             .finish_non_exhaustive()
     }
 }

@@ -15,8 +15,14 @@
 //! [`Context`] inside the handler); responses and failures come back to the handler.
 //!
 //! Byte-at-a-time UARTs and writers that take a few bytes per call are fine: partial reads
-//! go to the receive buffer, partial writes are accounted with
-//! [`advance_transmit`](rpcwire::Connection::advance_transmit).
+//! go to the receive buffer, partial writes are accounted by the core's drain,
+//! [`transmit_with`](rpcwire::Connection::transmit_with) (the async driver runs the same
+//! loop over [`poll_transmit`](rpcwire::Connection::poll_transmit) and
+//! [`advance_transmit`](rpcwire::Connection::advance_transmit) around its `await`).
+//!
+//! Both drivers are thin front ends over one sans-IO loop: feeding input to the core,
+//! delivering items and events, the drain rule and the retry rule are written once and shared
+//! by the blocking and the async driver, which only perform the reads and writes.
 //!
 //! ## A server loop
 //!
@@ -80,6 +86,7 @@ mod blocking;
 pub mod clock;
 mod error;
 mod incoming;
+mod session;
 
 #[cfg(feature = "async")]
 pub mod asynch;

@@ -540,6 +540,10 @@ impl<const CAP: usize, const SEGS: usize> Link<CAP, SEGS> {
 /// bytes the link accepted (fewer than queued when the link is full). Events are left for
 /// [`Connection::poll_event`]; call it after every command or input, like any driver drains
 /// [`Connection::poll_output`].
+///
+/// The link is written through the core's drain, [`Connection::transmit_with`], like the
+/// other blocking drivers: it goes on writing while the link takes bytes, so replies that
+/// waited for transmit room are moved too.
 pub fn flush<
     const TX: usize,
     const BATCH: usize,
@@ -553,13 +557,7 @@ pub fn flush<
     side: Side,
     conn: &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
 ) -> Result<usize, LinkError> {
-    let bytes = conn.poll_transmit();
-    if bytes.is_empty() {
-        return Ok(0);
-    }
-    let n = link.write(now, side, bytes)?;
-    conn.advance_transmit(n);
-    Ok(n)
+    conn.transmit_with(|bytes| link.write(now, side, bytes))
 }
 
 /// Reads what the link has ready for `side` straight into the spare room of `rx` (one read:
@@ -628,6 +626,28 @@ mod tests {
         }
         assert_eq!(link.read(now, Side::B, &mut out), Ok(3));
         assert_eq!(&out[..3], b"abc");
+    }
+
+    #[test]
+    fn flush_moves_what_the_link_takes_and_keeps_the_rest() {
+        let mut link: Link<16, 4> = Link::new(1, LinkConfig::IDEAL);
+        let now = Instant::ZERO;
+        let mut conn: Connection<Inline<256, 128, 2, 2>> = Connection::new(Default::default());
+        assert_eq!(conn.send_notification("n", Some(&[1])), Ok(()));
+        let queued = conn.transmit_len();
+        assert!(queued > 16);
+        // The link takes 16 bytes, then nothing: the rest stays queued, without an error.
+        assert_eq!(flush(&mut link, now, Side::A, &mut conn), Ok(16));
+        assert_eq!(conn.transmit_len(), queued - 16);
+        assert_eq!(flush(&mut link, now, Side::A, &mut conn), Ok(0));
+        let mut out = [0u8; 16];
+        let mut moved = 16;
+        while moved < queued {
+            assert_eq!(link.read(now, Side::B, &mut out), Ok(16));
+            moved += flush(&mut link, now, Side::A, &mut conn).unwrap_or(0);
+        }
+        assert_eq!(conn.transmit_len(), 0);
+        assert_eq!(flush(&mut link, now, Side::A, &mut conn), Ok(0));
     }
 
     #[test]
