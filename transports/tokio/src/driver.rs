@@ -584,6 +584,7 @@ impl Driver {
                     if queue.is_empty() && *running < settings.concurrency {
                         let origin = Origin {
                             peer,
+                            state: settings.router.as_ref().and_then(|r| r.state()),
                             id: Some(OriginId::Wire(req.id)),
                             method,
                         };
@@ -636,6 +637,7 @@ impl Driver {
                     if queue.is_empty() && *running < settings.concurrency {
                         let origin = Origin {
                             peer,
+                            state: settings.router.as_ref().and_then(|r| r.state()),
                             id: None,
                             method: &method,
                         };
@@ -698,6 +700,7 @@ impl Driver {
             self.queued_bytes -= job.cost;
             let origin = Origin {
                 peer: &peer,
+                state: router.state(),
                 id: job.id.as_deref().map(OriginId::Text),
                 method: &job.method,
             };

@@ -130,6 +130,17 @@ pub struct Builder {
     max_connections: usize,
     idle_release: Duration,
     router: Option<Arc<Router>>,
+    on_connect: Option<ConnectHook>,
+}
+
+/// What a server calls for each connection it accepts (see [`Builder::on_connect`]).
+#[derive(Clone)]
+struct ConnectHook(Arc<dyn Fn(Client, std::net::SocketAddr) + Send + Sync>);
+
+impl std::fmt::Debug for ConnectHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConnectHook")
+    }
 }
 
 /// The default limit on connections a server holds at once ([`Builder::max_connections`]).
@@ -158,6 +169,7 @@ impl Builder {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             idle_release: Duration::from_secs(1),
             router: None,
+            on_connect: None,
         }
     }
 
@@ -235,6 +247,41 @@ impl Builder {
     /// buffers; one that enlarged them for a large frame gives that back at once.
     pub fn idle_release(mut self, after: Duration) -> Self {
         self.idle_release = after;
+        self
+    }
+
+    /// Calls `hook` with a [`Client`] for each connection a server accepts (and the peer's
+    /// address), so that the application can call or notify that client outside any handler,
+    /// for example keep the clients to push notifications to all of them. A kept `Client`
+    /// does not hold the connection open: when the peer leaves, its calls fail with
+    /// [`CallError::Closed`] and [`Client::is_closed`] turns true.
+    ///
+    /// ```no_run
+    /// use std::sync::{Arc, Mutex};
+    /// use rpcwire_tokio::{Builder, Client, Router};
+    ///
+    /// # #[tokio::main]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let clients: Arc<Mutex<Vec<Client>>> = Arc::default();
+    /// let keep = Arc::clone(&clients);
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:4000").await?;
+    /// let server = Builder::new()
+    ///     .router(Router::new())
+    ///     .on_connect(move |client, _peer| keep.lock().unwrap().push(client))
+    ///     .serve_tcp(listener);
+    /// tokio::spawn(server);
+    /// // Later: notify every connected client.
+    /// for client in clients.lock().unwrap().iter().filter(|c| !c.is_closed()) {
+    ///     let client = client.clone();
+    ///     tokio::spawn(async move { client.notify("tick", [1]).await });
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn on_connect(
+        mut self,
+        hook: impl Fn(Client, std::net::SocketAddr) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_connect = Some(ConnectHook(Arc::new(hook)));
         self
     }
 
@@ -392,6 +439,9 @@ impl Builder {
             let _ = stream.set_nodelay(true);
             let (reader, writer) = stream.into_split();
             let session = self.clone().run(reader, writer);
+            if let Some(hook) = &self.on_connect {
+                (hook.0)(session.client().clone(), peer);
+            }
             tokio::spawn(async move {
                 match session.join().await {
                     Ok(()) => tracing::debug!(%peer, "connection ended"),

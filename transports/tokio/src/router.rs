@@ -26,6 +26,8 @@ pub(crate) type Conn = Connection<Heap>;
 /// a handler that needs no [`Context`] costs no copy.
 pub(crate) struct Origin<'a> {
     pub(crate) peer: &'a Client,
+    /// The router's shared state, if it has one.
+    pub(crate) state: Option<&'a SharedState>,
     /// The id's JSON text (`None` for a notification), read only if a handler asks for it.
     pub(crate) id: Option<OriginId<'a>>,
     pub(crate) method: &'a str,
@@ -48,9 +50,13 @@ impl Origin<'_> {
                 OriginId::Text(text) => text.to_owned(),
             }),
             method: self.method.to_owned(),
+            state: self.state.cloned(),
         }
     }
 }
+
+/// A router's shared state (see [`Router::with_state`]).
+pub(crate) type SharedState = Arc<dyn std::any::Any + Send + Sync>;
 
 /// Method names are short and chosen by the application: a multiply-rotate hash over 8-byte
 /// words (as rustc's FxHasher) looks them up several times faster than the default SipHash,
@@ -194,6 +200,7 @@ pub struct Context {
     pub(crate) peer: Client,
     pub(crate) id: Option<String>,
     pub(crate) method: String,
+    pub(crate) state: Option<SharedState>,
 }
 
 impl Context {
@@ -210,6 +217,11 @@ impl Context {
     /// The method name.
     pub fn method(&self) -> &str {
         &self.method
+    }
+
+    /// The router's shared state ([`Router::with_state`]), if it is a `T`.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.state.as_deref()?.downcast_ref()
     }
 }
 
@@ -245,6 +257,7 @@ impl Context {
 pub struct Router {
     methods: Names<MethodFn>,
     notifications: Names<NotifyFn>,
+    state: Option<SharedState>,
 }
 
 impl fmt::Debug for Router {
@@ -266,6 +279,34 @@ impl Router {
     /// An empty router (every request answers Method not found).
     pub fn new() -> Self {
         Router::default()
+    }
+
+    /// Shares `state` with every handler of this router, on every connection (a database pool,
+    /// counters, configuration): handlers registered with a context read it with
+    /// [`Context::state`]. One state per router; a second call replaces the first.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use rpcwire_tokio::{ErrorCode, Router, RpcError};
+    ///
+    /// struct Counter(AtomicU64);
+    /// let router = Router::new()
+    ///     .with_state(Counter(AtomicU64::new(0)))
+    ///     .method_with_context("next", |ctx, _: ()| async move {
+    ///         let counter = ctx
+    ///             .state::<Counter>()
+    ///             .ok_or_else(|| RpcError::standard(ErrorCode::INTERNAL_ERROR))?;
+    ///         Ok::<_, RpcError>(counter.0.fetch_add(1, Ordering::Relaxed))
+    ///     });
+    /// assert!(router.has_method("next"));
+    /// ```
+    pub fn with_state<T: Send + Sync + 'static>(mut self, state: T) -> Self {
+        self.state = Some(Arc::new(state));
+        self
+    }
+
+    pub(crate) fn state(&self) -> Option<&SharedState> {
+        self.state.as_ref()
     }
 
     /// Registers a request handler taking typed params.

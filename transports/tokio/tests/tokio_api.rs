@@ -1,0 +1,87 @@
+//! The API a server needs beyond handlers: shared state for a router, and a client handle per
+//! accepted connection to call or notify it outside any handler.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::bounded;
+use rpcwire_tokio::{Builder, Client, ErrorCode, Router, RpcError};
+use tokio::sync::mpsc;
+
+struct Counter(AtomicU64);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_is_shared_and_accepted_connections_can_be_notified() {
+    bounded(async {
+        let router = Router::new()
+            .with_state(Counter(AtomicU64::new(0)))
+            .method_with_context("next", |ctx, _: ()| async move {
+                let counter = ctx
+                    .state::<Counter>()
+                    .ok_or_else(|| RpcError::standard(ErrorCode::INTERNAL_ERROR))?;
+                Ok::<_, RpcError>(counter.0.fetch_add(1, Ordering::Relaxed))
+            });
+        let accepted: Arc<Mutex<Vec<Client>>> = Arc::default();
+        let keep = Arc::clone(&accepted);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(
+            Builder::new()
+                .router(router)
+                .on_connect(move |client, _| keep.lock().unwrap().push(client))
+                .serve_tcp(listener),
+        );
+
+        // Two clients that listen for the server's `tick` notification.
+        let (seen_tx, mut seen_rx) = mpsc::unbounded_channel();
+        let mut sessions = Vec::new();
+        for who in 0..2u64 {
+            let seen = seen_tx.clone();
+            let router = Router::new().notification("tick", move |n: (u64,)| {
+                let seen = seen.clone();
+                async move {
+                    let _ = seen.send((who, n.0));
+                }
+            });
+            sessions.push(
+                Builder::new()
+                    .router(router)
+                    .connect_tcp(addr)
+                    .await
+                    .unwrap(),
+            );
+        }
+        // The state is one for the router, across connections.
+        let a: u64 = sessions[0].client().call("next", ()).await.unwrap();
+        let b: u64 = sessions[1].client().call("next", ()).await.unwrap();
+        assert_eq!((a, b), (0, 1));
+
+        // Outside any handler, the server notifies every accepted connection.
+        let clients: Vec<Client> = accepted.lock().unwrap().clone();
+        assert_eq!(clients.len(), 2);
+        for client in &clients {
+            client.notify("tick", [7]).await.unwrap();
+        }
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            got.push(
+                tokio::time::timeout(Duration::from_secs(5), seen_rx.recv())
+                    .await
+                    .unwrap()
+                    .unwrap(),
+            );
+        }
+        got.sort_unstable();
+        assert_eq!(got, [(0, 7), (1, 7)]);
+
+        for s in sessions {
+            s.close().await.unwrap();
+        }
+        server.abort();
+    })
+    .await;
+}
