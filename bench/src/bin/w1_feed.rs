@@ -4,9 +4,8 @@
 //! W1 with ids 1..=N keeping at most W (default 1024) unanswered, checks that each id comes
 //! back once with result 19, and prints the calls per second on stdout.
 //!
-//! `callgrind.sh` uses it to put a server under valgrind: a file fed to stdin all at once
-//! would not do, because the rpcwire server answers Server busy once 1024 requests of one
-//! connection are open, so most of such a run would measure the rejection path.
+//! `callgrind.sh` uses it to put a server under valgrind, the same client for both servers
+//! (a file fed to stdin would also do now; the window keeps the two runs alike).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
