@@ -125,6 +125,16 @@ impl<'a> RawJson<'a> {
     /// Decodes into `T` with serde-json-core: no heap. Borrowed `&str` fields work when the
     /// string has no escapes; otherwise use [`RawJson::decode_with`].
     ///
+    /// What differs from serde_json ([`RawJson::deserialize`], and what rpcwire-tokio's
+    /// handlers use), exactly:
+    /// - a struct decodes from an object only; serde_json also takes positional params (`[42,
+    ///   23]` into `struct { minuend, subtrahend }`). Decode positional params into a tuple.
+    /// - no self-describing decoding (`deserialize_any`): untagged enums, `serde_json::Value`
+    ///   and `#[serde(flatten)]` do not decode;
+    /// - a borrowed `&str` whose JSON text has escapes is an error here (use
+    ///   [`RawJson::decode_with`] and a scratch buffer), where serde_json needs a `String` or
+    ///   `Cow<str>` for it.
+    ///
     /// ```
     /// use rpcwire::wire::RawJson;
     /// #[derive(serde::Deserialize)]
@@ -134,6 +144,8 @@ impl<'a> RawJson<'a> {
     /// assert_eq!(s.minuend - s.subtrahend, 19);
     /// let (a, b): (i64, i64) = RawJson::parse("[42, 23]", 8).unwrap().decode().unwrap();
     /// assert_eq!(a - b, 19);
+    /// // A struct from positional params: serde_json only.
+    /// assert!(RawJson::parse("[42, 23]", 8).unwrap().decode::<Sub>().is_err());
     /// ```
     pub fn decode<T: Deserialize<'a>>(&self) -> Result<T, DecodeError> {
         serde_json_core::from_slice(self.as_bytes()).map(|(v, _)| v)
