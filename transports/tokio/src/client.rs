@@ -317,6 +317,59 @@ impl Client {
     }
 }
 
+/// The outcomes of a batch's calls, in the order the calls were added: each the result's JSON
+/// text or why the call failed. Index it like a slice, or decode one with
+/// [`get`](BatchResults::get).
+///
+/// ```
+/// # async fn demo(client: rpcwire_tokio::Client) -> Result<(), rpcwire_tokio::CallError> {
+/// let mut batch = client.batch();
+/// let sum = batch.call("sum", [1, 2, 4])?;
+/// let data = batch.call("get_data", ())?;
+/// let results = batch.send().await?;
+/// let total: i64 = results.get(sum)?;
+/// let (word, n): (String, i64) = results.get(data)?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct BatchResults(Vec<Result<Box<RawValue>, CallError>>);
+
+impl BatchResults {
+    /// The outcome of call number `index` (as [`Batch::call`] returned it), decoded into `T`:
+    /// the peer's error, the call's failure, or a decoding error. An index that names no
+    /// call is a `Decode` error that says so.
+    pub fn get<T: DeserializeOwned>(&self, index: usize) -> Result<T, CallError> {
+        match self.0.get(index) {
+            Some(Ok(raw)) => serde_json::from_str(raw.get()).map_err(CallError::Decode),
+            Some(Err(e)) => Err(e.duplicate()),
+            None => Err(CallError::Decode(serde::de::Error::custom(format!(
+                "no call number {index} in a batch of {}",
+                self.0.len()
+            )))),
+        }
+    }
+
+    /// The outcomes, to own.
+    pub fn into_vec(self) -> Vec<Result<Box<RawValue>, CallError>> {
+        self.0
+    }
+}
+
+impl std::ops::Deref for BatchResults {
+    type Target = [Result<Box<RawValue>, CallError>];
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl IntoIterator for BatchResults {
+    type Item = Result<Box<RawValue>, CallError>;
+    type IntoIter = std::vec::IntoIter<Self::Item>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
 /// `fut`'s output, or `None` when `deadline` passes first.
 async fn within<F: std::future::Future>(
     deadline: Option<tokio::time::Instant>,
@@ -380,16 +433,16 @@ impl Batch<'_> {
     }
 
     /// Sends the batch and waits for every call's outcome (results in the order the calls
-    /// were added; an all-notification batch resolves to an empty vector once queued).
-    /// Dropping the future cancels the calls not yet answered.
-    pub async fn send(self) -> Result<Vec<Result<Box<RawValue>, CallError>>, CallError> {
+    /// were added; an all-notification batch resolves to no results once queued). Dropping
+    /// the future cancels the calls not yet answered.
+    pub async fn send(self) -> Result<BatchResults, CallError> {
         let Batch {
             client,
             mut items,
             timeout,
         } = self;
         if items.is_empty() {
-            return Ok(Vec::new());
+            return Ok(BatchResults(Vec::new()));
         }
         let mut receivers: Vec<Pending> = Vec::new();
         let mut guard = CancelGuard {
@@ -445,6 +498,6 @@ impl Batch<'_> {
         if !timed_out {
             guard.tokens.clear();
         }
-        Ok(results)
+        Ok(BatchResults(results))
     }
 }

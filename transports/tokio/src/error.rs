@@ -176,6 +176,27 @@ impl CallError {
         }
     }
 
+    /// A copy of this error for a second reader (the serde errors inside are not `Clone`:
+    /// they are copied as their message).
+    pub(crate) fn duplicate(&self) -> Self {
+        use serde::de::Error as _;
+        match self {
+            CallError::Rpc(e) => CallError::Rpc(e.clone()),
+            CallError::Timeout => CallError::Timeout,
+            CallError::Closed => CallError::Closed,
+            CallError::Params(e) => CallError::Params(serde_json::Error::custom(e)),
+            CallError::ParamsNotStructured => CallError::ParamsNotStructured,
+            CallError::Decode(e) => CallError::Decode(serde_json::Error::custom(e)),
+            CallError::TooLarge { required } => CallError::TooLarge {
+                required: *required,
+            },
+            CallError::BatchTooLarge { calls, capacity } => CallError::BatchTooLarge {
+                calls: *calls,
+                capacity: *capacity,
+            },
+        }
+    }
+
     pub(crate) fn from_send(e: SendError) -> Self {
         match e {
             SendError::TooLarge { required } => CallError::TooLarge { required },

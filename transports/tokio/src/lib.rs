@@ -90,7 +90,7 @@ use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-pub use client::{Batch, Client, SessionStats};
+pub use client::{Batch, BatchResults, Client, SessionStats};
 pub use error::{CallError, DriverError, RpcError};
 pub use router::{Context, Router};
 pub use rpcwire::wire::Framing;

@@ -85,3 +85,29 @@ async fn state_is_shared_and_accepted_connections_can_be_notified() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_results_decode_by_the_index_each_call_returned() {
+    bounded(async {
+        let router = Router::new()
+            .sync_method("add", |(a, b): (i64, i64)| Ok::<_, RpcError>(a + b))
+            .sync_method("name", |_: ()| Ok::<_, RpcError>("rpcwire"));
+        let (server, client) = Builder::new().router(router).duplex(Builder::new(), 4096);
+        let mut batch = client.client().batch();
+        let sum = batch.call("add", [40, 2]).unwrap();
+        batch.notify("ignored", ()).unwrap();
+        let name = batch.call("name", ()).unwrap();
+        let missing = batch.call("missing", ()).unwrap();
+        let results = batch.send().await.unwrap();
+        assert_eq!(results.len(), 3);
+        assert_eq!(results.get::<i64>(sum).unwrap(), 42);
+        assert_eq!(results.get::<String>(name).unwrap(), "rpcwire");
+        let err = results.get::<i64>(missing).unwrap_err();
+        assert_eq!(err.rpc().map(|e| e.code), Some(-32601));
+        assert!(results.get::<i64>(9).is_err(), "no call number 9");
+        assert!(results.get::<String>(sum).is_err(), "42 is no string");
+        client.close().await.unwrap();
+        server.join().await.unwrap();
+    })
+    .await;
+}
