@@ -147,6 +147,8 @@ struct Driver {
     dirty: bool,
     /// Position in the router of the method called last (see `process_input`).
     last_method: Option<usize>,
+    /// The first frame that was not JSON has been logged at warn level.
+    warned_garbage: bool,
     /// Since when nothing is buffered, queued or running (memory is given back after
     /// `Settings::idle_release` of it).
     idle_since: Option<StdInstant>,
@@ -200,6 +202,7 @@ where
         ending: Ending::No,
         dirty: false,
         last_method: None,
+        warned_garbage: false,
         idle_since: None,
     };
     let mut cmd_open = true;
@@ -321,6 +324,16 @@ fn encode_batch(conn: &mut Conn, now: Instant, items: &[BatchItem]) -> Result<()
     }
     batch.finish();
     Ok(())
+}
+
+/// The start of a frame, for a log line: at most 80 characters, control characters escaped.
+fn preview(frame: &[u8]) -> String {
+    let text = String::from_utf8_lossy(frame.get(..80).unwrap_or(frame));
+    let mut shown: String = text.escape_debug().collect();
+    if frame.len() > 80 {
+        shown.push_str("...");
+    }
+    shown
 }
 
 /// Reads at most `max` bytes into the receive buffer's free space (a buffer that grew for a
@@ -526,6 +539,7 @@ impl Driver {
             tasks,
             unwritten,
             last_method,
+            warned_garbage,
             ..
         } = self;
         loop {
@@ -670,6 +684,22 @@ impl Driver {
                             Err(e) => Err(CallError::Rpc(RpcError::from_wire(&e))),
                         };
                         let _ = reply.send(outcome);
+                    }
+                }
+                Inbound::Problem(rpcwire::Problem::ParseError(e)) => {
+                    // Said once per connection, with what came: a peer that is not a JSON-RPC
+                    // peer at all (a wrong command, a wrong port) is then obvious.
+                    if *warned_garbage {
+                        tracing::debug!(error = %e, "the peer sent bytes that are not JSON");
+                    } else {
+                        *warned_garbage = true;
+                        let received = rx.held().map(preview).unwrap_or_default();
+                        tracing::warn!(
+                            error = %e,
+                            received,
+                            "the peer sent bytes that are not JSON (answered Parse error; \
+                             more are logged at debug level)"
+                        );
                     }
                 }
                 Inbound::Problem(rpcwire::Problem::PeerError(e)) => {
