@@ -4,18 +4,24 @@
 //! something the peer sent (or `null`). It never produces an `Inbound::Response` (nothing is
 //! pending) and never exceeds its capacities.
 //!
-//! Input: byte 0 = framing and options, bytes 1-2 = chunking seed, the rest = the stream.
+//! Both storages run the same protocol code: inline arrays, or heap storage (growing vectors)
+//! with the same limits.
+//!
+//! Input: byte 0 = framing and options, bytes 1-2 = chunking seed (the top bit of byte 2:
+//! heap storage), the rest = the stream.
 #![no_main]
 
 use std::collections::BTreeSet;
 
 use libfuzzer_sys::fuzz_target;
+use rpcwire::storage::{Heap, Inline, Slots, Storage};
 use rpcwire::wire::{parse, FrameEvent, Framing, Message, ParseLimits, Parsed, RxBuffer};
 use rpcwire::{
-    Config, Connection, DuplicateIdPolicy, Inbound, Instant, Output, Problem, RespondError,
+    Config, Connection, DuplicateIdPolicy, Inbound, Input, Instant, Output, Problem, RespondError,
 };
 use rpcwire_fuzz::Chunker;
 
+/// Inline storage: 1 KiB transmit, 512 B batch replies, 4 pending and 3 in-flight slots.
 type Conn = Connection<Inline<1024, 512, 4, 3>>;
 
 struct Tap {
@@ -57,7 +63,7 @@ impl Tap {
     }
 }
 
-fn drain(conn: &mut Conn, tap: &mut Tap, ids: &BTreeSet<String>) {
+fn drain<S: Storage>(conn: &mut Connection<S>, tap: &mut Tap, ids: &BTreeSet<String>) {
     loop {
         match conn.poll_output() {
             Output::Transmit(bytes) => {
@@ -92,11 +98,35 @@ fuzz_target!(|data: &[u8]| {
         max_depth: if head[0] & 8 == 0 { 64 } else { 4 },
         ..Config::default()
     };
-    let mut conn = Conn::new(config);
-    let mut rx: RxBuffer<[u8; 512]> = conn.rx_buffer();
-    let mut tap = Tap {
+    let tap = Tap {
         rx: RxBuffer::new(framing),
     };
+    if head[2] & 0x80 == 0 {
+        let mut conn = Conn::new(config);
+        let mut rx: RxBuffer<[u8; 512]> = conn.rx_buffer();
+        run(&mut conn, &mut rx, tap, head, body);
+    } else {
+        // The same limits on growing storage: frames of what 512 bytes hold, 3 in flight.
+        let max_frame = if framing == Framing::Line { 510 } else { 512 };
+        let config = Config {
+            max_frame,
+            max_pending: 4,
+            max_inflight: 3,
+            ..config
+        };
+        let mut conn: Connection<Heap> = Connection::new(config);
+        let mut rx: RxBuffer<Vec<u8>> = conn.rx_buffer();
+        run(&mut conn, &mut rx, tap, head, body);
+    }
+});
+
+fn run<S: Storage, B: Slots<u8>>(
+    conn: &mut Connection<S>,
+    rx: &mut RxBuffer<B>,
+    mut tap: Tap,
+    head: &[u8; 3],
+    body: &[u8],
+) {
     let mut ids = BTreeSet::new();
     let mut chunker = Chunker::new(
         u64::from(head[1]) << 8 | u64::from(head[2]),
@@ -111,30 +141,40 @@ fuzz_target!(|data: &[u8]| {
         let mut stalls = 0;
         loop {
             let before = input.len();
-            let Some(item) = conn.handle_input(now, &mut rx, &mut input) else {
-                if input.is_empty() && !conn.is_input_blocked() {
+            let item = match conn.handle_input(now, rx, &mut input) {
+                Input::Item(item) => item,
+                Input::NeedMore => {
+                    assert!(
+                        input.is_empty() && !conn.is_input_blocked(),
+                        "NeedMore with {} bytes left",
+                        input.len()
+                    );
                     break;
                 }
-                // Blocked on transmit room: drain and retry; it must move on.
-                stalls = if input.len() == before { stalls + 1 } else { 0 };
-                assert!(
-                    stalls < 3,
-                    "connection stuck with {} bytes left",
-                    input.len()
-                );
-                drain(&mut conn, &mut tap, &ids);
-                continue;
+                Input::Blocked => {
+                    assert!(conn.is_input_blocked(), "Blocked, yet not blocked");
+                    // Blocked on transmit room: drain and retry; it must move on.
+                    stalls = if input.len() == before { stalls + 1 } else { 0 };
+                    assert!(
+                        stalls < 3,
+                        "connection stuck with {} bytes left",
+                        input.len()
+                    );
+                    drain(conn, &mut tap, &ids);
+                    continue;
+                }
+                Input::Closed => panic!("closed while open"),
             };
             match item {
                 Inbound::Request(req) => {
                     ids.insert(req.id.raw().to_owned());
                     let mut tries = 0;
                     loop {
-                        match rpcwire_demo::answer(&mut conn, &req) {
+                        match rpcwire_demo::answer(conn, &req) {
                             Ok(()) | Err(RespondError::TooLarge { .. }) => break,
                             Err(RespondError::WouldBlock { .. }) if tries == 0 => {
                                 tries += 1;
-                                drain(&mut conn, &mut tap, &ids);
+                                drain(conn, &mut tap, &ids);
                             }
                             Err(e) => panic!("answering {req:?}: {e:?}"),
                         }
@@ -155,10 +195,10 @@ fuzz_target!(|data: &[u8]| {
                 },
             }
             assert!(conn.inflight_len() <= 3 && conn.pending_len() == 0);
-            drain(&mut conn, &mut tap, &ids);
+            drain(conn, &mut tap, &ids);
         }
     }
-    drain(&mut conn, &mut tap, &ids);
+    drain(conn, &mut tap, &ids);
     conn.close();
-    drain(&mut conn, &mut tap, &ids);
-});
+    drain(conn, &mut tap, &ids);
+}
