@@ -180,7 +180,8 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
         }
         let cap = self.slots.slots().len();
         if self.fresh >= cap && cap < self.limit {
-            let want = (cap * 2).clamp(4, self.limit);
+            // Not `clamp`: the limit may be below 4.
+            let want = (cap * 2).max(4).min(self.limit);
             if self.slots.grow_to(want, InflightSlot::FREE) > cap {
                 self.rehash();
             }
@@ -451,6 +452,18 @@ mod tests {
         let h = t.open(again, StoredId::new(id("7")).unwrap(), false, 0);
         assert!(t.lookup(h).is_some());
         assert!(handles.iter().all(|old| *old != h));
+    }
+
+    #[test]
+    fn a_growing_table_with_a_limit_below_its_first_size_stops_at_the_limit() {
+        // Found by fuzzing: the first growth (4 slots) must not exceed a smaller limit.
+        for limit in 1..=5 {
+            let mut t = InflightTable::new(Vec::new(), limit);
+            for _ in 0..limit {
+                assert!(t.alloc().is_some());
+            }
+            assert!(t.alloc().is_none(), "limit {limit}");
+        }
     }
 
     #[test]

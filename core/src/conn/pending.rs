@@ -188,7 +188,8 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
         }
         let mut cap = self.slots.slots().len();
         if self.fresh >= cap && cap < self.limit {
-            let want = (cap * 2).clamp(4, self.limit);
+            // Not `clamp`: the limit may be below 4.
+            let want = (cap * 2).max(4).min(self.limit);
             cap = self.slots.grow_to(want, PendingSlot::FREE);
         }
         if self.fresh < cap.min(self.limit) {
@@ -613,6 +614,19 @@ mod tests {
         assert_eq!(t.next_deadline(), None);
         assert!(t.cancel(Token(2)));
         assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn a_growing_table_with_a_limit_below_its_first_size_stops_at_the_limit() {
+        // Found by fuzzing: the first growth (4 slots) must not exceed a smaller limit.
+        for limit in 1..=5 {
+            let mut t = PendingTable::new(Vec::new(), limit);
+            for _ in 0..limit {
+                assert!(t.alloc().is_some());
+            }
+            assert!(t.alloc().is_none(), "limit {limit}");
+            assert!(t.capacity() <= limit.max(1));
+        }
     }
 
     #[test]

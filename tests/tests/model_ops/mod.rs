@@ -145,7 +145,9 @@ impl Model {
     pub fn new(config: Config) -> Self {
         let conn = Conn::new(config);
         Model {
-            rx: conn.rx_buffer(),
+            // The whole array for frames: the model does not follow `Config::max_frame`
+            // (arbitrary configurations would make every frame oversize).
+            rx: RxBuffer::new(config.framing),
             tap: RxBuffer::new(config.framing),
             conn,
             now: Instant::ZERO,
