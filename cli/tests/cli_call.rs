@@ -180,3 +180,27 @@ async fn demo_runs_and_shows_the_exchanges() {
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
+
+/// The peer refuses what we sent with an error of id null (here: params over its
+/// `--max-frame`): the call fails with that error at once (exit 1, the error on stderr),
+/// instead of waiting out its timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_refusal_with_id_null_fails_the_call_at_once() {
+    bounded(async {
+        let (_server, addr) = serve_tcp(&["--max-frame", "2048"]).await;
+        let addr = addr.to_string();
+        let big = format!("[\"{}\"]", "b".repeat(4096));
+        let started = std::time::Instant::now();
+        let o = rpcwire(&["call", "--tcp", &addr, "--timeout", "30", "echo", &big]).await;
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "waited {:?}",
+            started.elapsed()
+        );
+        assert_eq!(o.code, Some(1), "{}", o.stderr);
+        let err: Value = serde_json::from_str(o.stderr.trim()).unwrap();
+        assert_eq!(err["code"], -32600);
+        assert_eq!(err["data"], "frame too large");
+    })
+    .await;
+}
