@@ -356,7 +356,7 @@ impl<S: Storage> Connection<S> {
         }
         let mut busy = 0u64;
         if batch.iter().any(|e| reply(&e).is_some()) {
-            let written = self.write_tx_frame(&|s| {
+            let written = self.write_auto_frame(&|s| {
                 for (i, (id, code)) in batch.iter().filter_map(|e| reply(&e)).enumerate() {
                     crate::wire::ser::Sink::put(s, if i == 0 { b"[" } else { b"," });
                     encode::auto_error(s, id, code, None);
@@ -445,7 +445,7 @@ impl<S: Storage> Connection<S> {
             return;
         }
         let body = self.batch.finish();
-        let written = self.tx.write_frame(self.config.framing, &|s| {
+        let written = self.tx.write_frame(self.config.framing, usize::MAX, &|s| {
             crate::wire::ser::Sink::put(s, body);
             Ok(())
         });

@@ -412,7 +412,7 @@ impl<S: Storage> Connection<S> {
     fn try_error(&mut self, id: &[u8], code: ErrorCode, data: Option<&'static str>) -> bool {
         let mut id = id;
         loop {
-            let written = self.write_tx_frame(&|s| {
+            let written = self.write_auto_frame(&|s| {
                 encode::auto_error(s, id, code, data);
                 Ok(())
             });
@@ -424,12 +424,25 @@ impl<S: Storage> Connection<S> {
         }
     }
 
-    /// Encodes one frame at the end of the transmit queue.
+    /// Encodes one frame of the application's (a request, a notification, an answer) at the
+    /// end of the transmit queue: its body is at most `Config::max_frame` bytes.
     fn write_tx_frame(
         &mut self,
         body: &dyn Fn(&mut SliceSink<'_>) -> Result<(), SerializeError>,
     ) -> Result<(), TxError> {
-        self.tx.write_frame(self.config.framing, body)?;
+        self.tx
+            .write_frame(self.config.framing, self.config.max_frame, body)?;
+        bump(&mut self.stats.frames_out);
+        Ok(())
+    }
+
+    /// Encodes an automatic reply: bounded by the transmit queue alone (a peer must get its
+    /// error reply even under a tiny `max_frame`; such replies are a few hundred bytes).
+    fn write_auto_frame(
+        &mut self,
+        body: &dyn Fn(&mut SliceSink<'_>) -> Result<(), SerializeError>,
+    ) -> Result<(), TxError> {
+        self.tx.write_frame(self.config.framing, usize::MAX, body)?;
         bump(&mut self.stats.frames_out);
         Ok(())
     }

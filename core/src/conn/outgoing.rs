@@ -72,8 +72,20 @@ impl<'c, S: Storage> OutgoingBatch<'c, S> {
                 Err(at + sink.len() + 2)
             })
         };
+        // The whole batch, `[` and `]` included, is one frame: at most `max_frame` bytes with
+        // growing storage (fixed storage is bounded by its array).
+        let max_body = if <S::Tx as crate::storage::Slots<u8>>::GROWS {
+            self.conn.config.max_frame
+        } else {
+            usize::MAX
+        };
         let n = match attempt(self.conn)? {
-            Ok(n) => n,
+            Ok(n) if self.body_len + n < max_body => n,
+            Ok(n) => {
+                return Err(SendError::TooLarge {
+                    required: at + n + 2,
+                })
+            }
             Err(required) => {
                 match self.conn.tx.make_room(required) {
                     Ok(()) => {}

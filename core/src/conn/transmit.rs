@@ -153,22 +153,27 @@ impl<T: Slots<u8>> TxQueue<T> {
         Err(TxError::WouldBlock { required: need })
     }
 
-    /// Encodes one frame at the end of the queue; returns its length.
+    /// Encodes one frame whose body is at most `max_body` bytes (growing storage; fixed storage
+    /// is bounded by its array) at the end of the queue; returns its length. A longer body is
+    /// `TooLarge` (nothing is queued).
     ///
     /// `body` is a trait object so that this writer is compiled once, not once per caller (it
     /// matters in firmware flash; the indirect call costs nothing next to the encoding).
     pub(crate) fn write_frame(
         &mut self,
         framing: Framing,
+        max_body: usize,
         body: &dyn Fn(&mut SliceSink<'_>) -> Result<(), SerializeError>,
     ) -> Result<usize, TxError> {
         let reserve = frame_reserve(framing);
+        // Fixed storage: the array is the bound (and the check's code stays out of firmware).
+        let max_body = if T::GROWS { max_body } else { usize::MAX };
         let attempt = |q: &mut Self| -> Result<Result<usize, usize>, SerializeError> {
             let region = q.tail_mut();
             let body_len = {
                 let mut sink = SliceSink::new(region.get_mut(reserve..).unwrap_or(&mut []));
                 body(&mut sink)?;
-                if !sink.fits() {
+                if !sink.fits() || sink.len() > max_body {
                     return Ok(Err(reserve + sink.len() + 1));
                 }
                 sink.len()
@@ -185,6 +190,9 @@ impl<T: Slots<u8>> TxQueue<T> {
             Ok(n) => return Ok(n),
             Err(required) => required,
         };
+        if required > max_body.saturating_add(reserve + 1) {
+            return Err(TxError::TooLarge { required });
+        }
         self.make_room(required)?;
         match attempt(self).map_err(TxError::Serialize)? {
             Ok(n) => Ok(n),

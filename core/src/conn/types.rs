@@ -45,8 +45,10 @@ pub struct Config {
     pub duplicate_ids: DuplicateIdPolicy,
     /// The largest frame sent or received, in bytes (and so the most a growing buffer holds
     /// for one frame). [`Connection::rx_buffer`](super::Connection::rx_buffer) uses it too.
-    /// An outgoing frame over it is refused with `TooLarge`; an inbound one is skipped and
-    /// answered with Invalid Request.
+    /// An inbound frame over it is skipped and answered with Invalid Request; with heap
+    /// storage an outgoing one (request, notification, answer, batch) is refused with
+    /// `TooLarge`, while with inline storage the transmit array bounds outgoing frames.
+    /// Automatic error replies (a few hundred bytes at most) are always sent.
     pub max_frame: usize,
     /// The most outgoing requests awaiting responses at once; beyond it `send_request`
     /// returns [`SendError::PendingFull`] (backpressure).

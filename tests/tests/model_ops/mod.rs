@@ -143,10 +143,17 @@ fn chunk_len(chunk: u8) -> usize {
 impl Model {
     /// A fresh connection with `config` (its capacities are this module's constants).
     pub fn new(config: Config) -> Self {
+        // The model's capacities are the arrays' sizes: the configured limits that would cap
+        // them lower (arbitrary ones can be 0) are tested on their own in `limits.rs`.
+        let config = Config {
+            max_frame: usize::MAX,
+            max_pending: usize::MAX,
+            max_inflight: usize::MAX,
+            ..config
+        };
         let conn = Conn::new(config);
         Model {
-            // The whole array for frames: the model does not follow `Config::max_frame`
-            // (arbitrary configurations would make every frame oversize).
+            // The whole array for frames.
             rx: RxBuffer::new(config.framing),
             tap: RxBuffer::new(config.framing),
             conn,
