@@ -702,6 +702,18 @@ impl Driver {
                         );
                     }
                 }
+                Inbound::Problem(rpcwire::Problem::BadHeader) => {
+                    // Most often the two sides disagree on framing: say so once.
+                    if *warned_garbage {
+                        tracing::debug!("the peer sent a header block without Content-Length");
+                    } else {
+                        *warned_garbage = true;
+                        tracing::warn!(
+                            "the peer sent bytes that are not a Content-Length header block \
+                             (skipped; does it frame messages one per line?)"
+                        );
+                    }
+                }
                 Inbound::Problem(rpcwire::Problem::PeerError(e)) => {
                     // Not tied to one call (several were waiting): the application sees it
                     // here, and the calls end at their deadlines.
