@@ -179,10 +179,17 @@ impl<S: Storage> Connection<S> {
         self.try_finish_batch();
     }
 
+    /// The id our request with this token carries on the wire, while it waits for its
+    /// response: what a profile's cancel notification names (`$/cancelRequest`,
+    /// `notifications/cancelled`). A scan of the pending table, as [`cancel`](Connection::cancel).
+    pub fn request_id(&self, token: Token) -> Option<u64> {
+        self.pending.id_of(token)
+    }
+
     /// Forgets a pending request: a late response is reported as
     /// [`Problem::UnknownResponse`](super::Problem::UnknownResponse). `Ok` hands the token back
     /// (it will not come back again). To tell the peer, send the profile's cancel notification
-    /// (`notifications/cancelled`, `$/cancelRequest`) yourself.
+    /// (`notifications/cancelled`, `$/cancelRequest`) with [`request_id`](Connection::request_id).
     pub fn cancel(&mut self, token: Token) -> Result<(), CancelError> {
         if self.pending.cancel(token) {
             Ok(())

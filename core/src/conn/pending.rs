@@ -294,6 +294,16 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
         Some(token)
     }
 
+    /// The wire id of the waiting request with this token. A scan, like `cancel`.
+    pub(crate) fn id_of(&self, token: Token) -> Option<u64> {
+        self.slots
+            .slots()
+            .iter()
+            .take(self.fresh)
+            .find(|p| p.state == PendingState::Waiting && p.token == token)
+            .map(|p| p.id)
+    }
+
     /// Forgets the waiting request with this token. A scan: cancellation is rare next to
     /// responses, and tokens are the caller's, not indexed.
     pub(crate) fn cancel(&mut self, token: Token) -> bool {

@@ -27,8 +27,11 @@ use tracing::Instrument;
 
 use crate::client::{BatchItem, Command, Control, Reply, SessionStats};
 use crate::raw::Raw;
-use crate::router::{guarded, BoxFuture, CatchUnwind, Conn, Origin, OriginId, Outcome};
+use crate::router::{
+    guarded, BoxFuture, Cancellation, CatchUnwind, Conn, Origin, OriginId, Outcome,
+};
 use crate::{CallError, Client, DriverError, Router, RpcError};
+use std::cell::OnceCell;
 
 /// The most of our calls on the wire at once per connection (more wait in line for a free
 /// slot: backpressure on the clients, never an error). The table grows only as calls are
@@ -49,6 +52,67 @@ const READ_MAX: usize = 32 << 10;
 /// 16 KiB of queued frames, so that an answer written in place nearly always fits).
 const TX_HIGH_WATER: usize = 24 << 10;
 
+/// A profile's cancel notification: its method and the params member naming the request's id
+/// (`$/cancelRequest` / `id` for LSP, `notifications/cancelled` / `requestId` for MCP).
+#[derive(Debug, Clone)]
+pub(crate) struct CancelProfile {
+    pub(crate) method: String,
+    pub(crate) id_member: String,
+}
+
+/// The params of a cancel notification: `{"<member>": <id>}`.
+struct CancelParams<'a> {
+    member: &'a str,
+    id: u64,
+}
+
+impl serde::Serialize for CancelParams<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry(self.member, &self.id)?;
+        map.end()
+    }
+}
+
+/// The cancellation signals of the handlers running in tasks, by the JSON text of their
+/// request's id (what a cancel notification names).
+#[derive(Default)]
+struct Cancels {
+    by_id: HashMap<String, Cancellation>,
+    ids: HashMap<RequestHandle, String>,
+}
+
+impl Cancels {
+    fn watch(&mut self, handle: RequestHandle, id: &str, cancel: Cancellation) {
+        self.by_id.insert(id.to_owned(), cancel);
+        self.ids.insert(handle, id.to_owned());
+    }
+
+    fn forget(&mut self, handle: RequestHandle) {
+        if let Some(id) = self.ids.remove(&handle) {
+            self.by_id.remove(&id);
+        }
+    }
+
+    /// Fires the signal of the request with this id; false when none is running.
+    fn fire(&mut self, id: &str) -> bool {
+        match self.by_id.get(id) {
+            Some(cancel) => {
+                cancel.fire();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn fire_all(&mut self) {
+        for cancel in self.by_id.values() {
+            cancel.fire();
+        }
+    }
+}
+
 /// Everything the driver needs from the [`Builder`](crate::Builder).
 #[derive(Clone)]
 pub(crate) struct Settings {
@@ -56,6 +120,8 @@ pub(crate) struct Settings {
     pub(crate) concurrency: usize,
     pub(crate) queue_bytes: usize,
     pub(crate) idle_release: std::time::Duration,
+    /// The profile's cancel notification, if any.
+    pub(crate) cancel: Option<CancelProfile>,
     pub(crate) router: Option<Arc<Router>>,
 }
 
@@ -149,6 +215,8 @@ struct Driver {
     last_method: Option<usize>,
     /// The first frame that was not JSON has been logged at warn level.
     warned_garbage: bool,
+    /// Cancellation signals of the handlers running in tasks, by request id.
+    cancels: Cancels,
     /// Since when nothing is buffered, queued or running (memory is given back after
     /// `Settings::idle_release` of it).
     idle_since: Option<StdInstant>,
@@ -176,7 +244,17 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let mut conn = Conn::new(settings.config);
+    // With a cancel profile the clients keep every deadline (they already time every call
+    // from the moment it is made): a call given up on then reaches the driver as a
+    // cancellation while still pending, so that the peer can be told which request to drop.
+    let config = match settings.cancel {
+        Some(_) => rpcwire::Config {
+            request_timeout: None,
+            ..settings.config
+        },
+        None => settings.config,
+    };
+    let mut conn = Conn::new(config);
     conn.seed_ids(id_seed());
     let rx = conn.rx_buffer();
     let Channels {
@@ -203,6 +281,7 @@ where
         dirty: false,
         last_method: None,
         warned_garbage: false,
+        cancels: Cancels::default(),
         idle_since: None,
     };
     let mut cmd_open = true;
@@ -308,13 +387,19 @@ where
 }
 
 /// Writes a whole batch into the core, or nothing (an unfinished batch sends nothing).
-fn encode_batch(conn: &mut Conn, now: Instant, items: &[BatchItem]) -> Result<(), SendError> {
+fn encode_batch(
+    conn: &mut Conn,
+    now: Instant,
+    items: &[BatchItem],
+    client_deadlines: bool,
+) -> Result<(), SendError> {
     let mut batch = conn.start_batch(now)?;
     for item in items {
         match item {
             BatchItem::Call(c) => {
                 let params = c.params.as_deref().map(Raw);
-                batch.request(c.token, &c.method, params.as_ref(), c.timeout)?;
+                let timeout = if client_deadlines { None } else { c.timeout };
+                batch.request(c.token, &c.method, params.as_ref(), timeout)?;
             }
             BatchItem::Notify { method, params } => {
                 let params = params.as_deref().map(Raw);
@@ -540,6 +625,7 @@ impl Driver {
             unwritten,
             last_method,
             warned_garbage,
+            cancels,
             ..
         } = self;
         loop {
@@ -598,6 +684,7 @@ impl Driver {
                     if queue.is_empty() && *running < settings.concurrency {
                         let origin = Origin {
                             peer,
+                            cancel: OnceCell::new(),
                             state: settings.router.as_ref().and_then(|r| r.state()),
                             id: Some(OriginId::Wire(req.id)),
                             method,
@@ -608,6 +695,10 @@ impl Driver {
                             let _ = conn.reject(req.handle, ErrorCode::INTERNAL_ERROR);
                             Outcome::Done
                         });
+                        if let (Outcome::Pending(_), Some(cancel)) = (&outcome, origin.cancel.get())
+                        {
+                            cancels.watch(req.handle, req.id.raw(), cancel.clone());
+                        }
                         settle(
                             tasks,
                             running,
@@ -638,6 +729,21 @@ impl Driver {
                     });
                 }
                 Inbound::Notification(n) => {
+                    if let Some(profile) = &settings.cancel {
+                        if n.method.eq_str(&profile.method) {
+                            let id = n.params.and_then(|p| {
+                                p.members()
+                                    .find(|(k, _)| k.eq_str(&profile.id_member))
+                                    .map(|(_, v)| v)
+                            });
+                            if id.is_some_and(|id| cancels.fire(id.as_str())) {
+                                tracing::debug!("request cancelled by the peer");
+                            } else {
+                                tracing::debug!("cancel for no running request");
+                            }
+                            continue;
+                        }
+                    }
                     let method = n.method.to_str();
                     let handler = settings
                         .router
@@ -651,6 +757,7 @@ impl Driver {
                     if queue.is_empty() && *running < settings.concurrency {
                         let origin = Origin {
                             peer,
+                            cancel: OnceCell::new(),
                             state: settings.router.as_ref().and_then(|r| r.state()),
                             id: None,
                             method: &method,
@@ -742,6 +849,7 @@ impl Driver {
             self.queued_bytes -= job.cost;
             let origin = Origin {
                 peer: &peer,
+                cancel: OnceCell::new(),
                 state: router.state(),
                 id: job.id.as_deref().map(OriginId::Text),
                 method: &job.method,
@@ -765,6 +873,10 @@ impl Driver {
                             Outcome::Done
                         });
                     let id = OriginId::Text(job.id.as_deref().unwrap_or(""));
+                    if let (Outcome::Pending(_), Some(cancel)) = (&outcome, origin.cancel.get()) {
+                        self.cancels
+                            .watch(handle, job.id.as_deref().unwrap_or(""), cancel.clone());
+                    }
                     settle(
                         &mut self.tasks,
                         &mut self.running,
@@ -798,7 +910,10 @@ impl Driver {
             Ok(Done {
                 handle: Some(handle),
                 reply,
-            }) => self.unwritten.push_back((handle, reply)),
+            }) => {
+                self.cancels.forget(handle);
+                self.unwritten.push_back((handle, reply));
+            }
             Ok(Done { handle: None, .. }) => self.running = self.running.saturating_sub(1),
             // Handler tasks catch their panics; a join error means the task was aborted.
             Err(e) => {
@@ -860,7 +975,19 @@ impl Driver {
         match ctl {
             Control::Cancel(token) => {
                 if self.calls.remove(&token).is_some() {
+                    // Tell the peer, in its profile's words, so its handler can stop.
+                    let id = self.conn.request_id(token);
                     let _ = self.conn.cancel(token);
+                    if let (Some(profile), Some(id)) = (&self.settings.cancel, id) {
+                        let params = CancelParams {
+                            member: &profile.id_member,
+                            id,
+                        };
+                        if let Err(e) = self.conn.send_notification(&profile.method, Some(&params))
+                        {
+                            tracing::debug!(error = %e, "cancel notification not sent");
+                        }
+                    }
                 }
                 if matches!(&self.stalled, Some(Command::Call(c)) if c.token == token) {
                     self.stalled = None;
@@ -900,7 +1027,13 @@ impl Driver {
                     return Ok(());
                 }
                 let params = c.params.as_deref().map(Raw);
-                match conn.send_request(now, c.token, &c.method, params.as_ref(), c.timeout) {
+                // With a cancel profile the client keeps the deadline (see `run`).
+                let timeout = if self.settings.cancel.is_some() {
+                    None
+                } else {
+                    c.timeout
+                };
+                match conn.send_request(now, c.token, &c.method, params.as_ref(), timeout) {
                     Ok(()) => {
                         self.calls.insert(c.token, c.reply);
                         Ok(())
@@ -962,7 +1095,7 @@ impl Driver {
             Command::Batch { items, done }.fail(err);
             return Ok(());
         }
-        let outcome = encode_batch(&mut self.conn, now, &items);
+        let outcome = encode_batch(&mut self.conn, now, &items, self.settings.cancel.is_some());
         match outcome {
             Ok(()) => {
                 for item in items {
@@ -1022,6 +1155,7 @@ impl Driver {
         if let Some(cmd) = self.stalled.take() {
             cmd.fail(|| CallError::Closed);
         }
+        self.cancels.fire_all();
         self.tasks.abort_all();
         Err(DriverError::Io(e))
     }

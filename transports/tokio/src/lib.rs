@@ -92,7 +92,7 @@ use tokio::task::JoinHandle;
 
 pub use client::{Batch, BatchResults, Client, SessionStats};
 pub use error::{CallError, DriverError, RpcError};
-pub use router::{Context, Router};
+pub use router::{Cancellation, Context, Router};
 pub use rpcwire::wire::Framing;
 pub use rpcwire::ErrorCode;
 
@@ -131,6 +131,7 @@ pub struct Builder {
     idle_release: Duration,
     router: Option<Arc<Router>>,
     on_connect: Option<ConnectHook>,
+    cancel: Option<driver::CancelProfile>,
 }
 
 /// What a server calls for each connection it accepts (see [`Builder::on_connect`]).
@@ -170,6 +171,7 @@ impl Builder {
             idle_release: Duration::from_secs(1),
             router: None,
             on_connect: None,
+            cancel: None,
         }
     }
 
@@ -285,6 +287,20 @@ impl Builder {
         self
     }
 
+    /// The profile's cancel notification: `method` with params `{"<id_member>": <id>}` (for
+    /// example `("$/cancelRequest", "id")` for LSP, `("notifications/cancelled", "requestId")`
+    /// for MCP). Both directions: when one of our calls times out or its future is dropped,
+    /// the peer is sent this notification for it; when the peer sends it for a request whose
+    /// handler is running, that handler's [`Context::cancelled`] completes. Plain JSON-RPC has
+    /// none (the default).
+    pub fn cancel_notification(mut self, method: &str, id_member: &str) -> Self {
+        self.cancel = Some(driver::CancelProfile {
+            method: method.to_owned(),
+            id_member: id_member.to_owned(),
+        });
+        self
+    }
+
     /// The handlers for inbound requests and notifications (without one, every request is
     /// answered Method not found).
     pub fn router(mut self, router: Router) -> Self {
@@ -333,6 +349,7 @@ impl Builder {
             concurrency: self.concurrency,
             queue_bytes: self.queue_bytes,
             idle_release: self.idle_release,
+            cancel: self.cancel,
             router: self.router,
         };
         let task = tokio::spawn(driver::run(settings, reader, writer, channels));

@@ -26,6 +26,8 @@ pub(crate) type Conn = Connection<Heap>;
 /// a handler that needs no [`Context`] costs no copy.
 pub(crate) struct Origin<'a> {
     pub(crate) peer: &'a Client,
+    /// The request's cancellation signal, made when a handler asks for a [`Context`].
+    pub(crate) cancel: std::cell::OnceCell<Cancellation>,
     /// The router's shared state, if it has one.
     pub(crate) state: Option<&'a SharedState>,
     /// The id's JSON text (`None` for a notification), read only if a handler asks for it.
@@ -51,7 +53,46 @@ impl Origin<'_> {
             }),
             method: self.method.to_owned(),
             state: self.state.cloned(),
+            cancel: self.cancel.get_or_init(Cancellation::default).clone(),
         }
+    }
+}
+
+/// A request's cancellation signal (see [`Context::cancelled`]).
+#[derive(Debug, Clone, Default)]
+pub struct Cancellation(Arc<CancelState>);
+
+#[derive(Debug, Default)]
+struct CancelState {
+    fired: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Cancellation {
+    /// True once the request is cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.fired.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Completes when the request is cancelled (at once if it already is).
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.0.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the flag is read, so that a `fire` in between is not lost.
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    pub(crate) fn fire(&self) {
+        self.0
+            .fired
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.0.notify.notify_waiters();
     }
 }
 
@@ -201,6 +242,7 @@ pub struct Context {
     pub(crate) id: Option<String>,
     pub(crate) method: String,
     pub(crate) state: Option<SharedState>,
+    pub(crate) cancel: Cancellation,
 }
 
 impl Context {
@@ -217,6 +259,32 @@ impl Context {
     /// The method name.
     pub fn method(&self) -> &str {
         &self.method
+    }
+
+    /// Completes when this request is cancelled: the peer sent the cancel notification of
+    /// the connection's profile for it ([`Builder::cancel_notification`](crate::Builder::cancel_notification):
+    /// `$/cancelRequest` for LSP, `notifications/cancelled` for MCP; an rpcwire client sends it
+    /// when a call times out or its future is dropped), or the connection failed (its handler
+    /// tasks are then stopped). A handler that stops then answers whatever it likes (the
+    /// caller no longer waits for it).
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Router, RpcError, ErrorCode};
+    /// let router = Router::new().method_with_context("work", |ctx, (ms,): (u64,)| async move {
+    ///     tokio::select! {
+    ///         () = tokio::time::sleep(std::time::Duration::from_millis(ms)) => Ok(ms),
+    ///         () = ctx.cancelled() => Err(RpcError::new(ErrorCode(-32800), "cancelled")),
+    ///     }
+    /// });
+    /// # assert!(router.has_method("work"));
+    /// ```
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await
+    }
+
+    /// True once this request is cancelled (see [`cancelled`](Context::cancelled)).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
     }
 
     /// The router's shared state ([`Router::with_state`]), if it is a `T`.

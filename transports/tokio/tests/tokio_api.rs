@@ -111,3 +111,49 @@ async fn batch_results_decode_by_the_index_each_call_returned() {
     })
     .await;
 }
+
+/// With a cancel profile on both sides, a call that times out (or whose future is dropped)
+/// cancels the peer's handler: its `Context::cancelled` completes, and it stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_given_up_on_cancels_the_peers_handler() {
+    bounded(async {
+        let (stopped_tx, mut stopped) = mpsc::unbounded_channel();
+        let router = Router::new().method_with_context("work", move |ctx, (tag,): (u64,)| {
+            let stopped = stopped_tx.clone();
+            async move {
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(30)) => Ok::<_, RpcError>(tag),
+                    () = ctx.cancelled() => {
+                        assert!(ctx.is_cancelled());
+                        let _ = stopped.send(tag);
+                        Err(RpcError::new(ErrorCode(-32800), "cancelled"))
+                    }
+                }
+            }
+        });
+        let lsp = |b: Builder| b.cancel_notification("$/cancelRequest", "id");
+        let (server, client) = lsp(Builder::new().router(router)).duplex(lsp(Builder::new()), 4096);
+        let c = client.client();
+
+        // A timeout.
+        let late = c
+            .call_with_timeout::<_, u64>("work", [1], Duration::from_millis(100))
+            .await;
+        assert!(
+            matches!(late, Err(rpcwire_tokio::CallError::Timeout)),
+            "{late:?}"
+        );
+        let tag = tokio::time::timeout(Duration::from_secs(5), stopped.recv()).await;
+        assert_eq!(tag.unwrap(), Some(1), "the handler saw the cancellation");
+
+        // A dropped call future.
+        let call = c.call::<_, u64>("work", [2]);
+        let _ = tokio::time::timeout(Duration::from_millis(100), call).await;
+        let tag = tokio::time::timeout(Duration::from_secs(5), stopped.recv()).await;
+        assert_eq!(tag.unwrap(), Some(2), "the handler saw the cancellation");
+
+        client.close().await.unwrap();
+        server.join().await.unwrap();
+    })
+    .await;
+}
