@@ -353,7 +353,11 @@ impl Builder {
             router: self.router,
         };
         let task = tokio::spawn(driver::run(settings, reader, writer, channels));
-        Session { client, task }
+        Session {
+            client,
+            task,
+            ends_on_join: false,
+        }
     }
 
     /// Starts a connection over one bidirectional stream (split into halves).
@@ -410,7 +414,9 @@ impl Builder {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         let (reader, writer) = stream.into_split();
-        Ok(self.run(reader, writer))
+        let mut session = self.run(reader, writer);
+        session.ends_on_join = true;
+        Ok(session)
     }
 
     /// Serves every connection accepted on `listener`, each with its own driver and these
@@ -496,7 +502,9 @@ impl Builder {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(io::Error::other("child stdio not captured"));
         };
-        Ok((self.run(stdout, stdin), child))
+        let mut session = self.run(stdout, stdin);
+        session.ends_on_join = true;
+        Ok((session, child))
     }
 
     /// Two connections joined by an in-memory pipe of `buffer` bytes each way: this one and
@@ -512,6 +520,8 @@ impl Builder {
 pub struct Session {
     client: Client,
     task: JoinHandle<Result<(), DriverError>>,
+    /// A connection this side opened (`connect_tcp`, `spawn_child`): `join` ends it.
+    ends_on_join: bool,
 }
 
 impl Session {
@@ -522,14 +532,21 @@ impl Session {
 
     /// Splits into the client and the driver task.
     pub fn into_parts(self) -> (Client, JoinHandle<Result<(), DriverError>>) {
-        (self.client, self.task)
+        let Session { client, task, .. } = self;
+        (client, task)
     }
 
-    /// Drops this session's client and waits for the connection to end on its own: a
-    /// connection without a router ends once no other [`Client`] clone is alive; one with a
-    /// router (the peer may still call it) ends when the peer closes its side or on
-    /// [`Client::shutdown`]. To end it from this side, use [`close`](Session::close).
+    /// Waits for the connection to end, and ends it first if this side opened it:
+    /// - a connection opened here ([`Builder::connect_tcp`], [`Builder::spawn_child`]) is
+    ///   closed as by [`close`](Session::close): its owner is done with it, router or not;
+    /// - any other (a server's: [`Builder::stdio`], an accepted TCP connection, [`Builder::run`])
+    ///   drops this session's client and waits: it ends once no other [`Client`] clone is alive
+    ///   if it has no router, and when the peer closes its side (or on [`Client::shutdown`]) if
+    ///   it has one.
     pub async fn join(self) -> Result<(), DriverError> {
+        if self.ends_on_join {
+            self.client.shutdown();
+        }
         drop(self.client);
         self.task.await?
     }

@@ -157,3 +157,31 @@ async fn a_call_given_up_on_cancels_the_peers_handler() {
     })
     .await;
 }
+
+/// A client that also serves (has a router, so the peer may call it) ends with `join` when it
+/// opened the connection itself: its owner is done with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn join_ends_a_connection_this_side_opened_even_with_a_router() {
+    bounded(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(
+            Builder::new()
+                .router(Router::new().sync_method("one", |_: ()| Ok::<_, RpcError>(1)))
+                .serve_tcp(listener),
+        );
+        let session = Builder::new()
+            .router(Router::new().notification("tick", |_: ()| async {}))
+            .connect_tcp(addr)
+            .await
+            .unwrap();
+        let one: i64 = session.client().call("one", ()).await.unwrap();
+        assert_eq!(one, 1);
+        tokio::time::timeout(Duration::from_secs(5), session.join())
+            .await
+            .expect("join ended the connection")
+            .unwrap();
+        server.abort();
+    })
+    .await;
+}
