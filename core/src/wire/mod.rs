@@ -9,6 +9,7 @@ pub mod json;
 pub mod message;
 pub mod scan;
 pub mod ser;
+pub mod sse;
 
 pub use encode::{NoParams, NO_PARAMS};
 pub use framing::{
