@@ -330,6 +330,13 @@ where
                         d.conn.advance_transmit(n);
                         d.dirty = true;
                     }
+                    // The peer closed both directions after its last message: what is left to
+                    // write has no reader. That is the peer leaving, not a failure.
+                    Err(e) if d.input == InputState::Draining && peer_gone(&e) => {
+                        tracing::debug!(error = %e, "the peer left before reading our last answers");
+                        let _ = d.fail(e);
+                        return Ok(());
+                    }
                     Err(e) => return d.fail(e),
                 }
             },
@@ -409,6 +416,14 @@ fn encode_batch(
     }
     batch.finish();
     Ok(())
+}
+
+/// A write error that says the peer has gone (closed its reading side).
+fn peer_gone(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+    )
 }
 
 /// The start of a frame, for a log line: at most 80 characters, control characters escaped.
