@@ -201,6 +201,13 @@ async fn a_peer_refusal_with_id_null_fails_the_call_at_once() {
         let err: Value = serde_json::from_str(o.stderr.trim()).unwrap();
         assert_eq!(err["code"], -32600);
         assert_eq!(err["data"], "frame too large");
+
+        // Params nested deeper than the server takes: its Parse error, at once.
+        let deep = format!("[{}{}]", "[".repeat(99), "]".repeat(99));
+        let o = rpcwire(&["call", "--tcp", &addr, "--timeout", "30", "echo", &deep]).await;
+        assert_eq!(o.code, Some(1), "{}", o.stderr);
+        let err: Value = serde_json::from_str(o.stderr.trim()).unwrap();
+        assert_eq!(err["code"], -32700);
     })
     .await;
 }
