@@ -22,6 +22,23 @@ fuzz_target!(|data: &[u8]| {
     let mut got = decode_all(&mut rx, body, &mut chunker);
     finish(&mut rx, &mut got);
 
+    // A line that starts with `Content-Length:` may open a header block, which line framing
+    // also reads (see `RxBuffer`): then the reference below does not apply, and decoding must
+    // only be independent of the split (the same events as everything at once).
+    let header_like = body.split(|&b| b == b'\n').any(|line| {
+        line.get(..15)
+            .is_some_and(|h| h.eq_ignore_ascii_case(b"content-length:"))
+    });
+    if header_like {
+        let mut whole_rx =
+            RxBuffer::<[u8; 256]>::with_max_frame(Framing::Line, usize::from(head[0]));
+        let mut one = Chunker::new(0, usize::MAX);
+        let mut whole = decode_all(&mut whole_rx, body, &mut one);
+        finish(&mut whole_rx, &mut whole);
+        assert_eq!(got, whole, "max_frame {max}: split-dependent decoding");
+        return;
+    }
+
     // The reference: split on '\n'; at the end of input the last line counts without its
     // newline (`RxBuffer::finish`).
     let mut expected = Vec::new();

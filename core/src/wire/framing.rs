@@ -113,6 +113,16 @@ pub struct RxBuffer<B = [u8; 4096]> {
     state: State,
 }
 
+/// What the next frame is (see `RxBuffer::next_kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NextKind {
+    Line,
+    #[cfg_attr(not(feature = "content-length"), allow(dead_code))]
+    Header,
+    #[cfg_attr(not(feature = "content-length"), allow(dead_code))]
+    Wait,
+}
+
 /// A decoded event, without borrowing the buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ready {
@@ -420,6 +430,48 @@ impl<B: Slots<u8>> RxBuffer<B> {
         Ready::BadHeader
     }
 
+    /// What the next frame is: a line, or a `Content-Length` header block (or it cannot be
+    /// told yet).
+    ///
+    /// Each framing also reads the other's messages, so that two sides configured with
+    /// different framings still understand each other (each writes its own): with
+    /// content-length framing, bytes that start with `{` or `[` (which no header block does)
+    /// are a line of JSON; with line framing, a complete, valid header block that starts with
+    /// `Content-Length:` (any case; no JSON text does) is one, and its body the frame. The
+    /// decision depends on the bytes only, never on how they were split: a line framing that
+    /// sees the start of such a block waits for its end (up to [`MAX_HEADER_BLOCK`] bytes),
+    /// and a block that turns out invalid is read as lines after all.
+    #[cfg_attr(not(feature = "content-length"), allow(unused_variables))]
+    fn next_kind(&self, data: &[u8]) -> NextKind {
+        match self.framing {
+            #[cfg(feature = "content-length")]
+            Framing::Line => {
+                let starts_block = data
+                    .get(..HEADER_PREFIX.len())
+                    .is_some_and(|head| head.eq_ignore_ascii_case(HEADER_PREFIX));
+                if !starts_block {
+                    return NextKind::Line;
+                }
+                let window = data.get(..MAX_HEADER_BLOCK.min(data.len())).unwrap_or(data);
+                match find_header_end(window, 0) {
+                    Some(term) => match parse_content_length(data.get(..term).unwrap_or(&[])) {
+                        Some(_) => NextKind::Header,
+                        None => NextKind::Line,
+                    },
+                    None if data.len() < MAX_HEADER_BLOCK => NextKind::Wait,
+                    None => NextKind::Line,
+                }
+            }
+            #[cfg(not(feature = "content-length"))]
+            Framing::Line => NextKind::Line,
+            #[cfg(feature = "content-length")]
+            Framing::ContentLength => match data.first() {
+                Some(b'{' | b'[') => NextKind::Line,
+                _ => NextKind::Header,
+            },
+        }
+    }
+
     fn decode(&mut self) -> Option<Ready> {
         if let Some((_, _, resume)) = self.held.take() {
             self.start = resume;
@@ -429,8 +481,20 @@ impl<B: Slots<u8>> RxBuffer<B> {
         loop {
             let data = self.buf.slots().get(self.start..self.end).unwrap_or(&[]);
             match self.state {
-                State::Seek => match self.framing {
-                    Framing::Line => {
+                State::Seek => {
+                    let kind = self.next_kind(data);
+                    if kind == NextKind::Wait {
+                        return None;
+                    }
+                    #[cfg(feature = "content-length")]
+                    if kind == NextKind::Header && self.framing == Framing::Line && self.scanned > 0
+                    {
+                        // A line search looked at these bytes before enough came to tell: the
+                        // header block's terminator search starts over.
+                        self.scanned = 0;
+                        continue;
+                    }
+                    if kind == NextKind::Line {
                         let Some(nl) = find_byte(b'\n', data, self.scanned) else {
                             self.scanned = data.len();
                             if data.len() > self.max_frame + 1 {
@@ -464,37 +528,38 @@ impl<B: Slots<u8>> RxBuffer<B> {
                         }
                         self.held = Some((s, e, resume));
                         return Some(Ready::Frame);
-                    }
-                    #[cfg(feature = "content-length")]
-                    Framing::ContentLength => {
-                        let Some(term) = find_header_end(data, self.scanned) else {
-                            self.scanned = data.len().saturating_sub(3);
-                            if data.len() >= MAX_HEADER_BLOCK.min(self.max_len()) {
-                                return Some(self.bad_header());
-                            }
-                            return None;
-                        };
-                        let header_len = term + 4;
-                        self.scanned = 0;
-                        let declared = if header_len > MAX_HEADER_BLOCK {
-                            None
-                        } else {
-                            parse_content_length(data.get(..term).unwrap_or(&[]))
-                        };
-                        match declared {
-                            None => return Some(self.bad_header()),
-                            Some(len) if len > self.max_frame => {
-                                self.start += header_len;
-                                self.state = State::SkipBody(len);
-                                return Some(Ready::Oversize { len });
-                            }
-                            Some(len) => {
-                                self.start += header_len;
-                                self.state = State::Body(len);
+                    } else {
+                        #[cfg(feature = "content-length")]
+                        {
+                            let Some(term) = find_header_end(data, self.scanned) else {
+                                self.scanned = data.len().saturating_sub(3);
+                                if data.len() >= MAX_HEADER_BLOCK.min(self.max_len()) {
+                                    return Some(self.bad_header());
+                                }
+                                return None;
+                            };
+                            let header_len = term + 4;
+                            self.scanned = 0;
+                            let declared = if header_len > MAX_HEADER_BLOCK {
+                                None
+                            } else {
+                                parse_content_length(data.get(..term).unwrap_or(&[]))
+                            };
+                            match declared {
+                                None => return Some(self.bad_header()),
+                                Some(len) if len > self.max_frame => {
+                                    self.start += header_len;
+                                    self.state = State::SkipBody(len);
+                                    return Some(Ready::Oversize { len });
+                                }
+                                Some(len) => {
+                                    self.start += header_len;
+                                    self.state = State::Body(len);
+                                }
                             }
                         }
                     }
-                },
+                }
                 #[cfg(feature = "content-length")]
                 State::Body(len) => {
                     if data.len() < len {
@@ -572,6 +637,10 @@ fn find_header_end(data: &[u8], from: usize) -> Option<usize> {
         at = cr + 1;
     }
 }
+
+/// How a header block read with line framing starts (see `RxBuffer::seeks_line`).
+#[cfg(feature = "content-length")]
+const HEADER_PREFIX: &[u8] = b"content-length:";
 
 /// The header that resynchronises content-length framing.
 #[cfg(feature = "content-length")]
@@ -806,6 +875,55 @@ mod tests {
             rx.next_frame(),
             Some(FrameEvent::Oversize { len: 99999999999 })
         );
+    }
+
+    /// Frames of a stream split at one point, as (kind, bytes).
+    fn frames_split(
+        framing: Framing,
+        stream: &[u8],
+        at: usize,
+    ) -> std::vec::Vec<std::string::String> {
+        let mut rx = RxBuffer::<[u8; 256]>::new(framing);
+        let mut out = std::vec::Vec::new();
+        for mut piece in [&stream[..at], &stream[at..]] {
+            while !piece.is_empty() {
+                rx.push(&mut piece);
+                while let Some(ev) = rx.next_frame() {
+                    out.push(match ev {
+                        FrameEvent::Frame(f) => {
+                            std::string::String::from_utf8_lossy(f).into_owned()
+                        }
+                        other => std::format!("{other:?}"),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    #[cfg(feature = "content-length")]
+    fn each_framing_reads_the_others_messages_at_any_split() {
+        let stream =
+            b"{\"a\":1}\nContent-Length: 7\r\n\r\n{\"b\":2}content-length:2\r\nX: y\r\n\r\n[]\r\n";
+        for framing in [Framing::Line, Framing::ContentLength] {
+            let whole = frames_split(framing, stream, 0);
+            assert_eq!(whole, ["{\"a\":1}", "{\"b\":2}", "[]"], "{framing:?}");
+            for at in 1..stream.len() {
+                assert_eq!(
+                    frames_split(framing, stream, at),
+                    whole,
+                    "{framing:?} split at {at}"
+                );
+            }
+        }
+        // With line framing a header block that is not valid is read as lines after all.
+        let bad = b"Content-Length: x\r\n\r\n{}\n";
+        let lines = frames_split(Framing::Line, bad, 0);
+        assert_eq!(lines, ["Content-Length: x", "{}"]);
+        for at in 1..bad.len() {
+            assert_eq!(frames_split(Framing::Line, bad, at), lines, "split at {at}");
+        }
     }
 
     #[test]
