@@ -211,3 +211,34 @@ async fn a_peer_refusal_with_id_null_fails_the_call_at_once() {
     })
     .await;
 }
+
+/// A server and a caller configured with different framings still understand each other:
+/// each framing also reads the other's messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_with_the_other_framing_is_answered() {
+    bounded(async {
+        for (server, caller) in [("content-length", "line"), ("line", "content-length")] {
+            let (_server, addr) = serve_tcp(&["--framing", server]).await;
+            let addr = addr.to_string();
+            let o = rpcwire(&[
+                "call",
+                "--tcp",
+                &addr,
+                "--framing",
+                caller,
+                "--timeout",
+                "10",
+                "subtract",
+                "[42, 23]",
+            ])
+            .await;
+            assert_eq!(
+                (o.code, o.stdout.as_str()),
+                (Some(0), "19\n"),
+                "server {server}, caller {caller}: {}",
+                o.stderr
+            );
+        }
+    })
+    .await;
+}
