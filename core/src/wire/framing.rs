@@ -452,13 +452,16 @@ impl<B: Slots<u8>> RxBuffer<B> {
                 if !starts_block {
                     return NextKind::Line;
                 }
-                let window = data.get(..MAX_HEADER_BLOCK.min(data.len())).unwrap_or(data);
+                // A header block may take this much of the buffer (less when it is smaller):
+                // past it, with no end in sight, the bytes are lines.
+                let most = MAX_HEADER_BLOCK.min(self.max_len());
+                let window = data.get(..most.min(data.len())).unwrap_or(data);
                 match find_header_end(window, 0) {
                     Some(term) => match parse_content_length(data.get(..term).unwrap_or(&[])) {
                         Some(_) => NextKind::Header,
                         None => NextKind::Line,
                     },
-                    None if data.len() < MAX_HEADER_BLOCK => NextKind::Wait,
+                    None if data.len() < most => NextKind::Wait,
                     None => NextKind::Line,
                 }
             }
@@ -917,6 +920,24 @@ mod tests {
                 );
             }
         }
+        // A header-like start that a small buffer cannot hold to its end is read as lines (found
+        // by fuzzing: the buffer must never wait for more than it can take).
+        let mut rx = RxBuffer::<[u8; 32]>::new(Framing::Line);
+        let mut input: &[u8] = b"Content-Length: 5\r\nX: 0123456789012345678901234567890\n{}\n";
+        let mut seen = std::vec::Vec::new();
+        while !input.is_empty() {
+            let pushed = rx.push(&mut input);
+            let mut any = false;
+            while let Some(ev) = rx.next_frame() {
+                any = true;
+                seen.push(std::format!("{ev:?}"));
+            }
+            assert!(pushed > 0 || any, "stuck with {} bytes left", input.len());
+        }
+        assert_eq!(
+            seen.last().map(std::string::String::as_str),
+            Some("Frame([123, 125])")
+        );
         // With line framing a header block that is not valid is read as lines after all.
         let bad = b"Content-Length: x\r\n\r\n{}\n";
         let lines = frames_split(Framing::Line, bad, 0);
