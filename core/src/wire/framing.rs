@@ -498,9 +498,12 @@ impl<B: Slots<u8>> RxBuffer<B> {
                         continue;
                     }
                     if kind == NextKind::Line {
+                        // A line and its line end must fit the buffer: with content-length
+                        // framing a fixed buffer's maximum frame is its whole size.
+                        let line_max = self.max_frame.min(self.max_len().saturating_sub(2));
                         let Some(nl) = find_byte(b'\n', data, self.scanned) else {
                             self.scanned = data.len();
-                            if data.len() > self.max_frame + 1 {
+                            if data.len() > line_max + 1 {
                                 // No newline within the limit (+1 for a possible '\r'): skip
                                 // the line, and report it (with its full length) when it ends,
                                 // so the report does not depend on how the bytes arrived.
@@ -521,7 +524,7 @@ impl<B: Slots<u8>> RxBuffer<B> {
                         let (s, e, resume) =
                             (self.start, self.start + line_end, self.start + nl + 1);
                         self.scanned = 0;
-                        if line_end > self.max_frame {
+                        if line_end > line_max {
                             self.start = resume;
                             return Some(Ready::Oversize { len: line_end });
                         }
@@ -938,6 +941,21 @@ mod tests {
             seen.last().map(std::string::String::as_str),
             Some("Frame([123, 125])")
         );
+        // Under content-length framing, a JSON line that fills a fixed buffer is too large (found
+        // by fuzzing: it waited for a line end there was no room for).
+        let mut rx = RxBuffer::<[u8; 16]>::new(Framing::ContentLength);
+        let mut input: &[u8] = b"{\"aaaaaaaaaaaaaaaaaaaa\":1}\n{}\n";
+        let mut seen = std::vec::Vec::new();
+        while !input.is_empty() {
+            let pushed = rx.push(&mut input);
+            let mut any = false;
+            while let Some(ev) = rx.next_frame() {
+                any = true;
+                seen.push(std::format!("{ev:?}"));
+            }
+            assert!(pushed > 0 || any, "stuck with {} bytes left", input.len());
+        }
+        assert_eq!(seen, ["Oversize { len: 26 }", "Frame([123, 125])"]);
         // With line framing a header block that is not valid is read as lines after all.
         let bad = b"Content-Length: x\r\n\r\n{}\n";
         let lines = frames_split(Framing::Line, bad, 0);
