@@ -907,6 +907,25 @@ mod tests {
         out
     }
 
+    /// Pushes `input` as the buffer takes it and collects every event; a push that takes
+    /// nothing must be followed by an event (the buffer never waits for room it lacks).
+    fn events_never_stuck<const N: usize>(
+        rx: &mut RxBuffer<[u8; N]>,
+        mut input: &[u8],
+    ) -> std::vec::Vec<std::string::String> {
+        let mut seen = std::vec::Vec::new();
+        while !input.is_empty() {
+            let pushed = rx.push(&mut input);
+            let mut any = false;
+            while let Some(ev) = rx.next_frame() {
+                any = true;
+                seen.push(std::format!("{ev:?}"));
+            }
+            assert!(pushed > 0 || any, "stuck with {} bytes left", input.len());
+        }
+        seen
+    }
+
     #[test]
     #[cfg(feature = "content-length")]
     fn each_framing_reads_the_others_messages_at_any_split() {
@@ -926,17 +945,10 @@ mod tests {
         // A header-like start that a small buffer cannot hold to its end is read as lines (found
         // by fuzzing: the buffer must never wait for more than it can take).
         let mut rx = RxBuffer::<[u8; 32]>::new(Framing::Line);
-        let mut input: &[u8] = b"Content-Length: 5\r\nX: 0123456789012345678901234567890\n{}\n";
-        let mut seen = std::vec::Vec::new();
-        while !input.is_empty() {
-            let pushed = rx.push(&mut input);
-            let mut any = false;
-            while let Some(ev) = rx.next_frame() {
-                any = true;
-                seen.push(std::format!("{ev:?}"));
-            }
-            assert!(pushed > 0 || any, "stuck with {} bytes left", input.len());
-        }
+        let seen = events_never_stuck(
+            &mut rx,
+            b"Content-Length: 5\r\nX: 0123456789012345678901234567890\n{}\n",
+        );
         assert_eq!(
             seen.last().map(std::string::String::as_str),
             Some("Frame([123, 125])")
@@ -944,17 +956,7 @@ mod tests {
         // Under content-length framing, a JSON line that fills a fixed buffer is too large (found
         // by fuzzing: it waited for a line end there was no room for).
         let mut rx = RxBuffer::<[u8; 16]>::new(Framing::ContentLength);
-        let mut input: &[u8] = b"{\"aaaaaaaaaaaaaaaaaaaa\":1}\n{}\n";
-        let mut seen = std::vec::Vec::new();
-        while !input.is_empty() {
-            let pushed = rx.push(&mut input);
-            let mut any = false;
-            while let Some(ev) = rx.next_frame() {
-                any = true;
-                seen.push(std::format!("{ev:?}"));
-            }
-            assert!(pushed > 0 || any, "stuck with {} bytes left", input.len());
-        }
+        let seen = events_never_stuck(&mut rx, b"{\"aaaaaaaaaaaaaaaaaaaa\":1}\n{}\n");
         assert_eq!(seen, ["Oversize { len: 26 }", "Frame([123, 125])"]);
         // With line framing a header block that is not valid is read as lines after all.
         let bad = b"Content-Length: x\r\n\r\n{}\n";

@@ -93,6 +93,35 @@ async fn a_peer_that_stops_reading_does_not_grow_our_memory() {
     .await;
 }
 
+/// A server on loopback with `router` and `max_frame` that gives idle memory back after
+/// 100 ms, and a raw client socket to it (it allocates only its small read buffer), with the
+/// heap baseline taken just before connecting.
+async fn server_and_socket(
+    router: rpcwire_tokio::Router,
+    max_frame: usize,
+) -> (
+    tokio::task::JoinHandle<()>,
+    usize,
+    BufReader<tokio::net::tcp::OwnedReadHalf>,
+    tokio::net::tcp::OwnedWriteHalf,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(
+        Builder::new()
+            .router(router)
+            .max_frame(max_frame)
+            .idle_release(Duration::from_millis(100))
+            .serve_tcp(listener),
+    );
+    // Let the accept loop settle, then count from here.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let baseline = ALLOCATOR.allocated();
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (read, write) = stream.into_split();
+    (server, baseline, BufReader::with_capacity(64, read), write)
+}
+
 /// Heap the process holds beyond `baseline` once allocations settle (the server's
 /// connection finishing its step after the answer was read, then giving back what it no
 /// longer needs after its idle time of 100 ms).
@@ -116,22 +145,7 @@ async fn settled_heap(baseline: usize) -> usize {
 async fn an_idle_connection_holds_a_few_kib_before_and_after_a_large_frame() {
     let _alone = ONE_AT_A_TIME.lock().await;
     bounded(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(
-            Builder::new()
-                .router(router())
-                .max_frame(8 << 20)
-                .idle_release(Duration::from_millis(100))
-                .serve_tcp(listener),
-        );
-        // Let the accept loop settle, then count from here: the client is a raw socket that
-        // allocates only its read buffer (taken out below).
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let baseline = ALLOCATOR.allocated();
-        let stream = TcpStream::connect(addr).await.unwrap();
-        let (read, mut write) = stream.into_split();
-        let mut read = BufReader::with_capacity(64, read);
+        let (server, baseline, mut read, mut write) = server_and_socket(router(), 8 << 20).await;
         let mut line = String::new();
 
         write
@@ -174,8 +188,6 @@ async fn an_idle_connection_holds_a_few_kib_before_and_after_a_large_frame() {
 async fn a_64_mib_frame_is_echoed_under_a_256_mib_limit_and_its_memory_given_back() {
     let _alone = ONE_AT_A_TIME.lock().await;
     bounded(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         // Echo without decoding: the params go back as they came (one copy, as raw JSON).
         let echo = rpcwire_tokio::Router::new().raw_method(
             "echo",
@@ -185,18 +197,7 @@ async fn a_64_mib_frame_is_echoed_under_a_256_mib_limit_and_its_memory_given_bac
                     .map_err(rpcwire_tokio::RpcError::internal)
             },
         );
-        let server = tokio::spawn(
-            Builder::new()
-                .router(echo)
-                .max_frame(256 << 20)
-                .idle_release(Duration::from_millis(100))
-                .serve_tcp(listener),
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let baseline = ALLOCATOR.allocated();
-        let stream = TcpStream::connect(addr).await.unwrap();
-        let (read, mut write) = stream.into_split();
-        let mut read = BufReader::with_capacity(64, read);
+        let (server, baseline, mut read, mut write) = server_and_socket(echo, 256 << 20).await;
 
         let big = "y".repeat(64 << 20);
         let request = format!(
