@@ -102,7 +102,8 @@ pub struct SessionStats {
     pub queued_bytes: usize,
     /// Handlers running, plus answers waiting for transmit room.
     pub running: usize,
-    /// Bytes of the fixed receive, transmit and batch buffers of this connection.
+    /// Bytes of storage the connection holds now: its receive, transmit and batch buffers and
+    /// its tables (they grow with use and are given back when idle).
     pub buffer_bytes: usize,
 }
 
