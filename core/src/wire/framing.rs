@@ -446,11 +446,20 @@ impl<B: Slots<u8>> RxBuffer<B> {
         match self.framing {
             #[cfg(feature = "content-length")]
             Framing::Line => {
-                let starts_block = data
-                    .get(..HEADER_PREFIX.len())
-                    .is_some_and(|head| head.eq_ignore_ascii_case(HEADER_PREFIX));
-                if !starts_block {
+                // Compared on the bytes there are: fewer than the prefix that match it so far
+                // cannot be told yet (wait), whatever the split.
+                let n = data.len().min(HEADER_PREFIX.len());
+                let head = data.get(..n).unwrap_or(&[]);
+                if !head.eq_ignore_ascii_case(HEADER_PREFIX.get(..n).unwrap_or(&[])) {
                     return NextKind::Line;
+                }
+                if n < HEADER_PREFIX.len() {
+                    // A buffer too small to hold the prefix reads lines.
+                    return if data.len() >= self.max_len() {
+                        NextKind::Line
+                    } else {
+                        NextKind::Wait
+                    };
                 }
                 // A header block may take this much of the buffer (less when it is smaller):
                 // past it, with no end in sight, the bytes are lines.
@@ -958,6 +967,28 @@ mod tests {
         let mut rx = RxBuffer::<[u8; 16]>::new(Framing::ContentLength);
         let seen = events_never_stuck(&mut rx, b"{\"aaaaaaaaaaaaaaaaaaaa\":1}\n{}\n");
         assert_eq!(seen, ["Oversize { len: 26 }", "Frame([123, 125])"]);
+        // With a tiny maximum frame, a split inside `Content-Length:` decodes like the whole
+        // (found by fuzzing: a few bytes of the prefix were taken for a line).
+        let stream = b"Content-Length: 2\r\n\r\n{}xyz\n";
+        let whole = frames_split(Framing::Line, stream, 0);
+        for at in 1..stream.len() {
+            let mut rx = RxBuffer::<[u8; 64]>::with_max_frame(Framing::Line, 1);
+            let mut split = std::vec::Vec::new();
+            for mut piece in [&stream[..at], &stream[at..]] {
+                rx.push(&mut piece);
+                while let Some(ev) = rx.next_frame() {
+                    split.push(std::format!("{ev:?}"));
+                }
+            }
+            let mut one = RxBuffer::<[u8; 64]>::with_max_frame(Framing::Line, 1);
+            one.push(&mut &stream[..]);
+            let mut all = std::vec::Vec::new();
+            while let Some(ev) = one.next_frame() {
+                all.push(std::format!("{ev:?}"));
+            }
+            assert_eq!(split, all, "split at {at}");
+        }
+        assert_eq!(whole, ["{}", "xyz"]);
         // With line framing a header block that is not valid is read as lines after all.
         let bad = b"Content-Length: x\r\n\r\n{}\n";
         let lines = frames_split(Framing::Line, bad, 0);
