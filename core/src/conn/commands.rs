@@ -4,7 +4,6 @@ use core::time::Duration;
 
 use serde::Serialize;
 
-use super::inflight::InflightState;
 use super::{
     CancelError, Connection, Digits, OutgoingBatch, RequestHandle, RespondError, SendError, Token,
     TxError,
@@ -112,22 +111,16 @@ impl<S: Storage> Connection<S> {
     /// [`ErrorCode::METHOD_NOT_FOUND`]). Never blocks: without transmit room the reply is kept
     /// as a small record and written when outputs are polled.
     pub fn reject(&mut self, handle: RequestHandle, code: ErrorCode) -> Result<(), RespondError> {
-        let (slot, state, id) = self
+        let (slot, batch, id) = self
             .inflight
             .lookup(handle)
             .ok_or(RespondError::UnknownHandle)?;
-        match state {
-            InflightState::Open {
-                in_batch: true,
-                reserve,
-            } => {
+        match batch {
+            Some(reserve) => {
                 self.batch_error(reserve, id.raw(), code, None);
                 self.close_batch_member(slot);
             }
-            _ => {
-                self.inflight.reject(slot, code);
-                self.flush_intents();
-            }
+            None => self.reject_alone(slot, code),
         }
         Ok(())
     }
@@ -137,15 +130,12 @@ impl<S: Storage> Connection<S> {
         handle: RequestHandle,
         body: impl Fn(&mut SliceSink<'_>, &[u8]) -> Result<(), SerializeError>,
     ) -> Result<(), RespondError> {
-        let (slot, state, id) = self
+        let (slot, batch, id) = self
             .inflight
             .lookup(handle)
             .ok_or(RespondError::UnknownHandle)?;
-        match state {
-            InflightState::Open {
-                in_batch: true,
-                reserve,
-            } => match self.batch.append(reserve, |s| body(s, id.raw())) {
+        match batch {
+            Some(reserve) => match self.batch.append(reserve, |s| body(s, id.raw())) {
                 Err(e) => Err(RespondError::Serialize(e)),
                 Ok(Ok(())) => {
                     self.close_batch_member(slot);
@@ -157,7 +147,7 @@ impl<S: Storage> Connection<S> {
                     Err(RespondError::TooLarge { required })
                 }
             },
-            _ => match self.write_tx_frame(&|s| body(s, id.raw())) {
+            None => match self.write_tx_frame(&|s| body(s, id.raw())) {
                 Ok(()) => {
                     self.inflight.answered(slot);
                     Ok(())
@@ -165,12 +155,18 @@ impl<S: Storage> Connection<S> {
                 Err(TxError::Serialize(e)) => Err(RespondError::Serialize(e)),
                 Err(TxError::WouldBlock { required }) => Err(RespondError::WouldBlock { required }),
                 Err(TxError::TooLarge { required }) => {
-                    self.inflight.reject(slot, ErrorCode::INTERNAL_ERROR);
-                    self.flush_intents();
+                    self.reject_alone(slot, ErrorCode::INTERNAL_ERROR);
                     Err(RespondError::TooLarge { required })
                 }
             },
         }
+    }
+
+    /// Answers a request that came alone with a standard error: kept as a record, written
+    /// now if there is room, else when outputs are polled.
+    fn reject_alone(&mut self, slot: usize, code: ErrorCode) {
+        self.inflight.reject(slot, code);
+        self.flush_intents();
     }
 
     fn close_batch_member(&mut self, slot: usize) {

@@ -239,14 +239,17 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
         }
     }
 
-    /// The open request a handle names: its slot number, state and id.
-    pub(crate) fn lookup(&self, handle: RequestHandle) -> Option<(usize, InflightState, StoredId)> {
+    /// The open request a handle names: its slot number, its batch reservation when it came
+    /// in a batch (its answer joins the batch reply), and its id.
+    pub(crate) fn lookup(&self, handle: RequestHandle) -> Option<(usize, Option<usize>, StoredId)> {
         let slot = handle.slot as usize;
         let s = self.slot(slot)?;
-        if s.generation != handle.generation || !matches!(s.state, InflightState::Open { .. }) {
-            return None;
+        match s.state {
+            InflightState::Open { in_batch, reserve } if s.generation == handle.generation => {
+                Some((slot, in_batch.then_some(reserve), s.id))
+            }
+            _ => None,
         }
-        Some((slot, s.state, s.id))
     }
 
     /// The open request in `slot` is answered: its slot is free again.
@@ -310,16 +313,8 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
         if self.rejected_head == 0 {
             self.rejected_tail = 0;
         }
-        // Not in the hash index any more (taken out by `reject`): `answered` frees it.
-        if let Some(s) = self.slot_mut(slot) {
-            s.state = InflightState::Free;
-        }
-        let free = self.free;
-        if let Some(s) = self.slot_mut(slot) {
-            s.next = free;
-        }
-        self.free = link(slot);
-        self.used = self.used.saturating_sub(1);
+        // Out of the hash index already (`reject` took it out): freed like an answered one.
+        self.answered(slot);
     }
 
     /// Drops every request (the connection closed).

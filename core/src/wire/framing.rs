@@ -175,11 +175,19 @@ impl<const N: usize> RxBuffer<[u8; N]> {
     /// A fixed buffer with a smaller maximum frame length (clamped to what `N` can hold).
     pub const fn const_with_max_frame(framing: Framing, max_frame: usize) -> Self {
         let cap = frame_capacity(framing, N);
+        let max_frame = if max_frame < cap { max_frame } else { cap };
+        RxBuffer::from_parts([0; N], framing, max_frame, N)
+    }
+}
+
+impl<B> RxBuffer<B> {
+    /// An empty decoder over `buf` (limits already settled by the constructors).
+    const fn from_parts(buf: B, framing: Framing, max_frame: usize, limit: usize) -> Self {
         RxBuffer {
-            buf: [0; N],
+            buf,
             framing,
-            max_frame: if max_frame < cap { max_frame } else { cap },
-            limit: N,
+            max_frame,
+            limit,
             start: 0,
             end: 0,
             scanned: 0,
@@ -218,18 +226,7 @@ impl<B: Slots<u8>> RxBuffer<B> {
             let n = storage.slots().len();
             (max_frame.min(frame_capacity(framing, n)), n)
         };
-        RxBuffer {
-            buf: storage,
-            framing,
-            max_frame,
-            limit,
-            start: 0,
-            end: 0,
-            scanned: 0,
-            held: None,
-            ready: None,
-            state: State::Seek,
-        }
+        RxBuffer::from_parts(storage, framing, max_frame, limit)
     }
 
     /// The framing this buffer decodes.
