@@ -17,19 +17,15 @@ use std::time::Instant as StdInstant;
 
 use rpcwire::wire::{RawJson, RxBuffer};
 use rpcwire::{
-    Config, ErrorCode, Event, Failure, Inbound, Input, Instant, RequestHandle, RespondError,
-    SendError, Token,
+    Config, ErrorCode, Event, Failure, Inbound, Input, Instant, RequestHandle, SendError, Token,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinSet;
-use tracing::Instrument;
 
 use crate::client::{BatchItem, Command, Control, Reply, SessionStats};
+use crate::handlers::Handlers;
 use crate::raw::Raw;
-use crate::router::{
-    guarded, BoxFuture, Cancellation, CatchUnwind, Conn, Origin, OriginId, Outcome,
-};
+use crate::router::{Conn, Origin, OriginId};
 use crate::{CallError, Client, DriverError, Router, RpcError};
 use std::cell::OnceCell;
 
@@ -72,44 +68,6 @@ impl serde::Serialize for CancelParams<'_> {
         let mut map = s.serialize_map(Some(1))?;
         map.serialize_entry(self.member, &self.id)?;
         map.end()
-    }
-}
-
-/// The cancellation signals of the handlers running in tasks, by the JSON text of their
-/// request's id (what a cancel notification names).
-#[derive(Default)]
-struct Cancels {
-    by_id: HashMap<String, Cancellation>,
-    ids: HashMap<RequestHandle, String>,
-}
-
-impl Cancels {
-    fn watch(&mut self, handle: RequestHandle, id: &str, cancel: Cancellation) {
-        self.by_id.insert(id.to_owned(), cancel);
-        self.ids.insert(handle, id.to_owned());
-    }
-
-    fn forget(&mut self, handle: RequestHandle) {
-        if let Some(id) = self.ids.remove(&handle) {
-            self.by_id.remove(&id);
-        }
-    }
-
-    /// Fires the signal of the request with this id; false when none is running.
-    fn fire(&mut self, id: &str) -> bool {
-        match self.by_id.get(id) {
-            Some(cancel) => {
-                cancel.fire();
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn fire_all(&mut self) {
-        for cancel in self.by_id.values() {
-            cancel.fire();
-        }
     }
 }
 
@@ -159,12 +117,6 @@ struct Job {
     cost: usize,
 }
 
-/// A spawned handler's outcome.
-struct Done {
-    handle: Option<RequestHandle>,
-    reply: Result<String, RpcError>,
-}
-
 /// Why input stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum InputState {
@@ -201,11 +153,8 @@ struct Driver {
     stalled: Option<Command>,
     queue: VecDeque<Job>,
     queued_bytes: usize,
-    /// Handlers running plus answers waiting for transmit room (bounded by `concurrency`).
-    running: usize,
-    tasks: JoinSet<Done>,
-    /// Answers that found no transmit room yet.
-    unwritten: VecDeque<(RequestHandle, Result<String, RpcError>)>,
+    /// Handlers not finished, and answers waiting for transmit room.
+    handlers: Handlers,
     input: InputState,
     /// What is left to do once everything buffered is decoded after input ended.
     ending: Ending,
@@ -215,8 +164,6 @@ struct Driver {
     last_method: Option<usize>,
     /// The first frame that was not JSON has been logged at warn level.
     warned_garbage: bool,
-    /// Cancellation signals of the handlers running in tasks, by request id.
-    cancels: Cancels,
     /// Since when nothing is buffered, queued or running (memory is given back after
     /// `Settings::idle_release` of it).
     idle_since: Option<StdInstant>,
@@ -273,15 +220,12 @@ where
         stalled: None,
         queue: VecDeque::new(),
         queued_bytes: 0,
-        running: 0,
-        tasks: JoinSet::new(),
-        unwritten: VecDeque::new(),
+        handlers: Handlers::default(),
         input: InputState::Open,
         ending: Ending::No,
         dirty: false,
         last_method: None,
         warned_garbage: false,
-        cancels: Cancels::default(),
         idle_since: None,
     };
     let mut cmd_open = true;
@@ -308,19 +252,19 @@ where
             .min()
             .map(tokio::time::Instant::from_std);
         let take_cmds = cmd_open && d.stalled.is_none();
-        let has_tasks = !d.tasks.is_empty();
+        let has_tasks = !d.handlers.tasks().is_empty();
 
         tokio::select! {
             ctl = ctl_rx.recv(), if ctl_open => match ctl {
                 Some(ctl) => d.on_control(ctl),
                 None => ctl_open = false,
             },
-            done = d.tasks.join_next(), if has_tasks => {
+            done = d.handlers.tasks().join_next(), if has_tasks => {
                 if let Some(done) = done {
-                    d.on_done(done);
+                    d.handlers.finished(done);
                 }
-                while let Some(done) = d.tasks.try_join_next() {
-                    d.on_done(done);
+                while let Some(done) = d.handlers.tasks().try_join_next() {
+                    d.handlers.finished(done);
                 }
             },
             res = write_or_flush(&mut writer, d.conn.poll_transmit()), if want_write => {
@@ -455,99 +399,6 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// Takes a request handler's first outcome: nothing more to do, an answer to write when
-/// there is room, or a task to spawn (counted against the concurrency limit).
-fn settle(
-    tasks: &mut JoinSet<Done>,
-    running: &mut usize,
-    unwritten: &mut VecDeque<(RequestHandle, Result<String, RpcError>)>,
-    handle: RequestHandle,
-    method: &str,
-    id: OriginId<'_>,
-    outcome: Outcome,
-) {
-    match outcome {
-        Outcome::Done => log_handled(method, Some(id)),
-        Outcome::Ready(reply) => {
-            *running += 1;
-            unwritten.push_back((handle, reply));
-        }
-        Outcome::Pending(fut) => {
-            *running += 1;
-            let id = match id {
-                OriginId::Wire(id) => id.raw(),
-                OriginId::Text(text) => text,
-            };
-            let span = tracing::info_span!(
-                "rpc.request",
-                method = %method,
-                id = %id,
-                latency_us = tracing::field::Empty
-            );
-            tasks.spawn(
-                async move {
-                    let started = StdInstant::now();
-                    let reply = CatchUnwind(fut).await.unwrap_or_else(|()| {
-                        tracing::error!("handler panicked");
-                        Err(RpcError::internal("handler panicked"))
-                    });
-                    let latency_us =
-                        u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-                    tracing::Span::current().record("latency_us", latency_us);
-                    tracing::debug!(
-                        latency_us,
-                        error = reply.as_ref().err().map(|e| e.code),
-                        "handled"
-                    );
-                    Done {
-                        handle: Some(handle),
-                        reply,
-                    }
-                }
-                .instrument(span),
-            );
-        }
-    }
-}
-
-/// Logs a message handled in place, as a spawned handler's task does (an `rpc.request` span
-/// with the method and id, and a `handled` event), when debug logging is on: it costs a
-/// cached level check otherwise.
-fn log_handled(method: &str, id: Option<OriginId<'_>>) {
-    if tracing::enabled!(tracing::Level::DEBUG) {
-        let id = match id {
-            Some(OriginId::Wire(id)) => id.raw(),
-            Some(OriginId::Text(text)) => text,
-            None => "",
-        };
-        let _span = tracing::info_span!("rpc.request", method = %method, id = %id).entered();
-        tracing::debug!(latency_us = 0u64, "handled");
-    }
-}
-
-/// Spawns a notification handler that did not finish at once.
-fn spawn_notification(
-    tasks: &mut JoinSet<Done>,
-    running: &mut usize,
-    method: &str,
-    fut: BoxFuture<()>,
-) {
-    *running += 1;
-    let span = tracing::info_span!("rpc.request", method = %method);
-    tasks.spawn(
-        async move {
-            if CatchUnwind(fut).await.is_err() {
-                tracing::error!("notification handler panicked");
-            }
-            Done {
-                handle: None,
-                reply: Ok(String::new()),
-            }
-        }
-        .instrument(span),
-    );
-}
-
 impl Driver {
     fn now(&self) -> Instant {
         Instant::from_std(self.origin, StdInstant::now())
@@ -558,7 +409,7 @@ impl Driver {
     fn idle_release_at(&mut self) -> Option<StdInstant> {
         let quiet = self.rx.buffered() == 0
             && self.conn.poll_transmit().is_empty()
-            && self.running == 0
+            && self.handlers.running() == 0
             && self.queue.is_empty()
             && self.conn.inflight_len() == 0;
         if !quiet {
@@ -585,11 +436,11 @@ impl Driver {
     /// Everything that needs no waiting, until nothing moves.
     fn step(&mut self) {
         self.deliver_events();
-        self.write_answers();
+        self.handlers.write_answers(&mut self.conn);
         self.retry_stalled();
         self.process_input();
         self.start_jobs();
-        self.write_answers();
+        self.handlers.write_answers(&mut self.conn);
         self.deliver_events();
         // Responses and events just freed pending slots: a command that waited for one must
         // be retried now, as nothing else may wake the driver (no answer is due any more).
@@ -601,7 +452,7 @@ impl Driver {
         self.input == InputState::Draining
             && self.ending == Ending::No
             && self.queue.is_empty()
-            && self.running == 0
+            && self.handlers.running() == 0
             && !self.dirty
             && self.conn.poll_transmit().is_empty()
     }
@@ -635,12 +486,9 @@ impl Driver {
             queue,
             queued_bytes,
             ending,
-            running,
-            tasks,
-            unwritten,
+            handlers,
             last_method,
             warned_garbage,
-            cancels,
             ..
         } = self;
         loop {
@@ -696,7 +544,7 @@ impl Driver {
                         continue;
                     };
                     let params = req.params;
-                    if queue.is_empty() && *running < settings.concurrency {
+                    if queue.is_empty() && handlers.running() < settings.concurrency {
                         let origin = Origin {
                             peer,
                             cancel: OnceCell::new(),
@@ -704,25 +552,7 @@ impl Driver {
                             id: Some(OriginId::Wire(req.id)),
                             method,
                         };
-                        let outcome = guarded(|| handler(&origin, params, conn, req.handle));
-                        let outcome = outcome.unwrap_or_else(|()| {
-                            tracing::error!(%method, "handler panicked");
-                            let _ = conn.reject(req.handle, ErrorCode::INTERNAL_ERROR);
-                            Outcome::Done
-                        });
-                        if let (Outcome::Pending(_), Some(cancel)) = (&outcome, origin.cancel.get())
-                        {
-                            cancels.watch(req.handle, req.id.raw(), cancel.clone());
-                        }
-                        settle(
-                            tasks,
-                            running,
-                            unwritten,
-                            req.handle,
-                            method,
-                            OriginId::Wire(req.id),
-                            outcome,
-                        );
+                        handlers.start_request(handler, &origin, params, conn, req.handle);
                         continue;
                     }
                     let id = req.id.raw().to_owned();
@@ -751,7 +581,7 @@ impl Driver {
                                     .find(|(k, _)| k.eq_str(&profile.id_member))
                                     .map(|(_, v)| v)
                             });
-                            if id.is_some_and(|id| cancels.fire(id.as_str())) {
+                            if id.is_some_and(|id| handlers.cancel(id.as_str())) {
                                 tracing::debug!("request cancelled by the peer");
                             } else {
                                 tracing::debug!("cancel for no running request");
@@ -769,7 +599,7 @@ impl Driver {
                         continue;
                     };
                     let params = n.params;
-                    if queue.is_empty() && *running < settings.concurrency {
+                    if queue.is_empty() && handlers.running() < settings.concurrency {
                         let origin = Origin {
                             peer,
                             cancel: OnceCell::new(),
@@ -777,11 +607,7 @@ impl Driver {
                             id: None,
                             method: &method,
                         };
-                        match guarded(|| handler(&origin, params)) {
-                            Ok(None) => log_handled(&method, None),
-                            Ok(Some(fut)) => spawn_notification(tasks, running, &method, fut),
-                            Err(()) => tracing::error!(%method, "notification handler panicked"),
-                        }
+                        handlers.start_notification(handler, &origin, params);
                         continue;
                     }
                     let params = params.map(|p| p.as_str().to_owned());
@@ -857,7 +683,7 @@ impl Driver {
         let (Some(router), Some(peer)) = (self.settings.router.clone(), self.peer.clone()) else {
             return;
         };
-        while self.running < self.settings.concurrency {
+        while self.handlers.running() < self.settings.concurrency {
             let Some(job) = self.queue.pop_front() else {
                 return;
             };
@@ -875,98 +701,26 @@ impl Driver {
                 .as_deref()
                 .and_then(|p| RawJson::parse(p, rpcwire::wire::scan::MAX_DEPTH_LIMIT).ok());
             match job.handle {
-                Some(handle) => {
-                    let Some(handler) = router.get_method(&job.method) else {
+                Some(handle) => match router.get_method(&job.method) {
+                    Some(handler) => {
+                        self.handlers.start_request(
+                            handler,
+                            &origin,
+                            params,
+                            &mut self.conn,
+                            handle,
+                        );
+                    }
+                    None => {
                         let _ = self.conn.reject(handle, ErrorCode::METHOD_NOT_FOUND);
-                        continue;
-                    };
-                    let conn = &mut self.conn;
-                    let outcome = guarded(|| handler(&origin, params, conn, handle))
-                        .unwrap_or_else(|()| {
-                            tracing::error!(method = job.method, "handler panicked");
-                            let _ = conn.reject(handle, ErrorCode::INTERNAL_ERROR);
-                            Outcome::Done
-                        });
-                    let id = OriginId::Text(job.id.as_deref().unwrap_or(""));
-                    if let (Outcome::Pending(_), Some(cancel)) = (&outcome, origin.cancel.get()) {
-                        self.cancels
-                            .watch(handle, job.id.as_deref().unwrap_or(""), cancel.clone());
                     }
-                    settle(
-                        &mut self.tasks,
-                        &mut self.running,
-                        &mut self.unwritten,
-                        handle,
-                        &job.method,
-                        id,
-                        outcome,
-                    );
-                }
+                },
                 None => {
-                    let Some(handler) = router.get_notification(&job.method) else {
-                        continue;
-                    };
-                    match guarded(|| handler(&origin, params)) {
-                        Ok(None) => log_handled(&job.method, None),
-                        Ok(Some(fut)) => {
-                            spawn_notification(&mut self.tasks, &mut self.running, &job.method, fut)
-                        }
-                        Err(()) => {
-                            tracing::error!(method = job.method, "notification handler panicked")
-                        }
+                    if let Some(handler) = router.get_notification(&job.method) {
+                        self.handlers.start_notification(handler, &origin, params);
                     }
                 }
             }
-        }
-    }
-
-    fn on_done(&mut self, done: Result<Done, tokio::task::JoinError>) {
-        match done {
-            Ok(Done {
-                handle: Some(handle),
-                reply,
-            }) => {
-                self.cancels.forget(handle);
-                self.unwritten.push_back((handle, reply));
-            }
-            Ok(Done { handle: None, .. }) => self.running = self.running.saturating_sub(1),
-            // Handler tasks catch their panics; a join error means the task was aborted.
-            Err(e) => {
-                tracing::warn!(error = %e, "handler task lost");
-                self.running = self.running.saturating_sub(1);
-            }
-        }
-    }
-
-    /// Writes handler answers into the core while it has room.
-    fn write_answers(&mut self) {
-        let conn = &mut self.conn;
-        while let Some((handle, reply)) = self.unwritten.front() {
-            let res = match reply {
-                Ok(json) => conn.respond(*handle, &Raw(json)),
-                Err(e) => conn.respond_error(
-                    *handle,
-                    e.error_code(),
-                    Some(&e.message),
-                    e.data.as_ref().map(|d| Raw(d.get())).as_ref(),
-                ),
-            };
-            match res {
-                Ok(()) => {}
-                Err(RespondError::WouldBlock { .. }) => return,
-                Err(RespondError::TooLarge { required }) => {
-                    tracing::warn!(required, "answer too large: sent Internal error instead");
-                }
-                Err(RespondError::Serialize(e)) => {
-                    tracing::warn!(error = %e, "answer not serializable: sending Internal error");
-                    let _ = conn.reject(*handle, ErrorCode::INTERNAL_ERROR);
-                }
-                Err(RespondError::UnknownHandle) => {
-                    tracing::debug!("answer for a request no longer open");
-                }
-            }
-            self.unwritten.pop_front();
-            self.running = self.running.saturating_sub(1);
         }
     }
 
@@ -1170,8 +924,7 @@ impl Driver {
         if let Some(cmd) = self.stalled.take() {
             cmd.fail(|| CallError::Closed);
         }
-        self.cancels.fire_all();
-        self.tasks.abort_all();
+        self.handlers.abort_all();
         Err(DriverError::Io(e))
     }
 
@@ -1182,7 +935,7 @@ impl Driver {
             inflight: self.conn.inflight_len(),
             queued: self.queue.len(),
             queued_bytes: self.queued_bytes,
-            running: self.running,
+            running: self.handlers.running(),
             buffer_bytes: self.conn.storage_bytes() + self.rx.capacity(),
         }
     }

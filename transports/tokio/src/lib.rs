@@ -76,6 +76,7 @@
 mod client;
 mod driver;
 mod error;
+mod handlers;
 mod raw;
 mod router;
 mod stdio;

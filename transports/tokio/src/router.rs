@@ -43,14 +43,21 @@ pub(crate) enum OriginId<'a> {
     Text(&'a str),
 }
 
+impl<'a> OriginId<'a> {
+    /// The id's JSON text.
+    pub(crate) fn text(self) -> &'a str {
+        match self {
+            OriginId::Wire(id) => id.raw(),
+            OriginId::Text(text) => text,
+        }
+    }
+}
+
 impl Origin<'_> {
     fn context(&self) -> Context {
         Context {
             peer: self.peer.clone(),
-            id: self.id.map(|id| match id {
-                OriginId::Wire(id) => id.raw().to_owned(),
-                OriginId::Text(text) => text.to_owned(),
-            }),
+            id: self.id.map(|id| id.text().to_owned()),
             method: self.method.to_owned(),
             state: self.state.cloned(),
             cancel: self.cancel.get_or_init(Cancellation::default).clone(),

@@ -1,0 +1,254 @@
+//! The application's handlers as a connection's driver runs them: in place while they finish
+//! at once, in tasks when they wait, each counted against the concurrency limit until its
+//! answer is written into the core.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant as StdInstant;
+
+use rpcwire::wire::RawJson;
+use rpcwire::{ErrorCode, RequestHandle, RespondError};
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+use crate::raw::Raw;
+use crate::router::{
+    guarded, BoxFuture, Cancellation, CatchUnwind, Conn, MethodFn, NotifyFn, Origin, OriginId,
+    Outcome,
+};
+use crate::RpcError;
+
+/// A spawned handler's outcome.
+pub(crate) struct Done {
+    handle: Option<RequestHandle>,
+    reply: Result<String, RpcError>,
+}
+
+/// The cancellation signals of the handlers running in tasks, by the JSON text of their
+/// request's id (what a cancel notification names).
+#[derive(Default)]
+struct Cancels {
+    by_id: HashMap<String, Cancellation>,
+    ids: HashMap<RequestHandle, String>,
+}
+
+impl Cancels {
+    fn watch(&mut self, handle: RequestHandle, id: &str, cancel: Cancellation) {
+        self.by_id.insert(id.to_owned(), cancel);
+        self.ids.insert(handle, id.to_owned());
+    }
+
+    fn forget(&mut self, handle: RequestHandle) {
+        if let Some(id) = self.ids.remove(&handle) {
+            self.by_id.remove(&id);
+        }
+    }
+
+    /// Fires the signal of the request with this id; false when none is running.
+    fn fire(&mut self, id: &str) -> bool {
+        match self.by_id.get(id) {
+            Some(cancel) => {
+                cancel.fire();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn fire_all(&mut self) {
+        for cancel in self.by_id.values() {
+            cancel.fire();
+        }
+    }
+}
+
+/// The handlers of one connection that have not finished, and the answers of those that
+/// have but found no transmit room yet.
+#[derive(Default)]
+pub(crate) struct Handlers {
+    /// Handlers running plus answers waiting for transmit room (bounded by `concurrency`).
+    running: usize,
+    tasks: JoinSet<Done>,
+    /// Answers that found no transmit room yet.
+    unwritten: VecDeque<(RequestHandle, Result<String, RpcError>)>,
+    /// Cancellation signals of the handlers running in tasks, by request id.
+    cancels: Cancels,
+}
+
+impl Handlers {
+    /// Handlers running plus answers waiting for transmit room.
+    pub(crate) fn running(&self) -> usize {
+        self.running
+    }
+
+    /// The tasks of the handlers that wait, to join in the driver's `select!`.
+    pub(crate) fn tasks(&mut self) -> &mut JoinSet<Done> {
+        &mut self.tasks
+    }
+
+    /// Runs a request handler in place; what it leaves to do (an answer to write, a future to
+    /// wait for) counts against the concurrency limit until written. A panic is answered
+    /// Internal error.
+    pub(crate) fn start_request(
+        &mut self,
+        handler: &MethodFn,
+        origin: &Origin<'_>,
+        params: Option<RawJson<'_>>,
+        conn: &mut Conn,
+        handle: RequestHandle,
+    ) {
+        let method = origin.method;
+        let outcome = guarded(|| handler(origin, params, conn, handle)).unwrap_or_else(|()| {
+            tracing::error!(%method, "handler panicked");
+            let _ = conn.reject(handle, ErrorCode::INTERNAL_ERROR);
+            Outcome::Done
+        });
+        let id = origin.id.map_or("", OriginId::text);
+        match outcome {
+            Outcome::Done => log_handled(method, id),
+            Outcome::Ready(reply) => {
+                self.running += 1;
+                self.unwritten.push_back((handle, reply));
+            }
+            Outcome::Pending(fut) => {
+                if let Some(cancel) = origin.cancel.get() {
+                    self.cancels.watch(handle, id, cancel.clone());
+                }
+                self.running += 1;
+                let span = tracing::info_span!(
+                    "rpc.request",
+                    method = %method,
+                    id = %id,
+                    latency_us = tracing::field::Empty
+                );
+                self.tasks.spawn(
+                    async move {
+                        let started = StdInstant::now();
+                        let reply = CatchUnwind(fut).await.unwrap_or_else(|()| {
+                            tracing::error!("handler panicked");
+                            Err(RpcError::internal("handler panicked"))
+                        });
+                        let latency_us =
+                            u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+                        tracing::Span::current().record("latency_us", latency_us);
+                        tracing::debug!(
+                            latency_us,
+                            error = reply.as_ref().err().map(|e| e.code),
+                            "handled"
+                        );
+                        Done {
+                            handle: Some(handle),
+                            reply,
+                        }
+                    }
+                    .instrument(span),
+                );
+            }
+        }
+    }
+
+    /// Runs a notification handler in place, and in a task if it waits.
+    pub(crate) fn start_notification(
+        &mut self,
+        handler: &NotifyFn,
+        origin: &Origin<'_>,
+        params: Option<RawJson<'_>>,
+    ) {
+        let method = origin.method;
+        let fut = match guarded(|| handler(origin, params)) {
+            Ok(None) => return log_handled(method, ""),
+            Ok(Some(fut)) => fut,
+            Err(()) => return tracing::error!(%method, "notification handler panicked"),
+        };
+        self.spawn_notification(method, fut);
+    }
+
+    fn spawn_notification(&mut self, method: &str, fut: BoxFuture<()>) {
+        self.running += 1;
+        let span = tracing::info_span!("rpc.request", method = %method);
+        self.tasks.spawn(
+            async move {
+                if CatchUnwind(fut).await.is_err() {
+                    tracing::error!("notification handler panicked");
+                }
+                Done {
+                    handle: None,
+                    reply: Ok(String::new()),
+                }
+            }
+            .instrument(span),
+        );
+    }
+
+    /// Takes a task's end: a request's answer waits to be written, a notification's slot is
+    /// free.
+    pub(crate) fn finished(&mut self, done: Result<Done, tokio::task::JoinError>) {
+        match done {
+            Ok(Done {
+                handle: Some(handle),
+                reply,
+            }) => {
+                self.cancels.forget(handle);
+                self.unwritten.push_back((handle, reply));
+            }
+            Ok(Done { handle: None, .. }) => self.running = self.running.saturating_sub(1),
+            // Handler tasks catch their panics; a join error means the task was aborted.
+            Err(e) => {
+                tracing::warn!(error = %e, "handler task lost");
+                self.running = self.running.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Writes finished handlers' answers into the core while it has room.
+    pub(crate) fn write_answers(&mut self, conn: &mut Conn) {
+        while let Some((handle, reply)) = self.unwritten.front() {
+            let res = match reply {
+                Ok(json) => conn.respond(*handle, &Raw(json)),
+                Err(e) => conn.respond_error(
+                    *handle,
+                    e.error_code(),
+                    Some(&e.message),
+                    e.data.as_ref().map(|d| Raw(d.get())).as_ref(),
+                ),
+            };
+            match res {
+                Ok(()) => {}
+                Err(RespondError::WouldBlock { .. }) => return,
+                Err(RespondError::TooLarge { required }) => {
+                    tracing::warn!(required, "answer too large: sent Internal error instead");
+                }
+                Err(RespondError::Serialize(e)) => {
+                    tracing::warn!(error = %e, "answer not serializable: sending Internal error");
+                    let _ = conn.reject(*handle, ErrorCode::INTERNAL_ERROR);
+                }
+                Err(RespondError::UnknownHandle) => {
+                    tracing::debug!("answer for a request no longer open");
+                }
+            }
+            self.unwritten.pop_front();
+            self.running = self.running.saturating_sub(1);
+        }
+    }
+
+    /// Fires the cancellation signal of the running request with this id (the JSON text of
+    /// a cancel notification's id); false when none is running.
+    pub(crate) fn cancel(&mut self, id: &str) -> bool {
+        self.cancels.fire(id)
+    }
+
+    /// Cancels and aborts every running handler (the connection is gone).
+    pub(crate) fn abort_all(&mut self) {
+        self.cancels.fire_all();
+        self.tasks.abort_all();
+    }
+}
+
+/// Logs a message handled in place, as a spawned handler's task does (an `rpc.request` span
+/// with the method and id, and a `handled` event), when debug logging is on: it costs a
+/// cached level check otherwise.
+fn log_handled(method: &str, id: &str) {
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let _span = tracing::info_span!("rpc.request", method = %method, id = %id).entered();
+        tracing::debug!(latency_us = 0u64, "handled");
+    }
+}
