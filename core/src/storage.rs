@@ -194,6 +194,15 @@ pub(crate) const KEEP: usize = 2 << 10;
 /// The first allocation of a growing byte buffer.
 pub(crate) const MIN_BYTES: usize = 512;
 
+/// The first allocation of a growing table (pending calls, in-flight requests).
+pub(crate) const MIN_SLOTS: usize = 4;
+
+/// The next size of a growing table of `current` slots: doubling, within `limit`.
+pub(crate) fn next_slots(current: usize, limit: usize) -> usize {
+    // Not `clamp`: the limit may be below the first allocation.
+    current.saturating_mul(2).max(MIN_SLOTS).min(limit)
+}
+
 /// The next size of a growing buffer that needs `need` bytes: doubling (so that a frame built
 /// up over many reads costs a logarithmic number of copies), within `limit`.
 pub(crate) fn next_size(current: usize, need: usize, limit: usize) -> usize {

@@ -12,7 +12,7 @@
 
 use crate::code::ErrorCode;
 use crate::conn::RequestHandle;
-use crate::storage::Slots;
+use crate::storage::{next_slots, Slots};
 use crate::wire::{Id, StoredId};
 
 type Link = u32;
@@ -180,8 +180,7 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
         }
         let cap = self.slots.slots().len();
         if self.fresh >= cap && cap < self.limit {
-            // Not `clamp`: the limit may be below 4.
-            let want = (cap * 2).max(4).min(self.limit);
+            let want = next_slots(cap, self.limit);
             if self.slots.grow_to(want, InflightSlot::FREE) > cap {
                 self.rehash();
             }

@@ -15,7 +15,7 @@
 //! Links are `u32` slot numbers plus one, so that 0 means "none" and zeroed memory is empty.
 
 use crate::conn::{Failure, Token};
-use crate::storage::Slots;
+use crate::storage::{next_slots, Slots};
 use crate::Instant;
 
 /// A slot number plus one; 0 is "none".
@@ -188,8 +188,7 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
         }
         let mut cap = self.slots.slots().len();
         if self.fresh >= cap && cap < self.limit {
-            // Not `clamp`: the limit may be below 4.
-            let want = (cap * 2).max(4).min(self.limit);
+            let want = next_slots(cap, self.limit);
             cap = self.slots.grow_to(want, PendingSlot::FREE);
         }
         if self.fresh < cap.min(self.limit) {
