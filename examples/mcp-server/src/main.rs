@@ -1,0 +1,2 @@
+//! rpcwire example: mcp-server (under construction).
+fn main() {}

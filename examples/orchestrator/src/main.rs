@@ -1,0 +1,2 @@
+//! rpcwire example: orchestrator (under construction).
+fn main() {}

@@ -1,0 +1,4 @@
+//! # rpcwire-mcp
+//!
+//! The Model Context Protocol as a profile over [`rpcwire`]. (Under construction.)
+#![no_std]
