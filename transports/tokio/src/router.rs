@@ -333,6 +333,8 @@ pub struct Router {
     methods: Names<MethodFn>,
     notifications: Names<NotifyFn>,
     state: Option<SharedState>,
+    /// Descriptions for the `rpc.discover` document ([`Router::describe`]).
+    pub(crate) descriptions: Vec<(String, String)>,
 }
 
 impl fmt::Debug for Router {
@@ -523,6 +525,11 @@ impl Router {
     /// True when a request handler is registered under `name`.
     pub fn has_method(&self, name: &str) -> bool {
         self.methods.find(name.as_bytes()).is_some()
+    }
+
+    /// The registered notification names, sorted.
+    pub fn notification_names(&self) -> Vec<&str> {
+        self.notifications.names()
     }
 
     /// The registered request method names, sorted.
