@@ -27,3 +27,31 @@ async fn rpc_discover_lists_the_methods() -> Result<(), Box<dyn std::error::Erro
     server.join().await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn fallback_notification_takes_the_unnamed_ones() -> Result<(), Box<dyn std::error::Error>> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let tx2 = tx.clone();
+    let router = Router::new()
+        .notification("known", move |_: Value| {
+            let tx = tx2.clone();
+            async move {
+                let _ = tx.send("known".to_owned());
+            }
+        })
+        .fallback_notification(move |ctx, params| {
+            let tx = tx.clone();
+            async move {
+                let p = params.map_or("none".to_owned(), |p| p.get().to_owned());
+                let _ = tx.send(format!("{} {p}", ctx.method()));
+            }
+        });
+    let (server, client) = Builder::new().router(router).duplex(Builder::new(), 4096);
+    client.client().notify("known", [1]).await?;
+    client.client().notify("other", [1, 2]).await?;
+    assert_eq!(rx.recv().await.as_deref(), Some("known"));
+    assert_eq!(rx.recv().await.as_deref(), Some("other [1,2]"));
+    client.join().await?;
+    server.join().await?;
+    Ok(())
+}
