@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 
 pub mod out;
 pub mod tap;
+pub mod ws;
 
 /// `sleep`'s params.
 #[derive(Debug, Deserialize)]

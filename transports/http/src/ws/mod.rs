@@ -55,7 +55,7 @@
 mod io;
 mod server;
 
-pub use server::{is_upgrade, Hub, WsServer};
+pub use server::{is_upgrade, Hub, NotifyError, WsServer};
 
 use std::time::Duration;
 

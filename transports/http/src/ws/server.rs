@@ -130,6 +130,17 @@ impl Hub {
     }
 }
 
+/// Why [`Hub::notify_all`] sent nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    /// The params did not serialize.
+    #[error("notification params do not serialize: {0}")]
+    Serialize(#[from] serde_json::Error),
+    /// The params are not an array, an object or none, as JSON-RPC requires.
+    #[error("notification params must be an array or an object")]
+    NotStructured,
+}
+
 /// What a server calls for each connection it accepts.
 type ConnectHook = Arc<dyn Fn(Client) + Send + Sync>;
 
