@@ -77,8 +77,9 @@ pub struct WsConfig {
     /// How long output may wait for a peer that does not read before the connection is
     /// dropped. Default 10 s.
     pub send_timeout: Duration,
-    /// The read buffer each connection allocates (bytes). Default 4 KiB: small, so that many
-    /// connections fit; larger messages are read in several steps.
+    /// The read buffer each connection allocates (bytes, at least 256). Default 1 KiB: small,
+    /// so that many connections fit (each holds it for its whole life); a larger message gets
+    /// room of its size while it is read.
     pub read_buffer: usize,
     /// Output is gathered up to this many bytes before it is written to the socket (a flush
     /// writes at once). Default 16 KiB.
@@ -92,7 +93,7 @@ impl Default for WsConfig {
             ping_interval: Some(Duration::from_secs(30)),
             pong_timeout: Duration::from_secs(20),
             send_timeout: Duration::from_secs(10),
-            read_buffer: 4 << 10,
+            read_buffer: 1 << 10,
             write_buffer: 16 << 10,
         }
     }
