@@ -147,9 +147,8 @@ fn client_config() -> WebSocketConfig {
         .write_buffer_size(16 << 10)
 }
 
-type Ws = tokio_tungstenite::WebSocketStream<
-    tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
->;
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn open(addr: SocketAddr) -> Result<Ws, Error> {
     let url = format!("ws://{addr}/");
@@ -165,7 +164,9 @@ async fn open(addr: SocketAddr) -> Result<Ws, Error> {
 fn check(msg: Message) -> Result<(), Error> {
     match msg {
         Message::Text(t) if t.contains(r#""result":19"#) => Ok(()),
-        Message::Ping(_) | Message::Pong(_) => Err(Error::Server("unexpected control frame".into())),
+        Message::Ping(_) | Message::Pong(_) => {
+            Err(Error::Server("unexpected control frame".into()))
+        }
         other => Err(Error::Server(format!("bad answer: {other:?}"))),
     }
 }
@@ -226,7 +227,12 @@ async fn conn_load(addr: SocketAddr, calls: u64, window: usize) -> Result<(), Er
 }
 
 /// `conns` connections at once, each pipelining `calls` calls; returns the elapsed time.
-async fn load(addr: SocketAddr, conns: usize, calls: u64, window: usize) -> Result<Duration, Error> {
+async fn load(
+    addr: SocketAddr,
+    conns: usize,
+    calls: u64,
+    window: usize,
+) -> Result<Duration, Error> {
     let start = Instant::now();
     let tasks: Vec<_> = (0..conns)
         .map(|_| tokio::spawn(conn_load(addr, calls, window)))
@@ -367,20 +373,38 @@ fn run() -> Result<(), Error> {
     let many_calls = scaled(3_000, s);
     // (label, connections, calls per connection, window)
     let scenarios = [
-        (format!("1 conn × {one_calls} calls (window 1 024)"), 1usize, one_calls, 1024usize),
-        (format!("64 conn × {many_calls} calls (window 64)"), 64, many_calls, 64),
+        (
+            format!("1 conn × {one_calls} calls (window 1 024)"),
+            1usize,
+            one_calls,
+            1024usize,
+        ),
+        (
+            format!("64 conn × {many_calls} calls (window 64)"),
+            64,
+            many_calls,
+            64,
+        ),
     ];
     let mut rates = vec![vec![Vec::new(); subjects.len()]; scenarios.len()];
     for round in 0..rounds {
         for k in 0..subjects.len() {
             // Alternate which server goes first.
-            let k = if round % 2 == 0 { k } else { subjects.len() - 1 - k };
+            let k = if round % 2 == 0 {
+                k
+            } else {
+                subjects.len() - 1 - k
+            };
             let subject = &subjects[k];
             let server = subject.start()?;
             for (i, (label, c, n, w)) in scenarios.iter().enumerate() {
                 let elapsed = runtime.block_on(load(server.addr, *c, *n, *w))?;
                 let rate = (*c as u64 * n) as f64 / elapsed.as_secs_f64();
-                eprintln!("round {round}: {} {label}: {} calls/s", subject.name, format_rate(rate));
+                eprintln!(
+                    "round {round}: {} {label}: {} calls/s",
+                    subject.name,
+                    format_rate(rate)
+                );
                 rates[i][k].push(rate);
             }
             drop(server);
@@ -398,7 +422,9 @@ fn run() -> Result<(), Error> {
     }
 
     let mut out = String::new();
-    out.push_str("| scenario | jsonrpsee calls/s | rpcwire calls/s | ratio (rpcwire / jsonrpsee) |\n");
+    out.push_str(
+        "| scenario | jsonrpsee calls/s | rpcwire calls/s | ratio (rpcwire / jsonrpsee) |\n",
+    );
     out.push_str("|---|---:|---:|---:|\n");
     for (i, (label, ..)) in scenarios.iter().enumerate() {
         let ours = median(&rates[i][0]).unwrap_or(0.0);

@@ -10,8 +10,13 @@ use std::process::ExitCode;
 use jsonrpsee::server::{RpcModule, ServerBuilder, ServerConfig};
 
 fn main() -> ExitCode {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:0".into());
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:0".into());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("jsonrpsee-ws: cannot start the runtime: {e}");

@@ -383,3 +383,55 @@ async fn plain_http_gets_426_and_the_console_when_enabled() {
     assert!(ws::is_upgrade(&bad));
     assert_eq!(server.upgrade(bad).status(), 400); // no key, no version
 }
+
+#[tokio::test]
+async fn upgrade_from_another_hyper_service_on_the_same_path() {
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    // An HTTP service of its own (here: plain text for anything else) that hands WebSocket
+    // upgrades on /rpc to the WebSocket server.
+    let server = WsServer::new(
+        Builder::new().router(router(Hub::new())),
+        WsConfig::default(),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let server = server.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let res = if ws::is_upgrade(&req) {
+                            server.upgrade(req)
+                        } else {
+                            hyper::Response::new(Full::new(Bytes::from_static(b"plain HTTP here")))
+                        };
+                        async move { Ok::<_, std::convert::Infallible>(res) }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .with_upgrades()
+                    .await;
+            });
+        }
+    });
+    let session = ws::connect(
+        &format!("ws://{addr}/rpc"),
+        Builder::new(),
+        &WsConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        session
+            .client()
+            .call::<_, i64>("subtract", [42, 23])
+            .await
+            .unwrap(),
+        19
+    );
+    session.close().await.unwrap();
+}

@@ -1,10 +1,10 @@
 //! JSON-RPC 2.0 over WebSocket (feature `ws`): a server and a client on tokio-tungstenite,
-//! built on the same core, [`Router`](rpcwire_tokio::Router) and [`Client`] as every other
+//! built on the same core, [`Router`](rpcwire_tokio::Router) and [`Client`](rpcwire_tokio::Client) as every other
 //! transport.
 //!
 //! One JSON-RPC message or batch travels in one text message, either way. Either side may
 //! call the other and send notifications; a server reaches one connection through its
-//! [`Client`] ([`WsServer::on_connect`], or [`Context::peer`](rpcwire_tokio::Context::peer)
+//! [`Client`](rpcwire_tokio::Client) ([`WsServer::on_connect`], or [`Context::peer`](rpcwire_tokio::Context::peer)
 //! inside a handler) or all of them through its [`Hub`].
 //!
 //! ```
