@@ -435,3 +435,38 @@ async fn upgrade_from_another_hyper_service_on_the_same_path() {
     );
     session.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn empty_and_header_like_messages_are_just_bad_json() {
+    let (url, _server) = start(WsConfig::default()).await;
+    let mut ws = raw(&url).await;
+    // A message cannot smuggle a second frame: its whole text is one JSON text.
+    ws.send(Message::text("Content-Length: 2\r\n\r\n{}"))
+        .await
+        .unwrap();
+    assert_eq!(next_text(&mut ws).await["error"]["code"], -32700);
+    ws.send(Message::text("")).await.unwrap();
+    ws.send(Message::text(
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[9,1],"id":7}"#,
+    ))
+    .await
+    .unwrap();
+    // The empty message gets a parse error or nothing; either way the next call is answered.
+    let mut answer = next_text(&mut ws).await;
+    if answer["id"].is_null() {
+        assert_eq!(answer["error"]["code"], -32700);
+        answer = next_text(&mut ws).await;
+    }
+    assert_eq!(answer, json!({"jsonrpc": "2.0", "result": 8, "id": 7}));
+}
+
+#[tokio::test]
+async fn notify_all_refuses_params_that_are_not_structured() {
+    let hub = Hub::new();
+    assert!(matches!(
+        hub.notify_all("x", 5),
+        Err(ws::NotifyError::NotStructured)
+    ));
+    assert_eq!(hub.notify_all("x", ()).unwrap(), 0);
+    assert_eq!(hub.notify_all("x", [1]).unwrap(), 0);
+}

@@ -50,7 +50,8 @@
 //! A peer that stops reading fills its socket; the adapter then takes no more output, the
 //! driver stops reading that peer's requests (its memory does not grow), and after
 //! [`WsConfig::send_timeout`] without progress the connection is dropped. Other connections are
-//! not affected.
+//! not affected. tungstenite keeps its read and write buffers at the size of the largest
+//! message the connection carried (at most [`WsConfig::max_message`]) until it ends.
 
 mod io;
 mod server;

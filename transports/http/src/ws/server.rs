@@ -100,13 +100,14 @@ impl Hub {
 
     /// Sends the notification `method` with `params` to every open connection, each in a task
     /// of its own (must be called inside a tokio runtime); returns how many connections it
-    /// went to. Params that do not serialize fail here, before anything is sent.
-    pub fn notify_all<P: Serialize>(
-        &self,
-        method: &str,
-        params: P,
-    ) -> Result<usize, serde_json::Error> {
+    /// went to. Params must be an array, an object or `()` (none); others, and params that
+    /// do not serialize, fail here, before anything is sent.
+    pub fn notify_all<P: Serialize>(&self, method: &str, params: P) -> Result<usize, NotifyError> {
         let params = serde_json::value::to_raw_value(&params)?;
+        let structured = matches!(params.get().as_bytes().first(), Some(b'[' | b'{'));
+        if !structured && params.get() != "null" {
+            return Err(NotifyError::NotStructured);
+        }
         let params: Arc<RawValue> = Arc::from(params);
         let timeout = self
             .inner
