@@ -39,5 +39,5 @@ fi
 
 "$DIR/venv/bin/python" -c 'import websockets, selenium; print("websockets", websockets.__version__, "selenium", selenium.__version__)'
 node -p "'ws ' + require('$DIR/node_modules/ws/package.json').version"
-/usr/bin/chromium --version
+/usr/bin/chromium --version 2>/dev/null
 /usr/bin/chromedriver --version
