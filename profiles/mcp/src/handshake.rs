@@ -107,8 +107,13 @@ impl Handshake {
     /// Takes `initialize` (call once its result is written): negotiates the revision and
     /// moves to [`Phase::Initializing`].
     pub fn initialize(&mut self, params: Option<RawJson<'_>>) -> Result<ProtocolVersion, Refusal> {
+        self.start(InitializeParams::parse(params).negotiate())
+    }
+
+    /// Like [`initialize`](Handshake::initialize) with the revision already negotiated (a
+    /// host that decoded the params its own way).
+    pub fn start(&mut self, version: ProtocolVersion) -> Result<ProtocolVersion, Refusal> {
         self.admit(methods::INITIALIZE.as_bytes())?;
-        let version = InitializeParams::parse(params).negotiate();
         self.phase = Phase::Initializing(version);
         Ok(version)
     }

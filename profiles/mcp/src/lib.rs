@@ -19,6 +19,9 @@
 //!   ([`Step::Call`]).
 //!
 //!
+//! With feature `tokio`, [`tokio`](mod@crate::tokio) gives an async server (a tool is an
+//! async fn with typed arguments) that builds into an `rpcwire_tokio::Router`, and a client.
+//!
 //! ## A firmware's loop
 //!
 //! ```
@@ -80,6 +83,10 @@
     )
 )]
 
+#[cfg(feature = "tokio")]
+#[macro_use]
+extern crate std;
+
 mod handshake;
 mod log;
 pub mod methods;
@@ -87,6 +94,9 @@ mod msg;
 mod server;
 mod track;
 mod version;
+
+#[cfg(feature = "tokio")]
+pub mod tokio;
 
 pub use handshake::{Handshake, Phase, Refusal};
 pub use log::LogLevel;
