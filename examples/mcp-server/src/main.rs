@@ -65,7 +65,7 @@ async fn count(ctx: ToolContext, Count { to, delay_ms }: Count) -> Result<String
         return Err(ToolError::new("`to` is at most 1000"));
     }
     let delay = Duration::from_millis(delay_ms.unwrap_or(10).min(1000));
-    ctx.log(LogLevel::Info, format!("counting to {to}")).await?;
+    ctx.log(LogLevel::Info, format!("counting to {to}")).await;
     for i in 1..=to {
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
@@ -76,9 +76,9 @@ async fn count(ctx: ToolContext, Count { to, delay_ms }: Count) -> Result<String
             Some(f64::from(to)),
             Some(&format!("step {i}")),
         )
-        .await?;
+        .await;
     }
-    ctx.log(LogLevel::Debug, "counting done").await?;
+    ctx.log(LogLevel::Debug, "counting done").await;
     Ok(format!("counted to {to}"))
 }
 
@@ -94,18 +94,18 @@ async fn long_task(ctx: ToolContext, LongTask { seconds }: LongTask) -> Result<S
         LogLevel::Info,
         format!("long_task started: {steps} steps of 100 ms"),
     )
-    .await?;
+    .await;
     for step in 1..=steps {
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(100)) => {}
             () = ctx.cancelled() => {
                 // The client no longer waits; this log line says where the task stopped.
                 ctx.log(LogLevel::Warning, format!("long_task cancelled after {} steps", step - 1))
-                    .await?;
+                    .await;
                 return Err(ToolError::new("cancelled"));
             }
         }
-        ctx.progress(step as f64, Some(steps as f64), None).await?;
+        ctx.progress(step as f64, Some(steps as f64), None).await;
     }
     Ok(format!("long_task finished {steps} steps"))
 }

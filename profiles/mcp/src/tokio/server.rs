@@ -8,9 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rpcwire_tokio::{
-    Builder, CallError, Client, Context, DriverError, ErrorCode, Router, RpcError,
-};
+use rpcwire_tokio::{Builder, Client, Context, DriverError, ErrorCode, Router, RpcError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -166,6 +164,11 @@ struct Shared {
 impl Shared {
     fn with_session<T>(&self, peer: &Client, f: impl FnOnce(&mut SessionState) -> T) -> T {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        if !sessions.contains_key(&peer.connection_id()) {
+            // A new connection: forget those that have ended first, so that the map holds
+            // at most one entry per open connection.
+            sessions.retain(|_, st| !st.client.is_closed());
+        }
         let state = sessions
             .entry(peer.connection_id())
             .or_insert_with(|| SessionState {
@@ -217,21 +220,18 @@ impl ToolContext {
     }
 
     /// Sends `notifications/progress`, before the result (it is queued when this returns).
-    /// `Ok(false)`, nothing sent, when the call carried no progress token, was cancelled, or
-    /// `progress` is not above the last value sent (MCP requires it to increase).
-    pub async fn progress(
-        &self,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<&str>,
-    ) -> Result<bool, CallError> {
+    /// False, nothing sent, when the call carried no progress token, was cancelled,
+    /// `progress` is not above the last value sent (MCP requires it to increase), or the
+    /// connection no longer takes notifications (the client closed its side): progress is
+    /// best effort and never fails the tool.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
         let Some(token) = &self.token else {
-            return Ok(false);
+            return false;
         };
         {
             let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
             if self.is_cancelled() || !progress.is_finite() || last.is_some_and(|l| progress <= l) {
-                return Ok(false);
+                return false;
             }
             *last = Some(progress);
         }
@@ -242,19 +242,28 @@ impl ToolContext {
         if let Some(message) = message {
             params["message"] = json!(message);
         }
-        self.ctx.peer().notify(methods::PROGRESS, params).await?;
-        Ok(true)
+        self.notify(methods::PROGRESS, params).await
     }
 
     /// Sends `notifications/message` when `level` is at or above the level the client set
-    /// (`logging/setLevel`; every level until it does). `Ok(false)`: filtered out.
-    pub async fn log(&self, level: LogLevel, data: impl Serialize) -> Result<bool, CallError> {
+    /// (`logging/setLevel`; every level until it does). False when filtered out or the
+    /// connection no longer takes notifications (best effort, as for progress).
+    pub async fn log(&self, level: LogLevel, data: impl Serialize) -> bool {
         if level < self.shared.level(self.ctx.peer()) {
-            return Ok(false);
+            return false;
         }
         let params = json!({"level": level.as_str(), "logger": self.shared.name, "data": data});
-        self.ctx.peer().notify(methods::MESSAGE, params).await?;
-        Ok(true)
+        self.notify(methods::MESSAGE, params).await
+    }
+
+    async fn notify(&self, method: &str, params: Value) -> bool {
+        match self.ctx.peer().notify(method, params).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!(method, error = %e, "notification not sent");
+                false
+            }
+        }
     }
 
     /// Completes when the client cancels this call (or the connection fails): stop and
@@ -536,15 +545,12 @@ struct CallParams {
 fn initialize(s: &Shared, ctx: &Context, params: &Value) -> Result<Value, RpcError> {
     let requested = params["protocolVersion"].as_str().map(str::as_bytes);
     let version = ProtocolVersion::negotiate(requested);
-    {
-        let mut sessions = s.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        // Forget connections that have ended (their state is only read while they run).
-        sessions.retain(|_, st| !st.client.is_closed());
-    }
     s.with_session(ctx.peer(), |st| {
         if s.strict {
             st.handshake.start(version)
         } else {
+            // Not strict: every initialize starts over (one session may reach this server
+            // over several connections, or reconnect).
             st.handshake = Handshake::new();
             st.handshake.start(version)
         }
