@@ -19,7 +19,7 @@
 //!   ([`Step::Call`]).
 //!
 //!
-//! With feature `tokio`, [`tokio`](mod@crate::tokio) gives an async server (a tool is an
+//! With feature `tokio`, the `tokio` module gives an async server (a tool is an
 //! async fn with typed arguments) that builds into an `rpcwire_tokio::Router`, and a client.
 //!
 //! ## A firmware's loop
