@@ -1,0 +1,323 @@
+//! The no_std `Server` over an inline-storage `Connection`: the handshake, negotiation,
+//! tools, progress, cancellation, logging and batch refusal, checked on the wire.
+
+#![allow(clippy::unwrap_used)] // test helpers panic on failure
+
+use rpcwire::storage::Inline;
+use rpcwire::wire::RxBuffer;
+use rpcwire::{Config, Connection, Input, Instant};
+use rpcwire_mcp::{LogLevel, Phase, ProtocolVersion, Server, ServerInfo, Step, Text, Tool};
+
+static INFO: ServerInfo<'static> = ServerInfo {
+    name: "dev\"ice",
+    version: "1.0",
+    instructions: Some("Use add."),
+    logging: true,
+};
+static TOOLS: &[Tool<'static>] = &[
+    Tool {
+        name: "add",
+        description: "Adds a and b.",
+        input_schema: r#"{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}"#,
+    },
+    Tool {
+        name: "slow",
+        description: "Takes a while.",
+        input_schema: r#"{"type":"object"}"#,
+    },
+];
+
+type Conn = Connection<Inline<2048, 1024, 2, 4>>;
+
+struct Harness {
+    conn: Conn,
+    rx: RxBuffer<[u8; 1024]>,
+    server: Server<'static, 4>,
+    calls: Vec<rpcwire_mcp::ToolCall<'static>>,
+    cancelled: Vec<rpcwire::RequestHandle>,
+}
+
+impl Harness {
+    fn new(config: Config) -> Self {
+        let conn = Conn::new(config);
+        let rx = conn.rx_buffer();
+        Harness {
+            conn,
+            rx,
+            server: Server::new(&INFO, TOOLS),
+            calls: Vec::new(),
+            cancelled: Vec::new(),
+        }
+    }
+
+    /// Feeds one line; returns what was written back (lines).
+    fn feed(&mut self, line: &str) -> Vec<serde_json::Value> {
+        let text = format!("{line}\n");
+        let mut input = text.as_bytes();
+        while let Input::Item(item) =
+            self.conn
+                .handle_input(Instant::ZERO, &mut self.rx, &mut input)
+        {
+            match self.server.handle(&mut self.conn, item).unwrap() {
+                Step::Call(call) => self.calls.push(rpcwire_mcp::ToolCall {
+                    arguments: None,
+                    ..call
+                }),
+                Step::Cancelled(h) => self.cancelled.push(h),
+                Step::Request(req) => {
+                    self.conn
+                        .reject(req.handle, rpcwire::ErrorCode::METHOD_NOT_FOUND)
+                        .unwrap();
+                    self.server.finish(req.handle);
+                }
+                _ => {}
+            }
+        }
+        self.drain()
+    }
+
+    fn drain(&mut self) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        self.conn
+            .transmit_with(|b| {
+                out.extend_from_slice(b);
+                Ok::<_, ()>(b.len())
+            })
+            .unwrap();
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn init(&mut self, version: &str) -> serde_json::Value {
+        let out = self.feed(&format!(
+            r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{version}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+        ));
+        self.feed(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        out.into_iter().next().unwrap()
+    }
+}
+
+fn error_code(v: &serde_json::Value) -> i64 {
+    v["error"]["code"].as_i64().unwrap()
+}
+
+#[test]
+fn only_ping_and_initialize_before_initialize() {
+    let mut h = Harness::new(Config::default());
+    let out = h.feed(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    assert_eq!(error_code(&out[0]), -32600);
+    assert_eq!(out[0]["error"]["message"], "server not initialized");
+    let out = h.feed(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
+    assert_eq!(out[0]["result"], serde_json::json!({}));
+    // No log before initialize.
+    assert!(!h
+        .server
+        .log(&mut h.conn, LogLevel::Error, None, Text::Str("x"))
+        .unwrap());
+    let init = h.init("2025-06-18");
+    assert_eq!(h.server.phase(), Phase::Ready(ProtocolVersion::V2025_06_18));
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(init["result"]["serverInfo"]["name"], "dev\"ice");
+    assert_eq!(init["result"]["instructions"], "Use add.");
+    assert_eq!(
+        init["result"]["capabilities"],
+        serde_json::json!({"tools":{"listChanged":false},"logging":{}})
+    );
+    let out = h.feed(r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}"#);
+    assert_eq!(out[0]["error"]["message"], "already initialized");
+    let out = h.feed(r#"{"jsonrpc":"2.0","id":4,"method":"resources/list"}"#);
+    assert_eq!(error_code(&out[0]), -32601);
+}
+
+#[test]
+fn negotiation_answers_the_clients_version_or_the_latest() {
+    for v in ProtocolVersion::ALL {
+        let mut h = Harness::new(Config::default());
+        assert_eq!(h.init(v.as_str())["result"]["protocolVersion"], v.as_str());
+        assert_eq!(h.server.version(), Some(v));
+    }
+    let mut h = Harness::new(Config::default());
+    assert_eq!(
+        h.init("2099-01-01")["result"]["protocolVersion"],
+        "2025-11-25"
+    );
+    // No params at all: the latest too.
+    let mut h = Harness::new(Config::default());
+    let out = h.feed(r#"{"jsonrpc":"2.0","id":0,"method":"initialize"}"#);
+    assert_eq!(out[0]["result"]["protocolVersion"], "2025-11-25");
+    // Before notifications/initialized, requests are already taken.
+    assert_eq!(
+        h.server.phase(),
+        Phase::Initializing(ProtocolVersion::LATEST)
+    );
+    let out = h.feed(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    assert!(out[0]["result"]["tools"].is_array());
+}
+
+#[test]
+fn tools_list_sends_schemas_verbatim_and_unknown_tools_are_invalid_params() {
+    let mut h = Harness::new(Config::default());
+    h.init("2025-11-25");
+    let out = h.feed(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let tools = out[0]["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 2);
+    assert_eq!(tools[0]["name"], "add");
+    assert_eq!(
+        tools[0]["inputSchema"]["required"],
+        serde_json::json!(["a", "b"])
+    );
+    let out = h.feed(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope"}}"#);
+    assert_eq!(error_code(&out[0]), -32602);
+    assert_eq!(out[0]["error"]["data"], "nope");
+    let out = h.feed(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":[1]}}"#,
+    );
+    assert_eq!(error_code(&out[0]), -32602);
+    let out = h.feed(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#);
+    assert_eq!(error_code(&out[0]), -32602);
+    assert!(h.calls.is_empty());
+    let out = h.feed(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}"#);
+    assert!(out.is_empty());
+    let call = h.calls.pop().unwrap();
+    assert_eq!(call.tool, 0);
+    assert!(!call.wants_progress);
+    // No token: no progress.
+    assert!(!h
+        .server
+        .progress(&mut h.conn, call.handle, 1, None, None)
+        .unwrap());
+    h.server
+        .respond_tool(&mut h.conn, call.handle, Text::Str("bad \"input\""), true)
+        .unwrap();
+    let out = h.drain();
+    assert_eq!(
+        out[0]["result"],
+        serde_json::json!({"content":[{"type":"text","text":"bad \"input\""}],"isError":true})
+    );
+}
+
+#[test]
+fn progress_increases_and_cancellation_stops_it() {
+    let mut h = Harness::new(Config::default());
+    h.init("2025-11-25");
+    h.feed(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"tok"}}}"#);
+    let call = h.calls.pop().unwrap();
+    assert!(call.wants_progress);
+    assert!(h
+        .server
+        .progress(&mut h.conn, call.handle, 1, Some(3), Some("one"))
+        .unwrap());
+    assert!(!h
+        .server
+        .progress(&mut h.conn, call.handle, 1, Some(3), None)
+        .unwrap());
+    assert!(h
+        .server
+        .progress(&mut h.conn, call.handle, 2, None, None)
+        .unwrap());
+    let out = h.drain();
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0]["method"], "notifications/progress");
+    assert_eq!(
+        out[0]["params"],
+        serde_json::json!({"progressToken":"tok","progress":1,"total":3,"message":"one"})
+    );
+    assert_eq!(out[1]["params"]["progress"], 2);
+    // A cancellation naming another id is ignored; this one's is delivered once.
+    h.feed(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b"}}"#);
+    assert!(h.cancelled.is_empty());
+    h.feed(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a","reason":"user"}}"#);
+    assert_eq!(h.cancelled, [call.handle]);
+    assert!(h.server.is_cancelled(call.handle));
+    assert!(!h
+        .server
+        .progress(&mut h.conn, call.handle, 3, None, None)
+        .unwrap());
+    h.feed(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#);
+    assert_eq!(h.cancelled.len(), 1);
+    h.server
+        .respond_tool(&mut h.conn, call.handle, Text::Str("stopped"), true)
+        .unwrap();
+    assert!(!h.server.is_cancelled(call.handle));
+    // Numeric ids and tokens too.
+    h.feed(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":12}}}"#);
+    let call = h.calls.pop().unwrap();
+    h.drain();
+    assert!(h
+        .server
+        .progress(&mut h.conn, call.handle, 5, None, None)
+        .unwrap());
+    assert_eq!(h.drain()[0]["params"]["progressToken"], 12);
+    h.feed(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#);
+    assert_eq!(h.cancelled.len(), 2);
+}
+
+#[test]
+fn a_progress_token_too_long_to_keep_gives_no_progress() {
+    let mut h = Harness::new(Config::default());
+    h.init("2025-11-25");
+    let long = "x".repeat(rpcwire_mcp::MAX_KEY_LEN);
+    h.feed(&format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"slow","_meta":{{"progressToken":"{long}"}}}}}}"#
+    ));
+    let call = h.calls.pop().unwrap();
+    assert!(!call.wants_progress);
+    assert!(!h
+        .server
+        .progress(&mut h.conn, call.handle, 1, None, None)
+        .unwrap());
+}
+
+#[test]
+fn log_level_filters_messages() {
+    let mut h = Harness::new(Config::default());
+    h.init("2025-11-25");
+    assert!(h
+        .server
+        .log(&mut h.conn, LogLevel::Debug, Some("t"), Text::Str("d"))
+        .unwrap());
+    let out = h.drain();
+    assert_eq!(out[0]["method"], "notifications/message");
+    assert_eq!(
+        out[0]["params"],
+        serde_json::json!({"level":"debug","logger":"t","data":"d"})
+    );
+    let out = h.feed(
+        r#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"warning"}}"#,
+    );
+    assert_eq!(out[0]["result"], serde_json::json!({}));
+    assert_eq!(h.server.log_level(), LogLevel::Warning);
+    assert!(!h
+        .server
+        .log(&mut h.conn, LogLevel::Info, None, Text::Str("i"))
+        .unwrap());
+    assert!(h
+        .server
+        .log(&mut h.conn, LogLevel::Error, None, Text::Json(b"{\"n\":1}"))
+        .unwrap());
+    assert_eq!(h.drain()[0]["params"]["data"], serde_json::json!({"n":1}));
+    let out =
+        h.feed(r#"{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"loud"}}"#);
+    assert_eq!(error_code(&out[0]), -32602);
+    assert_eq!(h.server.log_level(), LogLevel::Warning);
+}
+
+#[test]
+fn batches_are_refused_when_configured_as_the_revision_requires() {
+    assert!(ProtocolVersion::LATEST.refuses_batches());
+    let config = Config {
+        batches: false,
+        ..Config::default()
+    };
+    let mut h = Harness::new(config);
+    h.init("2025-11-25");
+    let out = h.feed(
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#,
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(error_code(&out[0]), -32600);
+    assert!(out[0]["id"].is_null());
+}
