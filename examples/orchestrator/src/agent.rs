@@ -1,7 +1,13 @@
 //! The agent server: the same binary run as `orchestrator --agent NAME`, serving JSON-RPC on
 //! its stdio (one JSON text per line), as an MCP-style agent would.
 
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, ReadBuf};
 
 use rpcwire_tokio::{Builder, ErrorCode, Router, RpcError};
 use serde::Deserialize;
@@ -34,6 +40,8 @@ pub async fn serve(name: &str) -> Result<(), rpcwire_tokio::DriverError> {
         return Ok(());
     };
     let started = Instant::now();
+    let batches = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&batches);
     let router = Router::new()
         .sync_method("agent.describe", move |_: ()| {
             Ok::<_, RpcError>(json!({"name": name, "role": role, "pid": std::process::id()}))
@@ -41,10 +49,15 @@ pub async fn serve(name: &str) -> Result<(), rpcwire_tokio::DriverError> {
         .sync_method("agent.tools", move |_: ()| Ok::<_, RpcError>(tools))
         // Health waits a moment: the batch's replies may then come back in another order
         // than the calls went out, and the client collates them by id.
-        .method("agent.health", move |_: ()| async move {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let uptime = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            Ok::<_, RpcError>(json!({"status": "ok", "uptime_ms": uptime}))
+        .method("agent.health", move |_: ()| {
+            let batches = seen.load(Ordering::Relaxed);
+            async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let uptime = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                Ok::<_, RpcError>(
+                    json!({"status": "ok", "uptime_ms": uptime, "batches_received": batches}),
+                )
+            }
         })
         .method("task.run", move |task: Task| async move {
             if !tools.contains(&task.tool.as_str()) {
@@ -61,7 +74,45 @@ pub async fn serve(name: &str) -> Result<(), rpcwire_tokio::DriverError> {
             tokio::time::sleep(Duration::from_millis(task.delay_ms)).await;
             run_tool(&task.tool, &task.input)
         });
-    Builder::new().router(router).stdio().join().await
+    let stdin = LineCounter {
+        inner: tokio::io::stdin(),
+        line_start: true,
+        batches,
+    };
+    Builder::new()
+        .router(router)
+        .run(stdin, tokio::io::stdout())
+        .join()
+        .await
+}
+
+/// Counts the batches arriving on stdin (lines whose first byte is `[`: the orchestrator
+/// writes one compact JSON text per line), so that `agent.health` can show that the
+/// capability calls came in one frame.
+struct LineCounter<R> {
+    inner: R,
+    line_start: bool,
+    batches: Arc<AtomicU64>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for LineCounter<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let mut line_start = self.line_start;
+        for &b in &buf.filled()[before..] {
+            if line_start && b == b'[' {
+                self.batches.fetch_add(1, Ordering::Relaxed);
+            }
+            line_start = b == b'\n';
+        }
+        self.line_start = line_start;
+        polled
+    }
 }
 
 fn run_tool(tool: &str, input: &Value) -> Result<Value, RpcError> {

@@ -55,6 +55,8 @@ struct Describe {
 struct Health {
     status: String,
     uptime_ms: u64,
+    /// Batches the agent had read when it answered (1: the calls came in one frame).
+    batches_received: u64,
 }
 
 /// A running agent, as the orchestrator knows it.
@@ -153,8 +155,8 @@ async fn orchestrate() -> ExitCode {
         match answer {
             Ok((describe, tools, health)) => {
                 say!(
-                    "batch {}: 3 calls in one frame, replies collated by id: describe={{name: {}, role: {}, pid: {}}} tools={:?} health={{status: {}, uptime_ms: {}}}",
-                    agent.name, describe.name, describe.role, describe.pid, tools, health.status, health.uptime_ms
+                    "batch {}: 3 calls in one frame, replies collated by id: describe={{name: {}, role: {}, pid: {}}} tools={:?} health={{status: {}, uptime_ms: {}, batches_received: {}}}",
+                    agent.name, describe.name, describe.role, describe.pid, tools, health.status, health.uptime_ms, health.batches_received
                 );
                 agent.tools = tools;
             }

@@ -40,6 +40,13 @@ fn orchestrator_collates_batches_survives_a_killed_agent_and_completes_the_task(
     has(r#"tools=["sum", "word_count"] health={status: ok"#);
     has("batch gamma: 3 calls in one frame, replies collated by id: describe={name: gamma, role: math");
     has(r#"tools=["sum", "sort"] health={status: ok"#);
+    // Each agent read exactly one batch (a line starting with `[`) before answering health:
+    // the three calls went out as one frame.
+    let batch_lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("batch ")).collect();
+    assert_eq!(batch_lines.len(), 3, "{stdout}");
+    for line in batch_lines {
+        assert!(line.contains("batches_received: 1}"), "{line}");
+    }
     has("capabilities: uppercase -> alpha; reverse -> alpha; sum -> beta, gamma; word_count -> beta; sort -> gamma");
     has(r#"task 1 completed by alpha: "HELLO AGENTS""#);
     has("task 2 completed by beta: 6");
