@@ -875,6 +875,72 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_talking_device_keeps_its_calls_alive() {
+        let mut r = rig(BridgeConfig {
+            timeout: Duration::from_millis(300),
+            ..BridgeConfig::default()
+        });
+        r.host
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"long\",\"id\":1}\n")
+            .await
+            .unwrap();
+        line(&mut r.device_lines).await;
+        // Progress every 150 ms for 900 ms: three timeouts' worth, never 300 ms of silence.
+        for step in 1..=6 {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            let note = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progress\":{step}}}}}\n");
+            r.device.write_all(note.as_bytes()).await.unwrap();
+            assert_eq!(line(&mut r.host_lines).await["params"]["progress"], step);
+        }
+        r.device
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"result\":\"done\",\"id\":1}\n")
+            .await
+            .unwrap();
+        assert_eq!(line(&mut r.host_lines).await["result"], "done");
+        r.host.shutdown().await.unwrap();
+        assert_eq!(r.task.await.unwrap().unwrap().timeouts, 0);
+    }
+
+    /// A notification of exactly `len` bytes.
+    fn note_of_len(len: usize) -> String {
+        let head = r#"{"jsonrpc":"2.0","method":"n","params":[""#;
+        let tail = r#""]}"#;
+        format!("{head}{}{tail}", "p".repeat(len - head.len() - tail.len()))
+    }
+
+    #[tokio::test]
+    async fn max_frame_at_its_edge_both_ways() {
+        let max = 200;
+        let mut r = rig(BridgeConfig {
+            max_frame: max,
+            ..BridgeConfig::default()
+        });
+        // From the device: max bytes pass, max + 1 are dropped.
+        let fits = note_of_len(max);
+        let over = note_of_len(max + 1);
+        r.device
+            .write_all(format!("{over}\n{fits}\n").as_bytes())
+            .await
+            .unwrap();
+        let got = line(&mut r.host_lines).await;
+        assert_eq!(got.to_string().len(), max, "{got}");
+        // From the host: max bytes are forwarded, max + 1 refused.
+        r.host
+            .write_all(format!("{over}\n{fits}\n").as_bytes())
+            .await
+            .unwrap();
+        let refused = line(&mut r.host_lines).await;
+        assert_eq!(refused["error"]["data"], "frame too large", "{refused}");
+        assert_eq!(line(&mut r.device_lines).await.to_string().len(), max);
+        r.host.shutdown().await.unwrap();
+        let stats = r.task.await.unwrap().unwrap();
+        assert_eq!(
+            (stats.dropped, stats.refused, stats.to_device, stats.to_host),
+            (1, 1, 1, 1)
+        );
+    }
+
+    #[tokio::test]
     async fn pending_limit_answers_busy_at_its_edge() {
         let mut r = rig(BridgeConfig {
             max_pending: 2,
