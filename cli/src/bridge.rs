@@ -14,6 +14,7 @@
 //! - a call of the host's fails with a JSON-RPC error when the device sends nothing for
 //!   `--timeout` after it was forwarded (a device that keeps talking — progress notifications
 //!   of a long tool — keeps its calls alive);
+//! - a host's `notifications/cancelled` is passed on and ends the bridge's wait for that call;
 //! - from the host, garbage is answered as a JSON-RPC server would (Parse error, Invalid
 //!   Request, `frame too large`) and not sent to the device;
 //! - the end of stdin ends the bridge cleanly; the device link closing fails the waiting calls
@@ -45,6 +46,9 @@ pub const DEFAULT_MAX_FRAME: usize = 64 << 10;
 
 /// The default for `--max-pending`.
 pub const DEFAULT_MAX_PENDING: usize = 256;
+
+/// MCP's cancel notification: the host stops waiting for the call it names.
+const CANCELLED: &str = "notifications/cancelled";
 
 /// Frames queued for the device before the host's next ones get Server busy.
 const DEVICE_QUEUE: usize = 64;
@@ -376,6 +380,13 @@ where
                     self.send_host(reply.as_bytes()).await?;
                 }
                 HostAction::Forward { ids } => self.forward_to_device(ids).await?,
+                HostAction::Cancel(id) => {
+                    // The host gave up on this call (MCP `notifications/cancelled`): it will
+                    // ignore any answer, so the bridge stops waiting too (no timeout error
+                    // later for a call the host no longer knows); the device still hears it.
+                    self.pending.remove(&id);
+                    self.forward_to_device(Vec::new()).await?;
+                }
             }
         }
     }
@@ -497,6 +508,8 @@ enum HostAction {
     Refuse(String, Option<String>),
     /// Forward it; it carries calls with these ids.
     Forward { ids: Vec<Vec<u8>> },
+    /// Forward it; it cancels the call with this id (its raw JSON text).
+    Cancel(Vec<u8>),
 }
 
 impl HostAction {
@@ -520,6 +533,16 @@ fn host_action(frame: &[u8], limits: ParseLimits) -> HostAction {
         Parsed::Single(Ok(Message::Request(req))) => HostAction::Forward {
             ids: vec![req.id.raw_bytes().to_vec()],
         },
+        Parsed::Single(Ok(Message::Notification(n))) if n.method.eq_str(CANCELLED) => {
+            match n.params.and_then(|p| {
+                p.members()
+                    .find(|(name, _)| name.eq_str("requestId"))
+                    .map(|(_, v)| v)
+            }) {
+                Some(id) => HostAction::Cancel(id.as_bytes().to_vec()),
+                None => HostAction::Forward { ids: Vec::new() },
+            }
+        }
         Parsed::Single(Ok(_)) => HostAction::Forward { ids: Vec::new() },
         Parsed::Single(Err(invalid)) if invalid.needs_reply() => {
             let id = invalid.id.map_or(&b"null"[..], |id| id.raw_bytes());
@@ -899,6 +922,39 @@ mod tests {
         assert_eq!(line(&mut r.host_lines).await["result"], "done");
         r.host.shutdown().await.unwrap();
         assert_eq!(r.task.await.unwrap().unwrap().timeouts, 0);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_call_is_no_longer_waited_for() {
+        let mut r = rig(BridgeConfig {
+            timeout: Duration::from_millis(200),
+            ..BridgeConfig::default()
+        });
+        r.host
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"long\",\"id\":\"c\"}\n")
+            .await
+            .unwrap();
+        line(&mut r.device_lines).await;
+        let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c","reason":"user"}}"#;
+        r.host
+            .write_all(format!("{cancel}\n").as_bytes())
+            .await
+            .unwrap();
+        assert_eq!(line(&mut r.device_lines).await["params"]["requestId"], "c");
+        // Past the timeout: no error for the cancelled call; its late answer is dropped.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        r.device
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"result\":1,\"id\":\"c\"}\n")
+            .await
+            .unwrap();
+        r.device
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"after\"}\n")
+            .await
+            .unwrap();
+        assert_eq!(line(&mut r.host_lines).await["method"], "after");
+        r.host.shutdown().await.unwrap();
+        let stats = r.task.await.unwrap().unwrap();
+        assert_eq!((stats.timeouts, stats.dropped), (0, 1));
     }
 
     /// A notification of exactly `len` bytes.
