@@ -144,7 +144,11 @@ impl<'t, const N: usize> Server<'t, N> {
         }
     }
 
-    fn request<'a, S: Storage>(
+    /// Takes one request (what [`handle`](Server::handle) does with
+    /// `Inbound::Request`): for drivers that hand requests over in their own type, such as
+    /// `rpcwire-embedded-io`'s `Incoming::Request` (run it under the driver's `ctx.retry`:
+    /// after `WouldBlock` nothing changed).
+    pub fn request<'a, S: Storage>(
         &mut self,
         conn: &mut Connection<S>,
         req: InboundRequest<'a>,
@@ -229,7 +233,10 @@ impl<'t, const N: usize> Server<'t, N> {
         }))
     }
 
-    fn notification<'a>(&mut self, n: Notification<'a>) -> Step<'a> {
+    /// Takes one notification (what [`handle`](Server::handle) does with
+    /// `Inbound::Notification`): `notifications/initialized` and `notifications/cancelled`
+    /// are taken here, others returned as [`Step::Notification`].
+    pub fn notification<'a>(&mut self, n: Notification<'a>) -> Step<'a> {
         let method = n.method.escaped_bytes();
         if method == methods::INITIALIZED.as_bytes() {
             self.handshake.initialized();

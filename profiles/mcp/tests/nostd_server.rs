@@ -321,3 +321,107 @@ fn batches_are_refused_when_configured_as_the_revision_requires() {
     assert_eq!(error_code(&out[0]), -32600);
     assert!(out[0]["id"].is_null());
 }
+
+/// A UART in memory: fixed input in small reads, everything written kept.
+struct Uart {
+    input: Vec<u8>,
+    at: usize,
+    out: Vec<u8>,
+}
+
+impl embedded_io::ErrorType for Uart {
+    type Error = core::convert::Infallible;
+}
+
+impl embedded_io::Read for Uart {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        let n = buf.len().min(7).min(self.input.len() - self.at);
+        buf[..n].copy_from_slice(&self.input[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+impl embedded_io::Write for Uart {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        // A slow line: a few bytes per write.
+        let n = buf.len().min(5);
+        self.out.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_firmware_style_loop_over_the_embedded_io_driver() {
+    use rpcwire_embedded_io::{Driver, Incoming};
+    let input = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":5},"_meta":{"progressToken":"t"}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"nope"}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let uart = Uart {
+        input: input.into_bytes(),
+        at: 0,
+        out: Vec::new(),
+    };
+    // A transmit buffer smaller than the tools/list answer's pieces forces WouldBlock
+    // retries through ctx.retry.
+    let config = Config {
+        batches: false,
+        ..Config::default()
+    };
+    let mut driver: Driver<_, _, 512, 512, 256, 2, 2> = Driver::new(uart, || Instant::ZERO, config);
+    let mut server: Server<'static, 2> = Server::new(&INFO, TOOLS);
+    while driver.io().at < driver.io().input.len() {
+        driver
+            .read_once(|ctx, item| match item {
+                Incoming::Request(req) => match ctx.retry(|conn| server.request(conn, req)) {
+                    Ok(Step::Call(call)) => {
+                        let sent =
+                            ctx.retry(|conn| server.progress(conn, call.handle, 1, Some(1), None));
+                        assert_eq!(sent, Ok(true));
+                        ctx.retry(|conn| {
+                            server.respond_tool(conn, call.handle, Text::Json(b"\"7\""), false)
+                        })
+                        .unwrap();
+                    }
+                    Ok(Step::Request(req)) => {
+                        ctx.reject(req.handle, rpcwire::ErrorCode::METHOD_NOT_FOUND)
+                            .unwrap();
+                        server.finish(req.handle);
+                    }
+                    other => {
+                        other.unwrap();
+                    }
+                },
+                Incoming::Notification(n) => {
+                    server.notification(n);
+                }
+                _ => {}
+            })
+            .unwrap();
+    }
+    assert_eq!(server.phase(), Phase::Ready(ProtocolVersion::V2025_06_18));
+    let out = String::from_utf8(driver.io().out.clone()).unwrap();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    assert_eq!(lines[0]["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(lines[1]["result"]["tools"][0]["name"], "add");
+    assert_eq!(
+        lines[2]["params"],
+        serde_json::json!({"progressToken":"t","progress":1,"total":1})
+    );
+    assert_eq!(lines[3]["result"]["content"][0]["text"], "7");
+    assert_eq!(lines[4]["error"]["code"], -32601);
+}
