@@ -94,6 +94,7 @@ mod msg;
 mod server;
 mod track;
 mod version;
+mod writer;
 
 #[cfg(feature = "tokio")]
 pub mod tokio;
@@ -107,3 +108,4 @@ pub use msg::{
 pub use server::{Server, Step, ToolCall};
 pub use track::{Requests, MAX_KEY_LEN};
 pub use version::ProtocolVersion;
+pub use writer::Writer;
