@@ -94,6 +94,7 @@ mod msg;
 mod server;
 mod track;
 mod version;
+mod writer;
 
 #[cfg(feature = "tokio")]
 pub mod tokio;
@@ -104,6 +105,7 @@ pub use msg::{
     cancelled_request_id, find_tool, member, progress_token, set_level, CallParams,
     InitializeParams, Notice, Raw, Reply, ServerInfo, Text, Tool,
 };
-pub use server::{Server, Step, ToolCall};
+pub use server::{Server, Step, ToolCall, DEFAULT_OUT};
 pub use track::{Requests, MAX_KEY_LEN};
 pub use version::ProtocolVersion;
+pub use writer::Writer;

@@ -11,7 +11,7 @@ use rpcwire::wire::{JsonStr, RawJson};
 use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
-use crate::{LogLevel, ProtocolVersion};
+use crate::{LogLevel, ProtocolVersion, Writer};
 
 /// A tool of a static tools table: its name, a description for the model, and its input's
 /// JSON Schema as JSON text (an object schema, `{"type":"object",...}`), sent verbatim.
@@ -87,6 +87,16 @@ impl Serialize for Bytes<'_> {
     }
 }
 
+impl Text<'_> {
+    /// Writes the text as a JSON value.
+    pub fn write(&self, w: &mut Writer<'_>) {
+        match *self {
+            Text::Str(text) => w.string(text),
+            Text::Json(json) => w.raw(json),
+        };
+    }
+}
+
 impl Serialize for Text<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match *self {
@@ -124,6 +134,62 @@ pub enum Reply<'a> {
         /// The tool failed.
         is_error: bool,
     },
+}
+
+impl Reply<'_> {
+    /// Writes the result as JSON text (what [`Server`](crate::Server) sends, as one
+    /// [`Raw`] value; the `Serialize` impl gives the same text through a serializer).
+    pub fn write(&self, w: &mut Writer<'_>) {
+        match *self {
+            Reply::Empty => {
+                w.raw(b"{}");
+            }
+            Reply::Initialize { version, info } => {
+                w.raw(b"{\"protocolVersion\":\"")
+                    .raw(version.as_str().as_bytes())
+                    .raw(b"\",\"capabilities\":")
+                    .raw(if info.logging {
+                        CAPS_TOOLS_LOGGING
+                    } else {
+                        CAPS_TOOLS
+                    })
+                    .raw(b",\"serverInfo\":{\"name\":")
+                    .string(info.name)
+                    .raw(b",\"version\":")
+                    .string(info.version)
+                    .raw(b"}");
+                if let Some(instructions) = info.instructions {
+                    w.raw(b",\"instructions\":").string(instructions);
+                }
+                w.raw(b"}");
+            }
+            Reply::Tools(tools) => {
+                w.raw(b"{\"tools\":[");
+                for (i, tool) in tools.iter().enumerate() {
+                    if i > 0 {
+                        w.raw(b",");
+                    }
+                    w.raw(b"{\"name\":")
+                        .string(tool.name)
+                        .raw(b",\"description\":")
+                        .string(tool.description)
+                        .raw(b",\"inputSchema\":")
+                        .raw(tool.input_schema.as_bytes())
+                        .raw(b"}");
+                }
+                w.raw(b"]}");
+            }
+            Reply::ToolResult { text, is_error } => {
+                w.raw(b"{\"content\":[{\"type\":\"text\",\"text\":");
+                text.write(w);
+                w.raw(if is_error {
+                    b"}],\"isError\":true}"
+                } else {
+                    b"}],\"isError\":false}"
+                });
+            }
+        }
+    }
 }
 
 struct ToolsSeq<'a>(&'a [Tool<'a>]);
@@ -250,6 +316,55 @@ impl Notice<'_> {
             Notice::Progress { .. } => crate::methods::PROGRESS,
             Notice::Log { .. } => crate::methods::MESSAGE,
             Notice::Cancelled { .. } => crate::methods::CANCELLED,
+        }
+    }
+}
+
+impl Notice<'_> {
+    /// Writes the params as JSON text (what [`Server`](crate::Server) sends; the
+    /// `Serialize` impl gives the same text through a serializer).
+    pub fn write(&self, w: &mut Writer<'_>) {
+        match *self {
+            Notice::Progress {
+                token,
+                progress,
+                total,
+                message,
+            } => {
+                w.raw(b"{\"progressToken\":")
+                    .raw(token)
+                    .raw(b",\"progress\":")
+                    .u32(progress);
+                if let Some(total) = total {
+                    w.raw(b",\"total\":").u32(total);
+                }
+                if let Some(message) = message {
+                    w.raw(b",\"message\":").string(message);
+                }
+                w.raw(b"}");
+            }
+            Notice::Log {
+                level,
+                logger,
+                data,
+            } => {
+                w.raw(b"{\"level\":\"")
+                    .raw(level.as_str().as_bytes())
+                    .raw(b"\"");
+                if let Some(logger) = logger {
+                    w.raw(b",\"logger\":").string(logger);
+                }
+                w.raw(b",\"data\":");
+                data.write(w);
+                w.raw(b"}");
+            }
+            Notice::Cancelled { request_id, reason } => {
+                w.raw(b"{\"requestId\":").raw(request_id);
+                if let Some(reason) = reason {
+                    w.raw(b",\"reason\":").string(reason);
+                }
+                w.raw(b"}");
+            }
         }
     }
 }

@@ -9,8 +9,45 @@ use rpcwire::{
     RespondError, SendError,
 };
 
-use crate::msg::{self, CallParams, Notice, Reply, ServerInfo, Text, Tool};
-use crate::{methods, Handshake, LogLevel, Phase, ProtocolVersion, Requests};
+use crate::msg::{self, CallParams, Notice, Raw, Reply, ServerInfo, Text, Tool};
+use crate::{methods, Handshake, LogLevel, Phase, ProtocolVersion, Requests, Writer};
+
+/// The default size of [`Server`]'s rendering buffer (`OUT`).
+pub const DEFAULT_OUT: usize = 1024;
+
+/// Renders `reply` on the stack and answers with it as one verbatim value: every answer goes
+/// through one `respond::<Raw>` (a firmware may answer its own methods with [`Raw`] too and
+/// share it). Too large for `OUT`: Internal error is sent, and `TooLarge` returned.
+fn answer<S: Storage, const OUT: usize>(
+    conn: &mut Connection<S>,
+    handle: RequestHandle,
+    reply: &Reply<'_>,
+) -> Result<(), RespondError> {
+    let mut buf = [0u8; OUT];
+    let mut w = Writer::new(&mut buf);
+    reply.write(&mut w);
+    match w.finish() {
+        Ok(bytes) => conn.respond(handle, &Raw(bytes)),
+        Err(required) => {
+            conn.reject(handle, ErrorCode::INTERNAL_ERROR)?;
+            Err(RespondError::TooLarge { required })
+        }
+    }
+}
+
+/// Renders `notice` on the stack and sends it (`TooLarge` when it does not fit `OUT`).
+fn notify<S: Storage, const OUT: usize>(
+    conn: &mut Connection<S>,
+    notice: &Notice<'_>,
+) -> Result<(), SendError> {
+    let mut buf = [0u8; OUT];
+    let mut w = Writer::new(&mut buf);
+    notice.write(&mut w);
+    let bytes = w
+        .finish()
+        .map_err(|required| SendError::TooLarge { required })?;
+    conn.send_notification(notice.method(), Some(&Raw(bytes)))
+}
 
 /// What [`Server::handle`] leaves to the application.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +89,11 @@ pub struct ToolCall<'a> {
 /// requests (`N` at most: give it the connection's in-flight size) and the client's log level.
 /// No heap; `const`-constructible for a `static`.
 ///
+/// Answers and notifications are rendered into a buffer of `OUT` bytes on the stack (default
+/// [`DEFAULT_OUT`]) and sent as one verbatim value; the `tools/list` answer must fit in it.
+/// Refusals and unknown tools are answered with the core's standard errors (Invalid Request,
+/// Invalid params), which link no serializer.
+///
 /// ```
 /// use rpcwire::{Connection, Inbound, Input, Instant, storage::Inline, wire::RxBuffer};
 /// use rpcwire_mcp::{Server, ServerInfo, Step, Text, Tool};
@@ -87,7 +129,7 @@ pub struct ToolCall<'a> {
 /// assert!(out.contains(r#"{"progressToken":9,"progress":1,"total":1}"#));
 /// assert!(out.contains(r#""result":{"content":[{"type":"text","text":"42"}],"isError":false}"#));
 /// ```
-pub struct Server<'t, const N: usize> {
+pub struct Server<'t, const N: usize, const OUT: usize = DEFAULT_OUT> {
     info: &'t ServerInfo<'t>,
     tools: &'t [Tool<'t>],
     handshake: Handshake,
@@ -95,7 +137,7 @@ pub struct Server<'t, const N: usize> {
     level: LogLevel,
 }
 
-impl<'t, const N: usize> Server<'t, N> {
+impl<'t, const N: usize, const OUT: usize> Server<'t, N, OUT> {
     /// A server that has received nothing yet; it sends every log level until the client
     /// sets one.
     pub const fn new(info: &'t ServerInfo<'t>, tools: &'t [Tool<'t>]) -> Self {
@@ -144,25 +186,23 @@ impl<'t, const N: usize> Server<'t, N> {
         }
     }
 
-    fn request<'a, S: Storage>(
+    /// Takes one request (what [`handle`](Server::handle) does with
+    /// `Inbound::Request`): for drivers that hand requests over in their own type, such as
+    /// `rpcwire-embedded-io`'s `Incoming::Request` (run it under the driver's `ctx.retry`:
+    /// after `WouldBlock` nothing changed).
+    pub fn request<'a, S: Storage>(
         &mut self,
         conn: &mut Connection<S>,
         req: InboundRequest<'a>,
     ) -> Result<Step<'a>, RespondError> {
         let method = req.method.escaped_bytes();
         if let Err(refusal) = self.handshake.admit(method) {
-            return conn
-                .respond_error(
-                    req.handle,
-                    refusal.code(),
-                    Some(refusal.message()),
-                    None::<&RawJson<'_>>,
-                )
-                .map(|()| Step::Done);
+            return conn.reject(req.handle, refusal.code()).map(|()| Step::Done);
         }
         let reply = if method == methods::INITIALIZE.as_bytes() {
             let version = msg::InitializeParams::parse(req.params).negotiate();
-            conn.respond(
+            answer::<S, OUT>(
+                conn,
                 req.handle,
                 &Reply::Initialize {
                     version,
@@ -179,7 +219,7 @@ impl<'t, const N: usize> Server<'t, N> {
         } else if method == methods::LOGGING_SET_LEVEL.as_bytes() && self.info.logging {
             match msg::set_level(req.params) {
                 Some(level) => {
-                    conn.respond(req.handle, &Reply::Empty)?;
+                    answer::<S, OUT>(conn, req.handle, &Reply::Empty)?;
                     self.level = level;
                     return Ok(Step::Done);
                 }
@@ -195,7 +235,7 @@ impl<'t, const N: usize> Server<'t, N> {
             self.requests.track(req.handle, req.id.raw_bytes(), None);
             return Ok(Step::Request(req));
         };
-        conn.respond(req.handle, &reply).map(|()| Step::Done)
+        answer::<S, OUT>(conn, req.handle, &reply).map(|()| Step::Done)
     }
 
     fn call<'a, S: Storage>(
@@ -211,12 +251,7 @@ impl<'t, const N: usize> Server<'t, N> {
         let Some(tool) = msg::find_tool(self.tools, params.name.escaped_bytes()) else {
             // MCP: an unknown tool is a protocol error, Invalid params.
             return conn
-                .respond_error(
-                    req.handle,
-                    ErrorCode::INVALID_PARAMS,
-                    Some("Unknown tool"),
-                    Some(&params.name_json),
-                )
+                .reject(req.handle, ErrorCode::INVALID_PARAMS)
                 .map(|()| Step::Done);
         };
         let token = params.progress_token.map(|t| t.as_bytes());
@@ -229,7 +264,10 @@ impl<'t, const N: usize> Server<'t, N> {
         }))
     }
 
-    fn notification<'a>(&mut self, n: Notification<'a>) -> Step<'a> {
+    /// Takes one notification (what [`handle`](Server::handle) does with
+    /// `Inbound::Notification`): `notifications/initialized` and `notifications/cancelled`
+    /// are taken here, others returned as [`Step::Notification`].
+    pub fn notification<'a>(&mut self, n: Notification<'a>) -> Step<'a> {
         let method = n.method.escaped_bytes();
         if method == methods::INITIALIZED.as_bytes() {
             self.handshake.initialized();
@@ -255,7 +293,7 @@ impl<'t, const N: usize> Server<'t, N> {
         text: Text<'_>,
         is_error: bool,
     ) -> Result<(), RespondError> {
-        conn.respond(handle, &Reply::ToolResult { text, is_error })?;
+        answer::<S, OUT>(conn, handle, &Reply::ToolResult { text, is_error })?;
         self.requests.finish(handle);
         Ok(())
     }
@@ -291,7 +329,7 @@ impl<'t, const N: usize> Server<'t, N> {
             total,
             message,
         };
-        conn.send_notification(notice.method(), Some(&notice))?;
+        notify::<S, OUT>(conn, &notice)?;
         // Recorded only once sent: a retry after WouldBlock sends the same value.
         self.requests.record_progress(handle, progress);
         Ok(true)
@@ -314,7 +352,6 @@ impl<'t, const N: usize> Server<'t, N> {
             logger,
             data,
         };
-        conn.send_notification(notice.method(), Some(&notice))
-            .map(|()| true)
+        notify::<S, OUT>(conn, &notice).map(|()| true)
     }
 }
