@@ -15,6 +15,7 @@ import sys
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp import MCPError
 
 TOOLS = {"read_counter", "set_led", "add", "blink"}
 
@@ -90,10 +91,10 @@ async def main(rpcwire, pty, extra):
 
             try:
                 await session.call_tool("nope", {})
-                raised = False
-            except Exception as e:  # the SDK raises McpError for a JSON-RPC error
-                raised = "Unknown tool" in str(e)
-            check(raised, "an unknown tool: JSON-RPC error Unknown tool")
+                code = None
+            except MCPError as e:  # a JSON-RPC error answer
+                code = e.error.code
+            check(code == -32602, f"an unknown tool: JSON-RPC error Invalid params ({code})")
 
             await session.send_ping()
             check(True, "ping after everything: the session is unharmed")

@@ -39,12 +39,13 @@ const CLOCK_HZ: u32 = 12_000_000;
 const BAUD: u32 = 115_200;
 
 /// Storage: 1 KiB receive buffer (an MCP host's requests to this device are small: the
-/// longest, `initialize`, is a few hundred bytes); 1.5 KiB transmit buffer (the `tools/list`
-/// result, the largest frame this image sends, is about 1 KiB); batches are refused, so the
-/// batch-reply storage is minimal; two pending-request slots (the device sends no requests)
-/// and two in-flight slots (every request is answered before the next is read).
+/// longest, `initialize`, is a few hundred bytes); 1 KiB transmit buffer (the `tools/list`
+/// answer, the largest frame this image sends, is 849 bytes; it is rendered in the MCP
+/// server's 1 KiB stack buffer first); batches are refused, so the batch-reply storage is
+/// minimal; two pending-request slots (the device sends no requests) and two in-flight slots
+/// (every request is answered before the next is read).
 const RX: usize = 1024;
-const TX: usize = 1536;
+const TX: usize = 1024;
 const BATCH: usize = 8;
 const PENDING: usize = 2;
 /// In-flight requests, and the MCP request-tracking table's size.

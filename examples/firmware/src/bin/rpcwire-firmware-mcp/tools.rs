@@ -6,9 +6,9 @@
 //! bytes (`rpcwire_mcp::Text::Json`), so no UTF-8 check and no float code is linked.
 
 use rpcwire::wire::RawJson;
-use rpcwire::{ErrorCode, Inbound};
+use rpcwire::ErrorCode;
 use rpcwire_embedded_io::Incoming;
-use rpcwire_mcp::{member, progress_token, Server, ServerInfo, Step, Tool, ToolCall};
+use rpcwire_mcp::{member, Server, ServerInfo, Step, Tool, ToolCall};
 
 use crate::clock::SysTickClock;
 use crate::text::{int, Text};
@@ -75,23 +75,16 @@ impl Device {
     /// Handles one inbound item: the server answers the protocol's requests itself and hands
     /// over tool calls; other requests get Method not found.
     pub fn handle(&mut self, ctx: &mut Ctx<'_>, item: Incoming<'_>) {
-        let mut token = None;
-        let inbound = match item {
-            Incoming::Request(req) => {
-                // The progress token, kept here: this image writes its own progress
-                // notifications (see `blink`).
-                token = progress_token(req.params)
-                    .filter(|t| t.as_bytes().len() <= rpcwire_mcp::MAX_KEY_LEN);
-                Inbound::Request(req)
-            }
-            Incoming::Notification(n) => Inbound::Notification(n),
+        let server = &mut self.server;
+        let step = match item {
+            Incoming::Request(req) => ctx.retry(|conn| server.request(conn, req)),
+            Incoming::Notification(n) => Ok(server.notification(n)),
             // Responses (the device sends no requests), problems (already answered by the
             // connection) and events need nothing.
             _ => return,
         };
-        let server = &mut self.server;
-        match ctx.retry(|conn| server.handle(conn, inbound)) {
-            Ok(Step::Call(call)) => self.call(ctx, call, token),
+        match step {
+            Ok(Step::Call(call)) => self.call(ctx, call),
             Ok(Step::Request(req)) => {
                 let _ = ctx.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
                 self.server.finish(req.handle);
@@ -102,7 +95,7 @@ impl Device {
         }
     }
 
-    fn call(&mut self, ctx: &mut Ctx<'_>, call: ToolCall<'_>, token: Option<RawJson<'_>>) {
+    fn call(&mut self, ctx: &mut Ctx<'_>, call: ToolCall<'_>) {
         self.counter = self.counter.wrapping_add(1);
         let mut text = Text::new();
         let failed = match call.tool {
@@ -150,7 +143,7 @@ impl Device {
             },
             _ => match int_arg(call.arguments, "times") {
                 Some(times @ 1..=MAX_BLINKS) => {
-                    self.blink(ctx, token, times);
+                    self.blink(ctx, call, times as u32);
                     text.put(b"\"blinked ").int(times).put(b" times\"");
                     false
                 }
@@ -174,11 +167,7 @@ impl Device {
 
     /// Toggles the LED `times` times, sending `notifications/progress` after each toggle
     /// when the call carries a progress token (written out at once, before the result).
-    ///
-    /// The notification is rendered here as JSON text with 32-bit divisions: the profile's
-    /// `Server::progress` serializes its numbers with the core's `u64` formatter, which links
-    /// compiler-builtins' 64-bit division (about 1.2 KiB of flash with the formatter).
-    fn blink(&mut self, ctx: &mut Ctx<'_>, token: Option<RawJson<'_>>, times: i64) {
+    fn blink(&mut self, ctx: &mut Ctx<'_>, call: ToolCall<'_>, times: u32) {
         let mut clock = SysTickClock::default();
         for done in 1..=times {
             self.led = !self.led;
@@ -186,21 +175,10 @@ impl Device {
             while clock.millis() < until {
                 cortex_m::asm::wfi();
             }
-            if let Some(token) = token {
-                // At most 64 + 56 bytes: within `Text`'s room, never truncated.
-                let mut params = Text::new();
-                params
-                    .put(b"{\"progressToken\":")
-                    .put(token.as_bytes())
-                    .put(b",\"progress\":")
-                    .int(done)
-                    .put(b",\"total\":")
-                    .int(times)
-                    .put(b"}");
-                let raw = rpcwire_mcp::Raw(params.bytes());
-                let _ = ctx.retry(|conn| {
-                    conn.send_notification(rpcwire_mcp::methods::PROGRESS, Some(&raw))
-                });
+            if call.wants_progress {
+                let server = &mut self.server;
+                let _ =
+                    ctx.retry(|conn| server.progress(conn, call.handle, done, Some(times), None));
                 ctx.flush();
             }
         }
