@@ -169,7 +169,7 @@ fn python_sdk_runs_a_session_against_the_mcp_firmware_through_the_bridge() {
     let injected = Arc::new(AtomicUsize::new(0));
     let device_frames = Arc::new(AtomicUsize::new(0));
     {
-        // Device -> host: line by line, junk in front; held until the bridge runs.
+        // Device -> host: line by line, junk in front; held until the bridge has the pty open.
         let (mut uart, mut pty) = (uart.try_clone().unwrap(), pty.try_clone().unwrap());
         let (release, injected, frames) = (
             Arc::clone(&release),
@@ -243,20 +243,23 @@ fn python_sdk_runs_a_session_against_the_mcp_firmware_through_the_bridge() {
     let err_lines = Arc::new(Mutex::new(Vec::<String>::new()));
     let readers = [
         {
-            let (sink, release) = (Arc::clone(&out_lines), Arc::clone(&release));
+            let sink = Arc::clone(&out_lines);
             std::thread::spawn(move || {
                 for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    if line == "bridge-started" {
-                        release.store(true, Ordering::Release);
-                    }
                     sink.lock().unwrap().push(line);
                 }
             })
         },
         {
-            let sink = Arc::clone(&err_lines);
+            let (sink, release) = (Arc::clone(&err_lines), Arc::clone(&release));
             std::thread::spawn(move || {
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    // The bridge has opened its end of the pty: let the device's frames
+                    // (its boot notification first) through. The script waits 1.5 s
+                    // before `initialize`, so the boot is seen before any call waits.
+                    if line.contains("bridging stdio to") {
+                        release.store(true, Ordering::Release);
+                    }
                     sink.lock().unwrap().push(line);
                 }
             })

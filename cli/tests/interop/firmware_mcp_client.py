@@ -5,9 +5,9 @@ failure; the last line printed is `firmware-mcp: all checks passed`.
 
 Usage: firmware_mcp_client.py RPCWIRE_BINARY PTY [BRIDGE_ARGS...]
 
-It prints `bridge-started` once the bridge runs and waits a moment before initializing, so
-that the test can let the device's boot notification through first (a boot seen while a call
-waits fails that call, as a device reset must)."""
+It waits a moment after starting the bridge before initializing: the test lets the device's
+boot notification through once the bridge has opened the pty, and a boot seen while a call
+waits would fail that call, as a device reset must."""
 
 import re
 import sys
@@ -34,7 +34,6 @@ def text(result):
 async def main(rpcwire, pty, extra):
     params = StdioServerParameters(command=rpcwire, args=["bridge", "--serial", pty, *extra])
     async with stdio_client(params) as (read, write):
-        print("bridge-started", flush=True)
         await anyio.sleep(1.5)
         async with ClientSession(read, write) as session:
             init = await session.initialize()
