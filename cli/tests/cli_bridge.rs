@@ -32,7 +32,7 @@ impl Bridge {
         let mut child = Command::new(common::bin())
             .arg("bridge")
             .args(device)
-            .args(["--timeout", "0.5", "--max-frame", "1024"])
+            .args(["--timeout", "1", "--max-frame", "1024"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -203,7 +203,7 @@ where
         timeout["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("did not answer within 0.5 s"),
+            .contains("did not answer within 1 s"),
         "{timeout}"
     );
     assert!(started.elapsed() < Duration::from_secs(5));
