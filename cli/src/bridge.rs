@@ -866,7 +866,7 @@ mod tests {
     #[tokio::test]
     async fn silent_device_fails_calls_and_boot_fails_them_too() {
         let mut r = rig(BridgeConfig {
-            timeout: Duration::from_millis(300),
+            timeout: Duration::from_millis(1000),
             ..BridgeConfig::default()
         });
         r.host
@@ -900,7 +900,7 @@ mod tests {
     #[tokio::test]
     async fn a_talking_device_keeps_its_calls_alive() {
         let mut r = rig(BridgeConfig {
-            timeout: Duration::from_millis(300),
+            timeout: Duration::from_millis(600),
             ..BridgeConfig::default()
         });
         r.host
@@ -908,9 +908,9 @@ mod tests {
             .await
             .unwrap();
         line(&mut r.device_lines).await;
-        // Progress every 150 ms for 900 ms: three timeouts' worth, never 300 ms of silence.
+        // Progress every 200 ms for 1.2 s: two timeouts' worth, never 600 ms of silence.
         for step in 1..=6 {
-            tokio::time::sleep(Duration::from_millis(150)).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
             let note = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progress\":{step}}}}}\n");
             r.device.write_all(note.as_bytes()).await.unwrap();
             assert_eq!(line(&mut r.host_lines).await["params"]["progress"], step);
@@ -927,7 +927,7 @@ mod tests {
     #[tokio::test]
     async fn a_cancelled_call_is_no_longer_waited_for() {
         let mut r = rig(BridgeConfig {
-            timeout: Duration::from_millis(200),
+            timeout: Duration::from_millis(500),
             ..BridgeConfig::default()
         });
         r.host
@@ -942,7 +942,7 @@ mod tests {
             .unwrap();
         assert_eq!(line(&mut r.device_lines).await["params"]["requestId"], "c");
         // Past the timeout: no error for the cancelled call; its late answer is dropped.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
         r.device
             .write_all(b"{\"jsonrpc\":\"2.0\",\"result\":1,\"id\":\"c\"}\n")
             .await
