@@ -61,6 +61,13 @@ enum Cmd {
     Listen(rpcwire_cli::ws::ListenArgs),
     /// Serve and call in one process over an in-memory pipe, printing every frame.
     Demo,
+    /// Carry MCP / JSON-RPC lines between stdio and a device (serial port or TCP), validating
+    /// every frame: an MCP host spawns this as a stdio server.
+    #[command(
+        after_help = "Exit codes: 0 stdin ended; 2 bad arguments; 3 the device link \
+        could not be opened, failed or closed."
+    )]
+    Bridge(rpcwire_cli::bridge::BridgeArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -181,6 +188,7 @@ fn main() -> ExitCode {
             Cmd::Call(args) => call(args).await,
             Cmd::Listen(args) => rpcwire_cli::ws::listen(&args).await,
             Cmd::Demo => demo().await,
+            Cmd::Bridge(args) => rpcwire_cli::bridge::main(args).await,
         }
     });
     // A blocking stdin read may still be parked in the runtime's blocking pool: do not wait

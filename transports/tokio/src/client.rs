@@ -127,7 +127,12 @@ pub struct Client {
     tokens: Arc<AtomicU64>,
     /// The connection's default call timeout.
     default_timeout: Option<Duration>,
+    /// Names the connection within this process (see [`Client::connection_id`]).
+    connection: u64,
 }
+
+/// The next connection number ([`Client::connection_id`]).
+static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
 /// Sends [`Control::Cancel`] for calls whose future is dropped before they end.
 struct CancelGuard<'a> {
@@ -154,7 +159,25 @@ impl Client {
             ctl,
             tokens: Arc::new(AtomicU64::new(1)),
             default_timeout,
+            connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// A number naming this client's connection, unique within the process and the same for
+    /// every clone: a profile keeps per-connection state (an MCP session's negotiated
+    /// revision and log level, say) under it, reached from a handler through
+    /// [`Context::peer`](crate::Context::peer).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (a, b) = rpcwire_tokio::Builder::new().duplex(rpcwire_tokio::Builder::new(), 1024);
+    /// assert_eq!(a.client().connection_id(), a.client().clone().connection_id());
+    /// assert_ne!(a.client().connection_id(), b.client().connection_id());
+    /// # }
+    /// ```
+    pub fn connection_id(&self) -> u64 {
+        self.connection
     }
 
     fn token(&self) -> Token {
