@@ -68,9 +68,9 @@
 //! # assert!(out.contains(r#""text":"LED on"}],"isError":false"#), "{out}");
 //! ```
 //!
-//! Batches: a connection serving MCP 2025-06-18 or later refuses them
-//! ([`ProtocolVersion::refuses_batches`]); set `Config::batches = false` (the revisions that
-//! allowed them are older than every client that would send one).
+//! Batches: start the connection with `Config::batches = false`; once `initialize` is
+//! answered, [`Server`] switches them as the negotiated revision says
+//! ([`ProtocolVersion::refuses_batches`]: refused from 2025-06-18 on).
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 #![cfg_attr(

@@ -211,6 +211,8 @@ impl<'t, const N: usize, const OUT: usize> Server<'t, N, OUT> {
             )?;
             // Only once the answer is queued: a retry after WouldBlock finds the same phase.
             let _ = self.handshake.initialize(req.params);
+            // Batches as the negotiated revision says, from the next frame on.
+            conn.set_batches(!version.refuses_batches());
             return Ok(Step::Done);
         } else if method == methods::PING.as_bytes() {
             Reply::Empty

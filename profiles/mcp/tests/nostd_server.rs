@@ -307,7 +307,7 @@ fn log_level_filters_messages() {
 }
 
 #[test]
-fn batches_are_refused_when_configured_as_the_revision_requires() {
+fn batches_follow_the_negotiated_revision() {
     assert!(ProtocolVersion::LATEST.refuses_batches());
     let config = Config {
         batches: false,
@@ -315,12 +315,20 @@ fn batches_are_refused_when_configured_as_the_revision_requires() {
     };
     let mut h = Harness::new(config);
     h.init("2025-11-25");
-    let out = h.feed(
-        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#,
-    );
+    let batch =
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]"#;
+    let out = h.feed(batch);
     assert_eq!(out.len(), 1);
     assert_eq!(error_code(&out[0]), -32600);
     assert!(out[0]["id"].is_null());
+    // A 2025-03-26 session takes them, once initialized.
+    let mut h = Harness::new(config);
+    let out = h.feed(batch);
+    assert_eq!(error_code(&out[0]), -32600, "refused before initialize");
+    h.init("2025-03-26");
+    let out = h.feed(batch);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].as_array().map(Vec::len), Some(2), "{out:?}");
 }
 
 /// A UART in memory: fixed input in small reads, everything written kept.

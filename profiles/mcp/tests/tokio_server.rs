@@ -119,7 +119,6 @@ async fn handshake_refuses_requests_before_initialize_and_negotiates() {
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
             INIT,
-            r#"[{"jsonrpc":"2.0","id":4,"method":"ping"}]"#,
         ],
         5,
     )
@@ -137,7 +136,6 @@ async fn handshake_refuses_requests_before_initialize_and_negotiates() {
     assert_eq!(out[2]["result"]["capabilities"]["logging"], json!({}));
     assert_eq!(out[3]["result"]["tools"].as_array().unwrap().len(), 5);
     assert_eq!(out[4]["error"]["message"], "already initialized");
-    // (the batch's answer is checked in `batches_are_refused`)
 
     let unknown = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}"#;
     let out = raw(server(tx.clone()), &[unknown], 1).await;
@@ -154,17 +152,54 @@ async fn handshake_refuses_requests_before_initialize_and_negotiates() {
     assert!(out[0]["result"]["tools"].is_array(), "{out:?}");
 }
 
+const BATCH: &str =
+    r#"[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"ping"}]"#;
+
 #[tokio::test]
-async fn batches_are_refused() {
+async fn batches_are_refused_or_taken_as_the_negotiated_revision_says() {
     let (tx, _rx) = mpsc::unbounded_channel();
-    let out = raw(
-        server(tx),
-        &[INIT, r#"[{"jsonrpc":"2.0","id":4,"method":"ping"},{"jsonrpc":"2.0","id":5,"method":"ping"}]"#],
-        2,
-    )
-    .await;
-    assert_eq!(out[1]["error"]["code"], -32600);
-    assert!(out[1]["id"].is_null());
+    // Before initialize: refused.
+    let out = raw(server(tx.clone()), &[BATCH], 1).await;
+    assert_eq!(out[0]["error"]["code"], -32600);
+    assert!(out[0]["id"].is_null());
+    for (version, accepted) in [
+        ("2024-11-05", true),
+        ("2025-03-26", true),
+        ("2025-06-18", false),
+        ("2025-11-25", false),
+        ("2099-01-01", false), // answered with the latest
+    ] {
+        let init = INIT.replace("2025-03-26", version);
+        let out = raw(server(tx.clone()), &[&init], 1).await;
+        assert!(out[0]["result"].is_object(), "{out:?}");
+        // The batch goes out once the answer to initialize is read, as a client does.
+        let (a, b) = tokio::io::duplex(64 << 10);
+        let _served = server(tx.clone()).builder().run_io(a);
+        let (r, mut w) = tokio::io::split(b);
+        let mut lines = BufReader::new(r).lines();
+        w.write_all(format!("{init}\n").as_bytes()).await.unwrap();
+        lines.next_line().await.unwrap().unwrap();
+        w.write_all(format!("{BATCH}\n").as_bytes()).await.unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        if accepted {
+            let replies = answer
+                .as_array()
+                .unwrap_or_else(|| panic!("{version}: {answer}"));
+            assert_eq!(replies.len(), 2, "{version}");
+            assert!(
+                replies.iter().all(|r| r["result"] == json!({})),
+                "{version}: {answer}"
+            );
+        } else {
+            assert_eq!(answer["error"]["code"], -32600, "{version}: {answer}");
+            assert!(answer["id"].is_null());
+        }
+    }
 }
 
 #[tokio::test]

@@ -84,6 +84,8 @@ pub(crate) enum Control {
     Cancel(Token),
     /// Stop reading, answer what was received, flush, close.
     Shutdown,
+    /// Accept or refuse inbound batches from now on.
+    SetBatches(bool),
 }
 
 /// A snapshot of a connection's state and counters (see [`Client::stats`]).
@@ -333,6 +335,15 @@ impl Client {
     /// and closes its write side. Wait for the end with [`Session::join`](crate::Session::join).
     pub fn shutdown(&self) {
         let _ = self.ctl.send(Control::Shutdown);
+    }
+
+    /// Accepts inbound batches on this connection from now on, or refuses them (each
+    /// answered with one Invalid Request), overriding [`Builder::batches`](crate::Builder::batches)
+    /// for this connection: a profile calls it from a handler once the peers have negotiated
+    /// (MCP: accepted in revision 2025-03-26, refused from 2025-06-18 on). Takes effect before
+    /// the driver reads further input.
+    pub fn set_batches(&self, accept: bool) {
+        let _ = self.ctl.send(Control::SetBatches(accept));
     }
 
     /// True once the connection's driver has stopped.

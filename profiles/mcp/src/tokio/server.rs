@@ -513,9 +513,10 @@ impl McpServer {
 }
 
 /// A [`Builder`] with MCP's connection settings: `notifications/cancelled` (`requestId`) as
-/// the cancel notification both ways, and batches refused (every revision from 2025-06-18
-/// on; a `Builder` setting is per server, not per negotiated revision, so a 2025-03-26 client
-/// that sends a batch gets one Invalid Request).
+/// the cancel notification both ways, and batches refused until `initialize` has negotiated a
+/// revision that takes them (2024-11-05, 2025-03-26; every revision from 2025-06-18 on
+/// refuses them): the server's `initialize` handler switches the connection
+/// (`Client::set_batches`).
 pub fn mcp_builder() -> Builder {
     Builder::new()
         .cancel_notification(methods::CANCELLED, methods::CANCELLED_ID_MEMBER)
@@ -556,6 +557,9 @@ fn initialize(s: &Shared, ctx: &Context, params: &Value) -> Result<Value, RpcErr
         }
     })
     .map_err(|r| RpcError::new(r.code(), r.message()))?;
+    // Batches as the revision says, for the rest of this connection (applied before the
+    // driver reads on; the answer to initialize is no batch).
+    ctx.peer().set_batches(!version.refuses_batches());
     let mut result = json!({
         "protocolVersion": version.as_str(),
         "capabilities": {"tools": {"listChanged": false}, "logging": {}},
