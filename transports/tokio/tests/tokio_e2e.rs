@@ -277,7 +277,9 @@ async fn call_timeout_then_connection_goes_on() {
         // The late answer arrives and is ignored.
         let stats = settle(c, |s| s.core.unknown_responses == 1).await;
         assert_eq!(stats.core.unknown_responses, 1);
-        assert_eq!(stats.core.timeouts, 1);
+        // Which timer ends the call is a race, both correct: the core's deadline (counted in
+        // `timeouts`) or the call's own guard, which cancels it in the driver (not counted).
+        assert!(stats.core.timeouts <= 1, "{stats:?}");
         assert_eq!(stats.pending_calls, 0);
         client.join().await.unwrap();
         server.join().await.unwrap();
