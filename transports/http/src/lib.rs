@@ -47,7 +47,7 @@ mod stream;
 
 pub use body::Body;
 pub use classify::{classify, BodyKind};
-pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder};
+pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_ERROR_CODE};
 pub use server::{
     serve, HostPolicy, HttpServer, RequestCheck, ResponseFuture, RpcService, UpgradeHook,
     DEFAULT_MAX_BODY,

@@ -12,8 +12,9 @@ use std::task::{ready, Context, Poll};
 
 use bytes::{Buf, Bytes};
 use rpcwire::wire::{FrameEvent, Framing, RxBuffer};
+use std::future::Future;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::PollSender;
 
 /// The `Content-Length` header that frames `body` for the driver.
@@ -21,17 +22,21 @@ pub(crate) fn frame_header(len: usize) -> Bytes {
     Bytes::from(format!("Content-Length: {len}\r\n\r\n"))
 }
 
-/// Reads one framed body, then end of stream: the driver answers what it read and ends.
+/// Reads one framed body, then end of stream once `until` fires or its sender is dropped:
+/// the driver answers what it read and ends. Until then the peer counts as present, so
+/// handlers can still send it messages (progress) before their answer.
 pub(crate) struct OnceReader {
     header: Bytes,
     body: Bytes,
+    until: Option<oneshot::Receiver<()>>,
 }
 
 impl OnceReader {
-    pub(crate) fn new(body: Bytes) -> Self {
+    pub(crate) fn new(body: Bytes, until: Option<oneshot::Receiver<()>>) -> Self {
         OnceReader {
             header: frame_header(body.len()),
             body,
+            until,
         }
     }
 }
@@ -39,7 +44,7 @@ impl OnceReader {
 impl AsyncRead for OnceReader {
     fn poll_read(
         mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
@@ -50,6 +55,10 @@ impl AsyncRead for OnceReader {
                 part.advance(n);
                 return Poll::Ready(Ok(()));
             }
+        }
+        if let Some(until) = &mut this.until {
+            ready!(Pin::new(until).poll(cx)).ok();
+            this.until = None;
         }
         Poll::Ready(Ok(()))
     }

@@ -14,7 +14,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use rpcwire::wire::Framing;
 use rpcwire_tokio::{Builder, Client};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::body::Body;
 use crate::classify::{classify, is_response, BodyKind};
@@ -534,17 +534,24 @@ impl Inner {
             Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
         };
         // Responses to the event stream's calls go to its connection.
-        if classify(&body, 128) == BodyKind::Responses {
+        let kind = classify(&body, 128);
+        if kind == BodyKind::Responses {
             self.hub.deliver(body).await;
             return status(StatusCode::ACCEPTED);
         }
+        // Notifications alone: accepted at once; their handlers run on.
+        let calls = kind == BodyKind::Calls;
+        let (closer, until) = oneshot::channel::<()>();
         let (tx, mut rx) = mpsc::channel(8);
-        let session = self
-            .builder
-            .clone()
-            .run(OnceReader::new(body), FrameWriter::new(tx, self.max_body));
-        // The driver ends by itself once it has answered the body.
+        let session = self.builder.clone().run(
+            OnceReader::new(body, calls.then_some(until)),
+            FrameWriter::new(tx, self.max_body),
+        );
+        // The driver ends by itself once it has answered the body and `closer` is gone.
         drop(session);
+        if !calls {
+            return status(StatusCode::ACCEPTED);
+        }
         let streaming = self.sse && sse_ok;
         let first = loop {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
@@ -552,6 +559,7 @@ impl Inner {
                 Ok(None) => return status(StatusCode::ACCEPTED),
                 Ok(Some(message)) => {
                     if is_response(&message) {
+                        drop(closer);
                         return if json_ok || !sse_ok {
                             json(message)
                         } else {
@@ -571,8 +579,13 @@ impl Inner {
         // An event stream: these messages first, the answer last, then the end.
         let (out_tx, out_rx) = mpsc::channel(8);
         tokio::spawn(async move {
+            let mut closer = Some(closer);
             let mut next = Some(first);
             while let Some(message) = next.take() {
+                if is_response(&message) {
+                    // The answer: the last event; the driver may end.
+                    closer.take();
+                }
                 if out_tx.send(sse_event(&message)).await.is_err() {
                     return; // the client left: dropping `rx` ends the handlers
                 }
