@@ -2,35 +2,68 @@
 //! (`rpcwire-http`), with progress notifications printed to stderr as they arrive.
 
 use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rpcwire_cli::demo_router;
-use rpcwire_http::{HostPolicy, HttpClient, HttpServer};
+use rpcwire_http::{HostPolicy, HttpClient, HttpServer, RpcService};
 use rpcwire_tokio::{Builder, CallError, Context, Router, RpcError};
 use serde_json::value::RawValue;
 
 use crate::{EXIT_CONNECTION, EXIT_USAGE};
 
-/// The demo service, plus `count` (HTTP only): `[n]` sends n `progress` notifications
-/// (`{"done": i, "of": n}`, 10 ms apart) to the caller, then answers n.
-pub fn router() -> Router {
-    demo_router().method_with_context("count", |cx: Context, (n,): (u64,)| async move {
-        if n > 10_000 {
-            return Err(RpcError::invalid_params("n must be at most 10000"));
-        }
-        for done in 1..=n {
-            cx.peer()
-                .notify("progress", serde_json::json!({"done": done, "of": n}))
-                .await?;
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        Ok(n)
-    })
+/// The demo service, plus three methods over HTTP only:
+///
+/// - `count [n]` sends n `progress` notifications (`{"done": i, "of": n}`, 10 ms apart) to
+///   the caller, then answers n;
+/// - `publish PARAMS` sends the notification `news` with these params on the server's GET
+///   event stream (every listener gets it, and it is kept for resumption);
+/// - `end_streams` ends every open GET stream (listeners reconnect and resume).
+pub fn router(service: Arc<OnceLock<RpcService>>) -> Router {
+    let stream = Arc::clone(&service);
+    demo_router()
+        .method("publish", move |params: Box<RawValue>| {
+            let service = Arc::clone(&stream);
+            async move {
+                match service.get() {
+                    Some(s) => Ok(s.stream_client().notify("news", &params).await?),
+                    None => Err(RpcError::internal("not serving yet")),
+                }
+            }
+        })
+        .method("end_streams", move |_: Option<Box<RawValue>>| {
+            let service = Arc::clone(&service);
+            async move {
+                if let Some(s) = service.get() {
+                    s.end_streams();
+                }
+                Ok::<_, RpcError>(())
+            }
+        })
+        .method_with_context("count", |cx: Context, (n,): (u64,)| async move {
+            if n > 10_000 {
+                return Err(RpcError::invalid_params("n must be at most 10000"));
+            }
+            for done in 1..=n {
+                cx.peer()
+                    .notify("progress", serde_json::json!({"done": done, "of": n}))
+                    .await?;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Ok(n)
+        })
 }
 
 /// Serves the demo service over HTTP at `addr` and `path` until the process is stopped.
 /// `any_host`: accept any `Host`/`Origin` (behind a proxy, or on a non-loopback address).
-pub async fn serve(addr: &str, path: &str, any_host: bool, builder: Builder) -> ExitCode {
+/// `max_body`: the largest request body (413 beyond).
+pub async fn serve(
+    addr: &str,
+    path: &str,
+    any_host: bool,
+    max_body: usize,
+    builder: Builder,
+) -> ExitCode {
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => {
@@ -41,12 +74,19 @@ pub async fn serve(addr: &str, path: &str, any_host: bool, builder: Builder) -> 
     let local = listener
         .local_addr()
         .map_or_else(|_| addr.to_owned(), |a| a.to_string());
-    let mut server = HttpServer::new(builder.router(router())).path(path);
+    // The router's `publish` reaches the service it is part of through this cell (set once
+    // built; the process serves until it is stopped, so the cycle is of no concern).
+    let cell = Arc::new(OnceLock::new());
+    let mut server = HttpServer::new(builder.router(router(Arc::clone(&cell))))
+        .path(path)
+        .max_body(max_body);
     if any_host {
         server = server.hosts(HostPolicy::Any);
     }
+    let service = server.build();
+    let _ = cell.set(service.clone());
     eprintln!("rpcwire: serving the demo service on http://{local}{path}");
-    rpcwire_http::serve(listener, server.build()).await;
+    rpcwire_http::serve(listener, service).await;
     ExitCode::SUCCESS
 }
 

@@ -249,7 +249,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         };
     }
     if let Some(addr) = &args.http {
-        return http::serve(addr, &args.path, args.any_host, builder).await;
+        return http::serve(addr, &args.path, args.any_host, args.max_frame, builder).await;
     }
     if let Some(addr) = &args.tcp {
         let listener = match tokio::net::TcpListener::bind(addr).await {

@@ -299,6 +299,12 @@ impl RpcService {
         self.inner.hub.client()
     }
 
+    /// Ends every open GET event stream (clients reconnect and resume with `Last-Event-ID`
+    /// from the buffer): before a restart, or to spread clients again behind a balancer.
+    pub fn end_streams(&self) {
+        self.inner.hub.end_streams();
+    }
+
     /// Answers one request.
     pub fn handle<B>(&self, req: Request<B>) -> ResponseFuture
     where
@@ -485,10 +491,10 @@ impl Inner {
         let last = parts
             .headers
             .get("last-event-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+            .and_then(|v| v.to_str().ok());
+        let cursor = self.hub.start_after(last);
         let (tx, rx) = mpsc::channel(8);
-        tokio::spawn(Arc::clone(&self.hub).serve_stream(last, tx));
+        tokio::spawn(Arc::clone(&self.hub).serve_stream(cursor, tx));
         event_stream(rx)
     }
 

@@ -53,6 +53,8 @@ pub(crate) struct Hub {
     /// The sequence of the last event pushed: GET streams wait on it.
     last: watch::Sender<u64>,
     client: Client,
+    /// Bumped to end every open GET stream (their clients reconnect and resume).
+    ends: watch::Sender<u64>,
     /// POSTed responses go to the stream connection's input.
     inbound: mpsc::Sender<Bytes>,
     limits: StreamLimits,
@@ -80,6 +82,7 @@ impl Hub {
                 next: 1,
             }),
             last: watch::channel(0).0,
+            ends: watch::channel(0).0,
             client,
             inbound: in_tx,
             limits,
@@ -125,9 +128,14 @@ impl Hub {
         send_body(&self.inbound, body).await
     }
 
+    /// Ends every open GET stream; clients that reconnect with `Last-Event-ID` resume.
+    pub(crate) fn end_streams(&self) {
+        self.ends.send_modify(|n| *n += 1);
+    }
+
     /// Where a GET stream starts: after the event `last_event_id` names when it is one of
     /// ours, from the oldest event held when it is another stream's, else with the next event.
-    fn start_after(&self, last_event_id: Option<&str>) -> u64 {
+    pub(crate) fn start_after(&self, last_event_id: Option<&str>) -> u64 {
         let (oldest, next) = match self.ring.lock() {
             Ok(ring) => (ring.events.front().map_or(ring.next, |e| e.0), ring.next),
             Err(_) => return 0,
@@ -163,13 +171,11 @@ impl Hub {
     }
 
     /// Serves one GET stream into `tx` until the client goes away or falls behind the buffer.
-    pub(crate) async fn serve_stream(
-        self: Arc<Self>,
-        last_event_id: Option<String>,
-        tx: mpsc::Sender<Bytes>,
-    ) {
-        let mut cursor = self.start_after(last_event_id.as_deref());
+    /// `cursor`: what [`start_after`](Self::start_after) said when the request came (taken
+    /// then, so that no event published meanwhile is missed).
+    pub(crate) async fn serve_stream(self: Arc<Self>, mut cursor: u64, tx: mpsc::Sender<Bytes>) {
         let mut changes = self.last.subscribe();
+        let mut ends = self.ends.subscribe();
         let mut head = Vec::new();
         sse::write_retry(
             &mut VecSink(&mut head),
@@ -184,6 +190,9 @@ impl Hub {
         let mut tick = tokio::time::interval(self.limits.keep_alive);
         tick.reset();
         loop {
+            if ends.has_changed().unwrap_or(true) {
+                return;
+            }
             changes.mark_unchanged();
             let mut out = Vec::new();
             match self.encode_after(cursor, &mut out) {
@@ -211,6 +220,7 @@ impl Hub {
                     }
                 }
                 () = tx.closed() => return,
+                _ = ends.changed() => return,
             }
         }
     }
