@@ -4,7 +4,7 @@
 //! `jsonrpsee-http [ADDR]` (default 127.0.0.1:0); worker threads from `RPCWIRE_THREADS`
 //! (default: one per core), like `rpcwire serve --http`.
 
-use jsonrpsee::server::{RpcModule, Server};
+use jsonrpsee::server::{RpcModule, Server, ServerConfig};
 use jsonrpsee::types::ErrorObjectOwned;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -19,11 +19,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rt.worker_threads(n);
     }
     rt.enable_all().build()?.block_on(async move {
-        let server = Server::builder()
+        let config = ServerConfig::builder()
             .http_only()
             .max_connections(100_000)
-            .build(addr)
-            .await?;
+            .build();
+        let server = Server::builder().set_config(config).build(addr).await?;
         let mut module = RpcModule::new(());
         module.register_method("subtract", |params, _, _| {
             let (a, b): (i64, i64) = params.parse()?;

@@ -545,27 +545,35 @@ impl Inner {
             self.hub.deliver(body).await;
             return status(StatusCode::ACCEPTED);
         }
-        // Notifications alone: accepted at once; their handlers run on.
+        // The body's connection runs in this task (no hand-off between tasks): its driver is
+        // polled beside the channel its messages come out of.
         let calls = kind == BodyKind::Calls;
         let (closer, until) = oneshot::channel::<()>();
-        let (tx, mut rx) = mpsc::channel(8);
-        let session = self.builder.clone().run(
+        let (tx, rx) = mpsc::channel(8);
+        let (_client, driver) = self.builder.clone().run_inline(
             OnceReader::new(body, calls.then_some(until)),
             FrameWriter::new(tx, self.max_body),
         );
-        // The driver ends by itself once it has answered the body and `closer` is gone.
-        drop(session);
         if !calls {
+            // Notifications alone: accepted at once; their handlers run on.
+            tokio::spawn(driver);
             return status(StatusCode::ACCEPTED);
         }
+        let mut exchange = Exchange {
+            driver: Some(Box::pin(driver)),
+            rx,
+            closer: Some(closer),
+            deadline,
+        };
         let streaming = self.sse && sse_ok;
         let first = loop {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Err(_) => return refuse(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n"),
-                Ok(None) => return status(StatusCode::ACCEPTED),
-                Ok(Some(message)) => {
+            match exchange.next().await {
+                Next::TimedOut => {
+                    return refuse(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
+                }
+                Next::End => return status(StatusCode::ACCEPTED),
+                Next::Message(message) => {
                     if is_response(&message) {
-                        drop(closer);
                         return if json_ok || !sse_ok {
                             json(message)
                         } else {
@@ -585,23 +593,68 @@ impl Inner {
         // An event stream: these messages first, the answer last, then the end.
         let (out_tx, out_rx) = mpsc::channel(8);
         tokio::spawn(async move {
-            let mut closer = Some(closer);
-            let mut next = Some(first);
-            while let Some(message) = next.take() {
-                if is_response(&message) {
-                    // The answer: the last event; the driver may end.
-                    closer.take();
-                }
+            let mut message = first;
+            loop {
                 if out_tx.send(sse_event(&message)).await.is_err() {
-                    return; // the client left: dropping `rx` ends the handlers
+                    return; // the client left: dropping the driver ends the handlers
                 }
-                next = match tokio::time::timeout_at(deadline, rx.recv()).await {
-                    Ok(m) => m,
-                    Err(_) => return,
-                };
+                match exchange.next().await {
+                    Next::Message(m) => message = m,
+                    Next::End | Next::TimedOut => return,
+                }
             }
         });
         event_stream(out_rx)
+    }
+}
+
+type Driver = Pin<Box<dyn Future<Output = Result<(), rpcwire_tokio::DriverError>> + Send>>;
+
+/// One POST body's connection: its driver, the messages it writes, and the end of its input
+/// (held open until the answer, so that handlers can send progress before it).
+struct Exchange {
+    driver: Option<Driver>,
+    rx: mpsc::Receiver<Bytes>,
+    closer: Option<oneshot::Sender<()>>,
+    deadline: tokio::time::Instant,
+}
+
+enum Next {
+    Message(Bytes),
+    End,
+    TimedOut,
+}
+
+impl Exchange {
+    /// The next message the connection writes; after the answer, its input ends.
+    async fn next(&mut self) -> Next {
+        loop {
+            let driving = async {
+                match &mut self.driver {
+                    Some(d) => d.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                m = self.rx.recv() => return match m {
+                    Some(m) => {
+                        if is_response(&m) {
+                            self.closer.take();
+                        }
+                        Next::Message(m)
+                    }
+                    None => Next::End,
+                },
+                r = driving => {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, "a request's connection failed");
+                    }
+                    self.driver = None;
+                }
+                () = tokio::time::sleep_until(self.deadline) => return Next::TimedOut,
+            }
+        }
     }
 }
 
@@ -612,15 +665,18 @@ fn sse_event(message: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
-/// Serves `service` on every connection accepted on `listener` (HTTP/1.1 with keep-alive,
-/// and HTTP/2), at most [`HttpServer::max_connections`] at once. Runs until the future is
-/// dropped.
-pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
-    use hyper_util::rt::{TokioExecutor, TokioIo};
-    use hyper_util::server::conn::auto;
+/// The first bytes of an HTTP/2 connection with prior knowledge.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+/// Serves `service` on every connection accepted on `listener` (HTTP/1.1 with keep-alive and
+/// upgrades, and HTTP/2 with prior knowledge), at most [`HttpServer::max_connections`] at
+/// once. Runs until the future is dropped.
+///
+/// Each connection's protocol is told from its first bytes, then the connection runs in a
+/// task holding only that protocol's state (an idle keep-alive connection costs what hyper's
+/// HTTP/1 connection costs, nothing of HTTP/2's).
+pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
     let slots = Arc::new(tokio::sync::Semaphore::new(service.inner.max_connections));
-    let builder = Arc::new(auto::Builder::new(TokioExecutor::new()));
     loop {
         let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
             return;
@@ -635,19 +691,81 @@ pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
         };
         let _ = stream.set_nodelay(true);
         let service = service.clone();
-        let builder = Arc::clone(&builder);
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                let fut = service.handle(req);
-                async move { Ok::<_, Infallible>(fut.await) }
-            });
-            if let Err(e) = builder
-                .serve_connection_with_upgrades(TokioIo::new(stream), svc)
-                .await
-            {
-                tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
+            match is_h2(&stream).await {
+                Some(true) => {
+                    tokio::spawn(serve_h2(stream, service, peer, permit));
+                }
+                Some(false) => {
+                    tokio::spawn(serve_h1(stream, service, peer, permit));
+                }
+                None => {}
             }
-            drop(permit);
         });
     }
+}
+
+/// Whether the connection starts with the HTTP/2 preface (`None`: it closed first).
+async fn is_h2(stream: &tokio::net::TcpStream) -> Option<bool> {
+    let mut buf = [0u8; 24];
+    for _ in 0..1000 {
+        let n = stream.peek(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        if buf[..n] != H2_PREFACE[..n] {
+            return Some(false);
+        }
+        if n == H2_PREFACE.len() {
+            return Some(true);
+        }
+        // Part of the preface so far: wait for the rest.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Some(false)
+}
+
+fn hyper_service(
+    service: RpcService,
+) -> impl hyper::service::Service<
+    Request<hyper::body::Incoming>,
+    Response = Response<Body>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
+> + Clone {
+    hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+        let fut = service.handle(req);
+        async move { Ok::<_, Infallible>(fut.await) }
+    })
+}
+
+async fn serve_h1(
+    stream: tokio::net::TcpStream,
+    service: RpcService,
+    peer: std::net::SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service(service))
+        .with_upgrades();
+    if let Err(e) = conn.await {
+        tracing::debug!(%peer, error = %e, "HTTP/1 connection ended with an error");
+    }
+    drop(permit);
+}
+
+async fn serve_h2(
+    stream: tokio::net::TcpStream,
+    service: RpcService,
+    peer: std::net::SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let conn = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+        .timer(hyper_util::rt::TokioTimer::new())
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service(service));
+    if let Err(e) = conn.await {
+        tracing::debug!(%peer, error = %e, "HTTP/2 connection ended with an error");
+    }
+    drop(permit);
 }

@@ -560,3 +560,26 @@ async fn client_stream_reconnects_with_last_event_id() {
     }
     assert_eq!(seen.lock().unwrap().clone(), ["[0]", "[1]", "[2]", "[6]"]);
 }
+
+#[tokio::test]
+async fn http2_with_prior_knowledge_and_http1_on_one_port() {
+    let (url, _service) = start(default_server()).await;
+    let h2: Hyper<_, Full<Bytes>> = Hyper::builder(TokioExecutor::new())
+        .http2_only(true)
+        .build_http();
+    let body = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
+    for _ in 0..3 {
+        let r = h2
+            .request(post(&url, body).body(Full::new(Bytes::from(body))).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(r.version(), http::Version::HTTP_2);
+        assert_eq!(r.status(), StatusCode::OK);
+        let text = r.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&text).unwrap()["result"],
+            19
+        );
+    }
+    assert_eq!(post_json(&url, body).await.status, StatusCode::OK);
+}

@@ -77,6 +77,7 @@ mod client;
 mod driver;
 mod error;
 mod handlers;
+mod inline;
 mod raw;
 mod router;
 mod stdio;
