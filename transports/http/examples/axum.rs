@@ -7,8 +7,8 @@ use rpcwire_tokio::{Builder, Router, RpcError};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let router = Router::new()
-        .sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
+    let router =
+        Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
     // Every path reaching the service is served (axum does the routing), so no `.path()`.
     let rpc = HttpServer::new(Builder::new().router(router)).build();
     let app = axum::Router::new()
@@ -16,7 +16,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .route_service("/rpc", rpc);
 
     let serve_forever = std::env::args().any(|a| a == "--serve");
-    let addr = if serve_forever { "127.0.0.1:3000" } else { "127.0.0.1:0" };
+    let addr = if serve_forever {
+        "127.0.0.1:3000"
+    } else {
+        "127.0.0.1:0"
+    };
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let url = format!("http://{}/rpc", listener.local_addr()?);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });

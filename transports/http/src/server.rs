@@ -14,7 +14,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use rpcwire::wire::Framing;
 use rpcwire_tokio::{Builder, Client};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::body::Body;
 use crate::classify::{classify, is_response, BodyKind};
@@ -243,8 +243,25 @@ impl HttpServer {
         let builder = self
             .builder
             .framing(Framing::ContentLength)
-            .max_frame(self.max_body);
+            .max_frame(self.max_body)
+            // A request's connection ends with its answer: memory back at once, no timer.
+            .idle_release(Duration::ZERO);
         let hub = Hub::start(Builder::new(), self.max_body, self.limits);
+        // Request deadlines are checked on the ticks of one clock for the whole service, not
+        // with a timer per request (each would cost a registration, often a wake-up).
+        let (tick_tx, clock) = watch::channel(());
+        let granularity =
+            (self.timeout / 8).clamp(Duration::from_millis(10), Duration::from_millis(250));
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(granularity);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                if tick_tx.send(()).is_err() {
+                    return; // the service is gone
+                }
+            }
+        });
         RpcService {
             inner: Arc::new(Inner {
                 builder,
@@ -258,6 +275,7 @@ impl HttpServer {
                 check: self.check,
                 max_connections: self.max_connections,
                 hub,
+                clock,
             }),
         }
     }
@@ -275,6 +293,8 @@ struct Inner {
     check: Option<RequestCheck>,
     max_connections: usize,
     hub: Arc<Hub>,
+    /// Ticks a few times per request timeout.
+    clock: watch::Receiver<()>,
 }
 
 /// The server as a tower `Service<http::Request<B>>` (cheap to clone: every clone serves the
@@ -526,8 +546,12 @@ impl Inner {
             return refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
         }
         let deadline = tokio::time::Instant::now() + self.timeout;
-        let collected =
-            tokio::time::timeout_at(deadline, Limited::new(body, self.max_body).collect()).await;
+        let collected = before(
+            self.clock.clone(),
+            deadline,
+            Limited::new(body, self.max_body).collect(),
+        )
+        .await;
         let body = match collected {
             Ok(Ok(c)) => c.to_bytes(),
             Ok(Err(e)) => {
@@ -564,6 +588,7 @@ impl Inner {
             rx,
             closer: Some(closer),
             deadline,
+            clock: self.clock.clone(),
         };
         let streaming = self.sse && sse_ok;
         let first = loop {
@@ -608,6 +633,26 @@ impl Inner {
     }
 }
 
+/// `fut`'s output, or `Err` once `deadline` has passed (seen on a tick of `clock`).
+async fn before<F: Future>(
+    mut clock: watch::Receiver<()>,
+    deadline: tokio::time::Instant,
+    fut: F,
+) -> Result<F::Output, ()> {
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut fut => return Ok(out),
+            tick = clock.changed() => {
+                if tick.is_err() || tokio::time::Instant::now() >= deadline {
+                    return Err(());
+                }
+            }
+        }
+    }
+}
+
 type Driver = Pin<Box<dyn Future<Output = Result<(), rpcwire_tokio::DriverError>> + Send>>;
 
 /// One POST body's connection: its driver, the messages it writes, and the end of its input
@@ -617,6 +662,7 @@ struct Exchange {
     rx: mpsc::Receiver<Bytes>,
     closer: Option<oneshot::Sender<()>>,
     deadline: tokio::time::Instant,
+    clock: watch::Receiver<()>,
 }
 
 enum Next {
@@ -652,7 +698,11 @@ impl Exchange {
                     }
                     self.driver = None;
                 }
-                () = tokio::time::sleep_until(self.deadline) => return Next::TimedOut,
+                tick = self.clock.changed() => {
+                    if tick.is_err() || tokio::time::Instant::now() >= self.deadline {
+                        return Next::TimedOut;
+                    }
+                }
             }
         }
     }
@@ -746,7 +796,6 @@ async fn serve_h1(
     permit: tokio::sync::OwnedSemaphorePermit,
 ) {
     let conn = hyper::server::conn::http1::Builder::new()
-        .timer(hyper_util::rt::TokioTimer::new())
         .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service(service))
         .with_upgrades();
     if let Err(e) = conn.await {
