@@ -5,12 +5,18 @@
 # Budgets (issue: a firmware engineer's UART server with 1 KiB receive and 1 KiB transmit
 # buffers): flash = text + data <= 16 KiB, static RAM = data + bss <= 4 KiB. Both are enforced;
 # the stack high-water mark (from the firmware's `stats` method) is reported.
+# The MCP image (rpcwire-firmware-mcp, same crate): flash <= 24 KiB, static RAM <= 6 KiB,
+# enforced the same way; its end-to-end test is the Python MCP SDK through `rpcwire bridge`
+# (cli/tests/firmware_mcp.rs), which reports its stack high-water mark.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 FLASH_BUDGET=16384
 RAM_BUDGET=4096
 ELF=examples/firmware/target/thumbv7m-none-eabi/release/rpcwire-firmware
+MCP_FLASH_BUDGET=24576
+MCP_RAM_BUDGET=6144
+MCP_ELF=examples/firmware/target/thumbv7m-none-eabi/release/rpcwire-firmware-mcp
 
 echo "--- build (release, thumbv7m-none-eabi), rustfmt, clippy (its own workspace)"
 (cd examples/firmware && cargo fmt --check)
@@ -25,11 +31,17 @@ fi
 read -r text data bss _ < <("$SIZE_TOOL" -B "$ELF" | tail -n 1)
 flash=$((text + data))
 ram=$((data + bss))
+read -r mtext mdata mbss _ < <("$SIZE_TOOL" -B "$MCP_ELF" | tail -n 1)
+mflash=$((mtext + mdata))
+mram=$((mdata + mbss))
 
 echo "--- qemu end-to-end test"
 log=$(mktemp)
 cargo test -p rpcwire-tests --test firmware_qemu -- --nocapture 2>&1 | tee "$log"
 stack=$(sed -n 's/.*FIRMWARE_STACK_USED=\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+echo "--- qemu MCP test (Python MCP SDK through rpcwire bridge --serial)"
+cargo test -p rpcwire-cli --test firmware_mcp -- --nocapture 2>&1 | tee "$log"
+mstack=$(sed -n 's/.*FIRMWARE_MCP_STACK_USED=\([0-9]*\).*/\1/p' "$log" | tail -n 1)
 rm -f "$log"
 
 echo "--- firmware size"
@@ -39,6 +51,13 @@ printf '%-26s %7s %s\n' "bss" "$bss" ""
 printf '%-26s %7s / %s (%d spare)\n' "flash (text+data)" "$flash" "$FLASH_BUDGET" "$((FLASH_BUDGET - flash))"
 printf '%-26s %7s / %s (%d spare)\n' "static RAM (data+bss)" "$ram" "$RAM_BUDGET" "$((RAM_BUDGET - ram))"
 printf '%-26s %7s\n' "stack high-water mark" "${stack:-unknown}"
+echo "--- MCP firmware size (rpcwire-firmware-mcp)"
+printf '%-26s %7s %s\n' "text" "$mtext" ""
+printf '%-26s %7s %s\n' "data" "$mdata" ""
+printf '%-26s %7s %s\n' "bss" "$mbss" ""
+printf '%-26s %7s / %s (%d spare)\n' "flash (text+data)" "$mflash" "$MCP_FLASH_BUDGET" "$((MCP_FLASH_BUDGET - mflash))"
+printf '%-26s %7s / %s (%d spare)\n' "static RAM (data+bss)" "$mram" "$MCP_RAM_BUDGET" "$((MCP_RAM_BUDGET - mram))"
+printf '%-26s %7s\n' "stack high-water mark" "${mstack:-unknown}"
 
 status=0
 if [ "$flash" -gt "$FLASH_BUDGET" ]; then
@@ -47,6 +66,18 @@ if [ "$flash" -gt "$FLASH_BUDGET" ]; then
 fi
 if [ "$ram" -gt "$RAM_BUDGET" ]; then
   echo "error: static RAM $ram bytes exceeds the budget of $RAM_BUDGET" >&2
+  status=1
+fi
+if [ "$mflash" -gt "$MCP_FLASH_BUDGET" ]; then
+  echo "error: MCP image flash $mflash bytes exceeds the budget of $MCP_FLASH_BUDGET" >&2
+  status=1
+fi
+if [ "$mram" -gt "$MCP_RAM_BUDGET" ]; then
+  echo "error: MCP image static RAM $mram bytes exceeds the budget of $MCP_RAM_BUDGET" >&2
+  status=1
+fi
+if [ -z "$mstack" ]; then
+  echo "error: the MCP qemu test did not report the stack high-water mark" >&2
   status=1
 fi
 if [ -z "$stack" ]; then

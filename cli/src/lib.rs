@@ -9,8 +9,10 @@ use rpcwire_tokio::{ErrorCode, Router, RpcError};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+pub mod bridge;
 pub mod out;
 pub mod tap;
+pub mod ws;
 
 /// `sleep`'s params.
 #[derive(Debug, Deserialize)]

@@ -59,8 +59,17 @@ enum Cmd {
         3 connection failed or closed; 4 timeout; 141 stdout closed by its reader."
     )]
     Call(CallArgs),
+    /// Print the notifications a WebSocket server sends, one JSON object per line.
+    Listen(rpcwire_cli::ws::ListenArgs),
     /// Serve and call in one process over an in-memory pipe, printing every frame.
     Demo,
+    /// Carry MCP / JSON-RPC lines between stdio and a device (serial port or TCP), validating
+    /// every frame: an MCP host spawns this as a stdio server.
+    #[command(
+        after_help = "Exit codes: 0 stdin ended; 2 bad arguments; 3 the device link \
+        could not be opened, failed or closed."
+    )]
+    Bridge(rpcwire_cli::bridge::BridgeArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -81,7 +90,7 @@ impl From<FramingArg> for Framing {
 }
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial", "http"])))]
+#[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial", "http", "ws"])))]
 struct ServeArgs {
     /// Serve on stdin/stdout (the default).
     #[arg(long)]
@@ -117,10 +126,12 @@ struct ServeArgs {
     /// With --tcp: connections held at once; more wait until one ends (a warning is logged).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
     max_connections: usize,
+    #[command(flatten)]
+    ws: rpcwire_cli::ws::WsServeArgs,
 }
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("transport").required(true).args(["tcp", "serial", "exec", "http"])))]
+#[command(group(ArgGroup::new("transport").required(true).args(["tcp", "serial", "exec", "http", "ws"])))]
 struct CallArgs {
     /// Connect to this TCP address.
     #[arg(long, value_name = "ADDR")]
@@ -138,6 +149,9 @@ struct CallArgs {
     /// first (progress) are printed on stderr as they arrive.
     #[arg(long, value_name = "URL")]
     http: Option<String>,
+    /// Connect to this WebSocket URL (ws://host:port/path).
+    #[arg(long, value_name = "URL")]
+    ws: Option<String>,
     /// Message framing.
     #[arg(long, value_enum, default_value = "line")]
     framing: FramingArg,
@@ -163,8 +177,7 @@ fn main() -> ExitCode {
     init_logging(cli.verbose);
     // One connection (stdio, a serial port, a call) runs best on one thread: no hand-offs
     // between workers. A TCP server spreads its connections over every core.
-    let one_connection =
-        !matches!(&cli.command, Cmd::Serve(args) if args.tcp.is_some() || args.http.is_some());
+    let one_connection = !matches!(&cli.command, Cmd::Serve(args) if args.tcp.is_some() || args.http.is_some() || args.ws.ws.is_some());
     let mut builder = if one_connection {
         tokio::runtime::Builder::new_current_thread()
     } else {
@@ -188,7 +201,9 @@ fn main() -> ExitCode {
         match cli.command {
             Cmd::Serve(args) => serve(args).await,
             Cmd::Call(args) => call(args).await,
+            Cmd::Listen(args) => rpcwire_cli::ws::listen(&args).await,
             Cmd::Demo => demo().await,
+            Cmd::Bridge(args) => rpcwire_cli::bridge::main(args).await,
         }
     });
     // A blocking stdin read may still be parked in the runtime's blocking pool: do not wait
@@ -222,6 +237,11 @@ fn open_serial(path: &str, baud: u32) -> Result<rpcwire_serial::AsyncSerialPort,
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
+    if args.ws.ws.is_some() {
+        let builder = Builder::new().concurrency(args.concurrency);
+        let (max, conns) = (args.max_frame, args.max_connections);
+        return rpcwire_cli::ws::serve(&args.ws, builder, max, conns).await;
+    }
     let builder = Builder::new()
         .framing(args.framing.into())
         .max_frame(args.max_frame)
@@ -312,6 +332,27 @@ async fn connect(args: &CallArgs, timeout: Duration) -> Result<Target, ExitCode>
         .framing(args.framing.into())
         .max_frame(args.max_frame)
         .request_timeout(Some(timeout));
+    if let Some(url) = &args.ws {
+        return match tokio::time::timeout(
+            timeout,
+            rpcwire_cli::ws::connect(url, builder, args.max_frame),
+        )
+        .await
+        {
+            Ok(Ok(session)) => Ok(Target {
+                session,
+                child: None,
+            }),
+            Ok(Err(msg)) => {
+                eprintln!("rpcwire: {msg}");
+                Err(ExitCode::from(EXIT_CONNECTION))
+            }
+            Err(_) => {
+                eprintln!("rpcwire: timed out connecting to {url}");
+                Err(ExitCode::from(EXIT_TIMEOUT))
+            }
+        };
+    }
     if let Some(addr) = &args.tcp {
         return match tokio::time::timeout(timeout, builder.connect_tcp(addr.as_str())).await {
             Ok(Ok(session)) => Ok(Target {

@@ -229,6 +229,14 @@ impl<S: Storage> Connection<S> {
         &self.config
     }
 
+    /// Accepts inbound batches from now on, or refuses them (each answered with one Invalid
+    /// Request), as [`Config::batches`] does from the start: for a profile whose rule depends
+    /// on what the peers negotiated (MCP accepts them in revision 2025-03-26 and refuses them
+    /// from 2025-06-18 on).
+    pub fn set_batches(&mut self, accept: bool) {
+        self.config.batches = accept;
+    }
+
     /// Counters.
     pub fn stats(&self) -> Stats {
         self.stats

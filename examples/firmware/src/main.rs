@@ -14,6 +14,7 @@ mod mem;
 mod methods;
 mod slot;
 mod stack;
+mod text;
 mod uart;
 
 use cortex_m_rt::entry;

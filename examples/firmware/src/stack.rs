@@ -43,6 +43,7 @@ pub fn used() -> usize {
 }
 
 /// Bytes of stack available.
+#[allow(dead_code)] // not used by every image
 pub fn size() -> usize {
     let (bottom, top) = bounds();
     top - bottom

@@ -19,6 +19,9 @@
 //!   then the end), and as plain JSON otherwise.
 //! - GET opens the server's event stream ([`RpcService::stream_client`] sends on it):
 //!   keep-alive comments, event ids, resumption with `Last-Event-ID` from a bounded buffer.
+//! - WebSocket (feature `ws`, module [`ws`]): one message or batch per text message, calls in
+//!   both directions, notifications to one connection or all; served standalone or as an
+//!   upgrade on the same port and path ([`HttpServer::upgrade`]).
 //!
 //! ```
 //! use rpcwire_http::{HttpClient, HttpServer};
@@ -44,6 +47,8 @@ mod client;
 mod pipe;
 mod server;
 mod stream;
+#[cfg(feature = "ws")]
+pub mod ws;
 
 pub use body::Body;
 pub use classify::{classify, BodyKind};

@@ -84,6 +84,8 @@ pub(crate) enum Control {
     Cancel(Token),
     /// Stop reading, answer what was received, flush, close.
     Shutdown,
+    /// Accept or refuse inbound batches from now on.
+    SetBatches(bool),
 }
 
 /// A snapshot of a connection's state and counters (see [`Client::stats`]).
@@ -127,7 +129,12 @@ pub struct Client {
     tokens: Arc<AtomicU64>,
     /// The connection's default call timeout.
     default_timeout: Option<Duration>,
+    /// Names the connection within this process (see [`Client::connection_id`]).
+    connection: u64,
 }
+
+/// The next connection number ([`Client::connection_id`]).
+static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
 /// Sends [`Control::Cancel`] for calls whose future is dropped before they end.
 struct CancelGuard<'a> {
@@ -154,7 +161,25 @@ impl Client {
             ctl,
             tokens: Arc::new(AtomicU64::new(1)),
             default_timeout,
+            connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// A number naming this client's connection, unique within the process and the same for
+    /// every clone: a profile keeps per-connection state (an MCP session's negotiated
+    /// revision and log level, say) under it, reached from a handler through
+    /// [`Context::peer`](crate::Context::peer).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let (a, b) = rpcwire_tokio::Builder::new().duplex(rpcwire_tokio::Builder::new(), 1024);
+    /// assert_eq!(a.client().connection_id(), a.client().clone().connection_id());
+    /// assert_ne!(a.client().connection_id(), b.client().connection_id());
+    /// # }
+    /// ```
+    pub fn connection_id(&self) -> u64 {
+        self.connection
     }
 
     fn token(&self) -> Token {
@@ -310,6 +335,15 @@ impl Client {
     /// and closes its write side. Wait for the end with [`Session::join`](crate::Session::join).
     pub fn shutdown(&self) {
         let _ = self.ctl.send(Control::Shutdown);
+    }
+
+    /// Accepts inbound batches on this connection from now on, or refuses them (each
+    /// answered with one Invalid Request), overriding [`Builder::batches`](crate::Builder::batches)
+    /// for this connection: a profile calls it from a handler once the peers have negotiated
+    /// (MCP: accepted in revision 2025-03-26, refused from 2025-06-18 on). Takes effect before
+    /// the driver reads further input.
+    pub fn set_batches(&self, accept: bool) {
+        let _ = self.ctl.send(Control::SetBatches(accept));
     }
 
     /// True once the connection's driver has stopped.

@@ -231,6 +231,15 @@ where
     let mut cmd_open = true;
     let mut ctl_open = true;
     loop {
+        // Controls first (as `Control` promises): a setting changed by a handler applies to
+        // all input read after it.
+        while ctl_open {
+            match ctl_rx.try_recv() {
+                Ok(ctl) => d.on_control(ctl),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => ctl_open = false,
+            }
+        }
         d.step();
         if d.finished() {
             break;
@@ -769,6 +778,7 @@ impl Driver {
                 }
             }
             Control::Shutdown => self.end_of_input("shutdown"),
+            Control::SetBatches(accept) => self.conn.set_batches(accept),
         }
     }
 

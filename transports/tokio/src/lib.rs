@@ -74,6 +74,7 @@
 //! debug level; each call runs in an `rpc.call` span.
 
 mod client;
+mod discover;
 mod driver;
 mod error;
 mod handlers;
@@ -93,6 +94,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 pub use client::{Batch, BatchResults, Client, SessionStats};
+pub use discover::DISCOVER_METHOD;
 pub use error::{CallError, DriverError, RpcError};
 pub use router::{Cancellation, Context, Router};
 pub use rpcwire::wire::Framing;
@@ -305,9 +307,10 @@ impl Builder {
     }
 
     /// The handlers for inbound requests and notifications (without one, every request is
-    /// answered Method not found).
+    /// answered Method not found). The router is given an `rpc.discover` method (an OpenRPC
+    /// document listing its methods, see [`Router::discoverable`]) unless it has its own.
     pub fn router(mut self, router: Router) -> Self {
-        self.router = Some(Arc::new(router));
+        self.router = Some(Arc::new(router.discoverable()));
         self
     }
 

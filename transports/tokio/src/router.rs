@@ -333,6 +333,10 @@ pub struct Router {
     methods: Names<MethodFn>,
     notifications: Names<NotifyFn>,
     state: Option<SharedState>,
+    /// Descriptions for the `rpc.discover` document ([`Router::describe`]).
+    pub(crate) descriptions: Vec<(String, String)>,
+    /// The handler of notifications no other handler takes ([`Router::fallback_notification`]).
+    fallback: Option<NotifyFn>,
 }
 
 impl fmt::Debug for Router {
@@ -520,9 +524,42 @@ impl Router {
         self
     }
 
+    /// Registers the handler of every notification that has no handler of its own (a monitor
+    /// that prints whatever the peer sends, say): it gets the [`Context`] (the method is
+    /// [`Context::method`]) and the params as raw JSON (`None` when absent).
+    ///
+    /// ```
+    /// use rpcwire_tokio::Router;
+    /// let router = Router::new().fallback_notification(|ctx, params| async move {
+    ///     println!("{} {}", ctx.method(), params.map_or("null".into(), |p| p.get().to_owned()));
+    /// });
+    /// ```
+    pub fn fallback_notification<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Context, Option<Box<serde_json::value::RawValue>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let f: NotifyFn = Arc::new(move |origin, params| {
+            let params = params
+                .and_then(|p| serde_json::value::RawValue::from_string(p.as_str().to_owned()).ok());
+            let mut fut: BoxFuture<()> = Box::pin(handler(origin.context(), params));
+            match poll_once(&mut fut) {
+                Poll::Ready(()) => None,
+                Poll::Pending => Some(fut),
+            }
+        });
+        self.fallback = Some(f);
+        self
+    }
+
     /// True when a request handler is registered under `name`.
     pub fn has_method(&self, name: &str) -> bool {
         self.methods.find(name.as_bytes()).is_some()
+    }
+
+    /// The registered notification names, sorted.
+    pub fn notification_names(&self) -> Vec<&str> {
+        self.notifications.names()
     }
 
     /// The registered request method names, sorted.
@@ -546,8 +583,10 @@ impl Router {
     }
 
     pub(crate) fn get_notification(&self, name: &str) -> Option<&NotifyFn> {
-        let at = self.notifications.find(name.as_bytes())?;
-        self.notifications.at(at).map(|(_, f)| f)
+        match self.notifications.find(name.as_bytes()) {
+            Some(at) => self.notifications.at(at).map(|(_, f)| f),
+            None => self.fallback.as_ref(),
+        }
     }
 }
 

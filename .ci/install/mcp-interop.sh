@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the official MCP SDKs the MCP interop tests drive (profiles/mcp/tests/interop.rs):
+# PyPI `mcp` in a virtualenv and npm `@modelcontextprotocol/sdk` in a node_modules folder, both
+# pinned, under $RPCWIRE_INTEROP_DIR (default ~/.cache/rpcwire-interop)/mcp. Quick when done.
+set -euo pipefail
+PY_MCP='mcp==2.3.0'
+NPM_SDK='@modelcontextprotocol/sdk@1.32.2'
+dir="${RPCWIRE_INTEROP_DIR:-$HOME/.cache/rpcwire-interop}/mcp"
+mkdir -p "$dir"
+
+need_apt=()
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+if [ "${#need_apt[@]}" -gt 0 ]; then
+  apt-get update
+  apt-get install -y --no-install-recommends "${need_apt[@]}"
+fi
+
+venv="$dir/venv"
+if ! "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != sys.argv[1])' "${PY_MCP#mcp==}" 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "$PY_MCP"
+fi
+"$venv/bin/python" -c 'import importlib.metadata as m; print("python mcp", m.version("mcp"))'
+
+node_dir="$dir/node"
+want="${NPM_SDK##*@}"
+have=$(node -p "require('$node_dir/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null || true)
+if [ "$have" != "$want" ]; then
+  mkdir -p "$node_dir"
+  npm install --silent --no-audit --no-fund --prefix "$node_dir" "$NPM_SDK"
+fi
+echo "npm @modelcontextprotocol/sdk $(node -p "require('$node_dir/node_modules/@modelcontextprotocol/sdk/package.json').version")"

@@ -1,0 +1,263 @@
+//! The WebSocket side of the `rpcwire` command: `serve --ws ADDR` (the demo service, with
+//! server push and optionally the browser console), `call --ws URL` and `listen --ws URL`.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use rpcwire_http::ws::{self, Hub, WsConfig, WsServer};
+use rpcwire_tokio::{Builder, Router, RpcError, Session};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::outln;
+
+/// Exit code: could not connect, or the connection ended.
+const EXIT_CONNECTION: u8 = 3;
+/// Exit code: bad command line.
+const EXIT_USAGE: u8 = 2;
+/// Exit code: nothing within `--timeout`.
+const EXIT_TIMEOUT: u8 = 4;
+
+/// The WebSocket options of `rpcwire serve`.
+#[derive(Debug, Args)]
+pub struct WsServeArgs {
+    /// Serve over WebSocket on this address (e.g. 127.0.0.1:4000; port 0 picks one, printed on
+    /// stderr as a ws:// URL). Any path upgrades.
+    #[arg(long, value_name = "ADDR")]
+    pub ws: Option<String>,
+    /// With --ws: also serve the browser console on http://ADDR/.
+    #[arg(long, requires = "ws")]
+    pub console: bool,
+    /// With --ws: send the notification `tick` {"n": N} to every connection every MS
+    /// milliseconds.
+    #[arg(long, value_name = "MS", requires = "ws")]
+    pub tick: Option<u64>,
+    /// With --ws: seconds of silence before a ping (0: never).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0, requires = "ws")]
+    pub ping_interval: f64,
+    /// With --ws: seconds a peer has to answer a ping before it is dropped.
+    #[arg(long, value_name = "SECS", default_value_t = 20.0, requires = "ws")]
+    pub pong_timeout: f64,
+    /// With --ws: seconds a peer may leave its messages unread before it is dropped.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "ws")]
+    pub send_timeout: f64,
+}
+
+/// The options of `rpcwire listen`.
+#[derive(Debug, Args)]
+pub struct ListenArgs {
+    /// The server's WebSocket URL (ws://host:port/path).
+    #[arg(long, value_name = "URL", required = true)]
+    pub ws: String,
+    /// Exit after this many notifications.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Seconds to wait for the connection (and, with --count, for the notifications).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub timeout: f64,
+}
+
+fn seconds(value: f64, flag: &str) -> Result<Duration, ExitCode> {
+    Duration::try_from_secs_f64(value).map_err(|_| {
+        eprintln!("rpcwire: {flag} must be a number of seconds (0 or more)");
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+/// `ask`'s params: the method to call on the caller's own connection, and its params.
+#[derive(Debug, Deserialize)]
+struct AskParams {
+    method: String,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+}
+
+/// The demo service of [`crate::demo_router`] plus the WebSocket demo methods:
+///
+/// | method | params | result |
+/// |---|---|---|
+/// | `broadcast` | anything | sends the notification `news` with these params to every connection; the number of connections |
+/// | `ask` | `{"method": M, "params": P}` | calls `M` with `P` on the caller's own connection and returns the caller's answer |
+pub fn ws_demo_router(hub: Hub) -> Router {
+    crate::demo_router()
+        .method("broadcast", move |params: Option<Box<RawValue>>| {
+            let hub = hub.clone();
+            async move {
+                hub.notify_all("news", params.as_deref())
+                    .map_err(RpcError::internal)
+            }
+        })
+        .method_with_context("ask", |ctx, p: AskParams| async move {
+            let answer = ctx
+                .peer()
+                .call_json(&p.method, p.params.as_deref(), None)
+                .await?;
+            Ok::<_, RpcError>(answer)
+        })
+        .describe(
+            "subtract",
+            "[minuend, subtrahend] or {minuend, subtrahend} -> the difference",
+        )
+        .describe("sum", "[n, ...] -> the sum")
+        .describe("get_data", "no params -> [\"hello\", 5]")
+        .describe("echo", "anything -> the params unchanged")
+        .describe("sleep", "{\"ms\": N} -> null after N ms")
+        .describe("fail", "always fails with -32000 and data")
+        .describe(
+            "broadcast",
+            "params -> the notification `news` with them to every connection",
+        )
+        .describe(
+            "ask",
+            "{\"method\": M, \"params\": P} -> calls M on your connection, returns your answer",
+        )
+}
+
+/// `rpcwire serve --ws ADDR`: serves the demo service over WebSocket until stopped.
+pub async fn serve(
+    args: &WsServeArgs,
+    builder: Builder,
+    max_message: usize,
+    max_connections: usize,
+) -> ExitCode {
+    let Some(addr) = args.ws.as_deref() else {
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let ping = match seconds(args.ping_interval, "--ping-interval") {
+        Ok(d) => (!d.is_zero()).then_some(d),
+        Err(code) => return code,
+    };
+    let (pong, send) = match (
+        seconds(args.pong_timeout, "--pong-timeout"),
+        seconds(args.send_timeout, "--send-timeout"),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    let config = WsConfig {
+        max_message,
+        ping_interval: ping,
+        pong_timeout: pong,
+        send_timeout: send,
+        ..WsConfig::default()
+    };
+    let hub = Hub::new();
+    let server = WsServer::new(builder.router(ws_demo_router(hub.clone())), config)
+        .with_hub(hub.clone())
+        .max_connections(max_connections)
+        .console(args.console);
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("rpcwire: cannot listen on {addr}: {e}");
+            return ExitCode::from(EXIT_CONNECTION);
+        }
+    };
+    let local = listener
+        .local_addr()
+        .map_or_else(|_| addr.to_owned(), |a| a.to_string());
+    eprintln!("rpcwire: serving the demo service on ws://{local}/");
+    if args.console {
+        eprintln!("rpcwire: console on http://{local}/");
+    }
+    if let Some(ms) = args.tick.filter(|ms| *ms > 0) {
+        let hub = hub.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_millis(ms));
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            every.tick().await;
+            for n in 1u64.. {
+                every.tick().await;
+                let _ = hub.notify_all("tick", json!({ "n": n }));
+            }
+        });
+    }
+    server.serve_tcp(listener).await;
+    ExitCode::SUCCESS
+}
+
+/// Connects for `call --ws URL`.
+pub async fn connect(url: &str, builder: Builder, max_message: usize) -> Result<Session, String> {
+    let config = WsConfig {
+        max_message,
+        ..WsConfig::default()
+    };
+    ws::connect(url, builder, &config)
+        .await
+        .map_err(|e| format!("cannot connect to {url}: {e}"))
+}
+
+/// `rpcwire listen --ws URL`: prints each notification the server sends, one JSON object per
+/// line (`{"method": ..., "params": ...}`), until the connection ends (or `--count`).
+pub async fn listen(args: &ListenArgs) -> ExitCode {
+    let timeout = match seconds(args.timeout, "--timeout") {
+        Ok(t) if !t.is_zero() => t,
+        _ => {
+            eprintln!("rpcwire: --timeout must be a positive number of seconds");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let router = Router::new().fallback_notification(move |ctx, params| {
+        let line = json!({
+            "method": ctx.method(),
+            "params": params.map_or(Value::Null, |p| {
+                serde_json::from_str(p.get()).unwrap_or(Value::Null)
+            }),
+        });
+        let _ = tx.send(line.to_string());
+        async {}
+    });
+    let session = match tokio::time::timeout(
+        timeout,
+        ws::connect(
+            &args.ws,
+            Builder::new().router(router),
+            &WsConfig::default(),
+        ),
+    )
+    .await
+    {
+        Ok(Ok(session)) => session,
+        Ok(Err(e)) => {
+            eprintln!("rpcwire: cannot connect to {}: {e}", args.ws);
+            return ExitCode::from(EXIT_CONNECTION);
+        }
+        Err(_) => {
+            eprintln!("rpcwire: timed out connecting to {}", args.ws);
+            return ExitCode::from(EXIT_TIMEOUT);
+        }
+    };
+    eprintln!("rpcwire: listening on {}", args.ws);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut seen = 0u64;
+    let code = loop {
+        if args.count.is_some_and(|n| seen >= n) {
+            break ExitCode::SUCCESS;
+        }
+        let next = match args.count {
+            Some(_) => match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    eprintln!("rpcwire: {seen} notifications within {} s", args.timeout);
+                    break ExitCode::from(EXIT_TIMEOUT);
+                }
+            },
+            None => rx.recv().await,
+        };
+        match next {
+            Some(line) => {
+                outln!("{line}");
+                seen += 1;
+            }
+            None => {
+                eprintln!("rpcwire: the connection ended");
+                break ExitCode::from(EXIT_CONNECTION);
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), session.close()).await;
+    code
+}

@@ -1,0 +1,114 @@
+//! `rpcwire call --ws` and `rpcwire listen --ws` against `rpcwire serve --ws`.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{bin, bounded};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+async fn serve_ws(extra: &[&str]) -> (Child, String) {
+    let mut child = Command::new(bin())
+        .args(["serve", "--ws", "127.0.0.1:0"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = lines.next_line().await.unwrap().expect("a line on stderr");
+    let url = line.rsplit(' ').next().unwrap().to_owned();
+    assert!(url.starts_with("ws://"), "{line}");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+async fn rpcwire(args: &[&str]) -> std::process::Output {
+    bounded(
+        Command::new(bin())
+            .args(args)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn call_over_websocket() {
+    let (_server, url) = serve_ws(&[]).await;
+    let out = rpcwire(&["call", "--ws", &url, "subtract", "[42, 23]"]).await;
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "19");
+    let out = rpcwire(&["call", "--ws", &url, "rpc.discover"]).await;
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["name"] == "broadcast"));
+    // A JSON-RPC error: exit code 1, the error object on stderr.
+    let out = rpcwire(&["call", "--ws", &url, "nope"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(err["code"], -32601);
+    // Nobody listening: exit code 3.
+    let out = rpcwire(&["call", "--ws", "ws://127.0.0.1:1/", "subtract", "[1, 2]"]).await;
+    assert_eq!(out.status.code(), Some(3));
+}
+
+#[tokio::test]
+async fn listen_prints_ticks_and_broadcasts() {
+    let (_server, url) = serve_ws(&["--tick", "100"]).await;
+    let out = rpcwire(&["listen", "--ws", &url, "--count", "2", "--timeout", "10"]).await;
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines
+        .iter()
+        .all(|l| l["method"] == "tick" && l["params"]["n"].is_u64()));
+
+    // Without --tick: a broadcast from another client reaches the listener.
+    let (_server, url) = serve_ws(&[]).await;
+    let mut listen = Command::new(bin())
+        .args(["listen", "--ws", &url, "--count", "1", "--timeout", "20"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(listen.stderr.take().unwrap()).lines();
+    let line = bounded(err.next_line()).await.unwrap().unwrap();
+    assert!(line.contains("listening"), "{line}");
+    let out = rpcwire(&["call", "--ws", &url, "broadcast", r#"{"text": "hi"}"#]).await;
+    assert!(out.status.success(), "{out:?}");
+    let done = bounded(listen.wait_with_output()).await.unwrap();
+    assert!(done.status.success());
+    let got: Value = serde_json::from_slice(&done.stdout).unwrap();
+    assert_eq!(got, json!({"method": "news", "params": {"text": "hi"}}));
+    // The listener ends when the server goes away.
+    let (mut server, url) = serve_ws(&[]).await;
+    let listen = Command::new(bin())
+        .args(["listen", "--ws", &url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.kill().await.unwrap();
+    let done = bounded(listen.wait_with_output()).await.unwrap();
+    assert_eq!(done.status.code(), Some(3));
+}

@@ -1,0 +1,112 @@
+#![no_std]
+#![no_main]
+//! MCP on a microcontroller: a second firmware image for the qemu `lm3s6965evb` board that
+//! serves the Model Context Protocol over UART0 (newline framing, as MCP's stdio transport),
+//! with no heap, on the no_std part of `rpcwire-mcp`: `initialize` (version negotiation),
+//! `ping`, `tools/list` and `tools/call` for four device tools (`read_counter`, `set_led`,
+//! `add`, `blink`, the last with `notifications/progress` when the call carries a progress
+//! token). Batches are refused, as MCP 2025-06-18 and later require. It sends one `booted`
+//! notification when it starts (`rpcwire bridge` reports it as a device reset and keeps it
+//! from the host).
+//!
+//! A host reaches it through `rpcwire bridge --serial /dev/ttyACM0` (see the README).
+
+#[path = "../../clock.rs"]
+mod clock;
+#[path = "../../mem.rs"]
+mod mem;
+#[path = "../../slot.rs"]
+mod slot;
+#[path = "../../stack.rs"]
+mod stack;
+#[path = "../../text.rs"]
+mod text;
+mod tools;
+#[path = "../../uart.rs"]
+mod uart;
+
+use cortex_m_rt::entry;
+use panic_halt as _;
+use rpcwire::Config;
+use rpcwire_embedded_io::{Context, Driver};
+
+use clock::SysTickClock;
+use slot::Slot;
+use uart::Uart0;
+
+/// The core clock after reset (the 12 MHz internal oscillator; qemu models about that).
+const CLOCK_HZ: u32 = 12_000_000;
+const BAUD: u32 = 115_200;
+
+/// Storage: 1 KiB receive buffer (an MCP host's requests to this device are small: the
+/// longest, `initialize`, is a few hundred bytes); 1 KiB transmit buffer (the `tools/list`
+/// answer, the largest frame this image sends, is 849 bytes; it is rendered in the MCP
+/// server's 1 KiB stack buffer first); batches are refused, so the batch-reply storage is
+/// minimal; two pending-request slots (the device sends no requests) and two in-flight slots
+/// (every request is answered before the next is read).
+const RX: usize = 1024;
+const TX: usize = 1024;
+const BATCH: usize = 8;
+const PENDING: usize = 2;
+/// In-flight requests, and the MCP request-tracking table's size.
+pub const INFLIGHT: usize = 2;
+
+type Firmware = Driver<Uart0, SysTickClock, RX, TX, BATCH, PENDING, INFLIGHT>;
+/// The driver's context inside the handler.
+pub type Ctx<'a> = Context<'a, Uart0, TX, BATCH, PENDING, INFLIGHT>;
+
+/// The driver's storage, in `.bss`: built there in place at boot (not on the stack).
+static DRIVER: Slot<Firmware> = Slot::new();
+
+/// MCP 2025-06-18 and later refuse JSON-RPC batches.
+const CONFIG: Config = Config {
+    batches: false,
+    ..Config::DEFAULT
+};
+
+/// Params of the `booted` notification sent at start-up.
+const BOOTED: &str = concat!(
+    r#"{"firmware":"rpcwire-firmware-mcp","version":""#,
+    env!("CARGO_PKG_VERSION"),
+    r#""}"#
+);
+
+#[entry]
+fn main() -> ! {
+    stack::paint();
+    let mut core = cortex_m::Peripherals::take().unwrap_or_else(|| halt());
+    let uart = Uart0::take(CLOCK_HZ, BAUD).unwrap_or_else(|| halt());
+    clock::start(core.SYST, CLOCK_HZ);
+    core.SCB.clear_sleepdeep();
+
+    let slot = DRIVER.take().unwrap_or_else(|| halt());
+    let driver = Firmware::new_in(slot, uart, SysTickClock::default(), CONFIG);
+
+    // The transport is infallible and this frame always fits: nothing can fail here.
+    let _ = driver.send_notification("booted", Some(&rpcwire_mcp::Raw(BOOTED.as_bytes())));
+
+    let mut device = tools::Device::new();
+    loop {
+        // Never blocks: reads what the FIFO holds, answers, writes out.
+        let _ = driver.poll(|ctx, item| device.handle(ctx, item));
+        // Sleep until the next interrupt (SysTick wakes us every millisecond).
+        cortex_m::asm::wfi();
+    }
+}
+
+/// The interrupt part of the vector table: eight default entries (see the other image).
+#[link_section = ".vector_table.interrupts"]
+#[no_mangle]
+#[used]
+static __INTERRUPTS: [unsafe extern "C" fn(); 8] = [DefaultHandler; 8];
+
+extern "C" {
+    /// cortex-m-rt's handler for unexpected interrupts.
+    fn DefaultHandler();
+}
+
+fn halt() -> ! {
+    loop {
+        cortex_m::asm::wfi();
+    }
+}

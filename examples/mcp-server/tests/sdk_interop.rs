@@ -1,0 +1,115 @@
+//! The official MCP SDKs against the `mcp-server` example over stdio: the Python SDK (PyPI
+//! `mcp`: `stdio_client` + `ClientSession`) and the TypeScript SDK (npm
+//! `@modelcontextprotocol/sdk`: `Client` + `StdioClientTransport`), as installed by
+//! `.ci/install/mcp-interop.sh`. Each script (in `tests/interop/`) initializes, pings, lists
+//! the tools, calls each one (progress received, the failing tool's `isError` result seen),
+//! cancels the long task (its cancellation log arrives, progress ends, the session goes on)
+//! and checks `logging/setLevel`; it raises on the first failed check.
+//!
+//! Skips with a visible `SKIPPED:` line when an SDK is missing, unless `CI=true`.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where `.ci/install/mcp-interop.sh` puts the SDKs.
+fn interop_dir() -> PathBuf {
+    let base = std::env::var_os("RPCWIRE_INTEROP_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/rpcwire-interop")
+        });
+    base.join("mcp")
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/interop")
+        .join(name)
+}
+
+/// Runs a command to its end, killing it after `limit`.
+fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "timed out after {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn assert_passed(out: &Output, last_line: &str) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.lines().any(|l| l == last_line),
+        "status {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    // Every check the script makes prints `ok: ...`: show them in `--nocapture` runs.
+    println!("{stdout}");
+}
+
+#[test]
+fn python_sdk_session_against_the_example_server() {
+    let python = interop_dir().join("venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import mcp, anyio"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        rpcwire_tests::skip("the Python MCP SDK is not installed (.ci/install/mcp-interop.sh)");
+        return;
+    }
+    let out = run_bounded(
+        Command::new(&python)
+            .arg(script("python_client.py"))
+            .arg(env!("CARGO_BIN_EXE_mcp-server"))
+            .env("PYTHONWARNINGS", "ignore"),
+        Duration::from_secs(60),
+    );
+    assert_passed(&out, "python-sdk: all checks passed");
+}
+
+#[test]
+fn typescript_sdk_session_against_the_example_server() {
+    let node_dir = interop_dir().join("node");
+    let sdk = node_dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
+    let node = Command::new("node")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !node || !sdk.exists() {
+        rpcwire_tests::skip(
+            "node or the TypeScript MCP SDK is not installed (.ci/install/mcp-interop.sh)",
+        );
+        return;
+    }
+    let out = run_bounded(
+        Command::new("node")
+            .arg(script("ts_client.cjs"))
+            .arg(&node_dir)
+            .arg(env!("CARGO_BIN_EXE_mcp-server")),
+        Duration::from_secs(60),
+    );
+    assert_passed(&out, "ts-sdk: all checks passed");
+}

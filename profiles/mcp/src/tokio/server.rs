@@ -1,0 +1,572 @@
+//! The async MCP server: tools as async fns, built into an `rpcwire_tokio::Router`.
+
+use std::prelude::rust_2021::*;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rpcwire_tokio::{Builder, Client, Context, DriverError, ErrorCode, Router, RpcError};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::{methods, Handshake, LogLevel, ProtocolVersion};
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+type ToolFn = Arc<dyn Fn(ToolContext, Value) -> BoxFuture<ToolResult> + Send + Sync>;
+
+/// The `result` of `tools/call`: content items, optional structured content, and whether the
+/// tool failed. Also what [`McpClient::call_tool`](super::McpClient::call_tool) returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ToolResult {
+    /// Content items (`{"type": "text", "text": ...}` and the other MCP content types).
+    pub content: Vec<Value>,
+    /// `structuredContent`: the result as a JSON object, for tools with an output schema.
+    #[serde(
+        rename = "structuredContent",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub structured_content: Option<Value>,
+    /// `isError`: the tool ran and failed (the model sees why).
+    #[serde(rename = "isError", default)]
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// One text item.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![json!({"type": "text", "text": text.into()})],
+            structured_content: None,
+            is_error: false,
+        }
+    }
+
+    /// A failed tool's result: one text item saying why, `isError: true`.
+    pub fn error(text: impl Into<String>) -> Self {
+        ToolResult {
+            is_error: true,
+            ..ToolResult::text(text)
+        }
+    }
+
+    /// The text of every text item, joined with newlines.
+    pub fn joined_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter(|c| c["type"] == "text")
+            .filter_map(|c| c["text"].as_str())
+            .collect();
+        texts.join("\n")
+    }
+}
+
+/// What a tool handler may return: text, a [`ToolResult`], or [`Json`] (structured content).
+pub trait IntoToolResult {
+    /// The `tools/call` result.
+    fn into_tool_result(self) -> ToolResult;
+}
+
+impl IntoToolResult for ToolResult {
+    fn into_tool_result(self) -> ToolResult {
+        self
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::text(self)
+    }
+}
+
+impl IntoToolResult for &str {
+    fn into_tool_result(self) -> ToolResult {
+        ToolResult::text(self)
+    }
+}
+
+/// A structured result: sent as `structuredContent` and, for older clients, as its JSON text
+/// in a text item.
+#[derive(Debug, Clone)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> ToolResult {
+        match serde_json::to_value(&self.0) {
+            Ok(value) => ToolResult {
+                content: vec![json!({"type": "text", "text": value.to_string()})],
+                structured_content: Some(value),
+                is_error: false,
+            },
+            Err(e) => ToolResult::error(format!("cannot serialize the result: {e}")),
+        }
+    }
+}
+
+/// A tool's failure: it becomes a result with `isError: true` and this message as text (the
+/// model sees it), not a JSON-RPC error. `?` turns any `std::error::Error` into one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    message: String,
+}
+
+impl ToolError {
+    /// A failure with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl<E: std::error::Error> From<E> for ToolError {
+    fn from(e: E) -> Self {
+        ToolError::new(e.to_string())
+    }
+}
+
+/// One connection's MCP state.
+struct SessionState {
+    handshake: Handshake,
+    level: LogLevel,
+    /// To forget the state once the connection has ended.
+    client: Client,
+}
+
+/// What every connection of a server shares.
+struct Shared {
+    name: String,
+    version: String,
+    instructions: Option<String>,
+    /// The `tools/list` result, built once.
+    list: Value,
+    tools: HashMap<String, ToolFn>,
+    strict: bool,
+    sessions: Mutex<HashMap<u64, SessionState>>,
+}
+
+impl Shared {
+    fn with_session<T>(&self, peer: &Client, f: impl FnOnce(&mut SessionState) -> T) -> T {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        if !sessions.contains_key(&peer.connection_id()) {
+            // A new connection: forget those that have ended first, so that the map holds
+            // at most one entry per open connection.
+            sessions.retain(|_, st| !st.client.is_closed());
+        }
+        let state = sessions
+            .entry(peer.connection_id())
+            .or_insert_with(|| SessionState {
+                handshake: Handshake::new(),
+                level: LogLevel::Debug,
+                client: peer.clone(),
+            });
+        f(state)
+    }
+
+    /// Refuses a request the handshake does not take yet (when strict).
+    fn admit(&self, ctx: &Context) -> Result<(), RpcError> {
+        if !self.strict {
+            return Ok(());
+        }
+        self.with_session(ctx.peer(), |s| s.handshake.admit(ctx.method().as_bytes()))
+            .map_err(|r| RpcError::new(r.code(), r.message()))
+    }
+
+    fn level(&self, peer: &Client) -> LogLevel {
+        self.with_session(peer, |s| s.level)
+    }
+}
+
+/// A tool handler's view of its call: report progress (when the request carried a progress
+/// token), log to the client (`notifications/message`, at or above the level it set), and see
+/// cancellation (`notifications/cancelled`).
+#[derive(Clone)]
+pub struct ToolContext {
+    ctx: Context,
+    token: Option<Value>,
+    last: Arc<Mutex<Option<f64>>>,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("request", &self.ctx.id())
+            .field("progress_token", &self.token)
+            .finish()
+    }
+}
+
+impl ToolContext {
+    /// True when the call carried a progress token (a client that wants progress).
+    pub fn wants_progress(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// Sends `notifications/progress`, before the result (it is queued when this returns).
+    /// False, nothing sent, when the call carried no progress token, was cancelled,
+    /// `progress` is not above the last value sent (MCP requires it to increase), or the
+    /// connection no longer takes notifications (the client closed its side): progress is
+    /// best effort and never fails the tool.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        let Some(token) = &self.token else {
+            return false;
+        };
+        {
+            let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+            if self.is_cancelled() || !progress.is_finite() || last.is_some_and(|l| progress <= l) {
+                return false;
+            }
+            *last = Some(progress);
+        }
+        let mut params = json!({"progressToken": token, "progress": progress});
+        if let Some(total) = total {
+            params["total"] = json!(total);
+        }
+        if let Some(message) = message {
+            params["message"] = json!(message);
+        }
+        self.notify(methods::PROGRESS, params).await
+    }
+
+    /// Sends `notifications/message` when `level` is at or above the level the client set
+    /// (`logging/setLevel`; every level until it does). False when filtered out or the
+    /// connection no longer takes notifications (best effort, as for progress).
+    pub async fn log(&self, level: LogLevel, data: impl Serialize) -> bool {
+        if level < self.shared.level(self.ctx.peer()) {
+            return false;
+        }
+        let params = json!({"level": level.as_str(), "logger": self.shared.name, "data": data});
+        self.notify(methods::MESSAGE, params).await
+    }
+
+    async fn notify(&self, method: &str, params: Value) -> bool {
+        match self.ctx.peer().notify(method, params).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!(method, error = %e, "notification not sent");
+                false
+            }
+        }
+    }
+
+    /// Completes when the client cancels this call (or the connection fails): stop and
+    /// return; the answer is sent but nobody waits for it.
+    pub async fn cancelled(&self) {
+        self.ctx.cancelled().await
+    }
+
+    /// True once the call is cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.ctx.is_cancelled()
+    }
+
+    /// The request's id (JSON text).
+    pub fn request_id(&self) -> Option<&str> {
+        self.ctx.id()
+    }
+
+    /// A client to call the MCP client back on the same connection (sampling, elicitation).
+    pub fn peer(&self) -> &Client {
+        self.ctx.peer()
+    }
+}
+
+/// A tool registered before the server is built.
+struct ToolDef {
+    name: String,
+    description: String,
+    schema: Value,
+    run: ToolFn,
+}
+
+/// An MCP server: a name, a version, optional instructions, and tools. Build it into a
+/// [`Router`] ([`router`](McpServer::router)) or straight into a configured [`Builder`]
+/// ([`builder`](McpServer::builder)), or serve this process's stdio
+/// ([`serve_stdio`](McpServer::serve_stdio)).
+///
+/// What it answers: `initialize` (the client's revision when spoken, else the latest;
+/// capabilities `tools` and `logging`), `ping`, `tools/list`, `tools/call`,
+/// `logging/setLevel`, and it takes `notifications/initialized` and `notifications/cancelled`.
+/// Before `initialize`, requests other than `ping` are refused with Invalid Request (see
+/// [`strict_handshake`](McpServer::strict_handshake)). An unknown tool is Invalid params
+/// (-32602); arguments that do not decode, and a tool's [`ToolError`], are results with
+/// `isError: true`.
+pub struct McpServer {
+    name: String,
+    version: String,
+    instructions: Option<String>,
+    tools: Vec<ToolDef>,
+    strict: bool,
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tools: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        f.debug_struct("McpServer")
+            .field("name", &self.name)
+            .field("tools", &tools)
+            .finish()
+    }
+}
+
+impl McpServer {
+    /// A server with no tools.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        McpServer {
+            name: name.into(),
+            version: version.into(),
+            instructions: None,
+            tools: Vec::new(),
+            strict: true,
+        }
+    }
+
+    /// `instructions` for the model, sent in the `initialize` result.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// Refuse requests other than `ping` before `initialize` on each connection (default
+    /// true). Turn it off where one MCP session spans several connections (a transport that
+    /// runs each HTTP request on its own connection and checks the session itself).
+    pub fn strict_handshake(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Adds a tool whose input schema is generated from `A` (feature `schemars`).
+    #[cfg(feature = "schemars")]
+    pub fn tool<A, R, F, Fut>(self, name: &str, description: &str, handler: F) -> Self
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        R: IntoToolResult + 'static,
+        F: Fn(ToolContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    {
+        let mut schema = schemars::schema_for!(A).to_value();
+        if let Some(object) = schema.as_object_mut() {
+            // MCP wants the object schema itself; the meta-schema URI and title are noise.
+            object.remove("$schema");
+            object.remove("title");
+            object.entry("type").or_insert_with(|| json!("object"));
+        }
+        self.tool_with_schema(name, description, schema, handler)
+    }
+
+    /// Adds a tool with its input JSON Schema given (an object schema). Its handler gets a
+    /// [`ToolContext`] and the `arguments` decoded into `A` (absent arguments decode from
+    /// `{}`); arguments that do not decode make a result with `isError: true`.
+    pub fn tool_with_schema<A, R, F, Fut>(
+        mut self,
+        name: &str,
+        description: &str,
+        input_schema: Value,
+        handler: F,
+    ) -> Self
+    where
+        A: DeserializeOwned + Send + 'static,
+        R: IntoToolResult + 'static,
+        F: Fn(ToolContext, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let run: ToolFn = Arc::new(move |ctx, arguments| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move {
+                let args: A = match serde_json::from_value(arguments) {
+                    Ok(args) => args,
+                    Err(e) => return ToolResult::error(format!("invalid arguments: {e}")),
+                };
+                match handler(ctx, args).await {
+                    Ok(r) => r.into_tool_result(),
+                    Err(e) => ToolResult::error(e.message),
+                }
+            })
+        });
+        self.tools.retain(|t| t.name != name);
+        self.tools.push(ToolDef {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            schema: input_schema,
+            run,
+        });
+        self
+    }
+
+    /// The names of the tools, in the order added.
+    pub fn tool_names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    /// The MCP methods as a [`Router`]. Mount it on any transport; the connection needs
+    /// [`mcp_builder`]'s settings (cancellation, batches), which
+    /// [`builder`](McpServer::builder) applies.
+    pub fn router(self) -> Router {
+        let list = json!({
+            "tools": self.tools.iter().map(|t| json!({
+                "name": t.name,
+                "description": t.description,
+                "inputSchema": t.schema,
+            })).collect::<Vec<_>>()
+        });
+        let shared = Arc::new(Shared {
+            name: self.name,
+            version: self.version,
+            instructions: self.instructions,
+            list,
+            tools: self.tools.into_iter().map(|t| (t.name, t.run)).collect(),
+            strict: self.strict,
+            sessions: Mutex::new(HashMap::new()),
+        });
+        let s = Arc::clone(&shared);
+        let router =
+            Router::new().method_with_context(methods::INITIALIZE, move |ctx, p: Value| {
+                let s = Arc::clone(&s);
+                async move { initialize(&s, &ctx, &p) }
+            });
+        let s = Arc::clone(&shared);
+        let router =
+            router.notification_with_context(methods::INITIALIZED, move |ctx, _: Value| {
+                let s = Arc::clone(&s);
+                async move { s.with_session(ctx.peer(), |st| st.handshake.initialized()) }
+            });
+        let router = router.sync_method(methods::PING, |_: Value| Ok::<_, RpcError>(json!({})));
+        let s = Arc::clone(&shared);
+        let router = router.method_with_context(methods::TOOLS_LIST, move |ctx, _: Value| {
+            let s = Arc::clone(&s);
+            async move {
+                s.admit(&ctx)?;
+                Ok::<_, RpcError>(s.list.clone())
+            }
+        });
+        let s = Arc::clone(&shared);
+        let router =
+            router.method_with_context(methods::LOGGING_SET_LEVEL, move |ctx, p: SetLevel| {
+                let s = Arc::clone(&s);
+                async move {
+                    s.admit(&ctx)?;
+                    let level = LogLevel::from_bytes(p.level.as_bytes()).ok_or_else(|| {
+                        RpcError::invalid_params(format!("unknown log level {:?}", p.level))
+                    })?;
+                    s.with_session(ctx.peer(), |st| st.level = level);
+                    Ok::<_, RpcError>(json!({}))
+                }
+            });
+        let s = shared;
+        router.method_with_context(methods::TOOLS_CALL, move |ctx, p: CallParams| {
+            let s = Arc::clone(&s);
+            async move {
+                s.admit(&ctx)?;
+                let Some(run) = s.tools.get(&p.name).cloned() else {
+                    return Err(RpcError::new(
+                        ErrorCode::INVALID_PARAMS,
+                        format!("Unknown tool: {}", p.name),
+                    ));
+                };
+                let token = p
+                    .meta
+                    .and_then(|m| m.progress_token)
+                    .filter(|t| t.is_string() || t.is_i64() || t.is_u64());
+                let tool_ctx = ToolContext {
+                    ctx,
+                    token,
+                    last: Arc::default(),
+                    shared: Arc::clone(&s),
+                };
+                let arguments = match p.arguments {
+                    None | Some(Value::Null) => json!({}),
+                    Some(a) => a,
+                };
+                Ok(run(tool_ctx, arguments).await)
+            }
+        })
+    }
+
+    /// A [`Builder`] with this server's router and MCP's connection settings
+    /// ([`mcp_builder`]); start it on any transport (`stdio()`, `run(..)`, `serve_tcp(..)`).
+    pub fn builder(self) -> Builder {
+        mcp_builder().router(self.router())
+    }
+
+    /// Serves this process's stdin and stdout until the client closes them.
+    pub async fn serve_stdio(self) -> Result<(), DriverError> {
+        self.builder().stdio().join().await
+    }
+}
+
+/// A [`Builder`] with MCP's connection settings: `notifications/cancelled` (`requestId`) as
+/// the cancel notification both ways, and batches refused until `initialize` has negotiated a
+/// revision that takes them (2024-11-05, 2025-03-26; every revision from 2025-06-18 on
+/// refuses them): the server's `initialize` handler switches the connection
+/// (`Client::set_batches`).
+pub fn mcp_builder() -> Builder {
+    Builder::new()
+        .cancel_notification(methods::CANCELLED, methods::CANCELLED_ID_MEMBER)
+        .batches(false)
+}
+
+#[derive(Deserialize)]
+struct SetLevel {
+    level: String,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    #[serde(rename = "progressToken")]
+    progress_token: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct CallParams {
+    name: String,
+    #[serde(default)]
+    arguments: Option<Value>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Meta>,
+}
+
+fn initialize(s: &Shared, ctx: &Context, params: &Value) -> Result<Value, RpcError> {
+    let requested = params["protocolVersion"].as_str().map(str::as_bytes);
+    let version = ProtocolVersion::negotiate(requested);
+    s.with_session(ctx.peer(), |st| {
+        if s.strict {
+            st.handshake.start(version)
+        } else {
+            // Not strict: every initialize starts over (one session may reach this server
+            // over several connections, or reconnect).
+            st.handshake = Handshake::new();
+            st.handshake.start(version)
+        }
+    })
+    .map_err(|r| RpcError::new(r.code(), r.message()))?;
+    // Batches as the revision says, for the rest of this connection (applied before the
+    // driver reads on; the answer to initialize is no batch).
+    ctx.peer().set_batches(!version.refuses_batches());
+    let mut result = json!({
+        "protocolVersion": version.as_str(),
+        "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+        "serverInfo": {"name": s.name, "version": s.version},
+    });
+    if let Some(instructions) = &s.instructions {
+        result["instructions"] = json!(instructions);
+    }
+    Ok(result)
+}

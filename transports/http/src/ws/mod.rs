@@ -1,0 +1,148 @@
+//! JSON-RPC 2.0 over WebSocket (feature `ws`): a server and a client on tokio-tungstenite,
+//! built on the same core, [`Router`](rpcwire_tokio::Router) and [`Client`](rpcwire_tokio::Client) as every other
+//! transport.
+//!
+//! One JSON-RPC message or batch travels in one text message, either way. Either side may
+//! call the other and send notifications; a server reaches one connection through its
+//! [`Client`](rpcwire_tokio::Client) ([`WsServer::on_connect`], or [`Context::peer`](rpcwire_tokio::Context::peer)
+//! inside a handler) or all of them through its [`Hub`].
+//!
+//! ```
+//! use rpcwire_http::ws::{self, WsConfig, WsServer};
+//! use rpcwire_tokio::{Builder, Router, RpcError};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let router = Router::new()
+//!     .sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
+//! let server = WsServer::new(Builder::new().router(router), WsConfig::default());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let url = format!("ws://{}/", listener.local_addr()?);
+//! tokio::spawn(server.clone().serve_tcp(listener));
+//!
+//! let session = ws::connect(&url, Builder::new(), &WsConfig::default()).await?;
+//! let diff: i64 = session.client().call("subtract", [42, 23]).await?;
+//! assert_eq!(diff, 19);
+//! server.hub().notify_all("tick", [1])?;    // every connected client gets it
+//! session.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## How it runs
+//!
+//! The WebSocket stream is wrapped in an adapter that the tokio driver of `rpcwire-tokio`
+//! reads and writes like any byte stream: an inbound text message becomes one
+//! `Content-Length`-framed block, and each block the driver writes leaves as one text message.
+//! Framing, validation, batches, correlation and limits stay in the core; this module does the
+//! WebSocket parts (handshake, control frames, close codes, keep-alive, send timeout).
+//!
+//! ## Limits
+//!
+//! | what | default | set with | at the limit |
+//! |---|---|---|---|
+//! | inbound message (and frame) | 4 MiB | [`WsConfig::max_message`] | close 1009 |
+//! | text that is not UTF-8 | | | close 1007 |
+//! | binary message | | | close 1003, with a reason saying to send text |
+//! | peer silent after a ping | 30 s interval + 20 s | [`WsConfig::ping_interval`], [`WsConfig::pong_timeout`] | connection dropped |
+//! | peer not reading | 10 s | [`WsConfig::send_timeout`] | connection dropped |
+//! | connections per server | 10 000 | [`WsServer::max_connections`] | 503 to new upgrades |
+//!
+//! A peer that stops reading fills its socket; the adapter then takes no more output, the
+//! driver stops reading that peer's requests (its memory does not grow), and after
+//! [`WsConfig::send_timeout`] without progress the connection is dropped. Other connections are
+//! not affected. tungstenite keeps its read and write buffers at the size of the largest
+//! message the connection carried (at most [`WsConfig::max_message`]) until it ends.
+
+mod io;
+mod server;
+
+pub use server::{is_upgrade, Hub, NotifyError, WsServer};
+
+use std::time::Duration;
+
+use rpcwire_tokio::{Builder, Framing, Session};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+/// Settings of the WebSocket layer (the JSON-RPC settings are the [`Builder`]'s).
+#[derive(Clone, Debug)]
+pub struct WsConfig {
+    /// The largest inbound message (and frame) in bytes; larger ones close the connection
+    /// with 1009. Also the driver's maximum frame. Default 4 MiB.
+    pub max_message: usize,
+    /// Send a ping after this long without hearing from the peer (`None`: never). Default
+    /// 30 s.
+    pub ping_interval: Option<Duration>,
+    /// After a ping, how long the peer has to send anything (its pong) before the connection
+    /// is dropped as dead. Default 20 s.
+    pub pong_timeout: Duration,
+    /// How long output may wait for a peer that does not read before the connection is
+    /// dropped. Default 10 s.
+    pub send_timeout: Duration,
+    /// The read buffer each connection allocates (bytes, at least 256). Default 1 KiB: small,
+    /// so that many connections fit (each holds it for its whole life); a larger message gets
+    /// room of its size while it is read.
+    pub read_buffer: usize,
+    /// Output is gathered up to this many bytes before it is written to the socket (a flush
+    /// writes at once). Default 16 KiB.
+    pub write_buffer: usize,
+}
+
+impl Default for WsConfig {
+    fn default() -> Self {
+        WsConfig {
+            max_message: rpcwire_tokio::DEFAULT_MAX_FRAME,
+            ping_interval: Some(Duration::from_secs(30)),
+            pong_timeout: Duration::from_secs(20),
+            send_timeout: Duration::from_secs(10),
+            read_buffer: 1 << 10,
+            write_buffer: 16 << 10,
+        }
+    }
+}
+
+impl WsConfig {
+    /// The tungstenite settings these limits translate to.
+    fn tungstenite(&self) -> WebSocketConfig {
+        WebSocketConfig::default()
+            .read_buffer_size(self.read_buffer.max(256))
+            .write_buffer_size(self.write_buffer)
+            .max_message_size(Some(self.max_message))
+            .max_frame_size(Some(self.max_message))
+    }
+
+    /// The driver settings that go with them: `Content-Length` framing between the adapter
+    /// and the core, and the same maximum message.
+    fn driver(&self, builder: Builder) -> Builder {
+        builder
+            .framing(Framing::ContentLength)
+            .max_frame(self.max_message)
+    }
+}
+
+/// Why a WebSocket connection could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum WsError {
+    /// The handshake or the connection failed (bad URL, refused, not a WebSocket server,
+    /// `wss://`, which this build does not support).
+    #[error("WebSocket connection failed: {0}")]
+    Connect(#[from] tokio_tungstenite::tungstenite::Error),
+}
+
+/// Connects to a WebSocket server (`ws://host:port/path`) and runs a JSON-RPC connection over
+/// it with `builder`'s settings (give it a [`Router`](rpcwire_tokio::Router) to answer the
+/// server's calls and notifications). End it with [`Session::close`].
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use rpcwire_http::ws::{connect, WsConfig};
+/// let session = connect("ws://127.0.0.1:4000/", rpcwire_tokio::Builder::new(), &WsConfig::default()).await?;
+/// let sum: i64 = session.client().call("sum", [1, 2, 4]).await?;
+/// session.close().await?;
+/// # Ok(()) }
+/// ```
+pub async fn connect(url: &str, builder: Builder, config: &WsConfig) -> Result<Session, WsError> {
+    let (ws, _response) =
+        tokio_tungstenite::connect_async_with_config(url, Some(config.tungstenite()), true).await?;
+    Ok(config.driver(builder).run_io(io::WsIo::new(ws, config)))
+}

@@ -1,0 +1,365 @@
+//! The WebSocket server: the upgrade (from any hyper service, or from its own listener), the
+//! connections it holds, and the hub that reaches all of them.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rpcwire_tokio::{Builder, Client};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::WebSocketStream;
+
+use super::io::WsIo;
+use super::WsConfig;
+
+/// The browser console page (see [`WsServer::console`]).
+const CONSOLE_HTML: &str = include_str!("../../console/index.html");
+
+/// True when `req` asks to become a WebSocket (`Upgrade: websocket` with `Connection:
+/// upgrade`), so that an HTTP service can hand it to [`WsServer::upgrade`] on the same port
+/// and path as its other requests.
+pub fn is_upgrade<B>(req: &Request<B>) -> bool {
+    let has_token = |name: header::HeaderName, token: &str| {
+        req.headers().get_all(name).iter().any(|v| {
+            v.to_str().is_ok_and(|v| {
+                v.split(',')
+                    .any(|part| part.trim().eq_ignore_ascii_case(token))
+            })
+        })
+    };
+    has_token(header::CONNECTION, "upgrade") && has_token(header::UPGRADE, "websocket")
+}
+
+/// The connections a server holds, to notify all of them (or look one up).
+///
+/// A notification to a connection whose peer does not read waits at most the server's send
+/// timeout in a task of its own; the others get theirs meanwhile.
+#[derive(Clone, Debug, Default)]
+pub struct Hub {
+    inner: Arc<HubInner>,
+}
+
+#[derive(Debug, Default)]
+struct HubInner {
+    next: AtomicU64,
+    clients: Mutex<HashMap<u64, Client>>,
+    send_timeout: Mutex<Option<Duration>>,
+}
+
+impl Hub {
+    /// An empty hub (give it to [`WsServer::hub`] to share it, for example with a handler
+    /// that broadcasts).
+    pub fn new() -> Self {
+        Hub::default()
+    }
+
+    fn clients_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Client>> {
+        self.inner
+            .clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn add(&self, client: Client) -> u64 {
+        let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
+        self.clients_map().insert(id, client);
+        id
+    }
+
+    fn remove(&self, id: u64) {
+        self.clients_map().remove(&id);
+    }
+
+    /// How many connections are open.
+    pub fn len(&self) -> usize {
+        self.clients_map().len()
+    }
+
+    /// True when no connection is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A [`Client`] for each open connection.
+    pub fn clients(&self) -> Vec<Client> {
+        self.clients_map().values().cloned().collect()
+    }
+
+    /// Sends the notification `method` with `params` to every open connection, each in a task
+    /// of its own (must be called inside a tokio runtime); returns how many connections it
+    /// went to. Params must be an array, an object or `()` (none); others, and params that
+    /// do not serialize, fail here, before anything is sent.
+    pub fn notify_all<P: Serialize>(&self, method: &str, params: P) -> Result<usize, NotifyError> {
+        let params = serde_json::value::to_raw_value(&params)?;
+        let structured = matches!(params.get().as_bytes().first(), Some(b'[' | b'{'));
+        if !structured && params.get() != "null" {
+            return Err(NotifyError::NotStructured);
+        }
+        let params: Arc<RawValue> = Arc::from(params);
+        let timeout = self
+            .inner
+            .send_timeout
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or(Duration::from_secs(10));
+        let clients = self.clients();
+        for client in &clients {
+            let client = client.clone();
+            let method = method.to_owned();
+            let params = Arc::clone(&params);
+            tokio::spawn(async move {
+                let sent = tokio::time::timeout(timeout, client.notify(&method, &*params)).await;
+                if !matches!(sent, Ok(Ok(()))) {
+                    tracing::debug!(method, "notification not delivered to one connection");
+                }
+            });
+        }
+        Ok(clients.len())
+    }
+}
+
+/// Why [`Hub::notify_all`] sent nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    /// The params did not serialize.
+    #[error("notification params do not serialize: {0}")]
+    Serialize(#[from] serde_json::Error),
+    /// The params are not an array, an object or none, as JSON-RPC requires.
+    #[error("notification params must be an array or an object")]
+    NotStructured,
+}
+
+/// What a server calls for each connection it accepts.
+type ConnectHook = Arc<dyn Fn(Client) + Send + Sync>;
+
+/// A JSON-RPC WebSocket server: the upgrade, the connections' settings and limits, its [`Hub`],
+/// and (optionally) the browser console page. Cheap to clone (clones share the hub and the
+/// connection limit).
+#[derive(Clone)]
+pub struct WsServer {
+    builder: Builder,
+    config: WsConfig,
+    hub: Hub,
+    slots: Arc<Semaphore>,
+    max_connections: usize,
+    console: bool,
+    on_connect: Option<ConnectHook>,
+}
+
+impl std::fmt::Debug for WsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WsServer")
+            .field("config", &self.config)
+            .field("connections", &self.hub.len())
+            .field("max_connections", &self.max_connections)
+            .field("console", &self.console)
+            .finish()
+    }
+}
+
+impl WsServer {
+    /// A server whose connections run with `builder`'s settings (its router, concurrency,
+    /// timeouts; framing and maximum frame come from `config`) and `config`'s WebSocket
+    /// limits. At most [`rpcwire_tokio::DEFAULT_MAX_CONNECTIONS`] connections.
+    pub fn new(builder: Builder, config: WsConfig) -> Self {
+        let hub = Hub::new();
+        *hub.inner
+            .send_timeout
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(config.send_timeout);
+        WsServer {
+            builder: config.driver(builder),
+            config,
+            hub,
+            slots: Arc::new(Semaphore::new(rpcwire_tokio::DEFAULT_MAX_CONNECTIONS)),
+            max_connections: rpcwire_tokio::DEFAULT_MAX_CONNECTIONS,
+            console: false,
+            on_connect: None,
+        }
+    }
+
+    /// The most connections held at once (at least 1); an upgrade beyond it is answered 503.
+    pub fn max_connections(mut self, limit: usize) -> Self {
+        let limit = limit.max(1);
+        self.slots = Arc::new(Semaphore::new(limit));
+        self.max_connections = limit;
+        self
+    }
+
+    /// Uses `hub` for this server's connections (to share it with handlers made before the
+    /// server, such as a method that broadcasts).
+    pub fn with_hub(mut self, hub: Hub) -> Self {
+        *hub.inner
+            .send_timeout
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(self.config.send_timeout);
+        self.hub = hub;
+        self
+    }
+
+    /// The hub of this server's connections.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// Also serve the browser console on `GET /` (and `/console`) of
+    /// [`serve_tcp`](WsServer::serve_tcp) and [`handle`](WsServer::handle): one static page,
+    /// embedded in the binary, that connects back over WebSocket, lists the methods from
+    /// `rpc.discover`, calls them, and shows every message.
+    pub fn console(mut self, on: bool) -> Self {
+        self.console = on;
+        self
+    }
+
+    /// Calls `hook` with a [`Client`] for each connection, when it opens (to call that client
+    /// or send it notifications later).
+    pub fn on_connect(mut self, hook: impl Fn(Client) + Send + Sync + 'static) -> Self {
+        self.on_connect = Some(Arc::new(hook));
+        self
+    }
+
+    /// Answers a WebSocket upgrade request (see [`is_upgrade`]): `101 Switching Protocols`,
+    /// after which the connection runs in a task of its own on the upgraded stream (so the
+    /// hyper connection must be served `with_upgrades()`). A request that is not a valid
+    /// WebSocket handshake gets 400; beyond the connection limit, 503.
+    pub fn upgrade<B>(&self, mut req: Request<B>) -> Response<Full<Bytes>> {
+        let version_ok = req
+            .headers()
+            .get(header::SEC_WEBSOCKET_VERSION)
+            .is_some_and(|v| v == "13");
+        let key = req.headers().get(header::SEC_WEBSOCKET_KEY).cloned();
+        let key = match key {
+            Some(key) if version_ok && req.method() == Method::GET && is_upgrade(&req) => key,
+            _ => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    "not a WebSocket handshake (GET with Upgrade: websocket, Sec-WebSocket-Version: 13 and a key)\n",
+                )
+            }
+        };
+        let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() else {
+            tracing::warn!(
+                limit = self.max_connections,
+                "WebSocket connection limit reached"
+            );
+            return plain(StatusCode::SERVICE_UNAVAILABLE, "too many connections\n");
+        };
+        let on_upgrade = hyper::upgrade::on(&mut req);
+        let server = self.clone();
+        tokio::spawn(async move {
+            match on_upgrade.await {
+                Ok(upgraded) => server.run_stream(TokioIo::new(upgraded)).await,
+                Err(e) => tracing::debug!(error = %e, "WebSocket upgrade failed"),
+            }
+            drop(permit);
+        });
+        let mut res = Response::new(Full::default());
+        *res.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        let h = res.headers_mut();
+        h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+        if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
+            h.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+        }
+        res
+    }
+
+    /// Runs one JSON-RPC connection over a stream whose WebSocket handshake is already done
+    /// (server role), until it ends.
+    pub async fn run_stream<S>(&self, stream: S)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let ws =
+            WebSocketStream::from_raw_socket(stream, Role::Server, Some(self.config.tungstenite()))
+                .await;
+        let session = self.builder.clone().run_io(WsIo::new(ws, &self.config));
+        let id = self.hub.add(session.client().clone());
+        if let Some(hook) = &self.on_connect {
+            hook(session.client().clone());
+        }
+        match session.join().await {
+            Ok(()) => tracing::debug!("WebSocket connection ended"),
+            Err(e) => tracing::debug!(error = %e, "WebSocket connection failed"),
+        }
+        self.hub.remove(id);
+    }
+
+    /// Answers one HTTP request as the standalone server does: a WebSocket upgrade, the
+    /// console page (if enabled) on `GET /` or `/console`, otherwise 426 Upgrade Required.
+    pub fn handle<B>(&self, req: Request<B>) -> Response<Full<Bytes>> {
+        if is_upgrade(&req) {
+            return self.upgrade(req);
+        }
+        let path = req.uri().path();
+        if self.console && req.method() == Method::GET && (path == "/" || path == "/console") {
+            let mut res = Response::new(Full::new(Bytes::from_static(CONSOLE_HTML.as_bytes())));
+            res.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+            return res;
+        }
+        let mut res = plain(
+            StatusCode::UPGRADE_REQUIRED,
+            "this is a JSON-RPC WebSocket endpoint: connect with a WebSocket client\n",
+        );
+        res.headers_mut()
+            .insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        res
+    }
+
+    /// Accepts connections on `listener` and serves each over HTTP/1.1 with
+    /// [`handle`](WsServer::handle) (WebSocket upgrades on any path). Runs until the future is
+    /// dropped; connections already open go on.
+    pub async fn serve_tcp(self, listener: TcpListener) {
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors and the like: wait and go on.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let server = self.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let res = server.handle(req);
+                    async move { Ok::<_, Infallible>(res) }
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .with_upgrades();
+                if let Err(e) = conn.await {
+                    tracing::debug!(%peer, error = %e, "HTTP connection failed");
+                }
+            });
+        }
+    }
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
+    let mut res = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
+    *res.status_mut() = status;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    res
+}
