@@ -11,6 +11,11 @@ use crate::{workspace_root, Error, ServerCommand};
 /// the executable, as cargo reports it (`--message-format=json`): that path is right whatever
 /// `CARGO_TARGET_DIR` or `build.target-dir` say. Cargo's own progress goes to stderr as usual.
 pub fn cargo_build(package: &str, bin: &str) -> Result<PathBuf, Error> {
+    cargo_build_with(package, bin, &[])
+}
+
+/// [`cargo_build`] with these features of the package turned on.
+pub fn cargo_build_with(package: &str, bin: &str, features: &[&str]) -> Result<PathBuf, Error> {
     // Cargo gives its own path to the processes it runs; a bench started otherwise falls back
     // to the one on PATH.
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -24,6 +29,8 @@ pub fn cargo_build(package: &str, bin: &str) -> Result<PathBuf, Error> {
             package,
             "--bin",
             bin,
+            "--features",
+            &features.join(","),
         ])
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())

@@ -38,7 +38,7 @@ pub enum Error {
 impl Error {
     /// An [`Error::Io`] for `what`; a read timeout becomes [`Error::Stalled`], since the only
     /// timeouts set are the stall timeouts.
-    pub(crate) fn io(what: impl Into<String>, source: io::Error) -> Error {
+    pub fn io(what: impl Into<String>, source: io::Error) -> Error {
         let what = what.into();
         match source.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Stalled { what },
@@ -47,7 +47,7 @@ impl Error {
     }
 
     /// An [`Error::BadResponse`] quoting at most 200 bytes of the line.
-    pub(crate) fn bad(reason: impl Into<String>, line: &[u8]) -> Error {
+    pub fn bad(reason: impl Into<String>, line: &[u8]) -> Error {
         let cut = &line[..line.len().min(200)];
         Error::BadResponse {
             reason: reason.into(),

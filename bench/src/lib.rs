@@ -17,7 +17,7 @@ mod load;
 mod report;
 mod server;
 
-pub use build::{cargo_build, rpcwire_server};
+pub use build::{cargo_build, cargo_build_with, rpcwire_server};
 pub use check::Checker;
 pub use error::Error;
 pub use load::{push_request, stdio_run, tcp_call_once, tcp_connect, tcp_run, TcpLoad};

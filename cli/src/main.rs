@@ -13,6 +13,8 @@ use rpcwire_tokio::{
 };
 use serde_json::value::RawValue;
 
+mod http;
+
 /// Exit code: the peer answered with a JSON-RPC error (printed on stderr).
 const EXIT_RPC_ERROR: u8 = 1;
 /// Exit code: bad command line.
@@ -88,7 +90,7 @@ impl From<FramingArg> for Framing {
 }
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial", "ws"])))]
+#[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial", "http", "ws"])))]
 struct ServeArgs {
     /// Serve on stdin/stdout (the default).
     #[arg(long)]
@@ -99,6 +101,16 @@ struct ServeArgs {
     /// Serve on a serial port (e.g. /dev/ttyUSB0, 8N1, no flow control).
     #[arg(long, value_name = "PATH")]
     serial: Option<String>,
+    /// Serve JSON-RPC over HTTP on this address (POST; GET opens the event stream); the demo
+    /// service gains `count [n]`, which sends n progress notifications first.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// With --http: the path served.
+    #[arg(long, value_name = "PATH", default_value = "/rpc", requires = "http")]
+    path: String,
+    /// With --http: accept any Host and Origin (default: loopback names only).
+    #[arg(long, requires = "http")]
+    any_host: bool,
     /// Serial baud rate (default 115200).
     #[arg(long, value_name = "N", requires = "serial")]
     baud: Option<u32>,
@@ -119,7 +131,7 @@ struct ServeArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("transport").required(true).args(["tcp", "serial", "exec", "ws"])))]
+#[command(group(ArgGroup::new("transport").required(true).args(["tcp", "serial", "exec", "http", "ws"])))]
 struct CallArgs {
     /// Connect to this TCP address.
     #[arg(long, value_name = "ADDR")]
@@ -133,6 +145,10 @@ struct CallArgs {
     /// Spawn this server command (split with shell-word rules) and talk over its stdio.
     #[arg(long, value_name = "CMD")]
     exec: Option<String>,
+    /// POST to this URL (e.g. http://127.0.0.1:8080/rpc); notifications the server sends
+    /// first (progress) are printed on stderr as they arrive.
+    #[arg(long, value_name = "URL")]
+    http: Option<String>,
     /// Connect to this WebSocket URL (ws://host:port/path).
     #[arg(long, value_name = "URL")]
     ws: Option<String>,
@@ -161,8 +177,7 @@ fn main() -> ExitCode {
     init_logging(cli.verbose);
     // One connection (stdio, a serial port, a call) runs best on one thread: no hand-offs
     // between workers. A TCP server spreads its connections over every core.
-    let one_connection =
-        !matches!(&cli.command, Cmd::Serve(args) if args.tcp.is_some() || args.ws.ws.is_some());
+    let one_connection = !matches!(&cli.command, Cmd::Serve(args) if args.tcp.is_some() || args.http.is_some() || args.ws.ws.is_some());
     let mut builder = if one_connection {
         tokio::runtime::Builder::new_current_thread()
     } else {
@@ -252,6 +267,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
                 ExitCode::from(EXIT_CONNECTION)
             }
         };
+    }
+    if let Some(addr) = &args.http {
+        return http::serve(addr, &args.path, args.any_host, args.max_frame, builder).await;
     }
     if let Some(addr) = &args.tcp {
         let listener = match tokio::net::TcpListener::bind(addr).await {
@@ -414,6 +432,28 @@ async fn call(args: CallArgs) -> ExitCode {
     // One deadline for the whole command: `--timeout N` means it exits within about N
     // seconds, whatever the peer does (never reads, never answers, floods, half-closes).
     let deadline = tokio::time::Instant::now() + timeout;
+    if let Some(url) = &args.http {
+        let client = match http::client(url, timeout, args.max_frame) {
+            Ok(c) => c,
+            Err(code) => return code,
+        };
+        let sent = http::send(
+            &client,
+            &args.method,
+            params.as_deref(),
+            args.notify,
+            timeout,
+        );
+        return match tokio::time::timeout_at(deadline, sent).await {
+            Ok(Ok(Some(result))) => {
+                outln!("{}", result.get());
+                ExitCode::SUCCESS
+            }
+            Ok(Ok(None)) => ExitCode::SUCCESS,
+            Ok(Err(e)) => http::failed(&e).unwrap_or_else(|| report(&args, e)),
+            Err(_) => report(&args, CallError::Timeout),
+        };
+    }
     let Target { session, child } = match connect(&args, timeout).await {
         Ok(t) => t,
         Err(code) => return code,

@@ -1,7 +1,59 @@
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
 //! # rpcwire-http
 //!
-//! JSON-RPC 2.0 over HTTP for [`rpcwire`]: POST, Server-Sent Events, WebSocket (feature `ws`)
-//! and MCP Streamable HTTP. (Under construction.)
+//! JSON-RPC 2.0 over HTTP for [`rpcwire`], on hyper 1: a server ([`HttpServer`] →
+//! [`RpcService`], a tower `Service` that mounts in axum or runs with [`serve`]) and a client
+//! ([`HttpClient`]). Every protocol rule stays in the core: each POST body runs through a core
+//! connection driven by [`rpcwire_tokio`], with the same [`Router`](rpcwire_tokio::Router) as
+//! over stdio and TCP; this crate maps what comes out to status codes and headers.
+//!
+//! - POST at a configurable path, `application/json` in and out: a request or batch gets 200
+//!   with its answer; a body of only notifications or responses gets 202 and no body; parse
+//!   errors and invalid requests get the specification's error objects.
+//! - Limits with clear statuses: body size (413), content type (415), method (405 with
+//!   `Allow`), `Accept` (406), request time (503; a body that arrives too slowly, 408), `Host`
+//!   and `Origin` (403; loopback names only by default).
+//! - Server-Sent Events: a request whose handlers send messages before the answer (progress
+//!   through [`Context::peer`](rpcwire_tokio::Context::peer)) is answered as
+//!   `text/event-stream` when the client accepts it (those messages first, the answer last,
+//!   then the end), and as plain JSON otherwise.
+//! - GET opens the server's event stream ([`RpcService::stream_client`] sends on it):
+//!   keep-alive comments, event ids, resumption with `Last-Event-ID` from a bounded buffer.
+//! - WebSocket (feature `ws`, module [`ws`]): one message or batch per text message, calls in
+//!   both directions, notifications to one connection or all; served standalone or as an
+//!   upgrade on the same port and path ([`HttpServer::upgrade`]).
+//!
+//! ```
+//! use rpcwire_http::{HttpClient, HttpServer};
+//! use rpcwire_tokio::{Builder, Router, RpcError};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let router = Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
+//! let service = HttpServer::new(Builder::new().router(router)).path("/rpc").build();
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let url = format!("http://{}/rpc", listener.local_addr()?);
+//! tokio::spawn(rpcwire_http::serve(listener, service));
+//!
+//! let client = HttpClient::new(&url)?;
+//! let diff: i64 = client.client().call("subtract", [42, 23]).await?;
+//! assert_eq!(diff, 19);
+//! # Ok(()) }
+//! ```
 
+mod body;
+mod classify;
+mod client;
+mod pipe;
+mod server;
+mod stream;
 #[cfg(feature = "ws")]
 pub mod ws;
+
+pub use body::Body;
+pub use classify::{classify, BodyKind};
+pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_ERROR_CODE};
+pub use server::{
+    serve, HostPolicy, HttpServer, RequestCheck, ResponseFuture, RpcService, UpgradeHook,
+    DEFAULT_MAX_BODY,
+};

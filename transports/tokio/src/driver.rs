@@ -244,7 +244,13 @@ where
         if d.finished() {
             break;
         }
-        let release_at = d.idle_release_at();
+        let mut release_at = d.idle_release_at();
+        if release_at.is_some() && d.settings.idle_release.is_zero() {
+            // Zero: give it back as soon as the connection is quiet, with no timer (short-lived
+            // connections, such as one HTTP request's).
+            d.release_idle();
+            release_at = None;
+        }
         let has_tx = !d.conn.poll_transmit().is_empty();
         let want_write = has_tx || d.dirty;
         // Reading goes on while handling is paused for transmit room (up to what the receive

@@ -78,6 +78,7 @@ mod discover;
 mod driver;
 mod error;
 mod handlers;
+mod inline;
 mod raw;
 mod router;
 mod stdio;
@@ -249,7 +250,8 @@ impl Builder {
 
     /// How long a connection stays idle (nothing received, queued or running) before it gives
     /// back the memory its last burst made it take (default 1 s). A busy connection keeps its
-    /// buffers; one that enlarged them for a large frame gives that back at once.
+    /// buffers; one that enlarged them for a large frame gives that back at once. Zero gives
+    /// it back as soon as the connection is quiet, with no timer.
     pub fn idle_release(mut self, after: Duration) -> Self {
         self.idle_release = after;
         self

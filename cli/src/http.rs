@@ -1,0 +1,139 @@
+//! `rpcwire serve --http` and `rpcwire call --http`: the demo service and calls over HTTP
+//! (`rpcwire-http`), with progress notifications printed to stderr as they arrive.
+
+use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use rpcwire_cli::demo_router;
+use rpcwire_http::{HostPolicy, HttpClient, HttpServer, RpcService};
+use rpcwire_tokio::{Builder, CallError, Context, Router, RpcError};
+use serde_json::value::RawValue;
+
+use crate::{EXIT_CONNECTION, EXIT_USAGE};
+
+/// The demo service, plus three methods over HTTP only:
+///
+/// - `count [n]` sends n `progress` notifications (`{"done": i, "of": n}`, 10 ms apart) to
+///   the caller, then answers n;
+/// - `publish PARAMS` sends the notification `news` with these params on the server's GET
+///   event stream (every listener gets it, and it is kept for resumption);
+/// - `end_streams` ends every open GET stream (listeners reconnect and resume).
+pub fn router(service: Arc<OnceLock<RpcService>>) -> Router {
+    let stream = Arc::clone(&service);
+    demo_router()
+        .method("publish", move |params: Box<RawValue>| {
+            let service = Arc::clone(&stream);
+            async move {
+                match service.get() {
+                    Some(s) => Ok(s.stream_client().notify("news", &params).await?),
+                    None => Err(RpcError::internal("not serving yet")),
+                }
+            }
+        })
+        .method("end_streams", move |_: Option<Box<RawValue>>| {
+            let service = Arc::clone(&service);
+            async move {
+                if let Some(s) = service.get() {
+                    s.end_streams();
+                }
+                Ok::<_, RpcError>(())
+            }
+        })
+        .method_with_context("count", |cx: Context, (n,): (u64,)| async move {
+            if n > 10_000 {
+                return Err(RpcError::invalid_params("n must be at most 10000"));
+            }
+            for done in 1..=n {
+                cx.peer()
+                    .notify("progress", serde_json::json!({"done": done, "of": n}))
+                    .await?;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Ok(n)
+        })
+}
+
+/// Serves the demo service over HTTP at `addr` and `path` until the process is stopped.
+/// `any_host`: accept any `Host`/`Origin` (behind a proxy, or on a non-loopback address).
+/// `max_body`: the largest request body (413 beyond).
+pub async fn serve(
+    addr: &str,
+    path: &str,
+    any_host: bool,
+    max_body: usize,
+    builder: Builder,
+) -> ExitCode {
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("rpcwire: cannot listen on {addr}: {e}");
+            return ExitCode::from(EXIT_CONNECTION);
+        }
+    };
+    let local = listener
+        .local_addr()
+        .map_or_else(|_| addr.to_owned(), |a| a.to_string());
+    // The router's `publish` reaches the service it is part of through this cell (set once
+    // built; the process serves until it is stopped, so the cycle is of no concern).
+    let cell = Arc::new(OnceLock::new());
+    let mut server = HttpServer::new(builder.router(router(Arc::clone(&cell))))
+        .path(path)
+        .max_body(max_body);
+    if any_host {
+        server = server.hosts(HostPolicy::Any);
+    }
+    let service = server.build();
+    let _ = cell.set(service.clone());
+    eprintln!("rpcwire: serving the demo service on http://{local}{path}");
+    rpcwire_http::serve(listener, service).await;
+    ExitCode::SUCCESS
+}
+
+/// Connects a client to `url`; progress (any notification) is printed on stderr as
+/// `method params` as it arrives.
+pub fn client(url: &str, timeout: Duration, max_frame: usize) -> Result<HttpClient, ExitCode> {
+    HttpClient::builder(url)
+        .rpc(Builder::new().request_timeout(Some(timeout)))
+        .timeout(timeout)
+        .max_body(max_frame)
+        .on_notification(|method, params| {
+            eprintln!("{method} {}", params.unwrap_or("null"));
+        })
+        .build()
+        .map_err(|e| {
+            eprintln!("rpcwire: {e}");
+            ExitCode::from(EXIT_USAGE)
+        })
+}
+
+/// Sends one call (or notification) over `client`.
+pub async fn send(
+    client: &HttpClient,
+    method: &str,
+    params: Option<&RawValue>,
+    notify: bool,
+    timeout: Duration,
+) -> Result<Option<Box<RawValue>>, CallError> {
+    let c = client.client();
+    if notify {
+        let sent = match params {
+            Some(p) => c.notify(method, p).await,
+            None => c.notify(method, ()).await,
+        };
+        // The notification goes out as its own POST: give it a moment to leave.
+        tokio::time::sleep(Duration::from_millis(50).min(timeout)).await;
+        return sent.map(|()| None);
+    }
+    c.call_json(method, params, Some(timeout)).await.map(Some)
+}
+
+/// An HTTP-level failure (no connection, a status other than 200/202): printed, exit 3.
+pub fn failed(e: &CallError) -> Option<ExitCode> {
+    let rpc = e
+        .rpc()
+        .filter(|r| r.code == rpcwire_http::HTTP_ERROR_CODE)?;
+    let data = rpc.data.as_ref().map_or("", |d| d.get());
+    eprintln!("rpcwire: HTTP exchange failed: {data}");
+    Some(ExitCode::from(EXIT_CONNECTION))
+}

@@ -1,0 +1,104 @@
+//! `rpcwire serve --http` and `rpcwire call --http`: every example of the JSON-RPC 2.0
+//! specification POSTed as it is printed gets the specification's answer (notification-only
+//! bodies: 202 and no body); calls print progress notifications on stderr as they arrive.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Stdio;
+
+use common::{bounded, normalize, rpcwire};
+use rpcwire_demo::spec::SPEC_EXAMPLES;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// `rpcwire serve --http 127.0.0.1:0 [extra]` and the URL it prints.
+pub async fn serve_http(extra: &[&str]) -> (Child, String) {
+    let mut child = Command::new(common::bin())
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let line = lines.next_line().await.unwrap().expect("a line on stderr");
+    let url = line.rsplit(' ').next().unwrap().to_owned();
+    assert!(url.starts_with("http://"), "{line}");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+/// One HTTP/1.1 exchange written by hand: (status, body).
+async fn post(url: &str, content_type: &str, body: &str) -> (u16, String) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let mut all = Vec::new();
+    stream.read_to_end(&mut all).await.unwrap();
+    let text = String::from_utf8(all).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, body.to_owned())
+}
+
+#[tokio::test]
+async fn every_spec_example_over_post() {
+    bounded(async {
+        let (_server, url) = serve_http(&[]).await;
+        for example in SPEC_EXAMPLES {
+            let (status, body) = post(&url, "application/json", example.request).await;
+            match example.response {
+                None => assert_eq!((status, body.as_str()), (202, ""), "{}", example.name),
+                Some(expected) => {
+                    assert_eq!(status, 200, "{}", example.name);
+                    assert_eq!(normalize(&body), normalize(expected), "{}", example.name);
+                }
+            }
+        }
+        let (status, _) = post(&url, "text/plain", "{}").await;
+        assert_eq!(status, 415);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn call_prints_progress_then_the_result() {
+    bounded(async {
+        let (_server, url) = serve_http(&["--path", "/api"]).await;
+        assert!(url.ends_with("/api"));
+        let out = rpcwire(&["call", "--http", &url, "subtract", "[42, 23]"]).await;
+        assert_eq!((out.code, out.stdout.as_str()), (Some(0), "19\n"));
+        let out = rpcwire(&["call", "--http", &url, "count", "[3]"]).await;
+        assert_eq!((out.code, out.stdout.as_str()), (Some(0), "3\n"), "{out:?}");
+        let progress: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(
+            progress,
+            [
+                r#"progress {"done":1,"of":3}"#,
+                r#"progress {"done":2,"of":3}"#,
+                r#"progress {"done":3,"of":3}"#
+            ]
+        );
+        let out = rpcwire(&["call", "--http", &url, "nope"]).await;
+        assert_eq!(out.code, Some(1));
+        assert!(out.stderr.contains("-32601"), "{out:?}");
+        let out = rpcwire(&["call", "--http", &url, "--notify", "update", "[1]"]).await;
+        assert_eq!((out.code, out.stdout.as_str()), (Some(0), ""));
+        // A wrong path: 404, a connection-level failure (exit 3).
+        let wrong = url.replace("/api", "/rpc");
+        let out = rpcwire(&["call", "--http", &wrong, "subtract", "[1, 2]"]).await;
+        assert_eq!(out.code, Some(3), "{out:?}");
+        assert!(out.stderr.contains("404"), "{out:?}");
+    })
+    .await;
+}

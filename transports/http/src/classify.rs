@@ -1,0 +1,144 @@
+//! What a body holds, in the terms HTTP answers in. The JSON-RPC rules are the core's
+//! ([`rpcwire::wire::parse`]); this only sums its verdict up.
+
+use rpcwire::wire::{parse, Message, ParseLimits, Parsed};
+
+/// The kind of a JSON text, as far as the HTTP answer depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// Something needs an answer: a request, a batch with one, or anything invalid (answered
+    /// with the specification's error objects).
+    Calls,
+    /// Only notifications (answered `202 Accepted`, no body).
+    Notifications,
+    /// Only responses (to requests this side sent on a stream; `202 Accepted`, no body).
+    Responses,
+    /// Notifications and responses, no request.
+    NotificationsAndResponses,
+}
+
+impl BodyKind {
+    /// True when the body gets no JSON-RPC answer at all.
+    pub fn is_silent(self) -> bool {
+        self != BodyKind::Calls
+    }
+}
+
+/// Classifies one body. Parse errors, invalid messages and `[]` are [`BodyKind::Calls`]:
+/// the specification answers them. An invalid *response* is never answered (the core reports
+/// it), so it counts as a response.
+pub fn classify(body: &[u8], max_depth: usize) -> BodyKind {
+    let limits = ParseLimits { max_depth };
+    let Ok(parsed) = parse(body, limits) else {
+        return BodyKind::Calls;
+    };
+    let mut notes = false;
+    let mut responses = false;
+    let mut see = |element: &Result<Message<'_>, rpcwire::wire::Invalid<'_>>| match element {
+        Ok(Message::Notification(_)) => {
+            notes = true;
+            true
+        }
+        Ok(Message::Response(_)) => {
+            responses = true;
+            true
+        }
+        Err(invalid) if !invalid.needs_reply() => {
+            responses = true;
+            true
+        }
+        _ => false,
+    };
+    match parsed {
+        Parsed::EmptyBatch => return BodyKind::Calls,
+        Parsed::Single(element) => {
+            if !see(&element) {
+                return BodyKind::Calls;
+            }
+        }
+        Parsed::Batch(batch) => {
+            for element in batch.iter() {
+                if !see(&element) {
+                    return BodyKind::Calls;
+                }
+            }
+        }
+    }
+    match (notes, responses) {
+        (true, false) => BodyKind::Notifications,
+        (false, true) => BodyKind::Responses,
+        _ => BodyKind::NotificationsAndResponses,
+    }
+}
+
+/// True when a message this side's driver wrote is a response (or a batch of them): the
+/// core's encoder writes `"method"` right after `"jsonrpc"` in requests and notifications,
+/// and never in responses; anything else is asked of the parser.
+pub(crate) fn is_response(frame: &[u8]) -> bool {
+    const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"";
+    if let Some(rest) = frame.strip_prefix(HEAD) {
+        if rest.starts_with(b"method\"") {
+            return false;
+        }
+        if rest.starts_with(b"result\"") || rest.starts_with(b"error\"") {
+            return true;
+        }
+    }
+    match parse(frame, ParseLimits::default()) {
+        Ok(Parsed::Single(Ok(Message::Response(_)))) => true,
+        Ok(Parsed::Single(Err(invalid))) => !invalid.needs_reply(),
+        Ok(Parsed::Batch(batch)) => batch.iter().all(|e| matches!(e, Ok(Message::Response(_)))),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        let d = 64;
+        assert_eq!(
+            classify(br#"{"jsonrpc":"2.0","method":"a","id":1}"#, d),
+            BodyKind::Calls
+        );
+        assert_eq!(
+            classify(br#"{"jsonrpc":"2.0","method":"a"}"#, d),
+            BodyKind::Notifications
+        );
+        assert_eq!(
+            classify(br#"{"jsonrpc":"2.0","result":1,"id":1}"#, d),
+            BodyKind::Responses
+        );
+        assert_eq!(
+            classify(br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","error":{"code":1,"message":"x"},"id":1}]"#, d),
+            BodyKind::NotificationsAndResponses
+        );
+        assert_eq!(
+            classify(br#"[{"jsonrpc":"2.0","method":"a"},1]"#, d),
+            BodyKind::Calls
+        );
+        assert_eq!(classify(b"[]", d), BodyKind::Calls);
+        assert_eq!(classify(b"{", d), BodyKind::Calls);
+        assert_eq!(
+            classify(b"\n {\"jsonrpc\":\"2.0\",\n\"method\":\"a\"}\n", d),
+            BodyKind::Notifications
+        );
+    }
+
+    #[test]
+    fn responses_of_the_encoder() {
+        assert!(is_response(br#"{"jsonrpc":"2.0","result":19,"id":1}"#));
+        assert!(is_response(
+            br#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":1}"#
+        ));
+        assert!(is_response(br#"[{"jsonrpc":"2.0","result":19,"id":1}]"#));
+        assert!(!is_response(
+            br#"{"jsonrpc":"2.0","method":"progress","params":[1]}"#
+        ));
+        assert!(is_response(br#"{"id":1,"jsonrpc":"2.0","result":19}"#));
+        assert!(!is_response(br#"{"id":1,"jsonrpc":"2.0","method":"x"}"#));
+    }
+}

@@ -1,0 +1,198 @@
+//! In-memory byte pipes between an HTTP exchange and a `rpcwire-tokio` driver.
+//!
+//! The driver runs over any `AsyncRead + AsyncWrite`; here its input is one or more HTTP
+//! bodies and its output is cut back into messages. Both directions use `Content-Length`
+//! framing, so a body may hold any JSON text (pretty-printed, with newlines) and every message
+//! the driver writes comes out whole. The framing rules are the core's (`RxBuffer`).
+
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use bytes::{Buf, Bytes};
+use rpcwire::wire::{FrameEvent, Framing, RxBuffer};
+use std::future::Future;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::PollSender;
+
+/// The `Content-Length` header that frames `body` for the driver.
+pub(crate) fn frame_header(len: usize) -> Bytes {
+    Bytes::from(format!("Content-Length: {len}\r\n\r\n"))
+}
+
+/// Reads one framed body, then end of stream once `until` fires or its sender is dropped:
+/// the driver answers what it read and ends. Until then the peer counts as present, so
+/// handlers can still send it messages (progress) before their answer.
+pub(crate) struct OnceReader {
+    header: Bytes,
+    body: Bytes,
+    until: Option<oneshot::Receiver<()>>,
+}
+
+impl OnceReader {
+    pub(crate) fn new(body: Bytes, until: Option<oneshot::Receiver<()>>) -> Self {
+        OnceReader {
+            header: frame_header(body.len()),
+            body,
+            until,
+        }
+    }
+}
+
+impl AsyncRead for OnceReader {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        for part in [&mut this.header, &mut this.body] {
+            if part.has_remaining() {
+                let n = part.len().min(buf.remaining());
+                buf.put_slice(&part[..n]);
+                part.advance(n);
+                return Poll::Ready(Ok(()));
+            }
+        }
+        if let Some(until) = &mut this.until {
+            ready!(Pin::new(until).poll(cx)).ok();
+            this.until = None;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Reads framed bodies from a channel, for a long-lived driver (a server's stream hub, a
+/// client's session); end of stream when every sender is gone.
+pub(crate) struct ChannelReader {
+    rx: mpsc::Receiver<Bytes>,
+    current: Bytes,
+}
+
+impl ChannelReader {
+    pub(crate) fn new(rx: mpsc::Receiver<Bytes>) -> Self {
+        ChannelReader {
+            rx,
+            current: Bytes::new(),
+        }
+    }
+}
+
+/// Sends one body into a [`ChannelReader`] (header and body as two chunks, kept in order by
+/// the single channel).
+pub(crate) async fn send_body(tx: &mpsc::Sender<Bytes>, body: Bytes) -> bool {
+    match tx.reserve_many(2).await {
+        Ok(mut permits) => {
+            if let Some(p) = permits.next() {
+                p.send(frame_header(body.len()));
+            }
+            if let Some(p) = permits.next() {
+                p.send(body);
+            }
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+impl AsyncRead for ChannelReader {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        while !this.current.has_remaining() {
+            match ready!(this.rx.poll_recv(cx)) {
+                Some(chunk) => this.current = chunk,
+                None => return Poll::Ready(Ok(())),
+            }
+        }
+        let n = this.current.len().min(buf.remaining());
+        buf.put_slice(&this.current[..n]);
+        this.current.advance(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Cuts what the driver writes back into messages and sends each one on a bounded channel: a
+/// reader that does not keep up (a slow HTTP client) makes the driver wait, never the memory
+/// grow. End of the writer (shutdown or drop) closes the channel.
+pub(crate) struct FrameWriter {
+    rx: RxBuffer<Vec<u8>>,
+    ready: VecDeque<Bytes>,
+    tx: PollSender<Bytes>,
+}
+
+impl FrameWriter {
+    /// `max_frame`: the driver's own limit (it never writes a larger message).
+    pub(crate) fn new(tx: mpsc::Sender<Bytes>, max_frame: usize) -> Self {
+        FrameWriter {
+            rx: RxBuffer::with_storage(Vec::new(), Framing::ContentLength, max_frame),
+            ready: VecDeque::new(),
+            tx: PollSender::new(tx),
+        }
+    }
+
+    /// Sends the messages cut so far; `Pending` while the channel is full.
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some(front) = self.ready.pop_front() {
+            match self.tx.poll_reserve(cx) {
+                Poll::Ready(Ok(())) => {
+                    if self.tx.send_item(front).is_err() {
+                        return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
+                    }
+                }
+                Poll::Ready(Err(_)) => return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())),
+                Poll::Pending => {
+                    self.ready.push_front(front);
+                    return Poll::Pending;
+                }
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for FrameWriter {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        ready!(this.poll_drain(cx))?;
+        let mut input = buf;
+        while !input.is_empty() {
+            let before = input.len();
+            this.rx.push(&mut input);
+            while let Some(event) = this.rx.next_frame() {
+                if let FrameEvent::Frame(frame) = event {
+                    this.ready.push_back(Bytes::copy_from_slice(frame));
+                }
+            }
+            if input.len() == before {
+                // The buffer is full without a frame: impossible for the driver's own output
+                // (its frames fit its limit); refuse rather than spin.
+                return Poll::Ready(Err(io::ErrorKind::InvalidData.into()));
+            }
+        }
+        // Try to pass them on now; what does not fit waits for the next write or flush.
+        if let Poll::Ready(Err(e)) = this.poll_drain(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_drain(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_drain(cx))?;
+        self.tx.close();
+        Poll::Ready(Ok(()))
+    }
+}

@@ -1,0 +1,820 @@
+//! The server: JSON-RPC over HTTP POST, answers as JSON or Server-Sent Events, the GET event
+//! stream, as a tower `Service` and a `serve` loop on hyper.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use rpcwire::wire::Framing;
+use rpcwire_tokio::{Builder, Client};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::body::Body;
+use crate::classify::{classify, is_response, BodyKind};
+use crate::pipe::{FrameWriter, OnceReader};
+use crate::stream::{Hub, StreamLimits, VecSink};
+
+/// The default largest request body (4 MiB).
+pub const DEFAULT_MAX_BODY: usize = 4 << 20;
+
+/// A future that answers one request.
+pub type ResponseFuture = Pin<Box<dyn Future<Output = Response<Body>> + Send + 'static>>;
+
+/// What takes a request asking for `Upgrade: websocket` (the WebSocket transport plugs in
+/// here). It gets the request's head; its extensions still hold hyper's upgrade handle
+/// (`hyper::upgrade::on(&mut request)`).
+pub type UpgradeHook = Arc<dyn Fn(Request<()>) -> ResponseFuture + Send + Sync>;
+
+/// A check run on every request's head before anything else (a profile's header rules,
+/// such as MCP's `Mcp-Session-Id` and `MCP-Protocol-Version`): `Err` is the answer sent
+/// instead.
+pub type RequestCheck =
+    Arc<dyn Fn(&http::request::Parts) -> Result<(), Response<Body>> + Send + Sync>;
+
+/// Which `Host` and `Origin` headers are accepted (DNS-rebinding protection).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPolicy {
+    /// Any host and origin.
+    Any,
+    /// Only these host names (without port; `localhost`, `127.0.0.1`, `[::1]` and the like),
+    /// in `Host` and, when present, in `Origin`.
+    Names(Vec<String>),
+}
+
+impl HostPolicy {
+    /// `localhost`, `127.0.0.1` and `[::1]`, any port: the default.
+    pub fn loopback() -> Self {
+        HostPolicy::Names(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()])
+    }
+
+    fn allows_host(&self, host: &str) -> bool {
+        match self {
+            HostPolicy::Any => true,
+            HostPolicy::Names(names) => {
+                let name = strip_port(host);
+                names.iter().any(|n| n.eq_ignore_ascii_case(name))
+            }
+        }
+    }
+
+    fn allows_origin(&self, origin: &str) -> bool {
+        match self {
+            HostPolicy::Any => true,
+            HostPolicy::Names(_) => match origin.split_once("://") {
+                Some((scheme, rest)) if scheme == "http" || scheme == "https" => {
+                    self.allows_host(rest.split('/').next().unwrap_or(""))
+                }
+                _ => false,
+            },
+        }
+    }
+}
+
+/// `host:port` → `host` (IPv6 literals keep their brackets).
+fn strip_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return match host.find(']') {
+            Some(end) => &host[..=end],
+            None => host,
+        };
+    }
+    host.split(':').next().unwrap_or(host)
+}
+
+/// Settings of an HTTP JSON-RPC server, and [`build`](HttpServer::build) to make its
+/// [`RpcService`].
+///
+/// ```
+/// use rpcwire_http::HttpServer;
+/// use rpcwire_tokio::{Builder, Router, RpcError};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> std::io::Result<()> {
+/// let router = Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
+/// let service = HttpServer::new(Builder::new().router(router))
+///     .path("/rpc")
+///     .max_body(1 << 20)
+///     .build();
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// tokio::spawn(rpcwire_http::serve(listener, service));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct HttpServer {
+    builder: Builder,
+    path: Option<String>,
+    max_body: usize,
+    timeout: Duration,
+    hosts: HostPolicy,
+    sse: bool,
+    get_stream: bool,
+    limits: StreamLimits,
+    upgrade: Option<UpgradeHook>,
+    check: Option<RequestCheck>,
+    max_connections: usize,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("path", &self.path)
+            .field("max_body", &self.max_body)
+            .field("timeout", &self.timeout)
+            .field("hosts", &self.hosts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpServer {
+    /// A server whose requests run on connections made by `builder` (its [`Router`],
+    /// batch and depth limits, concurrency; the framing is set here). Defaults: any path,
+    /// 4 MiB bodies, 30 s per request, loopback hosts only, SSE answers and the GET stream on.
+    ///
+    /// [`Router`]: rpcwire_tokio::Router
+    pub fn new(builder: Builder) -> Self {
+        HttpServer {
+            builder,
+            path: None,
+            max_body: DEFAULT_MAX_BODY,
+            timeout: Duration::from_secs(30),
+            hosts: HostPolicy::loopback(),
+            sse: true,
+            get_stream: true,
+            limits: StreamLimits {
+                events: 1024,
+                bytes: 1 << 20,
+                keep_alive: Duration::from_secs(15),
+                retry: Duration::from_secs(1),
+            },
+            upgrade: None,
+            check: None,
+            max_connections: 10_000,
+        }
+    }
+
+    /// Serve only this path (others get 404); by default every path is served (the service
+    /// mounted in a router decides).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
+    /// The largest request body in bytes (at least 1024); larger ones get 413.
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes.max(1024);
+        self
+    }
+
+    /// The time a request may take, body reading and handlers included; past it the answer
+    /// is 503 (or an event stream ends) and the handlers are dropped.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Which `Host` and `Origin` values are accepted (others get 403). Default: loopback.
+    pub fn hosts(mut self, policy: HostPolicy) -> Self {
+        self.hosts = policy;
+        self
+    }
+
+    /// Whether a request whose handlers send messages before the answer is answered as an
+    /// event stream when the client accepts one (default on).
+    pub fn sse(mut self, on: bool) -> Self {
+        self.sse = on;
+        self
+    }
+
+    /// Whether GET opens the server's event stream (default on; off: 405).
+    pub fn get_stream(mut self, on: bool) -> Self {
+        self.get_stream = on;
+        self
+    }
+
+    /// The event stream's resumption buffer: the most events and bytes kept (the oldest go
+    /// first). Defaults: 1024 events, 1 MiB.
+    pub fn stream_buffer(mut self, events: usize, bytes: usize) -> Self {
+        self.limits.events = events.max(1);
+        self.limits.bytes = bytes;
+        self
+    }
+
+    /// The keep-alive comment interval of idle event streams (default 15 s).
+    pub fn keep_alive(mut self, every: Duration) -> Self {
+        self.limits.keep_alive = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// The reconnection time sent to event-stream clients (`retry:`; default 1 s).
+    pub fn retry(mut self, after: Duration) -> Self {
+        self.limits.retry = after;
+        self
+    }
+
+    /// Requests with `Upgrade: websocket` go to `hook` (the WebSocket transport).
+    pub fn upgrade(mut self, hook: UpgradeHook) -> Self {
+        self.upgrade = Some(hook);
+        self
+    }
+
+    /// A check every request's head passes first (a profile's header rules).
+    pub fn check(mut self, check: RequestCheck) -> Self {
+        self.check = Some(check);
+        self
+    }
+
+    /// The most connections [`serve`] holds at once (default 10 000); more wait in the
+    /// listen backlog.
+    pub fn max_connections(mut self, limit: usize) -> Self {
+        self.max_connections = limit.max(1);
+        self
+    }
+
+    /// Makes the service. Starts the event stream's connection, so call it within a tokio
+    /// runtime.
+    pub fn build(self) -> RpcService {
+        let builder = self
+            .builder
+            .framing(Framing::ContentLength)
+            .max_frame(self.max_body)
+            // A request's connection ends with its answer: memory back at once, no timer.
+            .idle_release(Duration::ZERO);
+        let hub = Hub::start(Builder::new(), self.max_body, self.limits);
+        // Request deadlines are checked on the ticks of one clock for the whole service, not
+        // with a timer per request (each would cost a registration, often a wake-up).
+        let (tick_tx, clock) = watch::channel(());
+        let granularity =
+            (self.timeout / 8).clamp(Duration::from_millis(10), Duration::from_millis(250));
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(granularity);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                if tick_tx.send(()).is_err() {
+                    return; // the service is gone
+                }
+            }
+        });
+        RpcService {
+            inner: Arc::new(Inner {
+                builder,
+                path: self.path,
+                max_body: self.max_body,
+                timeout: self.timeout,
+                hosts: self.hosts,
+                sse: self.sse,
+                get_stream: self.get_stream,
+                upgrade: self.upgrade,
+                check: self.check,
+                max_connections: self.max_connections,
+                hub,
+                clock,
+            }),
+        }
+    }
+}
+
+struct Inner {
+    builder: Builder,
+    path: Option<String>,
+    max_body: usize,
+    timeout: Duration,
+    hosts: HostPolicy,
+    sse: bool,
+    get_stream: bool,
+    upgrade: Option<UpgradeHook>,
+    check: Option<RequestCheck>,
+    max_connections: usize,
+    hub: Arc<Hub>,
+    /// Ticks a few times per request timeout.
+    clock: watch::Receiver<()>,
+}
+
+/// The server as a tower `Service<http::Request<B>>` (cheap to clone: every clone serves the
+/// same handlers and event stream). Mount it in axum with `Router::route_service`, or run it
+/// with [`serve`].
+#[derive(Clone)]
+pub struct RpcService {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RpcService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcService").finish_non_exhaustive()
+    }
+}
+
+impl RpcService {
+    /// The client of the server's event stream: its notifications and calls go to every
+    /// client listening with GET (and are kept for resumption); the answers to its calls come
+    /// back as POSTed responses.
+    pub fn stream_client(&self) -> &Client {
+        self.inner.hub.client()
+    }
+
+    /// Ends every open GET event stream (clients reconnect and resume with `Last-Event-ID`
+    /// from the buffer): before a restart, or to spread clients again behind a balancer.
+    pub fn end_streams(&self) {
+        self.inner.hub.end_streams();
+    }
+
+    /// Answers one request.
+    pub fn handle<B>(&self, req: Request<B>) -> ResponseFuture
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.handle(req).await })
+    }
+}
+
+impl<B> tower_service::Service<Request<B>> for RpcService
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let fut = self.handle(req);
+        Box::pin(async move { Ok(fut.await) })
+    }
+}
+
+/// A response with a status, no body.
+fn status(code: StatusCode) -> Response<Body> {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = code;
+    r
+}
+
+/// A response with a status and a short plain-text reason.
+fn refuse(code: StatusCode, why: &'static str) -> Response<Body> {
+    let mut r = Response::new(Body::full(Bytes::from_static(why.as_bytes())));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+fn json(body: Bytes) -> Response<Body> {
+    let mut r = Response::new(Body::full(body));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn event_stream(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Body::stream(rx));
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // nginx: pass events on as they come.
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+/// What the client's `Accept` allows: (JSON, event stream). No header means anything.
+fn accepts(headers: &HeaderMap) -> (bool, bool) {
+    let mut any = false;
+    let (mut json, mut sse) = (false, false);
+    let mut seen = false;
+    for value in headers.get_all(header::ACCEPT) {
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            seen = true;
+            let mut parts = item.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            // `q=0` means "not acceptable".
+            if parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
+            }) {
+                continue;
+            }
+            match media.as_str() {
+                "*/*" => any = true,
+                "application/*" | "application/json" => json = true,
+                "text/*" | "text/event-stream" => sse = true,
+                _ => {}
+            }
+        }
+    }
+    if !seen {
+        return (true, false);
+    }
+    (json || any, sse)
+}
+
+fn is_json_content_type(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        })
+        .unwrap_or(false)
+}
+
+impl Inner {
+    async fn handle<B>(self: Arc<Self>, req: Request<B>) -> Response<Body>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if let Some(path) = &self.path {
+            if req.uri().path() != path {
+                return refuse(StatusCode::NOT_FOUND, "no JSON-RPC endpoint here\n");
+            }
+        }
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| req.uri().authority().map(|a| a.as_str()));
+        match host {
+            Some(h) if self.hosts.allows_host(h) => {}
+            None if self.hosts == HostPolicy::Any => {}
+            _ => return refuse(StatusCode::FORBIDDEN, "host not allowed\n"),
+        }
+        if let Some(origin) = req.headers().get(header::ORIGIN) {
+            if !origin.to_str().is_ok_and(|o| self.hosts.allows_origin(o)) {
+                return refuse(StatusCode::FORBIDDEN, "origin not allowed\n");
+            }
+        }
+        let (parts, body) = req.into_parts();
+        if let Some(check) = &self.check {
+            if let Err(response) = check(&parts) {
+                return response;
+            }
+        }
+        let upgrade = parts
+            .headers
+            .get(header::UPGRADE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+        if upgrade {
+            if let Some(hook) = &self.upgrade {
+                return hook(Request::from_parts(parts, ())).await;
+            }
+        }
+        match parts.method {
+            Method::POST => self.post(parts, body).await,
+            Method::GET if self.get_stream => self.get(&parts),
+            _ => {
+                let mut r = refuse(StatusCode::METHOD_NOT_ALLOWED, "use POST\n");
+                let allow = if self.get_stream { "GET, POST" } else { "POST" };
+                r.headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static(allow));
+                r
+            }
+        }
+    }
+
+    fn get(&self, parts: &http::request::Parts) -> Response<Body> {
+        let (_, sse) = accepts(&parts.headers);
+        if !sse {
+            return refuse(
+                StatusCode::NOT_ACCEPTABLE,
+                "GET opens an event stream: accept text/event-stream\n",
+            );
+        }
+        let last = parts
+            .headers
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok());
+        let cursor = self.hub.start_after(last);
+        let (tx, rx) = mpsc::channel(8);
+        tokio::spawn(Arc::clone(&self.hub).serve_stream(cursor, tx));
+        event_stream(rx)
+    }
+
+    async fn post<B>(&self, parts: http::request::Parts, body: B) -> Response<Body>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if !is_json_content_type(&parts.headers) {
+            return refuse(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "send application/json\n",
+            );
+        }
+        let (json_ok, sse_ok) = accepts(&parts.headers);
+        if !json_ok && !sse_ok {
+            return refuse(
+                StatusCode::NOT_ACCEPTABLE,
+                "answers are application/json or text/event-stream\n",
+            );
+        }
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.max_body as u64) {
+            return refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
+        }
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let collected = before(
+            self.clock.clone(),
+            deadline,
+            Limited::new(body, self.max_body).collect(),
+        )
+        .await;
+        let body = match collected {
+            Ok(Ok(c)) => c.to_bytes(),
+            Ok(Err(e)) => {
+                return if e.is::<http_body_util::LengthLimitError>() {
+                    refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n")
+                } else {
+                    refuse(StatusCode::BAD_REQUEST, "body could not be read\n")
+                };
+            }
+            Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
+        };
+        // Responses to the event stream's calls go to its connection.
+        let kind = classify(&body, 128);
+        if kind == BodyKind::Responses {
+            self.hub.deliver(body).await;
+            return status(StatusCode::ACCEPTED);
+        }
+        // The body's connection runs in this task (no hand-off between tasks): its driver is
+        // polled beside the channel its messages come out of.
+        let calls = kind == BodyKind::Calls;
+        let (closer, until) = oneshot::channel::<()>();
+        let (tx, rx) = mpsc::channel(8);
+        let (_client, driver) = self.builder.clone().run_inline(
+            OnceReader::new(body, calls.then_some(until)),
+            FrameWriter::new(tx, self.max_body),
+        );
+        if !calls {
+            // Notifications alone: accepted at once; their handlers run on.
+            tokio::spawn(driver);
+            return status(StatusCode::ACCEPTED);
+        }
+        let mut exchange = Exchange {
+            driver: Some(Box::pin(driver)),
+            rx,
+            closer: Some(closer),
+            deadline,
+            clock: self.clock.clone(),
+        };
+        let streaming = self.sse && sse_ok;
+        let first = loop {
+            match exchange.next().await {
+                Next::TimedOut => {
+                    return refuse(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
+                }
+                Next::End => return status(StatusCode::ACCEPTED),
+                Next::Message(message) => {
+                    if is_response(&message) {
+                        return if json_ok || !sse_ok {
+                            json(message)
+                        } else {
+                            // Only an event stream is acceptable: one event.
+                            let (tx, rx) = mpsc::channel(1);
+                            let _ = tx.try_send(sse_event(&message));
+                            event_stream(rx)
+                        };
+                    }
+                    if streaming {
+                        break message;
+                    }
+                    // Plain JSON: messages before the answer have no place; drop them.
+                }
+            }
+        };
+        // An event stream: these messages first, the answer last, then the end.
+        let (out_tx, out_rx) = mpsc::channel(8);
+        tokio::spawn(async move {
+            let mut message = first;
+            loop {
+                if out_tx.send(sse_event(&message)).await.is_err() {
+                    return; // the client left: dropping the driver ends the handlers
+                }
+                match exchange.next().await {
+                    Next::Message(m) => message = m,
+                    Next::End | Next::TimedOut => return,
+                }
+            }
+        });
+        event_stream(out_rx)
+    }
+}
+
+/// `fut`'s output, or `Err` once `deadline` has passed (seen on a tick of `clock`).
+async fn before<F: Future>(
+    mut clock: watch::Receiver<()>,
+    deadline: tokio::time::Instant,
+    fut: F,
+) -> Result<F::Output, ()> {
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut fut => return Ok(out),
+            tick = clock.changed() => {
+                if tick.is_err() || tokio::time::Instant::now() >= deadline {
+                    return Err(());
+                }
+            }
+        }
+    }
+}
+
+type Driver = Pin<Box<dyn Future<Output = Result<(), rpcwire_tokio::DriverError>> + Send>>;
+
+/// One POST body's connection: its driver, the messages it writes, and the end of its input
+/// (held open until the answer, so that handlers can send progress before it).
+struct Exchange {
+    driver: Option<Driver>,
+    rx: mpsc::Receiver<Bytes>,
+    closer: Option<oneshot::Sender<()>>,
+    deadline: tokio::time::Instant,
+    clock: watch::Receiver<()>,
+}
+
+enum Next {
+    Message(Bytes),
+    End,
+    TimedOut,
+}
+
+impl Exchange {
+    /// The next message the connection writes; after the answer, its input ends.
+    async fn next(&mut self) -> Next {
+        loop {
+            let driving = async {
+                match &mut self.driver {
+                    Some(d) => d.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                m = self.rx.recv() => return match m {
+                    Some(m) => {
+                        if is_response(&m) {
+                            self.closer.take();
+                        }
+                        Next::Message(m)
+                    }
+                    None => Next::End,
+                },
+                r = driving => {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, "a request's connection failed");
+                    }
+                    self.driver = None;
+                }
+                tick = self.clock.changed() => {
+                    if tick.is_err() || tokio::time::Instant::now() >= self.deadline {
+                        return Next::TimedOut;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn sse_event(message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 24);
+    let data = std::str::from_utf8(message).unwrap_or("");
+    rpcwire::wire::sse::write_event(&mut VecSink(&mut out), Some("message"), None, data);
+    Bytes::from(out)
+}
+
+/// The first bytes of an HTTP/2 connection with prior knowledge.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Serves `service` on every connection accepted on `listener` (HTTP/1.1 with keep-alive and
+/// upgrades, and HTTP/2 with prior knowledge), at most [`HttpServer::max_connections`] at
+/// once. Runs until the future is dropped.
+///
+/// Each connection's protocol is told from its first bytes, then the connection runs in a
+/// task holding only that protocol's state (an idle keep-alive connection costs what hyper's
+/// HTTP/1 connection costs, nothing of HTTP/2's).
+pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(service.inner.max_connections));
+    loop {
+        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+            return;
+        };
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let service = service.clone();
+        tokio::spawn(async move {
+            match is_h2(&stream).await {
+                Some(true) => {
+                    tokio::spawn(serve_h2(stream, service, peer, permit));
+                }
+                Some(false) => {
+                    tokio::spawn(serve_h1(stream, service, peer, permit));
+                }
+                None => {}
+            }
+        });
+    }
+}
+
+/// Whether the connection starts with the HTTP/2 preface (`None`: it closed first).
+async fn is_h2(stream: &tokio::net::TcpStream) -> Option<bool> {
+    let mut buf = [0u8; 24];
+    for _ in 0..1000 {
+        let n = stream.peek(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        if buf[..n] != H2_PREFACE[..n] {
+            return Some(false);
+        }
+        if n == H2_PREFACE.len() {
+            return Some(true);
+        }
+        // Part of the preface so far: wait for the rest.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Some(false)
+}
+
+fn hyper_service(
+    service: RpcService,
+) -> impl hyper::service::Service<
+    Request<hyper::body::Incoming>,
+    Response = Response<Body>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
+> + Clone {
+    hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+        let fut = service.handle(req);
+        async move { Ok::<_, Infallible>(fut.await) }
+    })
+}
+
+async fn serve_h1(
+    stream: tokio::net::TcpStream,
+    service: RpcService,
+    peer: std::net::SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let conn = hyper::server::conn::http1::Builder::new()
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service(service))
+        .with_upgrades();
+    if let Err(e) = conn.await {
+        tracing::debug!(%peer, error = %e, "HTTP/1 connection ended with an error");
+    }
+    drop(permit);
+}
+
+async fn serve_h2(
+    stream: tokio::net::TcpStream,
+    service: RpcService,
+    peer: std::net::SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let conn = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+        .timer(hyper_util::rt::TokioTimer::new())
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service(service));
+    if let Err(e) = conn.await {
+        tracing::debug!(%peer, error = %e, "HTTP/2 connection ended with an error");
+    }
+    drop(permit);
+}
