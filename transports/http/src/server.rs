@@ -17,7 +17,7 @@ use rpcwire_tokio::{Builder, Client};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::body::Body;
-use crate::classify::{classify, is_response, BodyKind};
+use crate::classify::{classify_batch, is_response, BodyKind};
 use crate::pipe::{FrameWriter, OnceReader};
 use crate::stream::{Hub, StreamLimits, VecSink};
 
@@ -111,6 +111,7 @@ pub struct HttpServer {
     builder: Builder,
     path: Option<String>,
     max_body: usize,
+    max_batch: usize,
     timeout: Duration,
     hosts: HostPolicy,
     sse: bool,
@@ -143,6 +144,7 @@ impl HttpServer {
             builder,
             path: None,
             max_body: DEFAULT_MAX_BODY,
+            max_batch: 1024,
             timeout: Duration::from_secs(30),
             hosts: HostPolicy::loopback(),
             sse: true,
@@ -163,6 +165,13 @@ impl HttpServer {
     /// mounted in a router decides).
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = Some(path.into());
+        self
+    }
+
+    /// The most elements in a batch (default 1024; the connections' limit is set to it too);
+    /// a longer batch gets 413 with the Invalid Request error the core would send.
+    pub fn max_batch_len(mut self, len: usize) -> Self {
+        self.max_batch = len.max(1);
         self
     }
 
@@ -244,6 +253,7 @@ impl HttpServer {
             .builder
             .framing(Framing::ContentLength)
             .max_frame(self.max_body)
+            .max_batch_len(self.max_batch)
             // A request's connection ends with its answer: memory back at once, no timer.
             .idle_release(Duration::ZERO);
         let hub = Hub::start(Builder::new(), self.max_body, self.limits);
@@ -267,6 +277,7 @@ impl HttpServer {
                 builder,
                 path: self.path,
                 max_body: self.max_body,
+                max_batch: self.max_batch,
                 timeout: self.timeout,
                 hosts: self.hosts,
                 sse: self.sse,
@@ -285,6 +296,7 @@ struct Inner {
     builder: Builder,
     path: Option<String>,
     max_body: usize,
+    max_batch: usize,
     timeout: Duration,
     hosts: HostPolicy,
     sse: bool,
@@ -564,7 +576,19 @@ impl Inner {
             Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
         };
         // Responses to the event stream's calls go to its connection.
-        let kind = classify(&body, 128);
+        let (kind, batch_len) = classify_batch(&body, 128);
+        if batch_len.is_some_and(|n| n > self.max_batch) {
+            // The core would answer the same with one Invalid Request; HTTP says it too.
+            let mut r = refuse(StatusCode::PAYLOAD_TOO_LARGE, "");
+            *r.body_mut() = Body::full(Bytes::from_static(
+                br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request","data":"batch too large"},"id":null}"#,
+            ));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            return r;
+        }
         if kind == BodyKind::Responses {
             self.hub.deliver(body).await;
             return status(StatusCode::ACCEPTED);

@@ -583,3 +583,31 @@ async fn http2_with_prior_knowledge_and_http1_on_one_port() {
     }
     assert_eq!(post_json(&url, body).await.status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn batch_length_limit_at_its_edge() {
+    let (url, _service) = start(
+        HttpServer::new(Builder::new().router(router()))
+            .path("/rpc")
+            .max_batch_len(3),
+    )
+    .await;
+    let call =
+        |i: usize| format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[{i},0],"id":{i}}}"#);
+    let batch = |n: usize| format!("[{}]", (0..n).map(call).collect::<Vec<_>>().join(","));
+    let a = post_json(&url, &batch(3)).await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(
+        serde_json::from_str::<Value>(&a.body)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let a = post_json(&url, &batch(4)).await;
+    assert_eq!(a.status, StatusCode::PAYLOAD_TOO_LARGE);
+    let v: Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    assert_eq!(v["id"], Value::Null);
+}
