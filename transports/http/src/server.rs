@@ -836,6 +836,8 @@ async fn serve_h2(
 ) {
     let conn = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
         .timer(hyper_util::rt::TokioTimer::new())
+        // Each stream may hold a request's connection or an event stream: bound them.
+        .max_concurrent_streams(256)
         .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service(service));
     if let Err(e) = conn.await {
         tracing::debug!(%peer, error = %e, "HTTP/2 connection ended with an error");
