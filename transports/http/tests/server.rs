@@ -611,3 +611,53 @@ async fn batch_length_limit_at_its_edge() {
     assert_eq!(v["error"]["code"], -32600, "{v}");
     assert_eq!(v["id"], Value::Null);
 }
+
+#[tokio::test]
+async fn client_stream_resumes_by_itself_after_the_server_ends_it() {
+    // The server says `retry: 30` ms; the client reconnects with Last-Event-ID and gets the
+    // events published while it was away, once each.
+    let (url, service) = start(default_server().retry(Duration::from_millis(30))).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let client = HttpClient::builder(&url)
+        .on_notification(move |_, params| log.lock().unwrap().push(params.unwrap_or("").to_owned()))
+        .build()
+        .unwrap();
+    let stream = client.event_stream();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let wait_for = |n: usize| {
+        let seen = Arc::clone(&seen);
+        async move {
+            while seen.lock().unwrap().len() < n {
+                assert!(tokio::time::Instant::now() < deadline, "{:?}", seen.lock().unwrap());
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    };
+    while stream.connects() == 0 {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let push = service.stream_client();
+    for i in 0..3 {
+        push.notify("n", [i]).await.unwrap();
+    }
+    wait_for(3).await;
+    service.end_streams();
+    for i in 3..6 {
+        push.notify("n", [i]).await.unwrap();
+    }
+    wait_for(6).await;
+    while stream.connects() < 2 {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    push.notify("n", [6]).await.unwrap();
+    wait_for(7).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        seen.lock().unwrap().clone(),
+        ["[0]", "[1]", "[2]", "[3]", "[4]", "[5]", "[6]"]
+    );
+    assert!(stream.last_event_id().ends_with("-7"), "{}", stream.last_event_id());
+}
