@@ -705,8 +705,15 @@ impl Exchange {
                     None => std::future::pending().await,
                 }
             };
+            // The driver first: what it writes in this pass is taken in the same pass.
             tokio::select! {
                 biased;
+                r = driving => {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, "a request's connection failed");
+                    }
+                    self.driver = None;
+                }
                 m = self.rx.recv() => return match m {
                     Some(m) => {
                         if is_response(&m) {
@@ -716,12 +723,6 @@ impl Exchange {
                     }
                     None => Next::End,
                 },
-                r = driving => {
-                    if let Err(e) = r {
-                        tracing::debug!(error = %e, "a request's connection failed");
-                    }
-                    self.driver = None;
-                }
                 tick = self.clock.changed() => {
                     if tick.is_err() || tokio::time::Instant::now() >= self.deadline {
                         return Next::TimedOut;
