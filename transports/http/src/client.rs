@@ -132,9 +132,14 @@ impl HttpClientBuilder {
         });
         let poster = Arc::clone(&shared);
         let posts = tokio::spawn(async move {
+            let mut running = tokio::task::JoinSet::new();
             while let Some(message) = out_rx.recv().await {
-                tokio::spawn(Arc::clone(&poster).post(message));
+                running.spawn(Arc::clone(&poster).post(message));
+                // Reap what has finished, so the set holds only POSTs in flight.
+                while running.try_join_next().is_some() {}
             }
+            // The connection has ended: let the last POSTs finish (each within its timeout).
+            while running.join_next().await.is_some() {}
         });
         Ok(HttpClient {
             client,
@@ -196,6 +201,16 @@ impl HttpClient {
             max_body: crate::DEFAULT_MAX_BODY,
             on_notification: None,
         }
+    }
+
+    /// Ends the client: what is queued is sent, and the POSTs in flight finish (a
+    /// notification has left when this returns), each within the client's timeout.
+    pub async fn close(mut self) {
+        self.client.shutdown();
+        let driver = std::mem::replace(&mut self.driver, tokio::spawn(async { Ok(()) }));
+        let posts = std::mem::replace(&mut self.posts, tokio::spawn(async {}));
+        let _ = driver.await;
+        let _ = posts.await;
     }
 
     /// The connection's client: `call`, `notify`, `batch`.

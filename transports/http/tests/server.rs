@@ -629,7 +629,11 @@ async fn client_stream_resumes_by_itself_after_the_server_ends_it() {
         let seen = Arc::clone(&seen);
         async move {
             while seen.lock().unwrap().len() < n {
-                assert!(tokio::time::Instant::now() < deadline, "{:?}", seen.lock().unwrap());
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "{:?}",
+                    seen.lock().unwrap()
+                );
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         }
@@ -659,5 +663,9 @@ async fn client_stream_resumes_by_itself_after_the_server_ends_it() {
         seen.lock().unwrap().clone(),
         ["[0]", "[1]", "[2]", "[3]", "[4]", "[5]", "[6]"]
     );
-    assert!(stream.last_event_id().ends_with("-7"), "{}", stream.last_event_id());
+    assert!(
+        stream.last_event_id().ends_with("-7"),
+        "{}",
+        stream.last_event_id()
+    );
 }
