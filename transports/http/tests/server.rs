@@ -669,3 +669,60 @@ async fn client_stream_resumes_by_itself_after_the_server_ends_it() {
         stream.last_event_id()
     );
 }
+
+#[tokio::test]
+async fn profile_check_and_upgrade_hooks() {
+    use rpcwire_http::{RequestCheck, UpgradeHook};
+    // A profile's header rule: every request must carry `x-version: 1`.
+    let check: RequestCheck = Arc::new(|parts| {
+        if parts.headers.get("x-version").is_some_and(|v| v == "1") {
+            Ok(())
+        } else {
+            let mut r = http::Response::new(rpcwire_http::Body::full("x-version: 1 needed"));
+            *r.status_mut() = StatusCode::BAD_REQUEST;
+            Err(r)
+        }
+    });
+    // Where the WebSocket transport plugs in: it gets the head, hyper's upgrade handle inside.
+    let upgrade: UpgradeHook = Arc::new(|req| {
+        let has_handle = req
+            .extensions()
+            .get::<hyper::upgrade::OnUpgrade>()
+            .is_some();
+        Box::pin(async move {
+            let mut r = http::Response::new(rpcwire_http::Body::full(format!(
+                "upgrade handle: {has_handle}"
+            )));
+            *r.status_mut() = StatusCode::IM_A_TEAPOT;
+            r
+        })
+    });
+    let (url, _service) = start(default_server().check(check).upgrade(upgrade)).await;
+    let body = r#"{"jsonrpc":"2.0","method":"subtract","params":[2,1],"id":1}"#;
+    let a = post_json(&url, body).await;
+    assert_eq!(
+        (a.status, a.body.as_str()),
+        (StatusCode::BAD_REQUEST, "x-version: 1 needed")
+    );
+    let a = send(
+        post(&url, body)
+            .header("x-version", "1")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::OK);
+    let a = send(
+        Request::get(&url)
+            .header("x-version", "1")
+            .header("connection", "upgrade")
+            .header("upgrade", "websocket")
+            .body(Full::default())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (a.status, a.body.as_str()),
+        (StatusCode::IM_A_TEAPOT, "upgrade handle: true")
+    );
+}
