@@ -36,7 +36,7 @@ pub type UpgradeHook = Arc<dyn Fn(Request<()>) -> ResponseFuture + Send + Sync>;
 /// such as MCP's `Mcp-Session-Id` and `MCP-Protocol-Version`): `Err` is the answer sent
 /// instead.
 pub type RequestCheck =
-    Arc<dyn Fn(&http::request::Parts) -> Result<(), Response<Body>> + Send + Sync>;
+    Arc<dyn Fn(&http::request::Parts) -> Result<(), Box<Response<Body>>> + Send + Sync>;
 
 /// Which `Host` and `Origin` headers are accepted (DNS-rebinding protection).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -486,7 +486,7 @@ impl Inner {
         let (parts, body) = req.into_parts();
         if let Some(check) = &self.check {
             if let Err(response) = check(&parts) {
-                return response;
+                return *response;
             }
         }
         let upgrade = parts

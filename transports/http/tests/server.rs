@@ -680,7 +680,7 @@ async fn profile_check_and_upgrade_hooks() {
         } else {
             let mut r = http::Response::new(rpcwire_http::Body::full("x-version: 1 needed"));
             *r.status_mut() = StatusCode::BAD_REQUEST;
-            Err(r)
+            Err(Box::new(r))
         }
     });
     // Where the WebSocket transport plugs in: it gets the head, hyper's upgrade handle inside.
