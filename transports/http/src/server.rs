@@ -38,6 +38,12 @@ pub type UpgradeHook = Arc<dyn Fn(Request<()>) -> ResponseFuture + Send + Sync>;
 pub type RequestCheck =
     Arc<dyn Fn(&http::request::Parts) -> Result<(), Box<Response<Body>>> + Send + Sync>;
 
+/// A check run on every POST body once read, before it is answered (a profile's rules that
+/// tie headers to the body, such as MCP's `Mcp-Method` and `Mcp-Name`): `Err` is the answer
+/// sent instead.
+pub type BodyCheck =
+    Arc<dyn Fn(&http::request::Parts, &[u8]) -> Result<(), Box<Response<Body>>> + Send + Sync>;
+
 /// Which `Host` and `Origin` headers are accepted (DNS-rebinding protection).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HostPolicy {
@@ -119,6 +125,7 @@ pub struct HttpServer {
     limits: StreamLimits,
     upgrade: Option<UpgradeHook>,
     check: Option<RequestCheck>,
+    check_body: Option<BodyCheck>,
     max_connections: usize,
 }
 
@@ -157,6 +164,7 @@ impl HttpServer {
             },
             upgrade: None,
             check: None,
+            check_body: None,
             max_connections: 10_000,
         }
     }
@@ -239,6 +247,12 @@ impl HttpServer {
         self
     }
 
+    /// A check every POST body passes once read (a profile's rules tying headers to it).
+    pub fn check_body(mut self, check: BodyCheck) -> Self {
+        self.check_body = Some(check);
+        self
+    }
+
     /// The most connections [`serve`] holds at once (default 10 000); more wait in the
     /// listen backlog.
     pub fn max_connections(mut self, limit: usize) -> Self {
@@ -284,6 +298,7 @@ impl HttpServer {
                 get_stream: self.get_stream,
                 upgrade: self.upgrade,
                 check: self.check,
+                check_body: self.check_body,
                 max_connections: self.max_connections,
                 hub,
                 clock,
@@ -303,6 +318,7 @@ struct Inner {
     get_stream: bool,
     upgrade: Option<UpgradeHook>,
     check: Option<RequestCheck>,
+    check_body: Option<BodyCheck>,
     max_connections: usize,
     hub: Arc<Hub>,
     /// Ticks a few times per request timeout.
@@ -576,6 +592,11 @@ impl Inner {
             Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
         };
         // Responses to the event stream's calls go to its connection.
+        if let Some(check) = &self.check_body {
+            if let Err(response) = check(&parts, &body) {
+                return *response;
+            }
+        }
         let (kind, batch_len) = classify_batch(&body, 128);
         if batch_len.is_some_and(|n| n > self.max_batch) {
             // The core would answer the same with one Invalid Request; HTTP says it too.

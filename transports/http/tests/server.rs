@@ -697,7 +697,28 @@ async fn profile_check_and_upgrade_hooks() {
             r
         })
     });
-    let (url, _service) = start(default_server().check(check).upgrade(upgrade)).await;
+    // A rule tying a header to the body: `x-method` must name the body's method.
+    let check_body: rpcwire_http::BodyCheck = Arc::new(|parts, body| {
+        let named = parts.headers.get("x-method").and_then(|v| v.to_str().ok());
+        let method = serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v["method"].as_str().map(str::to_owned));
+        match (named, method) {
+            (Some(n), Some(m)) if n != m => {
+                let mut r = http::Response::new(rpcwire_http::Body::full("x-method mismatch"));
+                *r.status_mut() = StatusCode::BAD_REQUEST;
+                Err(Box::new(r))
+            }
+            _ => Ok(()),
+        }
+    });
+    let (url, _service) = start(
+        default_server()
+            .check(check)
+            .check_body(check_body)
+            .upgrade(upgrade),
+    )
+    .await;
     let body = r#"{"jsonrpc":"2.0","method":"subtract","params":[2,1],"id":1}"#;
     let a = post_json(&url, body).await;
     assert_eq!(
