@@ -14,7 +14,7 @@ if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO="sudo"; fi
 
 missing=()
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
-python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -8,6 +8,9 @@
 //!    5 000) opened, one call made on each, all kept open and idle; resident memory per
 //!    connection from `/proc/PID/status` before and after.
 //!
+//! 3. The floor: hyper alone answering W1's fixed text (no JSON-RPC), in the same turns, to
+//!    show how much of a call's cost is hyper's and the kernel's.
+//!
 //! The load generator is one thread (a current-thread tokio runtime), so that it takes about
 //! one of the machine's cores whatever the server does. The table is printed and written to
 //! `target/bench-http.md`.
@@ -253,6 +256,12 @@ fn run() -> Result<(), Error> {
             args: vec![],
             path: "/",
         },
+        Server {
+            name: "hyper floor (fixed answer, no JSON-RPC)",
+            program: cargo_build_with("rpcwire-bench", "hyper-floor", &["jsonrpsee"])?,
+            args: vec![],
+            path: "/",
+        },
     ];
     let running: Vec<Running> = servers
         .iter()
@@ -268,7 +277,8 @@ fn run() -> Result<(), Error> {
     }
     drop(running);
     let mut mem = Vec::new();
-    for server in &servers {
+    // Memory of the two JSON-RPC servers only.
+    for server in &servers[..2] {
         let m = memory(server, conns)?;
         eprintln!("{}: {:.1} KiB per idle connection", server.name, m.2);
         mem.push(m);
@@ -279,14 +289,20 @@ fn run() -> Result<(), Error> {
         "| server | W1 calls/s, {CONNECTIONS} keep-alive connections (median of 3 × {secs} s) | ratio to jsonrpsee | RSS before | RSS after {conns} idle connections | per idle connection |\n|---|---:|---:|---:|---:|---:|\n"
     ));
     for (i, server) in servers.iter().enumerate() {
+        let memory = match mem.get(i) {
+            Some(m) => format!(
+                "{:.1} MiB | {:.1} MiB | {:.1} KiB",
+                m.0 as f64 / 1024.0,
+                m.1 as f64 / 1024.0,
+                m.2
+            ),
+            None => "– | – | –".to_owned(),
+        };
         table.push_str(&format!(
-            "| {} | {:.0} | {:.2}x | {:.1} MiB | {:.1} MiB | {:.1} KiB |\n",
+            "| {} | {:.0} | {:.2}x | {memory} |\n",
             server.name,
             med[i],
             med[i] / med[1],
-            mem[i].0 as f64 / 1024.0,
-            mem[i].1 as f64 / 1024.0,
-            mem[i].2
         ));
     }
     println!("{table}");

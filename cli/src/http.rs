@@ -16,12 +16,23 @@ use crate::{EXIT_CONNECTION, EXIT_USAGE};
 ///
 /// - `count [n]` sends n `progress` notifications (`{"done": i, "of": n}`, 10 ms apart) to
 ///   the caller, then answers n;
-/// - `publish PARAMS` sends the notification `news` with these params on the server's GET
-///   event stream (every listener gets it, and it is kept for resumption);
+/// - `publish PARAMS` (a call or a notification) sends the notification `news` with these
+///   params on the server's GET event stream (every listener gets it, and it is kept for
+///   resumption);
 /// - `end_streams` ends every open GET stream (listeners reconnect and resume).
 pub fn router(service: Arc<OnceLock<RpcService>>) -> Router {
     let stream = Arc::clone(&service);
+    let noted = Arc::clone(&service);
     demo_router()
+        // `publish` also as a notification (no answer).
+        .notification("publish", move |params: Box<RawValue>| {
+            let service = Arc::clone(&noted);
+            async move {
+                if let Some(s) = service.get() {
+                    let _ = s.stream_client().notify("news", &params).await;
+                }
+            }
+        })
         .method("publish", move |params: Box<RawValue>| {
             let service = Arc::clone(&stream);
             async move {
@@ -117,13 +128,11 @@ pub async fn send(
 ) -> Result<Option<Box<RawValue>>, CallError> {
     let c = client.client();
     if notify {
-        let sent = match params {
+        return match params {
             Some(p) => c.notify(method, p).await,
             None => c.notify(method, ()).await,
-        };
-        // The notification goes out as its own POST: give it a moment to leave.
-        tokio::time::sleep(Duration::from_millis(50).min(timeout)).await;
-        return sent.map(|()| None);
+        }
+        .map(|()| None);
     }
     c.call_json(method, params, Some(timeout)).await.map(Some)
 }

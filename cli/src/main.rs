@@ -444,7 +444,10 @@ async fn call(args: CallArgs) -> ExitCode {
             args.notify,
             timeout,
         );
-        return match tokio::time::timeout_at(deadline, sent).await {
+        let outcome = tokio::time::timeout_at(deadline, sent).await;
+        // The notification's POST (or anything else queued) leaves before the process ends.
+        let _ = tokio::time::timeout_at(deadline, client.close()).await;
+        return match outcome {
             Ok(Ok(Some(result))) => {
                 outln!("{}", result.get());
                 ExitCode::SUCCESS

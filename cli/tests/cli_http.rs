@@ -102,3 +102,33 @@ async fn call_prints_progress_then_the_result() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_notification_leaves_before_call_exits() {
+    bounded(async {
+        let (_server, url) = serve_http(&[]).await;
+        // Listen on the GET stream, then publish with a notification from `call --notify`.
+        let rest = url.strip_prefix("http://").unwrap();
+        let (host, path) = rest.split_at(rest.find('/').unwrap());
+        let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+        let head =
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n");
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains("stream open") {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0);
+            seen.extend_from_slice(&buf[..n]);
+        }
+        let out = rpcwire(&["call", "--http", &url, "--notify", "publish", "[42]"]).await;
+        assert_eq!((out.code, out.stdout.as_str()), (Some(0), ""), "{out:?}");
+        while !String::from_utf8_lossy(&seen).contains(r#""params":[42]"#) {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0);
+            seen.extend_from_slice(&buf[..n]);
+        }
+        assert!(String::from_utf8_lossy(&seen).contains(r#""method":"news""#));
+    })
+    .await;
+}

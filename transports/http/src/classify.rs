@@ -28,10 +28,23 @@ impl BodyKind {
 /// the specification answers them. An invalid *response* is never answered (the core reports
 /// it), so it counts as a response.
 pub fn classify(body: &[u8], max_depth: usize) -> BodyKind {
+    classify_batch(body, max_depth).0
+}
+
+/// [`classify`], and the number of elements when the body is a batch.
+pub(crate) fn classify_batch(body: &[u8], max_depth: usize) -> (BodyKind, Option<usize>) {
     let limits = ParseLimits { max_depth };
     let Ok(parsed) = parse(body, limits) else {
-        return BodyKind::Calls;
+        return (BodyKind::Calls, None);
     };
+    let len = match parsed {
+        Parsed::Batch(batch) => Some(batch.len()),
+        _ => None,
+    };
+    (summarize(parsed), len)
+}
+
+fn summarize(parsed: Parsed<'_>) -> BodyKind {
     let mut notes = false;
     let mut responses = false;
     let mut see = |element: &Result<Message<'_>, rpcwire::wire::Invalid<'_>>| match element {

@@ -132,9 +132,14 @@ impl HttpClientBuilder {
         });
         let poster = Arc::clone(&shared);
         let posts = tokio::spawn(async move {
+            let mut running = tokio::task::JoinSet::new();
             while let Some(message) = out_rx.recv().await {
-                tokio::spawn(Arc::clone(&poster).post(message));
+                running.spawn(Arc::clone(&poster).post(message));
+                // Reap what has finished, so the set holds only POSTs in flight.
+                while running.try_join_next().is_some() {}
             }
+            // The connection has ended: let the last POSTs finish (each within its timeout).
+            while running.join_next().await.is_some() {}
         });
         Ok(HttpClient {
             client,
@@ -198,6 +203,16 @@ impl HttpClient {
         }
     }
 
+    /// Ends the client: what is queued is sent, and the POSTs in flight finish (a
+    /// notification has left when this returns), each within the client's timeout.
+    pub async fn close(mut self) {
+        self.client.shutdown();
+        let driver = std::mem::replace(&mut self.driver, tokio::spawn(async { Ok(()) }));
+        let posts = std::mem::replace(&mut self.posts, tokio::spawn(async {}));
+        let _ = driver.await;
+        let _ = posts.await;
+    }
+
     /// The connection's client: `call`, `notify`, `batch`.
     pub fn client(&self) -> &Client {
         &self.client
@@ -206,7 +221,8 @@ impl HttpClient {
     /// Opens the server's GET event stream: its notifications and requests go to the
     /// [`Router`](rpcwire_tokio::Router) and the notification hook, and the answers to its
     /// requests go back by POST. It reconnects after the time the server's `retry` field says
-    /// (1 s until it says one), sending `Last-Event-ID`, until the returned handle is dropped.
+    /// (1 s until it says one), sending `Last-Event-ID`, until the returned handle is dropped;
+    /// after failed attempts the wait doubles, up to 30 s.
     pub fn event_stream(&self) -> EventStream {
         let state = Arc::new(Mutex::new(StreamState::default()));
         let task = tokio::spawn(Arc::clone(&self.shared).listen(Arc::clone(&state)));
@@ -386,6 +402,8 @@ impl Shared {
     async fn listen(self: Arc<Self>, state: Arc<Mutex<StreamState>>) {
         let mut decoder = SseDecoder::with_buffer(Vec::new(), self.max_body);
         let mut retry = Duration::from_secs(1);
+        // After failures (no connection, a refusal) the wait doubles, up to 30 s.
+        let mut backoff = Duration::ZERO;
         loop {
             let mut req = self.request(Method::GET, Bytes::new(), "text/event-stream");
             let last = decoder.last_event_id().to_owned();
@@ -397,6 +415,7 @@ impl Shared {
             decoder.reset();
             match self.http.request(req).await {
                 Ok(response) if response.status() == StatusCode::OK => {
+                    backoff = Duration::ZERO;
                     if let Ok(mut s) = state.lock() {
                         s.connects += 1;
                     }
@@ -426,10 +445,14 @@ impl Shared {
                 }
                 Ok(response) => {
                     tracing::debug!(status = %response.status(), "event stream refused");
+                    backoff = (backoff * 2).clamp(retry, Duration::from_secs(30));
                 }
-                Err(e) => tracing::debug!(error = %e, "event stream failed"),
+                Err(e) => {
+                    tracing::debug!(error = %e, "event stream failed");
+                    backoff = (backoff * 2).clamp(retry, Duration::from_secs(30));
+                }
             }
-            tokio::time::sleep(retry).await;
+            tokio::time::sleep(retry.max(backoff)).await;
         }
     }
 }

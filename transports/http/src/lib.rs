@@ -54,6 +54,6 @@ pub use body::Body;
 pub use classify::{classify, BodyKind};
 pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_ERROR_CODE};
 pub use server::{
-    serve, HostPolicy, HttpServer, RequestCheck, ResponseFuture, RpcService, UpgradeHook,
-    DEFAULT_MAX_BODY,
+    serve, BodyCheck, HostPolicy, HttpServer, RequestCheck, ResponseFuture, RpcService,
+    UpgradeHook, DEFAULT_MAX_BODY,
 };

@@ -48,13 +48,18 @@ impl AsyncRead for OnceReader {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
+        // Header and body in one read when they fit: one step of the driver, not two.
+        let mut gave = false;
         for part in [&mut this.header, &mut this.body] {
-            if part.has_remaining() {
+            if part.has_remaining() && buf.remaining() > 0 {
                 let n = part.len().min(buf.remaining());
                 buf.put_slice(&part[..n]);
                 part.advance(n);
-                return Poll::Ready(Ok(()));
+                gave = true;
             }
+        }
+        if gave {
+            return Poll::Ready(Ok(()));
         }
         if let Some(until) = &mut this.until {
             ready!(Pin::new(until).poll(cx)).ok();

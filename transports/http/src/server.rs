@@ -17,7 +17,7 @@ use rpcwire_tokio::{Builder, Client};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::body::Body;
-use crate::classify::{classify, is_response, BodyKind};
+use crate::classify::{classify_batch, is_response, BodyKind};
 use crate::pipe::{FrameWriter, OnceReader};
 use crate::stream::{Hub, StreamLimits, VecSink};
 
@@ -36,7 +36,13 @@ pub type UpgradeHook = Arc<dyn Fn(Request<()>) -> ResponseFuture + Send + Sync>;
 /// such as MCP's `Mcp-Session-Id` and `MCP-Protocol-Version`): `Err` is the answer sent
 /// instead.
 pub type RequestCheck =
-    Arc<dyn Fn(&http::request::Parts) -> Result<(), Response<Body>> + Send + Sync>;
+    Arc<dyn Fn(&http::request::Parts) -> Result<(), Box<Response<Body>>> + Send + Sync>;
+
+/// A check run on every POST body once read, before it is answered (a profile's rules that
+/// tie headers to the body, such as MCP's `Mcp-Method` and `Mcp-Name`): `Err` is the answer
+/// sent instead.
+pub type BodyCheck =
+    Arc<dyn Fn(&http::request::Parts, &[u8]) -> Result<(), Box<Response<Body>>> + Send + Sync>;
 
 /// Which `Host` and `Origin` headers are accepted (DNS-rebinding protection).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +117,7 @@ pub struct HttpServer {
     builder: Builder,
     path: Option<String>,
     max_body: usize,
+    max_batch: usize,
     timeout: Duration,
     hosts: HostPolicy,
     sse: bool,
@@ -118,6 +125,7 @@ pub struct HttpServer {
     limits: StreamLimits,
     upgrade: Option<UpgradeHook>,
     check: Option<RequestCheck>,
+    check_body: Option<BodyCheck>,
     max_connections: usize,
 }
 
@@ -143,6 +151,7 @@ impl HttpServer {
             builder,
             path: None,
             max_body: DEFAULT_MAX_BODY,
+            max_batch: 1024,
             timeout: Duration::from_secs(30),
             hosts: HostPolicy::loopback(),
             sse: true,
@@ -155,6 +164,7 @@ impl HttpServer {
             },
             upgrade: None,
             check: None,
+            check_body: None,
             max_connections: 10_000,
         }
     }
@@ -163,6 +173,13 @@ impl HttpServer {
     /// mounted in a router decides).
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = Some(path.into());
+        self
+    }
+
+    /// The most elements in a batch (default 1024; the connections' limit is set to it too);
+    /// a longer batch gets 413 with the Invalid Request error the core would send.
+    pub fn max_batch_len(mut self, len: usize) -> Self {
+        self.max_batch = len.max(1);
         self
     }
 
@@ -230,6 +247,12 @@ impl HttpServer {
         self
     }
 
+    /// A check every POST body passes once read (a profile's rules tying headers to it).
+    pub fn check_body(mut self, check: BodyCheck) -> Self {
+        self.check_body = Some(check);
+        self
+    }
+
     /// The most connections [`serve`] holds at once (default 10 000); more wait in the
     /// listen backlog.
     pub fn max_connections(mut self, limit: usize) -> Self {
@@ -244,6 +267,7 @@ impl HttpServer {
             .builder
             .framing(Framing::ContentLength)
             .max_frame(self.max_body)
+            .max_batch_len(self.max_batch)
             // A request's connection ends with its answer: memory back at once, no timer.
             .idle_release(Duration::ZERO);
         let hub = Hub::start(Builder::new(), self.max_body, self.limits);
@@ -267,12 +291,14 @@ impl HttpServer {
                 builder,
                 path: self.path,
                 max_body: self.max_body,
+                max_batch: self.max_batch,
                 timeout: self.timeout,
                 hosts: self.hosts,
                 sse: self.sse,
                 get_stream: self.get_stream,
                 upgrade: self.upgrade,
                 check: self.check,
+                check_body: self.check_body,
                 max_connections: self.max_connections,
                 hub,
                 clock,
@@ -285,12 +311,14 @@ struct Inner {
     builder: Builder,
     path: Option<String>,
     max_body: usize,
+    max_batch: usize,
     timeout: Duration,
     hosts: HostPolicy,
     sse: bool,
     get_stream: bool,
     upgrade: Option<UpgradeHook>,
     check: Option<RequestCheck>,
+    check_body: Option<BodyCheck>,
     max_connections: usize,
     hub: Arc<Hub>,
     /// Ticks a few times per request timeout.
@@ -474,7 +502,7 @@ impl Inner {
         let (parts, body) = req.into_parts();
         if let Some(check) = &self.check {
             if let Err(response) = check(&parts) {
-                return response;
+                return *response;
             }
         }
         let upgrade = parts
@@ -564,7 +592,24 @@ impl Inner {
             Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
         };
         // Responses to the event stream's calls go to its connection.
-        let kind = classify(&body, 128);
+        if let Some(check) = &self.check_body {
+            if let Err(response) = check(&parts, &body) {
+                return *response;
+            }
+        }
+        let (kind, batch_len) = classify_batch(&body, 128);
+        if batch_len.is_some_and(|n| n > self.max_batch) {
+            // The core would answer the same with one Invalid Request; HTTP says it too.
+            let mut r = refuse(StatusCode::PAYLOAD_TOO_LARGE, "");
+            *r.body_mut() = Body::full(Bytes::from_static(
+                br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request","data":"batch too large"},"id":null}"#,
+            ));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            return r;
+        }
         if kind == BodyKind::Responses {
             self.hub.deliver(body).await;
             return status(StatusCode::ACCEPTED);
@@ -681,8 +726,15 @@ impl Exchange {
                     None => std::future::pending().await,
                 }
             };
+            // The driver first: what it writes in this pass is taken in the same pass.
             tokio::select! {
                 biased;
+                r = driving => {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, "a request's connection failed");
+                    }
+                    self.driver = None;
+                }
                 m = self.rx.recv() => return match m {
                     Some(m) => {
                         if is_response(&m) {
@@ -692,12 +744,6 @@ impl Exchange {
                     }
                     None => Next::End,
                 },
-                r = driving => {
-                    if let Err(e) = r {
-                        tracing::debug!(error = %e, "a request's connection failed");
-                    }
-                    self.driver = None;
-                }
                 tick = self.clock.changed() => {
                     if tick.is_err() || tokio::time::Instant::now() >= self.deadline {
                         return Next::TimedOut;
@@ -812,6 +858,8 @@ async fn serve_h2(
 ) {
     let conn = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
         .timer(hyper_util::rt::TokioTimer::new())
+        // Each stream may hold a request's connection or an event stream: bound them.
+        .max_concurrent_streams(256)
         .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service(service));
     if let Err(e) = conn.await {
         tracing::debug!(%peer, error = %e, "HTTP/2 connection ended with an error");

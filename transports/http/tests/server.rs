@@ -583,3 +583,167 @@ async fn http2_with_prior_knowledge_and_http1_on_one_port() {
     }
     assert_eq!(post_json(&url, body).await.status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn batch_length_limit_at_its_edge() {
+    let (url, _service) = start(
+        HttpServer::new(Builder::new().router(router()))
+            .path("/rpc")
+            .max_batch_len(3),
+    )
+    .await;
+    let call =
+        |i: usize| format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[{i},0],"id":{i}}}"#);
+    let batch = |n: usize| format!("[{}]", (0..n).map(call).collect::<Vec<_>>().join(","));
+    let a = post_json(&url, &batch(3)).await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(
+        serde_json::from_str::<Value>(&a.body)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let a = post_json(&url, &batch(4)).await;
+    assert_eq!(a.status, StatusCode::PAYLOAD_TOO_LARGE);
+    let v: Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    assert_eq!(v["id"], Value::Null);
+}
+
+#[tokio::test]
+async fn client_stream_resumes_by_itself_after_the_server_ends_it() {
+    // The server says `retry: 30` ms; the client reconnects with Last-Event-ID and gets the
+    // events published while it was away, once each.
+    let (url, service) = start(default_server().retry(Duration::from_millis(30))).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let client = HttpClient::builder(&url)
+        .on_notification(move |_, params| log.lock().unwrap().push(params.unwrap_or("").to_owned()))
+        .build()
+        .unwrap();
+    let stream = client.event_stream();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let wait_for = |n: usize| {
+        let seen = Arc::clone(&seen);
+        async move {
+            while seen.lock().unwrap().len() < n {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "{:?}",
+                    seen.lock().unwrap()
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    };
+    while stream.connects() == 0 {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let push = service.stream_client();
+    for i in 0..3 {
+        push.notify("n", [i]).await.unwrap();
+    }
+    wait_for(3).await;
+    service.end_streams();
+    for i in 3..6 {
+        push.notify("n", [i]).await.unwrap();
+    }
+    wait_for(6).await;
+    while stream.connects() < 2 {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    push.notify("n", [6]).await.unwrap();
+    wait_for(7).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        seen.lock().unwrap().clone(),
+        ["[0]", "[1]", "[2]", "[3]", "[4]", "[5]", "[6]"]
+    );
+    assert!(
+        stream.last_event_id().ends_with("-7"),
+        "{}",
+        stream.last_event_id()
+    );
+}
+
+#[tokio::test]
+async fn profile_check_and_upgrade_hooks() {
+    use rpcwire_http::{RequestCheck, UpgradeHook};
+    // A profile's header rule: every request must carry `x-version: 1`.
+    let check: RequestCheck = Arc::new(|parts| {
+        if parts.headers.get("x-version").is_some_and(|v| v == "1") {
+            Ok(())
+        } else {
+            let mut r = http::Response::new(rpcwire_http::Body::full("x-version: 1 needed"));
+            *r.status_mut() = StatusCode::BAD_REQUEST;
+            Err(Box::new(r))
+        }
+    });
+    // Where the WebSocket transport plugs in: it gets the head, hyper's upgrade handle inside.
+    let upgrade: UpgradeHook = Arc::new(|req| {
+        let has_handle = req
+            .extensions()
+            .get::<hyper::upgrade::OnUpgrade>()
+            .is_some();
+        Box::pin(async move {
+            let mut r = http::Response::new(rpcwire_http::Body::full(format!(
+                "upgrade handle: {has_handle}"
+            )));
+            *r.status_mut() = StatusCode::IM_A_TEAPOT;
+            r
+        })
+    });
+    // A rule tying a header to the body: `x-method` must name the body's method.
+    let check_body: rpcwire_http::BodyCheck = Arc::new(|parts, body| {
+        let named = parts.headers.get("x-method").and_then(|v| v.to_str().ok());
+        let method = serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v["method"].as_str().map(str::to_owned));
+        match (named, method) {
+            (Some(n), Some(m)) if n != m => {
+                let mut r = http::Response::new(rpcwire_http::Body::full("x-method mismatch"));
+                *r.status_mut() = StatusCode::BAD_REQUEST;
+                Err(Box::new(r))
+            }
+            _ => Ok(()),
+        }
+    });
+    let (url, _service) = start(
+        default_server()
+            .check(check)
+            .check_body(check_body)
+            .upgrade(upgrade),
+    )
+    .await;
+    let body = r#"{"jsonrpc":"2.0","method":"subtract","params":[2,1],"id":1}"#;
+    let a = post_json(&url, body).await;
+    assert_eq!(
+        (a.status, a.body.as_str()),
+        (StatusCode::BAD_REQUEST, "x-version: 1 needed")
+    );
+    let a = send(
+        post(&url, body)
+            .header("x-version", "1")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::OK);
+    let a = send(
+        Request::get(&url)
+            .header("x-version", "1")
+            .header("connection", "upgrade")
+            .header("upgrade", "websocket")
+            .body(Full::default())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (a.status, a.body.as_str()),
+        (StatusCode::IM_A_TEAPOT, "upgrade handle: true")
+    );
+}

@@ -1,0 +1,117 @@
+//! What an idle keep-alive connection costs in heap, measured with a counting allocator: 200
+//! connections, each after one call. The heap counts capacity whether touched or not (hyper's
+//! 8 KiB read buffer is mostly untouched after a small request), so it reads higher than the
+//! resident memory the bench measures (`cargo bench -p rpcwire-bench --bench http`: about
+//! 15 KiB per connection); the bound here is a guard: a connection must hold nothing of
+//! ours while idle (a core connection kept per HTTP connection would add about 12 KiB).
+//! Also: the GET stream's resumption buffer keeps its bound, and a client resuming too late
+//! gets what is held, and no more.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::alloc::System;
+use std::time::Duration;
+
+use cap::Cap;
+use rpcwire_http::HttpServer;
+use rpcwire_tokio::{Builder, Router, RpcError};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+#[global_allocator]
+static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
+
+/// The tests of this file measure the process's heap, so they run one at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const W1: &str = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
+
+async fn call(stream: &mut TcpStream) {
+    let request = format!(
+        "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{W1}",
+        W1.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !String::from_utf8_lossy(&got).contains(r#""result":19"#) {
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed");
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_keep_alive_connections_hold_little_heap() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let router =
+        Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
+    let service = HttpServer::new(Builder::new().router(router))
+        .path("/rpc")
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(rpcwire_http::serve(listener, service));
+    // Warm up (lazily made state of the runtime and the service).
+    let mut first = TcpStream::connect(addr).await.unwrap();
+    call(&mut first).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    const CONNS: usize = 200;
+    let before = ALLOCATOR.allocated();
+    let mut held = Vec::new();
+    for _ in 0..CONNS {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        call(&mut s).await;
+        held.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = ALLOCATOR.allocated();
+    // The client side's sockets here are tokio TcpStreams too (a few hundred bytes each);
+    // they are counted in, so the figure is an upper bound for the server's share.
+    let per = after.saturating_sub(before) / CONNS;
+    println!("heap per idle keep-alive connection (server and client side): {per} bytes");
+    assert!(per < 22 << 10, "{per} bytes per idle connection");
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resumption_buffer_keeps_its_bound() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let service = HttpServer::new(Builder::new())
+        .path("/rpc")
+        .stream_buffer(4, 1 << 20)
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(rpcwire_http::serve(listener, service.clone()));
+    let before = ALLOCATOR.allocated();
+    for i in 0..10_000 {
+        service.stream_client().notify("n", [i]).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let grown = ALLOCATOR.allocated().saturating_sub(before);
+    assert!(
+        grown < 64 << 10,
+        "{grown} bytes after 10 000 events with nobody listening"
+    );
+
+    // A client resuming from an id of another epoch gets the 4 events held: 9996..9999.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nLast-Event-ID: 0-1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("[9999]") {
+        let n = tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0);
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got);
+    let events: Vec<&str> = text.lines().filter(|l| l.starts_with("data: ")).collect();
+    assert_eq!(events.len(), 4, "{text}");
+    assert!(events[0].contains("[9996]"), "{text}");
+}
