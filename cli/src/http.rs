@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rpcwire_cli::demo_router;
+use rpcwire_http::ws::{WsConfig, WsServer};
 use rpcwire_http::{HostPolicy, HttpClient, HttpServer, RpcService};
 use rpcwire_tokio::{Builder, CallError, Context, Router, RpcError};
 use serde_json::value::RawValue;
@@ -88,15 +89,26 @@ pub async fn serve(
     // The router's `publish` reaches the service it is part of through this cell (set once
     // built; the process serves until it is stopped, so the cycle is of no concern).
     let cell = Arc::new(OnceLock::new());
+    // WebSocket on the same port and path: the same methods, one message per text message.
+    let ws = WsServer::new(
+        builder.clone().router(router(Arc::clone(&cell))),
+        WsConfig {
+            max_message: max_body,
+            ..WsConfig::default()
+        },
+    );
     let mut server = HttpServer::new(builder.router(router(Arc::clone(&cell))))
         .path(path)
-        .max_body(max_body);
+        .max_body(max_body)
+        .websocket(ws);
     if any_host {
         server = server.hosts(HostPolicy::Any);
     }
     let service = server.build();
     let _ = cell.set(service.clone());
-    eprintln!("rpcwire: serving the demo service on http://{local}{path}");
+    eprintln!(
+        "rpcwire: serving the demo service (POST, SSE and WebSocket) on http://{local}{path}"
+    );
     rpcwire_http::serve(listener, service).await;
     ExitCode::SUCCESS
 }

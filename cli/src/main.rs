@@ -101,8 +101,9 @@ struct ServeArgs {
     /// Serve on a serial port (e.g. /dev/ttyUSB0, 8N1, no flow control).
     #[arg(long, value_name = "PATH")]
     serial: Option<String>,
-    /// Serve JSON-RPC over HTTP on this address (POST; GET opens the event stream); the demo
-    /// service gains `count [n]`, which sends n progress notifications first.
+    /// Serve JSON-RPC over HTTP on this address (POST; GET opens the event stream; a
+    /// WebSocket upgrade on the same path); the demo service gains `count [n]`, which sends n
+    /// progress notifications first.
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
     /// With --http: the path served.

@@ -132,3 +132,25 @@ async fn a_notification_leaves_before_call_exits() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn websocket_on_the_same_port_and_path() {
+    bounded(async {
+        let (_server, url) = serve_http(&["--path", "/rpc"]).await;
+        let ws_url = url.replacen("http://", "ws://", 1);
+        let out = rpcwire(&["call", "--ws", &ws_url, "subtract", "[42, 23]"]).await;
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (Some(0), "19\n"),
+            "{out:?}"
+        );
+        // POST still answers on the same path.
+        let out = rpcwire(&["call", "--http", &url, "subtract", "[42, 23]"]).await;
+        assert_eq!(
+            (out.code, out.stdout.as_str()),
+            (Some(0), "19\n"),
+            "{out:?}"
+        );
+    })
+    .await;
+}

@@ -235,7 +235,12 @@ impl WsServer {
     /// after which the connection runs in a task of its own on the upgraded stream (so the
     /// hyper connection must be served `with_upgrades()`). A request that is not a valid
     /// WebSocket handshake gets 400; beyond the connection limit, 503.
-    pub fn upgrade<B>(&self, mut req: Request<B>) -> Response<Full<Bytes>> {
+    pub fn upgrade<B>(&self, req: Request<B>) -> Response<Full<Bytes>> {
+        self.answer_upgrade(req).map(Full::new)
+    }
+
+    /// [`upgrade`](Self::upgrade) with the answer's body as plain bytes, for any body type.
+    fn answer_upgrade<B>(&self, mut req: Request<B>) -> Response<Bytes> {
         let version_ok = req
             .headers()
             .get(header::SEC_WEBSOCKET_VERSION)
@@ -266,7 +271,7 @@ impl WsServer {
             }
             drop(permit);
         });
-        let mut res = Response::new(Full::default());
+        let mut res = Response::new(Bytes::new());
         *res.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
         let h = res.headers_mut();
         h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
@@ -319,7 +324,7 @@ impl WsServer {
         );
         res.headers_mut()
             .insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-        res
+        res.map(Full::new)
     }
 
     /// Accepts connections on `listener` and serves each over HTTP/1.1 with
@@ -354,12 +359,37 @@ impl WsServer {
     }
 }
 
-fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
-    let mut res = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
+fn plain(status: StatusCode, text: &'static str) -> Response<Bytes> {
+    let mut res = Response::new(Bytes::from_static(text.as_bytes()));
     *res.status_mut() = status;
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     res
+}
+
+impl crate::HttpServer {
+    /// Serves WebSocket on the same port and path as the POST transport: a request with
+    /// `Upgrade: websocket` becomes a WebSocket connection run by `ws` (its own `Router`,
+    /// limits and hub), every other request is answered as before.
+    ///
+    /// ```
+    /// use rpcwire_http::ws::{WsConfig, WsServer};
+    /// use rpcwire_http::HttpServer;
+    /// use rpcwire_tokio::{Builder, Router};
+    ///
+    /// let router = || Router::new().sync_method("ping", |(): ()| Ok::<_, rpcwire_tokio::RpcError>("pong"));
+    /// let ws = WsServer::new(Builder::new().router(router()), WsConfig::default());
+    /// let service = HttpServer::new(Builder::new().router(router()))
+    ///     .path("/rpc")
+    ///     .websocket(ws) // ws://host/rpc and POST http://host/rpc
+    ///     .build();
+    /// ```
+    pub fn websocket(self, ws: WsServer) -> Self {
+        self.upgrade(Arc::new(move |req: Request<()>| {
+            let answer = ws.answer_upgrade(req).map(crate::Body::full);
+            Box::pin(std::future::ready(answer))
+        }))
+    }
 }
