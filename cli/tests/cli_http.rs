@@ -5,32 +5,9 @@
 
 mod common;
 
-use std::process::Stdio;
-
-use common::{bounded, normalize, rpcwire};
+use common::{bounded, normalize, rpcwire, serve_http};
 use rpcwire_demo::spec::SPEC_EXAMPLES;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
-
-/// `rpcwire serve --http 127.0.0.1:0 [extra]` and the URL it prints.
-pub async fn serve_http(extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(common::bin())
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let line = lines.next_line().await.unwrap().expect("a line on stderr");
-    let url = line.rsplit(' ').next().unwrap().to_owned();
-    assert!(url.starts_with("http://"), "{line}");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
-}
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// One HTTP/1.1 exchange written by hand: (status, body).
 async fn post(url: &str, content_type: &str, body: &str) -> (u16, String) {

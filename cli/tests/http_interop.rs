@@ -12,10 +12,9 @@ mod common;
 use std::path::PathBuf;
 use std::process::Stdio;
 
-use common::bounded;
+use common::{bounded, serve_http};
 use rpcwire_demo::spec::SPEC_EXAMPLES;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 /// Where `.ci/install/http-interop.sh` put the clients.
 fn interop_dir() -> PathBuf {
@@ -34,23 +33,6 @@ fn python() -> Option<PathBuf> {
         rpcwire_tests::skip("no httpx venv: run .ci/install/http-interop.sh");
         None
     }
-}
-
-async fn serve_http(extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(common::bin())
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let line = lines.next_line().await.unwrap().expect("a line on stderr");
-    let url = line.rsplit(' ').next().unwrap().to_owned();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
 }
 
 /// Runs `program args...`, returns stdout; asserts exit 0 (printing both streams if not).

@@ -15,7 +15,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::bounded;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 fn nginx() -> Option<PathBuf> {
@@ -25,26 +25,11 @@ fn nginx() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
+/// `rpcwire serve --http` on a free loopback port, and its `host:port`.
 async fn serve_http() -> (Child, String) {
-    let mut child = Command::new(common::bin())
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let line = lines.next_line().await.unwrap().expect("a line on stderr");
-    let url = line.rsplit(' ').next().unwrap().to_owned();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let host = url
-        .strip_prefix("http://")
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap();
-    (child, host.to_owned())
+    let (child, url) = common::serve_http(&[]).await;
+    let host = url["http://".len()..].split('/').next().unwrap().to_owned();
+    (child, host)
 }
 
 /// nginx in the foreground from `dir`; stopped with SIGQUIT (then killed) on drop.

@@ -6,28 +6,10 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{bin, bounded};
+use common::{bin, bounded, serve_ws};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-
-async fn serve_ws(extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(bin())
-        .args(["serve", "--ws", "127.0.0.1:0"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let line = lines.next_line().await.unwrap().expect("a line on stderr");
-    let url = line.rsplit(' ').next().unwrap().to_owned();
-    assert!(url.starts_with("ws://"), "{line}");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
-}
+use tokio::process::Command;
 
 async fn rpcwire(args: &[&str]) -> std::process::Output {
     bounded(

@@ -13,9 +13,8 @@ mod common;
 use std::path::PathBuf;
 use std::process::Stdio;
 
-use common::{bin, bounded};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use common::{bounded, serve_ws};
+use tokio::process::Command;
 
 /// The largest message the server takes in these tests.
 const MAX_MESSAGE: usize = 65_536;
@@ -29,29 +28,6 @@ pub fn interop_dir() -> PathBuf {
         None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
             .join(".cache/rpcwire-interop/ws"),
     }
-}
-
-/// `rpcwire serve --ws 127.0.0.1:0 [extra]` and its URL.
-pub async fn serve_ws(extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(bin())
-        .args(["serve", "--ws", "127.0.0.1:0"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let line = lines.next_line().await.unwrap().expect("a line on stderr");
-    let url = line
-        .rsplit(' ')
-        .next()
-        .filter(|u| u.starts_with("ws://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
 }
 
 /// The specification's examples as JSON, in a file for the scripts.

@@ -23,10 +23,12 @@ pub async fn bounded<F: Future>(f: F) -> F::Output {
         .expect("test exceeded its time limit")
 }
 
-/// `rpcwire serve --tcp 127.0.0.1:0 [extra]`, and the address it prints.
-pub async fn serve_tcp(extra: &[&str]) -> (Child, SocketAddr) {
+/// `rpcwire serve --<transport> 127.0.0.1:0 [extra]`, and the last word of the first line it
+/// prints on stderr (the address or URL it serves on). Its stderr is drained after that line,
+/// so the server never blocks on it.
+pub async fn serve(transport: &str, extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(bin())
-        .args(["serve", "--tcp", "127.0.0.1:0"])
+        .args(["serve", transport, "127.0.0.1:0"])
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -37,14 +39,32 @@ pub async fn serve_tcp(extra: &[&str]) -> (Child, SocketAddr) {
     let stderr = child.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
     let line = lines.next_line().await.unwrap().expect("a line on stderr");
-    let addr = line
-        .rsplit(' ')
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
-    // Keep draining stderr so the server never blocks on it.
+    let last = line.rsplit(' ').next().unwrap_or_default().to_owned();
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, last)
+}
+
+/// `rpcwire serve --tcp 127.0.0.1:0 [extra]`, and the address it prints.
+pub async fn serve_tcp(extra: &[&str]) -> (Child, SocketAddr) {
+    let (child, addr) = serve("--tcp", extra).await;
+    let addr = addr
+        .parse()
+        .unwrap_or_else(|_| panic!("no address in {addr:?}"));
     (child, addr)
+}
+
+/// `rpcwire serve --http 127.0.0.1:0 [extra]`, and the URL it prints.
+pub async fn serve_http(extra: &[&str]) -> (Child, String) {
+    let (child, url) = serve("--http", extra).await;
+    assert!(url.starts_with("http://"), "no URL: {url:?}");
+    (child, url)
+}
+
+/// `rpcwire serve --ws 127.0.0.1:0 [extra]`, and the URL it prints.
+pub async fn serve_ws(extra: &[&str]) -> (Child, String) {
+    let (child, url) = serve("--ws", extra).await;
+    assert!(url.starts_with("ws://"), "no URL: {url:?}");
+    (child, url)
 }
 
 /// Runs `rpcwire serve --stdio [extra]` with `input` on stdin (then closed), returning stdout.
