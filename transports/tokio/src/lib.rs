@@ -90,7 +90,6 @@ use std::time::Duration;
 use rpcwire::Config;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 pub use client::{Batch, BatchResults, Client, SessionStats};
@@ -100,7 +99,6 @@ pub use router::{Cancellation, Context, Router};
 pub use rpcwire::wire::Framing;
 pub use rpcwire::ErrorCode;
 
-use driver::{Channels, Settings};
 
 /// The default maximum frame (4 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 4 << 20;
@@ -342,23 +340,8 @@ impl Builder {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (cmd_tx, cmd_rx) = mpsc::channel(self.command_capacity);
-        let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
-        let client = Client::new(cmd_tx, ctl_tx, self.config.request_timeout);
-        let channels = Channels {
-            cmd: cmd_rx,
-            ctl: ctl_rx,
-            peer: self.router.as_ref().map(|_| client.clone()),
-        };
-        let settings = Settings {
-            config: self.config,
-            concurrency: self.concurrency,
-            queue_bytes: self.queue_bytes,
-            idle_release: self.idle_release,
-            cancel: self.cancel,
-            router: self.router,
-        };
-        let task = tokio::spawn(driver::run(settings, reader, writer, channels));
+        let (client, driver) = self.run_inline(reader, writer);
+        let task = tokio::spawn(driver);
         Session {
             client,
             task,
