@@ -16,56 +16,15 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rpcwire_tests::{pty::socat_pair, skip};
-
-/// A child process killed on drop.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn firmware_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/firmware")
-}
-
-/// Builds the MCP image; `None` (after `skip`) when the target is missing.
-fn build_firmware() -> Option<PathBuf> {
-    let dir = firmware_dir();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let output = Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "--bin",
-            "rpcwire-firmware-mcp",
-        ])
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", dir.join("target"))
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("run cargo");
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        if stderr.contains("target may not be installed") {
-            skip("the thumbv7m-none-eabi target is not installed (rustup target add thumbv7m-none-eabi)");
-            return None;
-        }
-        panic!("firmware build failed:\n{stderr}");
-    }
-    Some(dir.join("target/thumbv7m-none-eabi/release/rpcwire-firmware-mcp"))
-}
+use rpcwire_tests::firmware::{self, start_on_socket as start_qemu};
+use rpcwire_tests::{pty::socat_pair, skip, Killed};
 
 fn python() -> Option<PathBuf> {
     let base = std::env::var_os("RPCWIRE_INTEROP_DIR")
@@ -88,48 +47,6 @@ fn python() -> Option<PathBuf> {
     Some(python)
 }
 
-fn have_qemu() -> bool {
-    let found = Command::new("qemu-system-arm")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !found {
-        skip("qemu-system-arm not found (.ci/install/embedded.sh)");
-    }
-    found
-}
-
-/// Starts qemu with UART0 on a TCP socket it listens on (the guest starts once we connect).
-fn start_qemu(elf: &Path) -> (Killed, TcpStream) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let chardev = format!("socket,id=uart0,host=127.0.0.1,port={port},server=on,wait=on");
-    let child = Command::new("qemu-system-arm")
-        .args(["-M", "lm3s6965evb", "-nographic", "-monitor", "none"])
-        .args(["-chardev", &chardev, "-serial", "chardev:uart0", "-kernel"])
-        .arg(elf)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn qemu");
-    let guard = Killed(child);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let stream = loop {
-        match TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => break s,
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => panic!("qemu's serial socket: {e}"),
-        }
-    };
-    stream.set_nodelay(true).expect("nodelay");
-    (guard, stream)
-}
-
 /// What the injector puts on the line before device frame number `n` (0-based): garbage
 /// before every frame, an oversize line before every other one, an invalid message before
 /// every third.
@@ -150,12 +67,14 @@ fn junk_before(n: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn python_sdk_runs_a_session_against_the_mcp_firmware_through_the_bridge() {
-    if !have_qemu() {
+    if !firmware::have_qemu() {
         return;
     }
     let Some(python) = python() else { return };
     let Some(pair) = socat_pair() else { return };
-    let Some(elf) = build_firmware() else { return };
+    let Some(elf) = firmware::build("rpcwire-firmware-mcp") else {
+        return;
+    };
     let (_qemu, uart) = start_qemu(&elf);
     let (device_end, host_end) = pair.ends.clone();
 

@@ -129,3 +129,108 @@ pub mod pty {
         })
     }
 }
+
+/// A child process, killed and reaped on drop (a test that fails leaves nothing running).
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The firmware images of `examples/firmware` on qemu's `lm3s6965evb` board, for the tests
+/// that run them (`firmware_qemu`, the CLI's `firmware_mcp`).
+pub mod firmware {
+    use std::net::{TcpListener, TcpStream};
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::Killed;
+
+    /// The firmware's folder (its own workspace).
+    pub fn dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/firmware")
+    }
+
+    /// Builds the firmware binary `bin` in release (into `examples/firmware/target`) and
+    /// returns its ELF; `None` (after [`super::skip`]) when the thumbv7m-none-eabi target is
+    /// not installed. A build failure panics.
+    pub fn build(bin: &str) -> Option<PathBuf> {
+        let dir = dir();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let output = Command::new(cargo)
+            .args(["build", "--release", "--quiet", "--bin", bin])
+            .current_dir(&dir)
+            .env("CARGO_TARGET_DIR", dir.join("target"))
+            .env_remove("RUSTFLAGS")
+            .output()
+            .expect("run cargo");
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            if stderr.contains("target may not be installed") {
+                super::skip(
+                    "the thumbv7m-none-eabi target is not installed (.ci/install/embedded.sh)",
+                );
+                return None;
+            }
+            panic!("firmware build failed:\n{stderr}");
+        }
+        Some(dir.join("target/thumbv7m-none-eabi/release").join(bin))
+    }
+
+    /// Whether `qemu-system-arm` runs here ([`super::skip`] when not).
+    pub fn have_qemu() -> bool {
+        let found = Command::new("qemu-system-arm")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok();
+        if !found {
+            super::skip("qemu-system-arm not found (.ci/install/embedded.sh)");
+        }
+        found
+    }
+
+    /// The qemu command running `elf` with these serial arguments (`-serial ...`).
+    pub fn qemu(elf: &Path, serial: &[&str]) -> Command {
+        let mut cmd = Command::new("qemu-system-arm");
+        cmd.args(["-M", "lm3s6965evb", "-nographic", "-monitor", "none"])
+            .args(serial)
+            .arg("-kernel")
+            .arg(elf)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Starts `elf` with UART0 on a TCP socket qemu listens on, and connects to it: qemu waits
+    /// for the connection before running the guest, so nothing the device sends is lost.
+    pub fn start_on_socket(elf: &Path) -> (Killed, TcpStream) {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let chardev = format!("socket,id=uart0,host=127.0.0.1,port={port},server=on,wait=on");
+        let child = qemu(elf, &["-chardev", &chardev, "-serial", "chardev:uart0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn qemu");
+        let guard = Killed(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let stream = loop {
+            match TcpStream::connect(("127.0.0.1", port)) {
+                Ok(s) => break s,
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Err(e) => panic!("qemu's serial socket: {e}"),
+            }
+        };
+        stream.set_nodelay(true).expect("nodelay");
+        (guard, stream)
+    }
+}

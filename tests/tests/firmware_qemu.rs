@@ -12,90 +12,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rpcwire::wire::RawJson;
 use rpcwire::{Config, Token};
 use rpcwire_demo::spec::{one_line, SPEC_EXAMPLES};
 use rpcwire_embedded_io::Incoming;
+use rpcwire_tests::firmware::{self, qemu};
 use rpcwire_tests::normalize;
+use rpcwire_tests::Killed;
 use serde_json::Value;
-
-fn ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
-fn skip(why: &str) {
-    assert!(
-        !ci(),
-        "{why} (required when CI=true; .ci/install/embedded.sh installs it)"
-    );
-    rpcwire_tests::skip(why);
-}
-
-fn firmware_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/firmware")
-}
-
-/// Builds the firmware; `None` (after printing why) when it cannot be built here.
-fn build_firmware() -> Option<PathBuf> {
-    let dir = firmware_dir();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let output = Command::new(cargo)
-        .args(["build", "--release", "--quiet"])
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", dir.join("target"))
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("run cargo");
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let missing_target =
-            stderr.contains("thumbv7m-none-eabi") && stderr.contains("target may not be installed");
-        if missing_target && !ci() {
-            skip("the thumbv7m-none-eabi target is not installed (rustup target add thumbv7m-none-eabi)");
-            return None;
-        }
-        panic!("firmware build failed:\n{stderr}");
-    }
-    Some(dir.join("target/thumbv7m-none-eabi/release/rpcwire-firmware"))
-}
-
-fn have_qemu() -> bool {
-    let found = Command::new("qemu-system-arm")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !found {
-        skip("qemu-system-arm not found (apt-get install qemu-system-arm)");
-    }
-    found
-}
-
-/// A qemu process, killed on drop.
-struct Qemu(Child);
-
-impl Drop for Qemu {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn qemu(elf: &Path, serial: &[&str]) -> Command {
-    let mut cmd = Command::new("qemu-system-arm");
-    cmd.args(["-M", "lm3s6965evb", "-nographic", "-monitor", "none"])
-        .args(serial)
-        .arg("-kernel")
-        .arg(elf)
-        .stdin(Stdio::null());
-    cmd
-}
 
 /// Newline-framed reading over a TCP stream.
 struct Link {
@@ -151,27 +80,8 @@ impl Link {
 
 /// Starts the firmware with UART0 on a TCP socket qemu listens on (qemu waits for us before
 /// running the guest, so nothing it sends is lost).
-fn start_tcp(elf: &Path) -> (Qemu, Link) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let chardev = format!("socket,id=uart0,host=127.0.0.1,port={port},server=on,wait=on");
-    let child = qemu(elf, &["-chardev", &chardev, "-serial", "chardev:uart0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn qemu");
-    let guard = Qemu(child);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let stream = loop {
-        match TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => break s,
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => panic!("qemu's serial socket: {e}"),
-        }
-    };
-    stream.set_nodelay(true).expect("nodelay");
+fn start_tcp(elf: &Path) -> (Killed, Link) {
+    let (guard, stream) = firmware::start_on_socket(elf);
     (
         guard,
         Link {
@@ -183,10 +93,12 @@ fn start_tcp(elf: &Path) -> (Qemu, Link) {
 
 #[test]
 fn firmware_answers_every_spec_example_in_qemu() {
-    if !have_qemu() {
+    if !firmware::have_qemu() {
         return;
     }
-    let Some(elf) = build_firmware() else { return };
+    let Some(elf) = firmware::build("rpcwire-firmware") else {
+        return;
+    };
     let (_qemu, mut link) = start_tcp(&elf);
 
     // One notification on boot.
@@ -320,10 +232,12 @@ fn firmware_answers_every_spec_example_in_qemu() {
 
 #[test]
 fn host_reaches_the_firmware_through_a_pty_with_rpcwire_serial() {
-    if !have_qemu() {
+    if !firmware::have_qemu() {
         return;
     }
-    let Some(elf) = build_firmware() else { return };
+    let Some(elf) = firmware::build("rpcwire-firmware") else {
+        return;
+    };
     let mut child = qemu(&elf, &["-serial", "pty"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -345,7 +259,7 @@ fn host_reaches_the_firmware_through_a_pty_with_rpcwire_serial() {
             }
         });
     }
-    let _qemu = Qemu(child);
+    let _qemu = Killed(child);
     let path = rx
         .recv_timeout(Duration::from_secs(20))
         .expect("qemu names its pty");

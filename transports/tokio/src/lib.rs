@@ -99,7 +99,6 @@ pub use router::{Cancellation, Context, Router};
 pub use rpcwire::wire::Framing;
 pub use rpcwire::ErrorCode;
 
-
 /// The default maximum frame (4 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 4 << 20;
 /// How many of our calls may be on the wire at once per connection (more wait in line for a
