@@ -47,6 +47,8 @@ mod client;
 mod pipe;
 mod server;
 mod stream;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 #[cfg(feature = "ws")]
 pub mod ws;
 
