@@ -46,8 +46,10 @@
 //! # Ok(()) }
 //! ```
 
+mod client;
 mod server;
 
+pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
 pub use server::{
     serve, McpHttpServer, McpService, Mode, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION,
     HEADER_SESSION_ID, STATELESS_VERSION,

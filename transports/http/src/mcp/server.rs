@@ -527,7 +527,7 @@ fn origin_allowed(policy: &HostPolicy, origin: &str) -> bool {
 }
 
 /// What the target header must say for `method` (stateless mode).
-fn expected_name<'a>(method: &str, params: &'a Value) -> Option<&'a str> {
+pub(crate) fn expected_name<'a>(method: &str, params: &'a Value) -> Option<&'a str> {
     match method {
         "tools/call" | "prompts/get" => params.get("name").and_then(Value::as_str),
         "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
