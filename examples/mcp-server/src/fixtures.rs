@@ -258,7 +258,9 @@ fn get_prompt(name: &str, args: &Value) -> Result<Value, RpcError> {
     let arg = |n: &str| args[n].as_str().map(str::to_owned);
     let missing = |n: &str| RpcError::invalid_params(format!("missing argument {n}"));
     let messages = match name {
-        "test_simple_prompt" => json!([{"role": "user", "content": text("This is a simple prompt for testing.")}]),
+        "test_simple_prompt" => {
+            json!([{"role": "user", "content": text("This is a simple prompt for testing.")}])
+        }
         "test_prompt_with_arguments" => {
             let a = arg("arg1").ok_or_else(|| missing("arg1"))?;
             let b = arg("arg2").ok_or_else(|| missing("arg2"))?;

@@ -37,8 +37,7 @@ fn conformance_suite_passes_every_revision() {
         );
         return;
     }
-    let baseline =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/expected-failures.yml");
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/expected-failures.yml");
     let server = HttpServer::start(&[]);
     for (revision, scenarios) in REVISIONS {
         let out = run_bounded(

@@ -74,9 +74,7 @@ fn typescript_sdk_streamable_http() {
         .join("node_modules/@modelcontextprotocol/sdk/package.json")
         .exists()
     {
-        rpcwire_tests::skip(
-            "the TypeScript MCP SDK is not installed (.ci/install/mcp-interop.sh)",
-        );
+        rpcwire_tests::skip("the TypeScript MCP SDK is not installed (.ci/install/mcp-interop.sh)");
         return;
     }
     let server = HttpServer::start(&[]);

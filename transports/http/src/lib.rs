@@ -44,11 +44,11 @@
 mod body;
 mod classify;
 mod client;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod pipe;
 mod server;
 mod stream;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 #[cfg(feature = "ws")]
 pub mod ws;
 

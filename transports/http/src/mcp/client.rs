@@ -110,7 +110,10 @@ impl McpHttpClientBuilder {
             builder
                 .framing(Framing::ContentLength)
                 .max_frame(max_body)
-                .run(ChannelReader::new(in_rx), FrameWriter::new(out_tx, max_body))
+                .run(
+                    ChannelReader::new(in_rx),
+                    FrameWriter::new(out_tx, max_body),
+                )
         })
         .await;
         let mcp = match mcp {
@@ -209,7 +212,12 @@ impl McpHttpClient {
                     req.headers_mut().insert(HEADER_SESSION_ID, v);
                 }
                 match self.shared.http.request(req).await {
-                    Ok(r) if r.status().is_success() || r.status() == StatusCode::METHOD_NOT_ALLOWED => Ok(()),
+                    Ok(r)
+                        if r.status().is_success()
+                            || r.status() == StatusCode::METHOD_NOT_ALLOWED =>
+                    {
+                        Ok(())
+                    }
                     Ok(r) => Err(McpHttpError::Delete(format!("status {}", r.status()))),
                     Err(e) => Err(McpHttpError::Delete(e.to_string())),
                 }
@@ -241,7 +249,10 @@ impl Shared {
                     }
                 }
                 let version = self.version.lock().unwrap_or_else(PoisonError::into_inner);
-                if let Some(v) = version.as_deref().and_then(|v| HeaderValue::from_str(v).ok()) {
+                if let Some(v) = version
+                    .as_deref()
+                    .and_then(|v| HeaderValue::from_str(v).ok())
+                {
                     h.insert(HEADER_PROTOCOL_VERSION, v);
                 }
             }
@@ -279,10 +290,7 @@ impl Shared {
             }
         }
         let initialize = method == Some("initialize");
-        let id = value
-            .get("id")
-            .filter(|_| method.is_some())
-            .cloned();
+        let id = value.get("id").filter(|_| method.is_some()).cloned();
         let outcome = tokio::time::timeout(self.timeout, self.exchange(req, initialize)).await;
         let (status, reason) = match outcome {
             Ok(Ok(())) => return,

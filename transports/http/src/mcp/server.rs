@@ -232,7 +232,10 @@ struct Session {
 
 impl Session {
     fn touch(&self) {
-        *self.last_seen.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        *self
+            .last_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
     }
 
     fn version(&self) -> Option<ProtocolVersion> {
@@ -422,7 +425,8 @@ fn plain(code: StatusCode, why: &'static str) -> Response<Body> {
 
 /// An HTTP error with a JSON-RPC error object as its body (what MCP SDKs show).
 fn rpc_error(code: StatusCode, rpc_code: i64, message: &str) -> Response<Body> {
-    let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": rpc_code, "message": message}});
+    let body =
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": rpc_code, "message": message}});
     let mut r = json_response(Bytes::from(body.to_string()));
     *r.status_mut() = code;
     r
@@ -699,7 +703,8 @@ impl Inner {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         sessions.retain(|_, s| {
-            let idle = now.duration_since(*s.last_seen.lock().unwrap_or_else(PoisonError::into_inner));
+            let idle =
+                now.duration_since(*s.last_seen.lock().unwrap_or_else(PoisonError::into_inner));
             let keep = s.active.load(Ordering::SeqCst) > 0 || idle < self.idle;
             if !keep {
                 tracing::debug!(session = %s.id, "MCP session ended (idle)");
@@ -734,7 +739,13 @@ impl Inner {
 
     /// A new session, or `None` when the table is full of active sessions.
     fn create_session(&self) -> Option<Arc<Session>> {
-        if self.sessions.lock().unwrap_or_else(PoisonError::into_inner).len() >= self.max_sessions {
+        if self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+            >= self.max_sessions
+        {
             self.end_idle();
         }
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
@@ -786,7 +797,10 @@ impl Inner {
             _ => return plain(StatusCode::FORBIDDEN, "host not allowed\n"),
         }
         if let Some(origin) = req.headers().get(header::ORIGIN) {
-            if !origin.to_str().is_ok_and(|o| origin_allowed(&self.hosts, o)) {
+            if !origin
+                .to_str()
+                .is_ok_and(|o| origin_allowed(&self.hosts, o))
+            {
                 return plain(StatusCode::FORBIDDEN, "origin not allowed\n");
             }
         }
@@ -831,9 +845,8 @@ impl Inner {
                 "Bad Request: Mcp-Session-Id header is required",
             ));
         };
-        self.session(id).ok_or_else(|| {
-            rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found")
-        })
+        self.session(id)
+            .ok_or_else(|| rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found"))
     }
 
     fn get(&self, parts: &http::request::Parts) -> Response<Body> {
@@ -883,7 +896,10 @@ impl Inner {
             .map(|v| v.split(';').next().unwrap_or("").trim())
             .is_some_and(|v| v.eq_ignore_ascii_case("application/json"));
         if !json_type {
-            return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "send application/json\n");
+            return plain(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "send application/json\n",
+            );
         }
         let (json_ok, sse_ok) = accepts(&parts.headers);
         if !json_ok && !sse_ok {
@@ -897,11 +913,8 @@ impl Inner {
         if declared.is_some_and(|n| n > self.max_body as u64) {
             return plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
         }
-        let collected = tokio::time::timeout(
-            self.timeout,
-            Limited::new(body, self.max_body).collect(),
-        )
-        .await;
+        let collected =
+            tokio::time::timeout(self.timeout, Limited::new(body, self.max_body).collect()).await;
         let body = match collected {
             Ok(Ok(c)) => c.to_bytes(),
             Ok(Err(e)) => {
@@ -978,10 +991,10 @@ impl Inner {
                 }
                 // Other notifications run on a connection of their own; accepted at once.
                 let (tx, mut rx) = mpsc::channel::<Bytes>(8);
-                let (_client, driver) = self
-                    .builder
-                    .clone()
-                    .run_inline(OnceReader::new(body, None), FrameWriter::new(tx, self.max_body));
+                let (_client, driver) = self.builder.clone().run_inline(
+                    OnceReader::new(body, None),
+                    FrameWriter::new(tx, self.max_body),
+                );
                 tokio::spawn(async move {
                     // Nothing goes back for a notification: drain what the connection writes.
                     let drain = async { while rx.recv().await.is_some() {} };
@@ -1055,8 +1068,10 @@ impl Inner {
         } else {
             self.builder.clone()
         };
-        let (_client, driver) =
-            builder.run_inline(ChannelReader::new(in_rx), FrameWriter::new(out_tx, self.max_body));
+        let (_client, driver) = builder.run_inline(
+            ChannelReader::new(in_rx),
+            FrameWriter::new(out_tx, self.max_body),
+        );
         let session_key = session.as_ref().map_or(String::new(), |s| s.id.clone());
         let running = id.as_ref().map(|id| (session_key.clone(), id.to_string()));
         if let Some(key) = &running {
@@ -1131,7 +1146,12 @@ impl Inner {
                     // the handlers, which cancels the request.
                     return;
                 }
-                match exchange.next().await {
+                let next = tokio::select! {
+                    next = exchange.next() => next,
+                    // The client went away while the handlers work: stop them now.
+                    () = tx.closed() => return,
+                };
+                match next {
                     Next::Message(m) => message = m,
                     Next::Answer(answer) => {
                         if let Some(s) = session.as_ref().filter(|_| init) {
@@ -1159,7 +1179,10 @@ impl Inner {
         };
         match v.pointer("/result/protocolVersion").and_then(Value::as_str) {
             Some(version) => {
-                *session.version.lock().unwrap_or_else(PoisonError::into_inner) =
+                *session
+                    .version
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) =
                     ProtocolVersion::from_bytes(version.as_bytes());
                 true
             }
@@ -1203,7 +1226,10 @@ fn stateless_headers(headers: &HeaderMap, value: &Value) -> Result<(), Response<
         }
     }
     let params = value.get("params").unwrap_or(&Value::Null);
-    match (expected_name(method, params), header_str(headers, HEADER_NAME)) {
+    match (
+        expected_name(method, params),
+        header_str(headers, HEADER_NAME),
+    ) {
         (None, None) => Ok(()),
         (Some(want), Some(got)) if want == got => Ok(()),
         (Some(_), None) => Err(rpc_error(
