@@ -592,6 +592,20 @@ impl Drop for Registration {
     }
 }
 
+/// What one POST asks of [`Inner::exchange`].
+struct Call {
+    /// The request's id (none for a batch or an invalid message).
+    id: Option<Value>,
+    /// The client accepts JSON.
+    json_ok: bool,
+    /// The client accepts an event stream.
+    sse_ok: bool,
+    /// A batch (a session of a revision that takes them).
+    batch: bool,
+    /// `initialize` creating a session.
+    init: bool,
+}
+
 type Driver = Pin<Box<dyn Future<Output = Result<(), rpcwire_tokio::DriverError>> + Send>>;
 
 /// One POST's connection: its driver, what it writes, its input (open until the answer).
@@ -837,16 +851,21 @@ impl Inner {
     }
 
     /// The session a request names: `Err` is the answer (400 without one, 404 unknown).
-    fn named_session(&self, headers: &HeaderMap) -> Result<Arc<Session>, Response<Body>> {
+    fn named_session(&self, headers: &HeaderMap) -> Result<Arc<Session>, Box<Response<Body>>> {
         let Some(id) = header_str(headers, HEADER_SESSION_ID) else {
-            return Err(rpc_error(
+            return Err(Box::new(rpc_error(
                 StatusCode::BAD_REQUEST,
                 -32000,
                 "Bad Request: Mcp-Session-Id header is required",
-            ));
+            )));
         };
-        self.session(id)
-            .ok_or_else(|| rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found"))
+        self.session(id).ok_or_else(|| {
+            Box::new(rpc_error(
+                StatusCode::NOT_FOUND,
+                -32001,
+                "Session not found",
+            ))
+        })
     }
 
     fn get(&self, parts: &http::request::Parts) -> Response<Body> {
@@ -859,7 +878,7 @@ impl Inner {
         }
         let session = match self.named_session(&parts.headers) {
             Ok(s) => s,
-            Err(r) => return r,
+            Err(r) => return *r,
         };
         let cursor = session
             .hub
@@ -938,11 +957,11 @@ impl Inner {
             Mode::Sessions if is_initialize => {}
             Mode::Sessions => match self.named_session(&parts.headers) {
                 Ok(s) => session = Some(s),
-                Err(r) => return r,
+                Err(r) => return *r,
             },
             Mode::Stateless => {
                 if let Err(r) = stateless_headers(&parts.headers, &value) {
-                    return r;
+                    return *r;
                 }
             }
         }
@@ -963,7 +982,17 @@ impl Inner {
                 );
             }
             return self
-                .exchange(session, body, None, json_ok, sse_ok, true, false)
+                .exchange(
+                    session,
+                    body,
+                    Call {
+                        id: None,
+                        json_ok,
+                        sse_ok,
+                        batch: true,
+                        init: false,
+                    },
+                )
                 .await;
         }
 
@@ -1018,12 +1047,32 @@ impl Inner {
                 }
                 let id = value.get("id").cloned();
                 let init = is_initialize && self.mode == Mode::Sessions;
-                self.exchange(session, body, id, json_ok, sse_ok, false, init)
-                    .await
+                self.exchange(
+                    session,
+                    body,
+                    Call {
+                        id,
+                        json_ok,
+                        sse_ok,
+                        batch: false,
+                        init,
+                    },
+                )
+                .await
             }
             Kind::Invalid => {
-                self.exchange(session, body, None, json_ok, sse_ok, false, false)
-                    .await
+                self.exchange(
+                    session,
+                    body,
+                    Call {
+                        id: None,
+                        json_ok,
+                        sse_ok,
+                        batch: false,
+                        init: false,
+                    },
+                )
+                .await
             }
         }
     }
@@ -1054,12 +1103,15 @@ impl Inner {
         self: Arc<Self>,
         session: Option<Arc<Session>>,
         body: Bytes,
-        id: Option<Value>,
-        json_ok: bool,
-        sse_ok: bool,
-        batch: bool,
-        init: bool,
+        call: Call,
     ) -> Response<Body> {
+        let Call {
+            id,
+            json_ok,
+            sse_ok,
+            batch,
+            init,
+        } = call;
         let (in_tx, in_rx) = mpsc::channel(8);
         send_body(&in_tx, body).await;
         let (out_tx, out_rx) = mpsc::channel(8);
@@ -1196,13 +1248,13 @@ impl Inner {
 }
 
 /// Stateless mode: `Mcp-Method` and `Mcp-Name` must say what the body says.
-fn stateless_headers(headers: &HeaderMap, value: &Value) -> Result<(), Response<Body>> {
+fn stateless_headers(headers: &HeaderMap, value: &Value) -> Result<(), Box<Response<Body>>> {
     if value.is_array() {
-        return Err(rpc_error(
+        return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             -32600,
             "Invalid Request: this MCP revision does not take JSON-RPC batches",
-        ));
+        )));
     }
     let Some(method) = value.get("method").and_then(Value::as_str) else {
         // An answer to a server request: no method to name.
@@ -1211,18 +1263,18 @@ fn stateless_headers(headers: &HeaderMap, value: &Value) -> Result<(), Response<
     match header_str(headers, HEADER_METHOD) {
         Some(h) if h == method => {}
         Some(_) => {
-            return Err(rpc_error(
+            return Err(Box::new(rpc_error(
                 StatusCode::BAD_REQUEST,
                 -32600,
                 "Mcp-Method header does not match the body's method",
-            ))
+            )))
         }
         None => {
-            return Err(rpc_error(
+            return Err(Box::new(rpc_error(
                 StatusCode::BAD_REQUEST,
                 -32600,
                 "Mcp-Method header is required",
-            ))
+            )))
         }
     }
     let params = value.get("params").unwrap_or(&Value::Null);
@@ -1232,15 +1284,15 @@ fn stateless_headers(headers: &HeaderMap, value: &Value) -> Result<(), Response<
     ) {
         (None, None) => Ok(()),
         (Some(want), Some(got)) if want == got => Ok(()),
-        (Some(_), None) => Err(rpc_error(
+        (Some(_), None) => Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             -32600,
             "Mcp-Name header is required for this method",
-        )),
-        _ => Err(rpc_error(
+        ))),
+        _ => Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             -32600,
             "Mcp-Name header does not match the body",
-        )),
+        ))),
     }
 }
