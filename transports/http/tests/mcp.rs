@@ -74,6 +74,16 @@ fn tools(dropped: Arc<AtomicBool>) -> McpServer {
             },
         )
         .tool_with_schema(
+            "logs",
+            "Logs at info, then at error.",
+            json!({"type": "object"}),
+            |ctx: ToolContext, _: Value| async move {
+                ctx.log(rpcwire_mcp::LogLevel::Info, "an info").await;
+                ctx.log(rpcwire_mcp::LogLevel::Error, "an error").await;
+                Ok::<_, ToolError>("logged")
+            },
+        )
+        .tool_with_schema(
             "ask",
             "Asks the client (sampling/createMessage) and returns its text.",
             json!({"type": "object"}),
@@ -213,7 +223,7 @@ async fn session_lifecycle_and_header_rules() {
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()["content-type"], "application/json");
     let v: Value = serde_json::from_str(&text(r).await).unwrap();
-    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 5);
 
     // No revision header: taken (2025-03-26 is assumed). An unknown revision: 400.
     let r = send("POST", &url, &with(&[("mcp-session-id", &id)]), list).await;
@@ -621,7 +631,7 @@ async fn rust_client_in_both_modes() {
     let id = client.session_id().expect("a session");
     assert!(id.starts_with("node1-"));
     assert_eq!(service.session_ids(), vec![id]);
-    assert_eq!(client.mcp().list_tools().await.unwrap().len(), 4);
+    assert_eq!(client.mcp().list_tools().await.unwrap().len(), 5);
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let s = Arc::clone(&seen);
     let r = client
@@ -651,4 +661,51 @@ async fn rust_client_in_both_modes() {
     assert_eq!(r.joined_text(), "42");
     client.close().await.unwrap();
     assert_eq!(service.session_count(), 0);
+}
+
+#[tokio::test]
+async fn log_level_holds_for_the_session() {
+    let (url, _, _) = start(|s| s).await;
+    let id = initialize(&url, "2025-11-25").await;
+    let call =
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"logs","arguments":{}}}"#;
+    let logged = |ev: &[(String, String)]| -> Vec<String> {
+        ev.iter()
+            .filter_map(|(d, _)| serde_json::from_str::<Value>(d).ok())
+            .filter(|v| v["method"] == "notifications/message")
+            .map(|v| v["params"]["level"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let r = send("POST", &url, &with(&[("mcp-session-id", &id)]), call).await;
+    let mut body = r.into_body();
+    assert_eq!(logged(&events(&mut body, 10).await), ["info", "error"]);
+    // The level set in one POST holds for the session's later POSTs.
+    let set =
+        r#"{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"warning"}}"#;
+    let r = send("POST", &url, &with(&[("mcp-session-id", &id)]), set).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = send("POST", &url, &with(&[("mcp-session-id", &id)]), call).await;
+    let mut body = r.into_body();
+    assert_eq!(logged(&events(&mut body, 10).await), ["error"]);
+    // Another session is not affected.
+    let other = initialize(&url, "2025-11-25").await;
+    let r = send("POST", &url, &with(&[("mcp-session-id", &other)]), call).await;
+    let mut body = r.into_body();
+    assert_eq!(logged(&events(&mut body, 10).await), ["info", "error"]);
+}
+
+#[tokio::test]
+async fn body_limit_at_its_edge() {
+    let (url, _, _) = start(|s| s.max_body(2048)).await;
+    let id = initialize(&url, "2025-11-25").await;
+    // A ping padded to exactly the limit, and one byte over.
+    let make = |len: usize| {
+        let head = r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""#;
+        let tail = r#""}}"#;
+        format!("{head}{}{tail}", "x".repeat(len - head.len() - tail.len()))
+    };
+    let r = send("POST", &url, &with(&[("mcp-session-id", &id)]), &make(2048)).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = send("POST", &url, &with(&[("mcp-session-id", &id)]), &make(2049)).await;
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
 }

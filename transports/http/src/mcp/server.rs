@@ -16,7 +16,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use rpcwire::wire::{sse, Framing};
 use rpcwire_mcp::tokio::{mcp_builder, McpServer};
-use rpcwire_mcp::ProtocolVersion;
+use rpcwire_mcp::{LogLevel, ProtocolVersion};
 use rpcwire_tokio::{Builder, Client};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -224,6 +224,9 @@ async fn sweep(inner: Weak<Inner>, every: Duration) {
 struct Session {
     id: String,
     version: Mutex<Option<ProtocolVersion>>,
+    /// The level `logging/setLevel` set: log messages below it are not sent (each POST runs
+    /// on a connection of its own, so the level is kept here, for the whole session).
+    level: Mutex<Option<LogLevel>>,
     hub: Arc<Hub>,
     last_seen: Mutex<Instant>,
     /// Requests running and GET streams open.
@@ -615,6 +618,8 @@ struct Exchange {
     input: Option<mpsc::Sender<Bytes>>,
     registration: Option<Registration>,
     session: String,
+    /// The session's log level (messages below it are dropped).
+    level: Option<Arc<Session>>,
     deadline: tokio::time::Instant,
 }
 
@@ -645,6 +650,7 @@ impl Exchange {
                         self.registration = None;
                         Next::Answer(m)
                     }
+                    Some(m) if self.filtered(&m) => continue,
                     Some(m) => Next::Message(self.outgoing(m)),
                     None => Next::End,
                 },
@@ -657,6 +663,28 @@ impl Exchange {
                 () = tokio::time::sleep_until(self.deadline) => return Next::TimedOut,
             }
         }
+    }
+
+    /// True for a log message below the session's level.
+    fn filtered(&self, m: &[u8]) -> bool {
+        let Some(session) = &self.level else {
+            return false;
+        };
+        let Some(min) = *session.level.lock().unwrap_or_else(PoisonError::into_inner) else {
+            return false;
+        };
+        // Only log messages are looked at closely.
+        if !m.windows(21).any(|w| w == b"notifications/message") {
+            return false;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(m) else {
+            return false;
+        };
+        v["method"] == "notifications/message"
+            && v["params"]["level"]
+                .as_str()
+                .and_then(|l| LogLevel::from_bytes(l.as_bytes()))
+                .is_some_and(|l| l < min)
     }
 
     /// A request to the client gets a server-wide unique id, remembered with this
@@ -783,6 +811,7 @@ impl Inner {
         let session = Arc::new(Session {
             id: id.clone(),
             version: Mutex::new(None),
+            level: Mutex::new(None),
             hub: Hub::start(mcp_builder(), self.max_body, self.limits),
             last_seen: Mutex::new(Instant::now()),
             active: AtomicUsize::new(0),
@@ -1032,6 +1061,15 @@ impl Inner {
                 status(StatusCode::ACCEPTED)
             }
             Kind::Request => {
+                if method == Some("logging/setLevel") {
+                    let level = value
+                        .pointer("/params/level")
+                        .and_then(Value::as_str)
+                        .and_then(|l| LogLevel::from_bytes(l.as_bytes()));
+                    if let (Some(s), Some(level)) = (&session, level) {
+                        *s.level.lock().unwrap_or_else(PoisonError::into_inner) = Some(level);
+                    }
+                }
                 let mut session = session;
                 if is_initialize && self.mode == Mode::Sessions {
                     match self.create_session() {
@@ -1142,6 +1180,7 @@ impl Inner {
                 pending: Vec::new(),
             }),
             session: session_key,
+            level: session.clone(),
             deadline: tokio::time::Instant::now() + self.timeout,
         };
         let session_header = session
