@@ -709,3 +709,38 @@ async fn body_limit_at_its_edge() {
     let r = send("POST", &url, &with(&[("mcp-session-id", &id)]), &make(2049)).await;
     assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
 }
+
+#[tokio::test]
+async fn connections_are_bounded() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (url, _, _) = start(|s| s.max_connections(1)).await;
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let init = init_body("2025-11-25");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\n\r\n{init}",
+        init.len()
+    );
+    let mut a = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    a.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 4096];
+    let n = tokio::time::timeout(WAIT, a.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    // A second connection waits while the first (kept alive) holds the only slot...
+    let mut b = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    b.write_all(request.as_bytes()).await.unwrap();
+    let waited = tokio::time::timeout(Duration::from_millis(300), b.read(&mut buf)).await;
+    assert!(waited.is_err(), "served beyond the limit");
+    // ...and is served once it closes.
+    drop(a);
+    let n = tokio::time::timeout(WAIT, b.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+}

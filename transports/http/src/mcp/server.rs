@@ -62,6 +62,7 @@ pub struct McpHttpServer {
     max_body: usize,
     timeout: Duration,
     limits: StreamLimits,
+    max_connections: usize,
 }
 
 impl std::fmt::Debug for McpHttpServer {
@@ -103,7 +104,15 @@ impl McpHttpServer {
                 keep_alive: Duration::from_secs(15),
                 retry: Duration::from_secs(1),
             },
+            max_connections: 10_000,
         }
+    }
+
+    /// The most connections [`serve`] holds at once (default 10 000, at least 1); more wait
+    /// in the listen backlog.
+    pub fn max_connections(mut self, limit: usize) -> Self {
+        self.max_connections = limit.max(1);
+        self
     }
 
     /// Sessions (default) or stateless.
@@ -198,6 +207,7 @@ impl McpHttpServer {
             max_body: self.max_body,
             timeout: self.timeout,
             limits: self.limits,
+            max_connections: self.max_connections,
             sessions: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
@@ -287,6 +297,7 @@ struct Inner {
     max_body: usize,
     timeout: Duration,
     limits: StreamLimits,
+    max_connections: usize,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Server-to-client requests by their wire id.
     pending: Mutex<HashMap<String, Pending>>,
@@ -377,10 +388,14 @@ where
     }
 }
 
-/// Serves `service` on every connection accepted on `listener` (HTTP/1.1 and HTTP/2), until
-/// the future is dropped.
+/// Serves `service` on every connection accepted on `listener` (HTTP/1.1 and HTTP/2), at
+/// most [`McpHttpServer::max_connections`] at once, until the future is dropped.
 pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(service.inner.max_connections));
     loop {
+        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+            return;
+        };
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(e) => {
@@ -404,6 +419,7 @@ pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
             {
                 tracing::debug!(%peer, error = %e, "MCP HTTP connection ended with an error");
             }
+            drop(permit);
         });
     }
 }
