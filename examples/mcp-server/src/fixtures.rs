@@ -200,9 +200,12 @@ pub fn tools(server: McpServer) -> McpServer {
         )
         .tool_with_schema(
             "test_reconnection",
-            "Answers after a short pause (SSE polling test).",
+            "Closes its event stream, then answers (SSE polling: the client resumes with GET).",
             no_args(),
-            |_: ToolContext, _: Value| async move {
+            |ctx: ToolContext, _: Value| async move {
+                // The transport closes this request's stream; the answer reaches the client
+                // when it reconnects with Last-Event-ID.
+                let _ = ctx.peer().notify(rpcwire_http::mcp::CLOSE_STREAM, json!({})).await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 Ok::<_, ToolError>("Reconnection test completed")
             },

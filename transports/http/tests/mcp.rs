@@ -74,6 +74,33 @@ fn tools(dropped: Arc<AtomicBool>) -> McpServer {
             },
         )
         .tool_with_schema(
+            "poll",
+            "Progress 1, closes its stream, progress 2, answers.",
+            json!({"type": "object"}),
+            |ctx: ToolContext, _: Value| async move {
+                ctx.progress(1.0, None, None).await;
+                let _ = ctx
+                    .peer()
+                    .notify(rpcwire_http::mcp::CLOSE_STREAM, json!({}))
+                    .await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                ctx.progress(2.0, None, None).await;
+                Ok::<_, ToolError>("polled")
+            },
+        )
+        .tool_with_schema(
+            "slow",
+            "Progress 1..=3, 100 ms apart.",
+            json!({"type": "object"}),
+            |ctx: ToolContext, _: Value| async move {
+                for i in 1..=3 {
+                    ctx.progress(f64::from(i), None, None).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Ok::<_, ToolError>("slow done")
+            },
+        )
+        .tool_with_schema(
             "logs",
             "Logs at info, then at error.",
             json!({"type": "object"}),
@@ -190,8 +217,11 @@ async fn events(body: &mut Incoming, n: usize) -> Vec<(String, String)> {
         };
         let mut input: &[u8] = &chunk;
         while let Some(item) = decoder.next(&mut input) {
+            // Events with no data (the priming event of a request's stream) are skipped.
             if let SseItem::Event(e) = item {
-                out.push((e.data.to_owned(), e.id.to_owned()));
+                if !e.data.is_empty() {
+                    out.push((e.data.to_owned(), e.id.to_owned()));
+                }
             }
         }
     }
@@ -223,7 +253,7 @@ async fn session_lifecycle_and_header_rules() {
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()["content-type"], "application/json");
     let v: Value = serde_json::from_str(&text(r).await).unwrap();
-    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 7);
 
     // No revision header: taken (2025-03-26 is assumed). An unknown revision: 400.
     let r = send("POST", &url, &with(&[("mcp-session-id", &id)]), list).await;
@@ -631,7 +661,7 @@ async fn rust_client_in_both_modes() {
     let id = client.session_id().expect("a session");
     assert!(id.starts_with("node1-"));
     assert_eq!(service.session_ids(), vec![id]);
-    assert_eq!(client.mcp().list_tools().await.unwrap().len(), 5);
+    assert_eq!(client.mcp().list_tools().await.unwrap().len(), 7);
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let s = Arc::clone(&seen);
     let r = client
@@ -743,4 +773,80 @@ async fn connections_are_bounded() {
         .unwrap()
         .unwrap();
     assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+}
+
+/// Reads a whole event stream: (data, id) of every event, the priming one included.
+async fn all_events(body: &mut Incoming) -> Vec<(String, String)> {
+    let mut decoder = SseDecoder::with_buffer(Vec::new(), 1 << 20);
+    let mut out = Vec::new();
+    while let Some(frame) = tokio::time::timeout(WAIT, body.frame())
+        .await
+        .expect("in time")
+    {
+        let Ok(chunk) = frame.unwrap().into_data() else {
+            continue;
+        };
+        let mut input: &[u8] = &chunk;
+        while let Some(item) = decoder.next(&mut input) {
+            if let SseItem::Event(e) = item {
+                out.push((e.data.to_owned(), e.id.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn request_streams_resume_with_last_event_id() {
+    let (url, _, _) = start(|s| s).await;
+    let id = initialize(&url, "2025-11-25").await;
+    let post = with(&[("mcp-session-id", &id)]);
+    let resume = |last: String| {
+        let url = url.clone();
+        let id = id.clone();
+        async move {
+            let headers = [
+                ("accept", "text/event-stream"),
+                ("mcp-session-id", id.as_str()),
+                ("last-event-id", last.as_str()),
+            ];
+            let r = send("GET", &url, &headers, "").await;
+            assert_eq!(r.status(), StatusCode::OK);
+            let mut body = r.into_body();
+            all_events(&mut body).await
+        }
+    };
+
+    // The handler closes its stream (SSE polling): a priming event (an id, no data), the
+    // first progress, the end; a GET with the last id carries the rest, the answer last.
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poll","arguments":{},"_meta":{"progressToken":"t"}}}"#;
+    let r = send("POST", &url, &post, call).await;
+    let mut body = r.into_body();
+    let first = all_events(&mut body).await;
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert_eq!(first[0].0, "");
+    assert!(first[0].1.ends_with("-0"));
+    assert!(first[1].0.contains("notifications/progress"));
+    let rest = resume(first[1].1.clone()).await;
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert!(rest[0].0.contains(r#""progress":2.0"#));
+    let answer: Value = serde_json::from_str(&rest[1].0).unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "polled");
+    // Resumed whole: forgotten; a second resumption has nothing.
+    assert!(resume(first[1].1.clone()).await.is_empty());
+
+    // The client disconnects: the request goes on (session mode), and is resumed.
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{},"_meta":{"progressToken":"s"}}}"#;
+    let r = send("POST", &url, &post, call).await;
+    let mut body = r.into_body();
+    let got = events(&mut body, 1).await;
+    drop(body);
+    let rest = resume(got[0].1.clone()).await;
+    let texts: Vec<&str> = rest.iter().map(|(d, _)| d.as_str()).collect();
+    assert_eq!(rest.len(), 3, "{texts:?}");
+    assert!(texts[0].contains(r#""progress":2.0"#) && texts[1].contains(r#""progress":3.0"#));
+    assert!(texts[2].contains("slow done"));
+
+    // An id of no stream kept: the stream ends at once.
+    assert!(resume("p99-0".into()).await.is_empty());
 }

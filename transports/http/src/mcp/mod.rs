@@ -5,8 +5,10 @@
 //! - [`Mode::Sessions`], the session revision (2025-03-26 to 2025-11-25): `initialize` creates
 //!   a session whose id (`Mcp-Session-Id`, with a server-chosen prefix a load balancer can
 //!   route on) every later request carries; `MCP-Protocol-Version` checked; a GET stream per
-//!   session with event ids and `Last-Event-ID` resumption; DELETE ends the session; an
-//!   unknown or ended session gets 404; sessions are bounded in number and end when idle.
+//!   session with event ids and `Last-Event-ID` resumption; request streams with event ids
+//!   that outlive a disconnect and resume on a GET (SSE polling, [`CLOSE_STREAM`]); DELETE
+//!   ends the session; an unknown or ended session gets 404; sessions are bounded in number
+//!   and end when idle.
 //! - [`Mode::Stateless`], the stateless revision (2026-07-28): no sessions; every POST names
 //!   its method (and target) in `Mcp-Method` / `Mcp-Name`, checked against the body (400 on a
 //!   mismatch); closing a request's stream cancels it; GET and DELETE get 405.
@@ -47,10 +49,11 @@
 //! ```
 
 mod client;
+mod resume;
 mod server;
 
 pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
 pub use server::{
-    serve, McpHttpServer, McpService, Mode, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION,
-    HEADER_SESSION_ID, STATELESS_VERSION,
+    serve, McpHttpServer, McpService, Mode, CLOSE_STREAM, HEADER_METHOD, HEADER_NAME,
+    HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSION,
 };

@@ -21,11 +21,18 @@ use rpcwire_tokio::{Builder, Client};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
 use crate::body::Body;
 use crate::classify::is_response;
 use crate::pipe::{send_body, ChannelReader, FrameWriter, OnceReader};
 use crate::stream::{Hub, StreamLimits, VecSink};
 use crate::{HostPolicy, ResponseFuture};
+
+/// A notification a handler sends (`ctx.peer().notify(CLOSE_STREAM, ())`) to have its
+/// request's event stream closed now, in session mode: the request goes on, and the client
+/// (told where it was by the stream's event ids) gets the rest with a GET and
+/// `Last-Event-ID` (SSE polling). Never forwarded to the client.
+pub const CLOSE_STREAM: &str = "rpcwire/closeStream";
 
 /// The revision the stateless mode speaks.
 pub const STATELESS_VERSION: &str = "2026-07-28";
@@ -238,6 +245,10 @@ struct Session {
     /// on a connection of its own, so the level is kept here, for the whole session).
     level: Mutex<Option<LogLevel>>,
     hub: Arc<Hub>,
+    /// Request streams whose clients went away, for resumption.
+    detached: Detached,
+    /// Numbers the session's request streams.
+    next_stream: AtomicU64,
     last_seen: Mutex<Instant>,
     /// Requests running and GET streams open.
     active: AtomicUsize,
@@ -581,6 +592,14 @@ fn kind_of(v: &Value) -> Kind {
     }
 }
 
+/// True for the [`CLOSE_STREAM`] notification.
+fn is_close(m: &[u8]) -> bool {
+    m.windows(CLOSE_STREAM.len())
+        .any(|w| w == CLOSE_STREAM.as_bytes())
+        && serde_json::from_slice::<Value>(m)
+            .is_ok_and(|v| v["method"] == CLOSE_STREAM && v.get("id").is_none())
+}
+
 /// Removes a POST's registrations (its running entry and its pending requests) when the
 /// exchange ends, so that nothing holds its connection's input open.
 struct Registration {
@@ -644,6 +663,8 @@ enum Next {
     Message(Bytes),
     /// The answer (the last message).
     Answer(Bytes),
+    /// A handler asked for its stream to be closed ([`CLOSE_STREAM`]).
+    Close,
     End,
     TimedOut,
 }
@@ -667,6 +688,7 @@ impl Exchange {
                         Next::Answer(m)
                     }
                     Some(m) if self.filtered(&m) => continue,
+                    Some(m) if is_close(&m) => Next::Close,
                     Some(m) => Next::Message(self.outgoing(m)),
                     None => Next::End,
                 },
@@ -828,6 +850,8 @@ impl Inner {
             id: id.clone(),
             version: Mutex::new(None),
             level: Mutex::new(None),
+            detached: Detached::default(),
+            next_stream: AtomicU64::new(0),
             hub: Hub::start(mcp_builder(), self.max_body, self.limits),
             last_seen: Mutex::new(Instant::now()),
             active: AtomicUsize::new(0),
@@ -925,9 +949,23 @@ impl Inner {
             Ok(s) => s,
             Err(r) => return *r,
         };
-        let cursor = session
-            .hub
-            .start_after(header_str(&parts.headers, "last-event-id"));
+        let last = header_str(&parts.headers, "last-event-id");
+        if let Some((stream_id, seq)) = last.and_then(parse_event_id) {
+            // The rest of a request's stream (SSE polling, or a broken connection).
+            let (tx, rx) = mpsc::channel(8);
+            if let Some(stream) = session.detached.get(stream_id) {
+                let active = Active::new(&session);
+                tokio::spawn(async move {
+                    let _active = active;
+                    if stream.resume(seq, tx).await {
+                        session.detached.forget(stream_id);
+                    }
+                });
+            }
+            // An unknown stream: nothing to resume, the stream ends at once.
+            return event_stream(rx);
+        }
+        let cursor = session.hub.start_after(last);
         let (tx, rx) = mpsc::channel(8);
         let active = Active::new(&session);
         let hub = Arc::clone(&session.hub);
@@ -1225,14 +1263,14 @@ impl Inner {
                 }
                 return r;
             }
-            Next::Message(m) => m,
+            first @ (Next::Message(_) | Next::Close) => first,
         };
         if !sse_ok {
             // JSON only: messages before the answer have no place (nor can the client answer
             // the server's requests); wait for the answer.
             loop {
                 match exchange.next().await {
-                    Next::Message(_) => {}
+                    Next::Message(_) | Next::Close => {}
                     Next::Answer(answer) => return json_response(answer),
                     Next::End => return status(StatusCode::ACCEPTED),
                     Next::TimedOut => {
@@ -1242,40 +1280,135 @@ impl Inner {
             }
         }
         let (tx, rx) = mpsc::channel(8);
-        let inner = Arc::clone(&self);
         let keep = session.as_ref().map(Active::new);
-        tokio::spawn(async move {
-            let _keep = keep;
-            let mut message = first;
-            loop {
-                if tx.send(sse_event(&message)).await.is_err() {
-                    // The client closed the stream: dropping the exchange (its driver) stops
-                    // the handlers, which cancels the request.
-                    return;
-                }
-                let next = tokio::select! {
-                    next = exchange.next() => next,
-                    // The client went away while the handlers work: stop them now.
-                    () = tx.closed() => return,
-                };
-                match next {
-                    Next::Message(m) => message = m,
-                    Next::Answer(answer) => {
-                        if let Some(s) = session.as_ref().filter(|_| init) {
-                            inner.note_answer(s, &answer);
-                        }
-                        let _ = tx.send(sse_event(&answer)).await;
-                        return;
-                    }
-                    Next::End | Next::TimedOut => return,
-                }
+        match session {
+            Some(session) => {
+                tokio::spawn(
+                    Arc::clone(&self).session_stream(session, exchange, first, tx, init, keep),
+                );
             }
-        });
+            None => {
+                tokio::spawn(async move {
+                    let mut next = first;
+                    loop {
+                        match next {
+                            Next::Message(m) => {
+                                if tx.send(sse_event(&m)).await.is_err() {
+                                    // The client closed the stream: dropping the exchange
+                                    // (its driver) stops the handlers: the request is
+                                    // cancelled.
+                                    return;
+                                }
+                            }
+                            Next::Answer(answer) => {
+                                let _ = tx.send(sse_event(&answer)).await;
+                                return;
+                            }
+                            // No resumption without a session: the stream stays open.
+                            Next::Close => {}
+                            Next::End | Next::TimedOut => return,
+                        }
+                        next = tokio::select! {
+                            next = exchange.next() => next,
+                            // The client went away while the handlers work: stop them now.
+                            () = tx.closed() => return,
+                        };
+                    }
+                });
+            }
+        }
         let mut r = event_stream(rx);
         if let Some(v) = session_header {
             r.headers_mut().insert(HEADER_SESSION_ID, v);
         }
         r
+    }
+
+    /// A session's request stream: a priming event, then every message with an event id,
+    /// each also kept for resumption. The request goes on when the client disconnects (or a
+    /// handler closes the stream, [`CLOSE_STREAM`]); a GET with `Last-Event-ID` then carries
+    /// the rest. It is cancelled instead when the session already keeps the most detached
+    /// streams, or when a detached stream outgrows its buffer.
+    async fn session_stream(
+        self: Arc<Self>,
+        session: Arc<Session>,
+        mut exchange: Exchange,
+        mut next: Next,
+        tx: mpsc::Sender<Bytes>,
+        init: bool,
+        keep: Option<Active>,
+    ) {
+        let _keep = keep;
+        let id = session.next_stream.fetch_add(1, Ordering::Relaxed) + 1;
+        let stream = PostStream::new();
+        let retry = u64::try_from(self.limits.retry.as_millis()).unwrap_or(u64::MAX);
+        let mut live = tx.send(priming(id, retry)).await.ok().map(|()| tx);
+        let mut detached = false;
+        let mut seq = 0;
+        loop {
+            let (message, last) = match next {
+                Next::Message(m) => (Some(m), false),
+                Next::Answer(answer) => {
+                    if init {
+                        self.note_answer(&session, &answer);
+                    }
+                    (Some(answer), true)
+                }
+                Next::Close => {
+                    live = None;
+                    (None, false)
+                }
+                Next::End | Next::TimedOut => {
+                    stream.finish();
+                    return;
+                }
+            };
+            let mut whole = true;
+            if let Some(message) = message {
+                seq += 1;
+                let event = encode(id, seq, &message);
+                whole = stream.push(event.clone(), &self.limits).1;
+                if let Some(t) = &live {
+                    if t.send(event).await.is_err() {
+                        live = None;
+                    }
+                }
+            }
+            if live.is_none() && !detached {
+                if !session.detached.keep(id, &stream) {
+                    stream.finish();
+                    return; // too many detached streams: the request is cancelled
+                }
+                detached = true;
+            }
+            if last {
+                stream.finish();
+                return;
+            }
+            if detached && !whole {
+                stream.finish();
+                return; // a resuming client would miss events: cancelled
+            }
+            let got = match &live {
+                Some(t) => tokio::select! {
+                    n = exchange.next() => Some(n),
+                    () = t.closed() => None,
+                },
+                None => Some(exchange.next().await),
+            };
+            next = match got {
+                Some(n) => n,
+                None => {
+                    live = None;
+                    if !session.detached.keep(id, &stream) {
+                        stream.finish();
+                        return;
+                    }
+                    detached = true;
+                    exchange.next().await
+                }
+            };
+        }
     }
 
     /// Notes what an `initialize` answer settles for its session: the revision, or (an error)
