@@ -656,7 +656,7 @@ async fn stateless_revision_checks_method_headers() {
 
 #[tokio::test]
 async fn rust_client_in_both_modes() {
-    let (url, service, _) = start(|s| s).await;
+    let (url, service, _) = start(|s| s.retry(Duration::from_millis(20))).await;
     let client = McpHttpClient::connect(&url).await.unwrap();
     let id = client.session_id().expect("a session");
     assert!(id.starts_with("node1-"));
@@ -673,6 +673,18 @@ async fn rust_client_in_both_modes() {
         .unwrap();
     assert_eq!(r.joined_text(), "counted");
     assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0, 3.0]);
+    // A tool that closes its stream: the client resumes with GET and Last-Event-ID.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    let r = client
+        .mcp()
+        .call_tool_with_progress("poll", json!({}), move |p| {
+            s.lock().unwrap().push(p.progress)
+        })
+        .await
+        .unwrap();
+    assert_eq!(r.joined_text(), "polled");
+    assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0]);
     client.close().await.unwrap();
     assert_eq!(service.session_count(), 0);
 

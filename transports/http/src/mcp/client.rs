@@ -231,6 +231,16 @@ impl McpHttpClient {
     }
 }
 
+/// True when `data` is the response to the request `id`.
+fn is_answer_to(data: &str, id: &Value) -> bool {
+    // Only what looks like a response is parsed.
+    if !(data.contains("\"result\"") || data.contains("\"error\"")) {
+        return false;
+    }
+    serde_json::from_str::<Value>(data)
+        .is_ok_and(|v| v.get("method").is_none() && v.get("id") == Some(id))
+}
+
 impl Shared {
     fn request(&self, method: Method, body: Bytes) -> Request<Full<Bytes>> {
         let mut req = Request::new(Full::new(body));
@@ -291,7 +301,8 @@ impl Shared {
         }
         let initialize = method == Some("initialize");
         let id = value.get("id").filter(|_| method.is_some()).cloned();
-        let outcome = tokio::time::timeout(self.timeout, self.exchange(req, initialize)).await;
+        let outcome =
+            tokio::time::timeout(self.timeout, self.exchange(req, initialize, id.as_ref())).await;
         let (status, reason) = match outcome {
             Ok(Ok(())) => return,
             Ok(Err(f)) => f,
@@ -322,6 +333,7 @@ impl Shared {
         &self,
         req: Request<Full<Bytes>>,
         initialize: bool,
+        want: Option<&Value>,
     ) -> Result<(), (u16, String)> {
         let response = self
             .http
@@ -358,22 +370,58 @@ impl Shared {
         let mut body = response.into_body();
         if sse {
             let mut decoder = SseDecoder::with_buffer(Vec::new(), self.max_body);
-            while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|e| (200, format!("stream failed: {e}")))?;
-                let Ok(chunk) = frame.into_data() else {
-                    continue;
-                };
-                let mut input: &[u8] = &chunk;
-                while let Some(item) = decoder.next(&mut input) {
-                    if let SseItem::Event(e) = item {
-                        if e.event == "message" && !e.data.is_empty() {
-                            let data = Bytes::copy_from_slice(e.data.as_bytes());
-                            self.receive(data, initialize).await;
+            let mut retry = Duration::from_secs(1);
+            let mut answered = false;
+            let mut attempts = 0;
+            loop {
+                while let Some(frame) = body.frame().await {
+                    let frame = frame.map_err(|e| (200, format!("stream failed: {e}")))?;
+                    let Ok(chunk) = frame.into_data() else {
+                        continue;
+                    };
+                    let mut input: &[u8] = &chunk;
+                    while let Some(item) = decoder.next(&mut input) {
+                        match item {
+                            SseItem::Event(e) if e.event == "message" && !e.data.is_empty() => {
+                                answered |= want.is_some_and(|id| is_answer_to(e.data, id));
+                                let data = Bytes::copy_from_slice(e.data.as_bytes());
+                                self.receive(data, initialize).await;
+                            }
+                            SseItem::Retry(ms) => retry = Duration::from_millis(ms),
+                            _ => {}
                         }
                     }
                 }
+                // The stream ended before the answer, after events with ids (the server
+                // closed it to be polled, or the connection broke): resume with a GET.
+                let last = decoder.last_event_id().to_owned();
+                if answered || want.is_none() || last.is_empty() || self.mode != Mode::Sessions {
+                    return Ok(());
+                }
+                attempts += 1;
+                if attempts > 5 {
+                    return Err((200, "the event stream ended before the answer".into()));
+                }
+                tokio::time::sleep(retry.min(Duration::from_secs(30))).await;
+                let mut req = self.request(Method::GET, Bytes::new());
+                req.headers_mut().insert(
+                    header::ACCEPT,
+                    HeaderValue::from_static("text/event-stream"),
+                );
+                if let Ok(v) = HeaderValue::from_str(&last) {
+                    req.headers_mut().insert("last-event-id", v);
+                }
+                decoder.reset();
+                let response = self
+                    .http
+                    .request(req)
+                    .await
+                    .map_err(|e| (0, format!("resumption failed: {e}")))?;
+                if response.status() != StatusCode::OK {
+                    return Err((response.status().as_u16(), "resumption refused".into()));
+                }
+                body = response.into_body();
             }
-            return Ok(());
         }
         let bytes = http_body_util::Limited::new(body, self.max_body)
             .collect()

@@ -189,6 +189,13 @@ impl McpHttpServer {
         self
     }
 
+    /// The reconnection time event-stream clients are told (`retry:`; default 1 s): how long
+    /// they wait before resuming a closed stream.
+    pub fn retry(mut self, after: Duration) -> Self {
+        self.limits.retry = after;
+        self
+    }
+
     /// The keep-alive comment interval of idle GET streams (default 15 s).
     pub fn keep_alive(mut self, every: Duration) -> Self {
         self.limits.keep_alive = every.max(Duration::from_millis(10));
