@@ -1,9 +1,17 @@
 //! An MCP server over stdio, built on rpcwire: point an MCP host at the `mcp-server` binary.
+//! With `--http ADDR` it serves MCP Streamable HTTP at `http://ADDR/mcp` instead, with the
+//! fixture tools, resources, prompts and completion the MCP conformance suite expects
+//! (`fixtures.rs`). Options: `--server-name NAME` (the prefix of its session ids, for routing
+//! behind a load balancer), `--stateless` (the 2026-07-28 revision: no sessions),
+//! `--allow-host NAME` (repeatable: accepted `Host`/`Origin` names besides loopback),
+//! `--idle-timeout SECS`, `--max-sessions N`.
 //!
 //! Tools: `add` and `echo` (simple), `count` (reports progress), `fail` (a tool failure, an
 //! `isError: true` result), `long_task` (runs until done or until the client sends
 //! `notifications/cancelled`). `count` and `long_task` also log through
 //! `notifications/message`. Diagnostics go to stderr; stdout is the wire.
+
+mod fixtures;
 
 use std::time::Duration;
 
@@ -110,6 +118,97 @@ async fn long_task(ctx: ToolContext, LongTask { seconds }: LongTask) -> Result<S
     Ok(format!("long_task finished {steps} steps"))
 }
 
+/// The `--http` options.
+struct HttpOptions {
+    addr: String,
+    name: String,
+    stateless: bool,
+    hosts: Vec<String>,
+    idle: Option<u64>,
+    max_sessions: Option<usize>,
+}
+
+fn usage(why: &str) -> ! {
+    eprintln!("mcp-server: {why}");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N]]");
+    std::process::exit(2);
+}
+
+fn http_options() -> Option<HttpOptions> {
+    let mut args = std::env::args().skip(1);
+    let mut opts = HttpOptions {
+        addr: String::new(),
+        name: "mcp".into(),
+        stateless: false,
+        hosts: Vec::new(),
+        idle: None,
+        max_sessions: None,
+    };
+    let value = |args: &mut std::iter::Skip<std::env::Args>, flag: &str| {
+        args.next()
+            .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--http" => opts.addr = value(&mut args, "--http"),
+            "--server-name" => opts.name = value(&mut args, "--server-name"),
+            "--stateless" => opts.stateless = true,
+            "--allow-host" => opts.hosts.push(value(&mut args, "--allow-host")),
+            "--idle-timeout" => {
+                opts.idle = Some(
+                    value(&mut args, "--idle-timeout")
+                        .parse()
+                        .unwrap_or_else(|_| usage("--idle-timeout takes seconds")),
+                )
+            }
+            "--max-sessions" => {
+                opts.max_sessions = Some(
+                    value(&mut args, "--max-sessions")
+                        .parse()
+                        .unwrap_or_else(|_| usage("--max-sessions takes a number")),
+                )
+            }
+            other => usage(&format!("unknown argument {other}")),
+        }
+    }
+    (!opts.addr.is_empty()).then_some(opts)
+}
+
+async fn serve_http(server: McpServer, opts: HttpOptions) {
+    use rpcwire_http::mcp::{McpHttpServer, Mode};
+    use rpcwire_http::HostPolicy;
+    let router = fixtures::methods(fixtures::tools(server).strict_handshake(false).router());
+    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".into(), "[::1]".into()];
+    hosts.extend(opts.hosts);
+    let mut config = McpHttpServer::from_builder(rpcwire_mcp::tokio::mcp_builder().router(router))
+        .session_prefix(&opts.name)
+        .hosts(HostPolicy::Names(hosts))
+        .mode(if opts.stateless {
+            Mode::Stateless
+        } else {
+            Mode::Sessions
+        });
+    if let Some(secs) = opts.idle {
+        config = config.idle_timeout(Duration::from_secs(secs));
+    }
+    if let Some(n) = opts.max_sessions {
+        config = config.max_sessions(n);
+    }
+    let listener = match tokio::net::TcpListener::bind(&opts.addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("mcp-server: cannot listen on {}: {e}", opts.addr);
+            std::process::exit(1);
+        }
+    };
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| opts.addr.clone(), |a| a.to_string());
+    // Tests and scripts read this line to learn the port (with --http 127.0.0.1:0).
+    eprintln!("mcp-server: listening on http://{addr}/mcp");
+    rpcwire_http::mcp::serve(listener, config.build()).await;
+}
+
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
@@ -133,6 +232,10 @@ async fn main() {
             "Runs for `seconds`, reporting progress; stops when cancelled.",
             long_task,
         );
+    if let Some(opts) = http_options() {
+        serve_http(server, opts).await;
+        return;
+    }
     if let Err(e) = server.serve_stdio().await {
         eprintln!("mcp-server: {e}");
         std::process::exit(1);

@@ -44,6 +44,8 @@
 mod body;
 mod classify;
 mod client;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod pipe;
 mod server;
 mod stream;

@@ -157,6 +157,8 @@ struct Shared {
     /// The `tools/list` result, built once.
     list: Value,
     tools: HashMap<String, ToolFn>,
+    /// Capabilities declared besides `tools` and `logging`.
+    capabilities: Vec<(String, Value)>,
     strict: bool,
     sessions: Mutex<HashMap<u64, SessionState>>,
 }
@@ -313,6 +315,7 @@ pub struct McpServer {
     version: String,
     instructions: Option<String>,
     tools: Vec<ToolDef>,
+    capabilities: Vec<(String, Value)>,
     strict: bool,
 }
 
@@ -334,6 +337,7 @@ impl McpServer {
             version: version.into(),
             instructions: None,
             tools: Vec::new(),
+            capabilities: Vec::new(),
             strict: true,
         }
     }
@@ -341,6 +345,15 @@ impl McpServer {
     /// `instructions` for the model, sent in the `initialize` result.
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
         self.instructions = Some(text.into());
+        self
+    }
+
+    /// Declares one more capability in the `initialize` result (`resources`, `prompts`,
+    /// `completions`, ...), for methods added to the [`router`](McpServer::router) beside
+    /// the tools.
+    pub fn capability(mut self, name: &str, value: Value) -> Self {
+        self.capabilities.retain(|(n, _)| n != name);
+        self.capabilities.push((name.to_owned(), value));
         self
     }
 
@@ -433,6 +446,7 @@ impl McpServer {
             instructions: self.instructions,
             list,
             tools: self.tools.into_iter().map(|t| (t.name, t.run)).collect(),
+            capabilities: self.capabilities,
             strict: self.strict,
             sessions: Mutex::new(HashMap::new()),
         });
@@ -565,6 +579,9 @@ fn initialize(s: &Shared, ctx: &Context, params: &Value) -> Result<Value, RpcErr
         "capabilities": {"tools": {"listChanged": false}, "logging": {}},
         "serverInfo": {"name": s.name, "version": s.version},
     });
+    for (name, value) in &s.capabilities {
+        result["capabilities"][name] = value.clone();
+    }
     if let Some(instructions) = &s.instructions {
         result["instructions"] = json!(instructions);
     }

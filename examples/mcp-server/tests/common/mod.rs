@@ -1,0 +1,110 @@
+//! What the HTTP tests share: the example server on a free loopback port, and bounded runs of
+//! third-party programs.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `mcp-server --http 127.0.0.1:0 ARGS`, killed on drop.
+pub struct HttpServer {
+    child: Child,
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+}
+
+impl HttpServer {
+    pub fn start(args: &[&str]) -> HttpServer {
+        Self::start_on("127.0.0.1:0", args)
+    }
+
+    pub fn start_on(addr: &str, args: &[&str]) -> HttpServer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-server"))
+            .args(["--http", addr])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mcp-server");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stderr).lines();
+            for line in lines.by_ref().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("mcp-server: listening on ") {
+                    let _ = tx.send(url.to_owned());
+                    break;
+                }
+            }
+            // Keep draining, so the server never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("mcp-server did not start");
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        HttpServer { child, url, addr }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a command to its end, killing it after `limit`.
+pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Drain both pipes on threads, so a chatty child never blocks.
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut v);
+        v
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stderr, &mut v);
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let status = child.wait().expect("wait");
+            let out = Output {
+                status,
+                stdout: out_t.join().unwrap_or_default(),
+                stderr: err_t.join().unwrap_or_default(),
+            };
+            panic!(
+                "timed out after {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out_t.join().unwrap_or_default(),
+        stderr: err_t.join().unwrap_or_default(),
+    }
+}

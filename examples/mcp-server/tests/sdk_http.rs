@@ -1,0 +1,89 @@
+//! The official MCP SDKs' Streamable HTTP clients against `mcp-server --http`: the Python SDK
+//! (PyPI `mcp`: `streamable_http_client` + `ClientSession`) and the TypeScript SDK (npm
+//! `@modelcontextprotocol/sdk`: `Client` + `StreamableHTTPClientTransport`), as installed by
+//! `.ci/install/mcp-interop.sh`. Each script (in `tests/interop/`) initializes, pings, lists
+//! and calls tools (progress and log messages over SSE), ends the session with DELETE (then a
+//! POST on it gets 404), sees a call on a session deleted under it fail with 404, and
+//! initializes a new session; it raises on the first failed check.
+//!
+//! Skips with a visible `SKIPPED:` line when an SDK is missing, unless `CI=true`.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::{run_bounded, HttpServer};
+
+fn interop_dir() -> PathBuf {
+    std::env::var_os("RPCWIRE_INTEROP_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/rpcwire-interop")
+        })
+        .join("mcp")
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/interop")
+        .join(name)
+}
+
+fn assert_passed(out: &Output, last_line: &str) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.lines().any(|l| l == last_line),
+        "status {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    println!("{stdout}");
+}
+
+#[test]
+fn python_sdk_streamable_http() {
+    let python = interop_dir().join("venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import mcp.client.streamable_http, httpx2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        rpcwire_tests::skip("the Python MCP SDK is not installed (.ci/install/mcp-interop.sh)");
+        return;
+    }
+    let server = HttpServer::start(&[]);
+    let out = run_bounded(
+        Command::new(&python)
+            .arg(script("python_http_client.py"))
+            .arg(&server.url),
+        Duration::from_secs(90),
+    );
+    assert_passed(&out, "python-sdk-http: all checks passed");
+}
+
+#[test]
+fn typescript_sdk_streamable_http() {
+    let node_dir = interop_dir().join("node");
+    if !node_dir
+        .join("node_modules/@modelcontextprotocol/sdk/package.json")
+        .exists()
+    {
+        rpcwire_tests::skip("the TypeScript MCP SDK is not installed (.ci/install/mcp-interop.sh)");
+        return;
+    }
+    let server = HttpServer::start(&[]);
+    let out = run_bounded(
+        Command::new("node")
+            .arg(script("ts_http_client.cjs"))
+            .arg(&node_dir)
+            .arg(&server.url),
+        Duration::from_secs(90),
+    );
+    assert_passed(&out, "ts-sdk-http: all checks passed");
+}

@@ -1,0 +1,436 @@
+//! The MCP Streamable HTTP client: an [`McpClient`] whose messages go out as POSTs, with the
+//! session's headers (session mode) or the method headers (stateless mode).
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use rpcwire::wire::sse::{SseDecoder, SseItem};
+use rpcwire::wire::Framing;
+use rpcwire_mcp::tokio::{ClientOptions, McpClient, McpError};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::server::{
+    expected_name, Mode, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID,
+    STATELESS_VERSION,
+};
+use crate::pipe::{send_body, ChannelReader, FrameWriter};
+use crate::HTTP_ERROR_CODE;
+
+/// An MCP HTTP client could not start or end.
+#[derive(Debug, thiserror::Error)]
+pub enum McpHttpError {
+    /// The URL is not an absolute `http://` URL.
+    #[error("not an http:// URL: {0}")]
+    BadUrl(String),
+    /// The MCP exchange failed (initialize included).
+    #[error(transparent)]
+    Mcp(#[from] McpError),
+    /// The session's DELETE failed.
+    #[error("ending the session failed: {0}")]
+    Delete(String),
+}
+
+/// Settings of an [`McpHttpClient`].
+#[derive(Debug, Clone)]
+pub struct McpHttpClientBuilder {
+    url: String,
+    mode: Mode,
+    options: ClientOptions,
+    timeout: Duration,
+    max_body: usize,
+}
+
+impl McpHttpClientBuilder {
+    /// Sessions (default) or stateless (every POST carries `Mcp-Method` and, where the method
+    /// names a target, `Mcp-Name`; `MCP-Protocol-Version: 2026-07-28`).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The MCP client's options (its name, the revision asked for, the call timeout).
+    pub fn options(mut self, options: ClientOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The longest one POST exchange may take (default 5 min).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The largest message taken from the server (default 4 MiB).
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes.max(1024);
+        self
+    }
+
+    /// Starts the client and initializes the MCP session.
+    pub async fn connect(self) -> Result<McpHttpClient, McpHttpError> {
+        let uri: Uri = self
+            .url
+            .parse()
+            .map_err(|_| McpHttpError::BadUrl(self.url.clone()))?;
+        if uri.scheme_str() != Some("http") || uri.authority().is_none() {
+            return Err(McpHttpError::BadUrl(self.url));
+        }
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .build::<_, Full<Bytes>>(connector);
+        let (in_tx, in_rx) = mpsc::channel(16);
+        let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(16);
+        let shared = Arc::new(Shared {
+            http,
+            uri,
+            mode: self.mode,
+            timeout: self.timeout,
+            max_body: self.max_body,
+            inbound: in_tx,
+            session: Mutex::new(None),
+            version: Mutex::new(None),
+        });
+        let poster = Arc::clone(&shared);
+        let posts = tokio::spawn(async move {
+            while let Some(message) = out_rx.recv().await {
+                tokio::spawn(Arc::clone(&poster).post(message));
+            }
+        });
+        let max_body = self.max_body;
+        let mcp = McpClient::connect_with(self.options, move |builder| {
+            builder
+                .framing(Framing::ContentLength)
+                .max_frame(max_body)
+                .run(
+                    ChannelReader::new(in_rx),
+                    FrameWriter::new(out_tx, max_body),
+                )
+        })
+        .await;
+        let mcp = match mcp {
+            Ok(mcp) => mcp,
+            Err(e) => {
+                posts.abort();
+                return Err(e.into());
+            }
+        };
+        Ok(McpHttpClient {
+            mcp,
+            shared,
+            _posts: AbortOnDrop(posts),
+        })
+    }
+}
+
+struct Shared {
+    http: hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>,
+    uri: Uri,
+    mode: Mode,
+    timeout: Duration,
+    max_body: usize,
+    inbound: mpsc::Sender<Bytes>,
+    /// The session id the server gave at initialize.
+    session: Mutex<Option<String>>,
+    /// The revision the server chose.
+    version: Mutex<Option<String>>,
+}
+
+/// An MCP client over Streamable HTTP: an [`McpClient`] ([`mcp`](McpHttpClient::mcp): list
+/// and call tools, progress, cancel) whose messages are POSTed, answers coming back as JSON or
+/// event streams (the server's requests on them are answered by POST).
+pub struct McpHttpClient {
+    mcp: McpClient,
+    shared: Arc<Shared>,
+    _posts: AbortOnDrop,
+}
+
+impl std::fmt::Debug for McpHttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHttpClient")
+            .field("url", &self.shared.uri)
+            .field("mode", &self.shared.mode)
+            .field("session", &self.session_id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Stops the task that POSTs the connection's messages when the client goes.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl McpHttpClient {
+    /// Connects to `url` (session mode, default options) and initializes.
+    pub async fn connect(url: &str) -> Result<McpHttpClient, McpHttpError> {
+        Self::builder(url).connect().await
+    }
+
+    /// Settings for a client of `url` (`http://host:port/mcp`).
+    pub fn builder(url: &str) -> McpHttpClientBuilder {
+        McpHttpClientBuilder {
+            url: url.to_owned(),
+            mode: Mode::Sessions,
+            options: ClientOptions::default(),
+            timeout: Duration::from_secs(300),
+            max_body: 4 << 20,
+        }
+    }
+
+    /// The MCP client.
+    pub fn mcp(&self) -> &McpClient {
+        &self.mcp
+    }
+
+    /// The session id the server gave (session mode).
+    pub fn session_id(&self) -> Option<String> {
+        self.shared
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Ends the session (DELETE, session mode) and the client.
+    pub async fn close(self) -> Result<(), McpHttpError> {
+        let result = match (self.shared.mode, self.session_id()) {
+            (Mode::Sessions, Some(id)) => {
+                let mut req = self.shared.request(Method::DELETE, Bytes::new());
+                if let Ok(v) = HeaderValue::from_str(&id) {
+                    req.headers_mut().insert(HEADER_SESSION_ID, v);
+                }
+                match self.shared.http.request(req).await {
+                    Ok(r)
+                        if r.status().is_success()
+                            || r.status() == StatusCode::METHOD_NOT_ALLOWED =>
+                    {
+                        Ok(())
+                    }
+                    Ok(r) => Err(McpHttpError::Delete(format!("status {}", r.status()))),
+                    Err(e) => Err(McpHttpError::Delete(e.to_string())),
+                }
+            }
+            _ => Ok(()),
+        };
+        let McpHttpClient { mcp, _posts, .. } = self;
+        drop(_posts);
+        let _ = mcp.close().await;
+        result
+    }
+}
+
+/// True when `data` is the response to the request `id`.
+fn is_answer_to(data: &str, id: &Value) -> bool {
+    // Only what looks like a response is parsed.
+    if !(data.contains("\"result\"") || data.contains("\"error\"")) {
+        return false;
+    }
+    serde_json::from_str::<Value>(data)
+        .is_ok_and(|v| v.get("method").is_none() && v.get("id") == Some(id))
+}
+
+impl Shared {
+    fn request(&self, method: Method, body: Bytes) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = self.uri.clone();
+        let h = req.headers_mut();
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        match self.mode {
+            Mode::Sessions => {
+                if let Some(id) = &*self.session.lock().unwrap_or_else(PoisonError::into_inner) {
+                    if let Ok(v) = HeaderValue::from_str(id) {
+                        h.insert(HEADER_SESSION_ID, v);
+                    }
+                }
+                let version = self.version.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(v) = version
+                    .as_deref()
+                    .and_then(|v| HeaderValue::from_str(v).ok())
+                {
+                    h.insert(HEADER_PROTOCOL_VERSION, v);
+                }
+            }
+            Mode::Stateless => {
+                h.insert(
+                    HEADER_PROTOCOL_VERSION,
+                    HeaderValue::from_static(STATELESS_VERSION),
+                );
+            }
+        }
+        req
+    }
+
+    /// POSTs one message; the answer goes to the connection. A failed exchange fails the
+    /// message's request with [`HTTP_ERROR_CODE`] (data: `{"status", "reason"}`).
+    async fn post(self: Arc<Self>, message: Bytes) {
+        let value: Value = serde_json::from_slice(&message).unwrap_or(Value::Null);
+        let mut req = self.request(Method::POST, message);
+        let h = req.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let method = value.get("method").and_then(Value::as_str);
+        if self.mode == Mode::Stateless {
+            if let Some(m) = method.and_then(|m| HeaderValue::from_str(m).ok()) {
+                h.insert(HEADER_METHOD, m);
+            }
+            let params = value.get("params").unwrap_or(&Value::Null);
+            if let Some(name) = method
+                .and_then(|m| expected_name(m, params))
+                .and_then(|n| HeaderValue::from_str(n).ok())
+            {
+                h.insert(HEADER_NAME, name);
+            }
+        }
+        let initialize = method == Some("initialize");
+        let id = value.get("id").filter(|_| method.is_some()).cloned();
+        let outcome =
+            tokio::time::timeout(self.timeout, self.exchange(req, initialize, id.as_ref())).await;
+        let (status, reason) = match outcome {
+            Ok(Ok(())) => return,
+            Ok(Err(f)) => f,
+            Err(_) => (0, "no answer in time".to_owned()),
+        };
+        if let Some(id) = id {
+            let error = json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": HTTP_ERROR_CODE, "message": "HTTP error",
+                "data": {"status": status, "reason": reason}}});
+            send_body(&self.inbound, Bytes::from(error.to_string())).await;
+        }
+    }
+
+    async fn receive(&self, message: Bytes, initialize: bool) {
+        if initialize {
+            if let Ok(v) = serde_json::from_slice::<Value>(&message) {
+                if let Some(version) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
+                {
+                    *self.version.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some(version.to_owned());
+                }
+            }
+        }
+        send_body(&self.inbound, message).await;
+    }
+
+    async fn exchange(
+        &self,
+        req: Request<Full<Bytes>>,
+        initialize: bool,
+        want: Option<&Value>,
+    ) -> Result<(), (u16, String)> {
+        let response = self
+            .http
+            .request(req)
+            .await
+            .map_err(|e| (0, format!("request failed: {e}")))?;
+        let status = response.status();
+        if initialize && self.mode == Mode::Sessions {
+            if let Some(id) = response
+                .headers()
+                .get(HEADER_SESSION_ID)
+                .and_then(|v| v.to_str().ok())
+            {
+                *self.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(id.to_owned());
+            }
+        }
+        let sse = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        match status {
+            StatusCode::ACCEPTED | StatusCode::NO_CONTENT => return Ok(()),
+            StatusCode::OK => {}
+            other => {
+                let text = http_body_util::Limited::new(response.into_body(), 1024)
+                    .collect()
+                    .await
+                    .map(|c| String::from_utf8_lossy(&c.to_bytes()).trim().to_owned())
+                    .unwrap_or_default();
+                return Err((other.as_u16(), text));
+            }
+        }
+        let mut body = response.into_body();
+        if sse {
+            let mut decoder = SseDecoder::with_buffer(Vec::new(), self.max_body);
+            let mut retry = Duration::from_secs(1);
+            let mut answered = false;
+            let mut attempts = 0;
+            loop {
+                while let Some(frame) = body.frame().await {
+                    let frame = frame.map_err(|e| (200, format!("stream failed: {e}")))?;
+                    let Ok(chunk) = frame.into_data() else {
+                        continue;
+                    };
+                    let mut input: &[u8] = &chunk;
+                    while let Some(item) = decoder.next(&mut input) {
+                        match item {
+                            SseItem::Event(e) if e.event == "message" && !e.data.is_empty() => {
+                                answered |= want.is_some_and(|id| is_answer_to(e.data, id));
+                                let data = Bytes::copy_from_slice(e.data.as_bytes());
+                                self.receive(data, initialize).await;
+                            }
+                            SseItem::Retry(ms) => retry = Duration::from_millis(ms),
+                            _ => {}
+                        }
+                    }
+                }
+                // The stream ended before the answer, after events with ids (the server
+                // closed it to be polled, or the connection broke): resume with a GET.
+                let last = decoder.last_event_id().to_owned();
+                if answered || want.is_none() || last.is_empty() || self.mode != Mode::Sessions {
+                    return Ok(());
+                }
+                attempts += 1;
+                if attempts > 5 {
+                    return Err((200, "the event stream ended before the answer".into()));
+                }
+                tokio::time::sleep(retry.min(Duration::from_secs(30))).await;
+                let mut req = self.request(Method::GET, Bytes::new());
+                req.headers_mut().insert(
+                    header::ACCEPT,
+                    HeaderValue::from_static("text/event-stream"),
+                );
+                if let Ok(v) = HeaderValue::from_str(&last) {
+                    req.headers_mut().insert("last-event-id", v);
+                }
+                decoder.reset();
+                let response = self
+                    .http
+                    .request(req)
+                    .await
+                    .map_err(|e| (0, format!("resumption failed: {e}")))?;
+                if response.status() != StatusCode::OK {
+                    return Err((response.status().as_u16(), "resumption refused".into()));
+                }
+                body = response.into_body();
+            }
+        }
+        let bytes = http_body_util::Limited::new(body, self.max_body)
+            .collect()
+            .await
+            .map_err(|e| (200, format!("body failed: {e}")))?
+            .to_bytes();
+        if !bytes.is_empty() {
+            self.receive(bytes, initialize).await;
+        }
+        Ok(())
+    }
+}

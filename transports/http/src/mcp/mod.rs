@@ -1,0 +1,59 @@
+//! MCP Streamable HTTP (feature `mcp`): an [`McpServer`](rpcwire_mcp::tokio::McpServer) (or
+//! any MCP [`Router`](rpcwire_tokio::Router)) served at one HTTP endpoint, in the two shapes
+//! in use:
+//!
+//! - [`Mode::Sessions`], the session revision (2025-03-26 to 2025-11-25): `initialize` creates
+//!   a session whose id (`Mcp-Session-Id`, with a server-chosen prefix a load balancer can
+//!   route on) every later request carries; `MCP-Protocol-Version` checked; a GET stream per
+//!   session with event ids and `Last-Event-ID` resumption; request streams with event ids
+//!   that outlive a disconnect and resume on a GET (SSE polling, [`CLOSE_STREAM`]); DELETE
+//!   ends the session; an unknown or ended session gets 404; sessions are bounded in number
+//!   and end when idle.
+//! - [`Mode::Stateless`], the stateless revision (2026-07-28): no sessions; every POST names
+//!   its method (and target) in `Mcp-Method` / `Mcp-Name`, checked against the body (400 on a
+//!   mismatch); closing a request's stream cancels it; GET and DELETE get 405.
+//!
+//! In both, each POST runs through its own core connection with the server's router (as the
+//! plain HTTP server does), so whatever a handler sends before its answer (progress, log
+//! messages, and requests to the client such as `sampling/createMessage` or
+//! `elicitation/create`) goes out on that POST's event stream; the client's answers to those
+//! requests, POSTed separately, are routed back to the connection that asked. `Host` and
+//! `Origin` are checked (DNS-rebinding protection; loopback names by default).
+//!
+//! The module lives in `rpcwire-http` (not in `rpcwire-mcp`) because it is built from this
+//! crate's internals (the body pipes, the event-stream hub with its resumption buffer, the
+//! response body), and so that `rpcwire-mcp` stays free of hyper for its no_std users.
+//!
+//! ```
+//! use rpcwire_http::mcp::{McpHttpServer, McpHttpClient};
+//! use rpcwire_mcp::tokio::{McpServer, ToolContext, ToolError};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let tools = McpServer::new("demo", "1.0").tool_with_schema(
+//!     "hello",
+//!     "Greets.",
+//!     serde_json::json!({"type": "object"}),
+//!     |_ctx: ToolContext, _: serde_json::Value| async move { Ok::<_, ToolError>("hello") },
+//! );
+//! let service = McpHttpServer::new(tools).session_prefix("a").build();
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let url = format!("http://{}/mcp", listener.local_addr()?);
+//! tokio::spawn(rpcwire_http::mcp::serve(listener, service));
+//!
+//! let client = McpHttpClient::connect(&url).await?;
+//! assert!(client.session_id().is_some_and(|id| id.starts_with("a-")));
+//! assert_eq!(client.mcp().call_tool("hello", serde_json::json!({})).await?.joined_text(), "hello");
+//! client.close().await?;
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod resume;
+mod server;
+
+pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
+pub use server::{
+    serve, McpHttpServer, McpService, Mode, CLOSE_STREAM, HEADER_METHOD, HEADER_NAME,
+    HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSION,
+};

@@ -1,0 +1,1493 @@
+//! The MCP Streamable HTTP server: sessions or stateless, over the crate's body pipes.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use rpcwire::wire::{sse, Framing};
+use rpcwire_mcp::tokio::{mcp_builder, McpServer};
+use rpcwire_mcp::{LogLevel, ProtocolVersion};
+use rpcwire_tokio::{Builder, Client};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
+use crate::body::Body;
+use crate::classify::is_response;
+use crate::pipe::{send_body, ChannelReader, FrameWriter, OnceReader};
+use crate::stream::{Hub, StreamLimits, VecSink};
+use crate::{HostPolicy, ResponseFuture};
+
+/// A notification a handler sends (`ctx.peer().notify(CLOSE_STREAM, ())`) to have its
+/// request's event stream closed now, in session mode: the request goes on, and the client
+/// (told where it was by the stream's event ids) gets the rest with a GET and
+/// `Last-Event-ID` (SSE polling). Never forwarded to the client.
+pub const CLOSE_STREAM: &str = "rpcwire/closeStream";
+
+/// The revision the stateless mode speaks.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+/// The session header (session mode).
+pub const HEADER_SESSION_ID: &str = "mcp-session-id";
+/// The protocol revision header.
+pub const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// The method header (stateless mode): the body's `method`.
+pub const HEADER_METHOD: &str = "mcp-method";
+/// The target header (stateless mode): `params.name` of `tools/call` and `prompts/get`,
+/// `params.uri` of `resources/read`, `resources/subscribe` and `resources/unsubscribe`.
+pub const HEADER_NAME: &str = "mcp-name";
+
+/// Which Streamable HTTP revision the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Sessions (2025-03-26 to 2025-11-25): `Mcp-Session-Id`, GET stream, DELETE.
+    Sessions,
+    /// Stateless (2026-07-28): no sessions, `Mcp-Method` / `Mcp-Name`, GET and DELETE 405.
+    Stateless,
+}
+
+/// Settings of an MCP Streamable HTTP server, and [`build`](McpHttpServer::build) to make
+/// its [`McpService`].
+#[derive(Clone)]
+pub struct McpHttpServer {
+    builder: Builder,
+    mode: Mode,
+    path: String,
+    hosts: HostPolicy,
+    prefix: String,
+    max_sessions: usize,
+    idle: Duration,
+    max_body: usize,
+    timeout: Duration,
+    limits: StreamLimits,
+    max_connections: usize,
+}
+
+impl std::fmt::Debug for McpHttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHttpServer")
+            .field("mode", &self.mode)
+            .field("path", &self.path)
+            .field("hosts", &self.hosts)
+            .field("prefix", &self.prefix)
+            .field("max_sessions", &self.max_sessions)
+            .field("idle", &self.idle)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpHttpServer {
+    /// Serves `server` (its handshake checks are left to the sessions here:
+    /// `strict_handshake(false)`).
+    pub fn new(server: McpServer) -> Self {
+        Self::from_builder(server.strict_handshake(false).builder())
+    }
+
+    /// Serves the router of `builder` (an [`mcp_builder`] with an MCP router, possibly
+    /// extended with methods of its own: resources, prompts, completion).
+    pub fn from_builder(builder: Builder) -> Self {
+        McpHttpServer {
+            builder,
+            mode: Mode::Sessions,
+            path: "/mcp".into(),
+            hosts: HostPolicy::loopback(),
+            prefix: "mcp".into(),
+            max_sessions: 1024,
+            idle: Duration::from_secs(600),
+            max_body: 4 << 20,
+            timeout: Duration::from_secs(300),
+            limits: StreamLimits {
+                events: 256,
+                bytes: 1 << 20,
+                keep_alive: Duration::from_secs(15),
+                retry: Duration::from_secs(1),
+            },
+            max_connections: 10_000,
+        }
+    }
+
+    /// The most connections [`serve`] holds at once (default 10 000, at least 1); more wait
+    /// in the listen backlog.
+    pub fn max_connections(mut self, limit: usize) -> Self {
+        self.max_connections = limit.max(1);
+        self
+    }
+
+    /// Sessions (default) or stateless.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The endpoint's path (default `/mcp`); other paths get 404.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Which `Host` and `Origin` values are accepted (others get 403). Default: loopback.
+    pub fn hosts(mut self, policy: HostPolicy) -> Self {
+        self.hosts = policy;
+        self
+    }
+
+    /// The prefix of the session ids this server creates (`PREFIX-<32 hex digits>`), so that
+    /// a load balancer can route each session to the server that holds it. Characters other
+    /// than ASCII letters, digits, `.` and `_` are replaced with `_`. Default `mcp`.
+    pub fn session_prefix(mut self, prefix: &str) -> Self {
+        self.prefix = prefix
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self
+    }
+
+    /// The most sessions held at once (default 1024, at least 1); an `initialize` beyond it
+    /// gets 503 once idle sessions have been ended.
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.max_sessions = n.max(1);
+        self
+    }
+
+    /// How long a session with no request and no open stream lives (default 10 min).
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle = idle.max(Duration::from_millis(10));
+        self
+    }
+
+    /// The largest request body (default 4 MiB, at least 1024); larger ones get 413.
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes.max(1024);
+        self
+    }
+
+    /// The longest one request may run (default 5 min); past it its stream ends (or 503).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The GET stream's resumption buffer per session (default 256 events, 1 MiB).
+    pub fn stream_buffer(mut self, events: usize, bytes: usize) -> Self {
+        self.limits.events = events.max(1);
+        self.limits.bytes = bytes;
+        self
+    }
+
+    /// The reconnection time event-stream clients are told (`retry:`; default 1 s): how long
+    /// they wait before resuming a closed stream.
+    pub fn retry(mut self, after: Duration) -> Self {
+        self.limits.retry = after;
+        self
+    }
+
+    /// The keep-alive comment interval of idle GET streams (default 15 s).
+    pub fn keep_alive(mut self, every: Duration) -> Self {
+        self.limits.keep_alive = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// Makes the service; starts the idle-session sweeper, so call it within a tokio runtime.
+    pub fn build(self) -> McpService {
+        let builder = self
+            .builder
+            .framing(Framing::ContentLength)
+            .max_frame(self.max_body)
+            .idle_release(Duration::ZERO);
+        let inner = Arc::new(Inner {
+            batch_builder: builder.clone().batches(true),
+            builder,
+            mode: self.mode,
+            path: self.path,
+            hosts: self.hosts,
+            prefix: self.prefix,
+            max_sessions: self.max_sessions,
+            idle: self.idle,
+            max_body: self.max_body,
+            timeout: self.timeout,
+            limits: self.limits,
+            max_connections: self.max_connections,
+            sessions: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            running: Mutex::new(HashMap::new()),
+            counter: AtomicU64::new(0),
+            random: std::collections::hash_map::RandomState::new(),
+        });
+        let weak = Arc::downgrade(&inner);
+        let every = (self.idle / 4).clamp(Duration::from_millis(5), Duration::from_secs(30));
+        tokio::spawn(sweep(weak, every));
+        McpService { inner }
+    }
+}
+
+/// Ends sessions idle past the timeout, until the service is gone.
+async fn sweep(inner: Weak<Inner>, every: Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.end_idle();
+    }
+}
+
+/// One session: its revision, its GET streams' hub, and what keeps it alive.
+struct Session {
+    id: String,
+    version: Mutex<Option<ProtocolVersion>>,
+    /// The level `logging/setLevel` set: log messages below it are not sent (each POST runs
+    /// on a connection of its own, so the level is kept here, for the whole session).
+    level: Mutex<Option<LogLevel>>,
+    hub: Arc<Hub>,
+    /// Request streams whose clients went away, for resumption.
+    detached: Detached,
+    /// Numbers the session's request streams.
+    next_stream: AtomicU64,
+    last_seen: Mutex<Instant>,
+    /// Requests running and GET streams open.
+    active: AtomicUsize,
+}
+
+impl Session {
+    fn touch(&self) {
+        *self
+            .last_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    fn version(&self) -> Option<ProtocolVersion> {
+        *self.version.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Holds a session active (a running request or an open GET stream).
+struct Active(Arc<Session>);
+
+impl Active {
+    fn new(session: &Arc<Session>) -> Self {
+        session.active.fetch_add(1, Ordering::SeqCst);
+        session.touch();
+        Active(Arc::clone(session))
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A request the server sent to the client from one POST's connection, waiting for its answer.
+struct Pending {
+    /// The session it belongs to ("" when stateless).
+    session: String,
+    /// The connection's input.
+    input: mpsc::Sender<Bytes>,
+    /// The id the connection gave it (the wire carries a server-wide unique one).
+    original: Value,
+}
+
+struct Inner {
+    builder: Builder,
+    /// For sessions of revisions that take batches (2025-03-26 and older).
+    batch_builder: Builder,
+    mode: Mode,
+    path: String,
+    hosts: HostPolicy,
+    prefix: String,
+    max_sessions: usize,
+    idle: Duration,
+    max_body: usize,
+    timeout: Duration,
+    limits: StreamLimits,
+    max_connections: usize,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Server-to-client requests by their wire id.
+    pending: Mutex<HashMap<String, Pending>>,
+    /// Running requests' connection inputs by (session, request id as JSON text), for
+    /// `notifications/cancelled`.
+    running: Mutex<HashMap<(String, String), mpsc::Sender<Bytes>>>,
+    counter: AtomicU64,
+    random: std::collections::hash_map::RandomState,
+}
+
+/// The MCP server as a tower `Service<http::Request<B>>` (cheap to clone). Run it with
+/// [`serve`] or mount it in axum with `Router::route_service`.
+#[derive(Clone)]
+pub struct McpService {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for McpService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpService")
+            .field("mode", &self.inner.mode)
+            .field("sessions", &self.session_count())
+            .finish()
+    }
+}
+
+impl McpService {
+    /// Answers one request.
+    pub fn handle<B>(&self, req: Request<B>) -> ResponseFuture
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move { inner.handle(req).await })
+    }
+
+    /// The number of sessions held.
+    pub fn session_count(&self) -> usize {
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// The ids of the sessions held.
+    pub fn session_ids(&self) -> Vec<String> {
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// A client that sends on the session's GET stream (server-initiated notifications and
+    /// requests; their answers come back by POST), if the session exists.
+    pub fn session_client(&self, id: &str) -> Option<Client> {
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .map(|s| s.hub.client().clone())
+    }
+}
+
+impl<B> tower_service::Service<Request<B>> for McpService
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let fut = self.handle(req);
+        Box::pin(async move { Ok(fut.await) })
+    }
+}
+
+/// Serves `service` on every connection accepted on `listener` (HTTP/1.1 and HTTP/2), at
+/// most [`McpHttpServer::max_connections`] at once, until the future is dropped.
+pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(service.inner.max_connections));
+    loop {
+        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+            return;
+        };
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let service = service.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                let fut = service.handle(req);
+                async move { Ok::<_, Infallible>(fut.await) }
+            });
+            let builder =
+                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            if let Err(e) = builder
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await
+            {
+                tracing::debug!(%peer, error = %e, "MCP HTTP connection ended with an error");
+            }
+            drop(permit);
+        });
+    }
+}
+
+// ---- responses ----
+
+fn status(code: StatusCode) -> Response<Body> {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = code;
+    r
+}
+
+fn plain(code: StatusCode, why: &'static str) -> Response<Body> {
+    let mut r = Response::new(Body::full(Bytes::from_static(why.as_bytes())));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// An HTTP error with a JSON-RPC error object as its body (what MCP SDKs show).
+fn rpc_error(code: StatusCode, rpc_code: i64, message: &str) -> Response<Body> {
+    let body =
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": rpc_code, "message": message}});
+    let mut r = json_response(Bytes::from(body.to_string()));
+    *r.status_mut() = code;
+    r
+}
+
+fn json_response(body: Bytes) -> Response<Body> {
+    let mut r = Response::new(Body::full(body));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn event_stream(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Body::stream(rx));
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+fn sse_event(message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 24);
+    let data = std::str::from_utf8(message).unwrap_or("");
+    sse::write_event(&mut VecSink(&mut out), Some("message"), None, data);
+    Bytes::from(out)
+}
+
+/// What the client's `Accept` allows: (JSON, event stream). No header means JSON.
+fn accepts(headers: &HeaderMap) -> (bool, bool) {
+    let (mut json, mut sse, mut seen) = (false, false, false);
+    for value in headers.get_all(header::ACCEPT) {
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            seen = true;
+            let mut parts = item.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            if parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
+            }) {
+                continue;
+            }
+            match media.as_str() {
+                "*/*" => {
+                    json = true;
+                    sse = true;
+                }
+                "application/*" | "application/json" => json = true,
+                "text/*" | "text/event-stream" => sse = true,
+                _ => {}
+            }
+        }
+    }
+    if !seen {
+        return (true, false);
+    }
+    (json, sse)
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// `host:port` → `host` (IPv6 literals keep their brackets).
+fn strip_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return match host.find(']') {
+            Some(end) => &host[..=end],
+            None => host,
+        };
+    }
+    host.split(':').next().unwrap_or(host)
+}
+
+fn host_allowed(policy: &HostPolicy, host: &str) -> bool {
+    match policy {
+        HostPolicy::Any => true,
+        HostPolicy::Names(names) => {
+            let name = strip_port(host);
+            names.iter().any(|n| n.eq_ignore_ascii_case(name))
+        }
+    }
+}
+
+fn origin_allowed(policy: &HostPolicy, origin: &str) -> bool {
+    match policy {
+        HostPolicy::Any => true,
+        HostPolicy::Names(_) => match origin.split_once("://") {
+            Some((scheme, rest)) if scheme == "http" || scheme == "https" => {
+                host_allowed(policy, rest.split('/').next().unwrap_or(""))
+            }
+            _ => false,
+        },
+    }
+}
+
+/// What the target header must say for `method` (stateless mode).
+pub(crate) fn expected_name<'a>(method: &str, params: &'a Value) -> Option<&'a str> {
+    match method {
+        "tools/call" | "prompts/get" => params.get("name").and_then(Value::as_str),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            params.get("uri").and_then(Value::as_str)
+        }
+        _ => None,
+    }
+}
+
+/// The kind of one JSON-RPC message, seen from its members.
+enum Kind {
+    Request,
+    Notification,
+    Response,
+    /// Not a message: the connection answers it (Invalid Request).
+    Invalid,
+}
+
+fn kind_of(v: &Value) -> Kind {
+    let Some(o) = v.as_object() else {
+        return Kind::Invalid;
+    };
+    match (o.get("method"), o.get("id")) {
+        (Some(Value::String(_)), Some(_)) => Kind::Request,
+        (Some(Value::String(_)), None) => Kind::Notification,
+        (None, Some(_)) if o.contains_key("result") || o.contains_key("error") => Kind::Response,
+        _ => Kind::Invalid,
+    }
+}
+
+/// True for the [`CLOSE_STREAM`] notification.
+fn is_close(m: &[u8]) -> bool {
+    m.windows(CLOSE_STREAM.len())
+        .any(|w| w == CLOSE_STREAM.as_bytes())
+        && serde_json::from_slice::<Value>(m)
+            .is_ok_and(|v| v["method"] == CLOSE_STREAM && v.get("id").is_none())
+}
+
+/// Removes a POST's registrations (its running entry and its pending requests) when the
+/// exchange ends, so that nothing holds its connection's input open.
+struct Registration {
+    inner: Arc<Inner>,
+    running: Option<(String, String)>,
+    pending: Vec<String>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Some(key) = self.running.take() {
+            self.inner
+                .running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&key);
+        }
+        if !self.pending.is_empty() {
+            let mut pending = self
+                .inner
+                .pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for id in self.pending.drain(..) {
+                pending.remove(&id);
+            }
+        }
+    }
+}
+
+/// What one POST asks of [`Inner::exchange`].
+struct Call {
+    /// The request's id (none for a batch or an invalid message).
+    id: Option<Value>,
+    /// The client accepts JSON.
+    json_ok: bool,
+    /// The client accepts an event stream.
+    sse_ok: bool,
+    /// A batch (a session of a revision that takes them).
+    batch: bool,
+    /// `initialize` creating a session.
+    init: bool,
+}
+
+type Driver = Pin<Box<dyn Future<Output = Result<(), rpcwire_tokio::DriverError>> + Send>>;
+
+/// One POST's connection: its driver, what it writes, its input (open until the answer).
+struct Exchange {
+    driver: Option<Driver>,
+    rx: mpsc::Receiver<Bytes>,
+    input: Option<mpsc::Sender<Bytes>>,
+    registration: Option<Registration>,
+    session: String,
+    /// The session's log level (messages below it are dropped).
+    level: Option<Arc<Session>>,
+    deadline: tokio::time::Instant,
+}
+
+enum Next {
+    /// A message for the client (server requests already given their wire id).
+    Message(Bytes),
+    /// The answer (the last message).
+    Answer(Bytes),
+    /// A handler asked for its stream to be closed ([`CLOSE_STREAM`]).
+    Close,
+    End,
+    TimedOut,
+}
+
+impl Exchange {
+    async fn next(&mut self) -> Next {
+        loop {
+            let driving = async {
+                match &mut self.driver {
+                    Some(d) => d.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                m = self.rx.recv() => return match m {
+                    Some(m) if is_response(&m) => {
+                        // Answered: the input ends, nothing waits for the client any more.
+                        self.input = None;
+                        self.registration = None;
+                        Next::Answer(m)
+                    }
+                    Some(m) if self.filtered(&m) => continue,
+                    Some(m) if is_close(&m) => Next::Close,
+                    Some(m) => Next::Message(self.outgoing(m)),
+                    None => Next::End,
+                },
+                r = driving => {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, "an MCP request's connection failed");
+                    }
+                    self.driver = None;
+                }
+                () = tokio::time::sleep_until(self.deadline) => return Next::TimedOut,
+            }
+        }
+    }
+
+    /// True for a log message below the session's level.
+    fn filtered(&self, m: &[u8]) -> bool {
+        let Some(session) = &self.level else {
+            return false;
+        };
+        let Some(min) = *session.level.lock().unwrap_or_else(PoisonError::into_inner) else {
+            return false;
+        };
+        // Only log messages are looked at closely.
+        if !m.windows(21).any(|w| w == b"notifications/message") {
+            return false;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(m) else {
+            return false;
+        };
+        v["method"] == "notifications/message"
+            && v["params"]["level"]
+                .as_str()
+                .and_then(|l| LogLevel::from_bytes(l.as_bytes()))
+                .is_some_and(|l| l < min)
+    }
+
+    /// A request to the client gets a server-wide unique id, remembered with this
+    /// connection's input so that the answer finds its way back.
+    fn outgoing(&mut self, m: Bytes) -> Bytes {
+        let (Some(registration), Some(input)) = (&mut self.registration, &self.input) else {
+            return m;
+        };
+        let Ok(mut v) = serde_json::from_slice::<Value>(&m) else {
+            return m;
+        };
+        if !matches!(kind_of(&v), Kind::Request) {
+            return m;
+        }
+        let inner = &registration.inner;
+        let wire = format!(
+            "{}-s{}",
+            inner.prefix,
+            inner.counter.fetch_add(1, Ordering::Relaxed)
+        );
+        let original = v["id"].take();
+        v["id"] = Value::String(wire.clone());
+        inner
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                wire.clone(),
+                Pending {
+                    session: self.session.clone(),
+                    input: input.clone(),
+                    original,
+                },
+            );
+        registration.pending.push(wire);
+        Bytes::from(v.to_string())
+    }
+}
+
+impl Inner {
+    fn new_session_id(&self) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        // SipHash keyed with the process's random keys: unpredictable without them.
+        let mut a = self.random.build_hasher();
+        a.write_u64(n);
+        a.write_u128(nanos);
+        let mut b = self.random.build_hasher();
+        b.write_u64(a.finish());
+        b.write_u64(n ^ 0x9e37_79b9_7f4a_7c15);
+        format!("{}-{:016x}{:016x}", self.prefix, a.finish(), b.finish())
+    }
+
+    fn end_idle(&self) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        sessions.retain(|_, s| {
+            let idle =
+                now.duration_since(*s.last_seen.lock().unwrap_or_else(PoisonError::into_inner));
+            let keep = s.active.load(Ordering::SeqCst) > 0 || idle < self.idle;
+            if !keep {
+                tracing::debug!(session = %s.id, "MCP session ended (idle)");
+                s.hub.end_streams();
+            }
+            keep
+        });
+    }
+
+    fn session(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+    }
+
+    fn remove_session(&self, id: &str) -> bool {
+        let removed = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+        match removed {
+            Some(s) => {
+                s.hub.end_streams();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A new session, or `None` when the table is full of active sessions.
+    fn create_session(&self) -> Option<Arc<Session>> {
+        if self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+            >= self.max_sessions
+        {
+            self.end_idle();
+        }
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        if sessions.len() >= self.max_sessions {
+            // Full of sessions still within their idle time: the oldest quiet one goes.
+            let oldest = sessions
+                .values()
+                .filter(|s| s.active.load(Ordering::SeqCst) == 0)
+                .min_by_key(|s| *s.last_seen.lock().unwrap_or_else(PoisonError::into_inner))
+                .map(|s| s.id.clone());
+            match oldest {
+                Some(id) => {
+                    if let Some(s) = sessions.remove(&id) {
+                        s.hub.end_streams();
+                    }
+                }
+                None => return None,
+            }
+        }
+        let id = self.new_session_id();
+        let session = Arc::new(Session {
+            id: id.clone(),
+            version: Mutex::new(None),
+            level: Mutex::new(None),
+            detached: Detached::default(),
+            next_stream: AtomicU64::new(0),
+            hub: Hub::start(mcp_builder(), self.max_body, self.limits),
+            last_seen: Mutex::new(Instant::now()),
+            active: AtomicUsize::new(0),
+        });
+        sessions.insert(id, Arc::clone(&session));
+        Some(session)
+    }
+
+    async fn handle<B>(self: Arc<Self>, req: Request<B>) -> Response<Body>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        if req.uri().path() != self.path {
+            return plain(StatusCode::NOT_FOUND, "no MCP endpoint here\n");
+        }
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| req.uri().authority().map(|a| a.as_str()));
+        match host {
+            Some(h) if host_allowed(&self.hosts, h) => {}
+            None if self.hosts == HostPolicy::Any => {}
+            _ => return plain(StatusCode::FORBIDDEN, "host not allowed\n"),
+        }
+        if let Some(origin) = req.headers().get(header::ORIGIN) {
+            if !origin
+                .to_str()
+                .is_ok_and(|o| origin_allowed(&self.hosts, o))
+            {
+                return plain(StatusCode::FORBIDDEN, "origin not allowed\n");
+            }
+        }
+        // A revision header, when sent, must name a revision this server speaks.
+        if let Some(v) = req.headers().get(HEADER_PROTOCOL_VERSION) {
+            let known = match self.mode {
+                Mode::Sessions => ProtocolVersion::from_bytes(v.as_bytes()).is_some(),
+                Mode::Stateless => v.as_bytes() == STATELESS_VERSION.as_bytes(),
+            };
+            if !known {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "unsupported MCP-Protocol-Version",
+                );
+            }
+        }
+        let (parts, body) = req.into_parts();
+        match (self.mode, &parts.method) {
+            (_, &Method::POST) => self.post(parts, body).await,
+            (Mode::Sessions, &Method::GET) => self.get(&parts),
+            (Mode::Sessions, &Method::DELETE) => self.delete(&parts),
+            (mode, _) => {
+                let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
+                let allow = match mode {
+                    Mode::Sessions => "GET, POST, DELETE",
+                    Mode::Stateless => "POST",
+                };
+                r.headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static(allow));
+                r
+            }
+        }
+    }
+
+    /// The session a request names: `Err` is the answer (400 without one, 404 unknown).
+    fn named_session(&self, headers: &HeaderMap) -> Result<Arc<Session>, Box<Response<Body>>> {
+        let Some(id) = header_str(headers, HEADER_SESSION_ID) else {
+            return Err(Box::new(rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                "Bad Request: Mcp-Session-Id header is required",
+            )));
+        };
+        self.session(id).ok_or_else(|| {
+            Box::new(rpc_error(
+                StatusCode::NOT_FOUND,
+                -32001,
+                "Session not found",
+            ))
+        })
+    }
+
+    fn get(&self, parts: &http::request::Parts) -> Response<Body> {
+        let (_, sse_ok) = accepts(&parts.headers);
+        if !sse_ok {
+            return plain(
+                StatusCode::NOT_ACCEPTABLE,
+                "GET opens an event stream: accept text/event-stream\n",
+            );
+        }
+        let session = match self.named_session(&parts.headers) {
+            Ok(s) => s,
+            Err(r) => return *r,
+        };
+        let last = header_str(&parts.headers, "last-event-id");
+        if let Some((stream_id, seq)) = last.and_then(parse_event_id) {
+            // The rest of a request's stream (SSE polling, or a broken connection).
+            let (tx, rx) = mpsc::channel(8);
+            if let Some(stream) = session.detached.get(stream_id) {
+                let active = Active::new(&session);
+                tokio::spawn(async move {
+                    let _active = active;
+                    if stream.resume(seq, tx).await {
+                        session.detached.forget(stream_id);
+                    }
+                });
+            }
+            // An unknown stream: nothing to resume, the stream ends at once.
+            return event_stream(rx);
+        }
+        let cursor = session.hub.start_after(last);
+        let (tx, rx) = mpsc::channel(8);
+        let active = Active::new(&session);
+        let hub = Arc::clone(&session.hub);
+        tokio::spawn(async move {
+            let _active = active;
+            hub.serve_stream(cursor, tx).await;
+        });
+        event_stream(rx)
+    }
+
+    fn delete(&self, parts: &http::request::Parts) -> Response<Body> {
+        match header_str(&parts.headers, HEADER_SESSION_ID) {
+            None => rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                "Bad Request: Mcp-Session-Id header is required",
+            ),
+            Some(id) if self.remove_session(id) => status(StatusCode::OK),
+            Some(_) => rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found"),
+        }
+    }
+
+    async fn post<B>(self: Arc<Self>, parts: http::request::Parts, body: B) -> Response<Body>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let json_type = header_str(&parts.headers, header::CONTENT_TYPE.as_str())
+            .map(|v| v.split(';').next().unwrap_or("").trim())
+            .is_some_and(|v| v.eq_ignore_ascii_case("application/json"));
+        if !json_type {
+            return plain(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "send application/json\n",
+            );
+        }
+        let (json_ok, sse_ok) = accepts(&parts.headers);
+        if !json_ok && !sse_ok {
+            return plain(
+                StatusCode::NOT_ACCEPTABLE,
+                "answers are application/json or text/event-stream\n",
+            );
+        }
+        let declared = header_str(&parts.headers, header::CONTENT_LENGTH.as_str())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.max_body as u64) {
+            return plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
+        }
+        let collected =
+            tokio::time::timeout(self.timeout, Limited::new(body, self.max_body).collect()).await;
+        let body = match collected {
+            Ok(Ok(c)) => c.to_bytes(),
+            Ok(Err(e)) => {
+                return if e.is::<http_body_util::LengthLimitError>() {
+                    plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n")
+                } else {
+                    plain(StatusCode::BAD_REQUEST, "body could not be read\n")
+                };
+            }
+            Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
+        };
+        let Ok(value) = serde_json::from_slice::<Value>(&body) else {
+            return rpc_error(StatusCode::BAD_REQUEST, -32700, "Parse error");
+        };
+        let method = value.get("method").and_then(Value::as_str);
+        let is_initialize = method == Some("initialize") && value.get("id").is_some();
+
+        // The session (session mode) or the header checks (stateless mode).
+        let mut session = None;
+        match self.mode {
+            Mode::Sessions if is_initialize => {}
+            Mode::Sessions => match self.named_session(&parts.headers) {
+                Ok(s) => session = Some(s),
+                Err(r) => return *r,
+            },
+            Mode::Stateless => {
+                if let Err(r) = stateless_headers(&parts.headers, &value) {
+                    return *r;
+                }
+            }
+        }
+        let _active = session.as_ref().map(Active::new);
+        let session_key = session.as_ref().map_or(String::new(), |s| s.id.clone());
+
+        if value.is_array() {
+            // Batches: only revisions up to 2025-03-26 take them.
+            let takes = session
+                .as_ref()
+                .and_then(|s| s.version())
+                .is_some_and(|v| !v.refuses_batches());
+            if !takes {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "Invalid Request: this MCP revision does not take JSON-RPC batches",
+                );
+            }
+            return self
+                .exchange(
+                    session,
+                    body,
+                    Call {
+                        id: None,
+                        json_ok,
+                        sse_ok,
+                        batch: true,
+                        init: false,
+                    },
+                )
+                .await;
+        }
+
+        match kind_of(&value) {
+            Kind::Response => {
+                self.route_response(&session_key, value).await;
+                status(StatusCode::ACCEPTED)
+            }
+            Kind::Notification => {
+                if method == Some("notifications/cancelled") {
+                    let target = value
+                        .pointer("/params/requestId")
+                        .map(Value::to_string)
+                        .unwrap_or_default();
+                    let input = self
+                        .running
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get(&(session_key, target))
+                        .cloned();
+                    if let Some(input) = input {
+                        send_body(&input, body).await;
+                    }
+                    return status(StatusCode::ACCEPTED);
+                }
+                // Other notifications run on a connection of their own; accepted at once.
+                let (tx, mut rx) = mpsc::channel::<Bytes>(8);
+                let (_client, driver) = self.builder.clone().run_inline(
+                    OnceReader::new(body, None),
+                    FrameWriter::new(tx, self.max_body),
+                );
+                tokio::spawn(async move {
+                    // Nothing goes back for a notification: drain what the connection writes.
+                    let drain = async { while rx.recv().await.is_some() {} };
+                    let _ = tokio::join!(driver, drain);
+                });
+                status(StatusCode::ACCEPTED)
+            }
+            Kind::Request => {
+                if method == Some("logging/setLevel") {
+                    let level = value
+                        .pointer("/params/level")
+                        .and_then(Value::as_str)
+                        .and_then(|l| LogLevel::from_bytes(l.as_bytes()));
+                    if let (Some(s), Some(level)) = (&session, level) {
+                        *s.level.lock().unwrap_or_else(PoisonError::into_inner) = Some(level);
+                    }
+                }
+                let mut session = session;
+                if is_initialize && self.mode == Mode::Sessions {
+                    match self.create_session() {
+                        Some(s) => session = Some(s),
+                        None => {
+                            return rpc_error(
+                                StatusCode::SERVICE_UNAVAILABLE,
+                                -32000,
+                                "too many sessions",
+                            )
+                        }
+                    }
+                }
+                let id = value.get("id").cloned();
+                let init = is_initialize && self.mode == Mode::Sessions;
+                self.exchange(
+                    session,
+                    body,
+                    Call {
+                        id,
+                        json_ok,
+                        sse_ok,
+                        batch: false,
+                        init,
+                    },
+                )
+                .await
+            }
+            Kind::Invalid => {
+                self.exchange(
+                    session,
+                    body,
+                    Call {
+                        id: None,
+                        json_ok,
+                        sse_ok,
+                        batch: false,
+                        init: false,
+                    },
+                )
+                .await
+            }
+        }
+    }
+
+    /// A POSTed answer to one of the server's requests goes to the connection that asked.
+    async fn route_response(&self, session: &str, mut value: Value) {
+        let Some(wire) = value.get("id").and_then(Value::as_str).map(str::to_owned) else {
+            return;
+        };
+        let pending = {
+            let mut map = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            match map.get(&wire) {
+                Some(p) if p.session == session => map.remove(&wire),
+                _ => None,
+            }
+        };
+        let Some(pending) = pending else {
+            tracing::debug!(id = %wire, "an answer to no pending request");
+            return;
+        };
+        value["id"] = pending.original;
+        send_body(&pending.input, Bytes::from(value.to_string())).await;
+    }
+
+    /// Runs one POST's request (or batch) on its own connection and answers with JSON or an
+    /// event stream.
+    async fn exchange(
+        self: Arc<Self>,
+        session: Option<Arc<Session>>,
+        body: Bytes,
+        call: Call,
+    ) -> Response<Body> {
+        let Call {
+            id,
+            json_ok,
+            sse_ok,
+            batch,
+            init,
+        } = call;
+        let (in_tx, in_rx) = mpsc::channel(8);
+        send_body(&in_tx, body).await;
+        let (out_tx, out_rx) = mpsc::channel(8);
+        let builder = if batch {
+            self.batch_builder.clone()
+        } else {
+            self.builder.clone()
+        };
+        let (_client, driver) = builder.run_inline(
+            ChannelReader::new(in_rx),
+            FrameWriter::new(out_tx, self.max_body),
+        );
+        let session_key = session.as_ref().map_or(String::new(), |s| s.id.clone());
+        let running = id.as_ref().map(|id| (session_key.clone(), id.to_string()));
+        if let Some(key) = &running {
+            self.running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(key.clone(), in_tx.clone());
+        }
+        let mut exchange = Exchange {
+            driver: Some(Box::pin(driver)),
+            rx: out_rx,
+            input: Some(in_tx),
+            registration: Some(Registration {
+                inner: Arc::clone(&self),
+                running,
+                pending: Vec::new(),
+            }),
+            session: session_key,
+            level: session.clone(),
+            deadline: tokio::time::Instant::now() + self.timeout,
+        };
+        let session_header = session
+            .as_ref()
+            .and_then(|s| HeaderValue::from_str(&s.id).ok());
+        let first = match exchange.next().await {
+            Next::TimedOut => {
+                return plain(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n");
+            }
+            Next::End => return status(StatusCode::ACCEPTED),
+            Next::Answer(answer) => {
+                if let Some(s) = session.as_ref().filter(|_| init) {
+                    if !self.note_answer(s, &answer) {
+                        return json_response(answer);
+                    }
+                }
+                let mut r = if json_ok || !sse_ok {
+                    json_response(answer)
+                } else {
+                    let (tx, rx) = mpsc::channel(1);
+                    let _ = tx.try_send(sse_event(&answer));
+                    event_stream(rx)
+                };
+                if let Some(v) = session_header {
+                    r.headers_mut().insert(HEADER_SESSION_ID, v);
+                }
+                return r;
+            }
+            first @ (Next::Message(_) | Next::Close) => first,
+        };
+        if !sse_ok {
+            // JSON only: messages before the answer have no place (nor can the client answer
+            // the server's requests); wait for the answer.
+            loop {
+                match exchange.next().await {
+                    Next::Message(_) | Next::Close => {}
+                    Next::Answer(answer) => return json_response(answer),
+                    Next::End => return status(StatusCode::ACCEPTED),
+                    Next::TimedOut => {
+                        return plain(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
+                    }
+                }
+            }
+        }
+        let (tx, rx) = mpsc::channel(8);
+        let keep = session.as_ref().map(Active::new);
+        match session {
+            Some(session) => {
+                tokio::spawn(
+                    Arc::clone(&self).session_stream(session, exchange, first, tx, init, keep),
+                );
+            }
+            None => {
+                tokio::spawn(async move {
+                    let mut next = first;
+                    loop {
+                        match next {
+                            Next::Message(m) => {
+                                if tx.send(sse_event(&m)).await.is_err() {
+                                    // The client closed the stream: dropping the exchange
+                                    // (its driver) stops the handlers: the request is
+                                    // cancelled.
+                                    return;
+                                }
+                            }
+                            Next::Answer(answer) => {
+                                let _ = tx.send(sse_event(&answer)).await;
+                                return;
+                            }
+                            // No resumption without a session: the stream stays open.
+                            Next::Close => {}
+                            Next::End | Next::TimedOut => return,
+                        }
+                        next = tokio::select! {
+                            next = exchange.next() => next,
+                            // The client went away while the handlers work: stop them now.
+                            () = tx.closed() => return,
+                        };
+                    }
+                });
+            }
+        }
+        let mut r = event_stream(rx);
+        if let Some(v) = session_header {
+            r.headers_mut().insert(HEADER_SESSION_ID, v);
+        }
+        r
+    }
+
+    /// A session's request stream: a priming event, then every message with an event id,
+    /// each also kept for resumption. The request goes on when the client disconnects (or a
+    /// handler closes the stream, [`CLOSE_STREAM`]); a GET with `Last-Event-ID` then carries
+    /// the rest. It is cancelled instead when the session already keeps the most detached
+    /// streams, or when a detached stream outgrows its buffer.
+    async fn session_stream(
+        self: Arc<Self>,
+        session: Arc<Session>,
+        mut exchange: Exchange,
+        mut next: Next,
+        tx: mpsc::Sender<Bytes>,
+        init: bool,
+        keep: Option<Active>,
+    ) {
+        let _keep = keep;
+        let id = session.next_stream.fetch_add(1, Ordering::Relaxed) + 1;
+        let stream = PostStream::new();
+        let retry = u64::try_from(self.limits.retry.as_millis()).unwrap_or(u64::MAX);
+        let mut live = tx.send(priming(id, retry)).await.ok().map(|()| tx);
+        let mut detached = false;
+        let mut seq = 0;
+        loop {
+            let (message, last) = match next {
+                Next::Message(m) => (Some(m), false),
+                Next::Answer(answer) => {
+                    if init {
+                        self.note_answer(&session, &answer);
+                    }
+                    (Some(answer), true)
+                }
+                Next::Close => {
+                    live = None;
+                    (None, false)
+                }
+                Next::End | Next::TimedOut => {
+                    stream.finish();
+                    return;
+                }
+            };
+            let mut whole = true;
+            if let Some(message) = message {
+                seq += 1;
+                let event = encode(id, seq, &message);
+                whole = stream.push(event.clone(), &self.limits).1;
+                if let Some(t) = &live {
+                    if t.send(event).await.is_err() {
+                        live = None;
+                    }
+                }
+            }
+            if live.is_none() && !detached {
+                if !session.detached.keep(id, &stream) {
+                    stream.finish();
+                    return; // too many detached streams: the request is cancelled
+                }
+                detached = true;
+            }
+            if last {
+                stream.finish();
+                return;
+            }
+            if detached && !whole {
+                stream.finish();
+                return; // a resuming client would miss events: cancelled
+            }
+            let got = match &live {
+                Some(t) => tokio::select! {
+                    n = exchange.next() => Some(n),
+                    () = t.closed() => None,
+                },
+                None => Some(exchange.next().await),
+            };
+            next = match got {
+                Some(n) => n,
+                None => {
+                    live = None;
+                    if !session.detached.keep(id, &stream) {
+                        stream.finish();
+                        return;
+                    }
+                    detached = true;
+                    exchange.next().await
+                }
+            };
+        }
+    }
+
+    /// Notes what an `initialize` answer settles for its session: the revision, or (an error)
+    /// that there is no session after all. False when the session was dropped.
+    fn note_answer(&self, session: &Session, answer: &[u8]) -> bool {
+        let Ok(v) = serde_json::from_slice::<Value>(answer) else {
+            return true;
+        };
+        match v.pointer("/result/protocolVersion").and_then(Value::as_str) {
+            Some(version) => {
+                *session
+                    .version
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) =
+                    ProtocolVersion::from_bytes(version.as_bytes());
+                true
+            }
+            None if v.get("error").is_some() => {
+                self.remove_session(&session.id);
+                false
+            }
+            None => true,
+        }
+    }
+}
+
+/// Stateless mode: `Mcp-Method` and `Mcp-Name` must say what the body says.
+fn stateless_headers(headers: &HeaderMap, value: &Value) -> Result<(), Box<Response<Body>>> {
+    if value.is_array() {
+        return Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "Invalid Request: this MCP revision does not take JSON-RPC batches",
+        )));
+    }
+    let Some(method) = value.get("method").and_then(Value::as_str) else {
+        // An answer to a server request: no method to name.
+        return Ok(());
+    };
+    match header_str(headers, HEADER_METHOD) {
+        Some(h) if h == method => {}
+        Some(_) => {
+            return Err(Box::new(rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "Mcp-Method header does not match the body's method",
+            )))
+        }
+        None => {
+            return Err(Box::new(rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "Mcp-Method header is required",
+            )))
+        }
+    }
+    let params = value.get("params").unwrap_or(&Value::Null);
+    match (
+        expected_name(method, params),
+        header_str(headers, HEADER_NAME),
+    ) {
+        (None, None) => Ok(()),
+        (Some(want), Some(got)) if want == got => Ok(()),
+        (Some(_), None) => Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "Mcp-Name header is required for this method",
+        ))),
+        _ => Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "Mcp-Name header does not match the body",
+        ))),
+    }
+}
