@@ -34,6 +34,12 @@ pub struct WsServeArgs {
     /// milliseconds.
     #[arg(long, value_name = "MS", requires = "ws")]
     pub tick: Option<u64>,
+    /// With --ws: instead of the demo service, forward every call and notification to this
+    /// command's stdin and stdout (split with shell-word rules), and its notifications to
+    /// every connection: with `"rpcwire bridge --serial /dev/ttyACM0"`, the browser console
+    /// (and any WebSocket client) reaches a device.
+    #[arg(long, value_name = "CMD", requires = "ws")]
+    pub forward: Option<String>,
     /// With --ws: seconds of silence before a ping (0: never).
     #[arg(long, value_name = "SECS", default_value_t = 30.0, requires = "ws")]
     pub ping_interval: f64,
@@ -144,7 +150,14 @@ pub async fn serve(
         ..WsConfig::default()
     };
     let hub = Hub::new();
-    let server = WsServer::new(builder.router(ws_demo_router(hub.clone())), config)
+    let (router, _child) = match &args.forward {
+        None => (ws_demo_router(hub.clone()), None),
+        Some(command) => match forward_router(command, &hub) {
+            Ok((router, child)) => (router, Some(child)),
+            Err(code) => return code,
+        },
+    };
+    let server = WsServer::new(builder.router(router), config)
         .with_hub(hub.clone())
         .max_connections(max_connections)
         .console(args.console);
@@ -158,7 +171,10 @@ pub async fn serve(
     let local = listener
         .local_addr()
         .map_or_else(|_| addr.to_owned(), |a| a.to_string());
-    eprintln!("rpcwire: serving the demo service on ws://{local}/");
+    match &args.forward {
+        Some(command) => eprintln!("rpcwire: forwarding to `{command}` on ws://{local}/"),
+        None => eprintln!("rpcwire: serving the demo service on ws://{local}/"),
+    }
     if args.console {
         eprintln!("rpcwire: console on http://{local}/");
     }
@@ -176,6 +192,63 @@ pub async fn serve(
     }
     server.serve_tcp(listener).await;
     ExitCode::SUCCESS
+}
+
+/// The router of `serve --ws --forward CMD`: every request (`rpc.discover` included) and
+/// notification goes to the command's stdio, its answer (or error) comes back as it is, and
+/// its notifications go to every connection of `hub`. The child is killed when dropped.
+fn forward_router(command: &str, hub: &Hub) -> Result<(Router, tokio::process::Child), ExitCode> {
+    let argv = match shell_words::split(command) {
+        Ok(argv) if !argv.is_empty() => argv,
+        Ok(_) | Err(_) => {
+            eprintln!("rpcwire: --forward {command:?}: not a command");
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    let mut cmd = tokio::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    let hub = hub.clone();
+    let upstream = Builder::new().router(Router::new().fallback_notification(
+        move |ctx, params: Option<Box<RawValue>>| {
+            let _ = hub.notify_all(ctx.method(), params);
+            async {}
+        },
+    ));
+    let (session, child) = upstream.spawn_child(&mut cmd).map_err(|e| {
+        eprintln!("rpcwire: cannot start {:?}: {e}", argv[0]);
+        ExitCode::from(EXIT_CONNECTION)
+    })?;
+    let calls = session.client().clone();
+    let discover = calls.clone();
+    let notes = calls.clone();
+    // The session's driver runs on; the child ends with this process.
+    drop(session);
+    let router =
+        Router::new()
+            .method_with_context(
+                rpcwire_tokio::DISCOVER_METHOD,
+                move |_, params: Option<Box<RawValue>>| {
+                    let up = discover.clone();
+                    async move {
+                        let method = rpcwire_tokio::DISCOVER_METHOD;
+                        Ok::<_, RpcError>(up.call_json(method, params.as_deref(), None).await?)
+                    }
+                },
+            )
+            .fallback_method(move |ctx, params| {
+                let up = calls.clone();
+                async move {
+                    Ok::<_, RpcError>(up.call_json(ctx.method(), params.as_deref(), None).await?)
+                }
+            })
+            .fallback_notification(move |ctx, params| {
+                let up = notes.clone();
+                // Absent params stay absent (`None` is sent without a params member).
+                async move {
+                    let _ = up.notify(ctx.method(), &params).await;
+                }
+            });
+    Ok((router, child))
 }
 
 /// Connects for `call --ws URL`.

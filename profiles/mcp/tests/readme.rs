@@ -9,6 +9,9 @@ fn readme_shows_the_compiled_example() {
     let example = std::fs::read_to_string(dir.join("examples/hello_mcp.rs")).unwrap();
     assert!(readme.contains(&format!("```rust\n{example}```")));
     let top = std::fs::read_to_string(dir.join("../../README.md")).unwrap();
-    assert!(top.contains(&format!("```rust\n{example}```")), "the top-level README's copy");
+    assert!(
+        top.contains(&format!("```rust\n{example}```")),
+        "the top-level README's copy"
+    );
     assert!(example.lines().count() < 30);
 }

@@ -552,6 +552,22 @@ impl Driver {
                         *last_method = Some(at);
                         r.method_at(at)
                     });
+                    // A method with no handler of its own goes to the fallback, if any.
+                    let wire_name;
+                    let found = match found {
+                        Some(found) => Some(found),
+                        None => match settings
+                            .router
+                            .as_ref()
+                            .and_then(|r| r.fallback_method_handler())
+                        {
+                            Some(handler) => {
+                                wire_name = req.method.to_str();
+                                Some((&*wire_name, handler))
+                            }
+                            None => None,
+                        },
+                    };
                     let (Some((method, handler)), Some(peer)) = (found, peer.as_ref()) else {
                         let method = req.method.to_str();
                         tracing::debug!(%method, id = %req.id, "method not found");

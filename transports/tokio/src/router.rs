@@ -337,6 +337,8 @@ pub struct Router {
     pub(crate) descriptions: Vec<(String, String)>,
     /// The handler of notifications no other handler takes ([`Router::fallback_notification`]).
     fallback: Option<NotifyFn>,
+    /// The handler of requests no other handler takes ([`Router::fallback_method`]).
+    fallback_method: Option<MethodFn>,
 }
 
 impl fmt::Debug for Router {
@@ -464,21 +466,32 @@ impl Router {
         F: Fn(&Origin<'_>, P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
-        let f: MethodFn = Arc::new(move |origin, params, conn, handle| {
-            let p = match decode::<P>(params) {
-                Ok(p) => p,
-                Err(e) => return answer::<()>(conn, handle, Err(&e)),
-            };
-            let mut fut: BoxFuture<Result<R, RpcError>> = Box::pin(start(origin, p));
-            match poll_once(&mut fut) {
-                Poll::Ready(result) => answer(conn, handle, result.as_ref()),
-                Poll::Pending => Outcome::Pending(Box::pin(async move {
-                    let value = fut.await?;
-                    to_json(&value)
-                })),
-            }
-        });
-        self.methods.insert(name, f);
+        self.methods.insert(name, erase(start));
+        self
+    }
+
+    /// Registers the handler of every request whose method has no handler of its own (a
+    /// proxy that forwards whatever it is asked, say): it gets the [`Context`] (the method is
+    /// [`Context::method`]) and the params as raw JSON (`None` when absent). Without one, such
+    /// a request is answered Method not found.
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Router, RpcError};
+    /// let router = Router::new().fallback_method(|ctx, params| async move {
+    ///     // Forward to another peer, log, or answer by name.
+    ///     Ok::<_, RpcError>(format!("{} {}", ctx.method(), params.map_or("null".into(), |p| p.get().to_owned())))
+    /// });
+    /// ```
+    pub fn fallback_method<R, F, Fut>(mut self, handler: F) -> Self
+    where
+        R: Serialize + 'static,
+        F: Fn(Context, Option<Box<serde_json::value::RawValue>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
+    {
+        // `Option<Box<RawValue>>` decodes absent params (null) as `None`, any other as raw.
+        self.fallback_method = Some(erase(move |origin: &Origin<'_>, params| {
+            handler(origin.context(), params)
+        }));
         self
     }
 
@@ -577,9 +590,16 @@ impl Router {
         self.methods.at(position).map(|(n, f)| (n.as_str(), f))
     }
 
+    /// The handler of requests no other handler takes, if any.
+    pub(crate) fn fallback_method_handler(&self) -> Option<&MethodFn> {
+        self.fallback_method.as_ref()
+    }
+
     pub(crate) fn get_method(&self, name: &str) -> Option<&MethodFn> {
-        let at = self.methods.find(name.as_bytes())?;
-        self.methods.at(at).map(|(_, f)| f)
+        match self.methods.find(name.as_bytes()) {
+            Some(at) => self.methods.at(at).map(|(_, f)| f),
+            None => self.fallback_method.as_ref(),
+        }
     }
 
     pub(crate) fn get_notification(&self, name: &str) -> Option<&NotifyFn> {
@@ -588,6 +608,31 @@ impl Router {
             None => self.fallback.as_ref(),
         }
     }
+}
+
+/// A typed request handler after type erasure: decodes the params, polls the handler once in
+/// the driver (answering at once when it is ready) and leaves the rest to a task.
+fn erase<P, R, F, Fut>(start: F) -> MethodFn
+where
+    P: DeserializeOwned + Send + 'static,
+    R: Serialize + 'static,
+    F: Fn(&Origin<'_>, P) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
+{
+    Arc::new(move |origin, params, conn, handle| {
+        let p = match decode::<P>(params) {
+            Ok(p) => p,
+            Err(e) => return answer::<()>(conn, handle, Err(&e)),
+        };
+        let mut fut: BoxFuture<Result<R, RpcError>> = Box::pin(start(origin, p));
+        match poll_once(&mut fut) {
+            Poll::Ready(result) => answer(conn, handle, result.as_ref()),
+            Poll::Pending => Outcome::Pending(Box::pin(async move {
+                let value = fut.await?;
+                to_json(&value)
+            })),
+        }
+    })
 }
 
 /// Runs a handler's first step in the driver, turning a panic into `Err(())`.
