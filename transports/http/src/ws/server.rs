@@ -379,12 +379,17 @@ impl crate::HttpServer {
     /// use rpcwire_http::HttpServer;
     /// use rpcwire_tokio::{Builder, Router};
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
     /// let router = || Router::new().sync_method("ping", |(): ()| Ok::<_, rpcwire_tokio::RpcError>("pong"));
     /// let ws = WsServer::new(Builder::new().router(router()), WsConfig::default());
     /// let service = HttpServer::new(Builder::new().router(router()))
     ///     .path("/rpc")
     ///     .websocket(ws) // ws://host/rpc and POST http://host/rpc
     ///     .build();
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// tokio::spawn(rpcwire_http::serve(listener, service));
+    /// # Ok(()) }
     /// ```
     pub fn websocket(self, ws: WsServer) -> Self {
         self.upgrade(Arc::new(move |req: Request<()>| {
