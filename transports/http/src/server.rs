@@ -190,7 +190,8 @@ impl HttpServer {
     }
 
     /// The time a request may take, body reading and handlers included; past it the answer
-    /// is 503 (or an event stream ends) and the handlers are dropped.
+    /// is 503 (or an event stream ends) and the handlers are dropped. With [`serve`], a
+    /// request head begun and not whole within it closes the connection.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -832,8 +833,12 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// once. Runs until the future is dropped.
 ///
 /// Each connection's protocol is told from its first bytes, then the connection runs in a
-/// task holding only that protocol's state (an idle keep-alive connection costs what hyper's
-/// HTTP/1 connection costs, nothing of HTTP/2's).
+/// task holding only that protocol's state. On HTTP/1.1, plain-JSON POSTs are answered by a
+/// fast path in the connection's own task (the same answers as through hyper, with no hyper
+/// state: an idle keep-alive connection holds its socket and a 2 KiB buffer); the first
+/// request it does not take (GET, event streams, upgrades, chunked bodies, refusals...) hands
+/// the connection, with the bytes already read, to hyper. A request head, once begun, must
+/// arrive whole within [`HttpServer::timeout`] on the fast path.
 pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
     let slots = Arc::new(tokio::sync::Semaphore::new(service.inner.max_connections));
     loop {
