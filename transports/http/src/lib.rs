@@ -44,6 +44,7 @@
 mod body;
 mod classify;
 mod client;
+mod fast;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod pipe;

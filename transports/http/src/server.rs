@@ -60,7 +60,7 @@ impl HostPolicy {
         HostPolicy::Names(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()])
     }
 
-    fn allows_host(&self, host: &str) -> bool {
+    pub(crate) fn allows_host(&self, host: &str) -> bool {
         match self {
             HostPolicy::Any => true,
             HostPolicy::Names(names) => {
@@ -70,7 +70,7 @@ impl HostPolicy {
         }
     }
 
-    fn allows_origin(&self, origin: &str) -> bool {
+    pub(crate) fn allows_origin(&self, origin: &str) -> bool {
         match self {
             HostPolicy::Any => true,
             HostPolicy::Names(_) => match origin.split_once("://") {
@@ -190,7 +190,8 @@ impl HttpServer {
     }
 
     /// The time a request may take, body reading and handlers included; past it the answer
-    /// is 503 (or an event stream ends) and the handlers are dropped.
+    /// is 503 (or an event stream ends) and the handlers are dropped. With [`serve`], a
+    /// request head begun and not whole within it closes the connection.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
@@ -307,18 +308,18 @@ impl HttpServer {
     }
 }
 
-struct Inner {
+pub(crate) struct Inner {
     builder: Builder,
-    path: Option<String>,
-    max_body: usize,
+    pub(crate) path: Option<String>,
+    pub(crate) max_body: usize,
     max_batch: usize,
-    timeout: Duration,
-    hosts: HostPolicy,
+    pub(crate) timeout: Duration,
+    pub(crate) hosts: HostPolicy,
     sse: bool,
     get_stream: bool,
-    upgrade: Option<UpgradeHook>,
-    check: Option<RequestCheck>,
-    check_body: Option<BodyCheck>,
+    pub(crate) upgrade: Option<UpgradeHook>,
+    pub(crate) check: Option<RequestCheck>,
+    pub(crate) check_body: Option<BodyCheck>,
     max_connections: usize,
     hub: Arc<Hub>,
     /// Ticks a few times per request timeout.
@@ -330,7 +331,7 @@ struct Inner {
 /// with [`serve`].
 #[derive(Clone)]
 pub struct RpcService {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for RpcService {
@@ -427,11 +428,20 @@ fn event_stream(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
 
 /// What the client's `Accept` allows: (JSON, event stream). No header means anything.
 fn accepts(headers: &HeaderMap) -> (bool, bool) {
+    accepts_values(
+        headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    )
+}
+
+/// [`accepts`] over the `Accept` values (those that are text).
+pub(crate) fn accepts_values<'a>(values: impl Iterator<Item = &'a str>) -> (bool, bool) {
     let mut any = false;
     let (mut json, mut sse) = (false, false);
     let mut seen = false;
-    for value in headers.get_all(header::ACCEPT) {
-        let Ok(value) = value.to_str() else { continue };
+    for value in values {
         for item in value.split(',') {
             seen = true;
             let mut parts = item.split(';');
@@ -462,14 +472,17 @@ fn is_json_content_type(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case("application/json")
-        })
-        .unwrap_or(false)
+        .is_some_and(is_json_media)
+}
+
+/// Whether a `Content-Type` value is `application/json` (parameters such as a charset allowed).
+pub(crate) fn is_json_media(value: &str) -> bool {
+    value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/json")
 }
 
 impl Inner {
@@ -591,28 +604,34 @@ impl Inner {
             }
             Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
         };
-        // Responses to the event stream's calls go to its connection.
         if let Some(check) = &self.check_body {
             if let Err(response) = check(&parts, &body) {
                 return *response;
             }
         }
+        self.answer(body, json_ok, sse_ok, deadline)
+            .await
+            .into_response()
+    }
+
+    /// The answer to a POST body whose head passed every check: the one place that runs the
+    /// body through a core connection, shared by hyper's path and the fast path.
+    pub(crate) async fn answer(
+        &self,
+        body: Bytes,
+        json_ok: bool,
+        sse_ok: bool,
+        deadline: tokio::time::Instant,
+    ) -> Reply {
         let (kind, batch_len) = classify_batch(&body, 128);
         if batch_len.is_some_and(|n| n > self.max_batch) {
             // The core would answer the same with one Invalid Request; HTTP says it too.
-            let mut r = refuse(StatusCode::PAYLOAD_TOO_LARGE, "");
-            *r.body_mut() = Body::full(Bytes::from_static(
-                br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request","data":"batch too large"},"id":null}"#,
-            ));
-            r.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            return r;
+            return Reply::BatchTooLong;
         }
         if kind == BodyKind::Responses {
+            // Responses to the event stream's calls go to its connection.
             self.hub.deliver(body).await;
-            return status(StatusCode::ACCEPTED);
+            return Reply::Accepted;
         }
         // The body's connection runs in this task (no hand-off between tasks): its driver is
         // polled beside the channel its messages come out of.
@@ -626,7 +645,7 @@ impl Inner {
         if !calls {
             // Notifications alone: accepted at once; their handlers run on.
             tokio::spawn(driver);
-            return status(StatusCode::ACCEPTED);
+            return Reply::Accepted;
         }
         let mut exchange = Exchange {
             driver: Some(Box::pin(driver)),
@@ -639,18 +658,16 @@ impl Inner {
         let first = loop {
             match exchange.next().await {
                 Next::TimedOut => {
-                    return refuse(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
+                    return Reply::Refused(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
                 }
-                Next::End => return status(StatusCode::ACCEPTED),
+                Next::End => return Reply::Accepted,
                 Next::Message(message) => {
                     if is_response(&message) {
                         return if json_ok || !sse_ok {
-                            json(message)
+                            Reply::Json(message)
                         } else {
                             // Only an event stream is acceptable: one event.
-                            let (tx, rx) = mpsc::channel(1);
-                            let _ = tx.try_send(sse_event(&message));
-                            event_stream(rx)
+                            Reply::OneEvent(message)
                         };
                     }
                     if streaming {
@@ -660,21 +677,68 @@ impl Inner {
                 }
             }
         };
-        // An event stream: these messages first, the answer last, then the end.
-        let (out_tx, out_rx) = mpsc::channel(8);
-        tokio::spawn(async move {
-            let mut message = first;
-            loop {
-                if out_tx.send(sse_event(&message)).await.is_err() {
-                    return; // the client left: dropping the driver ends the handlers
-                }
-                match exchange.next().await {
-                    Next::Message(m) => message = m,
-                    Next::End | Next::TimedOut => return,
-                }
+        Reply::Events(first, exchange)
+    }
+}
+
+/// The body of the 413 answer to a batch longer than the limit.
+pub(crate) const BATCH_TOO_LONG: &[u8] = br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request","data":"batch too large"},"id":null}"#;
+
+/// What a POST body gets, before it is made an HTTP response (by hyper's path or the fast
+/// path, the same for both).
+pub(crate) enum Reply {
+    /// 202, no body.
+    Accepted,
+    /// A status with a short plain-text reason.
+    Refused(StatusCode, &'static str),
+    /// 413 with [`BATCH_TOO_LONG`].
+    BatchTooLong,
+    /// 200 with this JSON.
+    Json(Bytes),
+    /// 200, an event stream of this one message (the client accepts only event streams).
+    OneEvent(Bytes),
+    /// 200, an event stream: this message, then the exchange's next ones, the answer last.
+    Events(Bytes, Exchange),
+}
+
+impl Reply {
+    fn into_response(self) -> Response<Body> {
+        match self {
+            Reply::Accepted => status(StatusCode::ACCEPTED),
+            Reply::Refused(code, why) => refuse(code, why),
+            Reply::BatchTooLong => {
+                let mut r = refuse(StatusCode::PAYLOAD_TOO_LARGE, "");
+                *r.body_mut() = Body::full(Bytes::from_static(BATCH_TOO_LONG));
+                r.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                r
             }
-        });
-        event_stream(out_rx)
+            Reply::Json(message) => json(message),
+            Reply::OneEvent(message) => {
+                let (tx, rx) = mpsc::channel(1);
+                let _ = tx.try_send(sse_event(&message));
+                event_stream(rx)
+            }
+            Reply::Events(first, mut exchange) => {
+                // An event stream: these messages first, the answer last, then the end.
+                let (out_tx, out_rx) = mpsc::channel(8);
+                tokio::spawn(async move {
+                    let mut message = first;
+                    loop {
+                        if out_tx.send(sse_event(&message)).await.is_err() {
+                            return; // the client left: dropping the driver ends the handlers
+                        }
+                        match exchange.next().await {
+                            Next::Message(m) => message = m,
+                            Next::End | Next::TimedOut => return,
+                        }
+                    }
+                });
+                event_stream(out_rx)
+            }
+        }
     }
 }
 
@@ -702,7 +766,7 @@ type Driver = Pin<Box<dyn Future<Output = Result<(), rpcwire_tokio::DriverError>
 
 /// One POST body's connection: its driver, the messages it writes, and the end of its input
 /// (held open until the answer, so that handlers can send progress before it).
-struct Exchange {
+pub(crate) struct Exchange {
     driver: Option<Driver>,
     rx: mpsc::Receiver<Bytes>,
     closer: Option<oneshot::Sender<()>>,
@@ -754,7 +818,7 @@ impl Exchange {
     }
 }
 
-fn sse_event(message: &[u8]) -> Bytes {
+pub(crate) fn sse_event(message: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(message.len() + 24);
     let data = std::str::from_utf8(message).unwrap_or("");
     rpcwire::wire::sse::write_event(&mut VecSink(&mut out), Some("message"), None, data);
@@ -769,8 +833,12 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// once. Runs until the future is dropped.
 ///
 /// Each connection's protocol is told from its first bytes, then the connection runs in a
-/// task holding only that protocol's state (an idle keep-alive connection costs what hyper's
-/// HTTP/1 connection costs, nothing of HTTP/2's).
+/// task holding only that protocol's state. On HTTP/1.1, plain-JSON POSTs are answered by a
+/// fast path in the connection's own task (the same answers as through hyper, with no hyper
+/// state: an idle keep-alive connection holds its socket and a 2 KiB buffer); the first
+/// request it does not take (GET, event streams, upgrades, chunked bodies, refusals...) hands
+/// the connection, with the bytes already read, to hyper. A request head, once begun, must
+/// arrive whole within [`HttpServer::timeout`] on the fast path.
 pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
     let slots = Arc::new(tokio::sync::Semaphore::new(service.inner.max_connections));
     loop {
@@ -793,7 +861,7 @@ pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
                     tokio::spawn(serve_h2(stream, service, peer, permit));
                 }
                 Some(false) => {
-                    tokio::spawn(serve_h1(stream, service, peer, permit));
+                    tokio::spawn(crate::fast::serve(stream, service, peer, permit));
                 }
                 None => {}
             }
@@ -835,14 +903,18 @@ fn hyper_service(
     })
 }
 
-async fn serve_h1(
-    stream: tokio::net::TcpStream,
+/// hyper's HTTP/1.1 connection over `io` (the socket, or the socket with the bytes the fast
+/// path read first).
+pub(crate) async fn serve_h1<I>(
+    io: I,
     service: RpcService,
     peer: std::net::SocketAddr,
     permit: tokio::sync::OwnedSemaphorePermit,
-) {
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let conn = hyper::server::conn::http1::Builder::new()
-        .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service(service))
+        .serve_connection(hyper_util::rt::TokioIo::new(io), hyper_service(service))
         .with_upgrades();
     if let Err(e) = conn.await {
         tracing::debug!(%peer, error = %e, "HTTP/1 connection ended with an error");

@@ -1,0 +1,420 @@
+//! The HTTP/1.1 fast path of [`serve`](crate::serve): the dominant request — a POST of JSON to
+//! the served path with a `Content-Length`, answered as plain JSON — is read, run and answered
+//! in the connection's own task, with no hyper machinery in between; anything else hands the
+//! connection, with the bytes already read, to hyper for the rest of its life.
+//!
+//! The fast path only takes requests whose answer it knows to be the one hyper's path gives
+//! ([`Inner::answer`] decides both); every request it does not take (another method or path,
+//! `Transfer-Encoding`, `Expect`, `Upgrade`, HTTP/1.0, a head it cannot parse or longer than
+//! [`MAX_HEAD`], more than [`MAX_HEADERS`] headers, a refused `Host`, `Origin`, `Content-Type`
+//! or `Accept`, a body over the limit, a client that accepts event streams, a server with
+//! profile checks) goes to hyper, which answers it exactly as before.
+
+use std::io::{self, Write as _};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::SystemTime;
+
+use bytes::{Buf, Bytes};
+use http::StatusCode;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
+
+use crate::server::{
+    accepts_values, is_json_media, serve_h1, Inner, Reply, RpcService, BATCH_TOO_LONG,
+};
+
+/// The longest request head the fast path reads; a longer one goes to hyper (which takes
+/// heads up to its own, larger limit and answers 431 past it).
+pub(crate) const MAX_HEAD: usize = 8 << 10;
+
+/// The most header fields the fast path parses; more go to hyper.
+pub(crate) const MAX_HEADERS: usize = 32;
+
+/// The read buffer's capacity kept between requests; a larger one (a large body) is given back
+/// once its request is answered.
+const KEEP: usize = 2 << 10;
+
+/// How a connection's fast path ended.
+enum End {
+    /// The peer closed, an error, or `Connection: close` answered: close the socket.
+    Close,
+    /// A request the fast path does not take: hyper serves the rest of the connection, from
+    /// these bytes on.
+    Hyper(Vec<u8>),
+}
+
+/// Serves one HTTP/1 connection: the fast path while requests fit it, then hyper.
+pub(crate) async fn serve(
+    mut stream: TcpStream,
+    service: RpcService,
+    peer: SocketAddr,
+    permit: OwnedSemaphorePermit,
+) {
+    let inner = Arc::clone(&service.inner);
+    // Profile checks look at every request's parts: hyper's path builds them.
+    let end = if inner.check.is_some() || inner.check_body.is_some() {
+        End::Hyper(Vec::new())
+    } else {
+        match run(&mut stream, &inner).await {
+            Ok(end) => end,
+            Err(e) => {
+                tracing::debug!(%peer, error = %e, "HTTP/1 connection ended with an error");
+                End::Close
+            }
+        }
+    };
+    drop(inner);
+    if let End::Hyper(read) = end {
+        // Boxed: hyper's connection state is allocated only for connections that need it.
+        Box::pin(serve_h1(Rewind::new(read, stream), service, peer, permit)).await;
+    }
+}
+
+/// A request head the fast path takes.
+struct Head {
+    /// Bytes of the head, the blank line included.
+    len: usize,
+    /// `Content-Length`.
+    body: usize,
+    /// `Connection: close`: answer, then close.
+    close: bool,
+}
+
+/// What the buffer starts with.
+enum Parsed {
+    /// Not a whole head yet.
+    Partial,
+    /// A request for the fast path.
+    Fast(Head),
+    /// A request for hyper.
+    Other,
+}
+
+/// A header value as text when it is visible ASCII (what `HeaderValue::to_str` accepts).
+fn text(value: &[u8]) -> Option<&str> {
+    if value.iter().all(|&b| (32..127).contains(&b) || b == b'\t') {
+        std::str::from_utf8(value).ok()
+    } else {
+        None
+    }
+}
+
+fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Parsed::Partial,
+        Err(_) => return Parsed::Other,
+    };
+    if req.method != Some("POST") || req.version != Some(1) {
+        return Parsed::Other;
+    }
+    let Some(target) = req.path else {
+        return Parsed::Other;
+    };
+    let path_ok = match &inner.path {
+        Some(path) => target == path,
+        None => target.starts_with('/') && !target.contains('?'),
+    };
+    if !path_ok {
+        return Parsed::Other;
+    }
+    let (mut length, mut host, mut origin, mut json) = (None, None, None, None);
+    let mut close = false;
+    let mut accept = [""; 4];
+    let mut accepts = 0;
+    for h in req.headers.iter() {
+        let name = h.name;
+        let Some(value) = text(h.value) else {
+            return Parsed::Other;
+        };
+        if name.eq_ignore_ascii_case("content-length") {
+            if length.is_some() || value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                return Parsed::Other;
+            }
+            match value.parse::<usize>() {
+                Ok(n) => length = Some(n),
+                Err(_) => return Parsed::Other,
+            }
+        } else if name.eq_ignore_ascii_case("content-type") {
+            if json.is_some() {
+                return Parsed::Other;
+            }
+            json = Some(is_json_media(value));
+        } else if name.eq_ignore_ascii_case("host") {
+            if host.is_some() {
+                return Parsed::Other;
+            }
+            host = Some(value);
+        } else if name.eq_ignore_ascii_case("origin") {
+            if origin.is_some() {
+                return Parsed::Other;
+            }
+            origin = Some(value);
+        } else if name.eq_ignore_ascii_case("accept") {
+            if accepts == accept.len() {
+                return Parsed::Other;
+            }
+            accept[accepts] = value;
+            accepts += 1;
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in value.split(',') {
+                let token = token.trim();
+                if token.eq_ignore_ascii_case("close") {
+                    close = true;
+                } else if !token.eq_ignore_ascii_case("keep-alive") {
+                    return Parsed::Other; // upgrades and hop-by-hop lists: hyper's
+                }
+            }
+        } else if name.eq_ignore_ascii_case("transfer-encoding")
+            || name.eq_ignore_ascii_case("expect")
+            || name.eq_ignore_ascii_case("upgrade")
+        {
+            return Parsed::Other;
+        }
+    }
+    let (Some(body), Some(true), Some(host)) = (length, json, host) else {
+        return Parsed::Other;
+    };
+    if body > inner.max_body
+        || !inner.hosts.allows_host(host)
+        || origin.is_some_and(|o| !inner.hosts.allows_origin(o))
+    {
+        return Parsed::Other;
+    }
+    // Event streams are hyper's (chunked bodies, a task per stream): the fast path takes only
+    // clients whose answer is plain JSON.
+    let (json_ok, sse_ok) = accepts_values(accept[..accepts].iter().copied());
+    if !json_ok || sse_ok {
+        return Parsed::Other;
+    }
+    Parsed::Fast(Head { len, body, close })
+}
+
+/// Reads more into `buf` (at least one byte, or `Ok(false)` at the end of the stream);
+/// `Err(TimedOut)` past `deadline`.
+async fn fill(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    deadline: Option<Instant>,
+) -> io::Result<bool> {
+    if buf.capacity() - buf.len() < 512 {
+        buf.reserve(KEEP.max(buf.len()));
+    }
+    let n = match deadline {
+        None => stream.read_buf(buf).await?,
+        Some(at) => match tokio::time::timeout_at(at, stream.read_buf(buf)).await {
+            Ok(n) => n?,
+            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+        },
+    };
+    Ok(n > 0)
+}
+
+async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut out: Vec<u8> = Vec::new();
+    // When the head now in the buffer began (slowloris: a head must be whole in time).
+    let mut head_since: Option<Instant> = None;
+    loop {
+        let head = match parse(inner, &buf) {
+            Parsed::Other => return Ok(End::Hyper(buf)),
+            Parsed::Fast(head) => head,
+            Parsed::Partial => {
+                if buf.len() >= MAX_HEAD {
+                    return Ok(End::Hyper(buf));
+                }
+                let deadline = if buf.is_empty() {
+                    // Idle between requests: keep-alive, nothing held but the socket.
+                    if out.capacity() > 0 {
+                        out = Vec::new();
+                    }
+                    None
+                } else {
+                    Some(*head_since.get_or_insert_with(|| Instant::now() + inner.timeout))
+                };
+                match fill(stream, &mut buf, deadline).await {
+                    Ok(true) => continue,
+                    Ok(false) => return Ok(End::Close),
+                    Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                        tracing::debug!("a request head did not arrive in time");
+                        return Ok(End::Close);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        head_since = None;
+        let deadline = Instant::now() + inner.timeout;
+        let total = head.len + head.body;
+        while buf.len() < total {
+            buf.reserve(total - buf.len());
+            match fill(stream, &mut buf, Some(deadline)).await {
+                Ok(true) => {}
+                Ok(false) => return Ok(End::Close),
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                    // As hyper's path answers a body that comes too slowly; the rest of it
+                    // would be taken for the next request: close after the answer.
+                    write_reply(
+                        &mut out,
+                        Reply::Refused(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
+                        true,
+                    );
+                    stream.write_all(&out).await?;
+                    return Ok(End::Close);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let body = Bytes::copy_from_slice(&buf[head.len..total]);
+        buf.drain(..total);
+        if buf.is_empty() && buf.capacity() > KEEP {
+            buf = Vec::new();
+        }
+        let reply = inner.answer(body, true, false, deadline).await;
+        out.clear();
+        write_reply(&mut out, reply, head.close);
+        stream.write_all(&out).await?;
+        if out.capacity() > KEEP {
+            out = Vec::new();
+        }
+        if head.close {
+            stream.shutdown().await.ok();
+            return Ok(End::Close);
+        }
+    }
+}
+
+/// Writes the HTTP/1.1 response hyper's path sends for `reply` (the same status line, header
+/// fields and body; hyper writes them in this order).
+fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool) {
+    let (code, content_type, body): (StatusCode, Option<&str>, Bytes) = match reply {
+        Reply::Accepted => (StatusCode::ACCEPTED, None, Bytes::new()),
+        Reply::Refused(code, why) => (
+            code,
+            Some("text/plain; charset=utf-8"),
+            Bytes::from_static(why.as_bytes()),
+        ),
+        Reply::BatchTooLong => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Some("application/json"),
+            Bytes::from_static(BATCH_TOO_LONG),
+        ),
+        Reply::Json(message) => (StatusCode::OK, Some("application/json"), message),
+        // Event streams need a client that accepts them, and those are hyper's (see `parse`).
+        Reply::OneEvent(_) | Reply::Events(..) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some("text/plain; charset=utf-8"),
+            Bytes::from_static(b"unexpected event stream\n"),
+        ),
+    };
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(code.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(code.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    if let Some(ct) = content_type {
+        out.extend_from_slice(b"content-type: ");
+        out.extend_from_slice(ct.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if close {
+        out.extend_from_slice(b"connection: close\r\n");
+    }
+    out.extend_from_slice(b"content-length: ");
+    // Writing into a Vec cannot fail.
+    let _ = write!(out, "{}", body.len());
+    out.extend_from_slice(b"\r\ndate: ");
+    date(out);
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(body.chunk());
+}
+
+/// Appends the current `Date` value (computed once a second per thread, as hyper does).
+fn date(out: &mut Vec<u8>) {
+    thread_local! {
+        static CACHED: std::cell::RefCell<(u64, String)> =
+            const { std::cell::RefCell::new((u64::MAX, String::new())) };
+    }
+    let now = SystemTime::now();
+    let secs = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    CACHED.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.0 != secs {
+            *c = (secs, httpdate::fmt_http_date(now));
+        }
+        out.extend_from_slice(c.1.as_bytes());
+    });
+}
+
+/// The socket, with bytes already read from it served first: what hyper reads when the fast
+/// path hands a connection over.
+pub(crate) struct Rewind {
+    read: Bytes,
+    io: TcpStream,
+}
+
+impl Rewind {
+    fn new(read: Vec<u8>, io: TcpStream) -> Self {
+        Rewind {
+            read: Bytes::from(read),
+            io,
+        }
+    }
+}
+
+impl AsyncRead for Rewind {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.read.has_remaining() {
+            let n = this.read.len().min(buf.remaining());
+            buf.put_slice(&this.read[..n]);
+            this.read.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Rewind {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
