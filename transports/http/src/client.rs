@@ -350,22 +350,11 @@ impl Shared {
             .await
             .map_err(|e| (0, format!("request failed: {e}")))?;
         let status = response.status();
-        let sse = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let sse = is_event_stream(&response);
         match status {
             StatusCode::ACCEPTED | StatusCode::NO_CONTENT => return Ok(()),
             StatusCode::OK => {}
-            other => {
-                let text = http_body_util::Limited::new(response.into_body(), 1024)
-                    .collect()
-                    .await
-                    .map(|c| String::from_utf8_lossy(&c.to_bytes()).trim().to_owned())
-                    .unwrap_or_default();
-                return Err((other.as_u16(), text));
-            }
+            other => return Err(failure(other, response).await),
         }
         let mut body = response.into_body();
         if sse {
@@ -455,4 +444,27 @@ impl Shared {
             tokio::time::sleep(retry.max(backoff)).await;
         }
     }
+}
+
+/// Whether an answer is a Server-Sent Events stream.
+pub(crate) fn is_event_stream<B>(response: &http::Response<B>) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// An HTTP failure as (status, the first KiB of its body, trimmed), for the error the
+/// client's calls then fail with.
+pub(crate) async fn failure(
+    status: StatusCode,
+    response: http::Response<hyper::body::Incoming>,
+) -> (u16, String) {
+    let text = http_body_util::Limited::new(response.into_body(), 1024)
+        .collect()
+        .await
+        .map(|c| String::from_utf8_lossy(&c.to_bytes()).trim().to_owned())
+        .unwrap_or_default();
+    (status.as_u16(), text)
 }

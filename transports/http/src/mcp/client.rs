@@ -350,22 +350,11 @@ impl Shared {
                 *self.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(id.to_owned());
             }
         }
-        let sse = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let sse = crate::client::is_event_stream(&response);
         match status {
             StatusCode::ACCEPTED | StatusCode::NO_CONTENT => return Ok(()),
             StatusCode::OK => {}
-            other => {
-                let text = http_body_util::Limited::new(response.into_body(), 1024)
-                    .collect()
-                    .await
-                    .map(|c| String::from_utf8_lossy(&c.to_bytes()).trim().to_owned())
-                    .unwrap_or_default();
-                return Err((other.as_u16(), text));
-            }
+            other => return Err(crate::client::failure(other, response).await),
         }
         let mut body = response.into_body();
         if sse {
