@@ -840,7 +840,34 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// the connection, with the bytes already read, to hyper. A request head, once begun, must
 /// arrive whole within [`HttpServer::timeout`] on the fast path.
 pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(service.inner.max_connections));
+    let limit = service.inner.max_connections;
+    accept_loop(listener, limit, move |stream, peer, permit| {
+        let service = service.clone();
+        tokio::spawn(async move {
+            match is_h2(&stream).await {
+                Some(true) => {
+                    tokio::spawn(serve_h2(stream, service, peer, permit));
+                }
+                Some(false) => {
+                    tokio::spawn(crate::fast::serve(stream, service, peer, permit));
+                }
+                None => {}
+            }
+        });
+    })
+    .await;
+}
+
+/// Accepts connections on `listener` and hands each to `start` with a permit held while it
+/// lives: at most `max_connections` are open at once, and at the limit new clients wait in
+/// the backlog. A failed accept (out of file descriptors, say) is logged and retried after
+/// 50 ms.
+pub(crate) async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    max_connections: usize,
+    start: impl Fn(tokio::net::TcpStream, std::net::SocketAddr, tokio::sync::OwnedSemaphorePermit),
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
     loop {
         let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
             return;
@@ -854,18 +881,7 @@ pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
             }
         };
         let _ = stream.set_nodelay(true);
-        let service = service.clone();
-        tokio::spawn(async move {
-            match is_h2(&stream).await {
-                Some(true) => {
-                    tokio::spawn(serve_h2(stream, service, peer, permit));
-                }
-                Some(false) => {
-                    tokio::spawn(crate::fast::serve(stream, service, peer, permit));
-                }
-                None => {}
-            }
-        });
+        start(stream, peer, permit);
     }
 }
 

@@ -409,20 +409,8 @@ where
 /// Serves `service` on every connection accepted on `listener` (HTTP/1.1 and HTTP/2), at
 /// most [`McpHttpServer::max_connections`] at once, until the future is dropped.
 pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(service.inner.max_connections));
-    loop {
-        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
-            return;
-        };
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
+    let limit = service.inner.max_connections;
+    crate::server::accept_loop(listener, limit, move |stream, peer, permit| {
         let service = service.clone();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
@@ -439,7 +427,8 @@ pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
             }
             drop(permit);
         });
-    }
+    })
+    .await;
 }
 
 // ---- responses ----
