@@ -10,20 +10,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
 
 use common::bounded;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
-
-fn nginx() -> Option<PathBuf> {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
+use rpcwire_tests::nginx;
+use tokio::process::Child;
 
 /// `rpcwire serve --http` on a free loopback port, and its `host:port`.
 async fn serve_http() -> (Child, String) {
@@ -32,49 +22,15 @@ async fn serve_http() -> (Child, String) {
     (child, host)
 }
 
-/// nginx in the foreground from `dir`; stopped with SIGQUIT (then killed) on drop.
-struct Nginx {
-    child: Child,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        if let Some(pid) = self.child.id() {
-            let _ = std::process::Command::new("kill")
-                .args(["-QUIT", &pid.to_string()])
-                .status();
-            for _ in 0..50 {
-                if matches!(self.child.try_wait(), Ok(Some(_))) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        let _ = self.child.start_kill();
-    }
-}
-
-fn config(dir: &Path, port: u16, upstreams: &[String]) -> String {
+/// The `http { }` block: the two servers round-robin (keep-alive upstream), event streams
+/// unbuffered, the upstream that answered in `X-Upstream`.
+fn config(port: u16, upstreams: &[String]) -> String {
     let servers: String = upstreams
         .iter()
         .map(|u| format!("        server {u};\n"))
         .collect();
-    let d = dir.display();
     format!(
-        r#"daemon off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 512; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-
-    upstream rpcwire {{
+        r#"    upstream rpcwire {{
 {servers}        keepalive 16;
     }}
     server {{
@@ -90,39 +46,18 @@ http {{
             add_header X-Upstream $upstream_addr always;
         }}
     }}
-}}
 "#
     )
 }
 
-/// One HTTP/1.1 POST written by hand: (status, X-Upstream, body).
-async fn post(host: &str, accept: &str, body: &str) -> (u16, String, String) {
-    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
-    let head = format!(
-        "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: {accept}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(body.as_bytes()).await.unwrap();
-    let mut all = Vec::new();
-    stream.read_to_end(&mut all).await.unwrap();
-    let text = String::from_utf8(all).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let upstream = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("x-upstream: ")
-                .map(str::to_owned)
-        })
-        .unwrap_or_default();
-    (status, upstream, body.to_owned())
+/// A POST to `/rpc` through nginx: (status, X-Upstream, body).
+fn post(front: &str, accept: &str, body: &str) -> (u16, String, String) {
+    nginx::post(front, "/rpc", &[("Accept", accept)], body)
 }
 
 #[tokio::test]
 async fn two_servers_behind_nginx_share_the_calls() {
-    let Some(nginx) = nginx() else {
+    let Some(nginx) = nginx::find() else {
         rpcwire_tests::skip("no nginx: run .ci/install/http-interop.sh");
         return;
     };
@@ -134,52 +69,15 @@ async fn two_servers_behind_nginx_share_the_calls() {
         for host in [&host_a, &host_b] {
             tokio::net::TcpStream::connect(host.as_str()).await.unwrap();
         }
-        let dir = std::env::temp_dir().join(format!("rpcwire-nginx-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        std::fs::write(
-            dir.join("nginx.conf"),
-            config(&dir, port, &[host_a.clone(), host_b.clone()]),
-        )
-        .unwrap();
-        let child = Command::new(&nginx)
-            .arg("-c")
-            .arg(dir.join("nginx.conf"))
-            .arg("-p")
-            .arg(&dir)
-            .arg("-e")
-            .arg(dir.join("error.log"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let _nginx = Nginx { child };
-        let front = format!("127.0.0.1:{port}");
-        let mut up = false;
-        for _ in 0..200 {
-            if tokio::net::TcpStream::connect(&front).await.is_ok() {
-                up = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(
-            up,
-            "nginx did not start: {:?}",
-            std::fs::read_to_string(dir.join("error.log"))
-        );
+        let upstreams = [host_a.clone(), host_b.clone()];
+        let proxy = nginx::start(&nginx, "nginx", |port| config(port, &upstreams));
+        let front = proxy.front.clone();
 
         let mut served: BTreeMap<String, usize> = BTreeMap::new();
         for i in 0..20 {
             let body =
                 format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[{i},1],"id":{i}}}"#);
-            let (status, upstream, answer) = post(&front, "application/json", &body).await;
+            let (status, upstream, answer) = post(&front, "application/json", &body);
             assert_eq!(status, 200, "{answer}");
             let v: serde_json::Value = serde_json::from_str(&answer).unwrap();
             assert_eq!(v["result"], i - 1);
@@ -198,7 +96,7 @@ async fn two_servers_behind_nginx_share_the_calls() {
 
         // Progress first, then the answer, as an event stream through the proxy.
         let body = r#"{"jsonrpc":"2.0","method":"count","params":[3],"id":1}"#;
-        let (status, _, stream) = post(&front, "application/json, text/event-stream", body).await;
+        let (status, _, stream) = post(&front, "application/json, text/event-stream", body);
         assert_eq!(status, 200);
         let data: Vec<&str> = stream
             .lines()
@@ -206,8 +104,7 @@ async fn two_servers_behind_nginx_share_the_calls() {
             .collect();
         assert_eq!(data.len(), 4, "{stream}");
         assert!(data[3].contains(r#""result":3"#), "{stream}");
-        drop(_nginx);
-        let _ = std::fs::remove_dir_all(&dir);
+        drop(proxy);
     })
     .await;
 }

@@ -234,3 +234,143 @@ pub mod firmware {
         (guard, stream)
     }
 }
+
+/// nginx (Debian package) as a load balancer in front of test servers, and a raw HTTP/1.1
+/// POST that reads which upstream answered.
+pub mod nginx {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::time::Duration;
+
+    /// The nginx binary, if installed.
+    pub fn find() -> Option<PathBuf> {
+        ["/usr/sbin/nginx", "/usr/bin/nginx"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+    }
+
+    /// nginx in the foreground from a temporary prefix; stopped with SIGQUIT (then killed),
+    /// and its folder removed, on drop.
+    pub struct Nginx {
+        child: Child,
+        dir: PathBuf,
+        /// `127.0.0.1:PORT`, where it listens.
+        pub front: String,
+    }
+
+    impl Drop for Nginx {
+        fn drop(&mut self) {
+            let _ = Command::new("kill")
+                .args(["-QUIT", &self.child.id().to_string()])
+                .status();
+            let mut ended = false;
+            for _ in 0..50 {
+                if matches!(self.child.try_wait(), Ok(Some(_))) {
+                    ended = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if !ended {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    /// Starts `nginx` with `http` as the body of its `http { }` block (upstreams and a server
+    /// that listens on `127.0.0.1:{port}`, given the free port), in a folder named after `tag`
+    /// and this process; returns once it accepts connections. Start the upstreams first: one
+    /// probed before it listens is marked down for 10 s.
+    pub fn start(nginx: &Path, tag: &str, http: impl FnOnce(u16) -> String) -> Nginx {
+        let dir = std::env::temp_dir().join(format!("rpcwire-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("nginx folder");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let d = dir.display();
+        let conf = format!(
+            "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+             events {{ worker_connections 512; }}\nhttp {{\n    access_log off;\n    \
+             client_body_temp_path {d}/body;\n    proxy_temp_path {d}/proxy;\n    \
+             fastcgi_temp_path {d}/fastcgi;\n    uwsgi_temp_path {d}/uwsgi;\n    \
+             scgi_temp_path {d}/scgi;\n\n{}}}\n",
+            http(port)
+        );
+        std::fs::write(dir.join("nginx.conf"), conf).expect("nginx.conf");
+        let child = Command::new(nginx)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .arg("-p")
+            .arg(&dir)
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn nginx");
+        let front = format!("127.0.0.1:{port}");
+        let guard = Nginx {
+            child,
+            dir: dir.clone(),
+            front,
+        };
+        for _ in 0..250 {
+            if TcpStream::connect(&guard.front).is_ok() {
+                return guard;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "nginx did not start: {:?}",
+            std::fs::read_to_string(dir.join("error.log"))
+        );
+    }
+
+    /// One HTTP/1.1 POST written by hand (`Connection: close`, with these extra header
+    /// lines): (status, the `X-Upstream` header, body).
+    pub fn post(
+        front: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String, String) {
+        let mut stream = TcpStream::connect(front).expect("connect to nginx");
+        let mut head = format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        );
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str(&format!(
+            "Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        ));
+        stream.write_all(head.as_bytes()).expect("write");
+        stream.write_all(body.as_bytes()).expect("write");
+        let mut all = Vec::new();
+        stream.read_to_end(&mut all).expect("read");
+        let text = String::from_utf8(all).expect("UTF-8 answer");
+        let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("a status");
+        let upstream = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("x-upstream: ")
+                    .map(str::to_owned)
+            })
+            .unwrap_or_default();
+        (status, upstream, body.to_owned())
+    }
+}

@@ -14,62 +14,18 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
 use common::HttpServer;
 use rpcwire_http::mcp::{McpHttpClient, Mode};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use rpcwire_tests::nginx::{self, Nginx};
 
-fn nginx() -> Option<PathBuf> {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
-
-/// nginx in the foreground from a temporary prefix; stopped with SIGQUIT (then killed).
-struct Nginx {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-QUIT", &self.child.id().to_string()])
-            .status();
-        for _ in 0..50 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                let _ = std::fs::remove_dir_all(&self.dir);
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn config(dir: &Path, port: u16, a: &str, b: &str, s1: &str, s2: &str) -> String {
-    let d = dir.display();
+/// The `http { }` block: session MCP routed on the session id's prefix, stateless MCP
+/// round-robin, the upstream that answered in `X-Upstream`.
+fn config(port: u16, a: &str, b: &str, s1: &str, s2: &str) -> String {
     format!(
-        r#"daemon off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 512; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-
-    # Session MCP: each server names itself in the session ids it creates
+        r#"    # Session MCP: each server names itself in the session ids it creates
     # (mcp-server --server-name a → "a-<hex>"); route on that prefix.
     map $http_mcp_session_id $mcp_upstream {{
         ~^a-    mcp_a;
@@ -94,81 +50,34 @@ http {{
         location = /mcp {{ proxy_pass http://$mcp_upstream; }}
         location = /stateless/mcp {{ proxy_pass http://mcp_stateless/mcp; }}
     }}
-}}
 "#
     )
 }
 
 fn start_nginx(nginx: &Path, servers: [&str; 4]) -> (Nginx, String) {
-    let dir = std::env::temp_dir().join(format!("rpcwire-mcp-nginx-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let [a, b, s1, s2] = servers;
-    std::fs::write(dir.join("nginx.conf"), config(&dir, port, a, b, s1, s2)).unwrap();
-    let child = Command::new(nginx)
-        .arg("-c")
-        .arg(dir.join("nginx.conf"))
-        .arg("-p")
-        .arg(&dir)
-        .arg("-e")
-        .arg(dir.join("error.log"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let front = format!("127.0.0.1:{port}");
-    let guard = Nginx {
-        child,
-        dir: dir.clone(),
-    };
-    for _ in 0..250 {
-        if std::net::TcpStream::connect(&front).is_ok() {
-            return (guard, front);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!(
-        "nginx did not start: {:?}",
-        std::fs::read_to_string(dir.join("error.log"))
-    );
+    let proxy = nginx::start(nginx, "mcp-nginx", |port| config(port, a, b, s1, s2));
+    let front = proxy.front.clone();
+    (proxy, front)
 }
 
 /// One stateless `tools/call` POST written by hand: (status, X-Upstream, body).
-async fn stateless_call(front: &str, i: i64) -> (u16, String, String) {
+fn stateless_call(front: &str, i: i64) -> (u16, String, String) {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"add","arguments":{{"a":{i},"b":1}}}}}}"#
     );
-    let mut stream = tokio::net::TcpStream::connect(front).await.unwrap();
-    let head = format!(
-        "POST /stateless/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Method: tools/call\r\nMcp-Name: add\r\nMCP-Protocol-Version: 2026-07-28\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(body.as_bytes()).await.unwrap();
-    let mut all = Vec::new();
-    stream.read_to_end(&mut all).await.unwrap();
-    let text = String::from_utf8(all).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let upstream = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("x-upstream: ")
-                .map(str::to_owned)
-        })
-        .unwrap_or_default();
-    (status, upstream, body.to_owned())
+    let headers = [
+        ("Accept", "application/json, text/event-stream"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "add"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+    ];
+    nginx::post(front, "/stateless/mcp", &headers, &body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_and_stateless_mcp_behind_nginx() {
-    let Some(nginx) = nginx() else {
+    let Some(nginx) = nginx::find() else {
         rpcwire_tests::skip("no nginx: run .ci/install/http-interop.sh");
         return;
     };
@@ -221,7 +130,7 @@ async fn session_and_stateless_mcp_behind_nginx() {
         // Stateless MCP: calls spread over both servers.
         let mut served: BTreeMap<String, usize> = BTreeMap::new();
         for i in 0..10 {
-            let (status, upstream, body) = stateless_call(&front, i).await;
+            let (status, upstream, body) = stateless_call(&front, i);
             assert_eq!(status, 200, "{body}");
             let v: serde_json::Value = serde_json::from_str(&body).unwrap();
             assert_eq!(v["result"]["content"][0]["text"], (i + 1).to_string());
