@@ -11,38 +11,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{run_bounded, HttpServer};
-
-fn interop_dir() -> PathBuf {
-    std::env::var_os("RPCWIRE_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/rpcwire-interop")
-        })
-        .join("mcp")
-}
-
-fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/interop")
-        .join(name)
-}
-
-fn assert_passed(out: &Output, last_line: &str) {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.lines().any(|l| l == last_line),
-        "status {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
-    println!("{stdout}");
-}
+use common::{assert_passed, interop_dir, run_bounded, script, HttpServer};
 
 #[test]
 fn python_sdk_streamable_http() {

@@ -9,62 +9,12 @@
 //! Skips with a visible `SKIPPED:` line when an SDK is missing, unless `CI=true`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-/// Where `.ci/install/mcp-interop.sh` puts the SDKs.
-fn interop_dir() -> PathBuf {
-    let base = std::env::var_os("RPCWIRE_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/rpcwire-interop")
-        });
-    base.join("mcp")
-}
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/interop")
-        .join(name)
-}
-
-/// Runs a command to its end, killing it after `limit`.
-fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "timed out after {limit:?}\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn assert_passed(out: &Output, last_line: &str) {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.lines().any(|l| l == last_line),
-        "status {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
-    // Every check the script makes prints `ok: ...`: show them in `--nocapture` runs.
-    println!("{stdout}");
-}
+use common::{assert_passed, interop_dir, run_bounded, script};
 
 #[test]
 fn python_sdk_session_against_the_example_server() {

@@ -1,8 +1,9 @@
-//! What the HTTP tests share: the example server on a free loopback port, and bounded runs of
-//! third-party programs.
+//! What the SDK and HTTP tests share: the example server on a free loopback port, where the
+//! SDKs are installed, the test scripts, and bounded runs of third-party programs.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -107,4 +108,35 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
         stdout: out_t.join().unwrap_or_default(),
         stderr: err_t.join().unwrap_or_default(),
     }
+}
+
+/// Where `.ci/install/mcp-interop.sh` puts the SDKs.
+pub fn interop_dir() -> PathBuf {
+    std::env::var_os("RPCWIRE_INTEROP_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/rpcwire-interop")
+        })
+        .join("mcp")
+}
+
+/// A client script in `tests/interop/`.
+pub fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/interop")
+        .join(name)
+}
+
+/// Asserts a script exited 0 having printed `last_line`, showing both streams if not.
+pub fn assert_passed(out: &Output, last_line: &str) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.lines().any(|l| l == last_line),
+        "status {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    // Every check the script makes prints `ok: ...`: show them in `--nocapture` runs.
+    println!("{stdout}");
 }
