@@ -99,17 +99,10 @@ impl HttpClientBuilder {
     /// Starts the client (on the current tokio runtime). Nothing is connected until the
     /// first call.
     pub fn build(self) -> Result<HttpClient, ClientError> {
-        let uri: Uri = self
-            .url
-            .parse()
-            .map_err(|_| ClientError::BadUrl(self.url.clone()))?;
-        if uri.scheme_str() != Some("http") || uri.authority().is_none() {
+        let Some(uri) = http_url(&self.url) else {
             return Err(ClientError::BadUrl(self.url));
-        }
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-            .build::<_, Full<Bytes>>(connector);
+        };
+        let http = hyper_client();
         let (in_tx, in_rx) = mpsc::channel(16);
         let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(16);
         let session = self
@@ -467,4 +460,17 @@ pub(crate) async fn failure(
         .map(|c| String::from_utf8_lossy(&c.to_bytes()).trim().to_owned())
         .unwrap_or_default();
     (status.as_u16(), text)
+}
+
+/// `url` as a URI, when it is an `http://` URL with a host.
+pub(crate) fn http_url(url: &str) -> Option<Uri> {
+    let uri: Uri = url.parse().ok()?;
+    (uri.scheme_str() == Some("http") && uri.authority().is_some()).then_some(uri)
+}
+
+/// A pooling hyper client (keep-alive, HTTP/1.1) with Nagle off: small calls go out at once.
+pub(crate) fn hyper_client() -> hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>> {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(connector)
 }

@@ -9,7 +9,6 @@ use http::header::{self, HeaderValue};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use rpcwire::wire::sse::{SseDecoder, SseItem};
 use rpcwire::wire::Framing;
 use rpcwire_mcp::tokio::{ClientOptions, McpClient, McpError};
@@ -76,17 +75,10 @@ impl McpHttpClientBuilder {
 
     /// Starts the client and initializes the MCP session.
     pub async fn connect(self) -> Result<McpHttpClient, McpHttpError> {
-        let uri: Uri = self
-            .url
-            .parse()
-            .map_err(|_| McpHttpError::BadUrl(self.url.clone()))?;
-        if uri.scheme_str() != Some("http") || uri.authority().is_none() {
+        let Some(uri) = crate::client::http_url(&self.url) else {
             return Err(McpHttpError::BadUrl(self.url));
-        }
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-            .build::<_, Full<Bytes>>(connector);
+        };
+        let http = crate::client::hyper_client();
         let (in_tx, in_rx) = mpsc::channel(16);
         let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(16);
         let shared = Arc::new(Shared {
