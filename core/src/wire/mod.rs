@@ -2,6 +2,7 @@
 //! zero-copy JSON-RPC 2.0 message views, an encoder into caller buffers, and the two framings.
 //! Nothing here keeps state between messages except [`RxBuffer`]'s partial frame.
 
+pub mod classify;
 pub mod encode;
 pub mod framing;
 pub mod id;

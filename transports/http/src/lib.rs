@@ -42,7 +42,6 @@
 //! ```
 
 mod body;
-mod classify;
 mod client;
 mod fast;
 #[cfg(feature = "mcp")]
@@ -54,8 +53,8 @@ mod stream;
 pub mod ws;
 
 pub use body::Body;
-pub use classify::{classify, BodyKind};
 pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_ERROR_CODE};
+pub use rpcwire::wire::classify::{classify, BodyKind};
 pub use server::{
     serve, BodyCheck, HostPolicy, HttpServer, RequestCheck, ResponseFuture, RpcService,
     UpgradeHook, DEFAULT_MAX_BODY,

@@ -17,9 +17,9 @@ use rpcwire_tokio::{Builder, Client};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::body::Body;
-use crate::classify::{classify_batch, is_response, BodyKind};
 use crate::pipe::{FrameWriter, OnceReader};
 use crate::stream::{Hub, StreamLimits, VecSink};
+use rpcwire::wire::classify::{classify_batch, is_response, BodyKind};
 
 /// The default largest request body (4 MiB).
 pub const DEFAULT_MAX_BODY: usize = 4 << 20;

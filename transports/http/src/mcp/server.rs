@@ -23,10 +23,10 @@ use tokio::sync::mpsc;
 
 use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
 use crate::body::Body;
-use crate::classify::is_response;
 use crate::pipe::{send_body, ChannelReader, FrameWriter, OnceReader};
 use crate::stream::{Hub, StreamLimits, VecSink};
 use crate::{HostPolicy, ResponseFuture};
+use rpcwire::wire::classify::is_response;
 
 /// A notification a handler sends (`ctx.peer().notify(CLOSE_STREAM, ())`) to have its
 /// request's event stream closed now, in session mode: the request goes on, and the client

@@ -1,7 +1,16 @@
-//! What a body holds, in the terms HTTP answers in. The JSON-RPC rules are the core's
-//! ([`rpcwire::wire::parse`]); this only sums its verdict up.
+//! What a message body holds, in the terms an HTTP adapter answers in (a request needs a
+//! `200` with its answer, a body of only notifications or responses a `202` with none). The
+//! JSON-RPC rules are the parser's ([`parse`]); this only sums its verdict up.
+//!
+//! ```
+//! use rpcwire::wire::classify::{classify, BodyKind};
+//!
+//! assert_eq!(classify(br#"{"jsonrpc":"2.0","method":"log"}"#, 64), BodyKind::Notifications);
+//! assert_eq!(classify(br#"[{"jsonrpc":"2.0","method":"a","id":1}]"#, 64), BodyKind::Calls);
+//! assert!(classify(b"[]", 64) == BodyKind::Calls); // answered with Invalid Request
+//! ```
 
-use rpcwire::wire::{parse, Message, ParseLimits, Parsed};
+use super::{parse, Invalid, Message, ParseLimits, Parsed};
 
 /// The kind of a JSON text, as far as the HTTP answer depends on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +41,7 @@ pub fn classify(body: &[u8], max_depth: usize) -> BodyKind {
 }
 
 /// [`classify`], and the number of elements when the body is a batch.
-pub(crate) fn classify_batch(body: &[u8], max_depth: usize) -> (BodyKind, Option<usize>) {
+pub fn classify_batch(body: &[u8], max_depth: usize) -> (BodyKind, Option<usize>) {
     let limits = ParseLimits { max_depth };
     let Ok(parsed) = parse(body, limits) else {
         return (BodyKind::Calls, None);
@@ -47,7 +56,7 @@ pub(crate) fn classify_batch(body: &[u8], max_depth: usize) -> (BodyKind, Option
 fn summarize(parsed: Parsed<'_>) -> BodyKind {
     let mut notes = false;
     let mut responses = false;
-    let mut see = |element: &Result<Message<'_>, rpcwire::wire::Invalid<'_>>| match element {
+    let mut see = |element: &Result<Message<'_>, Invalid<'_>>| match element {
         Ok(Message::Notification(_)) => {
             notes = true;
             true
@@ -84,10 +93,11 @@ fn summarize(parsed: Parsed<'_>) -> BodyKind {
     }
 }
 
-/// True when a message this side's driver wrote is a response (or a batch of them): the
-/// core's encoder writes `"method"` right after `"jsonrpc"` in requests and notifications,
-/// and never in responses; anything else is asked of the parser.
-pub(crate) fn is_response(frame: &[u8]) -> bool {
+/// True when a message is a response (or a batch of them), such as a frame this side's
+/// connection wrote: the encoder writes `"method"` right after `"jsonrpc"` in requests and
+/// notifications, and never in responses, so its frames are told by their first bytes;
+/// anything else is asked of the parser.
+pub fn is_response(frame: &[u8]) -> bool {
     const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"";
     if let Some(rest) = frame.strip_prefix(HEAD) {
         if rest.starts_with(b"method\"") {
