@@ -494,7 +494,8 @@ impl Inner {
     {
         if let Some(path) = &self.path {
             if req.uri().path() != path {
-                return refuse(StatusCode::NOT_FOUND, "no JSON-RPC endpoint here\n");
+                let r = refuse(StatusCode::NOT_FOUND, "no JSON-RPC endpoint here\n");
+                return self.after_body(req, r).await;
             }
         }
         let host = req
@@ -505,11 +506,15 @@ impl Inner {
         match host {
             Some(h) if self.hosts.allows_host(h) => {}
             None if self.hosts == HostPolicy::Any => {}
-            _ => return refuse(StatusCode::FORBIDDEN, "host not allowed\n"),
+            _ => {
+                let r = refuse(StatusCode::FORBIDDEN, "host not allowed\n");
+                return self.after_body(req, r).await;
+            }
         }
         if let Some(origin) = req.headers().get(header::ORIGIN) {
             if !origin.to_str().is_ok_and(|o| self.hosts.allows_origin(o)) {
-                return refuse(StatusCode::FORBIDDEN, "origin not allowed\n");
+                let r = refuse(StatusCode::FORBIDDEN, "origin not allowed\n");
+                return self.after_body(req, r).await;
             }
         }
         let (parts, body) = req.into_parts();
@@ -536,9 +541,42 @@ impl Inner {
                 let allow = if self.get_stream { "GET, POST" } else { "POST" };
                 r.headers_mut()
                     .insert(header::ALLOW, HeaderValue::from_static(allow));
-                r
+                self.after_body(Request::from_parts(parts, body), r).await
             }
         }
+    }
+
+    /// Sends a refusal once the request's body has been read and dropped (at most
+    /// `max_body` bytes, within the request time limit), so that its keep-alive connection
+    /// carries the next request: hyper closes a connection whose request body was left
+    /// unread, and a client that has already sent its next request on it sees that request
+    /// dropped unanswered. A body too large or too slow to read is left alone, and an
+    /// HTTP/1 answer then says `connection: close`.
+    async fn after_body<B>(&self, req: Request<B>, mut response: Response<Body>) -> Response<Body>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let h1 = req.version() <= http::Version::HTTP_11;
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let drained = if declared.is_some_and(|n| n > self.max_body as u64) {
+            false
+        } else {
+            let deadline = tokio::time::Instant::now() + self.timeout;
+            let read = Limited::new(req.into_body(), self.max_body).collect();
+            matches!(before(self.clock.clone(), deadline, read).await, Ok(Ok(_)))
+        };
+        if !drained && h1 {
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        response
     }
 
     fn get(&self, parts: &http::request::Parts) -> Response<Body> {
@@ -566,17 +604,19 @@ impl Inner {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         if !is_json_content_type(&parts.headers) {
-            return refuse(
+            let r = refuse(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "send application/json\n",
             );
+            return self.after_body(Request::from_parts(parts, body), r).await;
         }
         let (json_ok, sse_ok) = accepts(&parts.headers);
         if !json_ok && !sse_ok {
-            return refuse(
+            let r = refuse(
                 StatusCode::NOT_ACCEPTABLE,
                 "answers are application/json or text/event-stream\n",
             );
+            return self.after_body(Request::from_parts(parts, body), r).await;
         }
         let declared = parts
             .headers
@@ -584,7 +624,8 @@ impl Inner {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > self.max_body as u64) {
-            return refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
+            let r = refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
+            return self.after_body(Request::from_parts(parts, body), r).await;
         }
         let deadline = tokio::time::Instant::now() + self.timeout;
         let collected = before(
