@@ -3,7 +3,13 @@
 //!
 //! 1. Throughput: W1 (`subtract [42, 23]`) POSTed over 64 keep-alive HTTP/1.1 connections, one
 //!    call outstanding per connection, for `RPCWIRE_BENCH_SECS` seconds (default 3) per run;
-//!    the servers take turns, three runs each, medians compared. Every answer is checked.
+//!    the servers take turns, three runs each, medians compared. Every answer is checked. The
+//!    CPU time the server and the load generator spent per call is measured too. Two setups:
+//!    - one core each: the server (one worker thread) on CPU 1 and the load generator on
+//!      CPU 0, pinned with `taskset`, so that the load generator never takes the server's CPU
+//!      and calls per second measure the server (it runs at its core's full use);
+//!    - shared: the server's workers (one per core) and the load generator share both cores,
+//!      as the scheduler places them.
 //! 2. Memory: a fresh process of each server, `RPCWIRE_BENCH_CONNS` connections (default
 //!    5 000) opened, one call made on each, all kept open and idle; resident memory per
 //!    connection from `/proc/PID/status` before and after.
@@ -22,7 +28,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use rpcwire_bench::{cargo_build_with, median, proc_status, rpcwire_server, Error};
+use rpcwire_bench::{cargo_build_with, median, proc_cpu, proc_status, rpcwire_server, Error};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -34,6 +40,44 @@ struct Server {
     program: PathBuf,
     args: Vec<String>,
     path: &'static str,
+}
+
+/// Where the server and the load generator run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Setup {
+    /// Server on CPU 1 with one worker thread, load generator on CPU 0.
+    OneCoreEach,
+    /// Server with one worker per core; nothing pinned.
+    Shared,
+}
+
+impl Setup {
+    fn label(self) -> &'static str {
+        match self {
+            Setup::OneCoreEach => "one core each (server: 1 worker on CPU 1; load: CPU 0)",
+            Setup::Shared => "shared (server: 2 workers; load and server share both cores)",
+        }
+    }
+}
+
+/// Pins the calling thread to CPU `cpu` (with `taskset`, on its thread id).
+fn pin_this_thread(cpu: usize) -> Result<(), Error> {
+    let me = std::fs::read_link("/proc/thread-self").map_err(|e| Error::io("thread id", e))?;
+    let tid = me
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| Error::Server("no thread id".into()))?
+        .to_owned();
+    let status = Command::new("taskset")
+        .args(["-pc", &cpu.to_string(), &tid])
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| Error::io("taskset", e))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::Server(format!("taskset -pc {cpu} {tid}: {status}")))
+    }
 }
 
 /// A running server process, killed on drop.
@@ -50,8 +94,21 @@ impl Drop for Running {
 }
 
 impl Server {
-    fn start(&self) -> Result<Running, Error> {
-        let mut child = Command::new(&self.program)
+    fn start(&self, setup: Setup) -> Result<Running, Error> {
+        let mut command = match setup {
+            Setup::OneCoreEach => {
+                let mut c = Command::new("taskset");
+                c.arg("-c").arg("1").arg(&self.program);
+                c.env("RPCWIRE_THREADS", "1");
+                c
+            }
+            Setup::Shared => {
+                let mut c = Command::new(&self.program);
+                c.env("RPCWIRE_THREADS", "2");
+                c
+            }
+        };
+        let mut child = command
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -136,13 +193,43 @@ async fn read_answer(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), Er
     }
 }
 
-/// Calls per second over `CONNECTIONS` keep-alive connections for `secs`.
-fn throughput(server: &Server, addr: SocketAddr, secs: f64) -> Result<f64, Error> {
+/// One turn of load on one server.
+#[derive(Debug, Clone, Copy)]
+struct Turn {
+    /// Calls answered per second.
+    rate: f64,
+    /// The server's CPU time per call, microseconds.
+    server_us: f64,
+    /// The load generator's CPU time per call, microseconds.
+    load_us: f64,
+}
+
+/// Calls per second over `CONNECTIONS` keep-alive connections for `secs`, with the CPU time the
+/// server and the load generator spent per call.
+fn throughput(server: &Server, running: &Running, secs: f64, setup: Setup) -> Result<Turn, Error> {
+    let addr = running.addr;
+    let server_pid = running.child.id();
+    let request = server.request();
+    // A thread of its own, so that pinning it leaves the bench's main thread alone.
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                if setup == Setup::OneCoreEach {
+                    pin_this_thread(0)?;
+                }
+                load(addr, server_pid, request, secs)
+            })
+            .join()
+            .map_err(|_| Error::Server("load thread panicked".into()))?
+    })
+}
+
+/// The load itself, in the calling thread.
+fn load(addr: SocketAddr, server_pid: u32, request: Vec<u8>, secs: f64) -> Result<Turn, Error> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::io("runtime", e))?;
-    let request = server.request();
     rt.block_on(async move {
         let mut streams = Vec::new();
         for _ in 0..CONNECTIONS {
@@ -152,6 +239,8 @@ fn throughput(server: &Server, addr: SocketAddr, secs: f64) -> Result<f64, Error
             s.set_nodelay(true).map_err(|e| Error::io("nodelay", e))?;
             streams.push(s);
         }
+        let server_cpu = proc_cpu(server_pid)?;
+        let load_cpu = thread_cpu()?;
         let start = Instant::now();
         let end = start + Duration::from_secs_f64(secs);
         let mut tasks = Vec::new();
@@ -176,13 +265,30 @@ fn throughput(server: &Server, addr: SocketAddr, secs: f64) -> Result<f64, Error
                 .await
                 .map_err(|e| Error::Server(format!("load task: {e}")))??;
         }
-        Ok(total as f64 / start.elapsed().as_secs_f64())
+        let elapsed = start.elapsed().as_secs_f64();
+        let per_call = |d: Duration| d.as_secs_f64() * 1e6 / total.max(1) as f64;
+        Ok(Turn {
+            rate: total as f64 / elapsed,
+            server_us: per_call(proc_cpu(server_pid)?.saturating_sub(server_cpu)),
+            load_us: per_call(thread_cpu()?.saturating_sub(load_cpu)),
+        })
     })
+}
+
+/// CPU time of the calling thread (the load generator's), from `/proc/thread-self/stat`.
+fn thread_cpu() -> Result<Duration, Error> {
+    let me = std::fs::read_link("/proc/thread-self").map_err(|e| Error::io("thread id", e))?;
+    let tid: u32 = me
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| Error::Server("no thread id".into()))?;
+    proc_cpu(tid)
 }
 
 /// RSS per idle keep-alive connection, KiB: (before, after, per connection).
 fn memory(server: &Server, conns: usize) -> Result<(u64, u64, f64), Error> {
-    let running = server.start()?;
+    let running = server.start(Setup::Shared)?;
     let pid = running.child.id();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -263,19 +369,48 @@ fn run() -> Result<(), Error> {
             path: "/",
         },
     ];
-    let running: Vec<Running> = servers
-        .iter()
-        .map(Server::start)
-        .collect::<Result<_, _>>()?;
-    let mut rates = vec![Vec::new(); servers.len()];
-    for round in 0..3 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut setups = vec![Setup::OneCoreEach, Setup::Shared];
+    if cores < 2 {
+        eprintln!("SKIPPED: the one-core-each setup needs 2 CPUs; this machine has {cores}");
+        setups.retain(|s| *s != Setup::OneCoreEach);
+    }
+    let mut table = format!(
+        "| setup | server | W1 calls/s, {CONNECTIONS} keep-alive connections (median of 3 × {secs} s) | ratio to jsonrpsee | server CPU per call | load generator CPU per call |\n|---|---|---:|---:|---:|---:|\n"
+    );
+    for setup in setups {
+        let running: Vec<Running> = servers
+            .iter()
+            .map(|s| s.start(setup))
+            .collect::<Result<_, _>>()?;
+        let mut turns = vec![Vec::new(); servers.len()];
+        for round in 0..3 {
+            for (i, server) in servers.iter().enumerate() {
+                let turn = throughput(server, &running[i], secs, setup)?;
+                eprintln!(
+                    "{setup:?} round {round}: {} {:.0} calls/s, CPU per call: server {:.2} us, load {:.2} us",
+                    server.name, turn.rate, turn.server_us, turn.load_us
+                );
+                turns[i].push(turn);
+            }
+        }
+        drop(running);
+        let med = |i: usize, f: fn(&Turn) -> f64| {
+            median(&turns[i].iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
+        };
+        let reference = med(1, |t| t.rate);
         for (i, server) in servers.iter().enumerate() {
-            let rate = throughput(server, running[i].addr, secs)?;
-            eprintln!("round {round}: {} {rate:.0} calls/s", server.name);
-            rates[i].push(rate);
+            table.push_str(&format!(
+                "| {} | {} | {:.0} | {:.2}x | {:.2} µs | {:.2} µs |\n",
+                setup.label(),
+                server.name,
+                med(i, |t| t.rate),
+                med(i, |t| t.rate) / reference,
+                med(i, |t| t.server_us),
+                med(i, |t| t.load_us),
+            ));
         }
     }
-    drop(running);
     let mut mem = Vec::new();
     // Memory of the two JSON-RPC servers only.
     for server in &servers[..2] {
@@ -283,26 +418,16 @@ fn run() -> Result<(), Error> {
         eprintln!("{}: {:.1} KiB per idle connection", server.name, m.2);
         mem.push(m);
     }
-    let med: Vec<f64> = rates.iter().map(|r| median(r).unwrap_or(0.0)).collect();
-    let mut table = String::new();
     table.push_str(&format!(
-        "| server | W1 calls/s, {CONNECTIONS} keep-alive connections (median of 3 × {secs} s) | ratio to jsonrpsee | RSS before | RSS after {conns} idle connections | per idle connection |\n|---|---:|---:|---:|---:|---:|\n"
+        "\n| server | RSS before | RSS after {conns} idle keep-alive connections | per idle connection |\n|---|---:|---:|---:|\n"
     ));
-    for (i, server) in servers.iter().enumerate() {
-        let memory = match mem.get(i) {
-            Some(m) => format!(
-                "{:.1} MiB | {:.1} MiB | {:.1} KiB",
-                m.0 as f64 / 1024.0,
-                m.1 as f64 / 1024.0,
-                m.2
-            ),
-            None => "– | – | –".to_owned(),
-        };
+    for (server, m) in servers.iter().zip(&mem) {
         table.push_str(&format!(
-            "| {} | {:.0} | {:.2}x | {memory} |\n",
+            "| {} | {:.1} MiB | {:.1} MiB | {:.1} KiB |\n",
             server.name,
-            med[i],
-            med[i] / med[1],
+            m.0 as f64 / 1024.0,
+            m.1 as f64 / 1024.0,
+            m.2
         ));
     }
     println!("{table}");

@@ -22,7 +22,7 @@ pub use check::Checker;
 pub use error::Error;
 pub use load::{push_request, stdio_run, tcp_call_once, tcp_connect, tcp_run, TcpLoad};
 pub use report::{format_rate, median, scale, scaled};
-pub use server::{proc_status, workspace_root, ProcStatus, ServerCommand, TcpServer};
+pub use server::{proc_cpu, proc_status, workspace_root, ProcStatus, ServerCommand, TcpServer};
 
 use std::time::Duration;
 

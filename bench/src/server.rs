@@ -139,6 +139,25 @@ pub fn proc_status(pid: u32) -> Result<ProcStatus, Error> {
     }
 }
 
+/// CPU time (user plus system) that process `pid` has used so far, from `/proc/PID/stat`
+/// (Linux only; clock ticks taken as 100 per second, as on every Linux target rpcwire runs on).
+pub fn proc_cpu(pid: u32) -> Result<Duration, Error> {
+    let path = format!("/proc/{pid}/stat");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(format!("read {path}"), e))?;
+    // The command name (field 2) may hold spaces; the fields after it follow its closing ')'.
+    let rest = text
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .ok_or_else(|| Error::Server(format!("{path}: no command name")))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let tick = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
+    match (tick(11), tick(12)) {
+        (Some(user), Some(system)) => Ok(Duration::from_millis((user + system) * 10)),
+        _ => Err(Error::Server(format!("{path}: no utime or stime"))),
+    }
+}
+
 /// Waits up to `limit` for `child` to exit, then kills it. Returns whether it exited by itself.
 pub(crate) fn reap(child: &mut Child, limit: Duration) -> bool {
     let start = Instant::now();

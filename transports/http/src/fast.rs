@@ -272,15 +272,21 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
                 Err(e) => return Err(e),
             }
         }
-        let body = Bytes::copy_from_slice(&buf[head.len..total]);
+        let reply = inner
+            .answer_slice(&buf[head.len..total], true, false, deadline)
+            .await;
         buf.drain(..total);
+        // The answer goes out of the read buffer when nothing more was read (a client that
+        // waits for each answer): no second buffer is held between requests.
+        let pipelined = !buf.is_empty();
+        let written = if pipelined { &mut out } else { &mut buf };
+        written.clear();
+        write_reply(written, reply, head.close);
+        stream.write_all(written).await?;
+        written.clear();
         if buf.is_empty() && buf.capacity() > KEEP {
             buf = Vec::new();
         }
-        let reply = inner.answer(body, true, false, deadline).await;
-        out.clear();
-        write_reply(&mut out, reply, head.close);
-        stream.write_all(&out).await?;
         if out.capacity() > KEEP {
             out = Vec::new();
         }

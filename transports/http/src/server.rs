@@ -13,7 +13,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use rpcwire::wire::Framing;
-use rpcwire_tokio::{Builder, Client};
+use rpcwire_tokio::{Builder, Client, Responder};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::body::Body;
@@ -289,6 +289,7 @@ impl HttpServer {
         });
         RpcService {
             inner: Arc::new(Inner {
+                responder: builder.responder(),
                 builder,
                 path: self.path,
                 max_body: self.max_body,
@@ -310,6 +311,8 @@ impl HttpServer {
 
 pub(crate) struct Inner {
     builder: Builder,
+    /// Answers bodies whose handlers never talk back to the client, with no connection.
+    responder: Responder,
     pub(crate) path: Option<String>,
     pub(crate) max_body: usize,
     max_batch: usize,
@@ -664,11 +667,66 @@ impl Inner {
         sse_ok: bool,
         deadline: tokio::time::Instant,
     ) -> Reply {
-        let (kind, batch_len) = classify_batch(&body, 128);
+        match self.answer_at_once(&body, json_ok, sse_ok, deadline).await {
+            Ok(reply) => reply,
+            Err(kind) => {
+                self.answer_on_connection(body, kind, json_ok, sse_ok, deadline)
+                    .await
+            }
+        }
+    }
+
+    /// Like [`answer`](Inner::answer), for a body still in the caller's buffer: copied only
+    /// when it needs a connection.
+    pub(crate) async fn answer_slice(
+        &self,
+        body: &[u8],
+        json_ok: bool,
+        sse_ok: bool,
+        deadline: tokio::time::Instant,
+    ) -> Reply {
+        match self.answer_at_once(body, json_ok, sse_ok, deadline).await {
+            Ok(reply) => reply,
+            Err(kind) => {
+                let body = Bytes::copy_from_slice(body);
+                self.answer_on_connection(body, kind, json_ok, sse_ok, deadline)
+                    .await
+            }
+        }
+    }
+
+    /// The answer of a body that needs no connection: a batch over the limit, or calls whose
+    /// handlers never talk back to the client (see [`Responder::takes`]). Otherwise what the
+    /// body holds.
+    async fn answer_at_once(
+        &self,
+        body: &[u8],
+        json_ok: bool,
+        sse_ok: bool,
+        deadline: tokio::time::Instant,
+    ) -> Result<Reply, BodyKind> {
+        let (kind, batch_len) = classify_batch(body, 128);
         if batch_len.is_some_and(|n| n > self.max_batch) {
             // The core would answer the same with one Invalid Request; HTTP says it too.
-            return Reply::BatchTooLong;
+            return Ok(Reply::BatchTooLong);
         }
+        if kind == BodyKind::Calls && self.responder.takes(body) {
+            // No handler it runs can send the client anything before its answer: answered
+            // with no connection, in this task.
+            return Ok(self.respond(body, json_ok, sse_ok, deadline).await);
+        }
+        Err(kind)
+    }
+
+    /// Runs a body on a connection of its own, polled in this task.
+    async fn answer_on_connection(
+        &self,
+        body: Bytes,
+        kind: BodyKind,
+        json_ok: bool,
+        sse_ok: bool,
+        deadline: tokio::time::Instant,
+    ) -> Reply {
         if kind == BodyKind::Responses {
             // Responses to the event stream's calls go to its connection.
             self.hub.deliver(body).await;
@@ -719,6 +777,48 @@ impl Inner {
             }
         };
         Reply::Events(first, exchange)
+    }
+}
+
+impl Inner {
+    /// Answers a body with the [`Responder`]: at once when its handlers finish at once, or
+    /// when they have, within the deadline (checked on the service's clock).
+    async fn respond(
+        &self,
+        body: &[u8],
+        json_ok: bool,
+        sse_ok: bool,
+        deadline: tokio::time::Instant,
+    ) -> Reply {
+        let mut answer = Vec::new();
+        let mut clock = self.clock.clone();
+        let timed_out = {
+            // Boxed: a connection's task holds the largest state of its request's future for
+            // its whole life; this one is held only while a body is answered.
+            let mut respond = Box::pin(self.responder.respond(body, &mut answer));
+            loop {
+                tokio::select! {
+                    biased;
+                    () = &mut respond => break false,
+                    tick = clock.changed() => {
+                        if tick.is_err() || tokio::time::Instant::now() >= deadline {
+                            break true;
+                        }
+                    }
+                }
+            }
+        };
+        if timed_out {
+            return Reply::Refused(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n");
+        }
+        if answer.is_empty() {
+            Reply::Accepted
+        } else if json_ok || !sse_ok {
+            Reply::Json(Bytes::from(answer))
+        } else {
+            // Only an event stream is acceptable: one event.
+            Reply::OneEvent(Bytes::from(answer))
+        }
     }
 }
 

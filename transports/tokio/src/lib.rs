@@ -80,6 +80,7 @@ mod error;
 mod handlers;
 mod inline;
 mod raw;
+mod responder;
 mod router;
 mod stdio;
 
@@ -95,6 +96,7 @@ use tokio::task::JoinHandle;
 pub use client::{Batch, BatchResults, Client, SessionStats};
 pub use discover::DISCOVER_METHOD;
 pub use error::{CallError, DriverError, RpcError};
+pub use responder::Responder;
 pub use router::{Cancellation, Context, Router};
 pub use rpcwire::wire::Framing;
 pub use rpcwire::ErrorCode;

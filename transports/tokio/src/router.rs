@@ -180,6 +180,15 @@ impl<V> Names<V> {
     }
 }
 
+/// A registered handler, and whether it reads a [`Context`] (a handler that does may call or
+/// notify the peer, so it needs a connection; one that does not can also run in a
+/// [`Responder`](crate::Responder)).
+#[derive(Clone)]
+pub(crate) struct Entry<F> {
+    pub(crate) run: F,
+    pub(crate) context: bool,
+}
+
 /// How a request handler ended its first run.
 pub(crate) enum Outcome {
     /// Answered straight into the connection's transmit queue.
@@ -330,15 +339,15 @@ impl Context {
 /// ```
 #[derive(Clone, Default)]
 pub struct Router {
-    methods: Names<MethodFn>,
-    notifications: Names<NotifyFn>,
+    methods: Names<Entry<MethodFn>>,
+    notifications: Names<Entry<NotifyFn>>,
     state: Option<SharedState>,
     /// Descriptions for the `rpc.discover` document ([`Router::describe`]).
     pub(crate) descriptions: Vec<(String, String)>,
     /// The handler of notifications no other handler takes ([`Router::fallback_notification`]).
-    fallback: Option<NotifyFn>,
+    fallback: Option<Entry<NotifyFn>>,
     /// The handler of requests no other handler takes ([`Router::fallback_method`]).
-    fallback_method: Option<MethodFn>,
+    fallback_method: Option<Entry<MethodFn>>,
 }
 
 impl fmt::Debug for Router {
@@ -398,7 +407,7 @@ impl Router {
         F: Fn(P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
-        self.register(name, move |_: &Origin<'_>, p: P| handler(p))
+        self.register(name, false, move |_: &Origin<'_>, p: P| handler(p))
     }
 
     /// Registers a request handler that also receives the [`Context`] (to call the peer back,
@@ -410,7 +419,7 @@ impl Router {
         F: Fn(Context, P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
-        self.register(name, move |origin: &Origin<'_>, p: P| {
+        self.register(name, true, move |origin: &Origin<'_>, p: P| {
             handler(origin.context(), p)
         })
     }
@@ -455,18 +464,30 @@ impl Router {
             let result = handler(params);
             answer(conn, handle, result.as_ref())
         });
-        self.methods.insert(name, f);
+        self.methods.insert(
+            name,
+            Entry {
+                run: f,
+                context: false,
+            },
+        );
         self
     }
 
-    fn register<P, R, F, Fut>(mut self, name: &str, start: F) -> Self
+    fn register<P, R, F, Fut>(mut self, name: &str, context: bool, start: F) -> Self
     where
         P: DeserializeOwned + Send + 'static,
         R: Serialize + 'static,
         F: Fn(&Origin<'_>, P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
-        self.methods.insert(name, erase(start));
+        self.methods.insert(
+            name,
+            Entry {
+                run: erase(start),
+                context,
+            },
+        );
         self
     }
 
@@ -489,9 +510,10 @@ impl Router {
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
         // `Option<Box<RawValue>>` decodes absent params (null) as `None`, any other as raw.
-        self.fallback_method = Some(erase(move |origin: &Origin<'_>, params| {
-            handler(origin.context(), params)
-        }));
+        self.fallback_method = Some(Entry {
+            run: erase(move |origin: &Origin<'_>, params| handler(origin.context(), params)),
+            context: true,
+        });
         self
     }
 
@@ -504,14 +526,25 @@ impl Router {
         F: Fn(P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.notification_with_context(name, move |_ctx: Context, p: P| handler(p))
+        self.register_notification(name, false, move |_: &Origin<'_>, p: P| handler(p))
     }
 
     /// Registers a notification handler that also receives the [`Context`].
-    pub fn notification_with_context<P, F, Fut>(mut self, name: &str, handler: F) -> Self
+    pub fn notification_with_context<P, F, Fut>(self, name: &str, handler: F) -> Self
     where
         P: DeserializeOwned + Send + 'static,
         F: Fn(Context, P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.register_notification(name, true, move |origin: &Origin<'_>, p: P| {
+            handler(origin.context(), p)
+        })
+    }
+
+    fn register_notification<P, F, Fut>(mut self, name: &str, context: bool, start: F) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        F: Fn(&Origin<'_>, P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let f: NotifyFn = Arc::new(move |origin, params| {
@@ -527,13 +560,13 @@ impl Router {
                     return None;
                 }
             };
-            let mut fut: BoxFuture<()> = Box::pin(handler(origin.context(), p));
+            let mut fut: BoxFuture<()> = Box::pin(start(origin, p));
             match poll_once(&mut fut) {
                 Poll::Ready(()) => None,
                 Poll::Pending => Some(fut),
             }
         });
-        self.notifications.insert(name, f);
+        self.notifications.insert(name, Entry { run: f, context });
         self
     }
 
@@ -561,7 +594,10 @@ impl Router {
                 Poll::Pending => Some(fut),
             }
         });
-        self.fallback = Some(f);
+        self.fallback = Some(Entry {
+            run: f,
+            context: true,
+        });
         self
     }
 
@@ -587,25 +623,57 @@ impl Router {
 
     /// The request handler at a position, with its name.
     pub(crate) fn method_at(&self, position: usize) -> Option<(&str, &MethodFn)> {
-        self.methods.at(position).map(|(n, f)| (n.as_str(), f))
+        self.methods.at(position).map(|(n, e)| (n.as_str(), &e.run))
     }
 
     /// The handler of requests no other handler takes, if any.
     pub(crate) fn fallback_method_handler(&self) -> Option<&MethodFn> {
-        self.fallback_method.as_ref()
+        self.fallback_method.as_ref().map(|e| &e.run)
+    }
+
+    /// Whether any handler reads a [`Context`].
+    pub(crate) fn reads_context_anywhere(&self) -> bool {
+        self.methods.entries.iter().any(|(_, e)| e.context)
+            || self.notifications.entries.iter().any(|(_, e)| e.context)
+            || self.fallback_method.as_ref().is_some_and(|e| e.context)
+            || self.fallback.as_ref().is_some_and(|e| e.context)
+    }
+
+    /// Whether the handler a message with this method (as on the wire) would run reads a
+    /// [`Context`]; false when no handler would run (Method not found, or a notification
+    /// ignored).
+    pub(crate) fn reads_context(&self, name: &[u8], request: bool) -> bool {
+        let (names, fallback) = if request {
+            (
+                self.methods
+                    .find(name)
+                    .and_then(|at| self.methods.at(at))
+                    .map(|(_, e)| e.context),
+                self.fallback_method.as_ref().map(|e| e.context),
+            )
+        } else {
+            (
+                self.notifications
+                    .find(name)
+                    .and_then(|at| self.notifications.at(at))
+                    .map(|(_, e)| e.context),
+                self.fallback.as_ref().map(|e| e.context),
+            )
+        };
+        names.or(fallback).unwrap_or(false)
     }
 
     pub(crate) fn get_method(&self, name: &str) -> Option<&MethodFn> {
         match self.methods.find(name.as_bytes()) {
-            Some(at) => self.methods.at(at).map(|(_, f)| f),
-            None => self.fallback_method.as_ref(),
+            Some(at) => self.methods.at(at).map(|(_, e)| &e.run),
+            None => self.fallback_method.as_ref().map(|e| &e.run),
         }
     }
 
     pub(crate) fn get_notification(&self, name: &str) -> Option<&NotifyFn> {
         match self.notifications.find(name.as_bytes()) {
-            Some(at) => self.notifications.at(at).map(|(_, f)| f),
-            None => self.fallback.as_ref(),
+            Some(at) => self.notifications.at(at).map(|(_, e)| &e.run),
+            None => self.fallback.as_ref().map(|e| &e.run),
         }
     }
 }

@@ -1,0 +1,356 @@
+//! Answering one whole message body at a time in the caller's task, with no connection task:
+//! what a request/response transport (an HTTP POST) needs for each body whose handlers never
+//! talk back to the peer.
+//!
+//! A connection ([`Builder::run_inline`]) costs channels, a [`Client`] and a driver per body;
+//! a [`Responder`] keeps a few core connections in a pool and runs the body through one of
+//! them: the core still parses, validates and answers every message (every protocol rule
+//! stays in one place), and the handlers are the [`Router`]'s, run exactly as a driver runs
+//! them (in place when they finish at once, in tasks under the concurrency limit when they
+//! wait).
+
+use std::cell::OnceCell;
+use std::sync::{Arc, Mutex};
+
+use rpcwire::wire::{parse, FrameEvent, Framing, Message, ParseLimits, Parsed, RxBuffer};
+use rpcwire::{Config, ErrorCode, Inbound, Input, Instant};
+use tokio::sync::mpsc;
+
+use crate::handlers::Handlers;
+use crate::router::{guarded, CatchUnwind, Conn, Origin, OriginId};
+use crate::{Builder, Client, Router};
+
+/// Connections kept for reuse: enough for every worker of a busy server to find one, few
+/// enough that an idle server holds next to nothing.
+const POOL: usize = 32;
+
+/// Bytes of buffers a pooled connection may keep; one that grew past this for a large body
+/// gives it back before it returns to the pool.
+const KEEP: usize = 8 << 10;
+
+/// Answers whole message bodies (a request, a notification, or a batch) in the caller's task:
+/// made by [`Builder::responder`], with that builder's router, limits and concurrency.
+///
+/// It answers any body, but a handler that reads a [`Context`](crate::Context) gets a peer
+/// with no connection behind it (its calls and notifications to the peer fail with
+/// [`CallError::Closed`](crate::CallError::Closed)). [`takes`](Responder::takes) tells
+/// whether a body calls only handlers that do not: run other bodies on a connection
+/// ([`Builder::run_inline`]) instead.
+///
+/// ```
+/// use rpcwire_tokio::{Builder, Router, RpcError};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let router = Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
+/// let responder = Builder::new().router(router).responder();
+/// let body = br#"[{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1},{"jsonrpc":"2.0","method":"nope","id":2}]"#;
+/// assert!(responder.takes(body));
+/// let mut answer = Vec::new();
+/// responder.respond(body, &mut answer).await;
+/// assert_eq!(
+///     String::from_utf8(answer).unwrap(),
+///     r#"[{"jsonrpc":"2.0","result":19,"id":1},{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":2}]"#
+/// );
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Responder {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    config: Config,
+    concurrency: usize,
+    router: Option<Arc<Router>>,
+    /// Handed to handlers as their peer: no connection is behind it.
+    detached: Client,
+    /// The profile's cancel notification: a body holding one needs a connection.
+    cancel_method: Option<String>,
+    /// No handler reads a context and there is no cancel notification: every body is taken
+    /// without a look.
+    takes_all: bool,
+    /// Boxed: a connection task that awaits [`Responder::respond`] holds a pointer, not a
+    /// core connection, for its whole life.
+    #[allow(clippy::vec_box)]
+    pool: Mutex<Vec<Box<Slot>>>,
+}
+
+/// A core connection with its receive buffer, and a decoder for what it sends.
+struct Slot {
+    conn: Conn,
+    rx: RxBuffer<Vec<u8>>,
+    tx: RxBuffer<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Responder")
+            .field("router", &self.shared.router)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Builder {
+    /// A [`Responder`] answering whole bodies with this builder's router, limits and
+    /// concurrency (the framing does not apply: a body is one JSON text).
+    pub fn responder(&self) -> Responder {
+        let (cmd, _) = mpsc::channel(1);
+        let (ctl, _) = mpsc::unbounded_channel();
+        Responder {
+            shared: Arc::new(Shared {
+                config: Config {
+                    // The body is framed here by its length, so it may hold any JSON text.
+                    framing: Framing::ContentLength,
+                    // Nothing is called from here, so nothing times out.
+                    request_timeout: None,
+                    ..self.config
+                },
+                concurrency: self.concurrency,
+                router: self.router.clone(),
+                detached: Client::new(cmd, ctl, None),
+                cancel_method: self.cancel.as_ref().map(|c| c.method.clone()),
+                takes_all: self.cancel.is_none()
+                    && !self
+                        .router
+                        .as_ref()
+                        .is_some_and(|r| r.reads_context_anywhere()),
+                pool: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+}
+
+impl Responder {
+    /// True when every message of `body` that runs a handler runs one that does not read a
+    /// [`Context`](crate::Context) (and none is the profile's cancel notification): [`respond`](Self::respond)
+    /// then answers it exactly as a connection would. A body that is not valid JSON counts
+    /// as taken (the answer is the core's Parse error).
+    pub fn takes(&self, body: &[u8]) -> bool {
+        let Some(router) = &self.shared.router else {
+            return true;
+        };
+        if self.shared.takes_all {
+            return true;
+        }
+        let limits = ParseLimits {
+            max_depth: self.shared.config.max_depth,
+        };
+        let takes_one = |element: Result<Message<'_>, _>| match element {
+            Ok(Message::Request(r)) => !router.reads_context(r.method.escaped_bytes(), true),
+            Ok(Message::Notification(n)) => {
+                let method = n.method.to_str();
+                self.shared.cancel_method.as_deref() != Some(&*method)
+                    && !router.reads_context(method.as_bytes(), false)
+            }
+            _ => true,
+        };
+        match parse(body, limits) {
+            Ok(Parsed::Single(element)) => takes_one(element),
+            Ok(Parsed::Batch(batch)) => batch.iter().all(takes_one),
+            Ok(Parsed::EmptyBatch) | Err(_) => true,
+        }
+    }
+
+    /// Answers `body`: appends the answer's JSON text to `answer` (a response, or an array of
+    /// them for a batch) once every request of it is answered; nothing when it holds no
+    /// request (notifications only, or only responses). Notification handlers that wait run
+    /// on in tasks of their own.
+    ///
+    /// Dropping the future (a deadline) drops the handlers that are still waiting.
+    pub async fn respond(&self, body: &[u8], answer: &mut Vec<u8>) {
+        let shared = &*self.shared;
+        let mut slot = shared
+            .pool
+            .lock()
+            .ok()
+            .and_then(|mut pool| pool.pop())
+            .unwrap_or_else(|| {
+                Box::new(Slot {
+                    conn: Conn::new(shared.config),
+                    rx: RxBuffer::with_max_frame(Framing::ContentLength, shared.config.max_frame),
+                    tx: RxBuffer::with_max_frame(Framing::ContentLength, usize::MAX),
+                })
+            });
+        let mut handlers = Handlers::default();
+        let mut header = [0u8; 40];
+        let mut input: &[u8] = frame_header(&mut header, body.len());
+        let mut body_left: &[u8] = body;
+        let first = answer.len();
+        let Slot { conn, rx, tx } = &mut *slot;
+        loop {
+            match conn.handle_input(Instant::ZERO, rx, &mut input) {
+                Input::Item(item) => shared.dispatch(item, conn, &mut handlers),
+                Input::Blocked => drain(conn, tx, answer, first),
+                // The header is in: then the body (the receive buffer copies what it takes).
+                Input::NeedMore if !body_left.is_empty() => input = std::mem::take(&mut body_left),
+                Input::NeedMore | Input::Closed => break,
+            }
+            // Within the concurrency limit, as on a connection: wait for a slot to free.
+            while handlers.running() >= shared.concurrency {
+                handlers.write_answers(conn);
+                drain(conn, tx, answer, first);
+                if handlers.running() < shared.concurrency {
+                    break;
+                }
+                if let Some(done) = handlers.tasks().join_next().await {
+                    handlers.finished(done);
+                }
+            }
+        }
+        // The requests that wait.
+        loop {
+            handlers.write_answers(conn);
+            drain(conn, tx, answer, first);
+            if handlers.running() == 0 {
+                break;
+            }
+            // None: the answers left wait for transmit room only, made by the drain above.
+            if let Some(done) = handlers.tasks().join_next().await {
+                handlers.finished(done);
+            }
+        }
+        let clean = conn.inflight_len() == 0 && rx.buffered() == 0 && tx.buffered() == 0;
+        if clean {
+            if conn.storage_bytes() > KEEP {
+                conn.shrink();
+            }
+            rx.shrink(KEEP);
+            tx.shrink(KEEP);
+            if let Ok(mut pool) = shared.pool.lock() {
+                if pool.len() < POOL {
+                    pool.push(slot);
+                }
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// Runs the handler of one inbound item, as a connection's driver does.
+    fn dispatch(&self, item: Inbound<'_>, conn: &mut Conn, handlers: &mut Handlers) {
+        let router = self.router.as_deref();
+        match item {
+            Inbound::Request(req) => {
+                let name = req.method.escaped_bytes();
+                let found = router.and_then(|r| match r.find_method(name) {
+                    Some(at) => r.method_at(at),
+                    None => r.fallback_method_handler().map(|h| ("", h)),
+                });
+                let Some((registered, handler)) = found else {
+                    let _ = conn.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
+                    return;
+                };
+                let wire_name;
+                let method = if registered.is_empty() {
+                    wire_name = req.method.to_str();
+                    &*wire_name
+                } else {
+                    registered
+                };
+                let origin = Origin {
+                    peer: &self.detached,
+                    cancel: OnceCell::new(),
+                    state: router.and_then(Router::state),
+                    id: Some(OriginId::Wire(req.id)),
+                    method,
+                };
+                handlers.start_request(handler, &origin, req.params, conn, req.handle);
+            }
+            Inbound::Notification(n) => {
+                let method = n.method.to_str();
+                let Some(handler) = router.and_then(|r| r.get_notification(&method)) else {
+                    tracing::debug!(%method, "notification ignored: no handler");
+                    return;
+                };
+                let origin = Origin {
+                    peer: &self.detached,
+                    cancel: OnceCell::new(),
+                    state: router.and_then(Router::state),
+                    id: None,
+                    method: &method,
+                };
+                match guarded(|| handler(&origin, n.params)) {
+                    // Not waited for: a notification has no answer to hold the body's up.
+                    Ok(Some(fut)) => {
+                        tokio::spawn(async move {
+                            if CatchUnwind(fut).await.is_err() {
+                                tracing::error!("notification handler panicked");
+                            }
+                        });
+                    }
+                    Ok(None) => {}
+                    Err(()) => tracing::error!(%method, "notification handler panicked"),
+                }
+            }
+            Inbound::Response(_) => {
+                tracing::debug!("a response in a body answered by a responder: dropped");
+            }
+            Inbound::Problem(p) => {
+                tracing::debug!(problem = ?p, replied = p.replied(), "peer problem");
+            }
+        }
+    }
+}
+
+/// `Content-Length: N\r\n\r\n` for a body of `len` bytes, in `buf`.
+fn frame_header(buf: &mut [u8; 40], len: usize) -> &[u8] {
+    use std::io::Write as _;
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    // 40 bytes hold the header for any usize.
+    let _ = write!(cursor, "Content-Length: {len}\r\n\r\n");
+    let n = usize::try_from(cursor.position()).unwrap_or(0);
+    &buf[..n]
+}
+
+/// Moves what the core has to send into `answer`, without its framing: the first message
+/// only (a body has one answer; the core writes nothing else for it), appended after
+/// `answer[..first]`.
+fn drain(conn: &mut Conn, tx: &mut RxBuffer<Vec<u8>>, answer: &mut Vec<u8>, first: usize) {
+    loop {
+        let mut out = conn.poll_transmit();
+        if out.is_empty() {
+            break;
+        }
+        let before = out.len();
+        tx.push(&mut out);
+        let taken = before - out.len();
+        conn.advance_transmit(taken);
+        while let Some(event) = tx.next_frame() {
+            if let FrameEvent::Frame(frame) = event {
+                if answer.len() == first {
+                    answer.extend_from_slice(frame);
+                } else {
+                    tracing::warn!("a second answer for one body: dropped");
+                }
+            }
+        }
+        if taken == 0 {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RpcError;
+
+    #[tokio::test]
+    async fn a_connection_goes_back_to_the_pool_after_each_body() {
+        let router =
+            Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
+        let responder = Builder::new().router(router).responder();
+        for _ in 0..3 {
+            let mut answer = Vec::new();
+            responder
+                .respond(
+                    br#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#,
+                    &mut answer,
+                )
+                .await;
+            assert_eq!(answer, br#"{"jsonrpc":"2.0","result":19,"id":1}"#);
+            assert_eq!(responder.shared.pool.lock().unwrap().len(), 1);
+        }
+    }
+}
