@@ -778,9 +778,7 @@ impl Inner {
         };
         Reply::Events(first, exchange)
     }
-}
 
-impl Inner {
     /// Answers a body with the [`Responder`]: at once when its handlers finish at once, or
     /// when they have, within the deadline (checked on the service's clock).
     async fn respond(

@@ -337,10 +337,31 @@ mod tests {
     use crate::RpcError;
 
     #[tokio::test]
-    async fn a_connection_goes_back_to_the_pool_after_each_body() {
-        let router =
-            Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
+    async fn a_connection_goes_back_to_the_pool_unless_its_answer_was_dropped() {
+        let router = Router::new()
+            .sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b))
+            .method("slow", |(): ()| async {
+                tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                Ok::<_, RpcError>(())
+            });
         let responder = Builder::new().router(router).responder();
+        let pooled = || {
+            responder
+                .shared
+                .pool
+                .lock()
+                .map(|p| p.len())
+                .unwrap_or(usize::MAX)
+        };
+        let mut answer = Vec::new();
+        let slow = br#"{"jsonrpc":"2.0","method":"slow","id":1}"#;
+        let dropped = tokio::time::timeout(
+            std::time::Duration::from_millis(20),
+            responder.respond(slow, &mut answer),
+        )
+        .await;
+        assert!(dropped.is_err(), "the slow handler cannot have answered");
+        assert_eq!(pooled(), 0, "a connection left mid-body is not reused");
         for _ in 0..3 {
             let mut answer = Vec::new();
             responder
@@ -350,7 +371,7 @@ mod tests {
                 )
                 .await;
             assert_eq!(answer, br#"{"jsonrpc":"2.0","result":19,"id":1}"#);
-            assert_eq!(responder.shared.pool.lock().unwrap().len(), 1);
+            assert_eq!(pooled(), 1);
         }
     }
 }
