@@ -549,37 +549,14 @@ impl Inner {
         }
     }
 
-    /// Sends a refusal once the request's body has been read and dropped (at most
-    /// `max_body` bytes, within the request time limit), so that its keep-alive connection
-    /// carries the next request: hyper closes a connection whose request body was left
-    /// unread, and a client that has already sent its next request on it sees that request
-    /// dropped unanswered. A body too large or too slow to read is left alone, and an
-    /// HTTP/1 answer then says `connection: close`.
-    async fn after_body<B>(&self, req: Request<B>, mut response: Response<Body>) -> Response<Body>
+    /// [`after_body`] with this server's body and time limits.
+    async fn after_body<B>(&self, req: Request<B>, response: Response<Body>) -> Response<Body>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let h1 = req.version() <= http::Version::HTTP_11;
-        let declared = req
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        let drained = if declared.is_some_and(|n| n > self.max_body as u64) {
-            false
-        } else {
-            let deadline = tokio::time::Instant::now() + self.timeout;
-            let read = Limited::new(req.into_body(), self.max_body).collect();
-            matches!(before(self.clock.clone(), deadline, read).await, Ok(Ok(_)))
-        };
-        if !drained && h1 {
-            response
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        }
-        response
+        after_body(req, self.max_body, self.timeout, response).await
     }
 
     fn get(&self, parts: &http::request::Parts) -> Response<Body> {
@@ -789,24 +766,10 @@ impl Inner {
         deadline: tokio::time::Instant,
     ) -> Reply {
         let mut answer = Vec::new();
-        let mut clock = self.clock.clone();
-        let timed_out = {
-            // Boxed: a connection's task holds the largest state of its request's future for
-            // its whole life; this one is held only while a body is answered.
-            let mut respond = Box::pin(self.responder.respond(body, &mut answer));
-            loop {
-                tokio::select! {
-                    biased;
-                    () = &mut respond => break false,
-                    tick = clock.changed() => {
-                        if tick.is_err() || tokio::time::Instant::now() >= deadline {
-                            break true;
-                        }
-                    }
-                }
-            }
-        };
-        if timed_out {
+        // Boxed: a connection's task holds the largest state of its request's future for its
+        // whole life; this one is held only while a body is answered.
+        let respond = Box::pin(self.responder.respond(body, &mut answer));
+        if before(self.clock.clone(), deadline, respond).await.is_err() {
             return Reply::Refused(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n");
         }
         if answer.is_empty() {
@@ -818,6 +781,43 @@ impl Inner {
             Reply::OneEvent(Bytes::from(answer))
         }
     }
+}
+
+/// Sends a refusal once the request's body has been read and dropped (at most
+/// `max_body` bytes, within the request time limit), so that its keep-alive connection
+/// carries the next request: hyper closes a connection whose request body was left
+/// unread, and a client that has already sent its next request on it sees that request
+/// dropped unanswered. A body too large or too slow to read is left alone, and an
+/// HTTP/1 answer then says `connection: close`.
+pub(crate) async fn after_body<B>(
+    req: Request<B>,
+    max_body: usize,
+    timeout: Duration,
+    mut response: Response<Body>,
+) -> Response<Body>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let h1 = req.version() <= http::Version::HTTP_11;
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    // A timer of its own: refusals are rare, the service's clock is for the requests.
+    let drained = declared.is_none_or(|n| n <= max_body as u64)
+        && matches!(
+            tokio::time::timeout(timeout, Limited::new(req.into_body(), max_body).collect()).await,
+            Ok(Ok(_))
+        );
+    if !drained && h1 {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// The body of the 413 answer to a batch longer than the limit.

@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
 use crate::body::Body;
 use crate::pipe::{send_body, ChannelReader, FrameWriter, OnceReader};
+use crate::server::after_body;
 use crate::stream::{Hub, StreamLimits, VecSink};
 use crate::{HostPolicy, ResponseFuture};
 use rpcwire::wire::classify::is_response;
@@ -863,7 +864,8 @@ impl Inner {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         if req.uri().path() != self.path {
-            return plain(StatusCode::NOT_FOUND, "no MCP endpoint here\n");
+            let r = plain(StatusCode::NOT_FOUND, "no MCP endpoint here\n");
+            return self.after_body(req, r).await;
         }
         let host = req
             .headers()
@@ -873,14 +875,18 @@ impl Inner {
         match host {
             Some(h) if host_allowed(&self.hosts, h) => {}
             None if self.hosts == HostPolicy::Any => {}
-            _ => return plain(StatusCode::FORBIDDEN, "host not allowed\n"),
+            _ => {
+                let r = plain(StatusCode::FORBIDDEN, "host not allowed\n");
+                return self.after_body(req, r).await;
+            }
         }
         if let Some(origin) = req.headers().get(header::ORIGIN) {
             if !origin
                 .to_str()
                 .is_ok_and(|o| origin_allowed(&self.hosts, o))
             {
-                return plain(StatusCode::FORBIDDEN, "origin not allowed\n");
+                let r = plain(StatusCode::FORBIDDEN, "origin not allowed\n");
+                return self.after_body(req, r).await;
             }
         }
         // A revision header, when sent, must name a revision this server speaks.
@@ -890,16 +896,17 @@ impl Inner {
                 Mode::Stateless => v.as_bytes() == STATELESS_VERSION.as_bytes(),
             };
             if !known {
-                return rpc_error(
+                let r = rpc_error(
                     StatusCode::BAD_REQUEST,
                     -32600,
                     "unsupported MCP-Protocol-Version",
                 );
+                return self.after_body(req, r).await;
             }
         }
         let (parts, body) = req.into_parts();
-        match (self.mode, &parts.method) {
-            (_, &Method::POST) => self.post(parts, body).await,
+        let response = match (self.mode, &parts.method) {
+            (_, &Method::POST) => return self.post(parts, body).await,
             (Mode::Sessions, &Method::GET) => self.get(&parts),
             (Mode::Sessions, &Method::DELETE) => self.delete(&parts),
             (mode, _) => {
@@ -912,7 +919,21 @@ impl Inner {
                     .insert(header::ALLOW, HeaderValue::from_static(allow));
                 r
             }
-        }
+        };
+        // GET and DELETE carry no body as a rule; one sent anyway (and a refused request's)
+        // is read past, so that the connection carries the next request.
+        self.after_body(Request::from_parts(parts, body), response)
+            .await
+    }
+
+    /// [`after_body`] with this server's body and time limits.
+    async fn after_body<B>(&self, req: Request<B>, response: Response<Body>) -> Response<Body>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        after_body(req, self.max_body, self.timeout, response).await
     }
 
     /// The session a request names: `Err` is the answer (400 without one, 404 unknown).
@@ -994,22 +1015,26 @@ impl Inner {
             .map(|v| v.split(';').next().unwrap_or("").trim())
             .is_some_and(|v| v.eq_ignore_ascii_case("application/json"));
         if !json_type {
-            return plain(
+            let r = plain(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "send application/json\n",
             );
+            return self.after_body(Request::from_parts(parts, body), r).await;
         }
         let (json_ok, sse_ok) = accepts(&parts.headers);
         if !json_ok && !sse_ok {
-            return plain(
+            let r = plain(
                 StatusCode::NOT_ACCEPTABLE,
                 "answers are application/json or text/event-stream\n",
             );
+            return self.after_body(Request::from_parts(parts, body), r).await;
         }
         let declared = header_str(&parts.headers, header::CONTENT_LENGTH.as_str())
             .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > self.max_body as u64) {
-            return plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
+            // Not read: `after_body` answers `connection: close` on HTTP/1.
+            let r = plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
+            return self.after_body(Request::from_parts(parts, body), r).await;
         }
         let collected =
             tokio::time::timeout(self.timeout, Limited::new(body, self.max_body).collect()).await;
