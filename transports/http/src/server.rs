@@ -498,7 +498,7 @@ impl Inner {
         if let Some(path) = &self.path {
             if req.uri().path() != path {
                 let r = refuse(StatusCode::NOT_FOUND, "no JSON-RPC endpoint here\n");
-                return self.after_body(req, r).await;
+                return after_body(req, self.max_body, self.timeout, r).await;
             }
         }
         let host = req
@@ -511,13 +511,13 @@ impl Inner {
             None if self.hosts == HostPolicy::Any => {}
             _ => {
                 let r = refuse(StatusCode::FORBIDDEN, "host not allowed\n");
-                return self.after_body(req, r).await;
+                return after_body(req, self.max_body, self.timeout, r).await;
             }
         }
         if let Some(origin) = req.headers().get(header::ORIGIN) {
             if !origin.to_str().is_ok_and(|o| self.hosts.allows_origin(o)) {
                 let r = refuse(StatusCode::FORBIDDEN, "origin not allowed\n");
-                return self.after_body(req, r).await;
+                return after_body(req, self.max_body, self.timeout, r).await;
             }
         }
         let (parts, body) = req.into_parts();
@@ -544,19 +544,15 @@ impl Inner {
                 let allow = if self.get_stream { "GET, POST" } else { "POST" };
                 r.headers_mut()
                     .insert(header::ALLOW, HeaderValue::from_static(allow));
-                self.after_body(Request::from_parts(parts, body), r).await
+                after_body(
+                    Request::from_parts(parts, body),
+                    self.max_body,
+                    self.timeout,
+                    r,
+                )
+                .await
             }
         }
-    }
-
-    /// [`after_body`] with this server's body and time limits.
-    async fn after_body<B>(&self, req: Request<B>, response: Response<Body>) -> Response<Body>
-    where
-        B: http_body::Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        after_body(req, self.max_body, self.timeout, response).await
     }
 
     fn get(&self, parts: &http::request::Parts) -> Response<Body> {
@@ -588,7 +584,13 @@ impl Inner {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "send application/json\n",
             );
-            return self.after_body(Request::from_parts(parts, body), r).await;
+            return after_body(
+                Request::from_parts(parts, body),
+                self.max_body,
+                self.timeout,
+                r,
+            )
+            .await;
         }
         let (json_ok, sse_ok) = accepts(&parts.headers);
         if !json_ok && !sse_ok {
@@ -596,7 +598,13 @@ impl Inner {
                 StatusCode::NOT_ACCEPTABLE,
                 "answers are application/json or text/event-stream\n",
             );
-            return self.after_body(Request::from_parts(parts, body), r).await;
+            return after_body(
+                Request::from_parts(parts, body),
+                self.max_body,
+                self.timeout,
+                r,
+            )
+            .await;
         }
         let declared = parts
             .headers
@@ -605,7 +613,13 @@ impl Inner {
             .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > self.max_body as u64) {
             let r = refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
-            return self.after_body(Request::from_parts(parts, body), r).await;
+            return after_body(
+                Request::from_parts(parts, body),
+                self.max_body,
+                self.timeout,
+                r,
+            )
+            .await;
         }
         let deadline = tokio::time::Instant::now() + self.timeout;
         let collected = before(

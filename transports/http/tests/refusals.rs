@@ -75,6 +75,34 @@ async fn listen() -> (tokio::net::TcpListener, SocketAddr) {
     (listener, addr)
 }
 
+/// Each refused request (with its status), then `good`, on one connection: the refusal keeps
+/// the connection (no `connection: close`) and `good` is answered 200 with a body `answered`
+/// accepts. Then `over`, a body over the limit by its declared length: 413, not read, and the
+/// client told to close.
+async fn refusals_keep_the_connection(
+    addr: SocketAddr,
+    cases: &[(String, &str)],
+    good: &str,
+    answered: impl Fn(&str) -> bool,
+    over: &str,
+) {
+    for (refused, status) in cases {
+        let [first, second] = back_to_back(addr, refused, good).await;
+        assert!(
+            first.0.starts_with(&format!("http/1.1 {status}")),
+            "{first:?}"
+        );
+        assert!(!first.0.contains("connection: close"), "{first:?}");
+        assert!(second.0.starts_with("http/1.1 200"), "{second:?}");
+        assert!(answered(&second.1), "{second:?}");
+    }
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(over.as_bytes()).await.unwrap();
+    let first = answer(&mut stream, &mut Vec::new()).await;
+    assert!(first.0.starts_with("http/1.1 413"), "{first:?}");
+    assert!(first.0.contains("connection: close"), "{first:?}");
+}
+
 const W1: &str = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
 
 #[tokio::test]
@@ -87,31 +115,23 @@ async fn json_rpc_server_reads_past_refused_bodies() {
         .build();
     let (listener, addr) = listen().await;
     tokio::spawn(rpcwire_http::serve(listener, service));
-    let good = request("/rpc", "application/json", W1);
-    for (refused, status) in [
+    let cases = [
         (request("/rpc", "text/plain", W1), "415"),
         (request("/elsewhere", "application/json", W1), "404"),
+        // A body at the limit, answered (Parse error: it is all spaces), keeps it too.
         (
             request("/rpc", "application/json", &" ".repeat(1024)),
             "200",
         ),
-    ] {
-        let [first, second] = back_to_back(addr, &refused, &good).await;
-        assert!(
-            first.0.starts_with(&format!("http/1.1 {status}")),
-            "{first:?}"
-        );
-        assert!(!first.0.contains("connection: close"), "{first:?}");
-        assert!(second.0.starts_with("http/1.1 200"), "{second:?}");
-        assert_eq!(second.1, r#"{"jsonrpc":"2.0","result":19,"id":1}"#);
-    }
-    // Over the limit by its declared length: not read, and the client is told to close.
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let over = request("/rpc", "application/json", &" ".repeat(1025));
-    stream.write_all(over.as_bytes()).await.unwrap();
-    let first = answer(&mut stream, &mut Vec::new()).await;
-    assert!(first.0.starts_with("http/1.1 413"), "{first:?}");
-    assert!(first.0.contains("connection: close"), "{first:?}");
+    ];
+    refusals_keep_the_connection(
+        addr,
+        &cases,
+        &request("/rpc", "application/json", W1),
+        |body| body == r#"{"jsonrpc":"2.0","result":19,"id":1}"#,
+        &request("/rpc", "application/json", &" ".repeat(1025)),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -126,8 +146,7 @@ async fn mcp_server_reads_past_refused_bodies() {
     let (listener, addr) = listen().await;
     tokio::spawn(rpcwire_http::mcp::serve(listener, service));
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let good = request("/mcp", "application/json", init);
-    for (refused, status) in [
+    let cases = [
         (request("/mcp", "text/plain", init), "415"),
         (request("/elsewhere", "application/json", init), "404"),
         (
@@ -137,23 +156,13 @@ async fn mcp_server_reads_past_refused_bodies() {
             ),
             "406",
         ),
-    ] {
-        let [first, second] = back_to_back(addr, &refused, &good).await;
-        assert!(
-            first.0.starts_with(&format!("http/1.1 {status}")),
-            "{first:?}"
-        );
-        assert!(!first.0.contains("connection: close"), "{first:?}");
-        assert!(second.0.starts_with("http/1.1 200"), "{second:?}");
-        assert!(
-            second.1.contains(r#""protocolVersion":"2025-11-25""#),
-            "{second:?}"
-        );
-    }
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let over = request("/mcp", "application/json", &" ".repeat(2049));
-    stream.write_all(over.as_bytes()).await.unwrap();
-    let first = answer(&mut stream, &mut Vec::new()).await;
-    assert!(first.0.starts_with("http/1.1 413"), "{first:?}");
-    assert!(first.0.contains("connection: close"), "{first:?}");
+    ];
+    refusals_keep_the_connection(
+        addr,
+        &cases,
+        &request("/mcp", "application/json", init),
+        |body| body.contains(r#""protocolVersion":"2025-11-25""#),
+        &request("/mcp", "application/json", &" ".repeat(2049)),
+    )
+    .await;
 }

@@ -865,7 +865,7 @@ impl Inner {
     {
         if req.uri().path() != self.path {
             let r = plain(StatusCode::NOT_FOUND, "no MCP endpoint here\n");
-            return self.after_body(req, r).await;
+            return after_body(req, self.max_body, self.timeout, r).await;
         }
         let host = req
             .headers()
@@ -877,7 +877,7 @@ impl Inner {
             None if self.hosts == HostPolicy::Any => {}
             _ => {
                 let r = plain(StatusCode::FORBIDDEN, "host not allowed\n");
-                return self.after_body(req, r).await;
+                return after_body(req, self.max_body, self.timeout, r).await;
             }
         }
         if let Some(origin) = req.headers().get(header::ORIGIN) {
@@ -886,7 +886,7 @@ impl Inner {
                 .is_ok_and(|o| origin_allowed(&self.hosts, o))
             {
                 let r = plain(StatusCode::FORBIDDEN, "origin not allowed\n");
-                return self.after_body(req, r).await;
+                return after_body(req, self.max_body, self.timeout, r).await;
             }
         }
         // A revision header, when sent, must name a revision this server speaks.
@@ -901,7 +901,7 @@ impl Inner {
                     -32600,
                     "unsupported MCP-Protocol-Version",
                 );
-                return self.after_body(req, r).await;
+                return after_body(req, self.max_body, self.timeout, r).await;
             }
         }
         let (parts, body) = req.into_parts();
@@ -922,18 +922,13 @@ impl Inner {
         };
         // GET and DELETE carry no body as a rule; one sent anyway (and a refused request's)
         // is read past, so that the connection carries the next request.
-        self.after_body(Request::from_parts(parts, body), response)
-            .await
-    }
-
-    /// [`after_body`] with this server's body and time limits.
-    async fn after_body<B>(&self, req: Request<B>, response: Response<Body>) -> Response<Body>
-    where
-        B: http_body::Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        after_body(req, self.max_body, self.timeout, response).await
+        after_body(
+            Request::from_parts(parts, body),
+            self.max_body,
+            self.timeout,
+            response,
+        )
+        .await
     }
 
     /// The session a request names: `Err` is the answer (400 without one, 404 unknown).
@@ -1019,7 +1014,13 @@ impl Inner {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "send application/json\n",
             );
-            return self.after_body(Request::from_parts(parts, body), r).await;
+            return after_body(
+                Request::from_parts(parts, body),
+                self.max_body,
+                self.timeout,
+                r,
+            )
+            .await;
         }
         let (json_ok, sse_ok) = accepts(&parts.headers);
         if !json_ok && !sse_ok {
@@ -1027,14 +1028,26 @@ impl Inner {
                 StatusCode::NOT_ACCEPTABLE,
                 "answers are application/json or text/event-stream\n",
             );
-            return self.after_body(Request::from_parts(parts, body), r).await;
+            return after_body(
+                Request::from_parts(parts, body),
+                self.max_body,
+                self.timeout,
+                r,
+            )
+            .await;
         }
         let declared = header_str(&parts.headers, header::CONTENT_LENGTH.as_str())
             .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > self.max_body as u64) {
             // Not read: `after_body` answers `connection: close` on HTTP/1.
             let r = plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
-            return self.after_body(Request::from_parts(parts, body), r).await;
+            return after_body(
+                Request::from_parts(parts, body),
+                self.max_body,
+                self.timeout,
+                r,
+            )
+            .await;
         }
         let collected =
             tokio::time::timeout(self.timeout, Limited::new(body, self.max_body).collect()).await;
