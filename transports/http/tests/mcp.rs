@@ -237,6 +237,16 @@ async fn session_lifecycle_and_header_rules() {
         "{id}"
     );
     assert!(id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+    // 128 random bits in hex: every new session's differs.
+    assert!(
+        id["node1-".len()..].bytes().all(|b| b.is_ascii_hexdigit()),
+        "{id}"
+    );
+    let other = initialize(&url, "2025-11-25").await;
+    assert_ne!(id, other);
+    assert!(service.session_ids().contains(&other));
+    let r = send("DELETE", &url, &with(&[("mcp-session-id", &other)]), "").await;
+    assert_eq!(r.status(), StatusCode::OK);
     let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
 
     // In the session: answered, as JSON.

@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -227,7 +226,6 @@ impl McpHttpServer {
             pending: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
-            random: std::collections::hash_map::RandomState::new(),
         });
         let weak = Arc::downgrade(&inner);
         let every = (self.idle / 4).clamp(Duration::from_millis(5), Duration::from_secs(30));
@@ -324,7 +322,6 @@ struct Inner {
     /// `notifications/cancelled`.
     running: Mutex<HashMap<(String, String), mpsc::Sender<Bytes>>>,
     counter: AtomicU64,
-    random: std::collections::hash_map::RandomState,
 }
 
 /// The MCP server as a tower `Service<http::Request<B>>` (cheap to clone). Run it with
@@ -760,20 +757,24 @@ impl Exchange {
 }
 
 impl Inner {
-    fn new_session_id(&self) -> String {
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        // SipHash keyed with the process's random keys: unpredictable without them.
-        let mut a = self.random.build_hasher();
-        a.write_u64(n);
-        a.write_u128(nanos);
-        let mut b = self.random.build_hasher();
-        b.write_u64(a.finish());
-        b.write_u64(n ^ 0x9e37_79b9_7f4a_7c15);
-        format!("{}-{:016x}{:016x}", self.prefix, a.finish(), b.finish())
+    /// A session id: the server's prefix and 128 bits from the operating system's secure
+    /// random source (the MCP specification asks for ids that are cryptographically secure);
+    /// `None` when the system gives no randomness.
+    fn new_session_id(&self) -> Option<String> {
+        use std::fmt::Write as _;
+        let mut bytes = [0u8; 16];
+        if let Err(e) = getrandom::fill(&mut bytes) {
+            tracing::error!(error = %e, "no randomness for an MCP session id");
+            return None;
+        }
+        let mut id = String::with_capacity(self.prefix.len() + 1 + 2 * bytes.len());
+        id.push_str(&self.prefix);
+        id.push('-');
+        for b in bytes {
+            // Writing into a String cannot fail.
+            let _ = write!(id, "{b:02x}");
+        }
+        Some(id)
     }
 
     fn end_idle(&self) {
@@ -814,8 +815,9 @@ impl Inner {
         }
     }
 
-    /// A new session, or `None` when the table is full of active sessions.
-    fn create_session(&self) -> Option<Arc<Session>> {
+    /// A new session, or why there is none (the table is full of active sessions, or no id
+    /// could be made).
+    fn create_session(&self) -> Result<Arc<Session>, &'static str> {
         if self
             .sessions
             .lock()
@@ -839,10 +841,10 @@ impl Inner {
                         s.hub.end_streams();
                     }
                 }
-                None => return None,
+                None => return Err("too many sessions"),
             }
         }
-        let id = self.new_session_id();
+        let id = self.new_session_id().ok_or("no session id could be made")?;
         let session = Arc::new(Session {
             id: id.clone(),
             version: Mutex::new(None),
@@ -854,7 +856,7 @@ impl Inner {
             active: AtomicUsize::new(0),
         });
         sessions.insert(id, Arc::clone(&session));
-        Some(session)
+        Ok(session)
     }
 
     async fn handle<B>(self: Arc<Self>, req: Request<B>) -> Response<Body>
@@ -1161,14 +1163,8 @@ impl Inner {
                 let mut session = session;
                 if is_initialize && self.mode == Mode::Sessions {
                     match self.create_session() {
-                        Some(s) => session = Some(s),
-                        None => {
-                            return rpc_error(
-                                StatusCode::SERVICE_UNAVAILABLE,
-                                -32000,
-                                "too many sessions",
-                            )
-                        }
+                        Ok(s) => session = Some(s),
+                        Err(why) => return rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, why),
                     }
                 }
                 let id = value.get("id").cloned();
