@@ -233,20 +233,22 @@ impl Shared {
         match item {
             Inbound::Request(req) => {
                 let name = req.method.escaped_bytes();
+                // The registered name, or `None` for the fallback (which gets the wire's).
                 let found = router.and_then(|r| match r.find_method(name) {
-                    Some(at) => r.method_at(at),
-                    None => r.fallback_method_handler().map(|h| ("", h)),
+                    Some(at) => r.method_at(at).map(|(n, h)| (Some(n), h)),
+                    None => r.fallback_method_handler().map(|h| (None, h)),
                 });
                 let Some((registered, handler)) = found else {
                     let _ = conn.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
                     return;
                 };
                 let wire_name;
-                let method = if registered.is_empty() {
-                    wire_name = req.method.to_str();
-                    &*wire_name
-                } else {
-                    registered
+                let method = match registered {
+                    Some(name) => name,
+                    None => {
+                        wire_name = req.method.to_str();
+                        &*wire_name
+                    }
                 };
                 let origin = Origin {
                     peer: &self.detached,

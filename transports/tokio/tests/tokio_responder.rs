@@ -190,6 +190,18 @@ async fn bodies_whose_handlers_read_a_context_are_not_taken() {
         .await;
     assert_eq!(answer, br#"{"jsonrpc":"2.0","result":"closed","id":1}"#);
 
+    // The fallback reads a context too; asked anyway, it gets the method as sent.
+    let fallback = Builder::new()
+        .router(Router::new().fallback_method(|ctx, _params| async move {
+            Ok::<_, RpcError>(ctx.method().to_owned())
+        }))
+        .responder();
+    let any = br#"{"jsonrpc":"2.0","method":"any/thing","id":2}"#;
+    assert!(!fallback.takes(any));
+    let mut answer = Vec::new();
+    fallback.respond(any, &mut answer).await;
+    assert_eq!(answer, br#"{"jsonrpc":"2.0","result":"any/thing","id":2}"#);
+
     // A profile's cancel notification needs the connection its request runs on.
     let mcp = builder()
         .cancel_notification("notifications/cancelled", "requestId")
