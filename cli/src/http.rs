@@ -76,16 +76,10 @@ pub async fn serve(
     max_body: usize,
     builder: Builder,
 ) -> ExitCode {
-    let listener = match tokio::net::TcpListener::bind(addr).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("rpcwire: cannot listen on {addr}: {e}");
-            return ExitCode::from(EXIT_CONNECTION);
-        }
+    let (listener, local) = match rpcwire_cli::listen(addr).await {
+        Ok(listening) => listening,
+        Err(code) => return code,
     };
-    let local = listener
-        .local_addr()
-        .map_or_else(|_| addr.to_owned(), |a| a.to_string());
     // The router's `publish` reaches the service it is part of through this cell (set once
     // built; the process serves until it is stopped, so the cycle is of no concern).
     let cell = Arc::new(OnceLock::new());

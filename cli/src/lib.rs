@@ -14,6 +14,28 @@ pub mod out;
 pub mod tap;
 pub mod ws;
 
+/// Exit code: could not connect (or listen), or the connection ended before the work was done.
+pub const EXIT_CONNECTION: u8 = 3;
+
+/// Listens on `addr` for a server subcommand: the listener and the address it got (the port
+/// the system chose for `:0`), or, with the reason on stderr, the exit code.
+pub async fn listen(
+    addr: &str,
+) -> Result<(tokio::net::TcpListener, String), std::process::ExitCode> {
+    match tokio::net::TcpListener::bind(addr).await {
+        Ok(listener) => {
+            let local = listener
+                .local_addr()
+                .map_or_else(|_| addr.to_owned(), |a| a.to_string());
+            Ok((listener, local))
+        }
+        Err(e) => {
+            eprintln!("rpcwire: cannot listen on {addr}: {e}");
+            Err(std::process::ExitCode::from(EXIT_CONNECTION))
+        }
+    }
+}
+
 /// `sleep`'s params.
 #[derive(Debug, Deserialize)]
 struct SleepParams {

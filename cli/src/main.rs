@@ -6,8 +6,8 @@ use rpcwire_cli::outln;
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use rpcwire_cli::demo_router;
 use rpcwire_cli::tap::Tap;
+use rpcwire_cli::{demo_router, EXIT_CONNECTION};
 use rpcwire_tokio::{
     Builder, CallError, Client, Framing, Session, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME,
 };
@@ -19,8 +19,6 @@ mod http;
 const EXIT_RPC_ERROR: u8 = 1;
 /// Exit code: bad command line.
 const EXIT_USAGE: u8 = 2;
-/// Exit code: could not connect, or the connection closed before the answer.
-const EXIT_CONNECTION: u8 = 3;
 /// Exit code: no answer within `--timeout`.
 const EXIT_TIMEOUT: u8 = 4;
 
@@ -273,17 +271,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
         return http::serve(addr, &args.path, args.any_host, args.max_frame, builder).await;
     }
     if let Some(addr) = &args.tcp {
-        let listener = match tokio::net::TcpListener::bind(addr).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("rpcwire: cannot listen on {addr}: {e}");
-                return ExitCode::from(EXIT_CONNECTION);
-            }
+        let (listener, local) = match rpcwire_cli::listen(addr).await {
+            Ok(listening) => listening,
+            Err(code) => return code,
         };
-        match listener.local_addr() {
-            Ok(local) => eprintln!("rpcwire: serving the demo service on {local}"),
-            Err(_) => eprintln!("rpcwire: serving the demo service on {addr}"),
-        }
+        eprintln!("rpcwire: serving the demo service on {local}");
         builder.serve_tcp(listener).await;
         return ExitCode::SUCCESS;
     }

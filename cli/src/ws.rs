@@ -13,8 +13,7 @@ use serde_json::{json, Value};
 
 use crate::outln;
 
-/// Exit code: could not connect, or the connection ended.
-const EXIT_CONNECTION: u8 = 3;
+use crate::EXIT_CONNECTION;
 /// Exit code: bad command line.
 const EXIT_USAGE: u8 = 2;
 /// Exit code: nothing within `--timeout`.
@@ -161,16 +160,10 @@ pub async fn serve(
         .with_hub(hub.clone())
         .max_connections(max_connections)
         .console(args.console);
-    let listener = match tokio::net::TcpListener::bind(addr).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("rpcwire: cannot listen on {addr}: {e}");
-            return ExitCode::from(EXIT_CONNECTION);
-        }
+    let (listener, local) = match crate::listen(addr).await {
+        Ok(listening) => listening,
+        Err(code) => return code,
     };
-    let local = listener
-        .local_addr()
-        .map_or_else(|_| addr.to_owned(), |a| a.to_string());
     match &args.forward {
         Some(command) => eprintln!("rpcwire: forwarding to `{command}` on ws://{local}/"),
         None => eprintln!("rpcwire: serving the demo service on ws://{local}/"),

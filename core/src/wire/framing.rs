@@ -668,8 +668,14 @@ fn find_header_name(data: &[u8]) -> Option<usize> {
 /// Parses the `Content-Length` of a header block (without its final blank line). Header names
 /// are case-insensitive; other headers are ignored; a missing, repeated or non-numeric length
 /// is an error.
+///
+/// ```
+/// use rpcwire::wire::framing::parse_content_length;
+/// assert_eq!(parse_content_length(b"Content-Type: x\r\ncontent-length: 12"), Some(12));
+/// assert_eq!(parse_content_length(b"Content-Type: x"), None);
+/// ```
 #[cfg(feature = "content-length")]
-fn parse_content_length(block: &[u8]) -> Option<usize> {
+pub fn parse_content_length(block: &[u8]) -> Option<usize> {
     let mut found = None;
     for line in block.split(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -751,13 +757,7 @@ pub fn finish_frame(
         Framing::ContentLength => {
             let reserve = MAX_HEADER_LEN;
             let mut header = [0u8; MAX_HEADER_LEN];
-            let header_len = {
-                let mut sink = SliceSink::new(&mut header);
-                sink.put(b"Content-Length: ");
-                put_usize(&mut sink, body_len);
-                sink.put(b"\r\n\r\n");
-                sink.len()
-            };
+            let header_len = content_length_header(body_len, &mut header).len();
             let required = header_len + body_len;
             if reserve + body_len > buf.len() {
                 return Err(EncodeError::BufferTooSmall { required });
@@ -769,6 +769,27 @@ pub fn finish_frame(
             Ok(required)
         }
     }
+}
+
+/// The `Content-Length: N\r\n\r\n` header of a body of `len` bytes, written into `out` (room
+/// for any `usize`): what frames a body when the bytes around it are the caller's (a body
+/// handed over whole, a message cut out of another transport).
+///
+/// ```
+/// use rpcwire::wire::framing::{content_length_header, MAX_HEADER_LEN};
+/// let mut out = [0u8; MAX_HEADER_LEN];
+/// assert_eq!(content_length_header(42, &mut out), b"Content-Length: 42\r\n\r\n");
+/// ```
+#[cfg(feature = "content-length")]
+pub fn content_length_header(len: usize, out: &mut [u8; MAX_HEADER_LEN]) -> &[u8] {
+    let written = {
+        let mut sink = SliceSink::new(out);
+        sink.put(b"Content-Length: ");
+        put_usize(&mut sink, len);
+        sink.put(b"\r\n\r\n");
+        sink.len()
+    };
+    out.get(..written).unwrap_or(&[])
 }
 
 /// Encodes one frame into `buf`: `body` writes the JSON text, and the framing's delimiter or
@@ -815,6 +836,23 @@ fn put_usize(sink: &mut impl Sink, n: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "content-length")]
+    #[test]
+    fn content_length_header_renders_and_parses_back() {
+        let mut out = [0u8; MAX_HEADER_LEN];
+        for n in [0usize, 7, 10, 1234, usize::MAX] {
+            let header = content_length_header(n, &mut out).to_vec();
+            let text = std::str::from_utf8(&header).unwrap();
+            assert_eq!(text, std::format!("Content-Length: {n}\r\n\r\n"));
+            assert_eq!(parse_content_length(&header[..header.len() - 4]), Some(n));
+        }
+        assert_eq!(
+            parse_content_length(b"Content-Type: x\r\ncontent-length: 12"),
+            Some(12)
+        );
+        assert_eq!(parse_content_length(b"Content-Type: x"), None);
+    }
 
     #[test]
     fn finish_ends_a_last_line() {

@@ -24,6 +24,7 @@ use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
+use crate::pipe::read_from;
 use crate::server::{
     accepts_values, is_json_media, serve_h1, Inner, Reply, RpcService, BATCH_TOO_LONG,
 };
@@ -386,9 +387,7 @@ impl AsyncRead for Rewind {
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         if this.read.has_remaining() {
-            let n = this.read.len().min(buf.remaining());
-            buf.put_slice(&this.read[..n]);
-            this.read.advance(n);
+            read_from(&mut this.read, buf);
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.io).poll_read(cx, buf)

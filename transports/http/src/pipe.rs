@@ -11,6 +11,7 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use bytes::{Buf, Bytes};
+use rpcwire::wire::framing::{content_length_header, MAX_HEADER_LEN};
 use rpcwire::wire::{FrameEvent, Framing, RxBuffer};
 use std::future::Future;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -19,7 +20,16 @@ use tokio_util::sync::PollSender;
 
 /// The `Content-Length` header that frames `body` for the driver.
 pub(crate) fn frame_header(len: usize) -> Bytes {
-    Bytes::from(format!("Content-Length: {len}\r\n\r\n"))
+    let mut header = [0u8; MAX_HEADER_LEN];
+    Bytes::copy_from_slice(content_length_header(len, &mut header))
+}
+
+/// Moves as much of `from` as `buf` has room for; true when anything moved.
+pub(crate) fn read_from(from: &mut Bytes, buf: &mut ReadBuf<'_>) -> bool {
+    let n = from.len().min(buf.remaining());
+    buf.put_slice(&from[..n]);
+    from.advance(n);
+    n > 0
 }
 
 /// Reads one framed body, then end of stream once `until` fires or its sender is dropped:
@@ -51,12 +61,7 @@ impl AsyncRead for OnceReader {
         // Header and body in one read when they fit: one step of the driver, not two.
         let mut gave = false;
         for part in [&mut this.header, &mut this.body] {
-            if part.has_remaining() && buf.remaining() > 0 {
-                let n = part.len().min(buf.remaining());
-                buf.put_slice(&part[..n]);
-                part.advance(n);
-                gave = true;
-            }
+            gave |= read_from(part, buf);
         }
         if gave {
             return Poll::Ready(Ok(()));
@@ -115,9 +120,7 @@ impl AsyncRead for ChannelReader {
                 None => return Poll::Ready(Ok(())),
             }
         }
-        let n = this.current.len().min(buf.remaining());
-        buf.put_slice(&this.current[..n]);
-        this.current.advance(n);
+        read_from(&mut this.current, buf);
         Poll::Ready(Ok(()))
     }
 }

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::{BodyExt, Collected, Limited};
 use rpcwire::wire::Framing;
 use rpcwire_tokio::{Builder, Client, Responder};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -390,14 +390,14 @@ where
 }
 
 /// A response with a status, no body.
-fn status(code: StatusCode) -> Response<Body> {
+pub(crate) fn status(code: StatusCode) -> Response<Body> {
     let mut r = Response::new(Body::empty());
     *r.status_mut() = code;
     r
 }
 
 /// A response with a status and a short plain-text reason.
-fn refuse(code: StatusCode, why: &'static str) -> Response<Body> {
+pub(crate) fn refuse(code: StatusCode, why: &'static str) -> Response<Body> {
     let mut r = Response::new(Body::full(Bytes::from_static(why.as_bytes())));
     *r.status_mut() = code;
     r.headers_mut().insert(
@@ -407,7 +407,7 @@ fn refuse(code: StatusCode, why: &'static str) -> Response<Body> {
     r
 }
 
-fn json(body: Bytes) -> Response<Body> {
+pub(crate) fn json(body: Bytes) -> Response<Body> {
     let mut r = Response::new(Body::full(body));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -416,7 +416,7 @@ fn json(body: Bytes) -> Response<Body> {
     r
 }
 
-fn event_stream(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
+pub(crate) fn event_stream(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
     let mut r = Response::new(Body::stream(rx));
     let h = r.headers_mut();
     h.insert(
@@ -429,7 +429,7 @@ fn event_stream(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
     r
 }
 
-/// What the client's `Accept` allows: (JSON, event stream). No header means anything.
+/// What the client's `Accept` allows: (JSON, event stream). No header means JSON.
 fn accepts(headers: &HeaderMap) -> (bool, bool) {
     accepts_values(
         headers
@@ -441,14 +441,37 @@ fn accepts(headers: &HeaderMap) -> (bool, bool) {
 
 /// [`accepts`] over the `Accept` values (those that are text).
 pub(crate) fn accepts_values<'a>(values: impl Iterator<Item = &'a str>) -> (bool, bool) {
-    let mut any = false;
-    let (mut json, mut sse) = (false, false);
+    match accepted_media(values) {
+        None => (true, false),
+        Some(AcceptedMedia { json, sse, any }) => (json || any, sse),
+    }
+}
+
+/// The media ranges an `Accept` header names, of those an answer can be.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AcceptedMedia {
+    /// `application/json` or `application/*`.
+    pub(crate) json: bool,
+    /// `text/event-stream` or `text/*`.
+    pub(crate) sse: bool,
+    /// `*/*`.
+    pub(crate) any: bool,
+}
+
+/// What the `Accept` values name (ranges with `q=0` are refused ones, not counted); `None`
+/// when there is no `Accept` value at all.
+pub(crate) fn accepted_media<'a>(values: impl Iterator<Item = &'a str>) -> Option<AcceptedMedia> {
+    let mut media = AcceptedMedia {
+        json: false,
+        sse: false,
+        any: false,
+    };
     let mut seen = false;
     for value in values {
         for item in value.split(',') {
             seen = true;
             let mut parts = item.split(';');
-            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let range = parts.next().unwrap_or("").trim().to_ascii_lowercase();
             // `q=0` means "not acceptable".
             if parts.any(|p| {
                 p.trim()
@@ -457,18 +480,15 @@ pub(crate) fn accepts_values<'a>(values: impl Iterator<Item = &'a str>) -> (bool
             }) {
                 continue;
             }
-            match media.as_str() {
-                "*/*" => any = true,
-                "application/*" | "application/json" => json = true,
-                "text/*" | "text/event-stream" => sse = true,
+            match range.as_str() {
+                "*/*" => media.any = true,
+                "application/*" | "application/json" => media.json = true,
+                "text/*" | "text/event-stream" => media.sse = true,
                 _ => {}
             }
         }
     }
-    if !seen {
-        return (true, false);
-    }
-    (json || any, sse)
+    seen.then_some(media)
 }
 
 fn is_json_content_type(headers: &HeaderMap) -> bool {
@@ -476,6 +496,63 @@ fn is_json_content_type(headers: &HeaderMap) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(is_json_media)
+}
+
+/// The refusal a POST gets from its head alone, before its body is read: 415 without a JSON
+/// body, 406 when the client accepts no answer this server gives (`answerable` false), 413
+/// when the declared length is over `max_body`. `None` when the head passes. The JSON-RPC
+/// and the MCP servers check the same, in this order.
+pub(crate) fn refuse_post_head(
+    headers: &HeaderMap,
+    answerable: bool,
+    max_body: usize,
+) -> Option<Response<Body>> {
+    if !is_json_content_type(headers) {
+        return Some(refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "send application/json\n",
+        ));
+    }
+    if !answerable {
+        return Some(refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            "answers are application/json or text/event-stream\n",
+        ));
+    }
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max_body as u64) {
+        // Not read: `after_body` answers `connection: close` on HTTP/1.
+        return Some(refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n"));
+    }
+    None
+}
+
+/// What reading a body through `Limited` fails with.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A POST body read within its limit and time (`Err(())`: too slow), or its refusal: 413
+/// over the limit, 400 unreadable, 408 too slow.
+pub(crate) fn read_body<D: Buf>(
+    collected: Result<Result<Collected<D>, BoxError>, ()>,
+) -> Result<Bytes, Box<Response<Body>>> {
+    match collected {
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(Box::new(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body too large\n",
+        ))),
+        Ok(Err(_)) => Err(Box::new(refuse(
+            StatusCode::BAD_REQUEST,
+            "body could not be read\n",
+        ))),
+        Err(()) => Err(Box::new(refuse(
+            StatusCode::REQUEST_TIMEOUT,
+            "body too slow\n",
+        ))),
+    }
 }
 
 /// Whether a `Content-Type` value is `application/json` (parameters such as a charset allowed).
@@ -579,40 +656,8 @@ impl Inner {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        if !is_json_content_type(&parts.headers) {
-            let r = refuse(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "send application/json\n",
-            );
-            return after_body(
-                Request::from_parts(parts, body),
-                self.max_body,
-                self.timeout,
-                r,
-            )
-            .await;
-        }
         let (json_ok, sse_ok) = accepts(&parts.headers);
-        if !json_ok && !sse_ok {
-            let r = refuse(
-                StatusCode::NOT_ACCEPTABLE,
-                "answers are application/json or text/event-stream\n",
-            );
-            return after_body(
-                Request::from_parts(parts, body),
-                self.max_body,
-                self.timeout,
-                r,
-            )
-            .await;
-        }
-        let declared = parts
-            .headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > self.max_body as u64) {
-            let r = refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
+        if let Some(r) = refuse_post_head(&parts.headers, json_ok || sse_ok, self.max_body) {
             return after_body(
                 Request::from_parts(parts, body),
                 self.max_body,
@@ -628,16 +673,9 @@ impl Inner {
             Limited::new(body, self.max_body).collect(),
         )
         .await;
-        let body = match collected {
-            Ok(Ok(c)) => c.to_bytes(),
-            Ok(Err(e)) => {
-                return if e.is::<http_body_util::LengthLimitError>() {
-                    refuse(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n")
-                } else {
-                    refuse(StatusCode::BAD_REQUEST, "body could not be read\n")
-                };
-            }
-            Err(_) => return refuse(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
+        let body = match read_body(collected) {
+            Ok(body) => body,
+            Err(refusal) => return *refusal,
         };
         if let Some(check) = &self.check_body {
             if let Err(response) = check(&parts, &body) {

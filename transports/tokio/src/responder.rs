@@ -12,6 +12,7 @@
 use std::cell::OnceCell;
 use std::sync::{Arc, Mutex};
 
+use rpcwire::wire::framing::{content_length_header, MAX_HEADER_LEN};
 use rpcwire::wire::{parse, FrameEvent, Framing, Message, ParseLimits, Parsed, RxBuffer};
 use rpcwire::{Config, ErrorCode, Inbound, Input, Instant};
 use tokio::sync::mpsc;
@@ -173,8 +174,8 @@ impl Responder {
                 })
             });
         let mut handlers = Handlers::default();
-        let mut header = [0u8; 40];
-        let mut input: &[u8] = frame_header(&mut header, body.len());
+        let mut header = [0u8; MAX_HEADER_LEN];
+        let mut input: &[u8] = content_length_header(body.len(), &mut header);
         let mut body_left: &[u8] = body;
         let first = answer.len();
         let Slot { conn, rx, tx } = &mut *slot;
@@ -293,16 +294,6 @@ impl Shared {
             }
         }
     }
-}
-
-/// `Content-Length: N\r\n\r\n` for a body of `len` bytes, in `buf`.
-fn frame_header(buf: &mut [u8; 40], len: usize) -> &[u8] {
-    use std::io::Write as _;
-    let mut cursor = std::io::Cursor::new(&mut buf[..]);
-    // 40 bytes hold the header for any usize.
-    let _ = write!(cursor, "Content-Length: {len}\r\n\r\n");
-    let n = usize::try_from(cursor.position()).unwrap_or(0);
-    &buf[..n]
 }
 
 /// Moves what the core has to send into `answer`, without its framing: the first message

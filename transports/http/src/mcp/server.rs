@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
-use rpcwire::wire::{sse, Framing};
+use rpcwire::wire::Framing;
 use rpcwire_mcp::tokio::{mcp_builder, McpServer};
 use rpcwire_mcp::{LogLevel, ProtocolVersion};
 use rpcwire_tokio::{Builder, Client};
@@ -23,8 +23,11 @@ use tokio::sync::mpsc;
 use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
 use crate::body::Body;
 use crate::pipe::{send_body, ChannelReader, FrameWriter, OnceReader};
-use crate::server::after_body;
-use crate::stream::{Hub, StreamLimits, VecSink};
+use crate::server::{
+    accepted_media, after_body, event_stream, json, read_body, refuse, refuse_post_head, sse_event,
+    status,
+};
+use crate::stream::{Hub, StreamLimits};
 use crate::{HostPolicy, ResponseFuture};
 use rpcwire::wire::classify::is_response;
 
@@ -431,127 +434,30 @@ pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
 
 // ---- responses ----
 
-fn status(code: StatusCode) -> Response<Body> {
-    let mut r = Response::new(Body::empty());
-    *r.status_mut() = code;
-    r
-}
-
-fn plain(code: StatusCode, why: &'static str) -> Response<Body> {
-    let mut r = Response::new(Body::full(Bytes::from_static(why.as_bytes())));
-    *r.status_mut() = code;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    r
-}
-
 /// An HTTP error with a JSON-RPC error object as its body (what MCP SDKs show).
 fn rpc_error(code: StatusCode, rpc_code: i64, message: &str) -> Response<Body> {
     let body =
         json!({"jsonrpc": "2.0", "id": null, "error": {"code": rpc_code, "message": message}});
-    let mut r = json_response(Bytes::from(body.to_string()));
+    let mut r = json(Bytes::from(body.to_string()));
     *r.status_mut() = code;
     r
 }
 
-fn json_response(body: Bytes) -> Response<Body> {
-    let mut r = Response::new(Body::full(body));
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-fn event_stream(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
-    let mut r = Response::new(Body::stream(rx));
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r
-}
-
-fn sse_event(message: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(message.len() + 24);
-    let data = std::str::from_utf8(message).unwrap_or("");
-    sse::write_event(&mut VecSink(&mut out), Some("message"), None, data);
-    Bytes::from(out)
-}
-
-/// What the client's `Accept` allows: (JSON, event stream). No header means JSON.
+/// What the client's `Accept` allows: (JSON, event stream). No header means JSON; `*/*` means
+/// both (an MCP client that takes anything takes an event stream too).
 fn accepts(headers: &HeaderMap) -> (bool, bool) {
-    let (mut json, mut sse, mut seen) = (false, false, false);
-    for value in headers.get_all(header::ACCEPT) {
-        let Ok(value) = value.to_str() else { continue };
-        for item in value.split(',') {
-            seen = true;
-            let mut parts = item.split(';');
-            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-            if parts.any(|p| {
-                p.trim()
-                    .strip_prefix("q=")
-                    .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
-            }) {
-                continue;
-            }
-            match media.as_str() {
-                "*/*" => {
-                    json = true;
-                    sse = true;
-                }
-                "application/*" | "application/json" => json = true,
-                "text/*" | "text/event-stream" => sse = true,
-                _ => {}
-            }
-        }
+    let values = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    match accepted_media(values) {
+        None => (true, false),
+        Some(m) => (m.json || m.any, m.sse || m.any),
     }
-    if !seen {
-        return (true, false);
-    }
-    (json, sse)
 }
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// `host:port` → `host` (IPv6 literals keep their brackets).
-fn strip_port(host: &str) -> &str {
-    if host.starts_with('[') {
-        return match host.find(']') {
-            Some(end) => &host[..=end],
-            None => host,
-        };
-    }
-    host.split(':').next().unwrap_or(host)
-}
-
-fn host_allowed(policy: &HostPolicy, host: &str) -> bool {
-    match policy {
-        HostPolicy::Any => true,
-        HostPolicy::Names(names) => {
-            let name = strip_port(host);
-            names.iter().any(|n| n.eq_ignore_ascii_case(name))
-        }
-    }
-}
-
-fn origin_allowed(policy: &HostPolicy, origin: &str) -> bool {
-    match policy {
-        HostPolicy::Any => true,
-        HostPolicy::Names(_) => match origin.split_once("://") {
-            Some((scheme, rest)) if scheme == "http" || scheme == "https" => {
-                host_allowed(policy, rest.split('/').next().unwrap_or(""))
-            }
-            _ => false,
-        },
-    }
 }
 
 /// What the target header must say for `method` (stateless mode).
@@ -866,7 +772,7 @@ impl Inner {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         if req.uri().path() != self.path {
-            let r = plain(StatusCode::NOT_FOUND, "no MCP endpoint here\n");
+            let r = refuse(StatusCode::NOT_FOUND, "no MCP endpoint here\n");
             return after_body(req, self.max_body, self.timeout, r).await;
         }
         let host = req
@@ -875,19 +781,16 @@ impl Inner {
             .and_then(|h| h.to_str().ok())
             .or_else(|| req.uri().authority().map(|a| a.as_str()));
         match host {
-            Some(h) if host_allowed(&self.hosts, h) => {}
+            Some(h) if self.hosts.allows_host(h) => {}
             None if self.hosts == HostPolicy::Any => {}
             _ => {
-                let r = plain(StatusCode::FORBIDDEN, "host not allowed\n");
+                let r = refuse(StatusCode::FORBIDDEN, "host not allowed\n");
                 return after_body(req, self.max_body, self.timeout, r).await;
             }
         }
         if let Some(origin) = req.headers().get(header::ORIGIN) {
-            if !origin
-                .to_str()
-                .is_ok_and(|o| origin_allowed(&self.hosts, o))
-            {
-                let r = plain(StatusCode::FORBIDDEN, "origin not allowed\n");
+            if !origin.to_str().is_ok_and(|o| self.hosts.allows_origin(o)) {
+                let r = refuse(StatusCode::FORBIDDEN, "origin not allowed\n");
                 return after_body(req, self.max_body, self.timeout, r).await;
             }
         }
@@ -912,7 +815,7 @@ impl Inner {
             (Mode::Sessions, &Method::GET) => self.get(&parts),
             (Mode::Sessions, &Method::DELETE) => self.delete(&parts),
             (mode, _) => {
-                let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
+                let mut r = refuse(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
                 let allow = match mode {
                     Mode::Sessions => "GET, POST, DELETE",
                     Mode::Stateless => "POST",
@@ -954,7 +857,7 @@ impl Inner {
     fn get(&self, parts: &http::request::Parts) -> Response<Body> {
         let (_, sse_ok) = accepts(&parts.headers);
         if !sse_ok {
-            return plain(
+            return refuse(
                 StatusCode::NOT_ACCEPTABLE,
                 "GET opens an event stream: accept text/event-stream\n",
             );
@@ -1008,41 +911,8 @@ impl Inner {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let json_type = header_str(&parts.headers, header::CONTENT_TYPE.as_str())
-            .map(|v| v.split(';').next().unwrap_or("").trim())
-            .is_some_and(|v| v.eq_ignore_ascii_case("application/json"));
-        if !json_type {
-            let r = plain(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "send application/json\n",
-            );
-            return after_body(
-                Request::from_parts(parts, body),
-                self.max_body,
-                self.timeout,
-                r,
-            )
-            .await;
-        }
         let (json_ok, sse_ok) = accepts(&parts.headers);
-        if !json_ok && !sse_ok {
-            let r = plain(
-                StatusCode::NOT_ACCEPTABLE,
-                "answers are application/json or text/event-stream\n",
-            );
-            return after_body(
-                Request::from_parts(parts, body),
-                self.max_body,
-                self.timeout,
-                r,
-            )
-            .await;
-        }
-        let declared = header_str(&parts.headers, header::CONTENT_LENGTH.as_str())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > self.max_body as u64) {
-            // Not read: `after_body` answers `connection: close` on HTTP/1.
-            let r = plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n");
+        if let Some(r) = refuse_post_head(&parts.headers, json_ok || sse_ok, self.max_body) {
             return after_body(
                 Request::from_parts(parts, body),
                 self.max_body,
@@ -1053,16 +923,9 @@ impl Inner {
         }
         let collected =
             tokio::time::timeout(self.timeout, Limited::new(body, self.max_body).collect()).await;
-        let body = match collected {
-            Ok(Ok(c)) => c.to_bytes(),
-            Ok(Err(e)) => {
-                return if e.is::<http_body_util::LengthLimitError>() {
-                    plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n")
-                } else {
-                    plain(StatusCode::BAD_REQUEST, "body could not be read\n")
-                };
-            }
-            Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
+        let body = match read_body(collected.map_err(|_| ())) {
+            Ok(body) => body,
+            Err(refusal) => return *refusal,
         };
         let Ok(value) = serde_json::from_slice::<Value>(&body) else {
             return rpc_error(StatusCode::BAD_REQUEST, -32700, "Parse error");
@@ -1272,17 +1135,17 @@ impl Inner {
             .and_then(|s| HeaderValue::from_str(&s.id).ok());
         let first = match exchange.next().await {
             Next::TimedOut => {
-                return plain(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n");
+                return refuse(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n");
             }
             Next::End => return status(StatusCode::ACCEPTED),
             Next::Answer(answer) => {
                 if let Some(s) = session.as_ref().filter(|_| init) {
                     if !self.note_answer(s, &answer) {
-                        return json_response(answer);
+                        return json(answer);
                     }
                 }
                 let mut r = if json_ok || !sse_ok {
-                    json_response(answer)
+                    json(answer)
                 } else {
                     let (tx, rx) = mpsc::channel(1);
                     let _ = tx.try_send(sse_event(&answer));
@@ -1301,10 +1164,10 @@ impl Inner {
             loop {
                 match exchange.next().await {
                     Next::Message(_) | Next::Close => {}
-                    Next::Answer(answer) => return json_response(answer),
+                    Next::Answer(answer) => return json(answer),
                     Next::End => return status(StatusCode::ACCEPTED),
                     Next::TimedOut => {
-                        return plain(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
+                        return refuse(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
                     }
                 }
             }

@@ -14,6 +14,7 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use futures_util::{Sink, Stream};
+use rpcwire::wire::framing::{content_length_header, parse_content_length, MAX_HEADER_LEN};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
@@ -63,7 +64,7 @@ enum Shutdown {
 pub(crate) struct WsIo<S> {
     ws: WebSocketStream<S>,
     // Read side: the block being handed to the driver.
-    rx_head: [u8; 40],
+    rx_head: [u8; MAX_HEADER_LEN],
     rx_head_len: usize,
     rx_head_pos: usize,
     rx_body: Utf8Bytes,
@@ -85,43 +86,6 @@ pub(crate) struct WsIo<S> {
     stall_armed: bool,
     shutdown: Shutdown,
     linger: Option<Pin<Box<Sleep>>>,
-}
-
-/// Renders `Content-Length: n\r\n\r\n` into `out`, returning its length.
-fn header(out: &mut [u8; 40], n: usize) -> usize {
-    let mut digits = [0u8; 20];
-    let mut len = 0;
-    let mut v = n;
-    loop {
-        digits[len] = b'0' + (v % 10) as u8;
-        len += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    let prefix = b"Content-Length: ";
-    out[..prefix.len()].copy_from_slice(prefix);
-    let mut at = prefix.len();
-    for d in digits[..len].iter().rev() {
-        out[at] = *d;
-        at += 1;
-    }
-    out[at..at + 4].copy_from_slice(b"\r\n\r\n");
-    at + 4
-}
-
-/// The payload length named by a header block (`None` if it names none or too large).
-fn parse_header(block: &[u8]) -> Option<usize> {
-    let text = std::str::from_utf8(block).ok()?;
-    text.split("\r\n").find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        if name.trim().eq_ignore_ascii_case("content-length") {
-            value.trim().parse().ok()
-        } else {
-            None
-        }
-    })
 }
 
 fn invalid(msg: &'static str) -> io::Error {
@@ -150,7 +114,7 @@ where
         });
         WsIo {
             ws,
-            rx_head: [0; 40],
+            rx_head: [0; MAX_HEADER_LEN],
             rx_head_len: 0,
             rx_head_pos: 0,
             rx_body: Utf8Bytes::default(),
@@ -304,7 +268,7 @@ where
         }
         match item {
             Some(Ok(Message::Text(text))) => {
-                self.rx_head_len = header(&mut self.rx_head, text.len());
+                self.rx_head_len = content_length_header(text.len(), &mut self.rx_head).len();
                 self.rx_head_pos = 0;
                 self.rx_body = text;
                 self.rx_pos = 0;
@@ -409,7 +373,7 @@ where
                         Some(at) => {
                             let end = at + 4;
                             used += end - before;
-                            let need = parse_header(&this.tx[..at])
+                            let need = parse_content_length(&this.tx[..at])
                                 .ok_or_else(|| invalid("output block without Content-Length"))?;
                             this.tx.clear();
                             this.tx.reserve_exact(need);
@@ -533,26 +497,5 @@ where
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_renders_and_parses_back() {
-        let mut out = [0u8; 40];
-        for n in [0usize, 7, 10, 1234, usize::MAX] {
-            let len = header(&mut out, n);
-            let text = std::str::from_utf8(&out[..len]).unwrap();
-            assert_eq!(text, format!("Content-Length: {n}\r\n\r\n"));
-            assert_eq!(parse_header(&out[..len - 4]), Some(n));
-        }
-        assert_eq!(
-            parse_header(b"Content-Type: x\r\ncontent-length: 12"),
-            Some(12)
-        );
-        assert_eq!(parse_header(b"Content-Type: x"), None);
     }
 }

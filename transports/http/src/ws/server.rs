@@ -331,19 +331,12 @@ impl WsServer {
     /// [`handle`](WsServer::handle) (WebSocket upgrades on any path). Runs until the future is
     /// dropped; connections already open go on.
     pub async fn serve_tcp(self, listener: TcpListener) {
-        loop {
-            let (stream, peer) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // Out of descriptors and the like: wait and go on.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let _ = stream.set_nodelay(true);
+        // No bound on TCP connections here: the limit applies to upgrades (503 past it).
+        let unbounded = tokio::sync::Semaphore::MAX_PERMITS;
+        crate::server::accept_loop(listener, unbounded, move |stream, peer, permit| {
             let server = self.clone();
             tokio::spawn(async move {
+                let _permit = permit;
                 let service = hyper::service::service_fn(move |req| {
                     let res = server.handle(req);
                     async move { Ok::<_, Infallible>(res) }
@@ -355,7 +348,8 @@ impl WsServer {
                     tracing::debug!(%peer, error = %e, "HTTP connection failed");
                 }
             });
-        }
+        })
+        .await;
     }
 }
 
