@@ -149,48 +149,54 @@ impl Server {
     }
 }
 
-/// Reads one HTTP/1.1 response (Content-Length bodies) and checks it is W1's answer.
+/// Reads one HTTP/1.1 response (Content-Length bodies) and checks it is W1's answer. The head
+/// is read in place, with no allocation: this runs once per call in the load generator.
 async fn read_answer(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), Error> {
     buf.clear();
     let mut chunk = [0u8; 1024];
     loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .ok_or_else(|| Error::bad("no content-length", &buf[..end]))?;
-            while buf.len() < end + 4 + len {
-                let n = stream
-                    .read(&mut chunk)
-                    .await
-                    .map_err(|e| Error::io("read", e))?;
-                if n == 0 {
-                    return Err(Error::Closed {
-                        what: "body".into(),
-                    });
+        let whole = match buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            Some(end) => {
+                let head = &buf[..end];
+                let len =
+                    content_length(head).ok_or_else(|| Error::bad("no content-length", head))?;
+                let total = end + 4 + len;
+                if buf.len() >= total {
+                    let body = &buf[end + 4..total];
+                    if !head.starts_with(b"HTTP/1.1 200")
+                        || !body.windows(11).any(|w| w == b"\"result\":19")
+                    {
+                        return Err(Error::bad("not W1's answer", buf));
+                    }
+                    return Ok(());
                 }
-                buf.extend_from_slice(&chunk[..n]);
+                true
             }
-            let body = &buf[end + 4..end + 4 + len];
-            if !head.starts_with("http/1.1 200") || !body.windows(11).any(|w| w == b"\"result\":19")
-            {
-                return Err(Error::bad("not W1's answer", buf));
-            }
-            return Ok(());
-        }
+            None => false,
+        };
         let n = stream
             .read(&mut chunk)
             .await
             .map_err(|e| Error::io("read", e))?;
         if n == 0 {
             return Err(Error::Closed {
-                what: "head".into(),
+                what: if whole { "body" } else { "head" }.into(),
             });
         }
         buf.extend_from_slice(&chunk[..n]);
     }
+}
+
+/// The `Content-Length` of a response head (its field name in any case).
+fn content_length(head: &[u8]) -> Option<usize> {
+    const NAME: &[u8] = b"content-length:";
+    head.split(|&b| b == b'\n').find_map(|line| {
+        let value = line
+            .get(..NAME.len())
+            .filter(|name| name.eq_ignore_ascii_case(NAME))
+            .and_then(|_| line.get(NAME.len()..))?;
+        std::str::from_utf8(value).ok()?.trim().parse().ok()
+    })
 }
 
 /// One turn of load on one server.
