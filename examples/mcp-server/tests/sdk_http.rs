@@ -11,24 +11,16 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use common::{assert_passed, interop_dir, run_bounded, script, HttpServer};
+use common::{assert_passed, interop_dir, python_with, run_bounded, script, HttpServer};
 
 #[test]
 fn python_sdk_streamable_http() {
-    let python = interop_dir().join("venv/bin/python");
-    let ok = Command::new(&python)
-        .args(["-c", "import mcp.client.streamable_http, httpx2"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        rpcwire_tests::skip("the Python MCP SDK is not installed (.ci/install/mcp-interop.sh)");
+    let Some(python) = python_with("mcp.client.streamable_http, httpx2") else {
         return;
-    }
+    };
     let server = HttpServer::start(&[]);
     let out = run_bounded(
         Command::new(&python)

@@ -14,21 +14,13 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{assert_passed, interop_dir, run_bounded, script};
+use common::{assert_passed, interop_dir, python_with, run_bounded, script};
 
 #[test]
 fn python_sdk_session_against_the_example_server() {
-    let python = interop_dir().join("venv/bin/python");
-    let ok = Command::new(&python)
-        .args(["-c", "import mcp, anyio"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        rpcwire_tests::skip("the Python MCP SDK is not installed (.ci/install/mcp-interop.sh)");
+    let Some(python) = python_with("mcp, anyio") else {
         return;
-    }
+    };
     let out = run_bounded(
         Command::new(&python)
             .arg(script("python_client.py"))

@@ -121,6 +121,24 @@ pub fn interop_dir() -> PathBuf {
         .join("mcp")
 }
 
+/// The interop venv's Python when it can import `modules` (a comma-separated list, as in an
+/// `import` statement); otherwise `None`, after a visible skip line (a failure under `CI=true`).
+pub fn python_with(modules: &str) -> Option<PathBuf> {
+    let python = interop_dir().join("venv/bin/python");
+    let ok = std::process::Command::new(&python)
+        .args(["-c", &format!("import {modules}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        Some(python)
+    } else {
+        rpcwire_tests::skip("the Python MCP SDK is not installed (.ci/install/mcp-interop.sh)");
+        None
+    }
+}
+
 /// A client script in `tests/interop/`.
 pub fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
