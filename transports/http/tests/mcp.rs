@@ -573,6 +573,56 @@ async fn sessions_are_bounded_and_end_when_idle() {
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }
 
+/// A POSTed body is sorted by the core's JSON-RPC rules, as every other transport sorts it:
+/// what the specification answers gets its error object, and what it never answers gets 202.
+#[tokio::test]
+async fn invalid_messages_follow_the_core_rules() {
+    let (url, _, _) = start(|s| s).await;
+    let id = initialize(&url, "2025-11-25").await;
+    let session = with(&[("mcp-session-id", &id)]);
+    // Not JSON-RPC 2.0 (a method but the wrong version): Invalid Request, id null. It is no
+    // notification, so it is answered.
+    for body in [
+        r#"{"jsonrpc":"1.0","method":"notifications/initialized"}"#,
+        r#"{"method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized","params":7}"#,
+    ] {
+        let r = send("POST", &url, &session, body).await;
+        assert_eq!(r.status(), StatusCode::OK, "{body}");
+        let v: Value = serde_json::from_str(&text(r).await).unwrap();
+        assert_eq!(v["error"]["code"], -32600, "{body}: {v}");
+        assert_eq!(v["id"], Value::Null, "{body}: {v}");
+    }
+    // A request that also carries a result: Invalid Request, its id echoed.
+    let r = send(
+        "POST",
+        &url,
+        &session,
+        r#"{"jsonrpc":"2.0","id":"r","method":"ping","result":1}"#,
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let v: Value = serde_json::from_str(&text(r).await).unwrap();
+    assert_eq!(
+        (v["error"]["code"].clone(), v["id"].clone()),
+        (json!(-32600), json!("r"))
+    );
+    // A malformed response is never answered.
+    for body in [
+        r#"{"id":"x","result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":"x","result":1,"error":{"code":1,"message":"m"}}"#,
+    ] {
+        let r = send("POST", &url, &session, body).await;
+        assert_eq!(r.status(), StatusCode::ACCEPTED, "{body}");
+        assert_eq!(text(r).await, "", "{body}");
+    }
+    // Not JSON: Parse error.
+    let r = send("POST", &url, &session, r#"{"jsonrpc":"2.0","#).await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let v: Value = serde_json::from_str(&text(r).await).unwrap();
+    assert_eq!(v["error"]["code"], -32700);
+}
+
 #[tokio::test]
 async fn batches_follow_the_negotiated_revision() {
     let (url, _, _) = start(|s| s).await;

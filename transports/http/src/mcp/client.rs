@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::server::{
-    expected_name, Mode, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID,
+    name_member, Mode, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID,
     STATELESS_VERSION,
 };
 use crate::pipe::{send_body, ChannelReader, FrameWriter};
@@ -285,7 +285,9 @@ impl Shared {
             }
             let params = value.get("params").unwrap_or(&Value::Null);
             if let Some(name) = method
-                .and_then(|m| expected_name(m, params))
+                .and_then(name_member)
+                .and_then(|key| params.get(key))
+                .and_then(Value::as_str)
                 .and_then(|n| HeaderValue::from_str(n).ok())
             {
                 h.insert(HEADER_NAME, name);

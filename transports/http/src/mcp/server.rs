@@ -1,5 +1,6 @@
 //! The MCP Streamable HTTP server: sessions or stateless, over the crate's body pipes.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
@@ -13,7 +14,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
-use rpcwire::wire::Framing;
+use rpcwire::wire::{parse, Framing, Id, Message, ParseLimits, Parsed, RawJson};
 use rpcwire_mcp::tokio::{mcp_builder, McpServer};
 use rpcwire_mcp::{LogLevel, ProtocolVersion};
 use rpcwire_tokio::{Builder, Client};
@@ -460,35 +461,83 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// What the target header must say for `method` (stateless mode).
-pub(crate) fn expected_name<'a>(method: &str, params: &'a Value) -> Option<&'a str> {
+/// The member of `params` that the `Mcp-Name` header must repeat for `method` (stateless
+/// mode), if the method has one.
+pub(crate) fn name_member(method: &str) -> Option<&'static str> {
     match method {
-        "tools/call" | "prompts/get" => params.get("name").and_then(Value::as_str),
-        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
-            params.get("uri").and_then(Value::as_str)
-        }
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
         _ => None,
     }
 }
 
-/// The kind of one JSON-RPC message, seen from its members.
-enum Kind {
-    Request,
-    Notification,
+/// One member of a message's `params`.
+fn member<'a>(params: Option<RawJson<'a>>, key: &str) -> Option<RawJson<'a>> {
+    params?
+        .members()
+        .find(|(k, _)| k.eq_str(key))
+        .map(|(_, v)| v)
+}
+
+/// One string member of a message's `params`, unescaped.
+fn member_str<'a>(params: Option<RawJson<'a>>, key: &str) -> Option<Cow<'a, str>> {
+    member(params, key)?.as_json_str().map(|s| s.to_str())
+}
+
+/// A POSTed body, sorted by the core's parser: the JSON-RPC rules live there, so a body
+/// means here what it means on every other transport.
+enum Posted<'a> {
+    /// An array (an empty one included).
+    Batch,
+    Request {
+        id: Id<'a>,
+        method: Cow<'a, str>,
+        params: Option<RawJson<'a>>,
+    },
+    Notification {
+        method: Cow<'a, str>,
+        params: Option<RawJson<'a>>,
+    },
+    /// A response, or a malformed one: never answered.
     Response,
-    /// Not a message: the connection answers it (Invalid Request).
+    /// Not a valid message: the core answers it (Invalid Request).
     Invalid,
 }
 
-fn kind_of(v: &Value) -> Kind {
-    let Some(o) = v.as_object() else {
-        return Kind::Invalid;
-    };
-    match (o.get("method"), o.get("id")) {
-        (Some(Value::String(_)), Some(_)) => Kind::Request,
-        (Some(Value::String(_)), None) => Kind::Notification,
-        (None, Some(_)) if o.contains_key("result") || o.contains_key("error") => Kind::Response,
-        _ => Kind::Invalid,
+impl<'a> Posted<'a> {
+    /// Sorts `body`; `None` when it is not JSON (a parse error).
+    fn of(body: &'a [u8]) -> Option<Self> {
+        Some(match parse(body, ParseLimits::default()).ok()? {
+            Parsed::Batch(_) | Parsed::EmptyBatch => Posted::Batch,
+            Parsed::Single(Ok(Message::Request(r))) => Posted::Request {
+                id: r.id,
+                method: r.method.to_str(),
+                params: r.params,
+            },
+            Parsed::Single(Ok(Message::Notification(n))) => Posted::Notification {
+                method: n.method.to_str(),
+                params: n.params,
+            },
+            Parsed::Single(Ok(Message::Response(_))) => Posted::Response,
+            Parsed::Single(Err(invalid)) if !invalid.needs_reply() => Posted::Response,
+            Parsed::Single(Err(_)) => Posted::Invalid,
+        })
+    }
+
+    /// The method, for a request or a notification.
+    fn method(&self) -> Option<&str> {
+        match self {
+            Posted::Request { method, .. } | Posted::Notification { method, .. } => Some(method),
+            _ => None,
+        }
+    }
+
+    /// `params`, for a request or a notification.
+    fn params(&self) -> Option<RawJson<'a>> {
+        match self {
+            Posted::Request { params, .. } | Posted::Notification { params, .. } => *params,
+            _ => None,
+        }
     }
 }
 
@@ -532,8 +581,10 @@ impl Drop for Registration {
 
 /// What one POST asks of [`Inner::exchange`].
 struct Call {
-    /// The request's id (none for a batch or an invalid message).
-    id: Option<Value>,
+    /// The request's id, its JSON text (none for a batch or an invalid message). A
+    /// `notifications/cancelled` finds its request by it, byte for byte, as the core compares
+    /// a cancellation's `requestId`.
+    id: Option<String>,
     /// The client accepts JSON.
     json_ok: bool,
     /// The client accepts an event stream.
@@ -631,12 +682,12 @@ impl Exchange {
         let (Some(registration), Some(input)) = (&mut self.registration, &self.input) else {
             return m;
         };
+        if !matches!(Posted::of(&m), Some(Posted::Request { .. })) {
+            return m;
+        }
         let Ok(mut v) = serde_json::from_slice::<Value>(&m) else {
             return m;
         };
-        if !matches!(kind_of(&v), Kind::Request) {
-            return m;
-        }
         let inner = &registration.inner;
         let wire = format!(
             "{}-s{}",
@@ -927,11 +978,13 @@ impl Inner {
             Ok(body) => body,
             Err(refusal) => return *refusal,
         };
-        let Ok(value) = serde_json::from_slice::<Value>(&body) else {
+        // `posted` borrows a second handle on the body, so that the body itself can move on.
+        let text = body.clone();
+        let Some(posted) = Posted::of(&text) else {
             return rpc_error(StatusCode::BAD_REQUEST, -32700, "Parse error");
         };
-        let method = value.get("method").and_then(Value::as_str);
-        let is_initialize = method == Some("initialize") && value.get("id").is_some();
+        let is_initialize =
+            posted.method() == Some("initialize") && matches!(posted, Posted::Request { .. });
 
         // The session (session mode) or the header checks (stateless mode).
         let mut session = None;
@@ -942,7 +995,7 @@ impl Inner {
                 Err(r) => return *r,
             },
             Mode::Stateless => {
-                if let Err(r) = stateless_headers(&parts.headers, &value) {
+                if let Err(r) = stateless_headers(&parts.headers, &posted) {
                     return *r;
                 }
             }
@@ -950,51 +1003,46 @@ impl Inner {
         let _active = session.as_ref().map(Active::new);
         let session_key = session.as_ref().map_or(String::new(), |s| s.id.clone());
 
-        if value.is_array() {
-            // Batches: only revisions up to 2025-03-26 take them.
-            let takes = session
-                .as_ref()
-                .and_then(|s| s.version())
-                .is_some_and(|v| !v.refuses_batches());
-            if !takes {
-                return rpc_error(
-                    StatusCode::BAD_REQUEST,
-                    -32600,
-                    "Invalid Request: this MCP revision does not take JSON-RPC batches",
-                );
+        let mut call = Call {
+            id: None,
+            json_ok,
+            sse_ok,
+            batch: false,
+            init: false,
+        };
+        match posted {
+            Posted::Batch => {
+                // Batches: only revisions up to 2025-03-26 take them.
+                let takes = session
+                    .as_ref()
+                    .and_then(|s| s.version())
+                    .is_some_and(|v| !v.refuses_batches());
+                if !takes {
+                    return rpc_error(
+                        StatusCode::BAD_REQUEST,
+                        -32600,
+                        "Invalid Request: this MCP revision does not take JSON-RPC batches",
+                    );
+                }
+                call.batch = true;
+                self.exchange(session, body, call).await
             }
-            return self
-                .exchange(
-                    session,
-                    body,
-                    Call {
-                        id: None,
-                        json_ok,
-                        sse_ok,
-                        batch: true,
-                        init: false,
-                    },
-                )
-                .await;
-        }
-
-        match kind_of(&value) {
-            Kind::Response => {
-                self.route_response(&session_key, value).await;
+            Posted::Response => {
+                self.route_response(&session_key, &body).await;
                 status(StatusCode::ACCEPTED)
             }
-            Kind::Notification => {
-                if method == Some("notifications/cancelled") {
-                    let target = value
-                        .pointer("/params/requestId")
-                        .map(Value::to_string)
-                        .unwrap_or_default();
-                    let input = self
-                        .running
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .get(&(session_key, target))
-                        .cloned();
+            Posted::Notification { method, params } => {
+                if method == "notifications/cancelled" {
+                    let target = member(params, "requestId")
+                        .and_then(|id| Id::from_json(id.as_str()))
+                        .map(|id| id.raw().to_owned());
+                    let input = target.and_then(|target| {
+                        self.running
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .get(&(session_key, target))
+                            .cloned()
+                    });
                     if let Some(input) = input {
                         send_body(&input, body).await;
                     }
@@ -1013,11 +1061,9 @@ impl Inner {
                 });
                 status(StatusCode::ACCEPTED)
             }
-            Kind::Request => {
-                if method == Some("logging/setLevel") {
-                    let level = value
-                        .pointer("/params/level")
-                        .and_then(Value::as_str)
+            Posted::Request { id, method, params } => {
+                if method == "logging/setLevel" {
+                    let level = member_str(params, "level")
                         .and_then(|l| LogLevel::from_bytes(l.as_bytes()));
                     if let (Some(s), Some(level)) = (&session, level) {
                         *s.level.lock().unwrap_or_else(PoisonError::into_inner) = Some(level);
@@ -1029,41 +1075,22 @@ impl Inner {
                         Ok(s) => session = Some(s),
                         Err(why) => return rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, why),
                     }
+                    call.init = true;
                 }
-                let id = value.get("id").cloned();
-                let init = is_initialize && self.mode == Mode::Sessions;
-                self.exchange(
-                    session,
-                    body,
-                    Call {
-                        id,
-                        json_ok,
-                        sse_ok,
-                        batch: false,
-                        init,
-                    },
-                )
-                .await
+                call.id = Some(id.raw().to_owned());
+                self.exchange(session, body, call).await
             }
-            Kind::Invalid => {
-                self.exchange(
-                    session,
-                    body,
-                    Call {
-                        id: None,
-                        json_ok,
-                        sse_ok,
-                        batch: false,
-                        init: false,
-                    },
-                )
-                .await
-            }
+            Posted::Invalid => self.exchange(session, body, call).await,
         }
     }
 
     /// A POSTed answer to one of the server's requests goes to the connection that asked.
-    async fn route_response(&self, session: &str, mut value: Value) {
+    async fn route_response(&self, session: &str, body: &[u8]) {
+        // The answer's id is rewritten, so it is read as a value (answers to the server's own
+        // requests are few).
+        let Ok(mut value) = serde_json::from_slice::<Value>(body) else {
+            return;
+        };
         let Some(wire) = value.get("id").and_then(Value::as_str).map(str::to_owned) else {
             return;
         };
@@ -1110,7 +1137,7 @@ impl Inner {
             FrameWriter::new(out_tx, self.max_body),
         );
         let session_key = session.as_ref().map_or(String::new(), |s| s.id.clone());
-        let running = id.as_ref().map(|id| (session_key.clone(), id.to_string()));
+        let running = id.map(|id| (session_key.clone(), id));
         if let Some(key) = &running {
             self.running
                 .lock()
@@ -1329,16 +1356,17 @@ impl Inner {
 }
 
 /// Stateless mode: `Mcp-Method` and `Mcp-Name` must say what the body says.
-fn stateless_headers(headers: &HeaderMap, value: &Value) -> Result<(), Box<Response<Body>>> {
-    if value.is_array() {
+fn stateless_headers(headers: &HeaderMap, posted: &Posted<'_>) -> Result<(), Box<Response<Body>>> {
+    if matches!(posted, Posted::Batch) {
         return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             -32600,
             "Invalid Request: this MCP revision does not take JSON-RPC batches",
         )));
     }
-    let Some(method) = value.get("method").and_then(Value::as_str) else {
-        // An answer to a server request: no method to name.
+    let Some(method) = posted.method() else {
+        // An answer to a server request, or an invalid message the core answers: no method
+        // to name.
         return Ok(());
     };
     match header_str(headers, HEADER_METHOD) {
@@ -1358,11 +1386,8 @@ fn stateless_headers(headers: &HeaderMap, value: &Value) -> Result<(), Box<Respo
             )))
         }
     }
-    let params = value.get("params").unwrap_or(&Value::Null);
-    match (
-        expected_name(method, params),
-        header_str(headers, HEADER_NAME),
-    ) {
+    let want = name_member(method).and_then(|key| member_str(posted.params(), key));
+    match (want, header_str(headers, HEADER_NAME)) {
         (None, None) => Ok(()),
         (Some(want), Some(got)) if want == got => Ok(()),
         (Some(_), None) => Err(Box::new(rpc_error(
