@@ -125,6 +125,45 @@ impl<S: Storage> Connection<S> {
         Ok(())
     }
 
+    /// Lets go of an inbound request without answering it: its slot is free and nothing is
+    /// written. In a batch, the reply array leaves it out (and a batch left with no reply at
+    /// all sends nothing, as one of only notifications).
+    ///
+    /// JSON-RPC answers every request, so this is for profiles whose rules say otherwise: MCP
+    /// asks a receiver not to answer a request its peer cancelled (`notifications/cancelled`),
+    /// where LSP still wants an answer to a cancelled one.
+    ///
+    /// ```
+    /// use rpcwire::{Config, Connection, Inbound, Input, Instant};
+    /// use rpcwire::storage::Inline;
+    /// use rpcwire::wire::RxBuffer;
+    ///
+    /// let mut conn: Connection<Inline> = Connection::new(Config::default());
+    /// let mut rx: RxBuffer<[u8; 256]> = conn.rx_buffer();
+    /// let mut input: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"slow\"}\n";
+    /// let Input::Item(Inbound::Request(req)) = conn.handle_input(Instant::ZERO, &mut rx, &mut input)
+    /// else { panic!() };
+    /// let handle = req.handle;
+    /// conn.release(handle).unwrap();
+    /// assert_eq!(conn.inflight_len(), 0);
+    /// assert!(conn.poll_transmit().is_empty());
+    /// assert!(conn.release(handle).is_err()); // once only
+    /// ```
+    pub fn release(&mut self, handle: RequestHandle) -> Result<(), RespondError> {
+        let (slot, batch, _) = self
+            .inflight
+            .lookup(handle)
+            .ok_or(RespondError::UnknownHandle)?;
+        match batch {
+            Some(reserve) => {
+                self.batch.release(reserve);
+                self.close_batch_member(slot);
+            }
+            None => self.inflight.answered(slot),
+        }
+        Ok(())
+    }
+
     fn answer(
         &mut self,
         handle: RequestHandle,

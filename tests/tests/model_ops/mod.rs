@@ -596,17 +596,23 @@ impl Model {
                 if r != Err(RespondError::UnknownHandle) {
                     return Err(format!("respond on a stale handle gave {r:?}"));
                 }
+                let r = self.conn.release(h);
+                if r != Err(RespondError::UnknownHandle) {
+                    return Err(format!("release of a stale handle gave {r:?}"));
+                }
             }
             return Ok(());
         }
         let i = usize::from(pick) % self.open.len();
         let handle = self.open[i].handle;
-        let r = match how % 3 {
+        let r = match how % 4 {
             0 => self.conn.respond(handle, &("result", usize::from(pick))),
             1 => self
                 .conn
                 .respond_error(handle, ErrorCode(-32000), Some("failed"), Some(&[1, 2])),
-            _ => self.conn.reject(handle, ErrorCode::METHOD_NOT_FOUND),
+            2 => self.conn.reject(handle, ErrorCode::METHOD_NOT_FOUND),
+            // Let go of with no answer (a cancelled MCP request).
+            _ => self.conn.release(handle),
         };
         match r {
             Ok(()) | Err(RespondError::TooLarge { .. }) => {
