@@ -59,7 +59,8 @@ pub enum Step<'a> {
     /// progress on the way with [`Server::progress`].
     Call(ToolCall<'a>),
     /// `notifications/cancelled` named this running request (already marked:
-    /// [`Server::is_cancelled`]): stop it and answer it any way (its caller no longer waits).
+    /// [`Server::is_cancelled`]): stop it and let go of it with [`Server::release`] (MCP asks
+    /// a receiver not to answer a cancelled request; its caller no longer waits).
     Cancelled(RequestHandle),
     /// A request for a method this profile does not serve, after the handshake admitted it:
     /// answer it, or reject it with Method not found.
@@ -296,6 +297,19 @@ impl<'t, const N: usize, const OUT: usize> Server<'t, N, OUT> {
         is_error: bool,
     ) -> Result<(), RespondError> {
         answer::<S, OUT>(conn, handle, &Reply::ToolResult { text, is_error })?;
+        self.requests.finish(handle);
+        Ok(())
+    }
+
+    /// Lets go of a request with no answer and forgets it: for a request the client cancelled
+    /// ([`Step::Cancelled`]), which MCP asks a receiver not to answer. Nothing is written
+    /// (`Connection::release`).
+    pub fn release<S: Storage>(
+        &mut self,
+        conn: &mut Connection<S>,
+        handle: RequestHandle,
+    ) -> Result<(), RespondError> {
+        conn.release(handle)?;
         self.requests.finish(handle);
         Ok(())
     }

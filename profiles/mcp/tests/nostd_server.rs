@@ -239,10 +239,15 @@ fn progress_increases_and_cancellation_stops_it() {
         .unwrap());
     h.feed(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#);
     assert_eq!(h.cancelled.len(), 1);
-    h.server
-        .respond_tool(&mut h.conn, call.handle, Text::Str("stopped"), true)
-        .unwrap();
+    // The cancelled call is let go of with no answer.
+    h.server.release(&mut h.conn, call.handle).unwrap();
     assert!(!h.server.is_cancelled(call.handle));
+    assert!(h.drain().is_empty());
+    assert_eq!(h.conn.inflight_len(), 0);
+    assert!(h
+        .server
+        .respond_tool(&mut h.conn, call.handle, Text::Str("late"), false)
+        .is_err());
     // Numeric ids and tokens too.
     h.feed(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":12}}}"#);
     let call = h.calls.pop().unwrap();

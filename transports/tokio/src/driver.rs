@@ -54,6 +54,9 @@ const TX_HIGH_WATER: usize = 24 << 10;
 pub(crate) struct CancelProfile {
     pub(crate) method: String,
     pub(crate) id_member: String,
+    /// A request the peer cancelled still gets its handler's answer (LSP); when false it is
+    /// released with none (MCP).
+    pub(crate) answer: bool,
 }
 
 /// The params of a cancel notification: `{"<member>": <id>}`.
@@ -209,6 +212,7 @@ where
         ctl: mut ctl_rx,
         peer,
     } = channels;
+    let handlers = Handlers::new(settings.cancel.as_ref().is_none_or(|c| c.answer));
     let mut d = Driver {
         conn,
         rx,
@@ -220,7 +224,7 @@ where
         stalled: None,
         queue: VecDeque::new(),
         queued_bytes: 0,
-        handlers: Handlers::default(),
+        handlers,
         input: InputState::Open,
         ending: Ending::No,
         dirty: false,
@@ -803,7 +807,10 @@ impl Driver {
             let _ = reply.send(self.stats());
             return;
         }
-        if self.input == InputState::Draining {
+        // Input has ended: a call could never be answered, so it fails now. A notification
+        // still goes out while the connection writes: the handlers of the requests already
+        // received run on, and their progress and log messages belong with their answers.
+        if self.input == InputState::Draining && !matches!(cmd, Command::Notify { .. }) {
             cmd.fail(|| CallError::Closed);
             return;
         }
@@ -940,8 +947,10 @@ impl Driver {
         // newline), then fails the calls still pending: their `RequestFailed` events resolve
         // them as `CallError::Closed`.
         self.ending = Ending::Finish;
-        if let Some(cmd) = self.stalled.take() {
-            cmd.fail(|| CallError::Closed);
+        match self.stalled.take() {
+            Some(cmd @ Command::Notify { .. }) => self.stalled = Some(cmd),
+            Some(cmd) => cmd.fail(|| CallError::Closed),
+            None => {}
         }
     }
 

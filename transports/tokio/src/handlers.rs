@@ -2,7 +2,7 @@
 //! at once, in tasks when they wait, each counted against the concurrency limit until its
 //! answer is written into the core.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant as StdInstant;
 
 use rpcwire::wire::RawJson;
@@ -27,27 +27,32 @@ pub(crate) struct Done {
 /// request's id (what a cancel notification names).
 #[derive(Default)]
 struct Cancels {
-    by_id: HashMap<String, Cancellation>,
+    by_id: HashMap<String, (RequestHandle, Cancellation)>,
     ids: HashMap<RequestHandle, String>,
+    /// The requests the peer cancelled, until their handlers finish.
+    fired: HashSet<RequestHandle>,
 }
 
 impl Cancels {
     fn watch(&mut self, handle: RequestHandle, id: &str, cancel: Cancellation) {
-        self.by_id.insert(id.to_owned(), cancel);
+        self.by_id.insert(id.to_owned(), (handle, cancel));
         self.ids.insert(handle, id.to_owned());
     }
 
-    fn forget(&mut self, handle: RequestHandle) {
+    /// Stops watching a finished request; true when the peer had cancelled it.
+    fn forget(&mut self, handle: RequestHandle) -> bool {
         if let Some(id) = self.ids.remove(&handle) {
             self.by_id.remove(&id);
         }
+        self.fired.remove(&handle)
     }
 
     /// Fires the signal of the request with this id; false when none is running.
     fn fire(&mut self, id: &str) -> bool {
         match self.by_id.get(id) {
-            Some(cancel) => {
+            Some((handle, cancel)) => {
                 cancel.fire();
+                self.fired.insert(*handle);
                 true
             }
             None => false,
@@ -55,7 +60,7 @@ impl Cancels {
     }
 
     fn fire_all(&mut self) {
-        for cancel in self.by_id.values() {
+        for (_, cancel) in self.by_id.values() {
             cancel.fire();
         }
     }
@@ -63,18 +68,30 @@ impl Cancels {
 
 /// The handlers of one connection that have not finished, and the answers of those that
 /// have but found no transmit room yet.
-#[derive(Default)]
 pub(crate) struct Handlers {
     /// Handlers running plus answers waiting for transmit room (bounded by `concurrency`).
     running: usize,
     tasks: JoinSet<Done>,
-    /// Answers that found no transmit room yet.
-    unwritten: VecDeque<(RequestHandle, Result<String, RpcError>)>,
+    /// Answers that found no transmit room yet; `None` releases the request unanswered.
+    unwritten: VecDeque<(RequestHandle, Option<Result<String, RpcError>>)>,
     /// Cancellation signals of the handlers running in tasks, by request id.
     cancels: Cancels,
+    /// A request the peer cancelled is still answered (see `Builder::answer_cancelled`).
+    answer_cancelled: bool,
 }
 
 impl Handlers {
+    /// No handlers yet; `answer_cancelled` as the profile says.
+    pub(crate) fn new(answer_cancelled: bool) -> Self {
+        Handlers {
+            running: 0,
+            tasks: JoinSet::new(),
+            unwritten: VecDeque::new(),
+            cancels: Cancels::default(),
+            answer_cancelled,
+        }
+    }
+
     /// Handlers running plus answers waiting for transmit room.
     pub(crate) fn running(&self) -> usize {
         self.running
@@ -107,7 +124,7 @@ impl Handlers {
             Outcome::Done => log_handled(method, id),
             Outcome::Ready(reply) => {
                 self.running += 1;
-                self.unwritten.push_back((handle, reply));
+                self.unwritten.push_back((handle, Some(reply)));
             }
             Outcome::Pending(fut) => {
                 if let Some(cancel) = origin.cancel.get() {
@@ -187,7 +204,8 @@ impl Handlers {
                 handle: Some(handle),
                 reply,
             }) => {
-                self.cancels.forget(handle);
+                let cancelled = self.cancels.forget(handle);
+                let reply = (self.answer_cancelled || !cancelled).then_some(reply);
                 self.unwritten.push_back((handle, reply));
             }
             Ok(Done { handle: None, .. }) => self.running = self.running.saturating_sub(1),
@@ -203,8 +221,9 @@ impl Handlers {
     pub(crate) fn write_answers(&mut self, conn: &mut Conn) {
         while let Some((handle, reply)) = self.unwritten.front() {
             let res = match reply {
-                Ok(json) => conn.respond(*handle, &Raw(json)),
-                Err(e) => conn.respond_error(
+                None => conn.release(*handle),
+                Some(Ok(json)) => conn.respond(*handle, &Raw(json)),
+                Some(Err(e)) => conn.respond_error(
                     *handle,
                     e.error_code(),
                     Some(&e.message),

@@ -135,6 +135,8 @@ pub struct Builder {
     router: Option<Arc<Router>>,
     on_connect: Option<ConnectHook>,
     cancel: Option<driver::CancelProfile>,
+    /// See [`Builder::answer_cancelled`] (kept apart so that the call order does not matter).
+    answer_cancelled: bool,
 }
 
 /// What a server calls for each connection it accepts (see [`Builder::on_connect`]).
@@ -175,6 +177,7 @@ impl Builder {
             router: None,
             on_connect: None,
             cancel: None,
+            answer_cancelled: true,
         }
     }
 
@@ -297,11 +300,36 @@ impl Builder {
     /// the peer is sent this notification for it; when the peer sends it for a request whose
     /// handler is running, that handler's [`Context::cancelled`] completes. Plain JSON-RPC has
     /// none (the default).
+    ///
+    /// A cancelled request is still answered with whatever its handler returns, as LSP
+    /// requires; [`Builder::answer_cancelled`] turns that off.
     pub fn cancel_notification(mut self, method: &str, id_member: &str) -> Self {
         self.cancel = Some(driver::CancelProfile {
             method: method.to_owned(),
             id_member: id_member.to_owned(),
+            answer: self.answer_cancelled,
         });
+        self
+    }
+
+    /// Whether a request the peer cancelled with the profile's cancel notification
+    /// ([`Builder::cancel_notification`]) still gets an answer (default: yes, LSP's rule).
+    /// With `false` (MCP's rule: a receiver should not answer a cancelled request), whatever
+    /// the handler returns after the cancellation is dropped and the request is released
+    /// with nothing written; in a batch, the reply leaves it out. A request whose answer was
+    /// already written is not affected. Without a cancel notification this changes nothing.
+    ///
+    /// ```
+    /// use rpcwire_tokio::Builder;
+    /// let mcp = Builder::new()
+    ///     .cancel_notification("notifications/cancelled", "requestId")
+    ///     .answer_cancelled(false);
+    /// ```
+    pub fn answer_cancelled(mut self, answer: bool) -> Self {
+        self.answer_cancelled = answer;
+        if let Some(profile) = &mut self.cancel {
+            profile.answer = answer;
+        }
         self
     }
 

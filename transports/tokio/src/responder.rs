@@ -173,7 +173,8 @@ impl Responder {
                     tx: RxBuffer::with_max_frame(Framing::ContentLength, usize::MAX),
                 })
             });
-        let mut handlers = Handlers::default();
+        // No cancel notification reaches a body answered here (`takes` refuses them).
+        let mut handlers = Handlers::new(true);
         let mut header = [0u8; MAX_HEADER_LEN];
         let mut input: &[u8] = content_length_header(body.len(), &mut header);
         let mut body_left: &[u8] = body;

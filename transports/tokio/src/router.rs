@@ -281,8 +281,9 @@ impl Context {
     /// the connection's profile for it ([`Builder::cancel_notification`](crate::Builder::cancel_notification):
     /// `$/cancelRequest` for LSP, `notifications/cancelled` for MCP; an rpcwire client sends it
     /// when a call times out or its future is dropped), or the connection failed (its handler
-    /// tasks are then stopped). A handler that stops then answers whatever it likes (the
-    /// caller no longer waits for it).
+    /// tasks are then stopped). A handler that stops then returns whatever it likes: it is
+    /// the answer, unless the profile leaves cancelled requests unanswered
+    /// ([`Builder::answer_cancelled`](crate::Builder::answer_cancelled), MCP's rule).
     ///
     /// ```
     /// use rpcwire_tokio::{Router, RpcError, ErrorCode};

@@ -185,3 +185,116 @@ async fn join_ends_a_connection_this_side_opened_even_with_a_router() {
     })
     .await;
 }
+
+/// MCP's rule (`answer_cancelled(false)`): a request the peer cancelled gets no answer, alone
+/// or in a batch, while LSP's (the default) answers it with what its handler returns. Seen on
+/// the wire, with a raw peer.
+#[tokio::test]
+async fn a_cancelled_request_is_answered_or_released_as_the_profile_says() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    for answer in [true, false] {
+        bounded(async {
+            let router = Router::new().method_with_context("work", |ctx, (tag,): (u64,)| async move {
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(30)) => Ok::<_, RpcError>(tag),
+                    () = ctx.cancelled() => Err(RpcError::new(ErrorCode(-32800), "cancelled")),
+                }
+            })
+            .method("now", |(tag,): (u64,)| async move { Ok::<_, RpcError>(tag) });
+            let (ours, theirs) = tokio::io::duplex(4096);
+            let (r, w) = tokio::io::split(ours);
+            let server = Builder::new()
+                .router(router)
+                .cancel_notification("notifications/cancelled", "requestId")
+                .answer_cancelled(answer)
+                .run(r, w);
+            let (r, mut w) = tokio::io::split(theirs);
+            let mut lines = BufReader::new(r).lines();
+            let cancel = |id: &str| {
+                format!(
+                    "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}\n"
+                )
+            };
+            // Alone: cancelled, then a request that answers at once.
+            w.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"work\",\"params\":[1]}\n")
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            w.write_all(cancel("\"a\"").as_bytes()).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            w.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"now\",\"params\":[2]}\n")
+                .await
+                .unwrap();
+            let mut got = vec![lines.next_line().await.unwrap().unwrap()];
+            if answer {
+                got.push(lines.next_line().await.unwrap().unwrap());
+                assert!(got[0].contains("-32800") && got[0].contains("\"id\":\"a\""), "{got:?}");
+            }
+            assert_eq!(
+                got.last().unwrap(),
+                "{\"jsonrpc\":\"2.0\",\"result\":2,\"id\":2}",
+                "answer {answer}: {got:?}"
+            );
+            // In a batch: the cancelled member is left out (or answered), the other one stays.
+            w.write_all(b"[{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"work\",\"params\":[3]},{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"now\",\"params\":[4]}]\n")
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            w.write_all(cancel("3").as_bytes()).await.unwrap();
+            let batch = lines.next_line().await.unwrap().unwrap();
+            let v: serde_json::Value = serde_json::from_str(&batch).unwrap();
+            let ids: Vec<_> = v.as_array().unwrap().iter().map(|e| e["id"].clone()).collect();
+            let want = if answer {
+                vec![serde_json::json!(4), serde_json::json!(3)]
+            } else {
+                vec![serde_json::json!(4)]
+            };
+            assert_eq!(ids, want, "answer {answer}: {batch}");
+            // Our side ends: the connection ends too, with nothing more written.
+            w.shutdown().await.unwrap();
+            assert_eq!(lines.next_line().await.unwrap(), None);
+            server.join().await.unwrap();
+        })
+        .await;
+    }
+}
+
+/// Once the peer's input has ended, a running handler's notifications still go out (before
+/// its answer), while its calls to the peer fail at once: nothing could answer them.
+#[tokio::test]
+async fn after_the_peers_input_ends_notifications_still_go_out_and_calls_fail() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    bounded(async {
+        let router = Router::new().method_with_context("work", |ctx, _: ()| async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let noted = ctx.peer().notify("progress", [1]).await.is_ok();
+            let asked = ctx.peer().call::<_, u64>("ask", [2]).await;
+            Ok::<_, RpcError>((
+                noted,
+                matches!(asked, Err(rpcwire_tokio::CallError::Closed)),
+            ))
+        });
+        let (ours, theirs) = tokio::io::duplex(4096);
+        let (r, w) = tokio::io::split(ours);
+        let server = Builder::new().router(router).run(r, w);
+        let (r, mut w) = tokio::io::split(theirs);
+        w.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"work\"}\n")
+            .await
+            .unwrap();
+        w.shutdown().await.unwrap();
+        let mut lines = BufReader::new(r).lines();
+        let mut got = Vec::new();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            got.push(line);
+        }
+        assert_eq!(
+            got,
+            [
+                "{\"jsonrpc\":\"2.0\",\"method\":\"progress\",\"params\":[1]}",
+                "{\"jsonrpc\":\"2.0\",\"result\":[true,true],\"id\":1}",
+            ]
+        );
+        server.join().await.unwrap();
+    })
+    .await;
+}

@@ -527,13 +527,16 @@ impl McpServer {
 }
 
 /// A [`Builder`] with MCP's connection settings: `notifications/cancelled` (`requestId`) as
-/// the cancel notification both ways, and batches refused until `initialize` has negotiated a
+/// the cancel notification both ways, a cancelled request left unanswered (MCP: a receiver
+/// should not answer it; [`Builder::answer_cancelled`]), and batches refused until
+/// `initialize` has negotiated a
 /// revision that takes them (2024-11-05, 2025-03-26; every revision from 2025-06-18 on
 /// refuses them): the server's `initialize` handler switches the connection
 /// (`Client::set_batches`).
 pub fn mcp_builder() -> Builder {
     Builder::new()
         .cancel_notification(methods::CANCELLED, methods::CANCELLED_ID_MEMBER)
+        .answer_cancelled(false)
         .batches(false)
 }
 
