@@ -40,10 +40,14 @@ async function main() {
   // reported to onerror ("progress notification for an unknown token") instead of
   // onprogress. Such notifications did arrive before the result; collect them too.
   const late = [];
+  const errors = [];
   client.onerror = (e) => {
     const m = /progress notification for an unknown token: (.*)$/s.exec(String(e && e.message));
     if (m) late.push(JSON.parse(m[1]).params);
-    else console.error("client error:", e);
+    else {
+      errors.push(String(e && e.message));
+      console.error("client error:", e);
+    }
   };
   await client.connect(transport);
   check(client.getServerVersion().name === "rpcwire-example", "initialize: serverInfo");
@@ -118,6 +122,10 @@ async function main() {
   await client.ping();
   r = await client.callTool({ name: "add", arguments: { a: 1, b: 1 } });
   check(r.content[0].text === "2", "session goes on after the cancellation");
+  // MCP: a cancelled request is not answered (an answer would reach onerror as a response
+  // for an unknown message id).
+  const stray = errors.filter((m) => /unknown message ID/.test(m));
+  check(stray.length === 0, `no answer to the cancelled call (${stray})`);
 
   await client.setLoggingLevel("error");
   const before = logs.length;

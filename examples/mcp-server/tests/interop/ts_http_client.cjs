@@ -20,15 +20,17 @@ function check(cond, what) {
 
 async function connect() {
   const client = new Client({ name: "rpcwire-ts-http-test", version: "1.0.0" });
+  const errors = [];
+  client.onerror = (e) => errors.push(String(e && e.message));
   const logs = [];
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params));
   const transport = new StreamableHTTPClientTransport(new URL(url));
   await client.connect(transport);
-  return { client, transport, logs };
+  return { client, transport, logs, errors };
 }
 
 async function round() {
-  const { client, transport, logs } = await connect();
+  const { client, transport, logs, errors } = await connect();
   const sid = transport.sessionId;
   check(typeof sid === "string" && sid.startsWith("mcp-"), `session id with the server's prefix (${sid})`);
   check(client.getServerVersion().name === "rpcwire-example", "initialize: serverInfo");
@@ -47,6 +49,34 @@ async function round() {
   check(logs.some((l) => String(l.data).includes("counting to 4")), "log message over SSE");
   r = await client.callTool({ name: "fail", arguments: { reason: "nope" } });
   check(r.isError === true && r.content[0].text.includes("nope"), "call fail: isError");
+  // Cancel a long task after two progress notifications: the SDK sends
+  // notifications/cancelled; the server stops the task and, as MCP asks, does not answer it
+  // (an answer would reach onerror as a response for an unknown message id).
+  const controller = new AbortController();
+  let steps = 0;
+  const call = client.callTool({ name: "long_task", arguments: { seconds: 30 } }, undefined, {
+    signal: controller.signal,
+    onprogress: () => {
+      steps += 1;
+      if (steps === 2) controller.abort("enough");
+    },
+  });
+  let aborted = false;
+  try {
+    await call;
+  } catch (e) {
+    aborted = true;
+  }
+  check(aborted, "long_task: call cancelled by the client");
+  const deadline = Date.now() + 5000;
+  while (!logs.some((l) => String(l.data).includes("long_task cancelled"))) {
+    if (Date.now() > deadline) throw new Error("check failed: no cancellation log");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  check(true, "long_task: the server stopped it (its cancellation log arrived)");
+  r = await client.callTool({ name: "add", arguments: { a: 1, b: 1 } });
+  check(r.content[0].text === "2", "the session goes on after the cancellation");
+  check(errors.length === 0, `no answer to the cancelled call, no client error (${errors})`);
   return { client, transport, sid };
 }
 

@@ -19,7 +19,7 @@ use rpcwire_mcp::tokio::{mcp_builder, McpServer};
 use rpcwire_mcp::{LogLevel, ProtocolVersion};
 use rpcwire_tokio::{Builder, Client};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
 use crate::body::Body;
@@ -322,9 +322,9 @@ struct Inner {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Server-to-client requests by their wire id.
     pending: Mutex<HashMap<String, Pending>>,
-    /// Running requests' connection inputs by (session, request id as JSON text), for
+    /// Running requests by (session, request id as JSON text), for
     /// `notifications/cancelled`.
-    running: Mutex<HashMap<(String, String), mpsc::Sender<Bytes>>>,
+    running: Mutex<HashMap<(String, String), Running>>,
     counter: AtomicU64,
 }
 
@@ -549,6 +549,15 @@ fn is_close(m: &[u8]) -> bool {
             .is_ok_and(|v| v["method"] == CLOSE_STREAM && v.get("id").is_none())
 }
 
+/// A running request, as `notifications/cancelled` finds it.
+#[derive(Clone)]
+struct Running {
+    /// Its connection's input: the cancellation goes there, to stop the handler.
+    input: mpsc::Sender<Bytes>,
+    /// Told of the cancellation, so that the request's exchange ends with no answer.
+    cancelled: Arc<Notify>,
+}
+
 /// Removes a POST's registrations (its running entry and its pending requests) when the
 /// exchange ends, so that nothing holds its connection's input open.
 struct Registration {
@@ -602,6 +611,8 @@ struct Exchange {
     driver: Option<Driver>,
     rx: mpsc::Receiver<Bytes>,
     input: Option<mpsc::Sender<Bytes>>,
+    /// Fires when the client cancels the request (`notifications/cancelled`).
+    cancelled: Option<Arc<Notify>>,
     registration: Option<Registration>,
     session: String,
     /// The session's log level (messages below it are dropped).
@@ -629,6 +640,12 @@ impl Exchange {
                     None => std::future::pending().await,
                 }
             };
+            let cancelled = async {
+                match &self.cancelled {
+                    Some(c) => c.notified().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 m = self.rx.recv() => return match m {
@@ -648,6 +665,14 @@ impl Exchange {
                         tracing::debug!(error = %e, "an MCP request's connection failed");
                     }
                     self.driver = None;
+                }
+                () = cancelled => {
+                    // MCP leaves a cancelled request unanswered (the connection releases it
+                    // once its handler stops), so its input ends here: the connection, and
+                    // with it this exchange, ends when the handler has stopped.
+                    self.cancelled = None;
+                    self.input = None;
+                    self.registration = None;
                 }
                 () = tokio::time::sleep_until(self.deadline) => return Next::TimedOut,
             }
@@ -1036,15 +1061,16 @@ impl Inner {
                     let target = member(params, "requestId")
                         .and_then(|id| Id::from_json(id.as_str()))
                         .map(|id| id.raw().to_owned());
-                    let input = target.and_then(|target| {
+                    let running = target.and_then(|target| {
                         self.running
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)
                             .get(&(session_key, target))
                             .cloned()
                     });
-                    if let Some(input) = input {
-                        send_body(&input, body).await;
+                    if let Some(running) = running {
+                        send_body(&running.input, body).await;
+                        running.cancelled.notify_one();
                     }
                     return status(StatusCode::ACCEPTED);
                 }
@@ -1138,16 +1164,25 @@ impl Inner {
         );
         let session_key = session.as_ref().map_or(String::new(), |s| s.id.clone());
         let running = id.map(|id| (session_key.clone(), id));
-        if let Some(key) = &running {
+        let cancelled = running.as_ref().map(|key| {
+            let cancelled = Arc::new(Notify::new());
             self.running
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .insert(key.clone(), in_tx.clone());
-        }
+                .insert(
+                    key.clone(),
+                    Running {
+                        input: in_tx.clone(),
+                        cancelled: Arc::clone(&cancelled),
+                    },
+                );
+            cancelled
+        });
         let mut exchange = Exchange {
             driver: Some(Box::pin(driver)),
             rx: out_rx,
             input: Some(in_tx),
+            cancelled,
             registration: Some(Registration {
                 inner: Arc::clone(&self),
                 running,
