@@ -200,20 +200,13 @@ fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
 
 /// Reads more into `buf` (at least one byte, or `Ok(false)` at the end of the stream);
 /// `Err(TimedOut)` past `deadline`.
-async fn fill(
-    stream: &mut TcpStream,
-    buf: &mut Vec<u8>,
-    deadline: Option<Instant>,
-) -> io::Result<bool> {
+async fn fill(stream: &mut TcpStream, buf: &mut Vec<u8>, deadline: Instant) -> io::Result<bool> {
     if buf.capacity() - buf.len() < 512 {
         buf.reserve(KEEP.max(buf.len()));
     }
-    let n = match deadline {
-        None => stream.read_buf(buf).await?,
-        Some(at) => match tokio::time::timeout_at(at, stream.read_buf(buf)).await {
-            Ok(n) => n?,
-            Err(_) => return Err(io::ErrorKind::TimedOut.into()),
-        },
+    let n = match tokio::time::timeout_at(deadline, stream.read_buf(buf)).await {
+        Ok(n) => n?,
+        Err(_) => return Err(io::ErrorKind::TimedOut.into()),
     };
     Ok(n > 0)
 }
@@ -232,19 +225,20 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
                     return Ok(End::Hyper(buf));
                 }
                 let deadline = if buf.is_empty() {
-                    // Idle between requests: keep-alive, nothing held but the socket.
+                    // Idle (before the first request, or between requests): nothing held but
+                    // the socket, for at most the idle timeout.
                     if out.capacity() > 0 {
                         out = Vec::new();
                     }
-                    None
+                    Instant::now() + inner.idle
                 } else {
-                    Some(*head_since.get_or_insert_with(|| Instant::now() + inner.timeout))
+                    *head_since.get_or_insert_with(|| Instant::now() + inner.timeout)
                 };
                 match fill(stream, &mut buf, deadline).await {
                     Ok(true) => continue,
                     Ok(false) => return Ok(End::Close),
                     Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                        tracing::debug!("a request head did not arrive in time");
+                        tracing::debug!("no request, or not its whole head, in time: closed");
                         return Ok(End::Close);
                     }
                     Err(e) => return Err(e),
@@ -256,7 +250,7 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
         let total = head.len + head.body;
         while buf.len() < total {
             buf.reserve(total - buf.len());
-            match fill(stream, &mut buf, Some(deadline)).await {
+            match fill(stream, &mut buf, deadline).await {
                 Ok(true) => {}
                 Ok(false) => return Ok(End::Close),
                 Err(e) if e.kind() == io::ErrorKind::TimedOut => {

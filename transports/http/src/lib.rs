@@ -57,5 +57,5 @@ pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_E
 pub use rpcwire::wire::classify::{classify, BodyKind};
 pub use server::{
     serve, BodyCheck, HostPolicy, HttpServer, RequestCheck, ResponseFuture, RpcService,
-    UpgradeHook, DEFAULT_MAX_BODY,
+    UpgradeHook, DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY,
 };

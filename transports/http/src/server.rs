@@ -127,6 +127,7 @@ pub struct HttpServer {
     check: Option<RequestCheck>,
     check_body: Option<BodyCheck>,
     max_connections: usize,
+    idle: Duration,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -166,6 +167,7 @@ impl HttpServer {
             check: None,
             check_body: None,
             max_connections: 10_000,
+            idle: DEFAULT_IDLE_CONNECTION,
         }
     }
 
@@ -261,6 +263,21 @@ impl HttpServer {
         self
     }
 
+    /// How long [`serve`] keeps an HTTP/1.1 connection that has no request under way (default
+    /// 90 s): one that sends nothing after connecting, or an idle keep-alive connection. It
+    /// is closed then, so that idle clients cannot hold every slot of
+    /// [`max_connections`](HttpServer::max_connections). The default outlasts the idle time of
+    /// proxies' upstream connections (nginx and AWS load balancers: 60 s), so that a proxy
+    /// never sends a request on a connection the server is closing; clients' pools give idle
+    /// connections up sooner (undici 4 s, httpx 5 s) or send again on a fresh one when the
+    /// server has closed theirs (hyper, reqwest). On a connection hyper serves (after the
+    /// first request the fast path does not take), this one timer also bounds the next
+    /// request's head (hyper's header read timeout). HTTP/2 connections are not bound by it.
+    pub fn idle_connection_timeout(mut self, idle: Duration) -> Self {
+        self.idle = idle.max(Duration::from_millis(1));
+        self
+    }
+
     /// Makes the service. Starts the event stream's connection, so call it within a tokio
     /// runtime.
     pub fn build(self) -> RpcService {
@@ -302,6 +319,7 @@ impl HttpServer {
                 check: self.check,
                 check_body: self.check_body,
                 max_connections: self.max_connections,
+                idle: self.idle,
                 hub,
                 clock,
             }),
@@ -324,6 +342,8 @@ pub(crate) struct Inner {
     pub(crate) check: Option<RequestCheck>,
     pub(crate) check_body: Option<BodyCheck>,
     max_connections: usize,
+    /// See [`HttpServer::idle_connection_timeout`].
+    pub(crate) idle: Duration,
     hub: Arc<Hub>,
     /// Ticks a few times per request timeout.
     clock: watch::Receiver<()>,
@@ -1016,6 +1036,9 @@ pub(crate) fn sse_event(message: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// The default of [`HttpServer::idle_connection_timeout`] (and of the MCP server's).
+pub const DEFAULT_IDLE_CONNECTION: Duration = Duration::from_secs(90);
+
 /// The first bytes of an HTTP/2 connection with prior knowledge.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -1029,13 +1052,14 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// state: an idle keep-alive connection holds its socket and a 2 KiB buffer); the first
 /// request it does not take (GET, event streams, upgrades, chunked bodies, refusals...) hands
 /// the connection, with the bytes already read, to hyper. A request head, once begun, must
-/// arrive whole within [`HttpServer::timeout`] on the fast path.
+/// arrive whole within [`HttpServer::timeout`] on the fast path, and an HTTP/1.1 connection
+/// with no request under way is closed after [`HttpServer::idle_connection_timeout`].
 pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
     let limit = service.inner.max_connections;
     accept_loop(listener, limit, move |stream, peer, permit| {
         let service = service.clone();
         tokio::spawn(async move {
-            match is_h2(&stream).await {
+            match is_h2(&stream, service.inner.idle).await {
                 Some(true) => {
                     tokio::spawn(serve_h2(stream, service, peer, permit));
                 }
@@ -1076,24 +1100,57 @@ pub(crate) async fn accept_loop(
     }
 }
 
-/// Whether the connection starts with the HTTP/2 preface (`None`: it closed first).
-async fn is_h2(stream: &tokio::net::TcpStream) -> Option<bool> {
-    let mut buf = [0u8; 24];
-    for _ in 0..1000 {
-        let n = stream.peek(&mut buf).await.ok()?;
-        if n == 0 {
-            return None;
+/// Whether the connection starts with the HTTP/2 preface (`None`: it closed first, or sent
+/// nothing within `idle`, and is closed).
+pub(crate) async fn is_h2(stream: &tokio::net::TcpStream, idle: Duration) -> Option<bool> {
+    let sniff = async {
+        let mut buf = [0u8; 24];
+        for _ in 0..1000 {
+            let n = stream.peek(&mut buf).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            if buf[..n] != H2_PREFACE[..n] {
+                return Some(false);
+            }
+            if n == H2_PREFACE.len() {
+                return Some(true);
+            }
+            // Part of the preface so far: wait for the rest.
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        if buf[..n] != H2_PREFACE[..n] {
-            return Some(false);
+        Some(false)
+    };
+    match tokio::time::timeout(idle, sniff).await {
+        Ok(h2) => h2,
+        Err(_) => {
+            tracing::debug!("a connection sent nothing in time: closed");
+            None
         }
-        if n == H2_PREFACE.len() {
-            return Some(true);
-        }
-        // Part of the preface so far: wait for the rest.
-        tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    Some(false)
+}
+
+/// hyper's HTTP/1.1 settings for the crate's servers. `idle` is hyper's header read timeout:
+/// it runs from the moment a connection waits for a request until that request's head is
+/// whole, so it closes both a slow head and an idle keep-alive connection.
+pub(crate) fn http1_builder(idle: Duration) -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(idle);
+    builder
+}
+
+/// hyper's HTTP/2 settings for the crate's servers.
+pub(crate) fn http2_builder() -> hyper::server::conn::http2::Builder<hyper_util::rt::TokioExecutor>
+{
+    let mut builder =
+        hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        // Each stream may hold a request's connection or an event stream: bound them.
+        .max_concurrent_streams(256);
+    builder
 }
 
 fn hyper_service(
@@ -1120,7 +1177,7 @@ pub(crate) async fn serve_h1<I>(
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = hyper::server::conn::http1::Builder::new()
+    let conn = http1_builder(service.inner.idle)
         .serve_connection(hyper_util::rt::TokioIo::new(io), hyper_service(service))
         .with_upgrades();
     if let Err(e) = conn.await {
@@ -1135,10 +1192,7 @@ async fn serve_h2(
     peer: std::net::SocketAddr,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) {
-    let conn = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-        .timer(hyper_util::rt::TokioTimer::new())
-        // Each stream may hold a request's connection or an event stream: bound them.
-        .max_concurrent_streams(256)
+    let conn = http2_builder()
         .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service(service));
     if let Err(e) = conn.await {
         tracing::debug!(%peer, error = %e, "HTTP/2 connection ended with an error");

@@ -411,3 +411,56 @@ async fn batch_limit_and_errors_on_the_fast_path() {
         -32700
     );
 }
+
+/// `idle_connection_timeout`: a connection that sends nothing, and an idle keep-alive
+/// connection (on the fast path and on hyper's), are closed once it has passed, so that idle
+/// clients cannot hold every connection slot; one whose requests come sooner stays open.
+#[tokio::test]
+async fn idle_connections_are_closed_after_the_idle_timeout() {
+    let idle = Duration::from_millis(400);
+    let addr = start(server().idle_connection_timeout(idle).max_connections(2)).await;
+
+    // Requests 150 ms apart: the connection stays open throughout.
+    let mut busy = connect(addr).await;
+    let mut rest = Vec::new();
+    for _ in 0..4 {
+        busy.write_all(post(W1, "").as_bytes()).await.unwrap();
+        assert_eq!(read_answer(&mut busy, &mut rest).await.json()["result"], 19);
+        assert!(!closed(&mut busy, Duration::from_millis(150)).await);
+    }
+    // Then idle: closed, and not long after the timeout.
+    let since = std::time::Instant::now();
+    assert!(closed(&mut busy, WAIT).await);
+    let waited = since.elapsed();
+    assert!(waited < idle + Duration::from_secs(1), "{waited:?}");
+
+    // Two silent connections hold both slots: a third client waits in the backlog until
+    // they are closed, then it is answered.
+    let mut silent = [connect(addr).await, connect(addr).await];
+    let since = std::time::Instant::now();
+    let mut third = connect(addr).await;
+    third.write_all(post(W1, "").as_bytes()).await.unwrap();
+    let mut rest = Vec::new();
+    assert_eq!(
+        read_answer(&mut third, &mut rest).await.json()["result"],
+        19
+    );
+    assert!(since.elapsed() >= idle - Duration::from_millis(50));
+    for s in &mut silent {
+        assert!(closed(s, WAIT).await);
+    }
+
+    // On hyper's path (a chunked body hands the connection over): closed when idle too.
+    let chunked = format!(
+        "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{W1}\r\n0\r\n\r\n",
+        W1.len()
+    );
+    let mut s = connect(addr).await;
+    let mut rest = Vec::new();
+    s.write_all(chunked.as_bytes()).await.unwrap();
+    assert_eq!(read_answer(&mut s, &mut rest).await.json()["result"], 19);
+    assert!(!closed(&mut s, Duration::from_millis(150)).await);
+    s.write_all(chunked.as_bytes()).await.unwrap();
+    assert_eq!(read_answer(&mut s, &mut rest).await.json()["result"], 19);
+    assert!(closed(&mut s, WAIT).await);
+}

@@ -848,6 +848,57 @@ async fn connections_are_bounded() {
     assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
 }
 
+/// `idle_connection_timeout`: a connection that sends nothing and an idle keep-alive one are
+/// closed once it has passed (with one connection slot, a silent client no longer locks
+/// everyone out); the session itself lives on, on a new connection.
+#[tokio::test]
+async fn idle_connections_are_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let idle = Duration::from_millis(300);
+    let (url, _, _) = start(|s| s.max_connections(1).idle_connection_timeout(idle)).await;
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let closed = |mut s: tokio::net::TcpStream| async move {
+        let mut buf = [0u8; 4096];
+        loop {
+            match tokio::time::timeout(WAIT, s.read(&mut buf)).await {
+                Ok(Ok(0) | Err(_)) => return true,
+                Ok(Ok(_)) => {}
+                Err(_) => return false,
+            }
+        }
+    };
+    // A silent connection holds the only slot until the timeout...
+    let silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let since = std::time::Instant::now();
+    // ...then a client is served, and its idle keep-alive connection is closed in turn.
+    let id = initialize(&url, "2025-11-25").await;
+    assert!(since.elapsed() >= idle - Duration::from_millis(50));
+    assert!(closed(silent).await);
+    let init = init_body("2025-11-25");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\n\r\n{init}",
+        init.len()
+    );
+    let mut a = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    a.write_all(request.as_bytes()).await.unwrap();
+    let since = std::time::Instant::now();
+    assert!(closed(a).await);
+    let waited = since.elapsed();
+    assert!(waited >= idle - Duration::from_millis(50), "{waited:?}");
+    // The first session outlived its connection.
+    let r = send(
+        "POST",
+        &url,
+        &with(&[("mcp-session-id", &id)]),
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+}
+
 /// Reads a whole event stream: (data, id) of every event, the priming one included.
 async fn all_events(body: &mut Incoming) -> Vec<(String, String)> {
     let mut decoder = SseDecoder::with_buffer(Vec::new(), 1 << 20);

@@ -470,3 +470,33 @@ async fn notify_all_refuses_params_that_are_not_structured() {
     assert_eq!(hub.notify_all("x", ()).unwrap(), 0);
     assert_eq!(hub.notify_all("x", [1]).unwrap(), 0);
 }
+
+/// `handshake_timeout`: a connection that never sends its upgrade request is closed, and a
+/// WebSocket connection, once upgraded, is not bound by it.
+#[tokio::test]
+async fn a_connection_without_its_upgrade_is_closed_after_the_handshake_timeout() {
+    use tokio::io::AsyncReadExt;
+    let config = WsConfig {
+        handshake_timeout: Duration::from_millis(300),
+        ..WsConfig::default()
+    };
+    let (url, _) = start(config).await;
+    let addr = url.trim_start_matches("ws://").trim_end_matches("/rpc");
+    let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let since = std::time::Instant::now();
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(10), silent.read(&mut buf))
+        .await
+        .expect("closed in time");
+    assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
+    assert!(since.elapsed() >= Duration::from_millis(250));
+    // An upgraded connection stays open past it.
+    let mut ws = raw(&url).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    ws.send(Message::text(
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(next_text(&mut ws).await["result"], 19);
+}

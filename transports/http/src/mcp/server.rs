@@ -74,6 +74,7 @@ pub struct McpHttpServer {
     timeout: Duration,
     limits: StreamLimits,
     max_connections: usize,
+    idle_connection: Duration,
 }
 
 impl std::fmt::Debug for McpHttpServer {
@@ -116,6 +117,7 @@ impl McpHttpServer {
                 retry: Duration::from_secs(1),
             },
             max_connections: 10_000,
+            idle_connection: crate::DEFAULT_IDLE_CONNECTION,
         }
     }
 
@@ -123,6 +125,16 @@ impl McpHttpServer {
     /// in the listen backlog.
     pub fn max_connections(mut self, limit: usize) -> Self {
         self.max_connections = limit.max(1);
+        self
+    }
+
+    /// How long [`serve`] keeps an HTTP/1.1 connection with no request under way (default
+    /// 90 s, as [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout)): one that sends nothing after connecting, or an idle keep-alive connection.
+    /// The same timer bounds a request's head (hyper's header read timeout). Not the
+    /// session's idle time ([`idle_timeout`](McpHttpServer::idle_timeout)): a session
+    /// outlives its connections.
+    pub fn idle_connection_timeout(mut self, idle: Duration) -> Self {
+        self.idle_connection = idle.max(Duration::from_millis(1));
         self
     }
 
@@ -226,6 +238,7 @@ impl McpHttpServer {
             timeout: self.timeout,
             limits: self.limits,
             max_connections: self.max_connections,
+            idle_connection: self.idle_connection,
             sessions: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
@@ -319,6 +332,8 @@ struct Inner {
     timeout: Duration,
     limits: StreamLimits,
     max_connections: usize,
+    /// See [`McpHttpServer::idle_connection_timeout`].
+    idle_connection: Duration,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Server-to-client requests by their wire id.
     pending: Mutex<HashMap<String, Pending>>,
@@ -408,23 +423,36 @@ where
     }
 }
 
-/// Serves `service` on every connection accepted on `listener` (HTTP/1.1 and HTTP/2), at
-/// most [`McpHttpServer::max_connections`] at once, until the future is dropped.
+/// Serves `service` on every connection accepted on `listener` (HTTP/1.1, and HTTP/2 with
+/// prior knowledge), at most [`McpHttpServer::max_connections`] at once, until the future is
+/// dropped. An HTTP/1.1 connection with no request under way is closed after
+/// [`McpHttpServer::idle_connection_timeout`].
 pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
     let limit = service.inner.max_connections;
     crate::server::accept_loop(listener, limit, move |stream, peer, permit| {
         let service = service.clone();
         tokio::spawn(async move {
+            let idle = service.inner.idle_connection;
+            let h2 = crate::server::is_h2(&stream, idle).await;
             let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
                 let fut = service.handle(req);
                 async move { Ok::<_, Infallible>(fut.await) }
             });
-            let builder =
-                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
-            if let Err(e) = builder
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                .await
-            {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let ended = match h2 {
+                None => Ok(()),
+                Some(true) => {
+                    crate::server::http2_builder()
+                        .serve_connection(io, svc)
+                        .await
+                }
+                Some(false) => {
+                    crate::server::http1_builder(idle)
+                        .serve_connection(io, svc)
+                        .await
+                }
+            };
+            if let Err(e) = ended {
                 tracing::debug!(%peer, error = %e, "MCP HTTP connection ended with an error");
             }
             drop(permit);

@@ -333,6 +333,7 @@ impl WsServer {
     pub async fn serve_tcp(self, listener: TcpListener) {
         // No bound on TCP connections here: the limit applies to upgrades (503 past it).
         let unbounded = tokio::sync::Semaphore::MAX_PERMITS;
+        let handshake = self.config.handshake_timeout;
         crate::server::accept_loop(listener, unbounded, move |stream, peer, permit| {
             let server = self.clone();
             tokio::spawn(async move {
@@ -341,7 +342,7 @@ impl WsServer {
                     let res = server.handle(req);
                     async move { Ok::<_, Infallible>(res) }
                 });
-                let conn = hyper::server::conn::http1::Builder::new()
+                let conn = crate::server::http1_builder(handshake)
                     .serve_connection(TokioIo::new(stream), service)
                     .with_upgrades();
                 if let Err(e) = conn.await {
