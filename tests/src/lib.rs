@@ -33,6 +33,13 @@ pub fn drain(conn: &mut Connection, out: &mut Vec<u8>) {
     }
 }
 
+/// What the connection has queued to transmit now (one poll), as text, marked written.
+pub fn sent<S: rpcwire::storage::Storage>(conn: &mut Connection<S>) -> String {
+    let bytes = conn.poll_transmit().to_vec();
+    conn.advance_transmit(bytes.len());
+    String::from_utf8(bytes).expect("UTF-8 output")
+}
+
 /// Parses a JSON value, sorting the elements of a top-level array so that batch replies
 /// compare as sets.
 pub fn normalize(text: &str) -> serde_json::Value {

@@ -7,6 +7,7 @@ use rpcwire::wire::{RxBuffer, NO_PARAMS};
 use rpcwire::{
     Config, Connection, ErrorCode, Inbound, Input, Instant, Problem, RespondError, SendError, Token,
 };
+use rpcwire_tests::sent;
 
 fn config() -> Config {
     Config {
@@ -15,12 +16,6 @@ fn config() -> Config {
         max_inflight: 2,
         ..Config::default()
     }
-}
-
-fn drain<S: Storage>(conn: &mut Connection<S>) -> String {
-    let bytes = conn.poll_transmit().to_vec();
-    conn.advance_transmit(bytes.len());
-    String::from_utf8(bytes).unwrap()
 }
 
 fn pending_limit<S: Storage>(mut conn: Connection<S>) {
@@ -52,7 +47,7 @@ fn inflight_limit<S: Storage, B: Slots<u8>>(mut conn: Connection<S>, mut rx: RxB
         }
     }
     assert_eq!((open.len(), busy), (2, vec!["3".to_owned()]));
-    assert!(drain(&mut conn).contains("\"code\":-32001"));
+    assert!(sent(&mut conn).contains("\"code\":-32001"));
     conn.respond(open[0], &1).unwrap();
     let mut again: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"id\":4}\n";
     assert!(matches!(
@@ -84,7 +79,7 @@ fn frame_limit<S: Storage, B: Slots<u8>>(mut conn: Connection<S>, mut rx: RxBuff
         });
     }
     assert_eq!(seen, ["request", "too large 101"]);
-    drain(&mut conn);
+    sent(&mut conn);
     // Outbound: a request whose frame would pass the limit is refused, nothing sent.
     let params = ["p".repeat(200)];
     assert!(matches!(
@@ -92,7 +87,7 @@ fn frame_limit<S: Storage, B: Slots<u8>>(mut conn: Connection<S>, mut rx: RxBuff
         Err(SendError::TooLarge { .. })
     ));
     assert_eq!(conn.pending_len(), 0);
-    assert_eq!(drain(&mut conn), "");
+    assert_eq!(sent(&mut conn), "");
 }
 
 #[test]
@@ -132,7 +127,7 @@ fn a_response_larger_than_max_frame_is_answered_internal_error() {
         conn.respond(req.handle, &big),
         Err(RespondError::TooLarge { .. })
     ));
-    let out = drain(&mut conn);
+    let out = sent(&mut conn);
     assert!(
         out.contains("\"code\":-32603") && out.contains("\"id\":7"),
         "{out}"

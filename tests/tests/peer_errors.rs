@@ -4,6 +4,7 @@
 
 use rpcwire::wire::{RxBuffer, NO_PARAMS};
 use rpcwire::{Connection, Inbound, Input, Instant, Problem, Token};
+use rpcwire_tests::sent;
 
 const PEER_PARSE_ERROR: &[u8] =
     b"{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32700,\"message\":\"Parse error\"},\"id\":null}\n";
@@ -21,12 +22,6 @@ fn receive(conn: &mut Connection, bytes: &[u8]) -> Vec<String> {
         });
     }
     seen
-}
-
-fn sent(conn: &mut Connection) -> String {
-    let bytes = conn.poll_transmit().to_vec();
-    conn.advance_transmit(bytes.len());
-    String::from_utf8(bytes).unwrap()
 }
 
 #[test]

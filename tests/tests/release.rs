@@ -5,6 +5,7 @@
 
 use rpcwire::wire::RxBuffer;
 use rpcwire::{Connection, Inbound, Input, Instant, RequestHandle, RespondError};
+use rpcwire_tests::sent;
 
 /// Feeds `bytes`; the handles of the requests that came, by method name.
 fn requests(conn: &mut Connection, bytes: &[u8]) -> Vec<(String, RequestHandle)> {
@@ -17,12 +18,6 @@ fn requests(conn: &mut Connection, bytes: &[u8]) -> Vec<(String, RequestHandle)>
         }
     }
     seen
-}
-
-fn sent(conn: &mut Connection) -> String {
-    let bytes = conn.poll_transmit().to_vec();
-    conn.advance_transmit(bytes.len());
-    String::from_utf8(bytes).unwrap()
 }
 
 #[test]

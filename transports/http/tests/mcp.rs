@@ -201,6 +201,28 @@ async fn initialize(url: &str, version: &str) -> String {
     id
 }
 
+/// POSTs `ping` on session `id`.
+async fn ping(url: &str, id: &str) -> Response<Incoming> {
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    send("POST", url, &with(&[("mcp-session-id", id)]), ping).await
+}
+
+/// The `host:port` of a server's URL.
+fn addr_of(url: &str) -> String {
+    url.trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned()
+}
+
+/// An `initialize` POST as raw HTTP/1.1 bytes (JSON answers only).
+fn raw_initialize() -> String {
+    let init = init_body("2025-11-25");
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\n\r\n{init}",
+        init.len()
+    )
+}
+
 /// Reads SSE events (their data and id) until `n` have come or the stream ends.
 async fn events(body: &mut Incoming, n: usize) -> Vec<(String, String)> {
     let mut decoder = SseDecoder::with_buffer(Vec::new(), 1 << 20);
@@ -564,13 +586,7 @@ async fn sessions_are_bounded_and_end_when_idle() {
     assert_eq!(service.session_count(), 1);
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(service.session_count(), 0);
-    let r = send(
-        "POST",
-        &url,
-        &with(&[("mcp-session-id", &id)]),
-        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
-    )
-    .await;
+    let r = ping(&url, &id).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }
 
@@ -817,15 +833,8 @@ async fn body_limit_at_its_edge() {
 async fn connections_are_bounded() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let (url, _, _) = start(|s| s.max_connections(1)).await;
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned();
-    let init = init_body("2025-11-25");
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\n\r\n{init}",
-        init.len()
-    );
+    let addr = addr_of(&url);
+    let request = raw_initialize();
     let mut a = tokio::net::TcpStream::connect(&addr).await.unwrap();
     a.write_all(request.as_bytes()).await.unwrap();
     let mut buf = [0u8; 4096];
@@ -856,10 +865,7 @@ async fn idle_connections_are_closed() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let idle = Duration::from_millis(300);
     let (url, _, _) = start(|s| s.max_connections(1).idle_connection_timeout(idle)).await;
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned();
+    let addr = addr_of(&url);
     let closed = |mut s: tokio::net::TcpStream| async move {
         let mut buf = [0u8; 4096];
         loop {
@@ -877,11 +883,7 @@ async fn idle_connections_are_closed() {
     let id = initialize(&url, "2025-11-25").await;
     assert!(since.elapsed() >= idle - Duration::from_millis(50));
     assert!(closed(silent).await);
-    let init = init_body("2025-11-25");
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\n\r\n{init}",
-        init.len()
-    );
+    let request = raw_initialize();
     let mut a = tokio::net::TcpStream::connect(&addr).await.unwrap();
     a.write_all(request.as_bytes()).await.unwrap();
     let since = std::time::Instant::now();
@@ -889,13 +891,7 @@ async fn idle_connections_are_closed() {
     let waited = since.elapsed();
     assert!(waited >= idle - Duration::from_millis(50), "{waited:?}");
     // The first session outlived its connection.
-    let r = send(
-        "POST",
-        &url,
-        &with(&[("mcp-session-id", &id)]),
-        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
-    )
-    .await;
+    let r = ping(&url, &id).await;
     assert_eq!(r.status(), StatusCode::OK);
 }
 
