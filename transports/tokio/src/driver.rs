@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::client::{BatchItem, Command, Control, Reply, SessionStats};
 use crate::handlers::Handlers;
 use crate::raw::Raw;
-use crate::router::{Conn, Origin, OriginId};
+use crate::router::{Conn, Found, Origin, OriginId};
 use crate::{CallError, Client, DriverError, Router, RpcError};
 use std::cell::OnceCell;
 
@@ -541,36 +541,21 @@ impl Driver {
             };
             match item {
                 Inbound::Request(req) => {
-                    let name = req.method.escaped_bytes();
-                    let found = settings.router.as_ref().and_then(|r| {
-                        // Pipelined traffic calls one method again and again: try the last one
-                        // first (a byte comparison) before the index.
-                        let at = match *last_method {
-                            Some(at)
-                                if r.method_at(at).is_some_and(|(n, _)| n.as_bytes() == name) =>
-                            {
-                                at
-                            }
-                            _ => r.find_method(name)?,
-                        };
-                        *last_method = Some(at);
-                        r.method_at(at)
-                    });
-                    // A method with no handler of its own goes to the fallback, if any.
+                    let found = settings
+                        .router
+                        .as_ref()
+                        .and_then(|r| r.request_handler(req.method.escaped_bytes(), *last_method));
                     let wire_name;
                     let found = match found {
-                        Some(found) => Some(found),
-                        None => match settings
-                            .router
-                            .as_ref()
-                            .and_then(|r| r.fallback_method_handler())
-                        {
-                            Some(handler) => {
-                                wire_name = req.method.to_str();
-                                Some((&*wire_name, handler))
-                            }
-                            None => None,
-                        },
+                        Some(Found::Named { at, name, run }) => {
+                            *last_method = Some(at);
+                            Some((name, run))
+                        }
+                        Some(Found::Fallback(run)) => {
+                            wire_name = req.method.to_str();
+                            Some((&*wire_name, run))
+                        }
+                        None => None,
                     };
                     let (Some((method, handler)), Some(peer)) = (found, peer.as_ref()) else {
                         let method = req.method.to_str();

@@ -18,7 +18,7 @@ use rpcwire::{Config, ErrorCode, Inbound, Input, Instant};
 use tokio::sync::mpsc;
 
 use crate::handlers::Handlers;
-use crate::router::{guarded, CatchUnwind, Conn, Origin, OriginId};
+use crate::router::{guarded, CatchUnwind, Conn, Found, Origin, OriginId};
 use crate::{Builder, Client, Router};
 
 /// Connections kept for reuse: enough for every worker of a busy server to find one, few
@@ -234,22 +234,18 @@ impl Shared {
         let router = self.router.as_deref();
         match item {
             Inbound::Request(req) => {
-                let name = req.method.escaped_bytes();
-                // The registered name, or `None` for the fallback (which gets the wire's).
-                let found = router.and_then(|r| match r.find_method(name) {
-                    Some(at) => r.method_at(at).map(|(n, h)| (Some(n), h)),
-                    None => r.fallback_method_handler().map(|h| (None, h)),
-                });
-                let Some((registered, handler)) = found else {
-                    let _ = conn.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
-                    return;
-                };
+                let found =
+                    router.and_then(|r| r.request_handler(req.method.escaped_bytes(), None));
                 let wire_name;
-                let method = match registered {
-                    Some(name) => name,
-                    None => {
+                let (method, handler) = match found {
+                    Some(Found::Named { name, run, .. }) => (name, run),
+                    Some(Found::Fallback(run)) => {
                         wire_name = req.method.to_str();
-                        &*wire_name
+                        (&*wire_name, run)
+                    }
+                    None => {
+                        let _ = conn.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
+                        return;
                     }
                 };
                 let origin = Origin {

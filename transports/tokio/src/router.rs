@@ -617,19 +617,25 @@ impl Router {
         self.methods.names()
     }
 
-    /// The position of the request handler named by these bytes (as on the wire).
-    pub(crate) fn find_method(&self, name: &[u8]) -> Option<usize> {
-        self.methods.find(name)
-    }
-
-    /// The request handler at a position, with its name.
-    pub(crate) fn method_at(&self, position: usize) -> Option<(&str, &MethodFn)> {
-        self.methods.at(position).map(|(n, e)| (n.as_str(), &e.run))
-    }
-
-    /// The handler of requests no other handler takes, if any.
-    pub(crate) fn fallback_method_handler(&self) -> Option<&MethodFn> {
-        self.fallback_method.as_ref().map(|e| &e.run)
+    /// The handler a request with this method name (as on the wire, still escaped) runs: the
+    /// one registered under it, else the fallback. `last` is a position to try first, by a
+    /// byte comparison before the index: pipelined traffic calls one method again and again.
+    pub(crate) fn request_handler(&self, name: &[u8], last: Option<usize>) -> Option<Found<'_>> {
+        let named = last
+            .filter(|&at| {
+                self.methods
+                    .at(at)
+                    .is_some_and(|(n, _)| n.as_bytes() == name)
+            })
+            .or_else(|| self.methods.find(name))
+            .and_then(|at| self.methods.at(at).map(|(n, e)| (at, n.as_str(), &e.run)));
+        match named {
+            Some((at, name, run)) => Some(Found::Named { at, name, run }),
+            None => self
+                .fallback_method
+                .as_ref()
+                .map(|e| Found::Fallback(&e.run)),
+        }
     }
 
     /// Whether any handler reads a [`Context`].
@@ -677,6 +683,18 @@ impl Router {
             None => self.fallback.as_ref().map(|e| &e.run),
         }
     }
+}
+
+/// The handler a request runs ([`Router::request_handler`]).
+pub(crate) enum Found<'a> {
+    /// Registered under the request's method name, at this position.
+    Named {
+        at: usize,
+        name: &'a str,
+        run: &'a MethodFn,
+    },
+    /// The fallback: it runs under the name on the wire.
+    Fallback(&'a MethodFn),
 }
 
 /// A typed request handler after type erasure: decodes the params, polls the handler once in
