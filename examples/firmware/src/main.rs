@@ -9,6 +9,7 @@
 //! Run it: `cargo run --release` (UART0 on the terminal), or
 //! `qemu-system-arm -M lm3s6965evb -nographic -kernel <elf> -serial pty`.
 
+mod board;
 mod clock;
 mod mem;
 mod methods;
@@ -25,10 +26,6 @@ use rpcwire_embedded_io::{Context, Driver, Incoming};
 use clock::SysTickClock;
 use slot::Slot;
 use uart::Uart0;
-
-/// The core clock after reset (the 12 MHz internal oscillator; qemu models about that).
-const CLOCK_HZ: u32 = 12_000_000;
-const BAUD: u32 = 115_200;
 
 /// Storage: 1 KiB receive buffer, 1 KiB transmit buffer, 960 B for batch replies (each
 /// element of a batch reserves up to ~155 bytes: the specification's six-element batch
@@ -58,24 +55,16 @@ const BOOTED: &str = concat!(
 
 #[entry]
 fn main() -> ! {
-    stack::paint();
-    let mut core = cortex_m::Peripherals::take().unwrap_or_else(|| halt());
-    let uart = Uart0::take(CLOCK_HZ, BAUD).unwrap_or_else(|| halt());
-    clock::start(core.SYST, CLOCK_HZ);
-    core.SCB.clear_sleepdeep();
-
-    let slot = DRIVER.take().unwrap_or_else(|| halt());
+    let uart = board::start();
+    let slot = DRIVER.take().unwrap_or_else(|| board::halt());
     let driver = Firmware::new_in(slot, uart, SysTickClock::default(), Config::DEFAULT);
 
     // The transport is infallible and this frame always fits: nothing can fail here.
     let _ = driver.send_notification("booted", Some(&methods::Raw(BOOTED.as_bytes())));
 
-    loop {
-        // Never blocks: reads what the FIFO holds, answers, writes out.
+    board::run(|| {
         let _ = driver.poll(handle);
-        // Sleep until the next interrupt (SysTick wakes us every millisecond).
-        cortex_m::asm::wfi();
-    }
+    })
 }
 
 /// Answers requests (see [`methods`]); notifications, problems (already answered by the
@@ -83,24 +72,5 @@ fn main() -> ! {
 fn handle(ctx: &mut Ctx<'_>, item: Incoming<'_>) {
     if let Incoming::Request(req) = item {
         let _ = methods::answer(ctx, &req);
-    }
-}
-
-/// The interrupt part of the vector table: the LM3S6965 has 38 interrupts, this firmware
-/// enables none (it polls UART0 and wakes on SysTick), so eight default entries are enough.
-/// cortex-m-rt's default table has 240 entries: 928 bytes more flash.
-#[link_section = ".vector_table.interrupts"]
-#[no_mangle]
-#[used]
-static __INTERRUPTS: [unsafe extern "C" fn(); 8] = [DefaultHandler; 8];
-
-extern "C" {
-    /// cortex-m-rt's handler for unexpected interrupts.
-    fn DefaultHandler();
-}
-
-fn halt() -> ! {
-    loop {
-        cortex_m::asm::wfi();
     }
 }

@@ -11,6 +11,8 @@
 //!
 //! A host reaches it through `rpcwire bridge --serial /dev/ttyACM0` (see the README).
 
+#[path = "../../board.rs"]
+mod board;
 #[path = "../../clock.rs"]
 mod clock;
 #[path = "../../mem.rs"]
@@ -33,10 +35,6 @@ use rpcwire_embedded_io::{Context, Driver};
 use clock::SysTickClock;
 use slot::Slot;
 use uart::Uart0;
-
-/// The core clock after reset (the 12 MHz internal oscillator; qemu models about that).
-const CLOCK_HZ: u32 = 12_000_000;
-const BAUD: u32 = 115_200;
 
 /// Storage: 1 KiB receive buffer (an MCP host's requests to this device are small: the
 /// longest, `initialize`, is a few hundred bytes); 1 KiB transmit buffer (the `tools/list`
@@ -73,40 +71,15 @@ const BOOTED: &str = concat!(
 
 #[entry]
 fn main() -> ! {
-    stack::paint();
-    let mut core = cortex_m::Peripherals::take().unwrap_or_else(|| halt());
-    let uart = Uart0::take(CLOCK_HZ, BAUD).unwrap_or_else(|| halt());
-    clock::start(core.SYST, CLOCK_HZ);
-    core.SCB.clear_sleepdeep();
-
-    let slot = DRIVER.take().unwrap_or_else(|| halt());
+    let uart = board::start();
+    let slot = DRIVER.take().unwrap_or_else(|| board::halt());
     let driver = Firmware::new_in(slot, uart, SysTickClock::default(), CONFIG);
 
     // The transport is infallible and this frame always fits: nothing can fail here.
     let _ = driver.send_notification("booted", Some(&rpcwire_mcp::Raw(BOOTED.as_bytes())));
 
     let mut device = tools::Device::new();
-    loop {
-        // Never blocks: reads what the FIFO holds, answers, writes out.
+    board::run(|| {
         let _ = driver.poll(|ctx, item| device.handle(ctx, item));
-        // Sleep until the next interrupt (SysTick wakes us every millisecond).
-        cortex_m::asm::wfi();
-    }
-}
-
-/// The interrupt part of the vector table: eight default entries (see the other image).
-#[link_section = ".vector_table.interrupts"]
-#[no_mangle]
-#[used]
-static __INTERRUPTS: [unsafe extern "C" fn(); 8] = [DefaultHandler; 8];
-
-extern "C" {
-    /// cortex-m-rt's handler for unexpected interrupts.
-    fn DefaultHandler();
-}
-
-fn halt() -> ! {
-    loop {
-        cortex_m::asm::wfi();
-    }
+    })
 }
