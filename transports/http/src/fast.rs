@@ -216,6 +216,11 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
     let mut out: Vec<u8> = Vec::new();
     // When the head now in the buffer began (slowloris: a head must be whole in time).
     let mut head_since: Option<Instant> = None;
+    // The idle timeout: one timer for the connection's life, moved only when it fires early
+    // (see `wait_idle`), so that a request costs no timer registration.
+    let idle_timer = tokio::time::sleep(inner.idle);
+    tokio::pin!(idle_timer);
+    let mut idle_since = Instant::now();
     loop {
         let head = match parse(inner, &buf) {
             Parsed::Other => return Ok(End::Hyper(buf)),
@@ -224,17 +229,20 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
                 if buf.len() >= MAX_HEAD {
                     return Ok(End::Hyper(buf));
                 }
-                let deadline = if buf.is_empty() {
+                let read = if buf.is_empty() {
                     // Idle (before the first request, or between requests): nothing held but
                     // the socket, for at most the idle timeout.
                     if out.capacity() > 0 {
                         out = Vec::new();
                     }
-                    Instant::now() + inner.idle
+                    wait_idle(stream, &mut buf, idle_timer.as_mut(), idle_since + inner.idle)
+                        .await
                 } else {
-                    *head_since.get_or_insert_with(|| Instant::now() + inner.timeout)
+                    let deadline =
+                        *head_since.get_or_insert_with(|| Instant::now() + inner.timeout);
+                    fill(stream, &mut buf, deadline).await
                 };
-                match fill(stream, &mut buf, deadline).await {
+                match read {
                     Ok(true) => continue,
                     Ok(false) => return Ok(End::Close),
                     Err(e) if e.kind() == io::ErrorKind::TimedOut => {
@@ -288,6 +296,32 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
         if head.close {
             stream.shutdown().await.ok();
             return Ok(End::Close);
+        }
+        idle_since = Instant::now();
+    }
+}
+
+/// Reads the first bytes of the next request into the empty `buf` (`Ok(false)` at the end of
+/// the stream); `Err(TimedOut)` once `end` has passed with nothing read. `timer` is the
+/// connection's idle timer: it fires at or before `end` (it was set for an earlier idle
+/// period), and is moved to `end` only then.
+async fn wait_idle(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    mut timer: Pin<&mut tokio::time::Sleep>,
+    end: Instant,
+) -> io::Result<bool> {
+    buf.reserve(KEEP);
+    loop {
+        tokio::select! {
+            biased;
+            n = stream.read_buf(buf) => return Ok(n? > 0),
+            () = &mut timer => {
+                if Instant::now() >= end {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                timer.as_mut().reset(end);
+            }
         }
     }
 }
