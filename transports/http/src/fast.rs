@@ -235,8 +235,13 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
                     if out.capacity() > 0 {
                         out = Vec::new();
                     }
-                    wait_idle(stream, &mut buf, idle_timer.as_mut(), idle_since + inner.idle)
-                        .await
+                    wait_idle(
+                        stream,
+                        &mut buf,
+                        idle_timer.as_mut(),
+                        idle_since + inner.idle,
+                    )
+                    .await
                 } else {
                     let deadline =
                         *head_since.get_or_insert_with(|| Instant::now() + inner.timeout);

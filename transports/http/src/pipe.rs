@@ -90,6 +90,14 @@ impl ChannelReader {
     }
 }
 
+/// Runs a connection whose messages have nobody to read them (a POST of notifications: it
+/// has no way back) to its end, dropping what it writes, so that its handlers run to their
+/// end even when they send messages on the way.
+pub(crate) async fn drained<D: Future>(driver: D, mut written: mpsc::Receiver<Bytes>) {
+    let drain = async { while written.recv().await.is_some() {} };
+    let _ = tokio::join!(driver, drain);
+}
+
 /// Sends one body into a [`ChannelReader`] (header and body as two chunks, kept in order by
 /// the single channel).
 pub(crate) async fn send_body(tx: &mpsc::Sender<Bytes>, body: Bytes) -> bool {

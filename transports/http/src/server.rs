@@ -17,7 +17,7 @@ use rpcwire_tokio::{Builder, Client, Responder};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::body::Body;
-use crate::pipe::{FrameWriter, OnceReader};
+use crate::pipe::{drained, FrameWriter, OnceReader};
 use crate::stream::{Hub, StreamLimits, VecSink};
 use rpcwire::wire::classify::{classify_batch, is_response, BodyKind};
 
@@ -792,7 +792,7 @@ impl Inner {
         );
         if !calls {
             // Notifications alone: accepted at once; their handlers run on.
-            tokio::spawn(driver);
+            tokio::spawn(drained(driver, rx));
             return Reply::Accepted;
         }
         let mut exchange = Exchange {

@@ -747,3 +747,42 @@ async fn profile_check_and_upgrade_hooks() {
         (StatusCode::IM_A_TEAPOT, "upgrade handle: true")
     );
 }
+
+/// A POSTed notification's handler runs to its end even when it sends messages on the way
+/// (a POST of notifications has no way back: they are dropped), for both servers' shapes of
+/// body: a notification alone and a batch of them.
+#[tokio::test]
+async fn notification_handlers_that_notify_run_to_their_end() {
+    let (done_tx, mut done) = tokio::sync::mpsc::unbounded_channel::<u64>();
+    let router =
+        Router::new().notification_with_context("work", move |cx: Context, (n,): (u64,)| {
+            let done = done_tx.clone();
+            async move {
+                for i in 0..3 {
+                    let _ = cx.peer().notify("progress", [i]).await;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                let _ = done.send(n);
+            }
+        });
+    let (url, _service) = start(HttpServer::new(Builder::new().router(router)).path("/rpc")).await;
+    let a = post_json(&url, r#"{"jsonrpc":"2.0","method":"work","params":[1]}"#).await;
+    assert_eq!(a.status, StatusCode::ACCEPTED);
+    let a = post_json(
+        &url,
+        r#"[{"jsonrpc":"2.0","method":"work","params":[2]},{"jsonrpc":"2.0","method":"work","params":[3]}]"#,
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::ACCEPTED);
+    let mut ended = Vec::new();
+    for _ in 0..3 {
+        ended.push(
+            tokio::time::timeout(WAIT, done.recv())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    ended.sort_unstable();
+    assert_eq!(ended, [1, 2, 3]);
+}

@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, Notify};
 
 use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
 use crate::body::Body;
-use crate::pipe::{send_body, ChannelReader, FrameWriter, OnceReader};
+use crate::pipe::{drained, send_body, ChannelReader, FrameWriter, OnceReader};
 use crate::server::{
     accepted_media, after_body, event_stream, json, read_body, refuse, refuse_post_head, sse_event,
     status,
@@ -1103,16 +1103,12 @@ impl Inner {
                     return status(StatusCode::ACCEPTED);
                 }
                 // Other notifications run on a connection of their own; accepted at once.
-                let (tx, mut rx) = mpsc::channel::<Bytes>(8);
+                let (tx, rx) = mpsc::channel::<Bytes>(8);
                 let (_client, driver) = self.builder.clone().run_inline(
                     OnceReader::new(body, None),
                     FrameWriter::new(tx, self.max_body),
                 );
-                tokio::spawn(async move {
-                    // Nothing goes back for a notification: drain what the connection writes.
-                    let drain = async { while rx.recv().await.is_some() {} };
-                    let _ = tokio::join!(driver, drain);
-                });
+                tokio::spawn(drained(driver, rx));
                 status(StatusCode::ACCEPTED)
             }
             Posted::Request { id, method, params } => {
