@@ -48,6 +48,14 @@ fn post(body: &str, extra: &str) -> String {
     )
 }
 
+/// A POST of `body` with a chunked body (which the fast path hands to hyper).
+fn chunked(body: &str) -> String {
+    format!(
+        "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+        body.len()
+    )
+}
+
 #[derive(Debug)]
 struct Answer {
     status: u16,
@@ -166,13 +174,10 @@ async fn answers_equal_hyper_s() {
     let mut rest = Vec::new();
     s.write_all(post(W1, "").as_bytes()).await.unwrap();
     let fast = read_answer(&mut s, &mut rest).await;
-    let chunked = format!(
-        "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{W1}\r\n0\r\n\r\n",
-        W1.len()
-    );
+    let request = chunked(W1);
     let mut h = connect(addr).await;
     let mut hrest = Vec::new();
-    h.write_all(chunked.as_bytes()).await.unwrap();
+    h.write_all(request.as_bytes()).await.unwrap();
     let hyper = read_answer(&mut h, &mut hrest).await;
     let names = |a: &Answer| a.headers.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
     assert_eq!(fast.status, 200);
@@ -187,11 +192,8 @@ async fn answers_equal_hyper_s() {
     let note = r#"{"jsonrpc":"2.0","method":"subtract","params":[1,1]}"#;
     s.write_all(post(note, "").as_bytes()).await.unwrap();
     let fast = read_answer(&mut s, &mut rest).await;
-    let chunked = format!(
-        "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{note}\r\n0\r\n\r\n",
-        note.len()
-    );
-    h.write_all(chunked.as_bytes()).await.unwrap();
+    let request = chunked(note);
+    h.write_all(request.as_bytes()).await.unwrap();
     let hyper = read_answer(&mut h, &mut hrest).await;
     assert_eq!((fast.status, fast.body.as_str()), (202, ""));
     assert_eq!(names(&fast), names(&hyper));
@@ -451,16 +453,13 @@ async fn idle_connections_are_closed_after_the_idle_timeout() {
     }
 
     // On hyper's path (a chunked body hands the connection over): closed when idle too.
-    let chunked = format!(
-        "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{W1}\r\n0\r\n\r\n",
-        W1.len()
-    );
+    let request = chunked(W1);
     let mut s = connect(addr).await;
     let mut rest = Vec::new();
-    s.write_all(chunked.as_bytes()).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
     assert_eq!(read_answer(&mut s, &mut rest).await.json()["result"], 19);
     assert!(!closed(&mut s, Duration::from_millis(150)).await);
-    s.write_all(chunked.as_bytes()).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
     assert_eq!(read_answer(&mut s, &mut rest).await.json()["result"], 19);
     assert!(closed(&mut s, WAIT).await);
 }
