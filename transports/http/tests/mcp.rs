@@ -857,6 +857,84 @@ async fn connections_are_bounded() {
     assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
 }
 
+/// Forwards connections on a loopback port to `to`, counting the GET requests clients send.
+async fn counting_proxy(to: String) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::AtomicUsize;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let gets = Arc::new(AtomicUsize::new(0));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let count = Arc::clone(&gets);
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let server = tokio::net::TcpStream::connect(&to).await.unwrap();
+            let (mut cr, mut cw) = client.into_split();
+            let (mut sr, mut sw) = server.into_split();
+            let count = Arc::clone(&count);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 16 << 10];
+                while let Ok(n) = cr.read(&mut buf).await {
+                    if n == 0 || sw.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                    // Requests are small: each starts a read of its own here.
+                    if buf[..n].starts_with(b"GET ") {
+                        count.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+                let _ = sw.shutdown().await;
+            });
+            tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut sr, &mut cw).await;
+                let _ = cw.shutdown().await;
+            });
+        }
+    });
+    (url, gets)
+}
+
+/// A call the Rust client cancels: the server stops the tool and ends its stream with no
+/// answer (MCP: a cancelled request is not answered), and the client, which knows it
+/// cancelled it, does not try to resume that stream with GET.
+#[tokio::test]
+async fn the_rust_client_does_not_resume_a_call_it_cancelled() {
+    let (url, _, dropped) = start(|s| s.retry(Duration::from_millis(20))).await;
+    let (proxied, gets) = counting_proxy(addr_of(&url)).await;
+    let client = McpHttpClient::connect(&proxied).await.unwrap();
+    let (tx, mut progressed) = tokio::sync::mpsc::unbounded_channel();
+    let running = client
+        .mcp()
+        .start_tool(
+            "wait",
+            json!({}),
+            Some(Box::new(move |p| {
+                let _ = tx.send(p.progress);
+            })),
+        )
+        .unwrap();
+    tokio::time::timeout(WAIT, progressed.recv()).await.unwrap();
+    running.cancel();
+    let end = std::time::Instant::now() + WAIT;
+    while !dropped.load(Ordering::SeqCst) {
+        assert!(std::time::Instant::now() < end, "the tool did not stop");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Resumption would have come within a few `retry` periods (20 ms).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        gets.load(Ordering::SeqCst),
+        0,
+        "GET requests after the cancellation"
+    );
+    let r = client
+        .mcp()
+        .call_tool("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    assert_eq!(r.joined_text(), "3");
+    client.close().await.unwrap();
+}
+
 /// `idle_connection_timeout`: a connection that sends nothing and an idle keep-alive one are
 /// closed once it has passed (with one connection slot, a silent client no longer locks
 /// everyone out); the session itself lives on, on a new connection.

@@ -1,6 +1,7 @@
 //! The MCP Streamable HTTP client: an [`McpClient`] whose messages go out as POSTs, with the
 //! session's headers (session mode) or the method headers (stateless mode).
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use rpcwire::wire::sse::{SseDecoder, SseItem};
 use rpcwire::wire::Framing;
+use rpcwire_mcp::methods::CANCELLED;
 use rpcwire_mcp::tokio::{ClientOptions, McpClient, McpError};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -90,6 +92,7 @@ impl McpHttpClientBuilder {
             inbound: in_tx,
             session: Mutex::new(None),
             version: Mutex::new(None),
+            cancelled: Mutex::new(VecDeque::new()),
         });
         let poster = Arc::clone(&shared);
         let posts = tokio::spawn(async move {
@@ -134,6 +137,41 @@ struct Shared {
     session: Mutex<Option<String>>,
     /// The revision the server chose.
     version: Mutex<Option<String>>,
+    /// The ids of the latest requests this client cancelled (at most [`CANCELLED_KEPT`]):
+    /// their streams end with no answer (MCP), and are not resumed.
+    cancelled: Mutex<VecDeque<Value>>,
+}
+
+/// How many cancelled request ids [`Shared`] remembers.
+const CANCELLED_KEPT: usize = 64;
+
+impl Shared {
+    /// Notes that this client cancelled the request with this id.
+    fn note_cancelled(&self, id: Value) {
+        let mut cancelled = self
+            .cancelled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if cancelled.len() == CANCELLED_KEPT {
+            cancelled.pop_front();
+        }
+        cancelled.push_back(id);
+    }
+
+    /// True (once) when this client cancelled the request with this id.
+    fn take_cancelled(&self, id: &Value) -> bool {
+        let mut cancelled = self
+            .cancelled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match cancelled.iter().position(|c| c == id) {
+            Some(at) => {
+                cancelled.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// An MCP client over Streamable HTTP: an [`McpClient`] ([`mcp`](McpHttpClient::mcp): list
@@ -293,6 +331,11 @@ impl Shared {
                 h.insert(HEADER_NAME, name);
             }
         }
+        if method == Some(CANCELLED) {
+            if let Some(id) = value.pointer("/params/requestId") {
+                self.note_cancelled(id.clone());
+            }
+        }
         let initialize = method == Some("initialize");
         let id = value.get("id").filter(|_| method.is_some()).cloned();
         let outcome =
@@ -379,6 +422,10 @@ impl Shared {
                 // closed it to be polled, or the connection broke): resume with a GET.
                 let last = decoder.last_event_id().to_owned();
                 if answered || want.is_none() || last.is_empty() || self.mode != Mode::Sessions {
+                    return Ok(());
+                }
+                if want.is_some_and(|id| self.take_cancelled(id)) {
+                    // This client cancelled the request: no answer is coming.
                     return Ok(());
                 }
                 attempts += 1;
