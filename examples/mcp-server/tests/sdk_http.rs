@@ -2,7 +2,9 @@
 //! (PyPI `mcp`: `streamable_http_client` + `ClientSession`) and the TypeScript SDK (npm
 //! `@modelcontextprotocol/sdk`: `Client` + `StreamableHTTPClientTransport`), as installed by
 //! `.ci/install/mcp-interop.sh`. Each script (in `tests/interop/`) initializes, pings, lists
-//! and calls tools (progress and log messages over SSE), ends the session with DELETE (then a
+//! and calls tools (progress and log messages over SSE), cancels a long task (the server
+//! stops it and does not answer it, as MCP asks; the session goes on), ends the session with
+//! DELETE (then a
 //! POST on it gets 404), sees a call on a session deleted under it fail with 404, and
 //! initializes a new session; it raises on the first failed check.
 //!

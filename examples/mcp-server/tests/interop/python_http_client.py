@@ -62,6 +62,36 @@ async def session_round(url, rec):
                 check(any("counting to 4" in str(d) for _, d in logs), "log message over SSE")
                 r = await session.call_tool("fail", {"reason": "nope"})
                 check(r.is_error and "nope" in r.content[0].text, "call fail: isError")
+
+                # Cancel a long task after two progress notifications: the SDK sends
+                # notifications/cancelled, the server stops the task and ends its stream with no
+                # answer (MCP), and the session goes on.
+                started = anyio.Event()
+                long_progress = []
+
+                async def on_long_progress(p, total, message):
+                    long_progress.append(p)
+                    if len(long_progress) >= 2:
+                        started.set()
+
+                scope = anyio.CancelScope()
+
+                async def run_long():
+                    with scope:
+                        await session.call_tool("long_task", {"seconds": 30}, progress_callback=on_long_progress)
+
+                with anyio.fail_after(20):
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(run_long)
+                        await started.wait()
+                        scope.cancel()
+                check(scope.cancelled_caught, "long_task: call cancelled by the client")
+                await anyio.sleep(0.5)
+                stopped_at = len(long_progress)
+                await anyio.sleep(0.5)
+                check(len(long_progress) == stopped_at, f"long_task: progress ended at {stopped_at}")
+                r = await session.call_tool("add", {"a": 1, "b": 1})
+                check(r.content[0].text == "2", "the session goes on after the cancellation")
         ids = set(rec.session_ids())
         check(len(ids) == 1, f"one session id ({ids})")
         sid = ids.pop()
