@@ -4,9 +4,8 @@
 //! `.ci/install/mcp-interop.sh`. Each script (in `tests/interop/`) initializes, pings, lists
 //! and calls tools (progress and log messages over SSE), cancels a long task (the server
 //! stops it and does not answer it, as MCP asks; the session goes on), ends the session with
-//! DELETE (then a
-//! POST on it gets 404), sees a call on a session deleted under it fail with 404, and
-//! initializes a new session; it raises on the first failed check.
+//! DELETE (then a POST on it gets 404), sees a call on a session deleted under it fail with
+//! 404, and initializes a new session; it raises on the first failed check.
 //!
 //! Skips with a visible `SKIPPED:` line when an SDK is missing, unless `CI=true`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
