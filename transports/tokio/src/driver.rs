@@ -601,10 +601,31 @@ impl Driver {
                                     .find(|(k, _)| k.eq_str(&profile.id_member))
                                     .map(|(_, v)| v)
                             });
-                            if id.is_some_and(|id| handlers.cancel(id.as_str())) {
+                            let Some(id) = id.map(|id| id.as_str()) else {
+                                tracing::debug!("cancel naming no request");
+                                continue;
+                            };
+                            if handlers.cancel(id) {
                                 tracing::debug!("request cancelled by the peer");
-                            } else {
-                                tracing::debug!("cancel for no running request");
+                                continue;
+                            }
+                            // Not started yet (waiting for a handler slot): under a rule that
+                            // leaves cancelled requests unanswered, it is let go of now.
+                            let queued = queue.iter().position(|job| {
+                                job.handle.is_some() && job.id.as_deref() == Some(id)
+                            });
+                            match queued
+                                .filter(|_| !profile.answer)
+                                .and_then(|at| queue.remove(at))
+                            {
+                                Some(job) => {
+                                    tracing::debug!("queued request cancelled by the peer");
+                                    *queued_bytes -= job.cost;
+                                    if let Some(handle) = job.handle {
+                                        let _ = conn.release(handle);
+                                    }
+                                }
+                                None => tracing::debug!("cancel for no running request"),
                             }
                             continue;
                         }

@@ -316,8 +316,10 @@ impl Builder {
     /// ([`Builder::cancel_notification`]) still gets an answer (default: yes, LSP's rule).
     /// With `false` (MCP's rule: a receiver should not answer a cancelled request), whatever
     /// the handler returns after the cancellation is dropped and the request is released
-    /// with nothing written; in a batch, the reply leaves it out. A request whose answer was
-    /// already written is not affected. Without a cancel notification this changes nothing.
+    /// with nothing written; in a batch, the reply leaves it out. A request still waiting for
+    /// a handler slot ([`Builder::concurrency`]) is released at once, its handler never
+    /// started. A request whose answer was already written is not affected. Without a cancel
+    /// notification this changes nothing.
     ///
     /// ```
     /// use rpcwire_tokio::Builder;

@@ -298,3 +298,63 @@ async fn after_the_peers_input_ends_notifications_still_go_out_and_calls_fail() 
     })
     .await;
 }
+
+/// Under MCP's rule, a request cancelled while it waits for a handler slot (`concurrency`) is
+/// let go of before it runs: its handler never starts and nothing answers it.
+#[tokio::test]
+async fn a_queued_request_cancelled_under_mcps_rule_never_runs() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    bounded(async {
+        let (started_tx, mut started) = mpsc::unbounded_channel::<u64>();
+        let router = Router::new()
+            .method_with_context("work", move |ctx, (tag,): (u64,)| {
+                let started = started_tx.clone();
+                async move {
+                    let _ = started.send(tag);
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(30)) => Ok::<_, RpcError>(tag),
+                        () = ctx.cancelled() => Err(RpcError::new(ErrorCode(-32800), "cancelled")),
+                    }
+                }
+            })
+            .method("now", |(tag,): (u64,)| async move { Ok::<_, RpcError>(tag) });
+        let (ours, theirs) = tokio::io::duplex(4096);
+        let (r, w) = tokio::io::split(ours);
+        let server = Builder::new()
+            .router(router)
+            .concurrency(1)
+            .cancel_notification("notifications/cancelled", "requestId")
+            .answer_cancelled(false)
+            .run(r, w);
+        let (r, mut w) = tokio::io::split(theirs);
+        let mut lines = BufReader::new(r).lines();
+        let line = |s: &str| format!("{s}\n");
+        let cancel = |id: u64| {
+            line(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}"
+            ))
+        };
+        // 1 runs and holds the only slot; 2 waits for it.
+        for id in [1, 2] {
+            let call = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"work\",\"params\":[{id}]}}");
+            w.write_all(line(&call).as_bytes()).await.unwrap();
+        }
+        assert_eq!(started.recv().await, Some(1));
+        w.write_all(cancel(2).as_bytes()).await.unwrap();
+        w.write_all(cancel(1).as_bytes()).await.unwrap();
+        w.write_all(line(r#"{"jsonrpc":"2.0","id":3,"method":"now","params":[3]}"#).as_bytes())
+            .await
+            .unwrap();
+        // The first answer written is 3's: neither 1 nor 2 is answered.
+        assert_eq!(
+            lines.next_line().await.unwrap().unwrap(),
+            r#"{"jsonrpc":"2.0","result":3,"id":3}"#
+        );
+        w.shutdown().await.unwrap();
+        assert_eq!(lines.next_line().await.unwrap(), None);
+        server.join().await.unwrap();
+        // 2's handler never started.
+        assert_eq!(started.try_recv().ok(), None);
+    })
+    .await;
+}
