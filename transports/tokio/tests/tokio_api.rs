@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::bounded;
-use rpcwire_tokio::{Builder, Client, ErrorCode, Router, RpcError};
+use rpcwire_tokio::{Builder, Client, ErrorCode, Router, RpcError, Session};
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
+};
 use tokio::sync::mpsc;
 
 struct Counter(AtomicU64);
@@ -186,41 +189,66 @@ async fn join_ends_a_connection_this_side_opened_even_with_a_router() {
     .await;
 }
 
+/// A raw peer's side of an in-memory pipe: the lines it reads, and its writer.
+type RawLines = Lines<BufReader<ReadHalf<DuplexStream>>>;
+
+/// Runs `builder` on one end of an in-memory pipe; the other end is a raw peer that writes
+/// and reads JSON text lines.
+fn raw_peer(builder: Builder) -> (Session, RawLines, WriteHalf<DuplexStream>) {
+    let (ours, theirs) = tokio::io::duplex(4096);
+    let (r, w) = tokio::io::split(ours);
+    let session = builder.run(r, w);
+    let (r, w) = tokio::io::split(theirs);
+    (session, BufReader::new(r).lines(), w)
+}
+
+/// `work` waits 30 s for its tag, or stops at a cancellation (-32800), telling `started` its
+/// tag first; `now` answers its tag at once.
+fn cancellable(started: mpsc::UnboundedSender<u64>) -> Router {
+    Router::new()
+        .method_with_context("work", move |ctx, (tag,): (u64,)| {
+            let started = started.clone();
+            async move {
+                let _ = started.send(tag);
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(30)) => Ok::<_, RpcError>(tag),
+                    () = ctx.cancelled() => Err(RpcError::new(ErrorCode(-32800), "cancelled")),
+                }
+            }
+        })
+        .method(
+            "now",
+            |(tag,): (u64,)| async move { Ok::<_, RpcError>(tag) },
+        )
+}
+
+/// MCP's cancel notification for the request with this id (its JSON text), as a line.
+fn cancel_line(id: &str) -> String {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}\n"
+    )
+}
+
 /// MCP's rule (`answer_cancelled(false)`): a request the peer cancelled gets no answer, alone
 /// or in a batch, while LSP's (the default) answers it with what its handler returns. Seen on
 /// the wire, with a raw peer.
 #[tokio::test]
 async fn a_cancelled_request_is_answered_or_released_as_the_profile_says() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     for answer in [true, false] {
         bounded(async {
-            let router = Router::new().method_with_context("work", |ctx, (tag,): (u64,)| async move {
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs(30)) => Ok::<_, RpcError>(tag),
-                    () = ctx.cancelled() => Err(RpcError::new(ErrorCode(-32800), "cancelled")),
-                }
-            })
-            .method("now", |(tag,): (u64,)| async move { Ok::<_, RpcError>(tag) });
-            let (ours, theirs) = tokio::io::duplex(4096);
-            let (r, w) = tokio::io::split(ours);
-            let server = Builder::new()
-                .router(router)
-                .cancel_notification("notifications/cancelled", "requestId")
-                .answer_cancelled(answer)
-                .run(r, w);
-            let (r, mut w) = tokio::io::split(theirs);
-            let mut lines = BufReader::new(r).lines();
-            let cancel = |id: &str| {
-                format!(
-                    "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}\n"
-                )
-            };
+            let (started, _) = mpsc::unbounded_channel();
+            let (server, mut lines, mut w) = raw_peer(
+                Builder::new()
+                    .router(cancellable(started))
+                    .cancel_notification("notifications/cancelled", "requestId")
+                    .answer_cancelled(answer),
+            );
             // Alone: cancelled, then a request that answers at once.
             w.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"work\",\"params\":[1]}\n")
                 .await
                 .unwrap();
             tokio::time::sleep(Duration::from_millis(50)).await;
-            w.write_all(cancel("\"a\"").as_bytes()).await.unwrap();
+            w.write_all(cancel_line("\"a\"").as_bytes()).await.unwrap();
             tokio::time::sleep(Duration::from_millis(50)).await;
             w.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"now\",\"params\":[2]}\n")
                 .await
@@ -240,7 +268,7 @@ async fn a_cancelled_request_is_answered_or_released_as_the_profile_says() {
                 .await
                 .unwrap();
             tokio::time::sleep(Duration::from_millis(50)).await;
-            w.write_all(cancel("3").as_bytes()).await.unwrap();
+            w.write_all(cancel_line("3").as_bytes()).await.unwrap();
             let batch = lines.next_line().await.unwrap().unwrap();
             let v: serde_json::Value = serde_json::from_str(&batch).unwrap();
             let ids: Vec<_> = v.as_array().unwrap().iter().map(|e| e["id"].clone()).collect();
@@ -263,7 +291,6 @@ async fn a_cancelled_request_is_answered_or_released_as_the_profile_says() {
 /// its answer), while its calls to the peer fail at once: nothing could answer them.
 #[tokio::test]
 async fn after_the_peers_input_ends_notifications_still_go_out_and_calls_fail() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     bounded(async {
         let router = Router::new().method_with_context("work", |ctx, _: ()| async move {
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -274,15 +301,11 @@ async fn after_the_peers_input_ends_notifications_still_go_out_and_calls_fail() 
                 matches!(asked, Err(rpcwire_tokio::CallError::Closed)),
             ))
         });
-        let (ours, theirs) = tokio::io::duplex(4096);
-        let (r, w) = tokio::io::split(ours);
-        let server = Builder::new().router(router).run(r, w);
-        let (r, mut w) = tokio::io::split(theirs);
+        let (server, mut lines, mut w) = raw_peer(Builder::new().router(router));
         w.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"work\"}\n")
             .await
             .unwrap();
         w.shutdown().await.unwrap();
-        let mut lines = BufReader::new(r).lines();
         let mut got = Vec::new();
         while let Some(line) = lines.next_line().await.unwrap() {
             got.push(line);
@@ -303,45 +326,26 @@ async fn after_the_peers_input_ends_notifications_still_go_out_and_calls_fail() 
 /// let go of before it runs: its handler never starts and nothing answers it.
 #[tokio::test]
 async fn a_queued_request_cancelled_under_mcps_rule_never_runs() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     bounded(async {
         let (started_tx, mut started) = mpsc::unbounded_channel::<u64>();
-        let router = Router::new()
-            .method_with_context("work", move |ctx, (tag,): (u64,)| {
-                let started = started_tx.clone();
-                async move {
-                    let _ = started.send(tag);
-                    tokio::select! {
-                        () = tokio::time::sleep(Duration::from_secs(30)) => Ok::<_, RpcError>(tag),
-                        () = ctx.cancelled() => Err(RpcError::new(ErrorCode(-32800), "cancelled")),
-                    }
-                }
-            })
-            .method("now", |(tag,): (u64,)| async move { Ok::<_, RpcError>(tag) });
-        let (ours, theirs) = tokio::io::duplex(4096);
-        let (r, w) = tokio::io::split(ours);
-        let server = Builder::new()
-            .router(router)
-            .concurrency(1)
-            .cancel_notification("notifications/cancelled", "requestId")
-            .answer_cancelled(false)
-            .run(r, w);
-        let (r, mut w) = tokio::io::split(theirs);
-        let mut lines = BufReader::new(r).lines();
+        let (server, mut lines, mut w) = raw_peer(
+            Builder::new()
+                .router(cancellable(started_tx))
+                .concurrency(1)
+                .cancel_notification("notifications/cancelled", "requestId")
+                .answer_cancelled(false),
+        );
         let line = |s: &str| format!("{s}\n");
-        let cancel = |id: u64| {
-            line(&format!(
-                "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}"
-            ))
-        };
         // 1 runs and holds the only slot; 2 waits for it.
         for id in [1, 2] {
-            let call = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"work\",\"params\":[{id}]}}");
+            let call = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"work\",\"params\":[{id}]}}"
+            );
             w.write_all(line(&call).as_bytes()).await.unwrap();
         }
         assert_eq!(started.recv().await, Some(1));
-        w.write_all(cancel(2).as_bytes()).await.unwrap();
-        w.write_all(cancel(1).as_bytes()).await.unwrap();
+        w.write_all(cancel_line("2").as_bytes()).await.unwrap();
+        w.write_all(cancel_line("1").as_bytes()).await.unwrap();
         w.write_all(line(r#"{"jsonrpc":"2.0","id":3,"method":"now","params":[3]}"#).as_bytes())
             .await
             .unwrap();

@@ -7,14 +7,9 @@ import sys
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from sdk_checks import cancel_long_task, check
 
 EXPECTED_TOOLS = {"add", "echo", "count", "fail", "long_task"}
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    print(f"ok: {what}", flush=True)
 
 
 async def main(command, args):
@@ -72,26 +67,8 @@ async def main(command, args):
 
             # Cancel the long task once it has reported progress: the server stops it (its
             # cancellation log arrives), its progress ends, and the session goes on.
-            started = anyio.Event()
-            long_progress = []
-
-            async def on_long_progress(p, total, message):
-                long_progress.append(p)
-                if len(long_progress) >= 3:
-                    started.set()
-
-            scope = anyio.CancelScope()
-
-            async def run_long():
-                with scope:
-                    await session.call_tool("long_task", {"seconds": 30}, progress_callback=on_long_progress)
-
-            with anyio.fail_after(20):
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(run_long)
-                    await started.wait()
-                    scope.cancel()
-            check(scope.cancelled_caught, "long_task: call cancelled by the client")
+            cancelled, long_progress = await cancel_long_task(session, after=3)
+            check(cancelled, "long_task: call cancelled by the client")
 
             with anyio.fail_after(5):
                 while not any("long_task cancelled" in str(d) for _, d in logs):

@@ -10,12 +10,7 @@ import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    print(f"ok: {what}", flush=True)
+from sdk_checks import cancel_long_task, check
 
 
 class Recorder:
@@ -66,26 +61,8 @@ async def session_round(url, rec):
                 # Cancel a long task after two progress notifications: the SDK sends
                 # notifications/cancelled, the server stops the task and ends its stream with no
                 # answer (MCP), and the session goes on.
-                started = anyio.Event()
-                long_progress = []
-
-                async def on_long_progress(p, total, message):
-                    long_progress.append(p)
-                    if len(long_progress) >= 2:
-                        started.set()
-
-                scope = anyio.CancelScope()
-
-                async def run_long():
-                    with scope:
-                        await session.call_tool("long_task", {"seconds": 30}, progress_callback=on_long_progress)
-
-                with anyio.fail_after(20):
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(run_long)
-                        await started.wait()
-                        scope.cancel()
-                check(scope.cancelled_caught, "long_task: call cancelled by the client")
+                cancelled, long_progress = await cancel_long_task(session, after=2)
+                check(cancelled, "long_task: call cancelled by the client")
                 await anyio.sleep(0.5)
                 stopped_at = len(long_progress)
                 await anyio.sleep(0.5)
