@@ -13,20 +13,7 @@ const { Client } = sdk("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = sdk("@modelcontextprotocol/sdk/client/stdio.js");
 const { LoggingMessageNotificationSchema } = sdk("@modelcontextprotocol/sdk/types.js");
 
-function check(cond, what) {
-  if (!cond) throw new Error(`check failed: ${what}`);
-  console.log(`ok: ${what}`);
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(cond, ms, what) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await sleep(20);
-  }
-}
+const { check, sleep, waitFor, cancelLongTask } = require("./sdk_checks.cjs");
 
 async function main() {
   const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
@@ -98,20 +85,7 @@ async function main() {
 
   // Cancel the long task once it has reported progress: the SDK sends notifications/cancelled;
   // the server stops the task (its cancellation log arrives), progress ends, the session goes on.
-  const controller = new AbortController();
-  const longProgress = [];
-  const call = client.callTool({ name: "long_task", arguments: { seconds: 30 } }, undefined, {
-    signal: controller.signal,
-    onprogress: (p) => longProgress.push(p.progress),
-  });
-  await waitFor(() => longProgress.length >= 3, 10000, "long_task progress");
-  controller.abort("enough");
-  let aborted = false;
-  try {
-    await call;
-  } catch (e) {
-    aborted = true;
-  }
+  const { aborted, progress: longProgress } = await cancelLongTask(client, 3);
   check(aborted, "long_task: call cancelled by the client");
   await waitFor(() => logs.some((l) => String(l.data).includes("long_task cancelled")), 5000, "cancellation log");
   check(true, "long_task: the server stopped it (its cancellation log arrived)");

@@ -13,10 +13,7 @@ const { Client } = sdk("@modelcontextprotocol/sdk/client/index.js");
 const { StreamableHTTPClientTransport } = sdk("@modelcontextprotocol/sdk/client/streamableHttp.js");
 const { LoggingMessageNotificationSchema } = sdk("@modelcontextprotocol/sdk/types.js");
 
-function check(cond, what) {
-  if (!cond) throw new Error(`check failed: ${what}`);
-  console.log(`ok: ${what}`);
-}
+const { check, waitFor, cancelLongTask } = require("./sdk_checks.cjs");
 
 async function connect() {
   const client = new Client({ name: "rpcwire-ts-http-test", version: "1.0.0" });
@@ -52,27 +49,9 @@ async function round() {
   // Cancel a long task after two progress notifications: the SDK sends
   // notifications/cancelled; the server stops the task and, as MCP asks, does not answer it
   // (an answer would reach onerror as a response for an unknown message id).
-  const controller = new AbortController();
-  let steps = 0;
-  const call = client.callTool({ name: "long_task", arguments: { seconds: 30 } }, undefined, {
-    signal: controller.signal,
-    onprogress: () => {
-      steps += 1;
-      if (steps === 2) controller.abort("enough");
-    },
-  });
-  let aborted = false;
-  try {
-    await call;
-  } catch (e) {
-    aborted = true;
-  }
+  const { aborted } = await cancelLongTask(client, 2);
   check(aborted, "long_task: call cancelled by the client");
-  const deadline = Date.now() + 5000;
-  while (!logs.some((l) => String(l.data).includes("long_task cancelled"))) {
-    if (Date.now() > deadline) throw new Error("check failed: no cancellation log");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await waitFor(() => logs.some((l) => String(l.data).includes("long_task cancelled")), 5000, "cancellation log");
   check(true, "long_task: the server stopped it (its cancellation log arrived)");
   r = await client.callTool({ name: "add", arguments: { a: 1, b: 1 } });
   check(r.content[0].text === "2", "the session goes on after the cancellation");
