@@ -94,6 +94,29 @@ impl<'a> Id<'a> {
         let inner = self.raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
         JsonStr::from_validated(inner)
     }
+
+    /// A key equal for two ids exactly when they are the same JSON value, for matching a
+    /// cancellation's id to a request: a string by its text with escapes undone (`"w\u0031"`
+    /// and `"w1"` are one id), a number or `null` as written (`1` and `1.0` stay apart, as the
+    /// specification asks that ids carry no fractions). Borrowed unless the id has escapes
+    /// (feature `alloc`).
+    ///
+    /// ```
+    /// use rpcwire::wire::Id;
+    /// let plain = Id::from_json(r#""w1""#).unwrap();
+    /// let escaped = Id::from_json(r#""w\u0031""#).unwrap();
+    /// assert_eq!(plain.match_key(), escaped.match_key());
+    /// assert_ne!(Id::from_json("1").unwrap().match_key(), plain.match_key());
+    /// ```
+    #[cfg(feature = "alloc")]
+    pub fn match_key(&self) -> alloc::borrow::Cow<'a, str> {
+        match self.as_json_str().filter(JsonStr::has_escapes) {
+            // Quotes around the unescaped text: no string without escapes, and no number, has
+            // this same text (it would hold a bare `"` or start with one).
+            Some(s) => alloc::borrow::Cow::Owned(alloc::format!("\"{}\"", s.to_string_lossy())),
+            None => alloc::borrow::Cow::Borrowed(self.raw()),
+        }
+    }
 }
 
 impl fmt::Debug for Id<'_> {

@@ -484,7 +484,8 @@ async fn server_requests_are_answered_by_post() {
 async fn cancelled_notification_stops_the_call() {
     let (url, _, dropped) = start(|s| s).await;
     let id = initialize(&url, "2025-11-25").await;
-    let call = r#"{"jsonrpc":"2.0","id":"w1","method":"tools/call","params":{"name":"wait","arguments":{},"_meta":{"progressToken":1}}}"#;
+    // The id is written with an escape, the cancellation names it plainly: the same id.
+    let call = r#"{"jsonrpc":"2.0","id":"w\u0031","method":"tools/call","params":{"name":"wait","arguments":{},"_meta":{"progressToken":1}}}"#;
     let r = send("POST", &url, &with(&[("mcp-session-id", &id)]), call).await;
     let mut body = r.into_body();
     assert_eq!(events(&mut body, 1).await.len(), 1); // the tool is running

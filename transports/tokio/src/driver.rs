@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::client::{BatchItem, Command, Control, Reply, SessionStats};
-use crate::handlers::Handlers;
+use crate::handlers::{id_key, Handlers};
 use crate::raw::Raw;
 use crate::router::{Conn, Found, Origin, OriginId};
 use crate::{CallError, Client, DriverError, Router, RpcError};
@@ -611,8 +611,10 @@ impl Driver {
                             }
                             // Not started yet (waiting for a handler slot): under a rule that
                             // leaves cancelled requests unanswered, it is let go of now.
+                            let key = id_key(id);
                             let queued = queue.iter().position(|job| {
-                                job.handle.is_some() && job.id.as_deref() == Some(id)
+                                job.handle.is_some()
+                                    && job.id.as_deref().is_some_and(|j| id_key(j) == key)
                             });
                             match queued
                                 .filter(|_| !profile.answer)

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant as StdInstant;
 
-use rpcwire::wire::RawJson;
+use rpcwire::wire::{Id, RawJson};
 use rpcwire::{ErrorCode, RequestHandle, RespondError};
 use tokio::task::JoinSet;
 use tracing::Instrument;
@@ -23,8 +23,8 @@ pub(crate) struct Done {
     reply: Result<String, RpcError>,
 }
 
-/// The cancellation signals of the handlers running in tasks, by the JSON text of their
-/// request's id (what a cancel notification names).
+/// The cancellation signals of the handlers running in tasks, by their request's id (what a
+/// cancel notification names), as [`id_key`] writes it.
 #[derive(Default)]
 struct Cancels {
     by_id: HashMap<String, (RequestHandle, Cancellation)>,
@@ -35,8 +35,9 @@ struct Cancels {
 
 impl Cancels {
     fn watch(&mut self, handle: RequestHandle, id: &str, cancel: Cancellation) {
-        self.by_id.insert(id.to_owned(), (handle, cancel));
-        self.ids.insert(handle, id.to_owned());
+        let key = id_key(id);
+        self.by_id.insert(key.clone(), (handle, cancel));
+        self.ids.insert(handle, key);
     }
 
     /// Stops watching a finished request; true when the peer had cancelled it.
@@ -49,7 +50,7 @@ impl Cancels {
 
     /// Fires the signal of the request with this id; false when none is running.
     fn fire(&mut self, id: &str) -> bool {
-        match self.by_id.get(id) {
+        match self.by_id.get(&id_key(id)) {
             Some((handle, cancel)) => {
                 cancel.fire();
                 self.fired.insert(*handle);
@@ -64,6 +65,12 @@ impl Cancels {
             cancel.fire();
         }
     }
+}
+
+/// A request id's JSON text as the key a cancel notification finds it by: the same JSON value
+/// gives the same key (`"w\u0031"` and `"w1"`; [`Id::match_key`]).
+pub(crate) fn id_key(id: &str) -> String {
+    Id::from_json(id).map_or_else(|| id.to_owned(), |id| id.match_key().into_owned())
 }
 
 /// The handlers of one connection that have not finished, and the answers of those that

@@ -243,8 +243,9 @@ async fn a_cancelled_request_is_answered_or_released_as_the_profile_says() {
                     .cancel_notification("notifications/cancelled", "requestId")
                     .answer_cancelled(answer),
             );
-            // Alone: cancelled, then a request that answers at once.
-            w.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"work\",\"params\":[1]}\n")
+            // Alone: cancelled (the id written with an escape, the cancellation naming it
+            // plainly: the same id), then a request that answers at once.
+            w.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"\\u0061\",\"method\":\"work\",\"params\":[1]}\n")
                 .await
                 .unwrap();
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -256,7 +257,7 @@ async fn a_cancelled_request_is_answered_or_released_as_the_profile_says() {
             let mut got = vec![lines.next_line().await.unwrap().unwrap()];
             if answer {
                 got.push(lines.next_line().await.unwrap().unwrap());
-                assert!(got[0].contains("-32800") && got[0].contains("\"id\":\"a\""), "{got:?}");
+                assert!(got[0].contains("-32800") && got[0].contains(r#""id":"\u0061""#), "{got:?}");
             }
             assert_eq!(
                 got.last().unwrap(),

@@ -618,9 +618,8 @@ impl Drop for Registration {
 
 /// What one POST asks of [`Inner::exchange`].
 struct Call {
-    /// The request's id, its JSON text (none for a batch or an invalid message). A
-    /// `notifications/cancelled` finds its request by it, byte for byte, as the core compares
-    /// a cancellation's `requestId`.
+    /// The request's id as a `notifications/cancelled` finds it (`Id::match_key`: the same
+    /// JSON value, the same key); none for a batch or an invalid message.
     id: Option<String>,
     /// The client accepts JSON.
     json_ok: bool,
@@ -1088,7 +1087,7 @@ impl Inner {
                 if method == "notifications/cancelled" {
                     let target = member(params, "requestId")
                         .and_then(|id| Id::from_json(id.as_str()))
-                        .map(|id| id.raw().to_owned());
+                        .map(|id| id.match_key().into_owned());
                     let running = target.and_then(|target| {
                         self.running
                             .lock()
@@ -1127,7 +1126,7 @@ impl Inner {
                     }
                     call.init = true;
                 }
-                call.id = Some(id.raw().to_owned());
+                call.id = Some(id.match_key().into_owned());
                 self.exchange(session, body, call).await
             }
             Posted::Invalid => self.exchange(session, body, call).await,
