@@ -121,7 +121,10 @@ impl<const N: usize> Requests<N> {
 
     /// Marks the request whose id is `request_id` (JSON text, as in `notifications/cancelled`)
     /// cancelled, and returns it; `None` when no running request has that id (it finished
-    /// already, or never was: the notification is then ignored, as MCP says).
+    /// already, or never was: the notification is then ignored, as MCP says). Ids are
+    /// compared as written, byte for byte: matching JSON values instead (`"w\u0031"` and
+    /// `"w1"`, as the host side does with `Id::match_key`) would cost a firmware image about
+    /// 1.4 KiB of flash (measured) for ids no client writes two ways.
     pub fn cancel(&mut self, request_id: &[u8]) -> Option<RequestHandle> {
         let entry = self
             .slots
