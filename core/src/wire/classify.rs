@@ -10,6 +10,7 @@
 //! assert!(classify(b"[]", 64) == BodyKind::Calls); // answered with Invalid Request
 //! ```
 
+use super::scan::ScanError;
 use super::{parse, Invalid, Message, ParseLimits, Parsed};
 
 /// The kind of a JSON text, as far as the HTTP answer depends on it.
@@ -42,8 +43,13 @@ pub fn classify(body: &[u8], max_depth: usize) -> BodyKind {
 
 /// [`classify`], and the number of elements when the body is a batch.
 pub fn classify_batch(body: &[u8], max_depth: usize) -> (BodyKind, Option<usize>) {
-    let limits = ParseLimits { max_depth };
-    let Ok(parsed) = parse(body, limits) else {
+    classify_parsed(parse(body, ParseLimits { max_depth }))
+}
+
+/// [`classify_batch`] of a body already parsed ([`parse`]'s result, a parse error included),
+/// for an adapter that looks at the parsed body again and parses it once.
+pub fn classify_parsed(parsed: Result<Parsed<'_>, ScanError>) -> (BodyKind, Option<usize>) {
+    let Ok(parsed) = parsed else {
         return (BodyKind::Calls, None);
     };
     let len = match parsed {

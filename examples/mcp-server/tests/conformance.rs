@@ -12,16 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{run_bounded, HttpServer};
+use common::{interop_root, run_bounded, HttpServer};
 
 fn suite_dir() -> PathBuf {
-    std::env::var_os("RPCWIRE_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/rpcwire-interop")
-        })
-        .join("mcp-conformance/node_modules")
+    interop_root().join("mcp-conformance/node_modules")
 }
 
 /// (revision, scenarios the suite runs for it).

@@ -280,8 +280,9 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
                 Err(e) => return Err(e),
             }
         }
+        let body = &buf[head.len..total];
         let reply = inner
-            .answer_slice(&buf[head.len..total], true, false, deadline)
+            .answer(body, || Bytes::copy_from_slice(body), true, false, deadline)
             .await;
         buf.drain(..total);
         // The answer goes out of the read buffer when nothing more was read (a client that

@@ -19,7 +19,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::body::Body;
 use crate::pipe::{drained, FrameWriter, OnceReader};
 use crate::stream::{Hub, StreamLimits, VecSink};
-use rpcwire::wire::classify::{classify_batch, is_response, BodyKind};
+use rpcwire::wire::classify::{classify_parsed, is_response, BodyKind};
+use rpcwire::wire::{parse, ParseLimits};
 
 /// The default largest request body (4 MiB).
 pub const DEFAULT_MAX_BODY: usize = 4 << 20;
@@ -553,9 +554,36 @@ pub(crate) fn refuse_post_head(
 /// What reading a body through `Limited` fails with.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// A POST's body, once its head has passed the checks every POST passes
+/// ([`refuse_post_head`]; `answerable`: the client accepts an answer this server can give),
+/// read within `max_body` and the time `in_time` allows (it resolves to `Err(())` when the
+/// read took too long). `Err` is the refusal, sent after reading past the body when the head
+/// was refused. Both servers' POSTs start here.
+pub(crate) async fn post_body<B, T>(
+    parts: http::request::Parts,
+    body: B,
+    answerable: bool,
+    max_body: usize,
+    timeout: Duration,
+    in_time: impl FnOnce(http_body_util::combinators::Collect<Limited<B>>) -> T,
+) -> Result<(http::request::Parts, Bytes), Box<Response<Body>>>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    T: Future<Output = Result<Result<Collected<B::Data>, BoxError>, ()>>,
+{
+    if let Some(r) = refuse_post_head(&parts.headers, answerable, max_body) {
+        let req = Request::from_parts(parts, body);
+        return Err(Box::new(after_body(req, max_body, timeout, r).await));
+    }
+    let collected = in_time(Limited::new(body, max_body).collect()).await;
+    Ok((parts, read_body(collected)?))
+}
+
 /// A POST body read within its limit and time (`Err(())`: too slow), or its refusal: 413
 /// over the limit, 400 unreadable, 408 too slow.
-pub(crate) fn read_body<D: Buf>(
+fn read_body<D: Buf>(
     collected: Result<Result<Collected<D>, BoxError>, ()>,
 ) -> Result<Bytes, Box<Response<Body>>> {
     match collected {
@@ -677,24 +705,20 @@ impl Inner {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (json_ok, sse_ok) = accepts(&parts.headers);
-        if let Some(r) = refuse_post_head(&parts.headers, json_ok || sse_ok, self.max_body) {
-            return after_body(
-                Request::from_parts(parts, body),
-                self.max_body,
-                self.timeout,
-                r,
-            )
-            .await;
-        }
         let deadline = tokio::time::Instant::now() + self.timeout;
-        let collected = before(
-            self.clock.clone(),
-            deadline,
-            Limited::new(body, self.max_body).collect(),
+        let in_time = |read| before(self.clock.clone(), deadline, read);
+        let answerable = json_ok || sse_ok;
+        let (parts, body) = match post_body(
+            parts,
+            body,
+            answerable,
+            self.max_body,
+            self.timeout,
+            in_time,
         )
-        .await;
-        let body = match read_body(collected) {
-            Ok(body) => body,
+        .await
+        {
+            Ok(read) => read,
             Err(refusal) => return *refusal,
         };
         if let Some(check) = &self.check_body {
@@ -702,34 +726,19 @@ impl Inner {
                 return *response;
             }
         }
-        self.answer(body, json_ok, sse_ok, deadline)
+        self.answer(&body, || body.clone(), json_ok, sse_ok, deadline)
             .await
             .into_response()
     }
 
     /// The answer to a POST body whose head passed every check: the one place that runs the
-    /// body through a core connection, shared by hyper's path and the fast path.
+    /// body through a core connection, shared by hyper's path and the fast path. `owned` gives
+    /// the body as `Bytes`, called only when it needs a connection (the fast path's body is
+    /// still in its read buffer: copied then, not before).
     pub(crate) async fn answer(
         &self,
-        body: Bytes,
-        json_ok: bool,
-        sse_ok: bool,
-        deadline: tokio::time::Instant,
-    ) -> Reply {
-        match self.answer_at_once(&body, json_ok, sse_ok, deadline).await {
-            Ok(reply) => reply,
-            Err(kind) => {
-                self.answer_on_connection(body, kind, json_ok, sse_ok, deadline)
-                    .await
-            }
-        }
-    }
-
-    /// Like [`answer`](Inner::answer), for a body still in the caller's buffer: copied only
-    /// when it needs a connection.
-    pub(crate) async fn answer_slice(
-        &self,
         body: &[u8],
+        owned: impl FnOnce() -> Bytes,
         json_ok: bool,
         sse_ok: bool,
         deadline: tokio::time::Instant,
@@ -737,8 +746,7 @@ impl Inner {
         match self.answer_at_once(body, json_ok, sse_ok, deadline).await {
             Ok(reply) => reply,
             Err(kind) => {
-                let body = Bytes::copy_from_slice(body);
-                self.answer_on_connection(body, kind, json_ok, sse_ok, deadline)
+                self.answer_on_connection(owned(), kind, json_ok, sse_ok, deadline)
                     .await
             }
         }
@@ -754,12 +762,14 @@ impl Inner {
         sse_ok: bool,
         deadline: tokio::time::Instant,
     ) -> Result<Reply, BodyKind> {
-        let (kind, batch_len) = classify_batch(body, 128);
+        // Parsed once: sorted by the core's rules, then asked of the responder.
+        let parsed = parse(body, ParseLimits { max_depth: 128 });
+        let (kind, batch_len) = classify_parsed(parsed);
         if batch_len.is_some_and(|n| n > self.max_batch) {
             // The core would answer the same with one Invalid Request; HTTP says it too.
             return Ok(Reply::BatchTooLong);
         }
-        if kind == BodyKind::Calls && self.responder.takes(body) {
+        if kind == BodyKind::Calls && self.responder.takes_parsed(parsed) {
             // No handler it runs can send the client anything before its answer: answered
             // with no connection, in this task.
             return Ok(self.respond(body, json_ok, sse_ok, deadline).await);

@@ -13,6 +13,7 @@ use std::cell::OnceCell;
 use std::sync::{Arc, Mutex};
 
 use rpcwire::wire::framing::{content_length_header, MAX_HEADER_LEN};
+use rpcwire::wire::scan::ScanError;
 use rpcwire::wire::{parse, FrameEvent, Framing, Message, ParseLimits, Parsed, RxBuffer};
 use rpcwire::{Config, ErrorCode, Inbound, Input, Instant};
 use tokio::sync::mpsc;
@@ -128,15 +129,25 @@ impl Responder {
     /// then answers it exactly as a connection would. A body that is not valid JSON counts
     /// as taken (the answer is the core's Parse error).
     pub fn takes(&self, body: &[u8]) -> bool {
+        if self.shared.router.is_none() || self.shared.takes_all {
+            return true;
+        }
+        let limits = ParseLimits {
+            max_depth: self.shared.config.max_depth,
+        };
+        self.takes_parsed(parse(body, limits))
+    }
+
+    /// [`takes`](Self::takes) for a body already parsed ([`parse`]'s result, a parse error
+    /// included): for an adapter that has parsed the body to sort it, so that it is parsed
+    /// once.
+    pub fn takes_parsed(&self, parsed: Result<Parsed<'_>, ScanError>) -> bool {
         let Some(router) = &self.shared.router else {
             return true;
         };
         if self.shared.takes_all {
             return true;
         }
-        let limits = ParseLimits {
-            max_depth: self.shared.config.max_depth,
-        };
         let takes_one = |element: Result<Message<'_>, _>| match element {
             Ok(Message::Request(r)) => !router.reads_context(r.method.escaped_bytes(), true),
             Ok(Message::Notification(n)) => {
@@ -146,7 +157,7 @@ impl Responder {
             }
             _ => true,
         };
-        match parse(body, limits) {
+        match parsed {
             Ok(Parsed::Single(element)) => takes_one(element),
             Ok(Parsed::Batch(batch)) => batch.iter().all(takes_one),
             Ok(Parsed::EmptyBatch) | Err(_) => true,

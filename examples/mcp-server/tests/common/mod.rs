@@ -110,15 +110,20 @@ pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
     }
 }
 
-/// Where `.ci/install/mcp-interop.sh` puts the SDKs.
-pub fn interop_dir() -> PathBuf {
+/// Where the `.ci/install/` scripts put what interop tests run (`RPCWIRE_INTEROP_DIR`, else
+/// `~/.cache/rpcwire-interop`).
+pub fn interop_root() -> PathBuf {
     std::env::var_os("RPCWIRE_INTEROP_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
                 .join(".cache/rpcwire-interop")
         })
-        .join("mcp")
+}
+
+/// Where `.ci/install/mcp-interop.sh` puts the SDKs.
+pub fn interop_dir() -> PathBuf {
+    interop_root().join("mcp")
 }
 
 /// The interop venv's Python when it can import `modules` (a comma-separated list, as in an

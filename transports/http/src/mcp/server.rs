@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
 use rpcwire::wire::{parse, Framing, Id, Message, ParseLimits, Parsed, RawJson};
 use rpcwire_mcp::tokio::{mcp_builder, McpServer};
 use rpcwire_mcp::{LogLevel, ProtocolVersion};
@@ -25,8 +24,7 @@ use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
 use crate::body::Body;
 use crate::pipe::{drained, send_body, ChannelReader, FrameWriter, OnceReader};
 use crate::server::{
-    accepted_media, after_body, event_stream, json, read_body, refuse, refuse_post_head, sse_event,
-    status,
+    accepted_media, after_body, event_stream, json, post_body, refuse, sse_event, status,
 };
 use crate::stream::{Hub, StreamLimits};
 use crate::{HostPolicy, ResponseFuture};
@@ -1015,21 +1013,15 @@ impl Inner {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (json_ok, sse_ok) = accepts(&parts.headers);
-        if let Some(r) = refuse_post_head(&parts.headers, json_ok || sse_ok, self.max_body) {
-            return after_body(
-                Request::from_parts(parts, body),
-                self.max_body,
-                self.timeout,
-                r,
-            )
-            .await;
-        }
-        let collected =
-            tokio::time::timeout(self.timeout, Limited::new(body, self.max_body).collect()).await;
-        let body = match read_body(collected.map_err(|_| ())) {
-            Ok(body) => body,
-            Err(refusal) => return *refusal,
-        };
+        let timeout = self.timeout;
+        let in_time =
+            |read| async move { tokio::time::timeout(timeout, read).await.map_err(|_| ()) };
+        let answerable = json_ok || sse_ok;
+        let (parts, body) =
+            match post_body(parts, body, answerable, self.max_body, timeout, in_time).await {
+                Ok(read) => read,
+                Err(refusal) => return *refusal,
+            };
         // `posted` borrows a second handle on the body, so that the body itself can move on.
         let text = body.clone();
         let Some(posted) = Posted::of(&text) else {
