@@ -621,6 +621,12 @@ impl Router {
     /// one registered under it, else the fallback. `last` is a position to try first, by a
     /// byte comparison before the index: pipelined traffic calls one method again and again.
     pub(crate) fn request_handler(&self, name: &[u8], last: Option<usize>) -> Option<Found<'_>> {
+        self.find_method(name, last).map(|(found, _)| found)
+    }
+
+    /// [`request_handler`](Self::request_handler), and whether that handler reads a
+    /// [`Context`].
+    fn find_method(&self, name: &[u8], last: Option<usize>) -> Option<(Found<'_>, bool)> {
         let named = last
             .filter(|&at| {
                 self.methods
@@ -628,13 +634,29 @@ impl Router {
                     .is_some_and(|(n, _)| n.as_bytes() == name)
             })
             .or_else(|| self.methods.find(name))
-            .and_then(|at| self.methods.at(at).map(|(n, e)| (at, n.as_str(), &e.run)));
+            .and_then(|at| self.methods.at(at).map(|(n, e)| (at, n, e)));
         match named {
-            Some((at, name, run)) => Some(Found::Named { at, name, run }),
+            Some((at, name, e)) => Some((
+                Found::Named {
+                    at,
+                    name,
+                    run: &e.run,
+                },
+                e.context,
+            )),
             None => self
                 .fallback_method
                 .as_ref()
-                .map(|e| Found::Fallback(&e.run)),
+                .map(|e| (Found::Fallback(&e.run), e.context)),
+        }
+    }
+
+    /// The entry a notification with this method name (as on the wire) runs: the one
+    /// registered under it, else the fallback.
+    fn notification_entry(&self, name: &[u8]) -> Option<&Entry<NotifyFn>> {
+        match self.notifications.find(name) {
+            Some(at) => self.notifications.at(at).map(|(_, e)| e),
+            None => self.fallback.as_ref(),
         }
     }
 
@@ -650,38 +672,21 @@ impl Router {
     /// [`Context`]; false when no handler would run (Method not found, or a notification
     /// ignored).
     pub(crate) fn reads_context(&self, name: &[u8], request: bool) -> bool {
-        let (names, fallback) = if request {
-            (
-                self.methods
-                    .find(name)
-                    .and_then(|at| self.methods.at(at))
-                    .map(|(_, e)| e.context),
-                self.fallback_method.as_ref().map(|e| e.context),
-            )
+        if request {
+            self.find_method(name, None)
+                .is_some_and(|(_, context)| context)
         } else {
-            (
-                self.notifications
-                    .find(name)
-                    .and_then(|at| self.notifications.at(at))
-                    .map(|(_, e)| e.context),
-                self.fallback.as_ref().map(|e| e.context),
-            )
-        };
-        names.or(fallback).unwrap_or(false)
+            self.notification_entry(name).is_some_and(|e| e.context)
+        }
     }
 
     pub(crate) fn get_method(&self, name: &str) -> Option<&MethodFn> {
-        match self.methods.find(name.as_bytes()) {
-            Some(at) => self.methods.at(at).map(|(_, e)| &e.run),
-            None => self.fallback_method.as_ref().map(|e| &e.run),
-        }
+        self.find_method(name.as_bytes(), None)
+            .map(|(found, _)| found.run())
     }
 
     pub(crate) fn get_notification(&self, name: &str) -> Option<&NotifyFn> {
-        match self.notifications.find(name.as_bytes()) {
-            Some(at) => self.notifications.at(at).map(|(_, e)| &e.run),
-            None => self.fallback.as_ref().map(|e| &e.run),
-        }
+        self.notification_entry(name.as_bytes()).map(|e| &e.run)
     }
 }
 
@@ -695,6 +700,15 @@ pub(crate) enum Found<'a> {
     },
     /// The fallback: it runs under the name on the wire.
     Fallback(&'a MethodFn),
+}
+
+impl<'a> Found<'a> {
+    /// The handler.
+    pub(crate) fn run(&self) -> &'a MethodFn {
+        match self {
+            Found::Named { run, .. } | Found::Fallback(run) => run,
+        }
+    }
 }
 
 /// A typed request handler after type erasure: decodes the params, polls the handler once in
