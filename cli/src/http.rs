@@ -107,10 +107,26 @@ pub async fn serve(
     ExitCode::SUCCESS
 }
 
-/// Connects a client to `url`; progress (any notification) is printed on stderr as
-/// `method params` as it arrives.
-pub fn client(url: &str, timeout: Duration, max_frame: usize) -> Result<HttpClient, ExitCode> {
-    HttpClient::builder(url)
+/// Connects a client to `url` (trusting the certificates of `ca_cert` for `https://` when
+/// given); progress (any notification) is printed on stderr as `method params` as it
+/// arrives.
+pub fn client(
+    url: &str,
+    timeout: Duration,
+    max_frame: usize,
+    ca_cert: Option<&std::path::Path>,
+) -> Result<HttpClient, ExitCode> {
+    let mut builder = HttpClient::builder(url);
+    if let Some(path) = ca_cert {
+        match rpcwire_cli::tls::trusting(path) {
+            Ok(config) => builder = builder.tls_config(config),
+            Err(e) => {
+                eprintln!("rpcwire: {e}");
+                return Err(ExitCode::from(EXIT_USAGE));
+            }
+        }
+    }
+    builder
         .rpc(Builder::new().request_timeout(Some(timeout)))
         .timeout(timeout)
         .max_body(max_frame)

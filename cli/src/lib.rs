@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 pub mod bridge;
 pub mod out;
 pub mod tap;
+pub mod tls;
 pub mod ws;
 
 /// Exit code: could not connect (or listen), or the connection ended before the work was done.

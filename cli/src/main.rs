@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use rpcwire_cli::tap::Tap;
 use rpcwire_cli::{demo_router, EXIT_CONNECTION};
+use rpcwire_http::ws::WsConfig;
 use rpcwire_tokio::{
     Builder, CallError, Client, Framing, Session, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME,
 };
@@ -144,13 +145,17 @@ struct CallArgs {
     /// Spawn this server command (split with shell-word rules) and talk over its stdio.
     #[arg(long, value_name = "CMD")]
     exec: Option<String>,
-    /// POST to this URL (e.g. http://127.0.0.1:8080/rpc); notifications the server sends
-    /// first (progress) are printed on stderr as they arrive.
+    /// POST to this URL (e.g. http://127.0.0.1:8080/rpc, or https://); notifications the
+    /// server sends first (progress) are printed on stderr as they arrive.
     #[arg(long, value_name = "URL")]
     http: Option<String>,
-    /// Connect to this WebSocket URL (ws://host:port/path).
+    /// Connect to this WebSocket URL (ws://host:port/path, or wss://).
     #[arg(long, value_name = "URL")]
     ws: Option<String>,
+    /// For an https:// or wss:// URL: trust the certificates in this PEM file (a private CA,
+    /// a self-signed server) instead of Mozilla's root certificates.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["tcp", "serial", "exec"])]
+    ca_cert: Option<std::path::PathBuf>,
     /// Message framing.
     #[arg(long, value_enum, default_value = "line")]
     framing: FramingArg,
@@ -328,7 +333,15 @@ async fn connect(args: &CallArgs, timeout: Duration) -> Result<Target, ExitCode>
     if let Some(url) = &args.ws {
         return match tokio::time::timeout(
             timeout,
-            rpcwire_cli::ws::connect(url, builder, args.max_frame),
+            rpcwire_cli::ws::connect(
+                url,
+                builder,
+                &WsConfig {
+                    max_message: args.max_frame,
+                    ..WsConfig::default()
+                },
+                args.ca_cert.as_deref(),
+            ),
         )
         .await
         {
@@ -426,7 +439,7 @@ async fn call(args: CallArgs) -> ExitCode {
     // seconds, whatever the peer does (never reads, never answers, floods, half-closes).
     let deadline = tokio::time::Instant::now() + timeout;
     if let Some(url) = &args.http {
-        let client = match http::client(url, timeout, args.max_frame) {
+        let client = match http::client(url, timeout, args.max_frame, args.ca_cert.as_deref()) {
             Ok(c) => c,
             Err(code) => return code,
         };

@@ -53,9 +53,13 @@ pub struct WsServeArgs {
 /// The options of `rpcwire listen`.
 #[derive(Debug, Args)]
 pub struct ListenArgs {
-    /// The server's WebSocket URL (ws://host:port/path).
+    /// The server's WebSocket URL (ws://host:port/path, or wss://).
     #[arg(long, value_name = "URL", required = true)]
     pub ws: String,
+    /// For a wss:// URL: trust the certificates in this PEM file (a private CA, a self-signed
+    /// server) instead of Mozilla's root certificates.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<std::path::PathBuf>,
     /// Exit after this many notifications.
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
@@ -244,15 +248,19 @@ fn forward_router(command: &str, hub: &Hub) -> Result<(Router, tokio::process::C
     Ok((router, child))
 }
 
-/// Connects for `call --ws URL`.
-pub async fn connect(url: &str, builder: Builder, max_message: usize) -> Result<Session, String> {
-    let config = WsConfig {
-        max_message,
-        ..WsConfig::default()
+/// Connects for `call --ws URL` (and `listen`), trusting the certificates of `ca_cert` for
+/// a `wss://` URL when given.
+pub async fn connect(
+    url: &str,
+    builder: Builder,
+    config: &WsConfig,
+    ca_cert: Option<&std::path::Path>,
+) -> Result<Session, String> {
+    let connected = match ca_cert {
+        Some(path) => ws::connect_with_tls(url, builder, config, crate::tls::trusting(path)?).await,
+        None => ws::connect(url, builder, config).await,
     };
-    ws::connect(url, builder, &config)
-        .await
-        .map_err(|e| format!("cannot connect to {url}: {e}"))
+    connected.map_err(|e| format!("cannot connect to {url}: {e}"))
 }
 
 /// `rpcwire listen --ws URL`: prints each notification the server sends, one JSON object per
@@ -278,17 +286,18 @@ pub async fn listen(args: &ListenArgs) -> ExitCode {
     });
     let session = match tokio::time::timeout(
         timeout,
-        ws::connect(
+        connect(
             &args.ws,
             Builder::new().router(router),
             &WsConfig::default(),
+            args.ca_cert.as_deref(),
         ),
     )
     .await
     {
         Ok(Ok(session)) => session,
         Ok(Err(e)) => {
-            eprintln!("rpcwire: cannot connect to {}: {e}", args.ws);
+            eprintln!("rpcwire: {e}");
             return ExitCode::from(EXIT_CONNECTION);
         }
         Err(_) => {

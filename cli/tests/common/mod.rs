@@ -24,7 +24,7 @@ pub async fn bounded<F: Future>(f: F) -> F::Output {
 }
 
 /// `rpcwire serve --<transport> 127.0.0.1:0 [extra]`, and the last word of the first line it
-/// prints on stderr (the address or URL it serves on). Its stderr is drained after that line,
+/// prints on stderr (the address or URL it serves on; a bridge child's lines are skipped). Its stderr is drained after that line,
 /// so the server never blocks on it.
 pub async fn serve(transport: &str, extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(bin())
@@ -38,7 +38,14 @@ pub async fn serve(transport: &str, extra: &[&str]) -> (Child, String) {
         .unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
-    let line = lines.next_line().await.unwrap().expect("a line on stderr");
+    // A `--forward` child (`rpcwire bridge`) shares the server's stderr and may speak first.
+    let mut line = String::new();
+    for _ in 0..50 {
+        line = lines.next_line().await.unwrap().expect("a line on stderr");
+        if !line.starts_with("rpcwire bridge:") {
+            break;
+        }
+    }
     let last = line.rsplit(' ').next().unwrap_or_default().to_owned();
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, last)

@@ -8,14 +8,13 @@ use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use rpcwire::wire::sse::{SseDecoder, SseItem};
 use rpcwire::wire::{parse, Framing, Message, ParseLimits, Parsed};
 use rpcwire_tokio::{Builder, Client};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::connect::{error_chain, hyper_client, no_tls, parse_url, HyperClient, Tls, UrlError};
 use crate::pipe::{send_body, ChannelReader, FrameWriter};
 
 /// The code of the error response a call gets when its POST fails at the HTTP level (a status
@@ -26,9 +25,13 @@ pub const HTTP_ERROR_CODE: i32 = -32099;
 /// A client could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The URL is not an absolute `http://` URL.
-    #[error("not an http:// URL: {0}")]
-    BadUrl(String),
+    /// The URL is not one the client takes.
+    #[error(transparent)]
+    BadUrl(#[from] UrlError),
+    /// The TLS settings are not usable.
+    #[cfg(feature = "tls")]
+    #[error("TLS settings: {0}")]
+    Tls(#[from] rustls::Error),
     /// A header given to the builder is not valid.
     #[error("invalid header: {0}")]
     BadHeader(String),
@@ -45,6 +48,7 @@ pub struct HttpClientBuilder {
     timeout: Duration,
     max_body: usize,
     on_notification: Option<NotificationHook>,
+    tls: Tls,
 }
 
 impl std::fmt::Debug for HttpClientBuilder {
@@ -86,6 +90,15 @@ impl HttpClientBuilder {
         self
     }
 
+    /// The TLS settings for an `https://` URL (feature `tls`; default
+    /// [`default_tls`](crate::tls::default_tls): Mozilla's root certificates). HTTP/2 is used
+    /// when the server offers it.
+    #[cfg(feature = "tls")]
+    pub fn tls_config(mut self, config: std::sync::Arc<rustls::ClientConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
     /// Called with the method and params (JSON text) of every notification the server sends,
     /// as it arrives, before any router handler.
     pub fn on_notification(
@@ -99,10 +112,8 @@ impl HttpClientBuilder {
     /// Starts the client (on the current tokio runtime). Nothing is connected until the
     /// first call.
     pub fn build(self) -> Result<HttpClient, ClientError> {
-        let Some(uri) = http_url(&self.url) else {
-            return Err(ClientError::BadUrl(self.url));
-        };
-        let http = hyper_client();
+        let uri = parse_url(&self.url)?;
+        let http = hyper_client::<ClientError>(self.tls)?;
         let (in_tx, in_rx) = mpsc::channel(16);
         let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(16);
         let session = self
@@ -144,7 +155,7 @@ impl HttpClientBuilder {
 }
 
 struct Shared {
-    http: hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>,
+    http: HyperClient,
     uri: Uri,
     headers: HeaderMap,
     timeout: Duration,
@@ -184,7 +195,8 @@ impl HttpClient {
         Self::builder(url).build()
     }
 
-    /// Settings for a client of `url` (`http://host:port/path`).
+    /// Settings for a client of `url` (`http://host:port/path`, or `https://` with the `tls`
+    /// feature).
     pub fn builder(url: &str) -> HttpClientBuilder {
         HttpClientBuilder {
             url: url.to_owned(),
@@ -193,6 +205,7 @@ impl HttpClient {
             timeout: Duration::from_secs(60),
             max_body: crate::DEFAULT_MAX_BODY,
             on_notification: None,
+            tls: no_tls(),
         }
     }
 
@@ -341,7 +354,7 @@ impl Shared {
             .http
             .request(req)
             .await
-            .map_err(|e| (0, format!("request failed: {e}")))?;
+            .map_err(|e| (0, format!("request failed: {}", error_chain(&e))))?;
         let status = response.status();
         let sse = is_event_stream(&response);
         match status {
@@ -430,7 +443,7 @@ impl Shared {
                     backoff = (backoff * 2).clamp(retry, Duration::from_secs(30));
                 }
                 Err(e) => {
-                    tracing::debug!(error = %e, "event stream failed");
+                    tracing::debug!(error = %error_chain(&e), "event stream failed");
                     backoff = (backoff * 2).clamp(retry, Duration::from_secs(30));
                 }
             }
@@ -460,17 +473,4 @@ pub(crate) async fn failure(
         .map(|c| String::from_utf8_lossy(&c.to_bytes()).trim().to_owned())
         .unwrap_or_default();
     (status.as_u16(), text)
-}
-
-/// `url` as a URI, when it is an `http://` URL with a host.
-pub(crate) fn http_url(url: &str) -> Option<Uri> {
-    let uri: Uri = url.parse().ok()?;
-    (uri.scheme_str() == Some("http") && uri.authority().is_some()).then_some(uri)
-}
-
-/// A pooling hyper client (keep-alive, HTTP/1.1) with Nagle off: small calls go out at once.
-pub(crate) fn hyper_client() -> hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>> {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(connector)
 }

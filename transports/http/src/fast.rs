@@ -26,7 +26,7 @@ use tokio::time::Instant;
 
 use crate::pipe::read_from;
 use crate::server::{
-    accepts_values, is_json_media, serve_h1, Inner, Reply, RpcService, BATCH_TOO_LONG,
+    accepts_values, is_json_media, serve_hyper, Inner, Protocol, Reply, RpcService, BATCH_TOO_LONG,
 };
 
 /// The longest request head the fast path reads; a longer one goes to hyper (which takes
@@ -72,7 +72,14 @@ pub(crate) async fn serve(
     drop(inner);
     if let End::Hyper(read) = end {
         // Boxed: hyper's connection state is allocated only for connections that need it.
-        Box::pin(serve_h1(Rewind::new(read, stream), service, peer, permit)).await;
+        Box::pin(serve_hyper(
+            Rewind::new(read, stream),
+            Protocol::Http1,
+            service,
+            peer,
+            permit,
+        ))
+        .await;
     }
 }
 

@@ -22,6 +22,8 @@
 //! - WebSocket (feature `ws`, module [`ws`]): one message or batch per text message, calls in
 //!   both directions, notifications to one connection or all; served standalone or as an
 //!   upgrade on the same port and path ([`HttpServer::upgrade`]).
+//! - TLS (feature `tls`, module `tls`): the clients take `https://` and `wss://` URLs; a
+//!   server serves connections you accept yourself (a TLS stream) with [`serve_connection`].
 //!
 //! ```
 //! use rpcwire_http::{HttpClient, HttpServer};
@@ -43,6 +45,7 @@
 
 mod body;
 mod client;
+mod connect;
 mod fast;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -54,8 +57,22 @@ pub mod ws;
 
 pub use body::Body;
 pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_ERROR_CODE};
+pub use connect::UrlError;
 pub use rpcwire::wire::classify::{classify, BodyKind};
 pub use server::{
-    serve, BodyCheck, HostPolicy, HttpServer, RequestCheck, ResponseFuture, RpcService,
-    UpgradeHook, DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY,
+    serve, serve_connection, BodyCheck, HostPolicy, HttpServer, Protocol, RequestCheck,
+    ResponseFuture, RpcService, UpgradeHook, DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY,
 };
+
+/// TLS for the clients' `https://` URLs (feature `tls`): rustls with the `ring` provider.
+///
+/// Every client ([`HttpClient`], the MCP client) takes an `https://` URL and, optionally, a
+/// [`rustls::ClientConfig`] (`tls_config` on its builder); without one it trusts Mozilla's
+/// root certificates ([`default_tls`](crate::tls::default_tls)). The server side has no TLS of its own: terminate TLS
+/// in front of it (nginx, a cloud load balancer) or mount the service in a TLS-serving axum.
+#[cfg(feature = "tls")]
+pub mod tls {
+    pub use crate::connect::{default_tls, tls_with_roots};
+    /// The rustls version the clients use, for building a [`rustls::ClientConfig`].
+    pub use rustls;
+}

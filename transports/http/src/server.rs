@@ -1071,7 +1071,7 @@ pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
         tokio::spawn(async move {
             match is_h2(&stream, service.inner.idle).await {
                 Some(true) => {
-                    tokio::spawn(serve_h2(stream, service, peer, permit));
+                    tokio::spawn(serve_hyper(stream, Protocol::Http2, service, peer, permit));
                 }
                 Some(false) => {
                     tokio::spawn(crate::fast::serve(stream, service, peer, permit));
@@ -1177,35 +1177,99 @@ fn hyper_service(
     })
 }
 
-/// hyper's HTTP/1.1 connection over `io` (the socket, or the socket with the bytes the fast
-/// path read first).
-pub(crate) async fn serve_h1<I>(
+/// The HTTP version of a connection handed to [`serve_connection`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1 (keep-alive, upgrades).
+    Http1,
+    /// HTTP/2.
+    Http2,
+}
+
+impl Protocol {
+    /// The protocol a TLS handshake's ALPN chose: `h2` is HTTP/2, anything else (none
+    /// included) HTTP/1.1.
+    pub fn from_alpn(alpn: Option<&[u8]>) -> Self {
+        if alpn == Some(b"h2") {
+            Protocol::Http2
+        } else {
+            Protocol::Http1
+        }
+    }
+}
+
+/// Serves `service` on one connection accepted by your own code, until it ends: a TLS stream
+/// (tokio-rustls, with [`Protocol::from_alpn`]), a Unix socket, an in-memory pipe. Requests go
+/// through hyper (the fast path of [`serve`] runs on TCP sockets only); the idle limit is
+/// [`HttpServer::idle_connection_timeout`]. Bound the number of connections in the accept
+/// loop, as [`serve`] does with [`HttpServer::max_connections`].
+///
+/// ```no_run
+/// use rpcwire_http::{serve_connection, HttpServer, Protocol};
+///
+/// # async fn run(acceptor: tokio_rustls::TlsAcceptor) -> std::io::Result<()> {
+/// let service = HttpServer::new(rpcwire_tokio::Builder::new()).build();
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8443").await?;
+/// loop {
+///     let (tcp, _) = listener.accept().await?;
+///     let (acceptor, service) = (acceptor.clone(), service.clone());
+///     tokio::spawn(async move {
+///         let Ok(tls) = acceptor.accept(tcp).await else { return };
+///         let protocol = Protocol::from_alpn(tls.get_ref().1.alpn_protocol());
+///         let _ = serve_connection(tls, service, protocol).await;
+///     });
+/// }
+/// # }
+/// ```
+pub async fn serve_connection<I>(
     io: I,
+    service: RpcService,
+    protocol: Protocol,
+) -> Result<(), hyper::Error>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let idle = service.inner.idle;
+    run_hyper(io, protocol, idle, hyper_service(service)).await
+}
+
+/// hyper's connection of `protocol` over `io`, serving `service`: what every server of the
+/// crate runs once a connection is not (or no longer) on the fast path.
+pub(crate) async fn run_hyper<I, S>(
+    io: I,
+    protocol: Protocol,
+    idle: Duration,
+    service: S,
+) -> Result<(), hyper::Error>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = Body> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    let io = hyper_util::rt::TokioIo::new(io);
+    match protocol {
+        Protocol::Http1 => {
+            http1_builder(idle)
+                .serve_connection(io, service)
+                .with_upgrades()
+                .await
+        }
+        Protocol::Http2 => http2_builder().serve_connection(io, service).await,
+    }
+}
+
+/// Serves one accepted connection with hyper, holding its connection slot while it lives.
+pub(crate) async fn serve_hyper<I>(
+    io: I,
+    protocol: Protocol,
     service: RpcService,
     peer: std::net::SocketAddr,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let conn = http1_builder(service.inner.idle)
-        .serve_connection(hyper_util::rt::TokioIo::new(io), hyper_service(service))
-        .with_upgrades();
-    if let Err(e) = conn.await {
-        tracing::debug!(%peer, error = %e, "HTTP/1 connection ended with an error");
-    }
-    drop(permit);
-}
-
-async fn serve_h2(
-    stream: tokio::net::TcpStream,
-    service: RpcService,
-    peer: std::net::SocketAddr,
-    permit: tokio::sync::OwnedSemaphorePermit,
-) {
-    let conn = http2_builder()
-        .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service(service));
-    if let Err(e) = conn.await {
-        tracing::debug!(%peer, error = %e, "HTTP/2 connection ended with an error");
+    if let Err(e) = serve_connection(io, service, protocol).await {
+        tracing::debug!(%peer, error = %e, ?protocol, "HTTP connection ended with an error");
     }
     drop(permit);
 }

@@ -858,20 +858,23 @@ async fn connections_are_bounded() {
     assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
 }
 
-/// Forwards connections on a loopback port to `to`, counting the GET requests clients send.
-async fn counting_proxy(to: String) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-    use std::sync::atomic::AtomicUsize;
+/// The request heads a [`recording_proxy`] saw, in order.
+type Heads = Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Forwards connections on a loopback port to `to`, recording the head of every request
+/// clients send.
+async fn recording_proxy(to: String) -> (String, Heads) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let gets = Arc::new(AtomicUsize::new(0));
+    let heads = Heads::default();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let count = Arc::clone(&gets);
+    let record = Arc::clone(&heads);
     tokio::spawn(async move {
         while let Ok((client, _)) = listener.accept().await {
             let server = tokio::net::TcpStream::connect(&to).await.unwrap();
             let (mut cr, mut cw) = client.into_split();
             let (mut sr, mut sw) = server.into_split();
-            let count = Arc::clone(&count);
+            let record = Arc::clone(&record);
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 16 << 10];
                 while let Ok(n) = cr.read(&mut buf).await {
@@ -879,8 +882,14 @@ async fn counting_proxy(to: String) -> (String, Arc<std::sync::atomic::AtomicUsi
                         break;
                     }
                     // Requests are small: each starts a read of its own here.
-                    if buf[..n].starts_with(b"GET ") {
-                        count.fetch_add(1, Ordering::SeqCst);
+                    let text = String::from_utf8_lossy(&buf[..n]);
+                    if let Some((head, _)) = text.split_once("\r\n\r\n") {
+                        if ["GET ", "POST ", "DELETE "]
+                            .iter()
+                            .any(|m| head.starts_with(m))
+                        {
+                            record.lock().unwrap().push(head.to_owned());
+                        }
                     }
                 }
                 let _ = sw.shutdown().await;
@@ -891,7 +900,55 @@ async fn counting_proxy(to: String) -> (String, Arc<std::sync::atomic::AtomicUsi
             });
         }
     });
-    (url, gets)
+    (url, heads)
+}
+
+/// The headers given to the builder go with every request (an `Authorization`); the
+/// transport's own are refused.
+#[tokio::test]
+async fn the_rust_client_sends_its_headers_with_every_request() {
+    let (url, service, _) = start(|s| s).await;
+    let (proxied, heads) = recording_proxy(addr_of(&url)).await;
+    let client = McpHttpClient::builder(&proxied)
+        .header("Authorization", "Bearer t0ken")
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let r = client
+        .mcp()
+        .call_tool("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    assert_eq!(r.joined_text(), "3");
+    client.close().await.unwrap();
+    assert_eq!(service.session_count(), 0);
+    let heads = heads.lock().unwrap().clone();
+    // initialize, initialized, the call, DELETE at least.
+    assert!(heads.len() >= 4, "{heads:?}");
+    assert!(heads.last().unwrap().starts_with("DELETE "));
+    for head in &heads {
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("\r\nauthorization: bearer t0ken"),
+            "{head}"
+        );
+    }
+    for name in [
+        "Mcp-Session-Id",
+        "accept",
+        "MCP-Protocol-Version",
+        "mcp-method",
+    ] {
+        let refused = McpHttpClient::builder(&url).header(name, "x").unwrap_err();
+        assert!(
+            matches!(&refused, rpcwire_http::mcp::McpHttpError::BadHeader(n) if n == name),
+            "{refused}"
+        );
+    }
+    assert!(McpHttpClient::builder(&url)
+        .header("bad name", "x")
+        .is_err());
 }
 
 /// A call the Rust client cancels: the server stops the tool and ends its stream with no
@@ -900,7 +957,7 @@ async fn counting_proxy(to: String) -> (String, Arc<std::sync::atomic::AtomicUsi
 #[tokio::test]
 async fn the_rust_client_does_not_resume_a_call_it_cancelled() {
     let (url, _, dropped) = start(|s| s.retry(Duration::from_millis(20))).await;
-    let (proxied, gets) = counting_proxy(addr_of(&url)).await;
+    let (proxied, heads) = recording_proxy(addr_of(&url)).await;
     let client = McpHttpClient::connect(&proxied).await.unwrap();
     let (tx, mut progressed) = tokio::sync::mpsc::unbounded_channel();
     let running = client
@@ -922,11 +979,13 @@ async fn the_rust_client_does_not_resume_a_call_it_cancelled() {
     }
     // Resumption would have come within a few `retry` periods (20 ms).
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(
-        gets.load(Ordering::SeqCst),
-        0,
-        "GET requests after the cancellation"
-    );
+    let gets = heads
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|h| h.starts_with("GET "))
+        .count();
+    assert_eq!(gets, 0, "GET requests after the cancellation");
     let r = client
         .mcp()
         .call_tool("add", json!({"a": 1, "b": 2}))

@@ -6,10 +6,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{self, HeaderValue};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
 use rpcwire::wire::sse::{SseDecoder, SseItem};
 use rpcwire::wire::Framing;
 use rpcwire_mcp::methods::CANCELLED;
@@ -22,15 +21,23 @@ use super::server::{
     name_member, Mode, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID,
     STATELESS_VERSION,
 };
+use crate::connect::{error_chain, hyper_client, no_tls, parse_url, HyperClient, Tls, UrlError};
 use crate::pipe::{send_body, ChannelReader, FrameWriter};
 use crate::HTTP_ERROR_CODE;
 
 /// An MCP HTTP client could not start or end.
 #[derive(Debug, thiserror::Error)]
 pub enum McpHttpError {
-    /// The URL is not an absolute `http://` URL.
-    #[error("not an http:// URL: {0}")]
-    BadUrl(String),
+    /// The URL is not one the client takes.
+    #[error(transparent)]
+    BadUrl(#[from] UrlError),
+    /// A header given to the builder is not valid, or is one the transport sets.
+    #[error("invalid header, or one the transport sets: {0}")]
+    BadHeader(String),
+    /// The TLS settings are not usable.
+    #[cfg(feature = "tls")]
+    #[error("TLS settings: {0}")]
+    Tls(#[from] rustls::Error),
     /// The MCP exchange failed (initialize included).
     #[error(transparent)]
     Mcp(#[from] McpError),
@@ -47,6 +54,8 @@ pub struct McpHttpClientBuilder {
     options: ClientOptions,
     timeout: Duration,
     max_body: usize,
+    headers: HeaderMap,
+    tls: Tls,
 }
 
 impl McpHttpClientBuilder {
@@ -75,18 +84,52 @@ impl McpHttpClientBuilder {
         self
     }
 
+    /// A header sent with every request: an `Authorization` for a server that asks for a
+    /// token, say. The transport's own headers are refused ([`McpHttpError::BadHeader`]):
+    /// `Accept`, `Content-Type`, `Last-Event-ID`, `Mcp-Session-Id`, `MCP-Protocol-Version`,
+    /// `Mcp-Method` and `Mcp-Name` are the client's to set.
+    pub fn header(mut self, name: &str, value: &str) -> Result<Self, McpHttpError> {
+        let bad = || McpHttpError::BadHeader(name.to_owned());
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+        let value = HeaderValue::from_str(value).map_err(|_| bad())?;
+        let transport = [
+            header::ACCEPT.as_str(),
+            header::CONTENT_TYPE.as_str(),
+            "last-event-id",
+            HEADER_SESSION_ID,
+            HEADER_PROTOCOL_VERSION,
+            HEADER_METHOD,
+            HEADER_NAME,
+        ];
+        if transport
+            .iter()
+            .any(|t| name.as_str().eq_ignore_ascii_case(t))
+        {
+            return Err(bad());
+        }
+        self.headers.insert(name, value);
+        Ok(self)
+    }
+
+    /// The TLS settings for an `https://` URL (feature `tls`; default
+    /// [`default_tls`](crate::tls::default_tls): Mozilla's root certificates).
+    #[cfg(feature = "tls")]
+    pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
     /// Starts the client and initializes the MCP session.
     pub async fn connect(self) -> Result<McpHttpClient, McpHttpError> {
-        let Some(uri) = crate::client::http_url(&self.url) else {
-            return Err(McpHttpError::BadUrl(self.url));
-        };
-        let http = crate::client::hyper_client();
+        let uri = parse_url(&self.url)?;
+        let http = hyper_client::<McpHttpError>(self.tls)?;
         let (in_tx, in_rx) = mpsc::channel(16);
         let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(16);
         let shared = Arc::new(Shared {
             http,
             uri,
             mode: self.mode,
+            headers: self.headers,
             timeout: self.timeout,
             max_body: self.max_body,
             inbound: in_tx,
@@ -127,9 +170,11 @@ impl McpHttpClientBuilder {
 }
 
 struct Shared {
-    http: hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>,
+    http: HyperClient,
     uri: Uri,
     mode: Mode,
+    /// The builder's headers, sent with every request.
+    headers: HeaderMap,
     timeout: Duration,
     max_body: usize,
     inbound: mpsc::Sender<Bytes>,
@@ -208,7 +253,8 @@ impl McpHttpClient {
         Self::builder(url).connect().await
     }
 
-    /// Settings for a client of `url` (`http://host:port/mcp`).
+    /// Settings for a client of `url` (`http://host:port/mcp`, or `https://` with the `tls`
+    /// feature).
     pub fn builder(url: &str) -> McpHttpClientBuilder {
         McpHttpClientBuilder {
             url: url.to_owned(),
@@ -216,6 +262,8 @@ impl McpHttpClient {
             options: ClientOptions::default(),
             timeout: Duration::from_secs(300),
             max_body: 4 << 20,
+            headers: HeaderMap::new(),
+            tls: no_tls(),
         }
     }
 
@@ -249,7 +297,7 @@ impl McpHttpClient {
                         Ok(())
                     }
                     Ok(r) => Err(McpHttpError::Delete(format!("status {}", r.status()))),
-                    Err(e) => Err(McpHttpError::Delete(e.to_string())),
+                    Err(e) => Err(McpHttpError::Delete(error_chain(&e))),
                 }
             }
             _ => Ok(()),
@@ -276,6 +324,7 @@ impl Shared {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = method;
         *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
         let h = req.headers_mut();
         h.insert(
             header::ACCEPT,
@@ -376,7 +425,7 @@ impl Shared {
             .http
             .request(req)
             .await
-            .map_err(|e| (0, format!("request failed: {e}")))?;
+            .map_err(|e| (0, format!("request failed: {}", error_chain(&e))))?;
         let status = response.status();
         if initialize && self.mode == Mode::Sessions {
             if let Some(id) = response
@@ -446,7 +495,7 @@ impl Shared {
                     .http
                     .request(req)
                     .await
-                    .map_err(|e| (0, format!("resumption failed: {e}")))?;
+                    .map_err(|e| (0, format!("resumption failed: {}", error_chain(&e))))?;
                 if response.status() != StatusCode::OK {
                     return Err((response.status().as_u16(), "resumption refused".into()));
                 }

@@ -54,6 +54,6 @@ mod server;
 
 pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
 pub use server::{
-    serve, McpHttpServer, McpService, Mode, CLOSE_STREAM, HEADER_METHOD, HEADER_NAME,
-    HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSION,
+    serve, serve_connection, McpHttpServer, McpService, Mode, CLOSE_STREAM, HEADER_METHOD,
+    HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSION,
 };

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, Notify};
 use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
 use crate::body::Body;
 use crate::pipe::{drained, send_body, ChannelReader, FrameWriter, OnceReader};
+use crate::server::Protocol;
 use crate::server::{
     accepted_media, after_body, event_stream, json, post_body, refuse, sse_event, status,
 };
@@ -432,23 +433,10 @@ pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
         tokio::spawn(async move {
             let idle = service.inner.idle_connection;
             let h2 = crate::server::is_h2(&stream, idle).await;
-            let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                let fut = service.handle(req);
-                async move { Ok::<_, Infallible>(fut.await) }
-            });
-            let io = hyper_util::rt::TokioIo::new(stream);
             let ended = match h2 {
                 None => Ok(()),
-                Some(true) => {
-                    crate::server::http2_builder()
-                        .serve_connection(io, svc)
-                        .await
-                }
-                Some(false) => {
-                    crate::server::http1_builder(idle)
-                        .serve_connection(io, svc)
-                        .await
-                }
+                Some(true) => serve_connection(stream, service, Protocol::Http2).await,
+                Some(false) => serve_connection(stream, service, Protocol::Http1).await,
             };
             if let Err(e) = ended {
                 tracing::debug!(%peer, error = %e, "MCP HTTP connection ended with an error");
@@ -457,6 +445,24 @@ pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
         });
     })
     .await;
+}
+
+/// Serves `service` on one connection accepted by your own code (a TLS stream, say), until it
+/// ends: see [`serve_connection`](crate::serve_connection), whose example this follows.
+pub async fn serve_connection<I>(
+    io: I,
+    service: McpService,
+    protocol: Protocol,
+) -> Result<(), hyper::Error>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let idle = service.inner.idle_connection;
+    let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+        let fut = service.handle(req);
+        async move { Ok::<_, Infallible>(fut.await) }
+    });
+    crate::server::run_hyper(io, protocol, idle, svc).await
 }
 
 // ---- responses ----

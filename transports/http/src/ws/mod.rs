@@ -127,15 +127,20 @@ impl WsConfig {
 /// Why a WebSocket connection could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum WsError {
-    /// The handshake or the connection failed (bad URL, refused, not a WebSocket server,
-    /// `wss://`, which this build does not support).
+    /// The handshake or the connection failed (bad URL, refused, not a WebSocket server, a
+    /// certificate not trusted, `wss://` in a build without the `tls` feature).
     #[error("WebSocket connection failed: {0}")]
     Connect(#[from] tokio_tungstenite::tungstenite::Error),
+    /// The default TLS settings could not be made.
+    #[cfg(feature = "tls")]
+    #[error("TLS settings: {0}")]
+    Tls(#[from] rustls::Error),
 }
 
-/// Connects to a WebSocket server (`ws://host:port/path`) and runs a JSON-RPC connection over
-/// it with `builder`'s settings (give it a [`Router`](rpcwire_tokio::Router) to answer the
-/// server's calls and notifications). End it with [`Session::close`].
+/// Connects to a WebSocket server (`ws://host:port/path`, or `wss://` with the `tls` feature,
+/// trusting Mozilla's root certificates) and runs a JSON-RPC connection over it with
+/// `builder`'s settings (give it a [`Router`](rpcwire_tokio::Router) to answer the server's
+/// calls and notifications). End it with [`Session::close`].
 ///
 /// ```no_run
 /// # #[tokio::main(flavor = "current_thread")]
@@ -147,7 +152,47 @@ pub enum WsError {
 /// # Ok(()) }
 /// ```
 pub async fn connect(url: &str, builder: Builder, config: &WsConfig) -> Result<Session, WsError> {
-    let (ws, _response) =
-        tokio_tungstenite::connect_async_with_config(url, Some(config.tungstenite()), true).await?;
+    connect_over(url, builder, config, crate::connect::no_tls()).await
+}
+
+/// [`connect`] with these TLS settings for a `wss://` URL (feature `tls`): a private CA's
+/// roots, say ([`tls_with_roots`](crate::tls::tls_with_roots)).
+#[cfg(feature = "tls")]
+pub async fn connect_with_tls(
+    url: &str,
+    builder: Builder,
+    config: &WsConfig,
+    tls: std::sync::Arc<rustls::ClientConfig>,
+) -> Result<Session, WsError> {
+    connect_over(url, builder, config, Some(tls)).await
+}
+
+async fn connect_over(
+    url: &str,
+    builder: Builder,
+    config: &WsConfig,
+    tls: crate::connect::Tls,
+) -> Result<Session, WsError> {
+    // The TLS settings serve `wss://` only: a `ws://` URL connects in plain text.
+    #[cfg(feature = "tls")]
+    let (ws, _response) = {
+        let tls = match tls {
+            Some(tls) => tls,
+            None => crate::tls::default_tls()?,
+        };
+        tokio_tungstenite::connect_async_tls_with_config(
+            url,
+            Some(config.tungstenite()),
+            true,
+            Some(tokio_tungstenite::Connector::Rustls(tls)),
+        )
+        .await?
+    };
+    // No TLS in this build: tungstenite refuses a `wss://` URL with an error saying so.
+    #[cfg(not(feature = "tls"))]
+    let (ws, _response) = {
+        let crate::connect::Tls = tls;
+        tokio_tungstenite::connect_async_with_config(url, Some(config.tungstenite()), true).await?
+    };
     Ok(config.driver(builder).run_io(io::WsIo::new(ws, config)))
 }

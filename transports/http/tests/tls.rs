@@ -1,0 +1,325 @@
+//! `https://` and `wss://` (feature `tls`): the clients against servers behind rustls on
+//! loopback (`serve_connection`), with a certificate made for the test. HTTP/1.1 and HTTP/2
+//! (chosen by ALPN), progress over event streams, an MCP session from initialize to DELETE, a
+//! WebSocket upgraded on the POST endpoint, and a certificate the client does not trust
+//! refused with the reason.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rpcwire_http::mcp::{McpHttpClient, McpHttpServer};
+use rpcwire_http::tls::{rustls, tls_with_roots};
+use rpcwire_http::ws::{self, WsConfig, WsServer};
+use rpcwire_http::{HttpClient, HttpServer, Protocol};
+use rpcwire_mcp::tokio::{McpServer, ToolContext, ToolError};
+use rpcwire_tokio::{Builder, Context, Router, RpcError};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A self-signed certificate for `localhost`, and a server configuration that presents it
+/// and offers `alpn`.
+struct Cert {
+    der: CertificateDer<'static>,
+    key: Vec<u8>,
+}
+
+impl Cert {
+    fn new() -> Self {
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        Cert {
+            der: made.cert.der().clone(),
+            key: made.signing_key.serialize_der(),
+        }
+    }
+
+    fn acceptor(&self, alpn: &[&[u8]]) -> TlsAcceptor {
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key.clone()));
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![self.der.clone()], key)
+        .unwrap();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        TlsAcceptor::from(Arc::new(config))
+    }
+
+    /// Client settings that trust this certificate only.
+    fn client_config(&self) -> Arc<rustls::ClientConfig> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(self.der.clone()).unwrap();
+        Arc::new(tls_with_roots(roots).unwrap())
+    }
+}
+
+/// What the TLS servers saw: the protocol of each connection that completed a handshake.
+type Seen = Arc<Mutex<Vec<Protocol>>>;
+
+/// Accepts TLS connections on a loopback port and hands each to `serve`; returns the port.
+async fn tls_server<F, Fut>(acceptor: TlsAcceptor, serve: F) -> (u16, Seen)
+where
+    F: Fn(tokio_rustls::server::TlsStream<tokio::net::TcpStream>, Protocol) -> Fut
+        + Send
+        + Sync
+        + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Seen::default();
+    let s = Arc::clone(&seen);
+    let serve = Arc::new(serve);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, seen, serve) = (acceptor.clone(), Arc::clone(&s), Arc::clone(&serve));
+            tokio::spawn(async move {
+                // A handshake the client gives up on (an untrusted certificate) ends here.
+                let Ok(Ok(tls)) = tokio::time::timeout(WAIT, acceptor.accept(tcp)).await else {
+                    return;
+                };
+                let protocol = Protocol::from_alpn(tls.get_ref().1.alpn_protocol());
+                seen.lock().unwrap().push(protocol);
+                serve(tls, protocol).await;
+            });
+        }
+    });
+    (port, seen)
+}
+
+fn router() -> Router {
+    Router::new()
+        .sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b))
+        .method_with_context("count", |cx: Context, (n,): (u64,)| async move {
+            for i in 1..=n {
+                cx.peer().notify("progress", json!({ "done": i })).await?;
+            }
+            Ok::<_, RpcError>(n)
+        })
+}
+
+/// The JSON-RPC server behind TLS offering `alpn`, with WebSocket upgrades on its path.
+async fn rpc_server(cert: &Cert, alpn: &[&[u8]]) -> (String, Seen) {
+    let ws = WsServer::new(Builder::new().router(router()), WsConfig::default());
+    let service = HttpServer::new(Builder::new().router(router()))
+        .path("/rpc")
+        .websocket(ws)
+        .build();
+    let (port, seen) = tls_server(cert.acceptor(alpn), move |tls, protocol| {
+        let service = service.clone();
+        async move {
+            let _ = rpcwire_http::serve_connection(tls, service, protocol).await;
+        }
+    })
+    .await;
+    (format!("https://localhost:{port}/rpc"), seen)
+}
+
+#[tokio::test]
+async fn calls_and_progress_over_https_on_http1_and_http2() {
+    let cert = Cert::new();
+    for (alpn, expected) in [
+        (&[b"http/1.1".as_slice()][..], Protocol::Http1),
+        (
+            &[b"h2".as_slice(), b"http/1.1".as_slice()][..],
+            Protocol::Http2,
+        ),
+    ] {
+        let (url, seen) = rpc_server(&cert, alpn).await;
+        let progress = Arc::new(Mutex::new(Vec::new()));
+        let p = Arc::clone(&progress);
+        let client = HttpClient::builder(&url)
+            .tls_config(cert.client_config())
+            .on_notification(move |method, params| {
+                p.lock()
+                    .unwrap()
+                    .push(format!("{method} {}", params.unwrap_or("")));
+            })
+            .build()
+            .unwrap();
+        let c = client.client();
+        let diff: i64 = tokio::time::timeout(WAIT, c.call("subtract", [42, 23]))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(diff, 19);
+        let n: u64 = tokio::time::timeout(WAIT, c.call("count", [3]))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(
+            *progress.lock().unwrap(),
+            [1, 2, 3].map(|i| format!("progress {{\"done\":{i}}}")),
+            "progress before the answer, over the event stream"
+        );
+        // Concurrent calls share the pooled connection(s).
+        let all =
+            futures_util::future::join_all((0..20).map(|i| c.call::<_, i64>("subtract", [i, 1])));
+        for (i, r) in tokio::time::timeout(WAIT, all)
+            .await
+            .unwrap()
+            .into_iter()
+            .enumerate()
+        {
+            assert_eq!(r.unwrap(), i as i64 - 1);
+        }
+        let seen = seen.lock().unwrap().clone();
+        assert!(!seen.is_empty(), "no TLS connection was made");
+        assert!(
+            seen.iter().all(|p| *p == expected),
+            "ALPN {alpn:?}: connections spoke {seen:?}"
+        );
+        client.close().await;
+    }
+}
+
+#[tokio::test]
+async fn an_untrusted_certificate_is_refused_with_the_reason() {
+    let cert = Cert::new();
+    let (url, seen) = rpc_server(&cert, &[b"http/1.1"]).await;
+    // The default settings trust Mozilla's roots, which did not sign the test's certificate.
+    let client = HttpClient::new(&url).unwrap();
+    let err = tokio::time::timeout(WAIT, client.client().call::<_, i64>("subtract", [1, 1]))
+        .await
+        .unwrap()
+        .unwrap_err();
+    let rpc = err.rpc().expect("an error response");
+    assert_eq!(rpc.code, rpcwire_http::HTTP_ERROR_CODE);
+    let data: Value = serde_json::to_value(&rpc.data).unwrap();
+    let reason = data["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("invalid peer certificate") && reason.contains("UnknownIssuer"),
+        "the reason names the certificate problem: {data}"
+    );
+    assert_eq!(data["status"], 0);
+    eprintln!("refused as it should be: {reason}");
+    assert!(seen.lock().unwrap().is_empty(), "no handshake completed");
+
+    // Trusting another certificate is no better.
+    let other = Cert::new();
+    let client = HttpClient::builder(&url)
+        .tls_config(other.client_config())
+        .build()
+        .unwrap();
+    let err = tokio::time::timeout(WAIT, client.client().call::<_, i64>("subtract", [1, 1]))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.rpc().unwrap().code, rpcwire_http::HTTP_ERROR_CODE);
+    assert!(seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn mcp_session_over_https() {
+    let cert = Cert::new();
+    let tools = McpServer::new("mcp-tls-test", "1.0").tool_with_schema(
+        "count",
+        "Progress 1..=3.",
+        json!({"type": "object"}),
+        |ctx: ToolContext, _: Value| async move {
+            for i in 1..=3 {
+                ctx.progress(f64::from(i), Some(3.0), None).await;
+            }
+            Ok::<_, ToolError>("counted")
+        },
+    );
+    let service = McpHttpServer::new(tools).build();
+    let s = service.clone();
+    let (port, seen) = tls_server(
+        cert.acceptor(&[b"h2", b"http/1.1"]),
+        move |tls, protocol| {
+            let service = s.clone();
+            async move {
+                let _ = rpcwire_http::mcp::serve_connection(tls, service, protocol).await;
+            }
+        },
+    )
+    .await;
+    let url = format!("https://localhost:{port}/mcp");
+    let client = tokio::time::timeout(
+        WAIT,
+        McpHttpClient::builder(&url)
+            .tls_config(cert.client_config())
+            .connect(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(client.session_id().is_some());
+    assert_eq!(service.session_count(), 1);
+    let tools = client.mcp().list_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let p = Arc::clone(&progress);
+    let r = tokio::time::timeout(
+        WAIT,
+        client
+            .mcp()
+            .call_tool_with_progress("count", json!({}), move |e| {
+                p.lock().unwrap().push(e.progress)
+            }),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(r.joined_text(), "counted");
+    assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0]);
+    client.close().await.unwrap();
+    assert_eq!(service.session_count(), 0, "DELETE ended the session");
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        !seen.is_empty() && seen.iter().all(|p| *p == Protocol::Http2),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn websocket_over_tls() {
+    let cert = Cert::new();
+    let (url, seen) = rpc_server(&cert, &[b"http/1.1"]).await;
+    let wss = url.replace("https://", "wss://");
+    let session = tokio::time::timeout(
+        WAIT,
+        ws::connect_with_tls(
+            &wss,
+            Builder::new(),
+            &WsConfig::default(),
+            cert.client_config(),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let diff: i64 = tokio::time::timeout(WAIT, session.client().call("subtract", [42, 23]))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(diff, 19);
+    session.close().await.unwrap();
+    assert_eq!(*seen.lock().unwrap(), [Protocol::Http1]);
+
+    // The default roots do not trust the test's certificate.
+    let connected = tokio::time::timeout(
+        WAIT,
+        ws::connect(&wss, Builder::new(), &WsConfig::default()),
+    )
+    .await
+    .unwrap();
+    let Err(refused) = connected else {
+        panic!("an untrusted certificate is refused");
+    };
+    assert!(refused.to_string().contains("UnknownIssuer"), "{refused}");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "no second handshake completed"
+    );
+}
