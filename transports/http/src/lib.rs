@@ -47,6 +47,7 @@ mod body;
 mod client;
 mod connect;
 mod fast;
+mod h2_idle;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod pipe;

@@ -273,7 +273,9 @@ impl HttpServer {
     /// connections up sooner (undici 4 s, httpx 5 s) or send again on a fresh one when the
     /// server has closed theirs (hyper, reqwest). On a connection hyper serves (after the
     /// first request the fast path does not take), this one timer also bounds the next
-    /// request's head (hyper's header read timeout). HTTP/2 connections are not bound by it.
+    /// request's head (hyper's header read timeout). An HTTP/2 connection is shut down
+    /// gracefully (GOAWAY) once it has had no stream under way for this long; an open event
+    /// stream counts as one.
     pub fn idle_connection_timeout(mut self, idle: Duration) -> Self {
         self.idle = idle.max(Duration::from_millis(1));
         self
@@ -1062,8 +1064,9 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// state: an idle keep-alive connection holds its socket and a 2 KiB buffer); the first
 /// request it does not take (GET, event streams, upgrades, chunked bodies, refusals...) hands
 /// the connection, with the bytes already read, to hyper. A request head, once begun, must
-/// arrive whole within [`HttpServer::timeout`] on the fast path, and an HTTP/1.1 connection
-/// with no request under way is closed after [`HttpServer::idle_connection_timeout`].
+/// arrive whole within [`HttpServer::timeout`] on the fast path, and a connection with no
+/// request under way (on HTTP/2: no stream) is closed after
+/// [`HttpServer::idle_connection_timeout`].
 pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
     let limit = service.inner.max_connections;
     accept_loop(listener, limit, move |stream, peer, permit| {
@@ -1243,8 +1246,12 @@ pub(crate) async fn run_hyper<I, S>(
 ) -> Result<(), hyper::Error>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = Body> + Clone + Send + 'static,
+    S: hyper::service::Service<Request<hyper::body::Incoming>, Response = Response<Body>>
+        + Clone
+        + Send
+        + 'static,
     S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let io = hyper_util::rt::TokioIo::new(io);
     match protocol {
@@ -1254,7 +1261,16 @@ where
                 .with_upgrades()
                 .await
         }
-        Protocol::Http2 => http2_builder().serve_connection(io, service).await,
+        Protocol::Http2 => {
+            let activity = crate::h2_idle::Activity::new();
+            let service = crate::h2_idle::CountStreams {
+                service,
+                activity: Arc::clone(&activity),
+            };
+            let conn = http2_builder().serve_connection(io, service);
+            crate::h2_idle::serve_until_idle(conn, activity, idle, |conn| conn.graceful_shutdown())
+                .await
+        }
     }
 }
 

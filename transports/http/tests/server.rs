@@ -584,6 +584,79 @@ async fn http2_with_prior_knowledge_and_http1_on_one_port() {
     assert_eq!(post_json(&url, body).await.status, StatusCode::OK);
 }
 
+/// `idle_connection_timeout` on HTTP/2: a connection with no stream under way for that long
+/// is shut down (GOAWAY, then closed); requests closer together than that, a request that
+/// takes longer than it, and an open GET event stream keep it open.
+#[tokio::test]
+async fn idle_http2_connections_are_shut_down() {
+    use hyper_util::rt::TokioIo;
+    use std::time::Instant;
+    let idle = Duration::from_millis(300);
+    let (url, _service) = start(default_server().idle_connection_timeout(idle)).await;
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/rpc")
+        .to_owned();
+    let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let (mut h2, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+            .await
+            .unwrap();
+    let conn = tokio::spawn(async move {
+        let ended = conn.await;
+        (ended.is_ok(), Instant::now())
+    });
+    let request = |body: &str| {
+        post(&url, body)
+            .header("accept", "application/json, text/event-stream")
+            .body(Full::new(Bytes::from(body.to_owned())))
+            .unwrap()
+    };
+    // Requests 150 ms apart for a second.
+    for i in 0..7 {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[{i},1],"id":{i}}}"#);
+        let r = tokio::time::timeout(WAIT, h2.send_request(request(&body)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        r.into_body().collect().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    // A call that takes longer than the idle timeout.
+    let slow = r#"{"jsonrpc":"2.0","method":"sleep","params":[700],"id":"slow"}"#;
+    let r = tokio::time::timeout(WAIT, h2.send_request(request(slow)))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = r.into_body().collect().await.unwrap().to_bytes();
+    assert!(String::from_utf8_lossy(&text).contains(r#""id":"slow""#));
+    // The GET event stream, open for longer than the idle timeout.
+    let get = Request::get(&url)
+        .header("accept", "text/event-stream")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let r = tokio::time::timeout(WAIT, h2.send_request(get))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    let body = r.into_body();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(!conn.is_finished(), "closed under an open event stream");
+    // The client ends the stream (RST_STREAM).
+    drop(body);
+    // Now idle: shut down once `idle` has passed, not before.
+    let idle_from = Instant::now();
+    let (clean, ended) = tokio::time::timeout(WAIT, conn).await.unwrap().unwrap();
+    let after = ended - idle_from;
+    assert!(clean, "a graceful shutdown");
+    assert!(
+        after >= idle - Duration::from_millis(50) && after < Duration::from_secs(5),
+        "closed {after:?} after the last stream ended (idle timeout {idle:?})"
+    );
+}
+
 #[tokio::test]
 async fn batch_length_limit_at_its_edge() {
     let (url, _service) = start(

@@ -127,9 +127,12 @@ impl McpHttpServer {
         self
     }
 
-    /// How long [`serve`] keeps an HTTP/1.1 connection with no request under way (default
-    /// 90 s, as [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout)): one that sends nothing after connecting, or an idle keep-alive connection.
-    /// The same timer bounds a request's head (hyper's header read timeout). Not the
+    /// How long [`serve`] keeps a connection with no request under way (default 90 s, as
+    /// [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout)):
+    /// one that sends nothing after connecting, an idle keep-alive connection, or an HTTP/2
+    /// connection with no stream under way (shut down with GOAWAY; an open event stream
+    /// counts as a stream). The same timer bounds a request's head (hyper's header read
+    /// timeout). Not the
     /// session's idle time ([`idle_timeout`](McpHttpServer::idle_timeout)): a session
     /// outlives its connections.
     pub fn idle_connection_timeout(mut self, idle: Duration) -> Self {
@@ -424,7 +427,7 @@ where
 
 /// Serves `service` on every connection accepted on `listener` (HTTP/1.1, and HTTP/2 with
 /// prior knowledge), at most [`McpHttpServer::max_connections`] at once, until the future is
-/// dropped. An HTTP/1.1 connection with no request under way is closed after
+/// dropped. A connection with no request under way (on HTTP/2: no stream) is closed after
 /// [`McpHttpServer::idle_connection_timeout`].
 pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
     let limit = service.inner.max_connections;
@@ -432,13 +435,12 @@ pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
         let service = service.clone();
         tokio::spawn(async move {
             let idle = service.inner.idle_connection;
-            let h2 = crate::server::is_h2(&stream, idle).await;
-            let ended = match h2 {
-                None => Ok(()),
-                Some(true) => serve_connection(stream, service, Protocol::Http2).await,
-                Some(false) => serve_connection(stream, service, Protocol::Http1).await,
+            let protocol = match crate::server::is_h2(&stream, idle).await {
+                None => return,
+                Some(true) => Protocol::Http2,
+                Some(false) => Protocol::Http1,
             };
-            if let Err(e) = ended {
+            if let Err(e) = serve_connection(stream, service, protocol).await {
                 tracing::debug!(%peer, error = %e, "MCP HTTP connection ended with an error");
             }
             drop(permit);
@@ -458,11 +460,23 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let idle = service.inner.idle_connection;
-    let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+    crate::server::run_hyper(io, protocol, idle, hyper_service(service)).await
+}
+
+/// `service` as hyper's service (its future named `Send`: a closure's inferred one is not
+/// proved `Send` under the HTTP/2 idle watch's higher-ranked bounds).
+fn hyper_service(
+    service: McpService,
+) -> impl hyper::service::Service<
+    Request<hyper::body::Incoming>,
+    Response = Response<Body>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
+> + Clone {
+    hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
         let fut = service.handle(req);
         async move { Ok::<_, Infallible>(fut.await) }
-    });
-    crate::server::run_hyper(io, protocol, idle, svc).await
+    })
 }
 
 // ---- responses ----
