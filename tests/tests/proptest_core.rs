@@ -6,6 +6,7 @@ use rpcwire::Input;
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
+use rpcwire::wire::framing::split_frame;
 use rpcwire::wire::ser::SliceSink;
 use rpcwire::wire::{
     encode, parse, write_frame, FrameEvent, Framing, Message, ParseLimits, Parsed, RawJson,
@@ -182,6 +183,41 @@ proptest! {
         prop_assert!(same(&m, &back), "{m:?} != {back:?}");
         prop_assert!(rx.next_frame().is_none());
         prop_assert_eq!(rx.buffered(), 0);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// What a message-framed transport uses: `split_frame` takes a written frame apart as the
+    /// decoder does, and `push_frame` hands a whole frame over as it is (too long: reported,
+    /// and the buffer takes the next one).
+    #[test]
+    fn split_frame_and_push_frame_agree_with_the_decoder(
+        m in model(),
+        cl in any::<bool>(),
+        max in 1usize..400,
+    ) {
+        let framing = if cl { Framing::ContentLength } else { Framing::Line };
+        let bytes = emit(&m, framing);
+        let mut rx = RxBuffer::<[u8; 1 << 16]>::new(framing);
+        rx.push(&mut &bytes[..]);
+        let Some(FrameEvent::Frame(frame)) = rx.next_frame() else { panic!("no frame") };
+        prop_assert_eq!(split_frame(framing, &bytes), Some((frame, bytes.len())));
+        prop_assert_eq!(split_frame(framing, &bytes[..bytes.len() - 1]), None);
+
+        let mut whole = RxBuffer::<Vec<u8>>::with_max_frame(Framing::ContentLength, max);
+        for _ in 0..2 {
+            prop_assert!(whole.push_frame(frame));
+            prop_assert!(!whole.push_frame(b"{}"), "taken while a frame is under way");
+            let expected = if frame.len() > max {
+                FrameEvent::Oversize { len: frame.len() }
+            } else {
+                FrameEvent::Frame(frame)
+            };
+            prop_assert_eq!(whole.next_frame(), Some(expected));
+            prop_assert_eq!(whole.next_frame(), None);
+        }
     }
 }
 

@@ -83,6 +83,10 @@ enum State {
     /// Skipping this many bytes of an oversize body.
     #[cfg(feature = "content-length")]
     SkipBody(usize),
+    /// A whole frame of this many bytes, too long to take, was given to
+    /// [`RxBuffer::push_frame`]: report it.
+    #[cfg(feature = "content-length")]
+    OversizeWhole(usize),
 }
 
 /// A receive buffer with a framing decoder, over storage the caller chooses: an array
@@ -363,6 +367,50 @@ impl<B: Slots<u8>> RxBuffer<B> {
         0
     }
 
+    /// Takes one whole frame that its transport has delimited (an HTTP body, a WebSocket
+    /// message), copied in as it is: no header or line end is looked for, and the next event
+    /// is that frame, or [`FrameEvent::Oversize`] when it is longer than the maximum frame
+    /// (then nothing is copied). Returns false, taking nothing, unless the buffer is empty
+    /// (nothing buffered, nothing held, no frame under way).
+    ///
+    /// ```
+    /// use rpcwire::wire::{FrameEvent, Framing, RxBuffer};
+    /// let mut rx = RxBuffer::<[u8; 64]>::const_with_max_frame(Framing::ContentLength, 16);
+    /// assert!(rx.push_frame(b"{\"a\":\n1}"));
+    /// assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"{\"a\":\n1}")));
+    /// assert_eq!(rx.next_frame(), None);
+    /// assert!(rx.push_frame(&[b' '; 17]));
+    /// assert_eq!(rx.next_frame(), Some(FrameEvent::Oversize { len: 17 }));
+    /// ```
+    #[cfg(feature = "content-length")]
+    pub fn push_frame(&mut self, frame: &[u8]) -> bool {
+        if self.start != self.end
+            || self.held.is_some()
+            || self.ready.is_some()
+            || !matches!(self.state, State::Seek)
+        {
+            return false;
+        }
+        self.start = 0;
+        self.end = 0;
+        self.scanned = 0;
+        if frame.len() > self.max_frame {
+            self.state = State::OversizeWhole(frame.len());
+            return true;
+        }
+        self.reserve(frame.len());
+        let Some(room) = self.buf.slots_mut().get_mut(..frame.len()) else {
+            // Storage that cannot hold a frame of the maximum length (never: the constructors
+            // bound the maximum by the storage): reported as too long.
+            self.state = State::OversizeWhole(frame.len());
+            return true;
+        };
+        room.copy_from_slice(frame);
+        self.end = frame.len();
+        self.state = State::Body(frame.len());
+        true
+    }
+
     /// Marks the end of input. With line framing, a last line without its newline becomes a
     /// frame (or an oversize report); with content-length framing an incomplete frame is
     /// truncated and stays unanswered. Call [`next_frame`](RxBuffer::next_frame) (or feed the
@@ -595,6 +643,11 @@ impl<B: Slots<u8>> RxBuffer<B> {
                     }
                     self.state = State::Seek;
                 }
+                #[cfg(feature = "content-length")]
+                State::OversizeWhole(len) => {
+                    self.state = State::Seek;
+                    return Some(Ready::Oversize { len });
+                }
                 State::DiscardLine { len, cr } => match find_byte(b'\n', data, 0) {
                     Some(nl) => {
                         let cr = if nl == 0 {
@@ -790,6 +843,56 @@ pub fn content_length_header(len: usize, out: &mut [u8; MAX_HEADER_LEN]) -> &[u8
         sink.len()
     };
     out.get(..written).unwrap_or(&[])
+}
+
+/// The first frame of `data`, which starts where a frame that [`finish_frame`] completed
+/// starts: its body and the frame's whole length, or `None` when `data` does not hold a whole
+/// frame. For a transport that carries each message itself (an HTTP body) and takes a
+/// connection's output apart again; the header [`content_length_header`] writes is read
+/// without a general header parse.
+///
+/// ```
+/// use rpcwire::wire::framing::split_frame;
+/// use rpcwire::wire::Framing;
+/// let out = b"Content-Length: 2\r\n\r\n{}Content-Length: 4\r\n\r\n[1]\n";
+/// assert_eq!(split_frame(Framing::ContentLength, out), Some((&b"{}"[..], 23)));
+/// assert_eq!(split_frame(Framing::ContentLength, &out[23..]), Some((&b"[1]\n"[..], 25)));
+/// assert_eq!(split_frame(Framing::ContentLength, &out[23..40]), None);
+/// // Another writer's header block is read too.
+/// for other in [&b"content-type: x\r\ncontent-length: 1\r\n\r\n7"[..], b"Content-Length: 1\r\nX: y\r\n\r\n7"] {
+///     assert_eq!(split_frame(Framing::ContentLength, other), Some((&b"7"[..], other.len())));
+/// }
+/// assert_eq!(split_frame(Framing::Line, b"{}\n[]\n"), Some((&b"{}"[..], 3)));
+/// ```
+pub fn split_frame(framing: Framing, data: &[u8]) -> Option<(&[u8], usize)> {
+    match framing {
+        Framing::Line => {
+            let nl = find_byte(b'\n', data, 0)?;
+            Some((data.get(..nl)?, nl + 1))
+        }
+        #[cfg(feature = "content-length")]
+        Framing::ContentLength => {
+            // The header this crate writes, read directly: the prefix, digits, the blank line.
+            let written = data.strip_prefix(b"Content-Length: ").and_then(|rest| {
+                let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+                if digits == 0 || rest.get(digits..digits + 4)? != b"\r\n\r\n" {
+                    return None;
+                }
+                let len = usize::try_from(crate::bytes::parse_u64(rest.get(..digits)?)?).ok()?;
+                Some((len, 16 + digits + 4))
+            });
+            let (len, header) = match written {
+                Some(found) => found,
+                // Any other header block.
+                None => {
+                    let term = find_header_end(data, 0)?;
+                    (parse_content_length(data.get(..term)?)?, term + 4)
+                }
+            };
+            let total = header.checked_add(len)?;
+            Some((data.get(header..total)?, total))
+        }
+    }
 }
 
 /// Encodes one frame into `buf`: `body` writes the JSON text, and the framing's delimiter or

@@ -10,7 +10,7 @@
 //! or `Accept`, a body over the limit, a client that accepts event streams, a server with
 //! profile checks) goes to hyper, which answers it exactly as before.
 
-use std::io::{self, Write as _};
+use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -26,7 +26,8 @@ use tokio::time::Instant;
 
 use crate::pipe::read_from;
 use crate::server::{
-    accepts_values, is_json_media, serve_hyper, Inner, Protocol, Reply, RpcService, BATCH_TOO_LONG,
+    accepts_values, is_json_media_bytes, serve_hyper, Inner, Protocol, Reply, RpcService,
+    BATCH_TOO_LONG,
 };
 
 /// The longest request head the fast path reads; a longer one goes to hyper (which takes
@@ -103,13 +104,32 @@ enum Parsed {
     Other,
 }
 
-/// A header value as text when it is visible ASCII (what `HeaderValue::to_str` accepts).
+/// The header fields the fast path reads.
+enum Field {
+    Host,
+    Accept,
+    Origin,
+    Connection,
+    ContentType,
+    ContentLength,
+}
+
+/// An ASCII header value as text.
 fn text(value: &[u8]) -> Option<&str> {
-    if value.iter().all(|&b| (32..127).contains(&b) || b == b'\t') {
-        std::str::from_utf8(value).ok()
-    } else {
-        None
+    std::str::from_utf8(value).ok()
+}
+
+/// A `Content-Length` value: digits only, at least one, within `usize`.
+fn decimal(value: &[u8]) -> Option<usize> {
+    if value.is_empty() {
+        return None;
     }
+    value.iter().try_fold(0usize, |n, &b| {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(usize::from(b - b'0'))
+    })
 }
 
 fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
@@ -138,60 +158,90 @@ fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
     let mut accept = [""; 4];
     let mut accepts = 0;
     for h in req.headers.iter() {
-        let name = h.name;
-        let Some(value) = text(h.value) else {
-            return Parsed::Other;
+        let name = h.name.as_bytes();
+        // Only the fields the answer depends on are read (told apart by length first: this
+        // runs for every request); httparse has checked the others' characters.
+        let is = |field: &[u8]| name.eq_ignore_ascii_case(field);
+        let field = match name.len() {
+            4 if is(b"host") => Field::Host,
+            6 if is(b"accept") => Field::Accept,
+            6 if is(b"origin") => Field::Origin,
+            10 if is(b"connection") => Field::Connection,
+            12 if is(b"content-type") => Field::ContentType,
+            14 if is(b"content-length") => Field::ContentLength,
+            // Bodies and upgrades that only hyper handles.
+            6 if is(b"expect") => return Parsed::Other,
+            7 if is(b"upgrade") => return Parsed::Other,
+            17 if is(b"transfer-encoding") => return Parsed::Other,
+            _ => continue,
         };
-        if name.eq_ignore_ascii_case("content-length") {
-            if length.is_some() || value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-                return Parsed::Other;
-            }
-            match value.parse::<usize>() {
-                Ok(n) => length = Some(n),
-                Err(_) => return Parsed::Other,
-            }
-        } else if name.eq_ignore_ascii_case("content-type") {
-            if json.is_some() {
-                return Parsed::Other;
-            }
-            json = Some(is_json_media(value));
-        } else if name.eq_ignore_ascii_case("host") {
-            if host.is_some() {
-                return Parsed::Other;
-            }
-            host = Some(value);
-        } else if name.eq_ignore_ascii_case("origin") {
-            if origin.is_some() {
-                return Parsed::Other;
-            }
-            origin = Some(value);
-        } else if name.eq_ignore_ascii_case("accept") {
-            if accepts == accept.len() {
-                return Parsed::Other;
-            }
-            accept[accepts] = value;
-            accepts += 1;
-        } else if name.eq_ignore_ascii_case("connection") {
-            for token in value.split(',') {
-                let token = token.trim();
-                if token.eq_ignore_ascii_case("close") {
-                    close = true;
-                } else if !token.eq_ignore_ascii_case("keep-alive") {
-                    return Parsed::Other; // upgrades and hop-by-hop lists: hyper's
+        // What `HeaderValue::to_str` takes on hyper's path: httparse has let through only
+        // tabs, visible ASCII and bytes over 0x7f, so ASCII is the test.
+        let value = h.value;
+        if !value.is_ascii() {
+            return Parsed::Other;
+        }
+        match field {
+            Field::ContentLength => {
+                if length.is_some() {
+                    return Parsed::Other;
+                }
+                match decimal(value) {
+                    Some(n) => length = Some(n),
+                    None => return Parsed::Other,
                 }
             }
-        } else if name.eq_ignore_ascii_case("transfer-encoding")
-            || name.eq_ignore_ascii_case("expect")
-            || name.eq_ignore_ascii_case("upgrade")
-        {
-            return Parsed::Other;
+            Field::ContentType => {
+                if json.is_some() {
+                    return Parsed::Other;
+                }
+                json = Some(is_json_media_bytes(value));
+            }
+            Field::Host => {
+                if host.is_some() {
+                    return Parsed::Other;
+                }
+                host = Some(value);
+            }
+            Field::Origin => {
+                if origin.is_some() {
+                    return Parsed::Other;
+                }
+                let Some(value) = text(value) else {
+                    return Parsed::Other;
+                };
+                origin = Some(value);
+            }
+            Field::Accept => {
+                if accepts == accept.len() {
+                    return Parsed::Other;
+                }
+                let Some(value) = text(value) else {
+                    return Parsed::Other;
+                };
+                accept[accepts] = value;
+                accepts += 1;
+            }
+            Field::Connection => {
+                let Some(value) = text(value) else {
+                    return Parsed::Other;
+                };
+                for token in value.split(',') {
+                    let token = token.trim();
+                    if token.eq_ignore_ascii_case("close") {
+                        close = true;
+                    } else if !token.eq_ignore_ascii_case("keep-alive") {
+                        return Parsed::Other; // upgrades and hop-by-hop lists: hyper's
+                    }
+                }
+            }
         }
     }
     let (Some(body), Some(true), Some(host)) = (length, json, host) else {
         return Parsed::Other;
     };
     if body > inner.max_body
-        || !inner.hosts.allows_host(host)
+        || !inner.hosts.allows_host_bytes(host)
         || origin.is_some_and(|o| !inner.hosts.allows_origin(o))
     {
         return Parsed::Other;
@@ -362,26 +412,47 @@ fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool) {
             Bytes::from_static(b"unexpected event stream\n"),
         ),
     };
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(code.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(code.canonical_reason().unwrap_or("").as_bytes());
-    out.extend_from_slice(b"\r\n");
-    if let Some(ct) = content_type {
-        out.extend_from_slice(b"content-type: ");
-        out.extend_from_slice(ct.as_bytes());
+    // The head is at most about 160 bytes.
+    out.reserve(192 + body.len());
+    if code == StatusCode::OK && content_type == Some("application/json") {
+        // The usual answer's first lines, in one piece.
+        out.extend_from_slice(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n");
+    } else {
+        out.extend_from_slice(b"HTTP/1.1 ");
+        out.extend_from_slice(code.as_str().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(code.canonical_reason().unwrap_or("").as_bytes());
         out.extend_from_slice(b"\r\n");
+        if let Some(ct) = content_type {
+            out.extend_from_slice(b"content-type: ");
+            out.extend_from_slice(ct.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
     }
     if close {
         out.extend_from_slice(b"connection: close\r\n");
     }
     out.extend_from_slice(b"content-length: ");
-    // Writing into a Vec cannot fail.
-    let _ = write!(out, "{}", body.len());
+    push_decimal(out, body.len());
     out.extend_from_slice(b"\r\ndate: ");
     date(out);
     out.extend_from_slice(b"\r\n\r\n");
     out.extend_from_slice(body.chunk());
+}
+
+/// Appends `n` in decimal (without `fmt`'s machinery: this runs for every answer).
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// Appends the current `Date` value (computed once a second per thread, as hyper does).
@@ -462,5 +533,42 @@ impl AsyncWrite for Rewind {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_lengths_are_digits_within_usize() {
+        for (value, expected) in [
+            (&b"0"[..], Some(0)),
+            (b"62", Some(62)),
+            (b"007", Some(7)),
+            (b"18446744073709551615", Some(usize::MAX)),
+            (b"18446744073709551616", None),
+            (b"", None),
+            (b"+1", None),
+            (b" 1", None),
+            (b"1a", None),
+            (b"-0", None),
+        ] {
+            assert_eq!(
+                decimal(value),
+                expected,
+                "{}",
+                String::from_utf8_lossy(value)
+            );
+        }
+    }
+
+    #[test]
+    fn decimals_are_written_as_format_writes_them() {
+        for n in [0, 7, 9, 10, 99, 100, 12_345, u32::MAX as usize, usize::MAX] {
+            let mut out = b"x".to_vec();
+            push_decimal(&mut out, n);
+            assert_eq!(out, format!("x{n}").into_bytes());
+        }
     }
 }

@@ -62,11 +62,18 @@ impl HostPolicy {
     }
 
     pub(crate) fn allows_host(&self, host: &str) -> bool {
+        self.allows_host_bytes(host.as_bytes())
+    }
+
+    /// [`allows_host`](Self::allows_host) of a header value's bytes.
+    pub(crate) fn allows_host_bytes(&self, host: &[u8]) -> bool {
         match self {
             HostPolicy::Any => true,
             HostPolicy::Names(names) => {
                 let name = strip_port(host);
-                names.iter().any(|n| n.eq_ignore_ascii_case(name))
+                names
+                    .iter()
+                    .any(|n| n.as_bytes().eq_ignore_ascii_case(name))
             }
         }
     }
@@ -84,15 +91,17 @@ impl HostPolicy {
     }
 }
 
-/// `host:port` → `host` (IPv6 literals keep their brackets).
-fn strip_port(host: &str) -> &str {
-    if host.starts_with('[') {
-        return match host.find(']') {
-            Some(end) => &host[..=end],
-            None => host,
-        };
-    }
-    host.split(':').next().unwrap_or(host)
+/// `host:port` → `host` (IPv6 literals keep their brackets). Byte searches: this runs for
+/// every request.
+fn strip_port(host: &[u8]) -> &[u8] {
+    let end = if host.first() == Some(&b'[') {
+        host.iter()
+            .position(|&b| b == b']')
+            .map_or(host.len(), |e| e + 1)
+    } else {
+        host.iter().position(|&b| b == b':').unwrap_or(host.len())
+    };
+    host.get(..end).unwrap_or(host)
 }
 
 /// Settings of an HTTP JSON-RPC server, and [`build`](HttpServer::build) to make its
@@ -494,7 +503,7 @@ pub(crate) fn accepted_media<'a>(values: impl Iterator<Item = &'a str>) -> Optio
         for item in value.split(',') {
             seen = true;
             let mut parts = item.split(';');
-            let range = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let range = parts.next().unwrap_or("").trim();
             // `q=0` means "not acceptable".
             if parts.any(|p| {
                 p.trim()
@@ -503,11 +512,13 @@ pub(crate) fn accepted_media<'a>(values: impl Iterator<Item = &'a str>) -> Optio
             }) {
                 continue;
             }
-            match range.as_str() {
-                "*/*" => media.any = true,
-                "application/*" | "application/json" => media.json = true,
-                "text/*" | "text/event-stream" => media.sse = true,
-                _ => {}
+            let is = |name: &str| range.eq_ignore_ascii_case(name);
+            if is("*/*") {
+                media.any = true;
+            } else if is("application/*") || is("application/json") {
+                media.json = true;
+            } else if is("text/*") || is("text/event-stream") {
+                media.sse = true;
             }
         }
     }
@@ -607,12 +618,17 @@ fn read_body<D: Buf>(
 
 /// Whether a `Content-Type` value is `application/json` (parameters such as a charset allowed).
 pub(crate) fn is_json_media(value: &str) -> bool {
+    is_json_media_bytes(value.as_bytes())
+}
+
+/// [`is_json_media`] of a header value's bytes.
+pub(crate) fn is_json_media_bytes(value: &[u8]) -> bool {
+    let end = value.iter().position(|&b| b == b';').unwrap_or(value.len());
     value
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .eq_ignore_ascii_case("application/json")
+        .get(..end)
+        .unwrap_or(value)
+        .trim_ascii()
+        .eq_ignore_ascii_case(b"application/json")
 }
 
 impl Inner {
@@ -764,6 +780,22 @@ impl Inner {
         sse_ok: bool,
         deadline: tokio::time::Instant,
     ) -> Result<Reply, BodyKind> {
+        if is_one_object(body) {
+            // One message (no batch, so no batch limit): the responder sorts it by the core's
+            // rules as a connection would, with no parse here, and answers it unless its
+            // handler reads a context. What has no answer is looked at afterwards, as the
+            // rarer case: a response goes to the event stream's connection, whose call it
+            // answers.
+            if let Some(reply) = self.respond(body, true, json_ok, sse_ok, deadline).await {
+                if matches!(reply, Reply::Accepted)
+                    && classify_parsed(parse(body, ParseLimits { max_depth: 128 })).0
+                        == BodyKind::Responses
+                {
+                    self.hub.deliver(Bytes::copy_from_slice(body)).await;
+                }
+                return Ok(reply);
+            }
+        }
         // Parsed once: sorted by the core's rules, then asked of the responder.
         let parsed = parse(body, ParseLimits { max_depth: 128 });
         let (kind, batch_len) = classify_parsed(parsed);
@@ -774,7 +806,9 @@ impl Inner {
         if kind == BodyKind::Calls && self.responder.takes_parsed(parsed) {
             // No handler it runs can send the client anything before its answer: answered
             // with no connection, in this task.
-            return Ok(self.respond(body, json_ok, sse_ok, deadline).await);
+            if let Some(reply) = self.respond(body, false, json_ok, sse_ok, deadline).await {
+                return Ok(reply);
+            }
         }
         Err(kind)
     }
@@ -845,26 +879,49 @@ impl Inner {
     async fn respond(
         &self,
         body: &[u8],
+        if_taken: bool,
         json_ok: bool,
         sse_ok: bool,
         deadline: tokio::time::Instant,
-    ) -> Reply {
+    ) -> Option<Reply> {
         let mut answer = Vec::new();
         // Boxed: a connection's task holds the largest state of its request's future for its
         // whole life; this one is held only while a body is answered.
-        let respond = Box::pin(self.responder.respond(body, &mut answer));
-        if before(self.clock.clone(), deadline, respond).await.is_err() {
-            return Reply::Refused(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n");
+        let respond = Box::pin(async {
+            if if_taken {
+                self.responder.respond_if_taken(body, &mut answer).await
+            } else {
+                self.responder.respond(body, &mut answer).await;
+                true
+            }
+        });
+        match before(self.clock.clone(), deadline, respond).await {
+            Err(_) => {
+                return Some(Reply::Refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "request timed out\n",
+                ))
+            }
+            Ok(false) => return None,
+            Ok(true) => {}
         }
-        if answer.is_empty() {
+        Some(if answer.is_empty() {
             Reply::Accepted
         } else if json_ok || !sse_ok {
             Reply::Json(Bytes::from(answer))
         } else {
             // Only an event stream is acceptable: one event.
             Reply::OneEvent(Bytes::from(answer))
-        }
+        })
     }
+}
+
+/// True when `body`'s JSON text is an object (its first byte past whitespace is `{`): one
+/// message, not a batch.
+fn is_one_object(body: &[u8]) -> bool {
+    body.iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .is_some_and(|&b| b == b'{')
 }
 
 /// Sends a refusal once the request's body has been read and dropped (at most

@@ -12,7 +12,7 @@
 use std::cell::OnceCell;
 use std::sync::{Arc, Mutex};
 
-use rpcwire::wire::framing::{content_length_header, MAX_HEADER_LEN};
+use rpcwire::wire::framing::{content_length_header, split_frame, MAX_HEADER_LEN};
 use rpcwire::wire::scan::ScanError;
 use rpcwire::wire::{parse, FrameEvent, Framing, Message, ParseLimits, Parsed, RxBuffer};
 use rpcwire::{Config, ErrorCode, Inbound, Input, Instant};
@@ -25,6 +25,9 @@ use crate::{Builder, Client, Router};
 /// Connections kept for reuse: enough for every worker of a busy server to find one, few
 /// enough that an idle server holds next to nothing.
 const POOL: usize = 32;
+
+/// The framing of a pooled connection: what [`drain`] takes apart.
+const FRAMING: Framing = Framing::ContentLength;
 
 /// Bytes of buffers a pooled connection may keep; one that grew past this for a large body
 /// gives it back before it returns to the pool.
@@ -103,7 +106,7 @@ impl Builder {
             shared: Arc::new(Shared {
                 config: Config {
                     // The body is framed here by its length, so it may hold any JSON text.
-                    framing: Framing::ContentLength,
+                    framing: FRAMING,
                     // Nothing is called from here, so nothing times out.
                     request_timeout: None,
                     ..self.config
@@ -129,13 +132,20 @@ impl Responder {
     /// then answers it exactly as a connection would. A body that is not valid JSON counts
     /// as taken (the answer is the core's Parse error).
     pub fn takes(&self, body: &[u8]) -> bool {
-        if self.shared.router.is_none() || self.shared.takes_all {
+        if self.takes_every_body() {
             return true;
         }
         let limits = ParseLimits {
             max_depth: self.shared.config.max_depth,
         };
         self.takes_parsed(parse(body, limits))
+    }
+
+    /// True when [`takes`](Self::takes) takes every body without looking at it (no handler
+    /// reads a [`Context`](crate::Context), and there is no cancel notification): an adapter
+    /// need not parse a body to ask.
+    pub fn takes_every_body(&self) -> bool {
+        self.shared.router.is_none() || self.shared.takes_all
     }
 
     /// [`takes`](Self::takes) for a body already parsed ([`parse`]'s result, a parse error
@@ -145,7 +155,7 @@ impl Responder {
         let Some(router) = &self.shared.router else {
             return true;
         };
-        if self.shared.takes_all {
+        if self.takes_every_body() {
             return true;
         }
         let takes_one = |element: Result<Message<'_>, _>| match element {
@@ -171,7 +181,30 @@ impl Responder {
     ///
     /// Dropping the future (a deadline) drops the handlers that are still waiting.
     pub async fn respond(&self, body: &[u8], answer: &mut Vec<u8>) {
+        self.run(body, answer, false).await;
+    }
+
+    /// [`respond`](Self::respond) for a body that [`takes`](Self::takes) takes, with one
+    /// parse where `takes` and `respond` make two: true when it was answered. A body of one
+    /// message whose handler reads a [`Context`] (or the profile's cancel notification) is
+    /// let go as soon as that is known, with nothing run and nothing written, and so is a
+    /// batch (unless [`takes_every_body`](Self::takes_every_body)): false, run it on a
+    /// connection.
+    ///
+    /// [`Context`]: crate::Context
+    pub async fn respond_if_taken(&self, body: &[u8], answer: &mut Vec<u8>) -> bool {
+        if !self.takes_every_body() && is_batch(body) {
+            return false;
+        }
+        self.run(body, answer, true).await
+    }
+
+    /// Answers `body`; with `only_taken`, lets go of a message (and stops) whose handler reads
+    /// a context, returning false.
+    async fn run(&self, body: &[u8], answer: &mut Vec<u8>, only_taken: bool) -> bool {
         let shared = &*self.shared;
+        // Nothing can be let go when every body is taken.
+        let only_taken = only_taken && !self.takes_every_body();
         let mut slot = shared
             .pool
             .lock()
@@ -180,22 +213,35 @@ impl Responder {
             .unwrap_or_else(|| {
                 Box::new(Slot {
                     conn: Conn::new(shared.config),
-                    rx: RxBuffer::with_max_frame(Framing::ContentLength, shared.config.max_frame),
-                    tx: RxBuffer::with_max_frame(Framing::ContentLength, usize::MAX),
+                    rx: RxBuffer::with_max_frame(FRAMING, shared.config.max_frame),
+                    tx: RxBuffer::with_max_frame(FRAMING, usize::MAX),
                 })
             });
         // No cancel notification reaches a body answered here (`takes` refuses them).
         let mut handlers = Handlers::new(true);
-        let mut header = [0u8; MAX_HEADER_LEN];
-        let mut input: &[u8] = content_length_header(body.len(), &mut header);
-        let mut body_left: &[u8] = body;
         let first = answer.len();
         let Slot { conn, rx, tx } = &mut *slot;
+        // The body is one whole frame: handed over as it is, with no framing to find. A pooled
+        // slot's buffer is empty (only clean ones go back to the pool).
+        let mut input: &[u8] = &[];
+        let mut header = [0u8; MAX_HEADER_LEN];
+        if !rx.push_frame(body) {
+            rx.clear();
+            input = content_length_header(body.len(), &mut header);
+        }
+        let mut body_left: &[u8] = if input.is_empty() { &[] } else { body };
+        let mut taken = true;
         loop {
             match conn.handle_input(Instant::ZERO, rx, &mut input) {
-                Input::Item(item) => shared.dispatch(item, conn, &mut handlers),
+                Input::Item(item) => {
+                    if !shared.dispatch(item, conn, &mut handlers, only_taken) {
+                        // Let go whole: the frame goes too, and the slot back to the pool.
+                        rx.clear();
+                        taken = false;
+                        break;
+                    }
+                }
                 Input::Blocked => drain(conn, tx, answer, first),
-                // The header is in: then the body (the receive buffer copies what it takes).
                 Input::NeedMore if !body_left.is_empty() => input = std::mem::take(&mut body_left),
                 Input::NeedMore | Input::Closed => break,
             }
@@ -236,17 +282,38 @@ impl Responder {
                 }
             }
         }
+        taken
     }
 }
 
+/// True when `body`'s JSON text is an array (its first byte past whitespace is `[`): a batch.
+fn is_batch(body: &[u8]) -> bool {
+    body.iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .is_some_and(|&b| b == b'[')
+}
+
 impl Shared {
-    /// Runs the handler of one inbound item, as a connection's driver does.
-    fn dispatch(&self, item: Inbound<'_>, conn: &mut Conn, handlers: &mut Handlers) {
+    /// Runs the handler of one inbound item, as a connection's driver does. With
+    /// `only_taken`, an item whose handler reads a context is let go (a request released with
+    /// no answer), and the result is false.
+    fn dispatch(
+        &self,
+        item: Inbound<'_>,
+        conn: &mut Conn,
+        handlers: &mut Handlers,
+        only_taken: bool,
+    ) -> bool {
         let router = self.router.as_deref();
         match item {
             Inbound::Request(req) => {
-                let found =
-                    router.and_then(|r| r.request_handler(req.method.escaped_bytes(), None));
+                let found = router.and_then(|r| r.find_method(req.method.escaped_bytes(), None));
+                if only_taken && found.as_ref().is_some_and(|(_, context)| *context) {
+                    // A handle the connection just gave: releasing it cannot fail.
+                    let _ = conn.release(req.handle);
+                    return false;
+                }
+                let found = found.map(|(found, _)| found);
                 let wire_name;
                 let (method, handler) = match found {
                     Some(Found::Named { name, run, .. }) => (name, run),
@@ -256,7 +323,7 @@ impl Shared {
                     }
                     None => {
                         let _ = conn.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
-                        return;
+                        return true;
                     }
                 };
                 let origin = Origin {
@@ -270,9 +337,15 @@ impl Shared {
             }
             Inbound::Notification(n) => {
                 let method = n.method.to_str();
+                if only_taken
+                    && (self.cancel_method.as_deref() == Some(&*method)
+                        || router.is_some_and(|r| r.reads_context(method.as_bytes(), false)))
+                {
+                    return false;
+                }
                 let Some(handler) = router.and_then(|r| r.get_notification(&method)) else {
                     tracing::debug!(%method, "notification ignored: no handler");
-                    return;
+                    return true;
                 };
                 let origin = Origin {
                     peer: &self.detached,
@@ -301,6 +374,7 @@ impl Shared {
                 tracing::debug!(problem = ?p, replied = p.replied(), "peer problem");
             }
         }
+        true
     }
 }
 
@@ -308,24 +382,39 @@ impl Shared {
 /// only (a body has one answer; the core writes nothing else for it), appended after
 /// `answer[..first]`.
 fn drain(conn: &mut Conn, tx: &mut RxBuffer<Vec<u8>>, answer: &mut Vec<u8>, first: usize) {
+    let mut keep = |frame: &[u8]| {
+        if answer.len() == first {
+            answer.extend_from_slice(frame);
+        } else {
+            tracing::warn!("a second answer for one body: dropped");
+        }
+    };
     loop {
-        let mut out = conn.poll_transmit();
+        let out = conn.poll_transmit();
         if out.is_empty() {
             break;
         }
-        let before = out.len();
-        tx.push(&mut out);
-        let taken = before - out.len();
-        conn.advance_transmit(taken);
-        while let Some(event) = tx.next_frame() {
-            if let FrameEvent::Frame(frame) = event {
-                if answer.len() == first {
-                    answer.extend_from_slice(frame);
-                } else {
-                    tracing::warn!("a second answer for one body: dropped");
+        // The core commits whole frames: they are read where they lie. Bytes that are not a
+        // whole frame (not seen: a safeguard) go through the decoder instead.
+        let mut taken = 0;
+        if tx.buffered() == 0 {
+            while let Some((frame, len)) =
+                out.get(taken..).and_then(|rest| split_frame(FRAMING, rest))
+            {
+                keep(frame);
+                taken += len;
+            }
+        }
+        if taken < out.len() {
+            let mut rest = out.get(taken..).unwrap_or(&[]);
+            taken += tx.push(&mut rest);
+            while let Some(event) = tx.next_frame() {
+                if let FrameEvent::Frame(frame) = event {
+                    keep(frame);
                 }
             }
         }
+        conn.advance_transmit(taken);
         if taken == 0 {
             break;
         }

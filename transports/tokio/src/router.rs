@@ -626,7 +626,11 @@ impl Router {
 
     /// [`request_handler`](Self::request_handler), and whether that handler reads a
     /// [`Context`].
-    fn find_method(&self, name: &[u8], last: Option<usize>) -> Option<(Found<'_>, bool)> {
+    pub(crate) fn find_method(
+        &self,
+        name: &[u8],
+        last: Option<usize>,
+    ) -> Option<(Found<'_>, bool)> {
         let named = last
             .filter(|&at| {
                 self.methods

@@ -234,3 +234,94 @@ async fn waiting_notification_handlers_run_on() {
         .await
         .unwrap();
 }
+
+/// `respond_if_taken`: one parse for what `takes` and `respond` do in two. A single message
+/// it takes is answered as `respond` answers it; one whose handler reads a context, and a
+/// batch (with such a router), are let go with nothing run or written.
+#[tokio::test]
+async fn respond_if_taken_answers_what_takes_takes_and_lets_the_rest_go() {
+    let responder = builder().responder();
+    assert!(!responder.takes_every_body());
+    for body in BODIES {
+        let mut answer = b"kept".to_vec();
+        let taken = responder
+            .respond_if_taken(body.as_bytes(), &mut answer)
+            .await;
+        if body.starts_with('[') {
+            assert!(!taken, "a batch is let go: {body}");
+            assert_eq!(answer, b"kept");
+            continue;
+        }
+        assert!(taken, "{body}");
+        let expected = on_connection(builder(), body.as_bytes()).await;
+        assert_eq!(
+            String::from_utf8_lossy(&answer[4..]),
+            String::from_utf8_lossy(&expected),
+            "body {body}"
+        );
+    }
+    let whoami = br#"{"jsonrpc":"2.0","method":"whoami","id":7}"#;
+    let mut answer = Vec::new();
+    assert!(!responder.respond_if_taken(whoami, &mut answer).await);
+    assert!(answer.is_empty(), "nothing written for a body let go");
+    // The connection it used answers the next body as if nothing had happened.
+    let w1 = br#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":7}"#;
+    assert!(responder.respond_if_taken(w1, &mut answer).await);
+    assert_eq!(answer, br#"{"jsonrpc":"2.0","result":19,"id":7}"#);
+
+    // Notifications: a handler with a context, and the profile's cancel notification, are
+    // let go without running; a plain one runs.
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (with_context, plain) = (Arc::clone(&ran), Arc::clone(&ran));
+    let responder = Builder::new()
+        .router(
+            Router::new()
+                .notification_with_context("progress", move |_ctx, _: Vec<i64>| {
+                    with_context.fetch_add(100, Ordering::SeqCst);
+                    async {}
+                })
+                .notification("note", move |_: Vec<i64>| {
+                    plain.fetch_add(1, Ordering::SeqCst);
+                    async {}
+                }),
+        )
+        .cancel_notification("$/cancelRequest", "id")
+        .responder();
+    for (body, taken) in [
+        (
+            &br#"{"jsonrpc":"2.0","method":"progress","params":[1]}"#[..],
+            false,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#,
+            false,
+        ),
+        (br#"{"jsonrpc":"2.0","method":"note","params":[1]}"#, true),
+    ] {
+        let mut answer = Vec::new();
+        assert_eq!(
+            responder.respond_if_taken(body, &mut answer).await,
+            taken,
+            "{}",
+            String::from_utf8_lossy(body)
+        );
+        assert!(answer.is_empty());
+    }
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        1,
+        "only the plain notification ran"
+    );
+
+    // A router that reads no context anywhere takes batches too.
+    let plain = Builder::new()
+        .router(
+            Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b)),
+        )
+        .responder();
+    assert!(plain.takes_every_body());
+    let batch = br#"[{"jsonrpc":"2.0","method":"subtract","params":[3,1],"id":1}]"#;
+    let mut answer = Vec::new();
+    assert!(plain.respond_if_taken(batch, &mut answer).await);
+    assert_eq!(answer, br#"[{"jsonrpc":"2.0","result":2,"id":1}]"#);
+}
