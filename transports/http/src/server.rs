@@ -780,37 +780,38 @@ impl Inner {
         sse_ok: bool,
         deadline: tokio::time::Instant,
     ) -> Result<Reply, BodyKind> {
-        if is_one_object(body) {
-            // One message (no batch, so no batch limit): the responder sorts it by the core's
-            // rules as a connection would, with no parse here, and answers it unless its
-            // handler reads a context. What has no answer is looked at afterwards, as the
-            // rarer case: a response goes to the event stream's connection, whose call it
-            // answers.
-            if let Some(reply) = self.respond(body, true, json_ok, sse_ok, deadline).await {
-                if matches!(reply, Reply::Accepted)
-                    && classify_parsed(parse(body, ParseLimits { max_depth: 128 })).0
-                        == BodyKind::Responses
-                {
-                    self.hub.deliver(Bytes::copy_from_slice(body)).await;
+        // One message (no batch, so no batch limit) goes to the responder with no parse here:
+        // it sorts the message by the core's rules as a connection would, and answers it
+        // unless its handler reads a context. Other bodies are parsed once here: sorted by
+        // the core's rules, then asked of the responder.
+        let single = is_one_object(body);
+        if !single {
+            let parsed = parse(body, ParseLimits { max_depth: 128 });
+            let (kind, batch_len) = classify_parsed(parsed);
+            if batch_len.is_some_and(|n| n > self.max_batch) {
+                // The core would answer the same with one Invalid Request; HTTP says it too.
+                return Ok(Reply::BatchTooLong);
+            }
+            if kind != BodyKind::Calls || !self.responder.takes_parsed(parsed) {
+                return Err(kind);
+            }
+        }
+        // No handler it runs can send the client anything before its answer: answered with
+        // no connection, in this task.
+        let sort = |body: &[u8]| classify_parsed(parse(body, ParseLimits { max_depth: 128 })).0;
+        match self.respond(body, single, json_ok, sse_ok, deadline).await {
+            Some(reply) => {
+                // A message with no answer, the rarer case, is sorted afterwards: a response
+                // goes to the event stream's connection, whose call it answers.
+                if single && matches!(reply, Reply::Accepted) && sort(body) == BodyKind::Responses {
+                    // Boxed: a connection's task holds its largest state for its whole life.
+                    Box::pin(self.hub.deliver(Bytes::copy_from_slice(body))).await;
                 }
-                return Ok(reply);
+                Ok(reply)
             }
+            // A message whose handler reads a context: it runs on a connection.
+            None => Err(sort(body)),
         }
-        // Parsed once: sorted by the core's rules, then asked of the responder.
-        let parsed = parse(body, ParseLimits { max_depth: 128 });
-        let (kind, batch_len) = classify_parsed(parsed);
-        if batch_len.is_some_and(|n| n > self.max_batch) {
-            // The core would answer the same with one Invalid Request; HTTP says it too.
-            return Ok(Reply::BatchTooLong);
-        }
-        if kind == BodyKind::Calls && self.responder.takes_parsed(parsed) {
-            // No handler it runs can send the client anything before its answer: answered
-            // with no connection, in this task.
-            if let Some(reply) = self.respond(body, false, json_ok, sse_ok, deadline).await {
-                return Ok(reply);
-            }
-        }
-        Err(kind)
     }
 
     /// Runs a body on a connection of its own, polled in this task.
