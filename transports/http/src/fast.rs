@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use bytes::{Buf, Bytes};
 use http::StatusCode;
@@ -330,6 +330,7 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
                         &mut out,
                         Reply::Refused(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
                         true,
+                        Instant::now(),
                     );
                     stream.write_all(&out).await?;
                     return Ok(End::Close);
@@ -347,7 +348,9 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
         let pipelined = !buf.is_empty();
         let written = if pipelined { &mut out } else { &mut buf };
         written.clear();
-        write_reply(written, reply, head.close);
+        // One clock reading for the answer's date and the start of the idle time.
+        let now = Instant::now();
+        write_reply(written, reply, head.close, now);
         stream.write_all(written).await?;
         written.clear();
         if buf.is_empty() && buf.capacity() > KEEP {
@@ -360,7 +363,7 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
             stream.shutdown().await.ok();
             return Ok(End::Close);
         }
-        idle_since = Instant::now();
+        idle_since = now;
     }
 }
 
@@ -391,7 +394,7 @@ async fn wait_idle(
 
 /// Writes the HTTP/1.1 response hyper's path sends for `reply` (the same status line, header
 /// fields and body; hyper writes them in this order).
-fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool) {
+fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool, now: Instant) {
     let (code, content_type, body): (StatusCode, Option<&str>, Bytes) = match reply {
         Reply::Accepted => (StatusCode::ACCEPTED, None, Bytes::new()),
         Reply::Refused(code, why) => (
@@ -435,7 +438,7 @@ fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool) {
     out.extend_from_slice(b"content-length: ");
     push_decimal(out, body.len());
     out.extend_from_slice(b"\r\ndate: ");
-    date(out);
+    date(out, now);
     out.extend_from_slice(b"\r\n\r\n");
     out.extend_from_slice(body.chunk());
 }
@@ -455,23 +458,35 @@ fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
     out.extend_from_slice(&digits[at..]);
 }
 
-/// Appends the current `Date` value (computed once a second per thread, as hyper does).
-fn date(out: &mut Vec<u8>) {
-    thread_local! {
-        static CACHED: std::cell::RefCell<(u64, String)> =
-            const { std::cell::RefCell::new((u64::MAX, String::new())) };
+/// Appends the current `Date` value: formatted once a second per thread, as hyper does, and
+/// looked up by the monotonic `now` the caller has read anyway (the wall clock is read only
+/// when the second has changed).
+fn date(out: &mut Vec<u8>, now: Instant) {
+    struct Cached {
+        /// When the text stops being the current second.
+        until: Option<Instant>,
+        text: String,
     }
-    let now = SystemTime::now();
-    let secs = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    thread_local! {
+        static CACHED: std::cell::RefCell<Cached> =
+            const { std::cell::RefCell::new(Cached { until: None, text: String::new() }) };
+    }
     CACHED.with(|c| {
         let mut c = c.borrow_mut();
-        if c.0 != secs {
-            *c = (secs, httpdate::fmt_http_date(now));
+        if c.until.is_none_or(|until| now >= until) {
+            let wall = SystemTime::now();
+            let into_second = wall
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0);
+            let left =
+                Duration::from_nanos(u64::from(1_000_000_000 - into_second.min(999_999_999)));
+            *c = Cached {
+                until: Some(now + left),
+                text: httpdate::fmt_http_date(wall),
+            };
         }
-        out.extend_from_slice(c.1.as_bytes());
+        out.extend_from_slice(c.text.as_bytes());
     });
 }
 
@@ -539,6 +554,25 @@ impl AsyncWrite for Rewind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_date_is_the_wall_clock_second() {
+        let now = Instant::now();
+        let (mut first, mut again) = (Vec::new(), Vec::new());
+        date(&mut first, now);
+        date(&mut again, now);
+        assert_eq!(first, again, "one second's text is kept");
+        let shown = httpdate::parse_http_date(std::str::from_utf8(&first).unwrap()).unwrap();
+        let off = SystemTime::now()
+            .duration_since(shown)
+            .unwrap_or_else(|e| e.duration());
+        assert!(off < Duration::from_secs(2), "{off:?}");
+        // Past the second it was made in, the text is made again from the wall clock.
+        let mut later = Vec::new();
+        date(&mut later, now + Duration::from_millis(1001));
+        let later = httpdate::parse_http_date(std::str::from_utf8(&later).unwrap()).unwrap();
+        assert!(later >= shown);
+    }
 
     #[test]
     fn content_lengths_are_digits_within_usize() {

@@ -99,6 +99,14 @@ impl Handlers {
         }
     }
 
+    /// Nothing running, waiting or watched: what a responder's pooled slot is left with.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.running == 0
+            && self.tasks.is_empty()
+            && self.unwritten.is_empty()
+            && self.cancels.by_id.is_empty()
+    }
+
     /// Handlers running plus answers waiting for transmit room.
     pub(crate) fn running(&self) -> usize {
         self.running

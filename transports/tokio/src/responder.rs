@@ -86,6 +86,9 @@ struct Slot {
     conn: Conn,
     rx: RxBuffer<Vec<u8>>,
     tx: RxBuffer<Vec<u8>>,
+    /// Kept with the connection: a new one allocates (its task set), and a slot goes back to
+    /// the pool only with no handler left in it.
+    handlers: Handlers,
 }
 
 impl std::fmt::Debug for Responder {
@@ -215,12 +218,18 @@ impl Responder {
                     conn: Conn::new(shared.config),
                     rx: RxBuffer::with_max_frame(FRAMING, shared.config.max_frame),
                     tx: RxBuffer::with_max_frame(FRAMING, usize::MAX),
+                    // No cancel notification reaches a body answered here (`takes` refuses
+                    // them).
+                    handlers: Handlers::new(true),
                 })
             });
-        // No cancel notification reaches a body answered here (`takes` refuses them).
-        let mut handlers = Handlers::new(true);
         let first = answer.len();
-        let Slot { conn, rx, tx } = &mut *slot;
+        let Slot {
+            conn,
+            rx,
+            tx,
+            handlers,
+        } = &mut *slot;
         // The body is one whole frame: handed over as it is, with no framing to find. A pooled
         // slot's buffer is empty (only clean ones go back to the pool).
         let mut input: &[u8] = &[];
@@ -234,7 +243,7 @@ impl Responder {
         loop {
             match conn.handle_input(Instant::ZERO, rx, &mut input) {
                 Input::Item(item) => {
-                    if !shared.dispatch(item, conn, &mut handlers, only_taken) {
+                    if !shared.dispatch(item, conn, handlers, only_taken) {
                         // Let go whole: the frame goes too, and the slot back to the pool.
                         rx.clear();
                         taken = false;
@@ -269,7 +278,10 @@ impl Responder {
                 handlers.finished(done);
             }
         }
-        let clean = conn.inflight_len() == 0 && rx.buffered() == 0 && tx.buffered() == 0;
+        let clean = conn.inflight_len() == 0
+            && rx.buffered() == 0
+            && tx.buffered() == 0
+            && handlers.is_idle();
         if clean {
             if conn.storage_bytes() > KEEP {
                 conn.shrink();
