@@ -28,7 +28,9 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use rpcwire_bench::{cargo_build_with, median, proc_cpu, proc_status, rpcwire_server, Error};
+use rpcwire_bench::{
+    cargo_build_with, http_content_length, median, proc_cpu, proc_status, rpcwire_server, Error,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -158,8 +160,8 @@ async fn read_answer(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), Er
         let whole = match buf.windows(4).position(|w| w == b"\r\n\r\n") {
             Some(end) => {
                 let head = &buf[..end];
-                let len =
-                    content_length(head).ok_or_else(|| Error::bad("no content-length", head))?;
+                let len = http_content_length(head)
+                    .ok_or_else(|| Error::bad("no content-length", head))?;
                 let total = end + 4 + len;
                 if buf.len() >= total {
                     let body = &buf[end + 4..total];
@@ -185,18 +187,6 @@ async fn read_answer(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), Er
         }
         buf.extend_from_slice(&chunk[..n]);
     }
-}
-
-/// The `Content-Length` of a response head (its field name in any case).
-fn content_length(head: &[u8]) -> Option<usize> {
-    const NAME: &[u8] = b"content-length:";
-    head.split(|&b| b == b'\n').find_map(|line| {
-        let value = line
-            .get(..NAME.len())
-            .filter(|name| name.eq_ignore_ascii_case(NAME))
-            .and_then(|_| line.get(NAME.len()..))?;
-        std::str::from_utf8(value).ok()?.trim().parse().ok()
-    })
 }
 
 /// One turn of load on one server.

@@ -20,7 +20,9 @@ mod server;
 pub use build::{cargo_build, cargo_build_with, rpcwire_server};
 pub use check::Checker;
 pub use error::Error;
-pub use load::{push_request, stdio_run, tcp_call_once, tcp_connect, tcp_run, TcpLoad};
+pub use load::{
+    http_content_length, push_request, stdio_run, tcp_call_once, tcp_connect, tcp_run, TcpLoad,
+};
 pub use report::{format_rate, median, scale, scaled};
 pub use server::{proc_cpu, proc_status, workspace_root, ProcStatus, ServerCommand, TcpServer};
 

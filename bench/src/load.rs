@@ -341,3 +341,16 @@ fn pipeline(stream: TcpStream, load: TcpLoad) -> Result<(), Error> {
         .unwrap_or_else(|_| Err(Error::Server("a writer thread panicked".into())));
     outcome.and(written)
 }
+
+/// The `Content-Length` of an HTTP response head (its field name in any case): how the HTTP
+/// load generators find the end of each answer.
+pub fn http_content_length(head: &[u8]) -> Option<usize> {
+    const NAME: &[u8] = b"content-length:";
+    head.split(|&b| b == b'\n').find_map(|line| {
+        let value = line
+            .get(..NAME.len())
+            .filter(|name| name.eq_ignore_ascii_case(NAME))
+            .and_then(|_| line.get(NAME.len()..))?;
+        std::str::from_utf8(value).ok()?.trim().parse().ok()
+    })
+}

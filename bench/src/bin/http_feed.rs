@@ -9,6 +9,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::ExitCode;
 
+use rpcwire_bench::http_content_length;
+
 const CONNECTIONS: usize = 64;
 const BODY: &str = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
 
@@ -70,7 +72,7 @@ fn calls_on(mut stream: TcpStream, request: &[u8], calls: u64) -> Result<u64, St
         buf.clear();
         loop {
             if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                let len = content_length(&buf[..end]).ok_or_else(|| {
+                let len = http_content_length(&buf[..end]).ok_or_else(|| {
                     format!("no content-length: {}", String::from_utf8_lossy(&buf))
                 })?;
                 if buf.len() >= end + 4 + len {
@@ -94,16 +96,4 @@ fn calls_on(mut stream: TcpStream, request: &[u8], calls: u64) -> Result<u64, St
         }
     }
     Ok(calls)
-}
-
-/// The `Content-Length` of a response head (its field name in any case).
-fn content_length(head: &[u8]) -> Option<usize> {
-    const NAME: &[u8] = b"content-length:";
-    head.split(|&b| b == b'\n').find_map(|line| {
-        let value = line
-            .get(..NAME.len())
-            .filter(|name| name.eq_ignore_ascii_case(NAME))
-            .and_then(|_| line.get(NAME.len()..))?;
-        std::str::from_utf8(value).ok()?.trim().parse().ok()
-    })
 }

@@ -464,7 +464,9 @@ where
 }
 
 /// `service` as hyper's service (its future named `Send`: a closure's inferred one is not
-/// proved `Send` under the HTTP/2 idle watch's higher-ranked bounds).
+/// proved `Send` under the HTTP/2 idle watch's higher-ranked bounds). The JSON-RPC server's
+/// `hyper_service` is the same for its own service: one generic over the `handle` closure
+/// meets the same limit of the compiler.
 fn hyper_service(
     service: McpService,
 ) -> impl hyper::service::Service<
