@@ -11,7 +11,6 @@
 //! profile checks) goes to hyper, which answers it exactly as before.
 
 use std::io;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -20,14 +19,12 @@ use std::time::{Duration, SystemTime};
 use bytes::{Buf, Bytes};
 use http::StatusCode;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::TcpStream;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use crate::pipe::read_from;
 use crate::server::{
-    accepts_values, is_json_media_bytes, serve_hyper, Inner, Protocol, Reply, RpcService,
-    BATCH_TOO_LONG,
+    accepts_values, hyper_service, is_json_media_bytes, run_hyper, ConnectionError, Inner,
+    Protocol, Reply, RpcService, BATCH_TOO_LONG,
 };
 
 /// The longest request head the fast path reads; a longer one goes to hyper (which takes
@@ -51,37 +48,25 @@ enum End {
 }
 
 /// Serves one HTTP/1 connection: the fast path while requests fit it, then hyper.
-pub(crate) async fn serve(
-    mut stream: TcpStream,
-    service: RpcService,
-    peer: SocketAddr,
-    permit: OwnedSemaphorePermit,
-) {
+pub(crate) async fn serve<I>(mut stream: I, service: RpcService) -> Result<(), ConnectionError>
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let inner = Arc::clone(&service.inner);
     // Profile checks look at every request's parts: hyper's path builds them.
     let end = if inner.check.is_some() || inner.check_body.is_some() {
         End::Hyper(Vec::new())
     } else {
-        match run(&mut stream, &inner).await {
-            Ok(end) => end,
-            Err(e) => {
-                tracing::debug!(%peer, error = %e, "HTTP/1 connection ended with an error");
-                End::Close
-            }
-        }
+        run(&mut stream, &inner).await?
     };
+    let idle = inner.idle;
     drop(inner);
     if let End::Hyper(read) = end {
         // Boxed: hyper's connection state is allocated only for connections that need it.
-        Box::pin(serve_hyper(
-            Rewind::new(read, stream),
-            Protocol::Http1,
-            service,
-            peer,
-            permit,
-        ))
-        .await;
+        let io = Rewind::new(read, stream);
+        Box::pin(run_hyper(io, Protocol::Http1, idle, hyper_service(service))).await?;
     }
+    Ok(())
 }
 
 /// A request head the fast path takes.
@@ -257,7 +242,11 @@ fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
 
 /// Reads more into `buf` (at least one byte, or `Ok(false)` at the end of the stream);
 /// `Err(TimedOut)` past `deadline`.
-async fn fill(stream: &mut TcpStream, buf: &mut Vec<u8>, deadline: Instant) -> io::Result<bool> {
+async fn fill<I: AsyncRead + Unpin>(
+    stream: &mut I,
+    buf: &mut Vec<u8>,
+    deadline: Instant,
+) -> io::Result<bool> {
     if buf.capacity() - buf.len() < 512 {
         buf.reserve(KEEP.max(buf.len()));
     }
@@ -268,7 +257,7 @@ async fn fill(stream: &mut TcpStream, buf: &mut Vec<u8>, deadline: Instant) -> i
     Ok(n > 0)
 }
 
-async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
+async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -> io::Result<End> {
     let mut buf: Vec<u8> = Vec::new();
     let mut out: Vec<u8> = Vec::new();
     // When the head now in the buffer began (slowloris: a head must be whole in time).
@@ -371,8 +360,8 @@ async fn run(stream: &mut TcpStream, inner: &Inner) -> io::Result<End> {
 /// the stream); `Err(TimedOut)` once `end` has passed with nothing read. `timer` is the
 /// connection's idle timer: it fires at or before `end` (it was set for an earlier idle
 /// period), and is moved to `end` only then.
-async fn wait_idle(
-    stream: &mut TcpStream,
+async fn wait_idle<I: AsyncRead + Unpin>(
+    stream: &mut I,
     buf: &mut Vec<u8>,
     mut timer: Pin<&mut tokio::time::Sleep>,
     end: Instant,
@@ -490,15 +479,15 @@ fn date(out: &mut Vec<u8>, now: Instant) {
     });
 }
 
-/// The socket, with bytes already read from it served first: what hyper reads when the fast
-/// path hands a connection over.
-pub(crate) struct Rewind {
+/// The connection, with bytes already read from it served first: what hyper reads when the
+/// fast path hands a connection over.
+pub(crate) struct Rewind<I> {
     read: Bytes,
-    io: TcpStream,
+    io: I,
 }
 
-impl Rewind {
-    fn new(read: Vec<u8>, io: TcpStream) -> Self {
+impl<I> Rewind<I> {
+    fn new(read: Vec<u8>, io: I) -> Self {
         Rewind {
             read: Bytes::from(read),
             io,
@@ -506,7 +495,7 @@ impl Rewind {
     }
 }
 
-impl AsyncRead for Rewind {
+impl<I: AsyncRead + Unpin> AsyncRead for Rewind<I> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -521,7 +510,7 @@ impl AsyncRead for Rewind {
     }
 }
 
-impl AsyncWrite for Rewind {
+impl<I: AsyncWrite + Unpin> AsyncWrite for Rewind<I> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -61,8 +61,9 @@ pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_E
 pub use connect::UrlError;
 pub use rpcwire::wire::classify::{classify, BodyKind};
 pub use server::{
-    serve, serve_connection, BodyCheck, HostPolicy, HttpServer, Protocol, RequestCheck,
-    ResponseFuture, RpcService, UpgradeHook, DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY,
+    serve, serve_connection, BodyCheck, ConnectionError, HostPolicy, HttpServer, Protocol,
+    RequestCheck, ResponseFuture, RpcService, UpgradeHook, DEFAULT_IDLE_CONNECTION,
+    DEFAULT_MAX_BODY,
 };
 
 /// TLS for the clients' `https://` URLs (feature `tls`): rustls with the `ring` provider.

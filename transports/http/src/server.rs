@@ -1130,15 +1130,13 @@ pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
     accept_loop(listener, limit, move |stream, peer, permit| {
         let service = service.clone();
         tokio::spawn(async move {
-            match is_h2(&stream, service.inner.idle).await {
-                Some(true) => {
-                    tokio::spawn(serve_hyper(stream, Protocol::Http2, service, peer, permit));
-                }
-                Some(false) => {
-                    tokio::spawn(crate::fast::serve(stream, service, peer, permit));
-                }
-                None => {}
-            }
+            let protocol = match is_h2(&stream, service.inner.idle).await {
+                Some(true) => Protocol::Http2,
+                Some(false) => Protocol::Http1,
+                None => return,
+            };
+            // A task of its own: it holds only that protocol's state, not the sniffing's.
+            tokio::spawn(serve_accepted(stream, protocol, service, peer, permit));
         });
     })
     .await;
@@ -1224,7 +1222,7 @@ pub(crate) fn http2_builder() -> hyper::server::conn::http2::Builder<hyper_util:
     builder
 }
 
-fn hyper_service(
+pub(crate) fn hyper_service(
     service: RpcService,
 ) -> impl hyper::service::Service<
     Request<hyper::body::Incoming>,
@@ -1260,10 +1258,10 @@ impl Protocol {
 }
 
 /// Serves `service` on one connection accepted by your own code, until it ends: a TLS stream
-/// (tokio-rustls, with [`Protocol::from_alpn`]), a Unix socket, an in-memory pipe. Requests go
-/// through hyper (the fast path of [`serve`] runs on TCP sockets only); the idle limit is
-/// [`HttpServer::idle_connection_timeout`]. Bound the number of connections in the accept
-/// loop, as [`serve`] does with [`HttpServer::max_connections`].
+/// (tokio-rustls, with [`Protocol::from_alpn`]), a Unix socket, an in-memory pipe. HTTP/1.1
+/// runs as on [`serve`]'s connections: the fast path for plain-JSON POSTs, hyper for the rest;
+/// the idle limit is [`HttpServer::idle_connection_timeout`]. Bound the number of connections
+/// in the accept loop, as [`serve`] does with [`HttpServer::max_connections`].
 ///
 /// ```no_run
 /// use rpcwire_http::{serve_connection, HttpServer, Protocol};
@@ -1282,16 +1280,38 @@ impl Protocol {
 /// }
 /// # }
 /// ```
-pub async fn serve_connection<I>(
+pub fn serve_connection<I>(
     io: I,
     service: RpcService,
     protocol: Protocol,
-) -> Result<(), hyper::Error>
+) -> impl Future<Output = Result<(), ConnectionError>> + Send
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let idle = service.inner.idle;
-    run_hyper(io, protocol, idle, hyper_service(service)).await
+    // Not an `async fn`: the future is the protocol's own, with no copy of the arguments
+    // beside it (every idle connection holds it).
+    match protocol {
+        Protocol::Http1 => tokio_util::either::Either::Left(crate::fast::serve(io, service)),
+        Protocol::Http2 => {
+            let idle = service.inner.idle;
+            // Boxed: an HTTP/1.1 connection's task is not sized for HTTP/2's state.
+            tokio_util::either::Either::Right(Box::pin(async move {
+                Ok(run_hyper(io, protocol, idle, hyper_service(service)).await?)
+            }))
+        }
+    }
+}
+
+/// Why a connection served by [`serve_connection`] ended with an error (a peer that resets
+/// its connection, say).
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    /// Reading or writing the connection failed on the HTTP/1.1 fast path.
+    #[error("connection I/O failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// hyper's connection failed.
+    #[error(transparent)]
+    Http(#[from] hyper::Error),
 }
 
 /// hyper's connection of `protocol` over `io`, serving `service`: what every server of the
@@ -1332,18 +1352,21 @@ where
     }
 }
 
-/// Serves one accepted connection with hyper, holding its connection slot while it lives.
-pub(crate) async fn serve_hyper<I>(
-    io: I,
+/// Serves one connection [`serve`] accepted, holding its connection slot while it lives.
+pub(crate) fn serve_accepted(
+    stream: tokio::net::TcpStream,
     protocol: Protocol,
     service: RpcService,
     peer: std::net::SocketAddr,
     permit: tokio::sync::OwnedSemaphorePermit,
-) where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    if let Err(e) = serve_connection(io, service, protocol).await {
-        tracing::debug!(%peer, error = %e, ?protocol, "HTTP connection ended with an error");
+) -> impl Future<Output = ()> + Send {
+    // Boxed and awaited in place: an `async` block that moved it into its `.await` would hold
+    // it twice.
+    let mut connection = Box::pin(serve_connection(stream, service, protocol));
+    async move {
+        if let Err(e) = (&mut connection).await {
+            tracing::debug!(%peer, error = %e, ?protocol, "HTTP connection ended with an error");
+        }
+        drop(permit);
     }
-    drop(permit);
 }

@@ -323,3 +323,65 @@ async fn websocket_over_tls() {
         "no second handshake completed"
     );
 }
+
+/// HTTP/1.1 over TLS runs as over TCP: pipelined POSTs answered in order, and a request the
+/// fast path does not take (a chunked body) handing the connection, with what was already
+/// read, to hyper, which answers it and the next one.
+#[tokio::test]
+async fn http1_over_tls_pipelines_and_hands_over_to_hyper() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let cert = Cert::new();
+    let (url, seen) = rpc_server(&cert, &[b"http/1.1"]).await;
+    let port: u16 = url
+        .trim_start_matches("https://localhost:")
+        .trim_end_matches("/rpc")
+        .parse()
+        .unwrap();
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let connector = tokio_rustls::TlsConnector::from(cert.client_config());
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    let call = |id: u32| {
+        format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[{id}0,{id}],"id":{id}}}"#)
+    };
+    let head = "POST /rpc HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n";
+    let plain = |id: u32| {
+        format!(
+            "{head}Content-Length: {}\r\n\r\n{}",
+            call(id).len(),
+            call(id)
+        )
+    };
+    let chunked = |id: u32| {
+        let body = call(id);
+        format!(
+            "{head}Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+            body.len()
+        )
+    };
+    let requests = [plain(1), plain(2), chunked(3), plain(4)].concat();
+    tls.write_all(requests.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let all_in = |text: &str| (1..=4).all(|id| text.contains(&format!(r#""id":{id}}}"#)));
+    while !all_in(&String::from_utf8_lossy(&got)) {
+        let n = tokio::time::timeout(WAIT, tls.read(&mut chunk))
+            .await
+            .expect("the answers in time")
+            .unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8(got).unwrap();
+    let at: Vec<usize> = (1..=4u32)
+        .map(|id| {
+            text.find(&format!(r#""result":{},"id":{id}}}"#, id * 9))
+                .unwrap_or_else(|| panic!("answer {id} in {text}"))
+        })
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "in order: {text}");
+    assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 4, "{text}");
+    assert_eq!(*seen.lock().unwrap(), [Protocol::Http1]);
+}

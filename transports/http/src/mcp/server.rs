@@ -455,12 +455,12 @@ pub async fn serve_connection<I>(
     io: I,
     service: McpService,
     protocol: Protocol,
-) -> Result<(), hyper::Error>
+) -> Result<(), crate::ConnectionError>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let idle = service.inner.idle_connection;
-    crate::server::run_hyper(io, protocol, idle, hyper_service(service)).await
+    Ok(crate::server::run_hyper(io, protocol, idle, hyper_service(service)).await?)
 }
 
 /// `service` as hyper's service (its future named `Send`: a closure's inferred one is not
