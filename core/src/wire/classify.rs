@@ -10,7 +10,7 @@
 //! assert!(classify(b"[]", 64) == BodyKind::Calls); // answered with Invalid Request
 //! ```
 
-use super::scan::ScanError;
+use super::scan::{skip_ws, ScanError};
 use super::{parse, Invalid, Message, ParseLimits, Parsed};
 
 /// The kind of a JSON text, as far as the HTTP answer depends on it.
@@ -32,6 +32,20 @@ impl BodyKind {
     pub fn is_silent(self) -> bool {
         self != BodyKind::Calls
     }
+}
+
+/// True when `body`'s JSON text is an array: its first byte past JSON whitespace is `[`. One
+/// byte looked at, for an adapter that treats batches apart before anything parses the body
+/// (a batch is then a batch, or not JSON at all).
+///
+/// ```
+/// use rpcwire::wire::classify::is_batch_text;
+/// assert!(is_batch_text(b" \r\n[1]"));
+/// assert!(!is_batch_text(br#"{"jsonrpc":"2.0","method":"a"}"#));
+/// assert!(!is_batch_text(b""));
+/// ```
+pub fn is_batch_text(body: &[u8]) -> bool {
+    body.get(skip_ws(body, 0)) == Some(&b'[')
 }
 
 /// Classifies one body. Parse errors, invalid messages and `[]` are [`BodyKind::Calls`]:

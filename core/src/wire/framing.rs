@@ -707,6 +707,10 @@ fn find_header_end(data: &[u8], from: usize) -> Option<usize> {
 #[cfg(feature = "content-length")]
 const HEADER_PREFIX: &[u8] = b"content-length:";
 
+/// How [`content_length_header`] starts its header (and [`split_frame`] reads it back).
+#[cfg(feature = "content-length")]
+const WRITTEN_PREFIX: &[u8] = b"Content-Length: ";
+
 /// The header that resynchronises content-length framing.
 #[cfg(feature = "content-length")]
 const HEADER_NAME: &[u8] = b"content-length";
@@ -837,7 +841,7 @@ pub fn finish_frame(
 pub fn content_length_header(len: usize, out: &mut [u8; MAX_HEADER_LEN]) -> &[u8] {
     let written = {
         let mut sink = SliceSink::new(out);
-        sink.put(b"Content-Length: ");
+        sink.put(WRITTEN_PREFIX);
         put_usize(&mut sink, len);
         sink.put(b"\r\n\r\n");
         sink.len()
@@ -873,13 +877,13 @@ pub fn split_frame(framing: Framing, data: &[u8]) -> Option<(&[u8], usize)> {
         #[cfg(feature = "content-length")]
         Framing::ContentLength => {
             // The header this crate writes, read directly: the prefix, digits, the blank line.
-            let written = data.strip_prefix(b"Content-Length: ").and_then(|rest| {
+            let written = data.strip_prefix(WRITTEN_PREFIX).and_then(|rest| {
                 let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
                 if digits == 0 || rest.get(digits..digits + 4)? != b"\r\n\r\n" {
                     return None;
                 }
                 let len = usize::try_from(crate::bytes::parse_u64(rest.get(..digits)?)?).ok()?;
-                Some((len, 16 + digits + 4))
+                Some((len, WRITTEN_PREFIX.len() + digits + 4))
             });
             let (len, header) = match written {
                 Some(found) => found,

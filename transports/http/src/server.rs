@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::body::Body;
 use crate::pipe::{drained, FrameWriter, OnceReader};
 use crate::stream::{Hub, StreamLimits, VecSink};
-use rpcwire::wire::classify::{classify_parsed, is_response, BodyKind};
+use rpcwire::wire::classify::{classify_parsed, is_batch_text, is_response, BodyKind};
 use rpcwire::wire::{parse, ParseLimits};
 
 /// The default largest request body (4 MiB).
@@ -780,11 +780,11 @@ impl Inner {
         sse_ok: bool,
         deadline: tokio::time::Instant,
     ) -> Result<Reply, BodyKind> {
-        // One message (no batch, so no batch limit) goes to the responder with no parse here:
+        // Anything but a batch (so no batch limit) goes to the responder with no parse here:
         // it sorts the message by the core's rules as a connection would, and answers it
-        // unless its handler reads a context. Other bodies are parsed once here: sorted by
-        // the core's rules, then asked of the responder.
-        let single = is_one_object(body);
+        // unless its handler reads a context. A batch is parsed once here: sorted by the
+        // core's rules, then asked of the responder.
+        let single = !is_batch_text(body);
         if !single {
             let parsed = parse(body, ParseLimits { max_depth: 128 });
             let (kind, batch_len) = classify_parsed(parsed);
@@ -915,14 +915,6 @@ impl Inner {
             Reply::OneEvent(Bytes::from(answer))
         })
     }
-}
-
-/// True when `body`'s JSON text is an object (its first byte past whitespace is `{`): one
-/// message, not a batch.
-fn is_one_object(body: &[u8]) -> bool {
-    body.iter()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        .is_some_and(|&b| b == b'{')
 }
 
 /// Sends a refusal once the request's body has been read and dropped (at most

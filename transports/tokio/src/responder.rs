@@ -12,9 +12,10 @@
 use std::cell::OnceCell;
 use std::sync::{Arc, Mutex};
 
-use rpcwire::wire::framing::{content_length_header, split_frame, MAX_HEADER_LEN};
+use rpcwire::wire::classify::is_batch_text;
+use rpcwire::wire::framing::split_frame;
 use rpcwire::wire::scan::ScanError;
-use rpcwire::wire::{parse, FrameEvent, Framing, Message, ParseLimits, Parsed, RxBuffer};
+use rpcwire::wire::{parse, Framing, Message, ParseLimits, Parsed, RxBuffer};
 use rpcwire::{Config, ErrorCode, Inbound, Input, Instant};
 use tokio::sync::mpsc;
 
@@ -85,7 +86,6 @@ struct Shared {
 struct Slot {
     conn: Conn,
     rx: RxBuffer<Vec<u8>>,
-    tx: RxBuffer<Vec<u8>>,
     /// Kept with the connection: a new one allocates (its task set), and a slot goes back to
     /// the pool only with no handler left in it.
     handlers: Handlers,
@@ -196,7 +196,7 @@ impl Responder {
     ///
     /// [`Context`]: crate::Context
     pub async fn respond_if_taken(&self, body: &[u8], answer: &mut Vec<u8>) -> bool {
-        if !self.takes_every_body() && is_batch(body) {
+        if !self.takes_every_body() && is_batch_text(body) {
             return false;
         }
         self.run(body, answer, true).await
@@ -217,31 +217,24 @@ impl Responder {
                 Box::new(Slot {
                     conn: Conn::new(shared.config),
                     rx: RxBuffer::with_max_frame(FRAMING, shared.config.max_frame),
-                    tx: RxBuffer::with_max_frame(FRAMING, usize::MAX),
                     // No cancel notification reaches a body answered here (`takes` refuses
                     // them).
                     handlers: Handlers::new(true),
                 })
             });
         let first = answer.len();
-        let Slot {
-            conn,
-            rx,
-            tx,
-            handlers,
-        } = &mut *slot;
-        // The body is one whole frame: handed over as it is, with no framing to find. A pooled
-        // slot's buffer is empty (only clean ones go back to the pool).
-        let mut input: &[u8] = &[];
-        let mut header = [0u8; MAX_HEADER_LEN];
+        let Slot { conn, rx, handlers } = &mut *slot;
+        // The body is one whole frame: handed over as it is, with no framing to find. The
+        // buffer of a pooled slot is empty (only clean ones go back to the pool), and an empty
+        // buffer takes a whole frame.
         if !rx.push_frame(body) {
+            // Not seen: emptied, a buffer takes any whole frame.
             rx.clear();
-            input = content_length_header(body.len(), &mut header);
+            rx.push_frame(body);
         }
-        let mut body_left: &[u8] = if input.is_empty() { &[] } else { body };
         let mut taken = true;
         loop {
-            match conn.handle_input(Instant::ZERO, rx, &mut input) {
+            match conn.handle_input(Instant::ZERO, rx, &mut &[][..]) {
                 Input::Item(item) => {
                     if !shared.dispatch(item, conn, handlers, only_taken) {
                         // Let go whole: the frame goes too, and the slot back to the pool.
@@ -250,14 +243,13 @@ impl Responder {
                         break;
                     }
                 }
-                Input::Blocked => drain(conn, tx, answer, first),
-                Input::NeedMore if !body_left.is_empty() => input = std::mem::take(&mut body_left),
+                Input::Blocked => drain(conn, answer, first),
                 Input::NeedMore | Input::Closed => break,
             }
             // Within the concurrency limit, as on a connection: wait for a slot to free.
             while handlers.running() >= shared.concurrency {
                 handlers.write_answers(conn);
-                drain(conn, tx, answer, first);
+                drain(conn, answer, first);
                 if handlers.running() < shared.concurrency {
                     break;
                 }
@@ -269,7 +261,7 @@ impl Responder {
         // The requests that wait.
         loop {
             handlers.write_answers(conn);
-            drain(conn, tx, answer, first);
+            drain(conn, answer, first);
             if handlers.running() == 0 {
                 break;
             }
@@ -278,16 +270,12 @@ impl Responder {
                 handlers.finished(done);
             }
         }
-        let clean = conn.inflight_len() == 0
-            && rx.buffered() == 0
-            && tx.buffered() == 0
-            && handlers.is_idle();
+        let clean = conn.inflight_len() == 0 && rx.buffered() == 0 && handlers.is_idle();
         if clean {
             if conn.storage_bytes() > KEEP {
                 conn.shrink();
             }
             rx.shrink(KEEP);
-            tx.shrink(KEEP);
             if let Ok(mut pool) = shared.pool.lock() {
                 if pool.len() < POOL {
                     pool.push(slot);
@@ -296,13 +284,6 @@ impl Responder {
         }
         taken
     }
-}
-
-/// True when `body`'s JSON text is an array (its first byte past whitespace is `[`): a batch.
-fn is_batch(body: &[u8]) -> bool {
-    body.iter()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        .is_some_and(|&b| b == b'[')
 }
 
 impl Shared {
@@ -392,44 +373,29 @@ impl Shared {
 
 /// Moves what the core has to send into `answer`, without its framing: the first message
 /// only (a body has one answer; the core writes nothing else for it), appended after
-/// `answer[..first]`.
-fn drain(conn: &mut Conn, tx: &mut RxBuffer<Vec<u8>>, answer: &mut Vec<u8>, first: usize) {
-    let mut keep = |frame: &[u8]| {
-        if answer.len() == first {
-            answer.extend_from_slice(frame);
-        } else {
-            tracing::warn!("a second answer for one body: dropped");
-        }
-    };
+/// `answer[..first]`. The core queues whole frames (a batch reply is put together apart and
+/// queued whole), so they are read where they lie.
+fn drain(conn: &mut Conn, answer: &mut Vec<u8>, first: usize) {
     loop {
         let out = conn.poll_transmit();
         if out.is_empty() {
             break;
         }
-        // The core commits whole frames: they are read where they lie. Bytes that are not a
-        // whole frame (not seen: a safeguard) go through the decoder instead.
-        let mut taken = 0;
-        if tx.buffered() == 0 {
-            while let Some((frame, len)) =
-                out.get(taken..).and_then(|rest| split_frame(FRAMING, rest))
-            {
-                keep(frame);
-                taken += len;
+        let mut rest = out;
+        while !rest.is_empty() {
+            let Some((frame, len)) = split_frame(FRAMING, rest) else {
+                tracing::error!(len = rest.len(), "queued output that is not a whole frame");
+                break;
+            };
+            if answer.len() == first {
+                answer.extend_from_slice(frame);
+            } else {
+                tracing::warn!("a second answer for one body: dropped");
             }
+            rest = rest.get(len..).unwrap_or(&[]);
         }
-        if taken < out.len() {
-            let mut rest = out.get(taken..).unwrap_or(&[]);
-            taken += tx.push(&mut rest);
-            while let Some(event) = tx.next_frame() {
-                if let FrameEvent::Frame(frame) = event {
-                    keep(frame);
-                }
-            }
-        }
+        let taken = out.len();
         conn.advance_transmit(taken);
-        if taken == 0 {
-            break;
-        }
     }
 }
 
