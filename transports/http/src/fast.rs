@@ -118,9 +118,15 @@ fn decimal(value: &[u8]) -> Option<usize> {
 }
 
 fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut headers);
-    let len = match req.parse(buf) {
+    if buf.is_empty() {
+        // Between requests: nothing to parse.
+        return Parsed::Partial;
+    }
+    // Left uninitialised: httparse writes the fields it fills in, and this runs per request.
+    let mut headers =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(buf, &mut headers) {
         Ok(httparse::Status::Complete(len)) => len,
         Ok(httparse::Status::Partial) => return Parsed::Partial,
         Err(_) => return Parsed::Other,
