@@ -3,8 +3,9 @@
 //!
 //! 1. Throughput: W1 (`subtract [42, 23]`) POSTed over 64 keep-alive HTTP/1.1 connections, one
 //!    call outstanding per connection, for `RPCWIRE_BENCH_SECS` seconds (default 3) per run;
-//!    the servers take turns, three runs each, medians compared. Every answer is checked. The
-//!    CPU time the server and the load generator spent per call is measured too. Two setups:
+//!    the servers take turns, three runs each, medians compared, with each load generator
+//!    (below). The CPU time the server and the load generator spent per call is measured too.
+//!    Two setups:
 //!    - one core each: the server (one worker thread) on CPU 1 and the load generator on
 //!      CPU 0, pinned with `taskset`, so that the load generator never takes the server's CPU
 //!      and calls per second measure the server (it runs at its core's full use);
@@ -17,19 +18,29 @@
 //! 3. The floor: hyper alone answering W1's fixed text (no JSON-RPC), in the same turns, to
 //!    show how much of a call's cost is hyper's and the kernel's.
 //!
-//! The load generator is one thread (a current-thread tokio runtime), so that it takes about
-//! one of the machine's cores whatever the server does. The table is printed and written to
-//! `target/bench-http.md`.
+//! Two load generators take turns, each one thread, so that it takes about one of the machine's
+//! cores whatever the server does:
+//! - the bench's own client (a current-thread tokio runtime), which checks every answer;
+//! - `wrk` (`apt-get install wrk`), a C client in wide use, when it is installed: the same
+//!   request from a Lua script, `-t1 -c64`; it checks status codes only (a non-2xx answer or
+//!   a socket error fails the run). Without it the bench says so and leaves its rows out.
+//!
+//! Why two: a server's kernel time per call on loopback moves with the client's timing (which
+//! side frees a segment's memory, whether the peer is asleep when woken), by up to a fifth for
+//! the same server, so a ratio measured with one client alone can flatter one server.
+//!
+//! The table is printed and written to `target/bench-http.md`.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rpcwire_bench::{
-    cargo_build_with, http_content_length, median, proc_cpu, proc_status, rpcwire_server, Error,
+    cargo_build_with, children_cpu, http_content_length, median, proc_cpu, proc_status,
+    rpcwire_server, Error,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -80,6 +91,34 @@ fn pin_this_thread(cpu: usize) -> Result<(), Error> {
     } else {
         Err(Error::Server(format!("taskset -pc {cpu} {tid}: {status}")))
     }
+}
+
+/// The client that makes the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Generator {
+    /// The bench's own client: every answer checked.
+    Own,
+    /// `wrk`, with the request from a Lua script: status codes checked.
+    Wrk,
+}
+
+impl Generator {
+    fn label(self) -> &'static str {
+        match self {
+            Generator::Own => "bench client",
+            Generator::Wrk => "wrk",
+        }
+    }
+}
+
+/// Whether `wrk` can be started.
+fn wrk_installed() -> bool {
+    Command::new("wrk")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
 }
 
 /// A running server process, killed on drop.
@@ -217,6 +256,62 @@ fn throughput(server: &Server, running: &Running, secs: f64, setup: Setup) -> Re
             })
             .join()
             .map_err(|_| Error::Server("load thread panicked".into()))?
+    })
+}
+
+/// One turn of `wrk` on one server: one thread, `CONNECTIONS` connections, for `secs` (whole
+/// seconds, at least one). `script` is the Lua file that makes W1's request.
+fn wrk_turn(
+    server: &Server,
+    running: &Running,
+    secs: f64,
+    setup: Setup,
+    script: &Path,
+) -> Result<Turn, Error> {
+    let mut command = match setup {
+        Setup::OneCoreEach => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", "0", "wrk"]);
+            c
+        }
+        Setup::Shared => Command::new("wrk"),
+    };
+    command
+        .args(["-t1", "-c", &CONNECTIONS.to_string()])
+        .arg("-d")
+        .arg(format!("{}s", secs.round().max(1.0) as u64))
+        .arg("-s")
+        .arg(script)
+        .arg(format!("http://{}{}", running.addr, server.path))
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit());
+    let server_pid = running.child.id();
+    let (server_cpu, load_cpu) = (proc_cpu(server_pid)?, children_cpu()?);
+    // `output` waits for wrk, so its CPU time is in the children's total after this.
+    let out = command.output().map_err(|e| Error::io("wrk", e))?;
+    let server_cpu = proc_cpu(server_pid)?.saturating_sub(server_cpu);
+    let load_cpu = children_cpu()?.saturating_sub(load_cpu);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // wrk prints these lines only when some answer was not 2xx or a socket failed.
+    if !out.status.success() || text.contains("Non-2xx") || text.contains("Socket errors") {
+        return Err(Error::bad("wrk saw failed calls", &out.stdout));
+    }
+    // "  1234567 requests in 3.00s, 190.31MB read" and "Requests/sec: 411522.31".
+    let calls = text
+        .lines()
+        .find_map(|l| l.trim().split_once(" requests in "))
+        .and_then(|(n, _)| n.parse::<u64>().ok())
+        .ok_or_else(|| Error::bad("no request count in wrk's output", &out.stdout))?;
+    let rate = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .ok_or_else(|| Error::bad("no rate in wrk's output", &out.stdout))?;
+    let per_call = |d: Duration| d.as_secs_f64() * 1e6 / calls.max(1) as f64;
+    Ok(Turn {
+        rate,
+        server_us: per_call(server_cpu),
+        load_us: per_call(load_cpu),
     })
 }
 
@@ -371,41 +466,58 @@ fn run() -> Result<(), Error> {
         eprintln!("SKIPPED: the one-core-each setup needs 2 CPUs; this machine has {cores}");
         setups.retain(|s| *s != Setup::OneCoreEach);
     }
+    let mut generators = vec![Generator::Own];
+    let script = rpcwire_bench::workspace_root().join("target/bench-http-w1.lua");
+    if wrk_installed() {
+        let lua = format!(
+            "wrk.method = \"POST\"\nwrk.body = '{BODY}'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n"
+        );
+        std::fs::write(&script, lua).map_err(|e| Error::io("write the wrk script", e))?;
+        generators.push(Generator::Wrk);
+    } else {
+        eprintln!("SKIPPED: wrk is not installed (apt-get install wrk): its rows are left out");
+    }
     let mut table = format!(
-        "| setup | server | W1 calls/s, {CONNECTIONS} keep-alive connections (median of 3 × {secs} s) | ratio to jsonrpsee | server CPU per call | load generator CPU per call |\n|---|---|---:|---:|---:|---:|\n"
+        "| setup | load generator | server | W1 calls/s, {CONNECTIONS} keep-alive connections (median of 3 × {secs} s) | ratio to jsonrpsee | server CPU per call | load generator CPU per call |\n|---|---|---|---:|---:|---:|---:|\n"
     );
     for setup in setups {
         let running: Vec<Running> = servers
             .iter()
             .map(|s| s.start(setup))
             .collect::<Result<_, _>>()?;
-        let mut turns = vec![Vec::new(); servers.len()];
-        for round in 0..3 {
+        for &generator in &generators {
+            let mut turns = vec![Vec::new(); servers.len()];
+            for round in 0..3 {
+                for (i, server) in servers.iter().enumerate() {
+                    let turn = match generator {
+                        Generator::Own => throughput(server, &running[i], secs, setup)?,
+                        Generator::Wrk => wrk_turn(server, &running[i], secs, setup, &script)?,
+                    };
+                    eprintln!(
+                        "{setup:?} {generator:?} round {round}: {} {:.0} calls/s, CPU per call: server {:.2} us, load {:.2} us",
+                        server.name, turn.rate, turn.server_us, turn.load_us
+                    );
+                    turns[i].push(turn);
+                }
+            }
+            let med = |i: usize, f: fn(&Turn) -> f64| {
+                median(&turns[i].iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
+            };
+            let reference = med(1, |t| t.rate);
             for (i, server) in servers.iter().enumerate() {
-                let turn = throughput(server, &running[i], secs, setup)?;
-                eprintln!(
-                    "{setup:?} round {round}: {} {:.0} calls/s, CPU per call: server {:.2} us, load {:.2} us",
-                    server.name, turn.rate, turn.server_us, turn.load_us
-                );
-                turns[i].push(turn);
+                table.push_str(&format!(
+                    "| {} | {} | {} | {:.0} | {:.2}x | {:.2} µs | {:.2} µs |\n",
+                    setup.label(),
+                    generator.label(),
+                    server.name,
+                    med(i, |t| t.rate),
+                    med(i, |t| t.rate) / reference,
+                    med(i, |t| t.server_us),
+                    med(i, |t| t.load_us),
+                ));
             }
         }
         drop(running);
-        let med = |i: usize, f: fn(&Turn) -> f64| {
-            median(&turns[i].iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
-        };
-        let reference = med(1, |t| t.rate);
-        for (i, server) in servers.iter().enumerate() {
-            table.push_str(&format!(
-                "| {} | {} | {:.0} | {:.2}x | {:.2} µs | {:.2} µs |\n",
-                setup.label(),
-                server.name,
-                med(i, |t| t.rate),
-                med(i, |t| t.rate) / reference,
-                med(i, |t| t.server_us),
-                med(i, |t| t.load_us),
-            ));
-        }
     }
     let mut mem = Vec::new();
     // Memory of the two JSON-RPC servers only.

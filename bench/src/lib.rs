@@ -24,7 +24,9 @@ pub use load::{
     http_content_length, push_request, stdio_run, tcp_call_once, tcp_connect, tcp_run, TcpLoad,
 };
 pub use report::{format_rate, median, scale, scaled};
-pub use server::{proc_cpu, proc_status, workspace_root, ProcStatus, ServerCommand, TcpServer};
+pub use server::{
+    children_cpu, proc_cpu, proc_status, workspace_root, ProcStatus, ServerCommand, TcpServer,
+};
 
 use std::time::Duration;
 

@@ -142,19 +142,32 @@ pub fn proc_status(pid: u32) -> Result<ProcStatus, Error> {
 /// CPU time (user plus system) that process `pid` has used so far, from `/proc/PID/stat`
 /// (Linux only; clock ticks taken as 100 per second, as on every Linux target rpcwire runs on).
 pub fn proc_cpu(pid: u32) -> Result<Duration, Error> {
-    let path = format!("/proc/{pid}/stat");
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(format!("read {path}"), e))?;
+    stat_cpu(&format!("/proc/{pid}/stat"), 11)
+}
+
+/// CPU time (user plus system) of the calling process's children that have exited and been
+/// waited for, from `/proc/self/stat`: the cost of a tool run to its end, such as a load
+/// generator, is the difference across the run.
+pub fn children_cpu() -> Result<Duration, Error> {
+    stat_cpu("/proc/self/stat", 13)
+}
+
+/// The sum of the two clock-tick fields at `index` and `index + 1` (counted after the command
+/// name) of a `/proc/.../stat` file.
+fn stat_cpu(path: &str, index: usize) -> Result<Duration, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(format!("read {path}"), e))?;
     // The command name (field 2) may hold spaces; the fields after it follow its closing ')'.
     let rest = text
         .rsplit_once(')')
         .map(|(_, rest)| rest)
         .ok_or_else(|| Error::Server(format!("{path}: no command name")))?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    // utime and stime are fields 14 and 15 of the line (11 and 12 after the name), cutime and
+    // cstime fields 16 and 17 (13 and 14).
     let tick = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
-    match (tick(11), tick(12)) {
+    match (tick(index), tick(index + 1)) {
         (Some(user), Some(system)) => Ok(Duration::from_millis((user + system) * 10)),
-        _ => Err(Error::Server(format!("{path}: no utime or stime"))),
+        _ => Err(Error::Server(format!("{path}: no CPU times"))),
     }
 }
 
