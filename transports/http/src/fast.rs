@@ -54,7 +54,7 @@ where
 {
     let inner = Arc::clone(&service.inner);
     // Profile checks look at every request's parts: hyper's path builds them.
-    let end = if inner.check.is_some() || inner.check_body.is_some() {
+    let end = if !inner.fast_path || inner.check.is_some() || inner.check_body.is_some() {
         End::Hyper(Vec::new())
     } else {
         run(&mut stream, &inner).await?

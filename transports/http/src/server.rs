@@ -138,6 +138,7 @@ pub struct HttpServer {
     check_body: Option<BodyCheck>,
     max_connections: usize,
     idle: Duration,
+    fast_path: bool,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -178,6 +179,7 @@ impl HttpServer {
             check_body: None,
             max_connections: 10_000,
             idle: DEFAULT_IDLE_CONNECTION,
+            fast_path: true,
         }
     }
 
@@ -290,6 +292,16 @@ impl HttpServer {
         self
     }
 
+    /// Whether [`serve`] and [`serve_connection`] answer plain-JSON POSTs on HTTP/1.1 with
+    /// their fast path (default on). Off, hyper serves every request: the answers are the same
+    /// (a test compares the two over random requests), but each call costs more CPU and an
+    /// idle keep-alive connection holds hyper's connection state as well. For comparing the
+    /// two, or to rule the fast path out when chasing a problem.
+    pub fn fast_path(mut self, on: bool) -> Self {
+        self.fast_path = on;
+        self
+    }
+
     /// Makes the service. Starts the event stream's connection, so call it within a tokio
     /// runtime.
     pub fn build(self) -> RpcService {
@@ -332,6 +344,7 @@ impl HttpServer {
                 check_body: self.check_body,
                 max_connections: self.max_connections,
                 idle: self.idle,
+                fast_path: self.fast_path,
                 hub,
                 clock,
             }),
@@ -356,6 +369,8 @@ pub(crate) struct Inner {
     max_connections: usize,
     /// See [`HttpServer::idle_connection_timeout`].
     pub(crate) idle: Duration,
+    /// See [`HttpServer::fast_path`].
+    pub(crate) fast_path: bool,
     hub: Arc<Hub>,
     /// Ticks a few times per request timeout.
     clock: watch::Receiver<()>,

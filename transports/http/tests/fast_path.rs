@@ -1,13 +1,15 @@
 //! The HTTP/1.1 fast path of `rpcwire_http::serve`, on raw sockets: its answers equal hyper's,
 //! pipelined requests, heads and bodies split across reads, each limit at its edge, the hand-over
-//! to hyper in the middle of a connection, `Connection: close`, HTTP/1.0, and the time limits
-//! on a head and a body that come too slowly.
+//! to hyper in the middle of a connection, `Connection: close`, HTTP/1.0, the time limits
+//! on a head and a body that come too slowly, and a differential property test: random
+//! requests answered alike with the fast path and without it (hyper for every request).
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use proptest::prelude::*;
 use rpcwire_http::HttpServer;
 use rpcwire_tokio::{Builder, Context, Router, RpcError};
 use serde_json::{json, Value};
@@ -56,7 +58,7 @@ fn chunked(body: &str) -> String {
     )
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct Answer {
     status: u16,
     /// Lower-case names, in order.
@@ -80,75 +82,82 @@ impl Answer {
 /// Reads one response (a `Content-Length` or chunked body) from `s`, keeping what follows in
 /// `rest`.
 async fn read_answer(s: &mut TcpStream, rest: &mut Vec<u8>) -> Answer {
-    tokio::time::timeout(WAIT, async {
-        let head_end = loop {
-            if let Some(i) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i;
-            }
-            fill(s, rest).await;
-        };
-        let head = String::from_utf8(rest[..head_end].to_vec()).unwrap();
-        rest.drain(..head_end + 4);
-        let mut lines = head.split("\r\n");
-        let status: u16 = lines.next().unwrap()[9..12].parse().unwrap();
-        let headers: Vec<(String, String)> = lines
-            .map(|l| {
-                let (n, v) = l.split_once(':').unwrap();
-                (n.to_ascii_lowercase(), v.trim().to_owned())
-            })
-            .collect();
-        let find = |name: &str| {
-            headers
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone())
-        };
-        let mut body = Vec::new();
-        if let Some(len) = find("content-length") {
-            let len: usize = len.parse().unwrap();
-            while rest.len() < len {
-                fill(s, rest).await;
-            }
-            body.extend(rest.drain(..len));
-        } else if find("transfer-encoding").as_deref() == Some("chunked") {
-            loop {
-                let line_end = loop {
-                    if let Some(i) = rest.windows(2).position(|w| w == b"\r\n") {
-                        break i;
-                    }
-                    fill(s, rest).await;
-                };
-                let size = usize::from_str_radix(
-                    std::str::from_utf8(&rest[..line_end]).unwrap().trim(),
-                    16,
-                )
-                .unwrap();
-                rest.drain(..line_end + 2);
-                while rest.len() < size + 2 {
-                    fill(s, rest).await;
-                }
-                body.extend(rest.drain(..size));
-                rest.drain(..2);
-                if size == 0 {
-                    break;
-                }
-            }
-        }
-        Answer {
-            status,
-            headers,
-            body: String::from_utf8(body).unwrap(),
-        }
-    })
-    .await
-    .expect("an answer in time")
+    tokio::time::timeout(WAIT, answer_or_end(s, rest))
+        .await
+        .expect("an answer in time")
+        .expect("a whole answer before the connection closed")
 }
 
-async fn fill(s: &mut TcpStream, rest: &mut Vec<u8>) {
+/// One response, or `None` when the connection ends (closed or reset) before a whole one.
+async fn answer_or_end(s: &mut TcpStream, rest: &mut Vec<u8>) -> Option<Answer> {
+    let head_end = loop {
+        if let Some(i) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        fill(s, rest).await?;
+    };
+    let head = String::from_utf8(rest[..head_end].to_vec()).unwrap();
+    rest.drain(..head_end + 4);
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines.next().unwrap()[9..12].parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .map(|l| {
+            let (n, v) = l.split_once(':').unwrap();
+            (n.to_ascii_lowercase(), v.trim().to_owned())
+        })
+        .collect();
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    let mut body = Vec::new();
+    if let Some(len) = find("content-length") {
+        let len: usize = len.parse().unwrap();
+        while rest.len() < len {
+            fill(s, rest).await?;
+        }
+        body.extend(rest.drain(..len));
+    } else if find("transfer-encoding").as_deref() == Some("chunked") {
+        loop {
+            let line_end = loop {
+                if let Some(i) = rest.windows(2).position(|w| w == b"\r\n") {
+                    break i;
+                }
+                fill(s, rest).await?;
+            };
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&rest[..line_end]).unwrap().trim(), 16)
+                    .unwrap();
+            rest.drain(..line_end + 2);
+            while rest.len() < size + 2 {
+                fill(s, rest).await?;
+            }
+            body.extend(rest.drain(..size));
+            rest.drain(..2);
+            if size == 0 {
+                break;
+            }
+        }
+    }
+    Some(Answer {
+        status,
+        headers,
+        body: String::from_utf8(body).unwrap(),
+    })
+}
+
+/// Reads more of the answer into `rest`; `None` once the connection has ended.
+async fn fill(s: &mut TcpStream, rest: &mut Vec<u8>) -> Option<()> {
     let mut chunk = [0u8; 4096];
-    let n = s.read(&mut chunk).await.unwrap();
-    assert!(n > 0, "closed before a whole answer");
-    rest.extend_from_slice(&chunk[..n]);
+    match s.read(&mut chunk).await {
+        Ok(0) | Err(_) => None,
+        Ok(n) => {
+            rest.extend_from_slice(&chunk[..n]);
+            Some(())
+        }
+    }
 }
 
 /// Whether the server closes `s` within `within` (reading nothing more).
@@ -462,4 +471,262 @@ async fn idle_connections_are_closed_after_the_idle_timeout() {
     s.write_all(request.as_bytes()).await.unwrap();
     assert_eq!(read_answer(&mut s, &mut rest).await.json()["result"], 19);
     assert!(closed(&mut s, WAIT).await);
+}
+
+/// A request of the differential test: head fields (name, value) in order, and a body.
+#[derive(Debug, Clone)]
+struct RandomRequest {
+    method: &'static str,
+    target: &'static str,
+    version: &'static str,
+    fields: Vec<(String, String)>,
+    body: String,
+    /// W1 is written right behind it, before its answer is read.
+    pipelined: bool,
+}
+
+impl RandomRequest {
+    fn bytes(&self) -> Vec<u8> {
+        let mut out = format!("{} {} {}\r\n", self.method, self.target, self.version);
+        for (name, value) in &self.fields {
+            out.push_str(&format!("{name}: {value}\r\n"));
+        }
+        out.push_str("\r\n");
+        out.push_str(&self.body);
+        out.into_bytes()
+    }
+}
+
+/// `name` with each letter's case chosen by the bits of `mask`.
+fn cased(name: &str, mask: u32) -> String {
+    name.chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if mask >> (i % 32) & 1 == 1 {
+                c.to_ascii_uppercase()
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// Requests around what the fast path decides on: methods, targets, versions, each header
+/// field it reads (absent, repeated, in any case, with values it takes and values it does
+/// not), others it ignores or leaves to hyper, and bodies of every kind. Every
+/// `Content-Length` that parses as a number is the body's length, so that no request leaves
+/// a server waiting for bytes that never come.
+fn random_request() -> impl Strategy<Value = RandomRequest> {
+    use proptest::sample::select;
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"subtract","params":[1,1],"id":"{}"}}"#,
+        "x".repeat(1100)
+    );
+    let body = select(vec![
+        W1.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[1,1]}"#.to_owned(),
+        format!(r#"[{W1},{{"jsonrpc":"2.0","method":"subtract","params":[5,1]}}]"#),
+        r#"[{"jsonrpc":"2.0","method":"subtract","params":[5,1]}]"#.to_owned(),
+        r#"{"jsonrpc":"2.0","result":1,"id":9}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"nope","id":2}"#.to_owned(),
+        "{".to_owned(),
+        "[]".to_owned(),
+        String::new(),
+        big,
+    ]);
+    // (name, values); a value "LEN" is replaced by the body's length.
+    let pool: Vec<(&'static str, Vec<&'static str>)> = vec![
+        (
+            "host",
+            vec![
+                "127.0.0.1",
+                "127.0.0.1:8080",
+                "LOCALHOST",
+                "[::1]:80",
+                "evil.example",
+                "127.0.0.1.evil.example",
+                "",
+                "é",
+            ],
+        ),
+        (
+            "content-type",
+            vec![
+                "application/json",
+                "APPLICATION/JSON",
+                "application/json; charset=utf-8",
+                "application/json;charset=UTF-8",
+                "application/json ; charset=utf-8",
+                "\tapplication/json ",
+                "text/plain",
+                "application/jsonx",
+                "",
+            ],
+        ),
+        (
+            "content-length",
+            vec![
+                "LEN", "0LEN", " LEN ", "+LEN", "LEN, LEN", "LEN,LEN", "LENx", "-1",
+            ],
+        ),
+        (
+            "accept",
+            vec![
+                "*/*",
+                "application/json",
+                "Application/JSON",
+                "application/*",
+                "text/event-stream",
+                "application/json, text/event-stream",
+                "text/html",
+                "application/json;q=0",
+                "text/event-stream;q=0, application/json",
+            ],
+        ),
+        (
+            "origin",
+            vec![
+                "http://127.0.0.1",
+                "http://localhost:3000",
+                "http://evil.example",
+                "null",
+            ],
+        ),
+        (
+            "connection",
+            vec![
+                "keep-alive",
+                "close",
+                "Close",
+                "keep-alive, close",
+                "keep-alive,close",
+                "upgrade",
+                "TE",
+            ],
+        ),
+        ("expect", vec!["100-continue"]),
+        ("x-trace", vec!["abc", "é"]),
+        ("user-agent", vec!["test/1"]),
+    ];
+    let usual: Vec<(String, &'static str)> = vec![
+        ("host".into(), "127.0.0.1"),
+        ("content-type".into(), "application/json"),
+        ("content-length".into(), "LEN"),
+    ];
+    let pool_len = pool.len();
+    (
+        select(vec!["POST", "POST", "POST", "POST", "POST", "GET", "PUT"]),
+        select(vec!["/rpc", "/rpc", "/rpc", "/rpc", "/rpc?x=1", "/other"]),
+        select(vec![
+            "HTTP/1.1", "HTTP/1.1", "HTTP/1.1", "HTTP/1.1", "HTTP/1.0",
+        ]),
+        body,
+        // Which usual fields are left out (each one time in ten).
+        proptest::collection::vec(proptest::bool::weighted(0.1), 3),
+        // Extra fields: (pool index, value index, name case, position).
+        proptest::collection::vec((0..pool_len, 0usize..16, any::<u32>(), 0usize..4), 0..4),
+        any::<bool>(),
+    )
+        .prop_map(
+            move |(method, target, version, body, omit, extra, pipelined)| {
+                let mut fields: Vec<(String, String)> = usual
+                    .iter()
+                    .zip(&omit)
+                    .filter(|(_, left_out)| !**left_out)
+                    .map(|((name, value), _)| (name.clone(), (*value).to_owned()))
+                    .collect();
+                for (which, value, case, at) in extra {
+                    let (name, values) = &pool[which];
+                    let value = values[value % values.len()];
+                    let at = at.min(fields.len());
+                    fields.insert(at, (cased(name, case), value.to_owned()));
+                }
+                let len = body.len().to_string();
+                for (_, value) in &mut fields {
+                    *value = value.replace("LEN", &len);
+                }
+                RandomRequest {
+                    method,
+                    target,
+                    version,
+                    fields,
+                    body,
+                    pipelined,
+                }
+            },
+        )
+}
+
+/// What a server did with one request on a fresh connection, then with W1 on the same
+/// connection (written behind it, or after its answer): each answer (`None`: the connection
+/// ended first), with `Date` left out.
+async fn outcome(addr: SocketAddr, request: &RandomRequest) -> (Option<Answer>, Option<Answer>) {
+    // A connection both servers leave waiting (they should not) shows as a failed case here.
+    let wait = Duration::from_secs(5);
+    let mut s = connect(addr).await;
+    let mut rest = Vec::new();
+    let mut bytes = request.bytes();
+    if request.pipelined {
+        bytes.extend_from_slice(post(W1, "").as_bytes());
+    }
+    let _ = s.write_all(&bytes).await;
+    let first = tokio::time::timeout(wait, answer_or_end(&mut s, &mut rest))
+        .await
+        .expect("an answer or the end of the connection in time");
+    let second = match first {
+        Some(_) => {
+            if !request.pipelined {
+                let _ = s.write_all(post(W1, "").as_bytes()).await;
+            }
+            tokio::time::timeout(wait, answer_or_end(&mut s, &mut rest))
+                .await
+                .expect("an answer or the end of the connection in time")
+        }
+        None => None,
+    };
+    let undated = |a: Option<Answer>| {
+        a.map(|mut a| {
+            a.headers.retain(|(n, _)| n != "date");
+            a
+        })
+    };
+    (undated(first), undated(second))
+}
+
+/// The fast path answers as hyper does: random requests, each sent to one server with the
+/// fast path and one without, get the same answers (status, header fields in order, body),
+/// and their connections go on or end alike, with W1 pipelined behind or sent after.
+#[test]
+fn the_fast_path_answers_every_request_as_hyper_does() {
+    use proptest::test_runner::{Config, TestRunner};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // No GET event stream: an open one never ends, and the fast path never takes a GET.
+    let make = |fast: bool| {
+        server()
+            .get_stream(false)
+            .max_body(1024)
+            .idle_connection_timeout(Duration::from_secs(3))
+            .fast_path(fast)
+    };
+    let (fast, hyper) = rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
+    let mut runner = TestRunner::new(Config {
+        cases: 512,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&random_request(), |request| {
+            let (a, b) = rt.block_on(async {
+                tokio::join!(outcome(fast, &request), outcome(hyper, &request))
+            });
+            // Status, header fields in order (`Date` left out), body.
+            prop_assert_eq!(a.0, b.0, "first answer");
+            prop_assert_eq!(a.1, b.1, "W1 after it on the same connection");
+            Ok(())
+        })
+        .unwrap();
 }
