@@ -1,8 +1,9 @@
 //! The HTTP/1.1 fast path of `rpcwire_http::serve`, on raw sockets: its answers equal hyper's,
 //! pipelined requests, heads and bodies split across reads, each limit at its edge, the hand-over
 //! to hyper in the middle of a connection, `Connection: close`, HTTP/1.0, the time limits
-//! on a head and a body that come too slowly, and a differential property test: random
-//! requests answered alike with the fast path and without it (hyper for every request).
+//! on a head and a body that come too slowly, and two property tests: random requests
+//! answered alike with the fast path and without it (hyper for every request), and random
+//! requests changed at random bytes answered or closed without a panic.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -729,4 +730,99 @@ fn the_fast_path_answers_every_request_as_hyper_does() {
             Ok(())
         })
         .unwrap();
+}
+
+/// Panics seen anywhere in this test binary since the hook was set (the server's tasks run
+/// in it).
+static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A byte-level change to a request.
+#[derive(Debug, Clone)]
+enum Mutation {
+    Set(usize, u8),
+    Insert(usize, u8),
+    Remove(usize),
+    Truncate(usize),
+}
+
+/// No bytes panic the fast path: random requests, changed at random bytes (set, inserted,
+/// removed, cut short), are answered or closed, and no task panics.
+#[test]
+fn changed_bytes_never_panic_the_fast_path() {
+    use proptest::test_runner::{Config, TestRunner};
+    use std::sync::atomic::Ordering;
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICS.fetch_add(1, Ordering::SeqCst);
+        default_hook(info);
+    }));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Short limits, so that a head or body left unfinished by a change ends quickly.
+    let addr = rt.block_on(start(
+        server()
+            .get_stream(false)
+            .max_body(1024)
+            .timeout(Duration::from_millis(100))
+            .idle_connection_timeout(Duration::from_millis(200)),
+    ));
+    let mutation = prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Mutation::Set(at, b)),
+        (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Mutation::Insert(at, b)),
+        any::<usize>().prop_map(Mutation::Remove),
+        any::<usize>().prop_map(Mutation::Truncate),
+    ];
+    let case = (random_request(), proptest::collection::vec(mutation, 1..4));
+    let mut runner = TestRunner::new(Config {
+        cases: 256,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&case, |(request, mutations)| {
+            let mut bytes = request.bytes();
+            for m in &mutations {
+                let len = bytes.len().max(1);
+                match *m {
+                    Mutation::Set(at, b) => {
+                        if let Some(x) = bytes.get_mut(at % len) {
+                            *x = b;
+                        }
+                    }
+                    Mutation::Insert(at, b) => bytes.insert((at % len).min(bytes.len()), b),
+                    Mutation::Remove(at) => {
+                        if !bytes.is_empty() {
+                            bytes.remove(at % len);
+                        }
+                    }
+                    Mutation::Truncate(at) => bytes.truncate(at % len),
+                }
+            }
+            rt.block_on(async {
+                let mut s = connect(addr).await;
+                let _ = s.write_all(&bytes).await;
+                let mut rest = Vec::new();
+                // An answer, or the connection closed: either within the limits above.
+                let ended =
+                    tokio::time::timeout(Duration::from_secs(5), answer_or_end(&mut s, &mut rest))
+                        .await;
+                prop_assert!(ended.is_ok(), "the connection neither answered nor closed");
+                Ok(())
+            })?;
+            prop_assert_eq!(PANICS.load(Ordering::SeqCst), 0);
+            Ok(())
+        })
+        .unwrap();
+    // And the server still answers.
+    rt.block_on(async {
+        let mut s = connect(addr).await;
+        s.write_all(post(W1, "").as_bytes()).await.unwrap();
+        assert_eq!(
+            read_answer(&mut s, &mut Vec::new()).await.json()["result"],
+            19
+        );
+    });
 }
