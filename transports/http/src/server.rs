@@ -624,10 +624,14 @@ fn read_body<D: Buf>(
             StatusCode::BAD_REQUEST,
             "body could not be read\n",
         ))),
-        Err(()) => Err(Box::new(refuse(
-            StatusCode::REQUEST_TIMEOUT,
-            "body too slow\n",
-        ))),
+        Err(()) => {
+            // The rest of the body may still come, and would be read as the next request:
+            // the connection ends with this answer (as on the fast path).
+            let mut r = refuse(StatusCode::REQUEST_TIMEOUT, "body too slow\n");
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            Err(Box::new(r))
+        }
     }
 }
 

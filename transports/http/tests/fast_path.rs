@@ -1,9 +1,9 @@
 //! The HTTP/1.1 fast path of `rpcwire_http::serve`, on raw sockets: its answers equal hyper's,
 //! pipelined requests, heads and bodies split across reads, each limit at its edge, the hand-over
 //! to hyper in the middle of a connection, `Connection: close`, HTTP/1.0, the time limits
-//! on a head and a body that come too slowly, and two property tests: random requests
-//! answered alike with the fast path and without it (hyper for every request), and random
-//! requests changed at random bytes answered or closed without a panic.
+//! on a head and a body that come too slowly, and two property tests: random requests, and
+//! random requests changed at random bytes, answered alike with the fast path and without it
+//! (hyper for every request), with no panic.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -742,13 +742,14 @@ enum Mutation {
     Set(usize, u8),
     Insert(usize, u8),
     Remove(usize),
-    Truncate(usize),
 }
 
-/// No bytes panic the fast path: random requests, changed at random bytes (set, inserted,
-/// removed, cut short), are answered or closed, and no task panics.
+/// Random requests changed at random bytes (set, inserted, removed) get the same first answer,
+/// or the same closed connection, with the fast path and without it, and no task panics on
+/// them; the server still answers afterwards. (A change that leaves the body shorter than its
+/// `Content-Length` waits out the short time limit set here: 408 on both paths.)
 #[test]
-fn changed_bytes_never_panic_the_fast_path() {
+fn changed_bytes_are_answered_alike_and_never_panic() {
     use proptest::test_runner::{Config, TestRunner};
     use std::sync::atomic::Ordering;
     let default_hook = std::panic::take_hook();
@@ -762,22 +763,23 @@ fn changed_bytes_never_panic_the_fast_path() {
         .build()
         .unwrap();
     // Short limits, so that a head or body left unfinished by a change ends quickly.
-    let addr = rt.block_on(start(
+    let make = |fast: bool| {
         server()
             .get_stream(false)
             .max_body(1024)
-            .timeout(Duration::from_millis(100))
-            .idle_connection_timeout(Duration::from_millis(200)),
-    ));
+            .timeout(Duration::from_millis(300))
+            .idle_connection_timeout(Duration::from_millis(600))
+            .fast_path(fast)
+    };
+    let (fast, hyper) = rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
     let mutation = prop_oneof![
         (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Mutation::Set(at, b)),
         (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Mutation::Insert(at, b)),
         any::<usize>().prop_map(Mutation::Remove),
-        any::<usize>().prop_map(Mutation::Truncate),
     ];
     let case = (random_request(), proptest::collection::vec(mutation, 1..4));
     let mut runner = TestRunner::new(Config {
-        cases: 256,
+        cases: 384,
         failure_persistence: None,
         ..Config::default()
     });
@@ -798,27 +800,32 @@ fn changed_bytes_never_panic_the_fast_path() {
                             bytes.remove(at % len);
                         }
                     }
-                    Mutation::Truncate(at) => bytes.truncate(at % len),
                 }
             }
-            rt.block_on(async {
+            let first = |addr: SocketAddr, bytes: Vec<u8>| async move {
                 let mut s = connect(addr).await;
                 let _ = s.write_all(&bytes).await;
                 let mut rest = Vec::new();
-                // An answer, or the connection closed: either within the limits above.
-                let ended =
+                // Within the limits above, an answer comes or the connection ends.
+                let answer =
                     tokio::time::timeout(Duration::from_secs(5), answer_or_end(&mut s, &mut rest))
-                        .await;
-                prop_assert!(ended.is_ok(), "the connection neither answered nor closed");
-                Ok(())
-            })?;
+                        .await
+                        .expect("an answer or the end of the connection in time");
+                answer.map(|mut a| {
+                    a.headers.retain(|(n, _)| n != "date");
+                    a
+                })
+            };
+            let (a, b) = rt.block_on(async {
+                tokio::join!(first(fast, bytes.clone()), first(hyper, bytes.clone()))
+            });
+            prop_assert_eq!(a, b, "{:?}", String::from_utf8_lossy(&bytes));
             prop_assert_eq!(PANICS.load(Ordering::SeqCst), 0);
             Ok(())
         })
         .unwrap();
-    // And the server still answers.
     rt.block_on(async {
-        let mut s = connect(addr).await;
+        let mut s = connect(fast).await;
         s.write_all(post(W1, "").as_bytes()).await.unwrap();
         assert_eq!(
             read_answer(&mut s, &mut Vec::new()).await.json()["result"],
