@@ -295,8 +295,9 @@ impl HttpServer {
     /// Whether [`serve`] and [`serve_connection`] answer plain-JSON POSTs on HTTP/1.1 with
     /// their fast path (default on). Off, hyper serves every request: the answers are the same
     /// (a test compares the two over random requests), but each call costs more CPU and an
-    /// idle keep-alive connection holds hyper's connection state as well. For comparing the
-    /// two, or to rule the fast path out when chasing a problem.
+    /// idle keep-alive connection holds hyper's connection state, which is larger than the
+    /// fast path's 2 KiB buffer. For comparing the two, or to rule the fast path out when
+    /// chasing a problem.
     pub fn fast_path(mut self, on: bool) -> Self {
         self.fast_path = on;
         self
