@@ -698,6 +698,22 @@ async fn outcome(
     (undated(first), undated(second))
 }
 
+/// A runtime and two servers alike but for the fast path (on, off), both with `configure`
+/// applied, 1 KiB bodies and no GET event stream (an open one never ends, and the fast path
+/// never takes a GET).
+fn twin_servers(
+    configure: impl Fn(HttpServer) -> HttpServer,
+) -> (tokio::runtime::Runtime, SocketAddr, SocketAddr) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let make = |fast: bool| configure(server().get_stream(false).max_body(1024).fast_path(fast));
+    let (fast, hyper) = rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
+    (rt, fast, hyper)
+}
+
 /// The fast path answers as hyper does: random requests, each sent to one server with the
 /// fast path and one without, get the same answers (status, header fields in order, body),
 /// and their connections go on or end alike, with a second random request pipelined behind
@@ -706,20 +722,7 @@ async fn outcome(
 #[test]
 fn the_fast_path_answers_every_request_as_hyper_does() {
     use proptest::test_runner::{Config, TestRunner};
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    // No GET event stream: an open one never ends, and the fast path never takes a GET.
-    let make = |fast: bool| {
-        server()
-            .get_stream(false)
-            .max_body(1024)
-            .idle_connection_timeout(Duration::from_secs(3))
-            .fast_path(fast)
-    };
-    let (fast, hyper) = rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
+    let (rt, fast, hyper) = twin_servers(|s| s.idle_connection_timeout(Duration::from_secs(3)));
     let mut runner = TestRunner::new(Config {
         cases: 512,
         failure_persistence: None,
@@ -766,21 +769,11 @@ fn changed_bytes_are_answered_alike_and_never_panic() {
         PANICS.fetch_add(1, Ordering::SeqCst);
         default_hook(info);
     }));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     // Short limits, so that a head or body left unfinished by a change ends quickly.
-    let make = |fast: bool| {
-        server()
-            .get_stream(false)
-            .max_body(1024)
-            .timeout(Duration::from_millis(300))
+    let (rt, fast, hyper) = twin_servers(|s| {
+        s.timeout(Duration::from_millis(300))
             .idle_connection_timeout(Duration::from_millis(600))
-            .fast_path(fast)
-    };
-    let (fast, hyper) = rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
+    });
     let mutation = prop_oneof![
         (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Mutation::Set(at, b)),
         (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Mutation::Insert(at, b)),
