@@ -84,36 +84,23 @@ async fn https_and_wss_calls_trust_the_given_certificate() {
         let https = format!("https://localhost:{port}/rpc");
         let wss = format!("wss://localhost:{port}/rpc");
 
-        let out = rpcwire(&[
-            "call",
-            "--http",
-            &https,
-            "--ca-cert",
-            ca.path(),
-            "subtract",
-            "[42, 23]",
-        ])
-        .await;
-        assert_eq!(
-            (out.code, out.stdout.as_str()),
-            (Some(0), "19\n"),
-            "{out:?}"
-        );
-        let out = rpcwire(&[
-            "call",
-            "--ws",
-            &wss,
-            "--ca-cert",
-            ca.path(),
-            "subtract",
-            "[42, 23]",
-        ])
-        .await;
-        assert_eq!(
-            (out.code, out.stdout.as_str()),
-            (Some(0), "19\n"),
-            "{out:?}"
-        );
+        for (flag, url) in [("--http", &https), ("--ws", &wss)] {
+            let out = rpcwire(&[
+                "call",
+                flag,
+                url,
+                "--ca-cert",
+                ca.path(),
+                "subtract",
+                "[42, 23]",
+            ])
+            .await;
+            assert_eq!(
+                (out.code, out.stdout.as_str()),
+                (Some(0), "19\n"),
+                "{out:?}"
+            );
+        }
 
         // Mozilla's roots, the default, did not sign it: a connection failure, with the reason.
         for transport in [["--http", https.as_str()], ["--ws", wss.as_str()]] {

@@ -1234,8 +1234,22 @@ pub(crate) fn http2_builder() -> hyper::server::conn::http2::Builder<hyper_util:
     builder
 }
 
-pub(crate) fn hyper_service(
-    service: RpcService,
+/// A server's tower service as hyper calls it: both servers answer with a [`ResponseFuture`].
+pub(crate) trait HandlesIncoming: Clone + Send + Sync + 'static {
+    /// Answers one request.
+    fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture;
+}
+
+impl HandlesIncoming for RpcService {
+    fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture {
+        self.handle(req)
+    }
+}
+
+/// `service` as hyper's service, its future named `Send` (a closure's inferred one is not
+/// proved `Send` under the HTTP/2 idle watch's higher-ranked bounds).
+pub(crate) fn hyper_service<S: HandlesIncoming>(
+    service: S,
 ) -> impl hyper::service::Service<
     Request<hyper::body::Incoming>,
     Response = Response<Body>,
@@ -1243,7 +1257,7 @@ pub(crate) fn hyper_service(
     Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
 > + Clone {
     hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-        let fut = service.handle(req);
+        let fut = service.handle_incoming(req);
         async move { Ok::<_, Infallible>(fut.await) }
     })
 }

@@ -460,25 +460,13 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let idle = service.inner.idle_connection;
-    Ok(crate::server::run_hyper(io, protocol, idle, hyper_service(service)).await?)
+    Ok(crate::server::run_hyper(io, protocol, idle, crate::server::hyper_service(service)).await?)
 }
 
-/// `service` as hyper's service (its future named `Send`: a closure's inferred one is not
-/// proved `Send` under the HTTP/2 idle watch's higher-ranked bounds). The JSON-RPC server's
-/// `hyper_service` is the same for its own service: one generic over the `handle` closure
-/// meets the same limit of the compiler.
-fn hyper_service(
-    service: McpService,
-) -> impl hyper::service::Service<
-    Request<hyper::body::Incoming>,
-    Response = Response<Body>,
-    Error = Infallible,
-    Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
-> + Clone {
-    hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-        let fut = service.handle(req);
-        async move { Ok::<_, Infallible>(fut.await) }
-    })
+impl crate::server::HandlesIncoming for McpService {
+    fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture {
+        self.handle(req)
+    }
 }
 
 // ---- responses ----
