@@ -18,16 +18,19 @@
 //! 3. The floor: hyper alone answering W1's fixed text (no JSON-RPC), in the same turns, to
 //!    show how much of a call's cost is hyper's and the kernel's.
 //!
-//! Two load generators take turns, each one thread, so that it takes about one of the machine's
-//! cores whatever the server does:
+//! Three load generators take turns, each one thread, so that it takes about one of the
+//! machine's cores whatever the server does:
 //! - the bench's own client (a current-thread tokio runtime), which checks every answer;
 //! - `wrk` (`apt-get install wrk`), a C client in wide use, when it is installed: the same
 //!   request from a Lua script, `-t1 -c64`; it checks status codes only (a non-2xx answer or
-//!   a socket error fails the run). Without it the bench says so and leaves its rows out.
+//!   a socket error fails the run). Without it the bench says so and leaves its rows out;
+//! - a busy-polling client (one `mio` poll with a zero timeout, every answer checked), in the
+//!   one-core-each setup only: it never sleeps, so the server never pays to wake it, and it
+//!   costs the least per call of the three, so the server's core is the limit.
 //!
-//! Why two: a server's kernel time per call on loopback moves with the client's timing (which
-//! side frees a segment's memory, whether the peer is asleep when woken), by up to a fifth for
-//! the same server, so a ratio measured with one client alone can flatter one server.
+//! Why three: a server's kernel time per call on loopback moves with the client's timing
+//! (which side frees a segment's memory, whether the peer is asleep when woken), by up to a
+//! fifth for the same server, so a ratio measured with one client alone can flatter one server.
 //!
 //! The table is printed and written to `target/bench-http.md`.
 
@@ -40,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use rpcwire_bench::{
     cargo_build_with, children_cpu, http_content_length, median, proc_cpu, proc_status,
-    rpcwire_server, Error,
+    rpcwire_server, Error, STALL,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -100,6 +103,8 @@ enum Generator {
     Own,
     /// `wrk`, with the request from a Lua script: status codes checked.
     Wrk,
+    /// The bench's busy-polling client: every answer checked; one core each only.
+    BusyPoll,
 }
 
 impl Generator {
@@ -107,6 +112,7 @@ impl Generator {
         match self {
             Generator::Own => "bench client",
             Generator::Wrk => "wrk",
+            Generator::BusyPoll => "busy-polling client",
         }
     }
 }
@@ -190,38 +196,40 @@ impl Server {
     }
 }
 
-/// Reads one HTTP/1.1 response (Content-Length bodies) and checks it is W1's answer. The head
-/// is read in place, with no allocation: this runs once per call in the load generator.
+/// Whether `buf` starts with one whole HTTP/1.1 response (Content-Length body) to W1: its
+/// length if so, `None` while more bytes are needed, an error if it is not W1's answer. The
+/// head is read in place, with no allocation: this runs once per call in the load generators.
+fn whole_answer(buf: &[u8]) -> Result<Option<usize>, Error> {
+    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return Ok(None);
+    };
+    let head = &buf[..end];
+    let len = http_content_length(head).ok_or_else(|| Error::bad("no content-length", head))?;
+    let total = end + 4 + len;
+    let Some(body) = buf.get(end + 4..total) else {
+        return Ok(None);
+    };
+    if !head.starts_with(b"HTTP/1.1 200") || !body.windows(11).any(|w| w == b"\"result\":19") {
+        return Err(Error::bad("not W1's answer", buf));
+    }
+    Ok(Some(total))
+}
+
+/// Reads one HTTP/1.1 response and checks it is W1's answer ([`whole_answer`]).
 async fn read_answer(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), Error> {
     buf.clear();
     let mut chunk = [0u8; 1024];
     loop {
-        let whole = match buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            Some(end) => {
-                let head = &buf[..end];
-                let len = http_content_length(head)
-                    .ok_or_else(|| Error::bad("no content-length", head))?;
-                let total = end + 4 + len;
-                if buf.len() >= total {
-                    let body = &buf[end + 4..total];
-                    if !head.starts_with(b"HTTP/1.1 200")
-                        || !body.windows(11).any(|w| w == b"\"result\":19")
-                    {
-                        return Err(Error::bad("not W1's answer", buf));
-                    }
-                    return Ok(());
-                }
-                true
-            }
-            None => false,
-        };
+        if whole_answer(buf)?.is_some() {
+            return Ok(());
+        }
         let n = stream
             .read(&mut chunk)
             .await
             .map_err(|e| Error::io("read", e))?;
         if n == 0 {
             return Err(Error::Closed {
-                what: if whole { "body" } else { "head" }.into(),
+                what: "answer".into(),
             });
         }
         buf.extend_from_slice(&chunk[..n]);
@@ -241,7 +249,13 @@ struct Turn {
 
 /// Calls per second over `CONNECTIONS` keep-alive connections for `secs`, with the CPU time the
 /// server and the load generator spent per call.
-fn throughput(server: &Server, running: &Running, secs: f64, setup: Setup) -> Result<Turn, Error> {
+fn throughput(
+    server: &Server,
+    running: &Running,
+    secs: f64,
+    setup: Setup,
+    generator: Generator,
+) -> Result<Turn, Error> {
     let addr = running.addr;
     let server_pid = running.child.id();
     let request = server.request();
@@ -252,7 +266,11 @@ fn throughput(server: &Server, running: &Running, secs: f64, setup: Setup) -> Re
                 if setup == Setup::OneCoreEach {
                     pin_this_thread(0)?;
                 }
-                load(addr, server_pid, request, secs)
+                if generator == Generator::BusyPoll {
+                    busy_load(addr, server_pid, &request, secs)
+                } else {
+                    load(addr, server_pid, request, secs)
+                }
             })
             .join()
             .map_err(|_| Error::Server("load thread panicked".into()))?
@@ -366,6 +384,111 @@ fn load(addr: SocketAddr, server_pid: u32, request: Vec<u8>, secs: f64) -> Resul
     })
 }
 
+/// The busy-polling client, in the calling thread: every connection in one `mio` poll, polled
+/// with a zero timeout in a loop, so that this thread never sleeps and the server never pays
+/// to wake it (on loopback the sender runs the receiver's wake-up). Each connection sends its
+/// next request as soon as its answer is whole and checked, until `secs` are up.
+fn busy_load(addr: SocketAddr, server_pid: u32, request: &[u8], secs: f64) -> Result<Turn, Error> {
+    use mio::{Events, Interest, Poll, Token};
+    use std::io::{ErrorKind, Read, Write};
+
+    /// Sends one request. No request is outstanding, so the send buffer is empty and a short
+    /// write means something is wrong rather than that the peer is slow.
+    fn send(stream: &mut mio::net::TcpStream, request: &[u8]) -> Result<(), Error> {
+        match stream.write(request) {
+            Ok(n) if n == request.len() => Ok(()),
+            Ok(n) => Err(Error::Server(format!(
+                "short write: {n} of {} bytes",
+                request.len()
+            ))),
+            Err(e) => Err(Error::io("write", e)),
+        }
+    }
+
+    let mut poll = Poll::new().map_err(|e| Error::io("poll", e))?;
+    let mut conns = Vec::with_capacity(CONNECTIONS);
+    for i in 0..CONNECTIONS {
+        // Connected blocking, then handed to mio: its own connect returns before the
+        // handshake ends and would need a wait for writability first.
+        let s = std::net::TcpStream::connect(addr).map_err(|e| Error::io("connect", e))?;
+        s.set_nodelay(true).map_err(|e| Error::io("nodelay", e))?;
+        s.set_nonblocking(true)
+            .map_err(|e| Error::io("nonblocking", e))?;
+        let mut s = mio::net::TcpStream::from_std(s);
+        poll.registry()
+            .register(&mut s, Token(i), Interest::READABLE)
+            .map_err(|e| Error::io("register", e))?;
+        conns.push((s, Vec::with_capacity(512)));
+    }
+    let server_cpu = proc_cpu(server_pid)?;
+    let load_cpu = thread_cpu()?;
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(secs);
+    for (s, _) in &mut conns {
+        send(s, request)?;
+    }
+    let mut events = Events::with_capacity(CONNECTIONS);
+    let mut chunk = [0u8; 1024];
+    let mut calls = 0u64;
+    // Connections still making calls; and when an answer last arrived, to give up on a
+    // server that stops answering instead of spinning for ever.
+    let mut busy = CONNECTIONS;
+    let mut progress = start;
+    while busy > 0 {
+        poll.poll(&mut events, Some(Duration::ZERO))
+            .map_err(|e| Error::io("poll", e))?;
+        if events.is_empty() {
+            if progress.elapsed() > STALL {
+                return Err(Error::Stalled {
+                    what: format!("busy-polling client, {calls} calls"),
+                });
+            }
+            continue;
+        }
+        for event in &events {
+            let (stream, buf) = &mut conns[event.token().0];
+            // mio's readiness is edge-triggered: read until the answer is whole or the
+            // socket is empty. A whole answer leaves it empty, as the server has nothing
+            // more to send until the next request.
+            loop {
+                match stream.read(&mut chunk) {
+                    Ok(0) => {
+                        return Err(Error::Closed {
+                            what: format!("busy-polling client, {calls} calls"),
+                        })
+                    }
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(Error::io("read", e)),
+                }
+                let Some(len) = whole_answer(buf)? else {
+                    continue;
+                };
+                if len != buf.len() {
+                    return Err(Error::bad("bytes after the answer", buf));
+                }
+                buf.clear();
+                calls += 1;
+                progress = Instant::now();
+                if progress < end {
+                    send(stream, request)?;
+                } else {
+                    busy -= 1;
+                }
+                break;
+            }
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let per_call = |d: Duration| d.as_secs_f64() * 1e6 / calls.max(1) as f64;
+    Ok(Turn {
+        rate: calls as f64 / elapsed,
+        server_us: per_call(proc_cpu(server_pid)?.saturating_sub(server_cpu)),
+        load_us: per_call(thread_cpu()?.saturating_sub(load_cpu)),
+    })
+}
+
 /// CPU time of the calling thread (the load generator's), from `/proc/thread-self/stat`.
 fn thread_cpu() -> Result<Duration, Error> {
     let me = std::fs::read_link("/proc/thread-self").map_err(|e| Error::io("thread id", e))?;
@@ -466,7 +589,7 @@ fn run() -> Result<(), Error> {
         eprintln!("SKIPPED: the one-core-each setup needs 2 CPUs; this machine has {cores}");
         setups.retain(|s| *s != Setup::OneCoreEach);
     }
-    let mut generators = vec![Generator::Own];
+    let mut generators = vec![Generator::Own, Generator::BusyPoll];
     let script = rpcwire_bench::workspace_root().join("target/bench-http-w1.lua");
     if wrk_installed() {
         let lua = format!(
@@ -486,11 +609,17 @@ fn run() -> Result<(), Error> {
             .map(|s| s.start(setup))
             .collect::<Result<_, _>>()?;
         for &generator in &generators {
+            // Spinning on a core the server may need would measure the spinning.
+            if generator == Generator::BusyPoll && setup == Setup::Shared {
+                continue;
+            }
             let mut turns = vec![Vec::new(); servers.len()];
             for round in 0..3 {
                 for (i, server) in servers.iter().enumerate() {
                     let turn = match generator {
-                        Generator::Own => throughput(server, &running[i], secs, setup)?,
+                        Generator::Own | Generator::BusyPoll => {
+                            throughput(server, &running[i], secs, setup, generator)?
+                        }
                         Generator::Wrk => wrk_turn(server, &running[i], secs, setup, &script)?,
                     };
                     eprintln!(
@@ -505,15 +634,20 @@ fn run() -> Result<(), Error> {
             };
             let reference = med(1, |t| t.rate);
             for (i, server) in servers.iter().enumerate() {
+                // A client that never sleeps uses its whole core whatever it does per call.
+                let load = if generator == Generator::BusyPoll {
+                    "(spins)".to_owned()
+                } else {
+                    format!("{:.2} µs", med(i, |t| t.load_us))
+                };
                 table.push_str(&format!(
-                    "| {} | {} | {} | {:.0} | {:.2}x | {:.2} µs | {:.2} µs |\n",
+                    "| {} | {} | {} | {:.0} | {:.2}x | {:.2} µs | {load} |\n",
                     setup.label(),
                     generator.label(),
                     server.name,
                     med(i, |t| t.rate),
                     med(i, |t| t.rate) / reference,
                     med(i, |t| t.server_us),
-                    med(i, |t| t.load_us),
                 ));
             }
         }
