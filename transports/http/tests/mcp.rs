@@ -46,6 +46,12 @@ fn tools(dropped: Arc<AtomicBool>) -> McpServer {
             },
         )
         .tool_with_schema(
+            "grüße",
+            "Greets: a name that is not header-safe ASCII.",
+            json!({"type": "object"}),
+            |_: ToolContext, _: Value| async move { Ok::<_, ToolError>("hallo") },
+        )
+        .tool_with_schema(
             "count",
             "Progress 1..=3.",
             json!({"type": "object"}),
@@ -285,7 +291,7 @@ async fn session_lifecycle_and_header_rules() {
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()["content-type"], "application/json");
     let v: Value = serde_json::from_str(&text(r).await).unwrap();
-    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 8);
 
     // No revision header: taken (2025-03-26 is assumed). An unknown revision: 400.
     let r = send("POST", &url, &with(&[("mcp-session-id", &id)]), list).await;
@@ -659,49 +665,139 @@ async fn batches_follow_the_negotiated_revision() {
     assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");
 }
 
+/// One stateless POST's answer: (status, JSON body).
+async fn stateless_post(url: &str, headers: &[(&str, &str)], body: &str) -> (StatusCode, Value) {
+    let r = send("POST", url, &with(headers), body).await;
+    let status = r.status();
+    assert!(r.headers().get("mcp-session-id").is_none());
+    (
+        status,
+        serde_json::from_str(&text(r).await).unwrap_or(Value::Null),
+    )
+}
+
 #[tokio::test]
 async fn stateless_revision_checks_method_headers() {
     let (url, service, dropped) = start(|s| s.mode(Mode::Stateless)).await;
     let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}"#;
-    let ok = with(&[
-        ("mcp-method", "tools/call"),
-        ("mcp-name", "add"),
-        ("mcp-protocol-version", "2026-07-28"),
-    ]);
-    let r = send("POST", &url, &ok, call).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    assert!(r.headers().get("mcp-session-id").is_none());
-    let v: Value = serde_json::from_str(&text(r).await).unwrap();
+    const V: (&str, &str) = ("mcp-protocol-version", "2026-07-28");
+    let (status, v) = stateless_post(
+        &url,
+        &[("mcp-method", "tools/call"), ("mcp-name", "add"), V],
+        call,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
     assert_eq!(v["result"]["content"][0]["text"], "5");
-    // Mismatches and omissions: 400.
+    // `Mcp-Name` in its Base64 sentinel form ("add"), header names in any case.
+    let (status, v) = stateless_post(
+        &url,
+        &[
+            ("MCP-METHOD", "tools/call"),
+            ("Mcp-Name", "=?base64?YWRk?="),
+            V,
+        ],
+        call,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    // Missing, malformed or disagreeing headers: 400 and HeaderMismatch, with the id.
     for headers in [
-        with(&[("mcp-name", "add")]),
-        with(&[("mcp-method", "tools/list"), ("mcp-name", "add")]),
-        with(&[("mcp-method", "tools/call")]),
-        with(&[("mcp-method", "tools/call"), ("mcp-name", "other")]),
-        with(&[
+        vec![("mcp-method", "tools/call"), ("mcp-name", "add")],
+        vec![("mcp-name", "add"), V],
+        vec![("mcp-method", "tools/list"), ("mcp-name", "add"), V],
+        vec![("mcp-method", "TOOLS/CALL"), ("mcp-name", "add"), V],
+        vec![("mcp-method", "tools/call"), V],
+        vec![("mcp-method", "tools/call"), ("mcp-name", "other"), V],
+        vec![("mcp-method", "tools/call"), ("mcp-name", "ADD"), V],
+        vec![
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "=?base64?b3RoZXI=?="),
+            V,
+        ],
+        vec![
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "=?base64?YWR?="),
+            V,
+        ],
+        vec![
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "add"),
+            ("mcp-name", "add"),
+            V,
+        ],
+    ] {
+        let (status, v) = stateless_post(&url, &headers, call).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{headers:?}");
+        assert_eq!(v["error"]["code"], -32020, "{headers:?}: {v}");
+        assert_eq!(v["id"], 1, "{headers:?}: {v}");
+    }
+    // `_meta`'s protocol version, when there, must be the header's.
+    let meta = |version: &str| {
+        json!({"jsonrpc": "2.0", "id": "m", "method": "tools/list", "params": {
+            "_meta": {"io.modelcontextprotocol/protocolVersion": version}}})
+        .to_string()
+    };
+    let list_headers = [("mcp-method", "tools/list"), V];
+    let (status, v) = stateless_post(&url, &list_headers, &meta("2026-07-28")).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    let (status, v) = stateless_post(&url, &list_headers, &meta("2025-11-25")).await;
+    assert_eq!(
+        (status, &v["error"]["code"], &v["id"]),
+        (StatusCode::BAD_REQUEST, &json!(-32020), &json!("m"))
+    );
+    // A revision this server does not speak: UnsupportedProtocolVersionError.
+    let (status, v) = stateless_post(
+        &url,
+        &[
             ("mcp-method", "tools/call"),
             ("mcp-name", "add"),
             ("mcp-protocol-version", "2025-11-25"),
-        ]),
-    ] {
-        let r = send("POST", &url, &headers, call).await;
-        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{headers:?}");
-    }
+        ],
+        call,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(v["error"]["code"], -32022, "{v}");
+    assert_eq!(
+        v["error"]["data"],
+        json!({"supported": ["2026-07-28"], "requested": "2025-11-25"})
+    );
+    assert_eq!(v["id"], 1);
+    // `Mcp-Name` for a method that names no target.
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-    let r = send(
-        "POST",
+    let (status, v) = stateless_post(
         &url,
-        &with(&[("mcp-method", "tools/list"), ("mcp-name", "x")]),
+        &[("mcp-method", "tools/list"), ("mcp-name", "x"), V],
         list,
     )
     .await;
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    let r = send("POST", &url, &with(&[("mcp-method", "tools/list")]), list).await;
-    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(
+        (status, &v["error"]["code"]),
+        (StatusCode::BAD_REQUEST, &json!(-32020))
+    );
+    let (status, _) = stateless_post(&url, &[("mcp-method", "tools/list"), V], list).await;
+    assert_eq!(status, StatusCode::OK);
+    // A method the server does not have: 404 with Method not found.
+    let unknown = r#"{"jsonrpc":"2.0","id":7,"method":"unknown/method"}"#;
+    let (status, v) = stateless_post(&url, &[("mcp-method", "unknown/method"), V], unknown).await;
+    assert_eq!(
+        (status, &v["error"]["code"], &v["id"]),
+        (StatusCode::NOT_FOUND, &json!(-32601), &json!(7))
+    );
+    // Notifications: the revision sets no header rules for them, but what is sent must hold.
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (status, _) = stateless_post(&url, &[], note).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let (status, v) = stateless_post(&url, &[("mcp-method", "tools/call")], note).await;
+    assert_eq!(
+        (status, &v["error"]["code"], &v["id"]),
+        (StatusCode::BAD_REQUEST, &json!(-32020), &Value::Null)
+    );
+    // Batches: not in this revision.
     let batch = format!("[{list}]");
-    let r = send("POST", &url, &with(&[("mcp-method", "tools/list")]), &batch).await;
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let (status, _) = stateless_post(&url, &[("mcp-method", "tools/list"), V], &batch).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
     // GET and DELETE: 405.
     for m in ["GET", "DELETE"] {
         let r = send(m, &url, &[("accept", "text/event-stream")], "").await;
@@ -713,7 +809,7 @@ async fn stateless_revision_checks_method_headers() {
     let r = send(
         "POST",
         &url,
-        &with(&[("mcp-method", "tools/call"), ("mcp-name", "wait")]),
+        &with(&[("mcp-method", "tools/call"), ("mcp-name", "wait"), V]),
         wait,
     )
     .await;
@@ -739,7 +835,7 @@ async fn rust_client_in_both_modes() {
     let id = client.session_id().expect("a session");
     assert!(id.starts_with("node1-"));
     assert_eq!(service.session_ids(), vec![id]);
-    assert_eq!(client.mcp().list_tools().await.unwrap().len(), 7);
+    assert_eq!(client.mcp().list_tools().await.unwrap().len(), 8);
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let s = Arc::clone(&seen);
     let r = client
@@ -779,6 +875,18 @@ async fn rust_client_in_both_modes() {
         .await
         .unwrap();
     assert_eq!(r.joined_text(), "42");
+    // A tool name that is not header-safe goes in `Mcp-Name` in its Base64 form.
+    let r = client.mcp().call_tool("grüße", json!({})).await.unwrap();
+    assert_eq!(r.joined_text(), "hallo");
+    // A refusal with an error status and a JSON-RPC error body reaches the caller as that
+    // error, not as an HTTP failure.
+    let e = client
+        .mcp()
+        .client()
+        .call::<_, Value>("unknown/method", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.rpc().map(|e| e.code), Some(-32601), "{e}");
     client.close().await.unwrap();
     assert_eq!(service.session_count(), 0);
 }

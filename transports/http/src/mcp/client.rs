@@ -21,6 +21,7 @@ use super::server::{
     name_member, Mode, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID,
     STATELESS_VERSION,
 };
+use super::stateless::encode_value;
 use crate::connect::{error_chain, hyper_client, no_tls, parse_url, HyperClient, Tls, UrlError};
 use crate::pipe::{send_body, ChannelReader, FrameWriter};
 use crate::HTTP_ERROR_CODE;
@@ -375,7 +376,7 @@ impl Shared {
                 .and_then(name_member)
                 .and_then(|key| params.get(key))
                 .and_then(Value::as_str)
-                .and_then(|n| HeaderValue::from_str(n).ok())
+                .and_then(|n| HeaderValue::from_str(&encode_value(n)).ok())
             {
                 h.insert(HEADER_NAME, name);
             }
@@ -440,7 +441,16 @@ impl Shared {
         match status {
             StatusCode::ACCEPTED | StatusCode::NO_CONTENT => return Ok(()),
             StatusCode::OK => {}
-            other => return Err(crate::client::failure(other, response).await),
+            other => {
+                let (status, text) = crate::client::failure(other, response).await;
+                // An error status whose body answers the request with a JSON-RPC error (the
+                // stateless revision's 400 and 404): the error is the answer.
+                if want.is_some_and(|id| is_answer_to(&text, id)) {
+                    self.receive(Bytes::from(text), initialize).await;
+                    return Ok(());
+                }
+                return Err((status, text));
+            }
         }
         let mut body = response.into_body();
         if sse {

@@ -9,9 +9,11 @@
 //!   that outlive a disconnect and resume on a GET (SSE polling, [`CLOSE_STREAM`]); DELETE
 //!   ends the session; an unknown or ended session gets 404; sessions are bounded in number
 //!   and end when idle.
-//! - [`Mode::Stateless`], the stateless revision (2026-07-28): no sessions; every POST names
-//!   its method (and target) in `Mcp-Method` / `Mcp-Name`, checked against the body (400 on a
-//!   mismatch); closing a request's stream cancels it; GET and DELETE get 405.
+//! - [`Mode::Stateless`], the stateless revision (2026-07-28): no sessions; every request POST
+//!   names its revision, method and target in `MCP-Protocol-Version`, `Mcp-Method` and
+//!   `Mcp-Name`, checked against the body (400 with [`HEADER_MISMATCH`] or
+//!   [`UNSUPPORTED_PROTOCOL_VERSION`], answering the request's id); a method the server does
+//!   not have gets 404; closing a request's stream cancels it; GET and DELETE get 405.
 //!
 //! In both, each POST runs through its own core connection with the server's router (as the
 //! plain HTTP server does), so whatever a handler sends before its answer (progress, log
@@ -51,9 +53,11 @@
 mod client;
 mod resume;
 mod server;
+mod stateless;
 
 pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
 pub use server::{
     serve, serve_connection, McpHttpServer, McpService, Mode, CLOSE_STREAM, HEADER_METHOD,
     HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSION,
 };
+pub use stateless::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use rpcwire::wire::{parse, Framing, Id, Message, ParseLimits, Parsed, RawJson};
+use rpcwire::ErrorCode;
 use rpcwire_mcp::tokio::{mcp_builder, McpServer};
 use rpcwire_mcp::{LogLevel, ProtocolVersion};
 use rpcwire_tokio::{Builder, Client};
@@ -21,6 +22,9 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
 use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
+use super::stateless::{
+    decode_value, HEADER_MISMATCH, META_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION,
+};
 use crate::body::Body;
 use crate::pipe::{drained, send_body, ChannelReader, FrameWriter, OnceReader};
 use crate::server::Protocol;
@@ -471,12 +475,35 @@ impl crate::server::HandlesIncoming for McpService {
 
 // ---- responses ----
 
-/// An HTTP error with a JSON-RPC error object as its body (what MCP SDKs show).
+/// An HTTP error with a JSON-RPC error object as its body (what MCP SDKs show), for a body
+/// whose id is not known (`null`).
 fn rpc_error(code: StatusCode, rpc_code: i64, message: &str) -> Response<Body> {
     let body =
         json!({"jsonrpc": "2.0", "id": null, "error": {"code": rpc_code, "message": message}});
     let mut r = json(Bytes::from(body.to_string()));
     *r.status_mut() = code;
+    r
+}
+
+/// An HTTP error whose body answers the request `id` (`null` for anything but a request) with
+/// a JSON-RPC error.
+fn rpc_error_to(
+    status: StatusCode,
+    id: Option<&Id<'_>>,
+    code: ErrorCode,
+    message: &str,
+    data: Option<Value>,
+) -> Response<Body> {
+    let id = id
+        .and_then(|id| serde_json::from_str::<Value>(id.raw()).ok())
+        .unwrap_or(Value::Null);
+    let mut error = json!({"code": code.0, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": error});
+    let mut r = json(Bytes::from(body.to_string()));
+    *r.status_mut() = status;
     r
 }
 
@@ -575,6 +602,15 @@ impl<'a> Posted<'a> {
             _ => None,
         }
     }
+}
+
+/// True for an error response with code `-32601` (Method not found).
+fn is_method_not_found(answer: &[u8]) -> bool {
+    matches!(
+        parse(answer, ParseLimits::default()),
+        Ok(Parsed::Single(Ok(Message::Response(r))))
+            if r.outcome.is_err_and(|e| e.code == ErrorCode::METHOD_NOT_FOUND)
+    )
 }
 
 /// True for the [`CLOSE_STREAM`] notification.
@@ -905,13 +941,11 @@ impl Inner {
                 return after_body(req, self.max_body, self.timeout, r).await;
             }
         }
-        // A revision header, when sent, must name a revision this server speaks.
+        // A revision header, when sent, must name a revision this server speaks. (Stateless
+        // mode checks it with the POST's other headers against the body, in
+        // `stateless_headers`, and answers with the request's id.)
         if let Some(v) = req.headers().get(HEADER_PROTOCOL_VERSION) {
-            let known = match self.mode {
-                Mode::Sessions => ProtocolVersion::from_bytes(v.as_bytes()).is_some(),
-                Mode::Stateless => v.as_bytes() == STATELESS_VERSION.as_bytes(),
-            };
-            if !known {
+            if self.mode == Mode::Sessions && ProtocolVersion::from_bytes(v.as_bytes()).is_none() {
                 let r = rpc_error(
                     StatusCode::BAD_REQUEST,
                     -32600,
@@ -1232,7 +1266,14 @@ impl Inner {
                     }
                 }
                 let mut r = if json_ok || !sse_ok {
-                    json(answer)
+                    // The stateless revision answers a method the server does not have with
+                    // 404 (its JSON-RPC error tells it from a server with no MCP endpoint).
+                    let not_found = self.mode == Mode::Stateless && is_method_not_found(&answer);
+                    let mut r = json(answer);
+                    if not_found {
+                        *r.status_mut() = StatusCode::NOT_FOUND;
+                    }
+                    r
                 } else {
                     let (tx, rx) = mpsc::channel(1);
                     let _ = tx.try_send(sse_event(&answer));
@@ -1415,7 +1456,13 @@ impl Inner {
     }
 }
 
-/// Stateless mode: `Mcp-Method` and `Mcp-Name` must say what the body says.
+/// Stateless mode: the headers that mirror the body ("Server Validation" of the 2026-07-28
+/// Streamable HTTP transport). A request needs `MCP-Protocol-Version` naming this revision
+/// (any other: [`UNSUPPORTED_PROTOCOL_VERSION`]), which `_meta`'s protocol version, when
+/// there, must repeat; `Mcp-Method`; and `Mcp-Name` for the methods that name a target,
+/// compared after decoding its sentinel form. Every other failure is [`HEADER_MISMATCH`].
+/// All are answered 400, with the request's id. The revision defines no header rules for
+/// notifications: theirs are checked only when sent.
 fn stateless_headers(headers: &HeaderMap, posted: &Posted<'_>) -> Result<(), Box<Response<Body>>> {
     if matches!(posted, Posted::Batch) {
         return Err(Box::new(rpc_error(
@@ -1429,36 +1476,82 @@ fn stateless_headers(headers: &HeaderMap, posted: &Posted<'_>) -> Result<(), Box
         // to name.
         return Ok(());
     };
-    match header_str(headers, HEADER_METHOD) {
-        Some(h) if h == method => {}
-        Some(_) => {
-            return Err(Box::new(rpc_error(
-                StatusCode::BAD_REQUEST,
-                -32600,
-                "Mcp-Method header does not match the body's method",
-            )))
+    let id = match posted {
+        Posted::Request { id, .. } => Some(id),
+        _ => None,
+    };
+    let required = id.is_some();
+    let refuse = |code, message: &str, data| {
+        Box::new(rpc_error_to(
+            StatusCode::BAD_REQUEST,
+            id,
+            code,
+            message,
+            data,
+        ))
+    };
+    let mismatch = |message: &str| refuse(HEADER_MISMATCH, message, None);
+    // `to_str` refuses what is not visible ASCII: such a value is malformed, like a missing one.
+    let header = |name| {
+        let mut values = headers.get_all(name).iter();
+        match (values.next(), values.next()) {
+            (Some(v), None) => Some(v.to_str().map_err(|_| ())),
+            (Some(_), Some(_)) => Some(Err(())),
+            (None, _) => None,
         }
-        None => {
-            return Err(Box::new(rpc_error(
-                StatusCode::BAD_REQUEST,
-                -32600,
-                "Mcp-Method header is required",
-            )))
+    };
+
+    match header(HEADER_PROTOCOL_VERSION) {
+        Some(Ok(v)) if v == STATELESS_VERSION => {}
+        Some(Ok(v)) => {
+            return Err(refuse(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                &format!(
+                    "Unsupported protocol version {v}: this server speaks {STATELESS_VERSION}"
+                ),
+                Some(json!({"supported": [STATELESS_VERSION], "requested": v})),
+            ))
+        }
+        Some(Err(())) => return Err(mismatch("MCP-Protocol-Version header is malformed")),
+        None if required => return Err(mismatch("MCP-Protocol-Version header is required")),
+        None => {}
+    }
+    let meta = member(posted.params(), "_meta");
+    if let Some(v) = meta.and_then(|m| member_str(Some(m), META_PROTOCOL_VERSION)) {
+        if v != STATELESS_VERSION {
+            return Err(mismatch(&format!(
+                "Header mismatch: MCP-Protocol-Version is {STATELESS_VERSION}, _meta's is {v}"
+            )));
         }
     }
+    match header(HEADER_METHOD) {
+        Some(Ok(h)) if h == method => {}
+        Some(Ok(h)) => {
+            return Err(mismatch(&format!(
+                "Header mismatch: Mcp-Method is '{h}', the body's method '{method}'"
+            )))
+        }
+        Some(Err(())) => return Err(mismatch("Mcp-Method header is malformed")),
+        None if required => return Err(mismatch("Mcp-Method header is required")),
+        None => {}
+    }
     let want = name_member(method).and_then(|key| member_str(posted.params(), key));
-    match (want, header_str(headers, HEADER_NAME)) {
+    match (want, header(HEADER_NAME)) {
         (None, None) => Ok(()),
-        (Some(want), Some(got)) if want == got => Ok(()),
-        (Some(_), None) => Err(Box::new(rpc_error(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            "Mcp-Name header is required for this method",
-        ))),
-        _ => Err(Box::new(rpc_error(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            "Mcp-Name header does not match the body",
+        (Some(_), None) if !required => Ok(()),
+        (Some(want), Some(Ok(got))) => match decode_value(got) {
+            Some(got) if got == want => Ok(()),
+            Some(got) => Err(mismatch(&format!(
+                "Header mismatch: Mcp-Name is '{got}', the body's target '{want}'"
+            ))),
+            None => Err(mismatch(
+                "Mcp-Name header holds no valid Base64 in its =?base64?...?= form",
+            )),
+        },
+        (Some(_), None) => Err(mismatch("Mcp-Name header is required for this method")),
+        (_, Some(Err(()))) => Err(mismatch("Mcp-Name header is malformed")),
+        (None, Some(Ok(_))) => Err(mismatch(&format!(
+            "Header mismatch: Mcp-Name header sent, but {method} names no target"
         ))),
     }
 }
