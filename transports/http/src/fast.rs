@@ -10,6 +10,7 @@
 //! or `Accept`, a body over the limit, a client that accepts event streams, a server with
 //! profile checks) goes to hyper, which answers it exactly as before.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -334,10 +335,26 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
             }
         }
         let body = &buf[head.len..total];
-        let reply = inner
-            .answer(body, || Bytes::copy_from_slice(body), true, false, deadline)
-            .await;
+        // A call answered at once (a handler that does not wait) is not raced with a read: no
+        // system call is added to it. A client that closes (or half-closes) its connection
+        // while its call runs has gone: the call is dropped, which cancels its handlers, as
+        // hyper's path does. `out` (empty between answers) takes what arrives meanwhile: the
+        // next pipelined requests, up to a head's worth.
+        let reply = {
+            let answer = inner.answer(body, || Bytes::copy_from_slice(body), true, false, deadline);
+            tokio::pin!(answer);
+            match std::future::poll_fn(|cx| Poll::Ready(answer.as_mut().poll(cx))).await {
+                Poll::Ready(reply) => Some(reply),
+                Poll::Pending => answer_unless_closed(stream, answer, &mut out).await,
+            }
+        };
+        let Some(reply) = reply else {
+            tracing::debug!("the client closed its connection during its call: cancelled");
+            return Ok(End::Close);
+        };
         buf.drain(..total);
+        buf.extend_from_slice(&out);
+        out.clear();
         // The answer goes out of the read buffer when nothing more was read (a client that
         // waits for each answer): no second buffer is held between requests.
         let pipelined = !buf.is_empty();
@@ -359,6 +376,30 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
             return Ok(End::Close);
         }
         idle_since = now;
+    }
+}
+
+/// `answer`'s reply, or `None` when the client closes its side of the connection (or the
+/// connection fails) first. Bytes read meanwhile are appended to `early`, which stops being
+/// read once it holds [`MAX_HEAD`] bytes.
+async fn answer_unless_closed<I, F>(
+    stream: &mut I,
+    mut answer: Pin<&mut F>,
+    early: &mut Vec<u8>,
+) -> Option<Reply>
+where
+    I: AsyncRead + Unpin,
+    F: Future<Output = Reply>,
+{
+    loop {
+        tokio::select! {
+            biased;
+            reply = &mut answer => return Some(reply),
+            read = stream.read_buf(early), if early.len() < MAX_HEAD => match read {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            },
+        }
     }
 }
 

@@ -1,13 +1,16 @@
 //! The HTTP/1.1 fast path of `rpcwire_http::serve`, on raw sockets: its answers equal hyper's,
-//! pipelined requests, heads and bodies split across reads, each limit at its edge, the hand-over
-//! to hyper in the middle of a connection, `Connection: close`, HTTP/1.0, the time limits
-//! on a head and a body that come too slowly, and two property tests: random requests, and
-//! random requests changed at random bytes, answered alike with the fast path and without it
-//! (hyper for every request), with no panic.
+//! pipelined requests (behind a slow call too), heads and bodies split across reads, each limit
+//! at its edge, the hand-over to hyper in the middle of a connection, `Connection: close`,
+//! HTTP/1.0, the time limits on a head and a body that come too slowly, a client leaving
+//! during its call (cancelled, as on hyper's path), and two property tests: random requests,
+//! and random requests changed at random bytes, answered alike with the fast path and without
+//! it (hyper for every request), with no panic.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
@@ -28,6 +31,10 @@ fn router() -> Router {
                 cx.peer().notify("progress", json!({ "done": i })).await?;
             }
             Ok::<_, RpcError>(n)
+        })
+        .method("sleep", |(ms,): (u64,)| async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok::<_, RpcError>(ms)
         })
 }
 
@@ -226,6 +233,93 @@ async fn pipelined_requests_are_answered_in_order() {
         let a = read_answer(&mut s, &mut rest).await;
         assert_eq!(a.status, 200);
         assert_eq!(a.json(), json!({"jsonrpc":"2.0","result":id - 1,"id":id}));
+    }
+}
+
+#[tokio::test]
+async fn requests_pipelined_behind_a_slow_call_wait_for_it() {
+    let addr = start(server()).await;
+    let mut s = connect(addr).await;
+    // A slow call, then more requests than the fast path reads while a call runs (a head's
+    // worth): all answered, in order.
+    let mut all = post(
+        r#"{"jsonrpc":"2.0","method":"sleep","params":[200],"id":0}"#,
+        "",
+    );
+    for id in 1..=150 {
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[{id},1],"id":{id}}}"#);
+        all.push_str(&post(&body, ""));
+    }
+    assert!(all.len() > 2 * 8192, "{}", all.len());
+    s.write_all(all.as_bytes()).await.unwrap();
+    let mut rest = Vec::new();
+    let a = read_answer(&mut s, &mut rest).await;
+    assert_eq!(a.json(), json!({"jsonrpc":"2.0","result":200,"id":0}));
+    for id in 1..=150 {
+        let a = read_answer(&mut s, &mut rest).await;
+        assert_eq!(a.json(), json!({"jsonrpc":"2.0","result":id - 1,"id":id}));
+    }
+}
+
+/// Sets its flag when dropped: shows that a handler's future was dropped.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_during_its_call_cancels_it() {
+    for fast in [true, false] {
+        for half_close in [false, true] {
+            let started = Arc::new(AtomicBool::new(false));
+            let dropped = Arc::new(AtomicBool::new(false));
+            let finished = Arc::new(AtomicBool::new(false));
+            let (st, dr, fi) = (started.clone(), dropped.clone(), finished.clone());
+            let router = Router::new().method("long", move |_: Value| {
+                let (flag, fi) = (DropFlag(dr.clone()), fi.clone());
+                st.store(true, Ordering::SeqCst);
+                async move {
+                    let _flag = flag;
+                    tokio::time::sleep(WAIT).await;
+                    fi.store(true, Ordering::SeqCst);
+                    Ok::<_, RpcError>(0)
+                }
+            });
+            let server = HttpServer::new(Builder::new().router(router))
+                .path("/rpc")
+                .fast_path(fast);
+            let mut s = connect(start(server).await).await;
+            let call = r#"{"jsonrpc":"2.0","method":"long","id":1}"#;
+            s.write_all(post(call, "").as_bytes()).await.unwrap();
+            let until = |what: &Arc<AtomicBool>| {
+                let what = what.clone();
+                async move {
+                    let end = tokio::time::Instant::now() + WAIT;
+                    while !what.load(Ordering::SeqCst) && tokio::time::Instant::now() < end {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    what.load(Ordering::SeqCst)
+                }
+            };
+            assert!(
+                until(&started).await,
+                "fast path {fast}: the call never started"
+            );
+            if half_close {
+                s.shutdown().await.unwrap();
+            } else {
+                drop(s);
+            }
+            assert!(
+                until(&dropped).await,
+                "fast path {fast}, half-close {half_close}: the call was not cancelled"
+            );
+            assert!(!finished.load(Ordering::SeqCst));
+        }
     }
 }
 
