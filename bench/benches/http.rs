@@ -247,6 +247,25 @@ struct Turn {
     load_us: f64,
 }
 
+impl Turn {
+    /// The turn of a load generator in the calling thread that made `calls` since `start`,
+    /// when the server's and this thread's CPU times were `cpu_then`.
+    fn since(
+        calls: u64,
+        start: Instant,
+        server_pid: u32,
+        cpu_then: (Duration, Duration),
+    ) -> Result<Turn, Error> {
+        let elapsed = start.elapsed().as_secs_f64();
+        let per_call = |d: Duration| d.as_secs_f64() * 1e6 / calls.max(1) as f64;
+        Ok(Turn {
+            rate: calls as f64 / elapsed,
+            server_us: per_call(proc_cpu(server_pid)?.saturating_sub(cpu_then.0)),
+            load_us: per_call(thread_cpu()?.saturating_sub(cpu_then.1)),
+        })
+    }
+}
+
 /// Calls per second over `CONNECTIONS` keep-alive connections for `secs`, with the CPU time the
 /// server and the load generator spent per call.
 fn throughput(
@@ -374,13 +393,7 @@ fn load(addr: SocketAddr, server_pid: u32, request: Vec<u8>, secs: f64) -> Resul
                 .await
                 .map_err(|e| Error::Server(format!("load task: {e}")))??;
         }
-        let elapsed = start.elapsed().as_secs_f64();
-        let per_call = |d: Duration| d.as_secs_f64() * 1e6 / total.max(1) as f64;
-        Ok(Turn {
-            rate: total as f64 / elapsed,
-            server_us: per_call(proc_cpu(server_pid)?.saturating_sub(server_cpu)),
-            load_us: per_call(thread_cpu()?.saturating_sub(load_cpu)),
-        })
+        Turn::since(total, start, server_pid, (server_cpu, load_cpu))
     })
 }
 
@@ -480,13 +493,7 @@ fn busy_load(addr: SocketAddr, server_pid: u32, request: &[u8], secs: f64) -> Re
             }
         }
     }
-    let elapsed = start.elapsed().as_secs_f64();
-    let per_call = |d: Duration| d.as_secs_f64() * 1e6 / calls.max(1) as f64;
-    Ok(Turn {
-        rate: calls as f64 / elapsed,
-        server_us: per_call(proc_cpu(server_pid)?.saturating_sub(server_cpu)),
-        load_us: per_call(thread_cpu()?.saturating_sub(load_cpu)),
-    })
+    Turn::since(calls, start, server_pid, (server_cpu, load_cpu))
 }
 
 /// CPU time of the calling thread (the load generator's), from `/proc/thread-self/stat`.
