@@ -27,3 +27,11 @@ pub const CANCELLED_ID_MEMBER: &str = "requestId";
 /// JSON-RPC error code for a request made before `initialize` (or a second `initialize`):
 /// Invalid Request, as the request is out of the protocol's order.
 pub const NOT_INITIALIZED: rpcwire::ErrorCode = rpcwire::ErrorCode::INVALID_REQUEST;
+
+/// JSON-RPC error code for a request asking for a revision the server does not speak
+/// (2026-07-28, `UnsupportedProtocolVersionError`); its `data` is
+/// `{"supported": [..], "requested": ".."}`.
+pub const UNSUPPORTED_PROTOCOL_VERSION: rpcwire::ErrorCode = rpcwire::ErrorCode(-32022);
+
+/// The `_meta` key naming the revision of a request (2026-07-28: every request carries it).
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";

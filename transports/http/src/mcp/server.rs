@@ -15,6 +15,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use rpcwire::wire::{parse, Framing, Id, Message, ParseLimits, Parsed, RawJson};
 use rpcwire::ErrorCode;
+use rpcwire_mcp::methods::{META_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION};
 use rpcwire_mcp::tokio::{mcp_builder, McpServer};
 use rpcwire_mcp::{LogLevel, ProtocolVersion};
 use rpcwire_tokio::{Builder, Client};
@@ -22,9 +23,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
 use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
-use super::stateless::{
-    decode_value, HEADER_MISMATCH, META_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION,
-};
+use super::stateless::{decode_value, HEADER_MISMATCH};
 use crate::body::Body;
 use crate::pipe::{drained, send_body, ChannelReader, FrameWriter, OnceReader};
 use crate::server::Protocol;
@@ -477,12 +476,8 @@ impl crate::server::HandlesIncoming for McpService {
 
 /// An HTTP error with a JSON-RPC error object as its body (what MCP SDKs show), for a body
 /// whose id is not known (`null`).
-fn rpc_error(code: StatusCode, rpc_code: i64, message: &str) -> Response<Body> {
-    let body =
-        json!({"jsonrpc": "2.0", "id": null, "error": {"code": rpc_code, "message": message}});
-    let mut r = json(Bytes::from(body.to_string()));
-    *r.status_mut() = code;
-    r
+fn rpc_error(code: StatusCode, rpc_code: i32, message: &str) -> Response<Body> {
+    rpc_error_to(code, None, ErrorCode(rpc_code), message, None)
 }
 
 /// An HTTP error whose body answers the request `id` (`null` for anything but a request) with
@@ -604,13 +599,15 @@ impl<'a> Posted<'a> {
     }
 }
 
-/// True for an error response with code `-32601` (Method not found).
+/// True for an error response with code `-32601` (Method not found). Parsed only when the
+/// code's digits are in it: this looks at every stateless JSON answer, tool results included.
 fn is_method_not_found(answer: &[u8]) -> bool {
-    matches!(
-        parse(answer, ParseLimits::default()),
-        Ok(Parsed::Single(Ok(Message::Response(r))))
-            if r.outcome.is_err_and(|e| e.code == ErrorCode::METHOD_NOT_FOUND)
-    )
+    answer.windows(6).any(|w| w == b"-32601")
+        && matches!(
+            parse(answer, ParseLimits::default()),
+            Ok(Parsed::Single(Ok(Message::Response(r))))
+                if r.outcome.is_err_and(|e| e.code == ErrorCode::METHOD_NOT_FOUND)
+        )
 }
 
 /// True for the [`CLOSE_STREAM`] notification.

@@ -12,13 +12,8 @@ use rpcwire::ErrorCode;
 /// `HeaderMismatch`: a required header (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) is
 /// missing or malformed, or does not say what the body says. Answered with HTTP 400.
 pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
-/// `UnsupportedProtocolVersionError`: the request asks for a revision the server does not
-/// speak; `data` is `{"supported": [...], "requested": "..."}`. Answered with HTTP 400.
-pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
-
-/// The `_meta` key of the revision a stateless request asks for, which the
-/// `MCP-Protocol-Version` header must repeat.
-pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `UnsupportedProtocolVersionError` (the profile's code), answered here with HTTP 400.
+pub use rpcwire_mcp::methods::UNSUPPORTED_PROTOCOL_VERSION;
 
 const SENTINEL_START: &str = "=?base64?";
 const SENTINEL_END: &str = "?=";
