@@ -15,8 +15,12 @@
 //!    5 000) opened, one call made on each, all kept open and idle; resident memory per
 //!    connection from `/proc/PID/status` before and after.
 //!
-//! 3. The floor: hyper alone answering W1's fixed text (no JSON-RPC), in the same turns, to
-//!    show how much of a call's cost is hyper's and the kernel's.
+//! 3. Two floors, in the same turns: hyper alone answering W1's fixed text (no JSON-RPC), to
+//!    show how much of a call's cost is hyper's; and `epoll-floor`, a bare `mio` loop that
+//!    answers each whole request with that text (no HTTP library, no runtime), with the same
+//!    system calls per call as the servers: no server can go faster on this machine, so its
+//!    ratio to jsonrpsee is the most any server can show, and the table gives each server's
+//!    share of it.
 //!
 //! Three load generators take turns, each one thread, so that it takes about one of the
 //! machine's cores whatever the server does:
@@ -589,7 +593,15 @@ fn run() -> Result<(), Error> {
             args: vec![],
             path: "/",
         },
+        Server {
+            name: "epoll floor (fixed answer, no HTTP library)",
+            program: cargo_build_with("rpcwire-bench", "epoll-floor", &["jsonrpsee"])?,
+            args: vec![],
+            path: "/",
+        },
     ];
+    // Ratios are to jsonrpsee; shares are of the epoll floor.
+    let (reference_at, floor_at) = (1, servers.len() - 1);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut setups = vec![Setup::OneCoreEach, Setup::Shared];
     if cores < 2 {
@@ -608,7 +620,7 @@ fn run() -> Result<(), Error> {
         eprintln!("SKIPPED: wrk is not installed (apt-get install wrk): its rows are left out");
     }
     let mut table = format!(
-        "| setup | load generator | server | W1 calls/s, {CONNECTIONS} keep-alive connections (median of 3 × {secs} s) | ratio to jsonrpsee | server CPU per call | load generator CPU per call |\n|---|---|---|---:|---:|---:|---:|\n"
+        "| setup | load generator | server | W1 calls/s, {CONNECTIONS} keep-alive connections (median of 3 × {secs} s) | ratio to jsonrpsee | share of the epoll floor | server CPU per call | load generator CPU per call |\n|---|---|---|---:|---:|---:|---:|---:|\n"
     );
     for setup in setups {
         let running: Vec<Running> = servers
@@ -639,7 +651,8 @@ fn run() -> Result<(), Error> {
             let med = |i: usize, f: fn(&Turn) -> f64| {
                 median(&turns[i].iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
             };
-            let reference = med(1, |t| t.rate);
+            let reference = med(reference_at, |t| t.rate);
+            let floor = med(floor_at, |t| t.rate);
             for (i, server) in servers.iter().enumerate() {
                 // A client that never sleeps uses its whole core whatever it does per call.
                 let load = if generator == Generator::BusyPoll {
@@ -648,12 +661,13 @@ fn run() -> Result<(), Error> {
                     format!("{:.2} µs", med(i, |t| t.load_us))
                 };
                 table.push_str(&format!(
-                    "| {} | {} | {} | {:.0} | {:.2}x | {:.2} µs | {load} |\n",
+                    "| {} | {} | {} | {:.0} | {:.2}x | {:.0} % | {:.2} µs | {load} |\n",
                     setup.label(),
                     generator.label(),
                     server.name,
                     med(i, |t| t.rate),
                     med(i, |t| t.rate) / reference,
+                    100.0 * med(i, |t| t.rate) / floor,
                     med(i, |t| t.server_us),
                 ));
             }
