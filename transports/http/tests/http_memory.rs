@@ -1,7 +1,7 @@
 //! What an idle keep-alive connection costs in heap, measured with a counting allocator: 200
 //! connections, each after one call (and 50 after a call with a 64 KiB body). `serve`'s HTTP/1.1
 //! fast path keeps a 2 KiB read buffer and its task while idle (the bench,
-//! `cargo bench -p rpcwire-bench --bench http`, reads about 3.6 KiB resident per connection;
+//! `cargo bench -p rpcwire-bench --bench http`, reads about 4.1 KiB resident per connection;
 //! through hyper it was about 15 KiB); the bound here is a guard: a connection must hold
 //! nothing of ours while idle (a core connection kept per HTTP connection would add about
 //! 12 KiB), and a large body's buffer is given back once answered.
