@@ -38,8 +38,14 @@ pub(crate) const PENDING: usize = 256;
 /// Larger than any handler concurrency limit, so that requests beyond that limit wait in it.
 pub(crate) const INFLIGHT: usize = 1024;
 
-/// The first read size; reads that fill it double it, up to [`READ_MAX`]. An idle connection
-/// keeps one such buffer (a few KiB); a busy one reads in larger chunks.
+/// The read size, and receive buffer, of a new connection and of one quiet for
+/// `Settings::idle_release`: a read needs a buffer to read into (a generic `AsyncRead` has no
+/// wait for readability alone), and each of the thousands of idle connections of a server
+/// keeps one. Small messages never need more; the first read that fills it goes to
+/// [`READ_MIN`].
+const READ_IDLE: usize = 512;
+/// The read size of a connection whose reads fill their buffer; reads that fill it double it,
+/// up to [`READ_MAX`], and a short read after a burst brings it back here.
 const READ_MIN: usize = 4 << 10;
 /// The largest read. Receive buffers above 16 KiB are given back once empty, so reads stay
 /// at or below it.
@@ -145,7 +151,8 @@ enum Ending {
 struct Driver {
     conn: Conn,
     rx: RxBuffer<Vec<u8>>,
-    /// The next read size (adaptive, [`READ_MIN`] to [`READ_MAX`]).
+    /// The next read size (adaptive: [`READ_IDLE`], then [`READ_MIN`] to [`READ_MAX`] while
+    /// reads fill it).
     read_size: usize,
     origin: StdInstant,
     settings: Settings,
@@ -221,7 +228,7 @@ where
     let mut d = Driver {
         conn,
         rx,
-        read_size: READ_MIN,
+        read_size: READ_IDLE,
         origin: StdInstant::now(),
         settings,
         peer,
@@ -442,7 +449,7 @@ impl Driver {
             self.idle_since = None;
             return None;
         }
-        let holding = self.rx.capacity() > READ_MIN || self.conn.storage_bytes() > 0;
+        let holding = self.rx.capacity() > READ_IDLE || self.conn.storage_bytes() > 0;
         if !holding {
             return None;
         }
@@ -454,8 +461,8 @@ impl Driver {
     /// batch buffer entirely, the receive buffer down to one small read.
     fn release_idle(&mut self) {
         self.conn.shrink();
-        self.rx.shrink(READ_MIN);
-        self.read_size = READ_MIN;
+        self.rx.shrink(READ_IDLE);
+        self.read_size = READ_IDLE;
         self.idle_since = None;
     }
 
@@ -488,10 +495,11 @@ impl Driver {
     fn on_read(&mut self, n: usize) {
         self.rx.commit(n);
         if n >= self.read_size {
-            self.read_size = (self.read_size * 2).min(READ_MAX);
+            self.read_size = (self.read_size * 2).clamp(READ_MIN, READ_MAX);
         } else if n < self.read_size / 2 {
-            // The burst is over: an idle connection keeps only a small buffer.
-            self.read_size = READ_MIN;
+            // The burst is over: smaller reads again (the buffer itself is given back once the
+            // connection is idle).
+            self.read_size = self.read_size.min(READ_MIN);
         }
     }
 

@@ -251,9 +251,11 @@ impl Builder {
     }
 
     /// How long a connection stays idle (nothing received, queued or running) before it gives
-    /// back the memory its last burst made it take (default 1 s). A busy connection keeps its
-    /// buffers; one that enlarged them for a large frame gives that back at once. Zero gives
-    /// it back as soon as the connection is quiet, with no timer.
+    /// back the memory its last burst made it take (default 1 s): its tables and transmit
+    /// queue entirely, its receive buffer down to the 512 bytes a new connection reads into.
+    /// A busy connection keeps its buffers; one that enlarged them for a large frame gives
+    /// that back at once. Zero gives it back as soon as the connection is quiet, with no
+    /// timer.
     pub fn idle_release(mut self, after: Duration) -> Self {
         self.idle_release = after;
         self
