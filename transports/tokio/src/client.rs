@@ -51,6 +51,9 @@ pub(crate) enum Command {
     Stats(oneshot::Sender<SessionStats>),
 }
 
+// The channel's slots are the command's size (see above): keep it one pointer and a tag.
+const _: () = assert!(std::mem::size_of::<Command>() <= 16);
+
 /// A notification to send.
 #[derive(Debug)]
 pub(crate) struct NotifyCmd {
