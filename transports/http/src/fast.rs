@@ -60,7 +60,7 @@ where
     } else {
         run(&mut stream, &inner).await?
     };
-    let idle = inner.idle;
+    let idle = inner.endpoint.idle_connection;
     drop(inner);
     if let End::Hyper(read) = end {
         // Boxed: hyper's connection state is allocated only for connections that need it.
@@ -232,9 +232,9 @@ fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
     let (Some(body), Some(true), Some(host)) = (length, json, host) else {
         return Parsed::Other;
     };
-    if body > inner.max_body
-        || !inner.hosts.allows_host_bytes(host)
-        || origin.is_some_and(|o| !inner.hosts.allows_origin(o))
+    if body > inner.endpoint.max_body
+        || !inner.endpoint.hosts.allows_host_bytes(host)
+        || origin.is_some_and(|o| !inner.endpoint.hosts.allows_origin(o))
     {
         return Parsed::Other;
     }
@@ -271,7 +271,7 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
     let mut head_since: Option<Instant> = None;
     // The idle timeout: one timer for the connection's life, moved only when it fires early
     // (see `wait_idle`), so that a request costs no timer registration.
-    let idle_timer = tokio::time::sleep(inner.idle);
+    let idle_timer = tokio::time::sleep(inner.endpoint.idle_connection);
     tokio::pin!(idle_timer);
     let mut idle_since = Instant::now();
     loop {
@@ -292,12 +292,12 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
                         stream,
                         &mut buf,
                         idle_timer.as_mut(),
-                        idle_since + inner.idle,
+                        idle_since + inner.endpoint.idle_connection,
                     )
                     .await
                 } else {
                     let deadline =
-                        *head_since.get_or_insert_with(|| Instant::now() + inner.timeout);
+                        *head_since.get_or_insert_with(|| Instant::now() + inner.endpoint.timeout);
                     fill(stream, &mut buf, deadline).await
                 };
                 match read {
@@ -312,7 +312,7 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
             }
         };
         head_since = None;
-        let deadline = Instant::now() + inner.timeout;
+        let deadline = Instant::now() + inner.endpoint.timeout;
         let total = head.len + head.body;
         while buf.len() < total {
             buf.reserve(total - buf.len());

@@ -46,6 +46,7 @@
 mod body;
 mod client;
 mod connect;
+mod endpoint;
 mod fast;
 mod h2_idle;
 #[cfg(feature = "mcp")]

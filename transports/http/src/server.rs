@@ -17,8 +17,9 @@ use rpcwire_tokio::{Builder, Client, Responder};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::body::Body;
+use crate::endpoint::Endpoint;
 use crate::pipe::{drained, FrameWriter, OnceReader};
-use crate::stream::{Hub, StreamLimits, VecSink};
+use crate::stream::{Hub, VecSink};
 use rpcwire::wire::classify::{classify_parsed, is_batch_text, is_response, BodyKind};
 use rpcwire::wire::{parse, ParseLimits};
 
@@ -126,18 +127,13 @@ fn strip_port(host: &[u8]) -> &[u8] {
 pub struct HttpServer {
     builder: Builder,
     path: Option<String>,
-    max_body: usize,
+    endpoint: Endpoint,
     max_batch: usize,
-    timeout: Duration,
-    hosts: HostPolicy,
     sse: bool,
     get_stream: bool,
-    limits: StreamLimits,
     upgrade: Option<UpgradeHook>,
     check: Option<RequestCheck>,
     check_body: Option<BodyCheck>,
-    max_connections: usize,
-    idle: Duration,
     fast_path: bool,
 }
 
@@ -145,9 +141,9 @@ impl std::fmt::Debug for HttpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpServer")
             .field("path", &self.path)
-            .field("max_body", &self.max_body)
-            .field("timeout", &self.timeout)
-            .field("hosts", &self.hosts)
+            .field("max_body", &self.endpoint.max_body)
+            .field("timeout", &self.endpoint.timeout)
+            .field("hosts", &self.endpoint.hosts)
             .finish_non_exhaustive()
     }
 }
@@ -162,23 +158,13 @@ impl HttpServer {
         HttpServer {
             builder,
             path: None,
-            max_body: DEFAULT_MAX_BODY,
+            endpoint: Endpoint::new(Duration::from_secs(30), 1024),
             max_batch: 1024,
-            timeout: Duration::from_secs(30),
-            hosts: HostPolicy::loopback(),
             sse: true,
             get_stream: true,
-            limits: StreamLimits {
-                events: 1024,
-                bytes: 1 << 20,
-                keep_alive: Duration::from_secs(15),
-                retry: Duration::from_secs(1),
-            },
             upgrade: None,
             check: None,
             check_body: None,
-            max_connections: 10_000,
-            idle: DEFAULT_IDLE_CONNECTION,
             fast_path: true,
         }
     }
@@ -199,7 +185,7 @@ impl HttpServer {
 
     /// The largest request body in bytes (at least 1024); larger ones get 413.
     pub fn max_body(mut self, bytes: usize) -> Self {
-        self.max_body = bytes.max(1024);
+        self.endpoint.set_max_body(bytes);
         self
     }
 
@@ -207,13 +193,13 @@ impl HttpServer {
     /// is 503 (or an event stream ends) and the handlers are dropped. With [`serve`], a
     /// request head begun and not whole within it closes the connection.
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.endpoint.timeout = timeout;
         self
     }
 
     /// Which `Host` and `Origin` values are accepted (others get 403). Default: loopback.
     pub fn hosts(mut self, policy: HostPolicy) -> Self {
-        self.hosts = policy;
+        self.endpoint.hosts = policy;
         self
     }
 
@@ -233,20 +219,19 @@ impl HttpServer {
     /// The event stream's resumption buffer: the most events and bytes kept (the oldest go
     /// first). Defaults: 1024 events, 1 MiB.
     pub fn stream_buffer(mut self, events: usize, bytes: usize) -> Self {
-        self.limits.events = events.max(1);
-        self.limits.bytes = bytes;
+        self.endpoint.set_stream_buffer(events, bytes);
         self
     }
 
     /// The keep-alive comment interval of idle event streams (default 15 s).
     pub fn keep_alive(mut self, every: Duration) -> Self {
-        self.limits.keep_alive = every.max(Duration::from_millis(10));
+        self.endpoint.set_keep_alive(every);
         self
     }
 
     /// The reconnection time sent to event-stream clients (`retry:`; default 1 s).
     pub fn retry(mut self, after: Duration) -> Self {
-        self.limits.retry = after;
+        self.endpoint.streams.retry = after;
         self
     }
 
@@ -271,7 +256,7 @@ impl HttpServer {
     /// The most connections [`serve`] holds at once (default 10 000); more wait in the
     /// listen backlog.
     pub fn max_connections(mut self, limit: usize) -> Self {
-        self.max_connections = limit.max(1);
+        self.endpoint.set_max_connections(limit);
         self
     }
 
@@ -288,7 +273,7 @@ impl HttpServer {
     /// gracefully (GOAWAY) once it has had no stream under way for this long; an open event
     /// stream counts as one.
     pub fn idle_connection_timeout(mut self, idle: Duration) -> Self {
-        self.idle = idle.max(Duration::from_millis(1));
+        self.endpoint.set_idle_connection(idle);
         self
     }
 
@@ -309,16 +294,20 @@ impl HttpServer {
         let builder = self
             .builder
             .framing(Framing::ContentLength)
-            .max_frame(self.max_body)
+            .max_frame(self.endpoint.max_body)
             .max_batch_len(self.max_batch)
             // A request's connection ends with its answer: memory back at once, no timer.
             .idle_release(Duration::ZERO);
-        let hub = Hub::start(Builder::new(), self.max_body, self.limits);
+        let hub = Hub::start(
+            Builder::new(),
+            self.endpoint.max_body,
+            self.endpoint.streams,
+        );
         // Request deadlines are checked on the ticks of one clock for the whole service, not
         // with a timer per request (each would cost a registration, often a wake-up).
         let (tick_tx, clock) = watch::channel(());
-        let granularity =
-            (self.timeout / 8).clamp(Duration::from_millis(10), Duration::from_millis(250));
+        let granularity = (self.endpoint.timeout / 8)
+            .clamp(Duration::from_millis(10), Duration::from_millis(250));
         tokio::spawn(async move {
             let mut every = tokio::time::interval(granularity);
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -334,17 +323,13 @@ impl HttpServer {
                 responder: builder.responder(),
                 builder,
                 path: self.path,
-                max_body: self.max_body,
+                endpoint: self.endpoint,
                 max_batch: self.max_batch,
-                timeout: self.timeout,
-                hosts: self.hosts,
                 sse: self.sse,
                 get_stream: self.get_stream,
                 upgrade: self.upgrade,
                 check: self.check,
                 check_body: self.check_body,
-                max_connections: self.max_connections,
-                idle: self.idle,
                 fast_path: self.fast_path,
                 hub,
                 clock,
@@ -358,18 +343,14 @@ pub(crate) struct Inner {
     /// Answers bodies whose handlers never talk back to the client, with no connection.
     responder: Responder,
     pub(crate) path: Option<String>,
-    pub(crate) max_body: usize,
+    /// Hosts, body size and time limits, `serve`'s connections.
+    pub(crate) endpoint: Endpoint,
     max_batch: usize,
-    pub(crate) timeout: Duration,
-    pub(crate) hosts: HostPolicy,
     sse: bool,
     get_stream: bool,
     pub(crate) upgrade: Option<UpgradeHook>,
     pub(crate) check: Option<RequestCheck>,
     pub(crate) check_body: Option<BodyCheck>,
-    max_connections: usize,
-    /// See [`HttpServer::idle_connection_timeout`].
-    pub(crate) idle: Duration,
     /// See [`HttpServer::fast_path`].
     pub(crate) fast_path: bool,
     hub: Arc<Hub>,
@@ -661,27 +642,12 @@ impl Inner {
         if let Some(path) = &self.path {
             if req.uri().path() != path {
                 let r = refuse(StatusCode::NOT_FOUND, "no JSON-RPC endpoint here\n");
-                return after_body(req, self.max_body, self.timeout, r).await;
+                return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
             }
         }
-        let host = req
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| req.uri().authority().map(|a| a.as_str()));
-        match host {
-            Some(h) if self.hosts.allows_host(h) => {}
-            None if self.hosts == HostPolicy::Any => {}
-            _ => {
-                let r = refuse(StatusCode::FORBIDDEN, "host not allowed\n");
-                return after_body(req, self.max_body, self.timeout, r).await;
-            }
-        }
-        if let Some(origin) = req.headers().get(header::ORIGIN) {
-            if !origin.to_str().is_ok_and(|o| self.hosts.allows_origin(o)) {
-                let r = refuse(StatusCode::FORBIDDEN, "origin not allowed\n");
-                return after_body(req, self.max_body, self.timeout, r).await;
-            }
+        if let Some(why) = self.endpoint.refusal(&req) {
+            let r = refuse(StatusCode::FORBIDDEN, why);
+            return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
         let (parts, body) = req.into_parts();
         if let Some(check) = &self.check {
@@ -709,8 +675,8 @@ impl Inner {
                     .insert(header::ALLOW, HeaderValue::from_static(allow));
                 after_body(
                     Request::from_parts(parts, body),
-                    self.max_body,
-                    self.timeout,
+                    self.endpoint.max_body,
+                    self.endpoint.timeout,
                     r,
                 )
                 .await
@@ -743,15 +709,15 @@ impl Inner {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (json_ok, sse_ok) = accepts(&parts.headers);
-        let deadline = tokio::time::Instant::now() + self.timeout;
+        let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
         let in_time = |read| before(self.clock.clone(), deadline, read);
         let answerable = json_ok || sse_ok;
         let (parts, body) = match post_body(
             parts,
             body,
             answerable,
-            self.max_body,
-            self.timeout,
+            self.endpoint.max_body,
+            self.endpoint.timeout,
             in_time,
         )
         .await
@@ -855,7 +821,7 @@ impl Inner {
         let (tx, rx) = mpsc::channel(8);
         let (_client, driver) = self.builder.clone().run_inline(
             OnceReader::new(body, calls.then_some(until)),
-            FrameWriter::new(tx, self.max_body),
+            FrameWriter::new(tx, self.endpoint.max_body),
         );
         if !calls {
             // Notifications alone: accepted at once; their handlers run on.
@@ -1138,11 +1104,11 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// request under way (on HTTP/2: no stream) is closed after
 /// [`HttpServer::idle_connection_timeout`].
 pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
-    let limit = service.inner.max_connections;
+    let limit = service.inner.endpoint.max_connections;
     accept_loop(listener, limit, move |stream, peer, permit| {
         let service = service.clone();
         tokio::spawn(async move {
-            let protocol = match is_h2(&stream, service.inner.idle).await {
+            let protocol = match is_h2(&stream, service.inner.endpoint.idle_connection).await {
                 Some(true) => Protocol::Http2,
                 Some(false) => Protocol::Http1,
                 None => return,
@@ -1319,7 +1285,7 @@ where
     match protocol {
         Protocol::Http1 => tokio_util::either::Either::Left(crate::fast::serve(io, service)),
         Protocol::Http2 => {
-            let idle = service.inner.idle;
+            let idle = service.inner.endpoint.idle_connection;
             // Boxed: an HTTP/1.1 connection's task is not sized for HTTP/2's state.
             tokio_util::either::Either::Right(Box::pin(async move {
                 Ok(run_hyper(io, protocol, idle, hyper_service(service)).await?)

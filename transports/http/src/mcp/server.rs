@@ -25,12 +25,13 @@ use tokio::sync::{mpsc, Notify};
 use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
 use super::stateless::{decode_value, HEADER_MISMATCH};
 use crate::body::Body;
+use crate::endpoint::Endpoint;
 use crate::pipe::{drained, send_body, ChannelReader, FrameWriter, OnceReader};
 use crate::server::Protocol;
 use crate::server::{
     accepted_media, after_body, event_stream, json, post_body, refuse, sse_event, status,
 };
-use crate::stream::{Hub, StreamLimits};
+use crate::stream::Hub;
 use crate::{HostPolicy, ResponseFuture};
 use rpcwire::wire::classify::is_response;
 
@@ -68,15 +69,10 @@ pub struct McpHttpServer {
     builder: Builder,
     mode: Mode,
     path: String,
-    hosts: HostPolicy,
+    endpoint: Endpoint,
     prefix: String,
     max_sessions: usize,
     idle: Duration,
-    max_body: usize,
-    timeout: Duration,
-    limits: StreamLimits,
-    max_connections: usize,
-    idle_connection: Duration,
 }
 
 impl std::fmt::Debug for McpHttpServer {
@@ -84,7 +80,7 @@ impl std::fmt::Debug for McpHttpServer {
         f.debug_struct("McpHttpServer")
             .field("mode", &self.mode)
             .field("path", &self.path)
-            .field("hosts", &self.hosts)
+            .field("hosts", &self.endpoint.hosts)
             .field("prefix", &self.prefix)
             .field("max_sessions", &self.max_sessions)
             .field("idle", &self.idle)
@@ -106,27 +102,17 @@ impl McpHttpServer {
             builder,
             mode: Mode::Sessions,
             path: "/mcp".into(),
-            hosts: HostPolicy::loopback(),
+            endpoint: Endpoint::new(Duration::from_secs(300), 256),
             prefix: "mcp".into(),
             max_sessions: 1024,
             idle: Duration::from_secs(600),
-            max_body: 4 << 20,
-            timeout: Duration::from_secs(300),
-            limits: StreamLimits {
-                events: 256,
-                bytes: 1 << 20,
-                keep_alive: Duration::from_secs(15),
-                retry: Duration::from_secs(1),
-            },
-            max_connections: 10_000,
-            idle_connection: crate::DEFAULT_IDLE_CONNECTION,
         }
     }
 
     /// The most connections [`serve`] holds at once (default 10 000, at least 1); more wait
     /// in the listen backlog.
     pub fn max_connections(mut self, limit: usize) -> Self {
-        self.max_connections = limit.max(1);
+        self.endpoint.set_max_connections(limit);
         self
     }
 
@@ -135,11 +121,10 @@ impl McpHttpServer {
     /// one that sends nothing after connecting, an idle keep-alive connection, or an HTTP/2
     /// connection with no stream under way (shut down with GOAWAY; an open event stream
     /// counts as a stream). The same timer bounds a request's head (hyper's header read
-    /// timeout). Not the
-    /// session's idle time ([`idle_timeout`](McpHttpServer::idle_timeout)): a session
-    /// outlives its connections.
+    /// timeout). Not the session's idle time ([`idle_timeout`](McpHttpServer::idle_timeout)):
+    /// a session outlives its connections.
     pub fn idle_connection_timeout(mut self, idle: Duration) -> Self {
-        self.idle_connection = idle.max(Duration::from_millis(1));
+        self.endpoint.set_idle_connection(idle);
         self
     }
 
@@ -157,7 +142,7 @@ impl McpHttpServer {
 
     /// Which `Host` and `Origin` values are accepted (others get 403). Default: loopback.
     pub fn hosts(mut self, policy: HostPolicy) -> Self {
-        self.hosts = policy;
+        self.endpoint.hosts = policy;
         self
     }
 
@@ -193,33 +178,32 @@ impl McpHttpServer {
 
     /// The largest request body (default 4 MiB, at least 1024); larger ones get 413.
     pub fn max_body(mut self, bytes: usize) -> Self {
-        self.max_body = bytes.max(1024);
+        self.endpoint.set_max_body(bytes);
         self
     }
 
     /// The longest one request may run (default 5 min); past it its stream ends (or 503).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.endpoint.timeout = timeout;
         self
     }
 
     /// The GET stream's resumption buffer per session (default 256 events, 1 MiB).
     pub fn stream_buffer(mut self, events: usize, bytes: usize) -> Self {
-        self.limits.events = events.max(1);
-        self.limits.bytes = bytes;
+        self.endpoint.set_stream_buffer(events, bytes);
         self
     }
 
     /// The reconnection time event-stream clients are told (`retry:`; default 1 s): how long
     /// they wait before resuming a closed stream.
     pub fn retry(mut self, after: Duration) -> Self {
-        self.limits.retry = after;
+        self.endpoint.streams.retry = after;
         self
     }
 
     /// The keep-alive comment interval of idle GET streams (default 15 s).
     pub fn keep_alive(mut self, every: Duration) -> Self {
-        self.limits.keep_alive = every.max(Duration::from_millis(10));
+        self.endpoint.set_keep_alive(every);
         self
     }
 
@@ -228,22 +212,17 @@ impl McpHttpServer {
         let builder = self
             .builder
             .framing(Framing::ContentLength)
-            .max_frame(self.max_body)
+            .max_frame(self.endpoint.max_body)
             .idle_release(Duration::ZERO);
         let inner = Arc::new(Inner {
             batch_builder: builder.clone().batches(true),
             builder,
             mode: self.mode,
             path: self.path,
-            hosts: self.hosts,
+            endpoint: self.endpoint,
             prefix: self.prefix,
             max_sessions: self.max_sessions,
             idle: self.idle,
-            max_body: self.max_body,
-            timeout: self.timeout,
-            limits: self.limits,
-            max_connections: self.max_connections,
-            idle_connection: self.idle_connection,
             sessions: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
@@ -329,16 +308,11 @@ struct Inner {
     batch_builder: Builder,
     mode: Mode,
     path: String,
-    hosts: HostPolicy,
+    /// Hosts, body size and time limits, event streams, `serve`'s connections.
+    endpoint: Endpoint,
     prefix: String,
     max_sessions: usize,
     idle: Duration,
-    max_body: usize,
-    timeout: Duration,
-    limits: StreamLimits,
-    max_connections: usize,
-    /// See [`McpHttpServer::idle_connection_timeout`].
-    idle_connection: Duration,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Server-to-client requests by their wire id.
     pending: Mutex<HashMap<String, Pending>>,
@@ -433,11 +407,11 @@ where
 /// dropped. A connection with no request under way (on HTTP/2: no stream) is closed after
 /// [`McpHttpServer::idle_connection_timeout`].
 pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
-    let limit = service.inner.max_connections;
+    let limit = service.inner.endpoint.max_connections;
     crate::server::accept_loop(listener, limit, move |stream, peer, permit| {
         let service = service.clone();
         tokio::spawn(async move {
-            let idle = service.inner.idle_connection;
+            let idle = service.inner.endpoint.idle_connection;
             let protocol = match crate::server::is_h2(&stream, idle).await {
                 None => return,
                 Some(true) => Protocol::Http2,
@@ -462,7 +436,7 @@ pub async fn serve_connection<I>(
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let idle = service.inner.idle_connection;
+    let idle = service.inner.endpoint.idle_connection;
     Ok(crate::server::run_hyper(io, protocol, idle, crate::server::hyper_service(service)).await?)
 }
 
@@ -901,7 +875,7 @@ impl Inner {
             level: Mutex::new(None),
             detached: Detached::default(),
             next_stream: AtomicU64::new(0),
-            hub: Hub::start(mcp_builder(), self.max_body, self.limits),
+            hub: Hub::start(mcp_builder(), self.endpoint.max_body, self.endpoint.streams),
             last_seen: Mutex::new(Instant::now()),
             active: AtomicUsize::new(0),
         });
@@ -917,26 +891,11 @@ impl Inner {
     {
         if req.uri().path() != self.path {
             let r = refuse(StatusCode::NOT_FOUND, "no MCP endpoint here\n");
-            return after_body(req, self.max_body, self.timeout, r).await;
+            return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
-        let host = req
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| req.uri().authority().map(|a| a.as_str()));
-        match host {
-            Some(h) if self.hosts.allows_host(h) => {}
-            None if self.hosts == HostPolicy::Any => {}
-            _ => {
-                let r = refuse(StatusCode::FORBIDDEN, "host not allowed\n");
-                return after_body(req, self.max_body, self.timeout, r).await;
-            }
-        }
-        if let Some(origin) = req.headers().get(header::ORIGIN) {
-            if !origin.to_str().is_ok_and(|o| self.hosts.allows_origin(o)) {
-                let r = refuse(StatusCode::FORBIDDEN, "origin not allowed\n");
-                return after_body(req, self.max_body, self.timeout, r).await;
-            }
+        if let Some(why) = self.endpoint.refusal(&req) {
+            let r = refuse(StatusCode::FORBIDDEN, why);
+            return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
         // A revision header, when sent, must name a revision this server speaks. (Stateless
         // mode checks it with the POST's other headers against the body, in
@@ -948,7 +907,7 @@ impl Inner {
                     -32600,
                     "unsupported MCP-Protocol-Version",
                 );
-                return after_body(req, self.max_body, self.timeout, r).await;
+                return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
             }
         }
         let (parts, body) = req.into_parts();
@@ -971,8 +930,8 @@ impl Inner {
         // is read past, so that the connection carries the next request.
         after_body(
             Request::from_parts(parts, body),
-            self.max_body,
-            self.timeout,
+            self.endpoint.max_body,
+            self.endpoint.timeout,
             response,
         )
         .await
@@ -1054,15 +1013,23 @@ impl Inner {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (json_ok, sse_ok) = accepts(&parts.headers);
-        let timeout = self.timeout;
+        let timeout = self.endpoint.timeout;
         let in_time =
             |read| async move { tokio::time::timeout(timeout, read).await.map_err(|_| ()) };
         let answerable = json_ok || sse_ok;
-        let (parts, body) =
-            match post_body(parts, body, answerable, self.max_body, timeout, in_time).await {
-                Ok(read) => read,
-                Err(refusal) => return *refusal,
-            };
+        let (parts, body) = match post_body(
+            parts,
+            body,
+            answerable,
+            self.endpoint.max_body,
+            timeout,
+            in_time,
+        )
+        .await
+        {
+            Ok(read) => read,
+            Err(refusal) => return *refusal,
+        };
         // `posted` borrows a second handle on the body, so that the body itself can move on.
         let text = body.clone();
         let Some(posted) = Posted::of(&text) else {
@@ -1138,7 +1105,7 @@ impl Inner {
                 let (tx, rx) = mpsc::channel::<Bytes>(8);
                 let (_client, driver) = self.builder.clone().run_inline(
                     OnceReader::new(body, None),
-                    FrameWriter::new(tx, self.max_body),
+                    FrameWriter::new(tx, self.endpoint.max_body),
                 );
                 tokio::spawn(drained(driver, rx));
                 status(StatusCode::ACCEPTED)
@@ -1216,7 +1183,7 @@ impl Inner {
         };
         let (_client, driver) = builder.run_inline(
             ChannelReader::new(in_rx),
-            FrameWriter::new(out_tx, self.max_body),
+            FrameWriter::new(out_tx, self.endpoint.max_body),
         );
         let session_key = session.as_ref().map_or(String::new(), |s| s.id.clone());
         let running = id.map(|id| (session_key.clone(), id));
@@ -1246,7 +1213,7 @@ impl Inner {
             }),
             session: session_key,
             level: session.clone(),
-            deadline: tokio::time::Instant::now() + self.timeout,
+            deadline: tokio::time::Instant::now() + self.endpoint.timeout,
         };
         let session_header = session
             .as_ref()
@@ -1359,7 +1326,7 @@ impl Inner {
         let _keep = keep;
         let id = session.next_stream.fetch_add(1, Ordering::Relaxed) + 1;
         let stream = PostStream::new();
-        let retry = u64::try_from(self.limits.retry.as_millis()).unwrap_or(u64::MAX);
+        let retry = u64::try_from(self.endpoint.streams.retry.as_millis()).unwrap_or(u64::MAX);
         let mut live = tx.send(priming(id, retry)).await.ok().map(|()| tx);
         let mut detached = false;
         let mut seq = 0;
@@ -1385,7 +1352,7 @@ impl Inner {
             if let Some(message) = message {
                 seq += 1;
                 let event = encode(id, seq, &message);
-                whole = stream.push(event.clone(), &self.limits).1;
+                whole = stream.push(event.clone(), &self.endpoint.streams).1;
                 if let Some(t) = &live {
                     if t.send(event).await.is_err() {
                         live = None;

@@ -1,0 +1,161 @@
+//! What the crate's two servers (JSON-RPC over HTTP and MCP Streamable HTTP) are set up with
+//! alike: accepted hosts, request size and time, the event streams' buffers, and what
+//! [`serve`](crate::serve) holds open. The defaults and the bounds each setter applies live
+//! here once, so that the two servers cannot drift apart; the public builders keep the
+//! setters (with docs that name their own defaults) and hand the values over.
+
+use std::time::Duration;
+
+use http::{header, Request};
+
+use crate::server::{DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY};
+use crate::stream::StreamLimits;
+use crate::HostPolicy;
+
+/// The settings both servers share, bounds applied.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    /// Which `Host` and `Origin` values are accepted.
+    pub(crate) hosts: HostPolicy,
+    /// The largest request body, in bytes.
+    pub(crate) max_body: usize,
+    /// The longest one request may take.
+    pub(crate) timeout: Duration,
+    /// The event streams' resumption buffer, keep-alive and `retry:`.
+    pub(crate) streams: StreamLimits,
+    /// The most connections `serve` holds at once.
+    pub(crate) max_connections: usize,
+    /// How long `serve` keeps a connection with no request under way.
+    pub(crate) idle_connection: Duration,
+}
+
+impl Endpoint {
+    /// The defaults, with a server's own request time limit and resumption buffer length.
+    pub(crate) fn new(timeout: Duration, buffered_events: usize) -> Self {
+        Endpoint {
+            hosts: HostPolicy::loopback(),
+            max_body: DEFAULT_MAX_BODY,
+            timeout,
+            streams: StreamLimits {
+                events: buffered_events,
+                bytes: 1 << 20,
+                keep_alive: Duration::from_secs(15),
+                retry: Duration::from_secs(1),
+            },
+            max_connections: 10_000,
+            idle_connection: DEFAULT_IDLE_CONNECTION,
+        }
+    }
+
+    /// At least 1024 bytes: a smaller limit would refuse every real request.
+    pub(crate) fn set_max_body(&mut self, bytes: usize) {
+        self.max_body = bytes.max(1024);
+    }
+
+    /// At least one event is kept (a stream with none could never resume).
+    pub(crate) fn set_stream_buffer(&mut self, events: usize, bytes: usize) {
+        self.streams.events = events.max(1);
+        self.streams.bytes = bytes;
+    }
+
+    /// At least 10 ms between keep-alive comments (a zero interval would spin).
+    pub(crate) fn set_keep_alive(&mut self, every: Duration) {
+        self.streams.keep_alive = every.max(Duration::from_millis(10));
+    }
+
+    /// At least one connection (none would accept nothing, for ever).
+    pub(crate) fn set_max_connections(&mut self, limit: usize) {
+        self.max_connections = limit.max(1);
+    }
+
+    /// At least 1 ms (a zero timer would close every connection before its first request).
+    pub(crate) fn set_idle_connection(&mut self, idle: Duration) {
+        self.idle_connection = idle.max(Duration::from_millis(1));
+    }
+
+    /// Why `req` is refused with 403 (DNS-rebinding protection), if it is: its `Host` (or, in
+    /// HTTP/2, its authority) is not an accepted host, or its `Origin`, when sent, is not an
+    /// `http` or `https` origin on one.
+    pub(crate) fn refusal<B>(&self, req: &Request<B>) -> Option<&'static str> {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| req.uri().authority().map(|a| a.as_str()));
+        match host {
+            Some(h) if self.hosts.allows_host(h) => {}
+            None if self.hosts == HostPolicy::Any => {}
+            _ => return Some("host not allowed\n"),
+        }
+        match req.headers().get(header::ORIGIN) {
+            Some(origin) if !origin.to_str().is_ok_and(|o| self.hosts.allows_origin(o)) => {
+                Some("origin not allowed\n")
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(host: Option<&str>, origin: Option<&str>) -> Request<()> {
+        let mut b = Request::builder().uri("/rpc");
+        if let Some(h) = host {
+            b = b.header(header::HOST, h);
+        }
+        if let Some(o) = origin {
+            b = b.header(header::ORIGIN, o);
+        }
+        b.body(()).unwrap_or_default()
+    }
+
+    #[test]
+    fn loopback_hosts_and_origins_pass_others_are_refused() {
+        let e = Endpoint::new(Duration::from_secs(1), 1);
+        assert_eq!(e.refusal(&request(Some("127.0.0.1:8080"), None)), None);
+        assert_eq!(e.refusal(&request(Some("LOCALHOST"), None)), None);
+        assert_eq!(e.refusal(&request(Some("[::1]:1"), None)), None);
+        assert_eq!(
+            e.refusal(&request(Some("localhost"), Some("http://localhost:3000"))),
+            None
+        );
+        assert_eq!(
+            e.refusal(&request(Some("evil.example"), None)),
+            Some("host not allowed\n")
+        );
+        assert_eq!(e.refusal(&request(None, None)), Some("host not allowed\n"));
+        assert_eq!(
+            e.refusal(&request(Some("localhost"), Some("http://evil.example"))),
+            Some("origin not allowed\n")
+        );
+        assert_eq!(
+            e.refusal(&request(Some("localhost"), Some("file://localhost"))),
+            Some("origin not allowed\n")
+        );
+    }
+
+    #[test]
+    fn any_host_takes_requests_without_one() {
+        let mut e = Endpoint::new(Duration::from_secs(1), 1);
+        e.hosts = HostPolicy::Any;
+        assert_eq!(e.refusal(&request(None, Some("null"))), None);
+        assert_eq!(e.refusal(&request(Some("evil.example"), None)), None);
+    }
+
+    #[test]
+    fn setters_keep_their_bounds() {
+        let mut e = Endpoint::new(Duration::from_secs(1), 1);
+        e.set_max_body(0);
+        e.set_stream_buffer(0, 0);
+        e.set_keep_alive(Duration::ZERO);
+        e.set_max_connections(0);
+        e.set_idle_connection(Duration::ZERO);
+        assert_eq!(e.max_body, 1024);
+        assert_eq!(e.streams.events, 1);
+        assert_eq!(e.streams.keep_alive, Duration::from_millis(10));
+        assert_eq!(e.max_connections, 1);
+        assert_eq!(e.idle_connection, Duration::from_millis(1));
+    }
+}
