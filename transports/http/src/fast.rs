@@ -118,6 +118,30 @@ fn decimal(value: &[u8]) -> Option<usize> {
     })
 }
 
+/// Whether `name`, a header field name httparse has checked (token characters only), is
+/// `lower` (lower-case letters and `-`) but for the case of its letters. Or-ing 0x20 into a
+/// byte folds `A`-`Z` onto `a`-`z` and turns no other token character into a letter or `-`
+/// (only CR, which is not one, would become `-`), so eight bytes are compared at a time: this
+/// runs for every header field of every request.
+fn field_is(name: &[u8], lower: &[u8]) -> bool {
+    const FOLD: u64 = u64::from_ne_bytes([0x20; 8]);
+    if name.len() != lower.len() {
+        return false;
+    }
+    let (mut names, mut lowers) = (name.chunks_exact(8), lower.chunks_exact(8));
+    for (n, l) in names.by_ref().zip(lowers.by_ref()) {
+        let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]));
+        if word(n) | FOLD != word(l) {
+            return false;
+        }
+    }
+    names
+        .remainder()
+        .iter()
+        .zip(lowers.remainder())
+        .all(|(n, l)| n | 0x20 == *l)
+}
+
 fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
     if buf.is_empty() {
         // Between requests: nothing to parse.
@@ -153,7 +177,7 @@ fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
         let name = h.name.as_bytes();
         // Only the fields the answer depends on are read (told apart by length first: this
         // runs for every request); httparse has checked the others' characters.
-        let is = |field: &[u8]| name.eq_ignore_ascii_case(field);
+        let is = |field: &[u8]| field_is(name, field);
         let field = match name.len() {
             4 if is(b"host") => Field::Host,
             6 if is(b"accept") => Field::Accept,
@@ -646,6 +670,46 @@ mod tests {
         date(&mut later, now + Duration::from_millis(1001));
         let later = httpdate::parse_http_date(std::str::from_utf8(&later).unwrap()).unwrap();
         assert!(later >= shown);
+    }
+
+    #[test]
+    fn field_names_match_in_any_case_and_nothing_else() {
+        for (name, lower) in [
+            (&b"Host"[..], &b"host"[..]),
+            (b"CONTENT-LENGTH", b"content-length"),
+            (b"content-Type", b"content-type"),
+            (b"Transfer-Encoding", b"transfer-encoding"),
+        ] {
+            assert!(field_is(name, lower), "{name:?}");
+        }
+        for (name, lower) in [
+            (&b"Hos"[..], &b"host"[..]),
+            (b"content-lengtH2", b"content-length"),
+            (b"content_length", b"content-length"),
+            (b"content-lengti", b"content-length"),
+            (b"content+type", b"content-type"),
+            (b"Hosu", b"host"),
+        ] {
+            assert!(!field_is(name, lower), "{name:?}");
+        }
+        // Agrees with the byte-wise comparison over every token character in every place.
+        let tokens: Vec<u8> = (33u8..127)
+            .filter(|b| !b"\"(),/:;<=>?@[\\]{}".contains(b))
+            .collect();
+        for field in [&b"host"[..], b"content-length", b"transfer-encoding"] {
+            for at in 0..field.len() {
+                for &t in &tokens {
+                    let mut name = field.to_vec();
+                    name[at] = t;
+                    assert_eq!(
+                        field_is(&name, field),
+                        name.eq_ignore_ascii_case(field),
+                        "{:?}",
+                        String::from_utf8_lossy(&name)
+                    );
+                }
+            }
+        }
     }
 
     #[test]

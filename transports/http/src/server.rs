@@ -72,9 +72,12 @@ impl HostPolicy {
             HostPolicy::Any => true,
             HostPolicy::Names(names) => {
                 let name = strip_port(host);
-                names
-                    .iter()
-                    .any(|n| n.as_bytes().eq_ignore_ascii_case(name))
+                // Exact first (clients send names as typed, and loopback ones are digits or
+                // lower case): one comparison per name, before the byte-wise case folding.
+                names.iter().any(|n| n.as_bytes() == name)
+                    || names
+                        .iter()
+                        .any(|n| n.as_bytes().eq_ignore_ascii_case(name))
             }
         }
     }
@@ -624,6 +627,10 @@ pub(crate) fn is_json_media(value: &str) -> bool {
 
 /// [`is_json_media`] of a header value's bytes.
 pub(crate) fn is_json_media_bytes(value: &[u8]) -> bool {
+    // The value nearly every client sends, told in one comparison: this runs per request.
+    if value == b"application/json" {
+        return true;
+    }
     let end = value.iter().position(|&b| b == b';').unwrap_or(value.len());
     value
         .get(..end)
@@ -710,7 +717,7 @@ impl Inner {
     {
         let (json_ok, sse_ok) = accepts(&parts.headers);
         let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
-        let in_time = |read| before(self.clock.clone(), deadline, read);
+        let in_time = |read| before(&self.clock, deadline, read);
         let answerable = json_ok || sse_ok;
         let (parts, body) = match post_body(
             parts,
@@ -872,17 +879,19 @@ impl Inner {
         deadline: tokio::time::Instant,
     ) -> Option<Reply> {
         let mut answer = Vec::new();
-        // Boxed: a connection's task holds the largest state of its request's future for its
-        // whole life; this one is held only while a body is answered.
-        let respond = Box::pin(async {
-            if if_taken {
-                self.responder.respond_if_taken(body, &mut answer).await
-            } else {
-                self.responder.respond(body, &mut answer).await;
-                true
-            }
-        });
-        match before(self.clock.clone(), deadline, respond).await {
+        let done = {
+            let answer = &mut answer;
+            let respond = std::pin::pin!(async move {
+                if if_taken {
+                    self.responder.respond_if_taken(body, answer).await
+                } else {
+                    self.responder.respond(body, answer).await;
+                    true
+                }
+            });
+            before(&self.clock, deadline, respond).await
+        };
+        match done {
             Err(_) => {
                 return Some(Reply::Refused(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -1002,21 +1011,56 @@ impl Reply {
 }
 
 /// `fut`'s output, or `Err` once `deadline` has passed (seen on a tick of `clock`).
-async fn before<F: Future>(
-    mut clock: watch::Receiver<()>,
+fn before<F: Future>(
+    clock: &watch::Receiver<()>,
     deadline: tokio::time::Instant,
     fut: F,
-) -> Result<F::Output, ()> {
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        tokio::select! {
-            biased;
-            out = &mut fut => return Ok(out),
-            tick = clock.changed() => {
-                if tick.is_err() || tokio::time::Instant::now() >= deadline {
-                    return Err(());
-                }
+) -> Before<'_, F> {
+    Before {
+        fut,
+        clock: Some((clock, deadline)),
+        expiry: None,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// [`before`]'s future. `fut` is polled first; the deadline's watch is set up only if it
+    /// waits, boxed: a call answered at once (a handler that does not wait) clones no watch
+    /// and allocates nothing, and an idle connection's task, which holds the
+    /// room of its largest request future, keeps a pointer for it.
+    pub(crate) struct Before<'a, F> {
+        #[pin]
+        fut: F,
+        clock: Option<(&'a watch::Receiver<()>, tokio::time::Instant)>,
+        expiry: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    }
+}
+
+impl<F: Future> Future for Before<'_, F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(out) = this.fut.poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        if this.expiry.is_none() {
+            if let Some((clock, deadline)) = this.clock.take() {
+                *this.expiry = Some(Box::pin(expires(clock.clone(), deadline)));
             }
+        }
+        match this.expiry {
+            Some(expiry) => expiry.as_mut().poll(cx).map(Err),
+            None => Poll::Pending,
+        }
+    }
+}
+
+/// Ends on the first tick of `clock` at or past `deadline` (or when the clock is gone).
+async fn expires(mut clock: watch::Receiver<()>, deadline: tokio::time::Instant) {
+    while clock.changed().await.is_ok() {
+        if tokio::time::Instant::now() >= deadline {
+            return;
         }
     }
 }

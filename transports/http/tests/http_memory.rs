@@ -5,8 +5,9 @@
 //! through hyper it was about 15 KiB); the bound here is a guard: a connection must hold
 //! nothing of ours while idle (a core connection kept per HTTP connection would add about
 //! 12 KiB), and a large body's buffer is given back once answered.
-//! Also: the GET stream's resumption buffer keeps its bound, and a client resuming too late
-//! gets what is held, and no more.
+//! Also: a call answered at once allocates only its answer's text; the GET stream's
+//! resumption buffer keeps its bound, and a client resuming too late gets what is held, and
+//! no more.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::alloc::System;
@@ -95,6 +96,54 @@ async fn idle_keep_alive_connections_hold_little_heap() {
         "{per} bytes per idle connection after a large body"
     );
     drop((held, large));
+}
+
+/// `n` calls of `request` on `s`, each answer read into `buf` and checked.
+async fn calls(s: &mut TcpStream, request: &[u8], buf: &mut [u8], n: usize) {
+    for _ in 0..n {
+        s.write_all(request).await.unwrap();
+        let mut got = 0;
+        // The answer ends with its body, which ends with `}`.
+        while got == 0 || buf[got - 1] != b'}' {
+            let n = s.read(&mut buf[got..]).await.unwrap();
+            assert!(n > 0, "closed");
+            got += n;
+        }
+        let text = std::str::from_utf8(&buf[..got]).unwrap();
+        assert!(text.ends_with(r#""result":19,"id":1}"#), "{text}");
+    }
+}
+
+/// A call on the fast path whose handler answers at once allocates its answer's text and
+/// nothing else: no future boxed, no deadline watch, no buffer per request (the read buffer
+/// carries the answer out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_answered_at_once_allocates_only_its_answer() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let router =
+        Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
+    let service = HttpServer::new(Builder::new().router(router))
+        .path("/rpc")
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(rpcwire_http::serve(listener, service));
+    // The client allocates nothing per call either: one request text, one read buffer.
+    let request = format!(
+        "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{W1}",
+        W1.len()
+    );
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let mut buf = [0u8; 1024];
+    // Warm up: the responder's pooled connection, the date cache.
+    calls(&mut s, request.as_bytes(), &mut buf, 100).await;
+    const CALLS: usize = 2000;
+    let before = ALLOCATOR.total_allocated();
+    calls(&mut s, request.as_bytes(), &mut buf, CALLS).await;
+    let per = (ALLOCATOR.total_allocated() - before) / CALLS;
+    println!("bytes allocated per call: {per}");
+    // The answer, `{"jsonrpc":"2.0","result":19,"id":1}`, is 36 bytes.
+    assert!(per <= 48, "{per} bytes allocated per call");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
