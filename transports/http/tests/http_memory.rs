@@ -46,9 +46,8 @@ async fn call_with(stream: &mut TcpStream, body: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idle_keep_alive_connections_hold_little_heap() {
-    let _alone = ONE_AT_A_TIME.lock().await;
+/// Serves `subtract` at `/rpc` on a loopback port.
+async fn start_subtract() -> std::net::SocketAddr {
     let router =
         Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
     let service = HttpServer::new(Builder::new().router(router))
@@ -57,6 +56,13 @@ async fn idle_keep_alive_connections_hold_little_heap() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(rpcwire_http::serve(listener, service));
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_keep_alive_connections_hold_little_heap() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let addr = start_subtract().await;
     // Warm up (lazily made state of the runtime and the service).
     let mut first = TcpStream::connect(addr).await.unwrap();
     call(&mut first).await;
@@ -120,14 +126,7 @@ async fn calls(s: &mut TcpStream, request: &[u8], buf: &mut [u8], n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_answered_at_once_allocates_only_its_answer() {
     let _alone = ONE_AT_A_TIME.lock().await;
-    let router =
-        Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
-    let service = HttpServer::new(Builder::new().router(router))
-        .path("/rpc")
-        .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(rpcwire_http::serve(listener, service));
+    let addr = start_subtract().await;
     // The client allocates nothing per call either: one request text, one read buffer.
     let request = format!(
         "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{W1}",
