@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
+use crate::controls::{Control, Controls};
 use crate::raw::encode_params;
 use crate::CallError;
 
@@ -93,18 +94,6 @@ impl Command {
     }
 }
 
-/// Out-of-band requests to the driver (unbounded: each is tiny and at most one per dropped
-/// call, and the driver drains them first).
-#[derive(Debug)]
-pub(crate) enum Control {
-    /// A call's future was dropped: forget its pending request.
-    Cancel(Token),
-    /// Stop reading, answer what was received, flush, close.
-    Shutdown,
-    /// Accept or refuse inbound batches from now on.
-    SetBatches(bool),
-}
-
 /// A snapshot of a connection's state and counters (see [`Client::stats`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -142,7 +131,7 @@ pub struct SessionStats {
 #[derive(Debug, Clone)]
 pub struct Client {
     cmd: mpsc::Sender<Command>,
-    ctl: mpsc::UnboundedSender<Control>,
+    ctl: Arc<Controls>,
     tokens: Arc<AtomicU64>,
     /// The connection's default call timeout.
     default_timeout: Option<Duration>,
@@ -155,14 +144,14 @@ static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
 
 /// Sends [`Control::Cancel`] for calls whose future is dropped before they end.
 struct CancelGuard<'a> {
-    ctl: &'a mpsc::UnboundedSender<Control>,
+    ctl: &'a Controls,
     tokens: Vec<Token>,
 }
 
 impl Drop for CancelGuard<'_> {
     fn drop(&mut self) {
         for token in self.tokens.drain(..) {
-            let _ = self.ctl.send(Control::Cancel(token));
+            self.ctl.send(Control::Cancel(token));
         }
     }
 }
@@ -170,7 +159,7 @@ impl Drop for CancelGuard<'_> {
 impl Client {
     pub(crate) fn new(
         cmd: mpsc::Sender<Command>,
-        ctl: mpsc::UnboundedSender<Control>,
+        ctl: Arc<Controls>,
         default_timeout: Option<Duration>,
     ) -> Self {
         Client {
@@ -351,7 +340,7 @@ impl Client {
     /// [`CallError::Closed`], finishes answering the requests it already received, flushes,
     /// and closes its write side. Wait for the end with [`Session::join`](crate::Session::join).
     pub fn shutdown(&self) {
-        let _ = self.ctl.send(Control::Shutdown);
+        self.ctl.send(Control::Shutdown);
     }
 
     /// Accepts inbound batches on this connection from now on, or refuses them (each
@@ -360,7 +349,7 @@ impl Client {
     /// (MCP: accepted in revision 2025-03-26, refused from 2025-06-18 on). Takes effect before
     /// the driver reads further input.
     pub fn set_batches(&self, accept: bool) {
-        let _ = self.ctl.send(Control::SetBatches(accept));
+        self.ctl.send(Control::SetBatches(accept));
     }
 
     /// True once the connection's driver has stopped.

@@ -23,7 +23,8 @@ use rpcwire::{
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::client::{BatchCmd, BatchItem, Command, Control, Reply, SessionStats};
+use crate::client::{BatchCmd, BatchItem, Command, Reply, SessionStats};
+use crate::controls::{Control, ControlInbox};
 use crate::handlers::{id_key, Handlers};
 use crate::raw::Raw;
 use crate::router::{Conn, Found, Origin, OriginId};
@@ -96,7 +97,7 @@ pub(crate) struct Settings {
 /// The channels between the handles and the driver.
 pub(crate) struct Channels {
     pub(crate) cmd: mpsc::Receiver<Command>,
-    pub(crate) ctl: mpsc::UnboundedReceiver<Control>,
+    pub(crate) ctl: ControlInbox,
     /// Handed to handlers (set when there is a router; keeps the channels open).
     pub(crate) peer: Option<Client>,
 }
@@ -221,7 +222,7 @@ where
     let rx = conn.rx_buffer();
     let Channels {
         cmd: mut cmd_rx,
-        ctl: mut ctl_rx,
+        ctl: ctl_rx,
         peer,
     } = channels;
     let handlers = Handlers::new(settings.cancel.as_ref().is_none_or(|c| c.answer));
@@ -246,16 +247,11 @@ where
     };
     async move {
         let mut cmd_open = true;
-        let mut ctl_open = true;
         loop {
             // Controls first (as `Control` promises): a setting changed by a handler applies to
             // all input read after it.
-            while ctl_open {
-                match ctl_rx.try_recv() {
-                    Ok(ctl) => d.on_control(ctl),
-                    Err(mpsc::error::TryRecvError::Empty) => break,
-                    Err(mpsc::error::TryRecvError::Disconnected) => ctl_open = false,
-                }
+            while let Some(ctl) = ctl_rx.try_recv() {
+                d.on_control(ctl);
             }
             d.step();
             if d.finished() {
@@ -287,10 +283,8 @@ where
             let has_tasks = !d.handlers.tasks().is_empty();
 
             tokio::select! {
-                ctl = ctl_rx.recv(), if ctl_open => match ctl {
-                    Some(ctl) => d.on_control(ctl),
-                    None => ctl_open = false,
-                },
+                // Taken at the top of the loop.
+                () = ctl_rx.queued() => {}
                 done = d.handlers.tasks().join_next(), if has_tasks => {
                     if let Some(done) = done {
                         d.handlers.finished(done);

@@ -5,6 +5,7 @@ use std::future::Future;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
+use crate::controls::Controls;
 use crate::driver::{self, Channels, Settings};
 use crate::{Builder, Client, DriverError};
 
@@ -40,7 +41,7 @@ impl Builder {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (cmd_tx, cmd_rx) = mpsc::channel(self.command_capacity);
-        let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
+        let (ctl_tx, ctl_rx) = Controls::pair();
         let client = Client::new(cmd_tx, ctl_tx, self.config.request_timeout);
         let channels = Channels {
             cmd: cmd_rx,

@@ -74,6 +74,7 @@
 //! debug level; each call runs in an `rpc.call` span.
 
 mod client;
+mod controls;
 mod discover;
 mod driver;
 mod error;

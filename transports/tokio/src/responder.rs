@@ -19,6 +19,7 @@ use rpcwire::wire::{parse, Framing, Message, ParseLimits, Parsed, RxBuffer};
 use rpcwire::{Config, ErrorCode, Inbound, Input, Instant};
 use tokio::sync::mpsc;
 
+use crate::controls::Controls;
 use crate::handlers::Handlers;
 use crate::router::{guarded, CatchUnwind, Conn, Found, Origin, OriginId};
 use crate::{Builder, Client, Router};
@@ -104,7 +105,7 @@ impl Builder {
     /// concurrency (the framing does not apply: a body is one JSON text).
     pub fn responder(&self) -> Responder {
         let (cmd, _) = mpsc::channel(1);
-        let (ctl, _) = mpsc::unbounded_channel();
+        let ctl = Controls::detached();
         Responder {
             shared: Arc::new(Shared {
                 config: Config {
