@@ -136,13 +136,19 @@ async fn a_call_answered_at_once_allocates_only_its_answer() {
     let mut buf = [0u8; 1024];
     // Warm up: the responder's pooled connection, the date cache.
     calls(&mut s, request.as_bytes(), &mut buf, 100).await;
-    const CALLS: usize = 2000;
-    let before = ALLOCATOR.total_allocated();
-    calls(&mut s, request.as_bytes(), &mut buf, CALLS).await;
-    let per = (ALLOCATOR.total_allocated() - before) / CALLS;
-    println!("bytes allocated per call: {per}");
+    // The allocator counts the whole process: another test's runtime may still be winding
+    // down on other threads. What a call allocates shows in every window; a burst from
+    // elsewhere only in some, so the least of several windows is taken.
+    const CALLS: usize = 500;
+    let mut least = usize::MAX;
+    for _ in 0..6 {
+        let before = ALLOCATOR.total_allocated();
+        calls(&mut s, request.as_bytes(), &mut buf, CALLS).await;
+        least = least.min((ALLOCATOR.total_allocated() - before) / CALLS);
+    }
+    println!("bytes allocated per call: {least}");
     // The answer, `{"jsonrpc":"2.0","result":19,"id":1}`, is 36 bytes.
-    assert!(per <= 48, "{per} bytes allocated per call");
+    assert!(least <= 48, "{least} bytes allocated per call");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
