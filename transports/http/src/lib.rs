@@ -19,7 +19,7 @@
 //!   then the end), and as plain JSON otherwise.
 //! - GET opens the server's event stream ([`RpcService::stream_client`] sends on it):
 //!   keep-alive comments, event ids, resumption with `Last-Event-ID` from a bounded buffer.
-//! - WebSocket (feature `ws`, module [`ws`]): one message or batch per text message, calls in
+//! - WebSocket (feature `ws`, module `ws`): one message or batch per text message, calls in
 //!   both directions, notifications to one connection or all; served standalone or as an
 //!   upgrade on the same port and path ([`HttpServer::upgrade`]).
 //! - TLS (feature `tls`, module `tls`): the clients take `https://` and `wss://` URLs; a
