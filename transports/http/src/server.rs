@@ -73,11 +73,11 @@ impl HostPolicy {
             HostPolicy::Names(names) => {
                 let name = strip_port(host);
                 // Exact first (clients send names as typed, and loopback ones are digits or
-                // lower case): one comparison per name, before the byte-wise case folding.
-                names.iter().any(|n| n.as_bytes() == name)
-                    || names
-                        .iter()
-                        .any(|n| n.as_bytes().eq_ignore_ascii_case(name))
+                // lower case): one comparison, before the byte-wise case folding.
+                names.iter().any(|n| {
+                    let n = n.as_bytes();
+                    n == name || n.eq_ignore_ascii_case(name)
+                })
             }
         }
     }
@@ -1018,7 +1018,8 @@ fn before<F: Future>(
 ) -> Before<'_, F> {
     Before {
         fut,
-        clock: Some((clock, deadline)),
+        clock,
+        deadline,
         expiry: None,
     }
 }
@@ -1031,7 +1032,8 @@ pin_project_lite::pin_project! {
     pub(crate) struct Before<'a, F> {
         #[pin]
         fut: F,
-        clock: Option<(&'a watch::Receiver<()>, tokio::time::Instant)>,
+        clock: &'a watch::Receiver<()>,
+        deadline: tokio::time::Instant,
         expiry: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     }
 }
@@ -1044,15 +1046,12 @@ impl<F: Future> Future for Before<'_, F> {
         if let Poll::Ready(out) = this.fut.poll(cx) {
             return Poll::Ready(Ok(out));
         }
-        if this.expiry.is_none() {
-            if let Some((clock, deadline)) = this.clock.take() {
-                *this.expiry = Some(Box::pin(expires(clock.clone(), deadline)));
-            }
-        }
-        match this.expiry {
-            Some(expiry) => expiry.as_mut().poll(cx).map(Err),
-            None => Poll::Pending,
-        }
+        let (clock, deadline) = (*this.clock, *this.deadline);
+        this.expiry
+            .get_or_insert_with(|| Box::pin(expires(clock.clone(), deadline)))
+            .as_mut()
+            .poll(cx)
+            .map(Err)
     }
 }
 
