@@ -9,7 +9,21 @@
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
+use crate::router::{answer, MethodFn};
 use crate::{Router, RpcError};
+
+/// `document` with only the methods and notifications `shown` keeps.
+fn document_for(document: &Value, shown: impl Fn(&str) -> bool) -> Value {
+    let mut document = document.clone();
+    for list in ["methods", "x-notifications"] {
+        if let Some(Value::Array(entries)) = document.get_mut(list) {
+            entries.retain(|entry| entry["name"].as_str().is_some_and(&shown));
+        }
+    }
+    document
+}
 
 /// The method name OpenRPC reserves for service discovery.
 pub const DISCOVER_METHOD: &str = "rpc.discover";
@@ -88,9 +102,22 @@ impl Router {
     /// transport built on this crate answers `rpc.discover`.
     ///
     /// [`openrpc_document`]: Router::openrpc_document
+    ///
+    /// Under access rules ([`Router::require`], [`Router::policy`], as they stand when this is
+    /// called) each caller is shown only the methods and notifications it may call.
     pub fn discoverable(self) -> Self {
         if self.has_method(DISCOVER_METHOD) {
             return self;
+        }
+        if !self.access.is_open() {
+            let access = self.access.clone();
+            let document = self.openrpc_document();
+            let run: MethodFn = Arc::new(move |origin, _params, conn, handle| {
+                let identity = origin.caller.identity();
+                let shown = document_for(&document, |name| access.permits(identity, name));
+                answer(conn, handle, Ok(&shown))
+            });
+            return self.insert_method_fn(DISCOVER_METHOD, run);
         }
         let document = match RawValue::from_string(self.openrpc_document().to_string()) {
             Ok(doc) => doc,

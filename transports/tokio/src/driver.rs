@@ -23,11 +23,12 @@ use rpcwire::{
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::caller::Caller;
 use crate::client::{BatchCmd, BatchItem, Command, Reply, SessionStats};
 use crate::controls::{Control, ControlInbox};
 use crate::handlers::{id_key, Handlers};
 use crate::raw::Raw;
-use crate::router::{Conn, Found, Origin, OriginId};
+use crate::router::{forbidden, Conn, Found, Origin, OriginId};
 use crate::{CallError, Client, DriverError, Router, RpcError};
 use std::cell::OnceCell;
 
@@ -92,6 +93,8 @@ pub(crate) struct Settings {
     /// The profile's cancel notification, if any.
     pub(crate) cancel: Option<CancelProfile>,
     pub(crate) router: Option<Arc<Router>>,
+    /// Who is at the other end (see [`Builder::caller`](crate::Builder::caller)).
+    pub(crate) caller: Arc<Caller>,
 }
 
 /// The channels between the handles and the driver.
@@ -573,14 +576,22 @@ impl Driver {
                         continue;
                     };
                     let params = req.params;
-                    if queue.is_empty() && handlers.running() < settings.concurrency {
+                    let permitted = settings
+                        .router
+                        .as_ref()
+                        .is_none_or(|r| r.permits(settings.caller.identity(), method));
+                    if !permitted || (queue.is_empty() && handlers.running() < settings.concurrency)
+                    {
                         let origin = Origin {
                             peer,
                             cancel: OnceCell::new(),
                             state: settings.router.as_ref().and_then(|r| r.state()),
                             id: Some(OriginId::Wire(req.id)),
                             method,
+                            caller: &settings.caller,
                         };
+                        // A refused request is answered at once, never queued.
+                        let handler = if permitted { handler } else { forbidden() };
                         handlers.start_request(handler, &origin, params, conn, req.handle);
                         continue;
                     }
@@ -650,6 +661,18 @@ impl Driver {
                         tracing::debug!(%method, "notification ignored: no handler");
                         continue;
                     };
+                    if !settings
+                        .router
+                        .as_ref()
+                        .is_none_or(|r| r.permits(settings.caller.identity(), &method))
+                    {
+                        tracing::debug!(
+                            %method,
+                            subject = settings.caller.identity().subject(),
+                            "notification refused by the access rules: dropped"
+                        );
+                        continue;
+                    }
                     let params = n.params;
                     if queue.is_empty() && handlers.running() < settings.concurrency {
                         let origin = Origin {
@@ -658,6 +681,7 @@ impl Driver {
                             state: settings.router.as_ref().and_then(|r| r.state()),
                             id: None,
                             method: &method,
+                            caller: &settings.caller,
                         };
                         handlers.start_notification(handler, &origin, params);
                         continue;
@@ -746,6 +770,7 @@ impl Driver {
                 state: router.state(),
                 id: job.id.as_deref().map(OriginId::Text),
                 method: &job.method,
+                caller: &self.settings.caller,
             };
             // Validated when received; parsed again only to get the view back.
             let params = job

@@ -48,12 +48,14 @@ impl Builder {
             ctl: ctl_rx,
             peer: self.router.as_ref().map(|_| client.clone()),
         };
+        let caller = self.caller_or_anonymous();
         let settings = Settings {
             config: self.config,
             concurrency: self.concurrency,
             queue_bytes: self.queue_bytes,
             idle_release: self.idle_release,
             cancel: self.cancel,
+            caller,
             router: self.router,
         };
         (client, driver::run(settings, reader, writer, channels))

@@ -73,6 +73,8 @@
 //! Each inbound request runs in an `rpc.request` span (`method`, `id`) and logs its latency at
 //! debug level; each call runs in an `rpc.call` span.
 
+mod access;
+mod caller;
 mod client;
 mod controls;
 mod discover;
@@ -84,6 +86,8 @@ mod raw;
 mod responder;
 mod router;
 mod stdio;
+#[cfg(feature = "auth")]
+mod tokens;
 
 use std::io;
 use std::sync::Arc;
@@ -94,6 +98,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::task::JoinHandle;
 
+pub use access::{Policy, FORBIDDEN, FORBIDDEN_MESSAGE};
+pub use caller::{
+    AuthError, AuthFuture, Authenticator, Caller, Credentials, Headers, Identity, PeerCertificate,
+    Transport,
+};
 pub use client::{Batch, BatchResults, Client, SessionStats};
 pub use discover::DISCOVER_METHOD;
 pub use error::{CallError, DriverError, RpcError};
@@ -101,6 +110,8 @@ pub use responder::Responder;
 pub use router::{Cancellation, Context, Router};
 pub use rpcwire::wire::Framing;
 pub use rpcwire::ErrorCode;
+#[cfg(feature = "auth")]
+pub use tokens::{StaticTokens, TokenFileError, TokenTableError, MAX_TOKEN_LEN};
 
 /// The default maximum frame (4 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 4 << 20;
@@ -138,6 +149,22 @@ pub struct Builder {
     cancel: Option<driver::CancelProfile>,
     /// See [`Builder::answer_cancelled`] (kept apart so that the call order does not matter).
     answer_cancelled: bool,
+    /// Who is at the other end ([`Builder::caller`]); `None`: what the constructor implies.
+    caller: Option<Arc<Caller>>,
+    /// Lets callers of a server in ([`Builder::authenticator`]).
+    authenticator: Option<AuthHook>,
+    /// How long a server waits for a new connection's TLS handshake and authentication.
+    handshake_timeout: Duration,
+}
+
+/// A server's authenticator (see [`Builder::authenticator`]).
+#[derive(Clone)]
+struct AuthHook(Arc<dyn Authenticator>);
+
+impl std::fmt::Debug for AuthHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Authenticator")
+    }
 }
 
 /// What a server calls for each connection it accepts (see [`Builder::on_connect`]).
@@ -149,6 +176,10 @@ impl std::fmt::Debug for ConnectHook {
         f.write_str("ConnectHook")
     }
 }
+
+/// How long a server waits for a new connection's TLS handshake and authentication by
+/// default ([`Builder::handshake_timeout`]).
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The default limit on connections a server holds at once ([`Builder::max_connections`]).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
@@ -179,7 +210,104 @@ impl Builder {
             on_connect: None,
             cancel: None,
             answer_cancelled: true,
+            caller: None,
+            authenticator: None,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
         }
+    }
+
+    /// Who is at the other end of the connections this builder starts: handlers read it from
+    /// their [`Context`] and the router's access rules ([`Router::require`]) decide by its
+    /// identity. Without one, [`stdio`](Builder::stdio) and [`spawn_child`](Builder::spawn_child)
+    /// connections are the local process ([`Identity::local`], trusted with every role), a
+    /// server's ([`serve_tcp`](Builder::serve_tcp)) are what its
+    /// [`authenticator`](Builder::authenticator) says (anonymous without one), and any other
+    /// is anonymous.
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Builder, Caller, Identity, Transport};
+    /// let builder = Builder::new()
+    ///     .caller(Caller::new(Identity::new("device-7").with_roles(["device"]), Transport::Serial));
+    /// ```
+    pub fn caller(mut self, caller: Caller) -> Self {
+        self.caller = Some(Arc::new(caller));
+        self
+    }
+
+    /// Lets a server's callers in: [`serve_tcp`](Builder::serve_tcp) (and the TLS and HTTP
+    /// servers built on this builder) asks `authenticator` for each new connection's
+    /// identity, from what the transport knows (the peer's address, its TLS client
+    /// certificate, HTTP headers), before any handler state exists for it; a connection it
+    /// refuses is closed at once, and the reason logged (never the credentials).
+    pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
+        self.authenticator = Some(AuthHook(Arc::new(authenticator)));
+        self
+    }
+
+    /// The builder's [`authenticator`](Builder::authenticator), for transports built on this
+    /// crate that establish identities themselves (the HTTP server).
+    pub fn authenticator_ref(&self) -> Option<&Arc<dyn Authenticator>> {
+        self.authenticator.as_ref().map(|hook| &hook.0)
+    }
+
+    /// The caller of a connection a server accepted: the authenticator's identity (or the
+    /// builder's, or anonymous), the transport and the peer. `None` when the authenticator
+    /// refuses it or does not answer within the handshake timeout (logged, without the
+    /// credentials).
+    pub async fn admit(&self, credentials: Credentials<'_>) -> Option<Caller> {
+        let identity = match &self.authenticator {
+            Some(hook) => {
+                let decided =
+                    tokio::time::timeout(self.handshake_timeout, hook.0.authenticate(credentials))
+                        .await;
+                match decided {
+                    Ok(Ok(identity)) => identity,
+                    Ok(Err(reason)) => {
+                        tracing::warn!(peer = ?credentials.peer, %reason, "connection refused: authentication failed");
+                        return None;
+                    }
+                    Err(_) => {
+                        tracing::warn!(peer = ?credentials.peer, "connection refused: authentication timed out");
+                        return None;
+                    }
+                }
+            }
+            None => self
+                .caller
+                .as_ref()
+                .map_or_else(Identity::anonymous, |c| c.identity().clone()),
+        };
+        let mut caller = Caller::new(identity, credentials.transport);
+        if let Some(peer) = credentials.peer {
+            caller = caller.with_peer(peer);
+        }
+        if let Some(certificate) = credentials.certificate {
+            caller = caller.with_certificate(certificate.clone());
+        }
+        Some(caller)
+    }
+
+    /// How long a server waits for a new connection's TLS handshake and authentication
+    /// before closing it (default 10 s).
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// The builder's caller, or the anonymous one (shared: no allocation per connection).
+    pub(crate) fn caller_or_anonymous(&self) -> Arc<Caller> {
+        static ANONYMOUS: std::sync::OnceLock<Arc<Caller>> = std::sync::OnceLock::new();
+        self.caller
+            .clone()
+            .unwrap_or_else(|| Arc::clone(ANONYMOUS.get_or_init(|| Arc::new(Caller::anonymous()))))
+    }
+
+    /// This builder with `caller` unless it has one of its own.
+    fn caller_if_unset(mut self, caller: impl FnOnce() -> Caller) -> Self {
+        if self.caller.is_none() {
+            self.caller = Some(Arc::new(caller()));
+        }
+        self
     }
 
     /// The framing (default [`Framing::Line`]).
@@ -421,7 +549,8 @@ impl Builder {
     /// ```
     pub fn stdio(self) -> Session {
         let (reader, writer) = stdio::streams();
-        self.run(reader, writer)
+        self.caller_if_unset(|| Caller::local(Transport::Stdio))
+            .run(reader, writer)
     }
 
     /// Connects to a TCP server.
@@ -436,8 +565,11 @@ impl Builder {
     pub async fn connect_tcp<A: ToSocketAddrs>(self, addr: A) -> io::Result<Session> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
+        let peer = stream.peer_addr()?;
         let (reader, writer) = stream.into_split();
-        let mut session = self.run(reader, writer);
+        let mut session = self
+            .caller_if_unset(|| Caller::new(Identity::anonymous(), Transport::Tcp).with_peer(peer))
+            .run(reader, writer);
         session.ends_on_join = true;
         Ok(session)
     }
@@ -483,18 +615,39 @@ impl Builder {
                 }
             };
             let _ = stream.set_nodelay(true);
-            let (reader, writer) = stream.into_split();
-            let session = self.clone().run(reader, writer);
-            if let Some(hook) = &self.on_connect {
-                (hook.0)(session.client().clone(), peer);
-            }
+            let builder = self.clone();
             tokio::spawn(async move {
-                match session.join().await {
-                    Ok(()) => tracing::debug!(%peer, "connection ended"),
-                    Err(e) => tracing::debug!(%peer, error = %e, "connection failed"),
-                }
+                let credentials = Credentials::new(Transport::Tcp, Some(peer));
+                let Some(caller) = builder.admit(credentials).await else {
+                    return;
+                };
+                let (reader, writer) = stream.into_split();
+                builder.serve_accepted(caller, peer, reader, writer).await;
                 drop(permit);
             });
+        }
+    }
+
+    /// Runs one connection a server accepted and admitted, until it ends.
+    pub(crate) async fn serve_accepted<R, W>(
+        mut self,
+        caller: Caller,
+        peer: std::net::SocketAddr,
+        reader: R,
+        writer: W,
+    ) where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        self.caller = Some(Arc::new(caller));
+        let on_connect = self.on_connect.take();
+        let session = self.run(reader, writer);
+        if let Some(hook) = on_connect {
+            (hook.0)(session.client().clone(), peer);
+        }
+        match session.join().await {
+            Ok(()) => tracing::debug!(%peer, "connection ended"),
+            Err(e) => tracing::debug!(%peer, error = %e, "connection failed"),
         }
     }
 
@@ -525,7 +678,9 @@ impl Builder {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(io::Error::other("child stdio not captured"));
         };
-        let mut session = self.run(stdout, stdin);
+        let mut session = self
+            .caller_if_unset(|| Caller::local(Transport::ChildProcess))
+            .run(stdout, stdin);
         session.ends_on_join = true;
         Ok((session, child))
     }

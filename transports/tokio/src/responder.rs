@@ -19,9 +19,10 @@ use rpcwire::wire::{parse, Framing, Message, ParseLimits, Parsed, RxBuffer};
 use rpcwire::{Config, ErrorCode, Inbound, Input, Instant};
 use tokio::sync::mpsc;
 
+use crate::caller::Caller;
 use crate::controls::Controls;
 use crate::handlers::Handlers;
-use crate::router::{guarded, CatchUnwind, Conn, Found, Origin, OriginId};
+use crate::router::{forbidden, guarded, CatchUnwind, Conn, Found, Origin, OriginId};
 use crate::{Builder, Client, Router};
 
 /// Connections kept for reuse: enough for every worker of a busy server to find one, few
@@ -72,6 +73,9 @@ struct Shared {
     router: Option<Arc<Router>>,
     /// Handed to handlers as their peer: no connection is behind it.
     detached: Client,
+    /// The caller of bodies answered by [`Responder::respond`] (the builder's, see
+    /// [`Builder::caller`]).
+    caller: Arc<Caller>,
     /// The profile's cancel notification: a body holding one needs a connection.
     cancel_method: Option<String>,
     /// No handler reads a context and there is no cancel notification: every body is taken
@@ -118,6 +122,7 @@ impl Builder {
                 concurrency: self.concurrency,
                 router: self.router.clone(),
                 detached: Client::new(cmd, ctl, None),
+                caller: self.caller_or_anonymous(),
                 cancel_method: self.cancel.as_ref().map(|c| c.method.clone()),
                 takes_all: self.cancel.is_none()
                     && !self
@@ -185,7 +190,14 @@ impl Responder {
     ///
     /// Dropping the future (a deadline) drops the handlers that are still waiting.
     pub async fn respond(&self, body: &[u8], answer: &mut Vec<u8>) {
-        self.run(body, answer, false).await;
+        self.run(body, answer, false, &self.shared.caller).await;
+    }
+
+    /// [`respond`](Self::respond) for a body from `caller` (one HTTP request's identity and
+    /// metadata): its handlers see it in their [`Context`](crate::Context), and the router's
+    /// access rules decide by its identity.
+    pub async fn respond_as(&self, caller: &Arc<Caller>, body: &[u8], answer: &mut Vec<u8>) {
+        self.run(body, answer, false, caller).await;
     }
 
     /// [`respond`](Self::respond) for a body that [`takes`](Self::takes) takes, with one
@@ -200,12 +212,32 @@ impl Responder {
         if !self.takes_every_body() && is_batch_text(body) {
             return false;
         }
-        self.run(body, answer, true).await
+        self.run(body, answer, true, &self.shared.caller).await
+    }
+
+    /// [`respond_if_taken`](Self::respond_if_taken) for a body from `caller` (see
+    /// [`respond_as`](Self::respond_as)).
+    pub async fn respond_if_taken_as(
+        &self,
+        caller: &Arc<Caller>,
+        body: &[u8],
+        answer: &mut Vec<u8>,
+    ) -> bool {
+        if !self.takes_every_body() && is_batch_text(body) {
+            return false;
+        }
+        self.run(body, answer, true, caller).await
     }
 
     /// Answers `body`; with `only_taken`, lets go of a message (and stops) whose handler reads
     /// a context, returning false.
-    async fn run(&self, body: &[u8], answer: &mut Vec<u8>, only_taken: bool) -> bool {
+    async fn run(
+        &self,
+        body: &[u8],
+        answer: &mut Vec<u8>,
+        only_taken: bool,
+        caller: &Arc<Caller>,
+    ) -> bool {
         let shared = &*self.shared;
         // Nothing can be let go when every body is taken.
         let only_taken = only_taken && !self.takes_every_body();
@@ -237,7 +269,7 @@ impl Responder {
         loop {
             match conn.handle_input(Instant::ZERO, rx, &mut &[][..]) {
                 Input::Item(item) => {
-                    if !shared.dispatch(item, conn, handlers, only_taken) {
+                    if !shared.dispatch(item, conn, handlers, only_taken, caller) {
                         // Let go whole: the frame goes too, and the slot back to the pool.
                         rx.clear();
                         taken = false;
@@ -297,6 +329,7 @@ impl Shared {
         conn: &mut Conn,
         handlers: &mut Handlers,
         only_taken: bool,
+        caller: &Arc<Caller>,
     ) -> bool {
         let router = self.router.as_deref();
         match item {
@@ -326,7 +359,10 @@ impl Shared {
                     state: router.and_then(Router::state),
                     id: Some(OriginId::Wire(req.id)),
                     method,
+                    caller,
                 };
+                let permitted = router.is_none_or(|r| r.permits(caller.identity(), method));
+                let handler = if permitted { handler } else { forbidden() };
                 handlers.start_request(handler, &origin, req.params, conn, req.handle);
             }
             Inbound::Notification(n) => {
@@ -341,12 +377,21 @@ impl Shared {
                     tracing::debug!(%method, "notification ignored: no handler");
                     return true;
                 };
+                if !router.is_none_or(|r| r.permits(caller.identity(), &method)) {
+                    tracing::debug!(
+                        %method,
+                        subject = caller.identity().subject(),
+                        "notification refused by the access rules: dropped"
+                    );
+                    return true;
+                }
                 let origin = Origin {
                     peer: &self.detached,
                     cancel: OnceCell::new(),
                     state: router.and_then(Router::state),
                     id: None,
                     method: &method,
+                    caller,
                 };
                 match guarded(|| handler(&origin, n.params)) {
                     // Not waited for: a notification has no answer to hold the body's up.

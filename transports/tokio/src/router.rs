@@ -14,6 +14,8 @@ use rpcwire::{Connection, ErrorCode, RequestHandle, RespondError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::access::{role_list, Access, Policy};
+use crate::caller::{Caller, Identity};
 use crate::{Client, RpcError};
 
 /// A boxed, sendable future.
@@ -33,6 +35,8 @@ pub(crate) struct Origin<'a> {
     /// The id's JSON text (`None` for a notification), read only if a handler asks for it.
     pub(crate) id: Option<OriginId<'a>>,
     pub(crate) method: &'a str,
+    /// Who sent the message.
+    pub(crate) caller: &'a Arc<Caller>,
 }
 
 /// A request id as the driver has it: still in the receive buffer, or copied into a queued
@@ -61,6 +65,7 @@ impl Origin<'_> {
             method: self.method.to_owned(),
             state: self.state.cloned(),
             cancel: self.cancel.get_or_init(Cancellation::default).clone(),
+            caller: Arc::clone(self.caller),
         }
     }
 }
@@ -259,9 +264,30 @@ pub struct Context {
     pub(crate) method: String,
     pub(crate) state: Option<SharedState>,
     pub(crate) cancel: Cancellation,
+    pub(crate) caller: Arc<Caller>,
 }
 
 impl Context {
+    /// Who sent this message: the [`Identity`] its transport established (anonymous on a
+    /// transport without an authenticator; the local process on stdio and a child's pipes).
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Router, RpcError};
+    /// let router = Router::new().method_with_context("whoami", |ctx, _: ()| async move {
+    ///     Ok::<_, RpcError>(ctx.identity().subject().to_owned())
+    /// });
+    /// # assert!(router.has_method("whoami"));
+    /// ```
+    pub fn identity(&self) -> &Identity {
+        self.caller.identity()
+    }
+
+    /// What the transport knows about the caller: its identity, the transport, the peer's
+    /// address, its TLS client certificate, and transport metadata such as HTTP headers.
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
     /// A client for the peer that sent this message (calls go out on the same connection).
     pub fn peer(&self) -> &Client {
         &self.peer
@@ -349,6 +375,8 @@ pub struct Router {
     fallback: Option<Entry<NotifyFn>>,
     /// The handler of requests no other handler takes ([`Router::fallback_method`]).
     fallback_method: Option<Entry<MethodFn>>,
+    /// Who may call what ([`Router::require`], [`Router::policy`]).
+    pub(crate) access: Access,
 }
 
 impl fmt::Debug for Router {
@@ -398,6 +426,69 @@ impl Router {
 
     pub(crate) fn state(&self) -> Option<&SharedState> {
         self.state.as_ref()
+    }
+
+    /// Only callers holding at least one of `roles` (or OAuth scopes) may call `method`
+    /// (an empty list: every caller, overriding [`require_by_default`](Router::require_by_default)).
+    /// Another caller's request is answered [`FORBIDDEN`](crate::FORBIDDEN) (-32040,
+    /// `"Forbidden"`) and its notification dropped, without the handler running; inside a
+    /// batch only the members it may not make are refused. `rpc.discover` lists only the
+    /// methods the caller may call, and a method nobody registered stays Method not found.
+    /// The local process ([`Identity::local`]: stdio, a child's pipes) holds every role.
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Router, RpcError};
+    /// let router = Router::new()
+    ///     .sync_method("status", |_: ()| Ok::<_, RpcError>("ok"))
+    ///     .sync_method("reset", |_: ()| Ok::<_, RpcError>("done"))
+    ///     .require("reset", ["admin"]);
+    /// # assert!(router.has_method("reset"));
+    /// ```
+    pub fn require<I, S>(mut self, method: &str, roles: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.access.require(method, role_list(roles));
+        self
+    }
+
+    /// Roles every method without a rule of its own ([`require`](Router::require)) needs,
+    /// the fallback handlers' included (`rpc.discover` stays open to every caller, and shows
+    /// each only what it may call).
+    pub fn require_by_default<I, S>(mut self, roles: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.access.require_by_default(role_list(roles));
+        self
+    }
+
+    /// A function that decides, from the caller's identity and the method name, whether a
+    /// call may go ahead: both it and the role rules must allow it. It runs for every
+    /// inbound request and notification, so keep it quick.
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Router, RpcError};
+    /// // Methods under "admin." only for subjects of the ops team.
+    /// let router = Router::new()
+    ///     .sync_method("admin.reset", |_: ()| Ok::<_, RpcError>(()))
+    ///     .policy(|identity, method| !method.starts_with("admin.") || identity.subject().starts_with("ops-"));
+    /// # assert!(router.has_method("admin.reset"));
+    /// ```
+    pub fn policy(
+        mut self,
+        policy: impl Fn(&Identity, &str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let policy: Policy = Arc::new(policy);
+        self.access.set_policy(policy);
+        self
+    }
+
+    /// Whether `identity` may call `method` under this router's rules.
+    pub fn permits(&self, identity: &Identity, method: &str) -> bool {
+        self.access.permits(identity, method)
     }
 
     /// Registers a request handler taking typed params.
@@ -469,6 +560,18 @@ impl Router {
             name,
             Entry {
                 run: f,
+                context: false,
+            },
+        );
+        self
+    }
+
+    /// Registers a handler already erased (one that reads no [`Context`]).
+    pub(crate) fn insert_method_fn(mut self, name: &str, run: MethodFn) -> Self {
+        self.methods.insert(
+            name,
+            Entry {
+                run,
                 context: false,
             },
         );
@@ -737,6 +840,24 @@ where
                 to_json(&value)
             })),
         }
+    })
+}
+
+/// The handler a request refused by the access rules runs in place of its own: it answers
+/// [`FORBIDDEN`](crate::FORBIDDEN) with a generic message (who was refused, and for what,
+/// goes to the log at debug level).
+pub(crate) fn forbidden() -> &'static MethodFn {
+    static DENY: std::sync::OnceLock<MethodFn> = std::sync::OnceLock::new();
+    DENY.get_or_init(|| {
+        Arc::new(|origin, _params, conn, handle| {
+            tracing::debug!(
+                method = origin.method,
+                subject = origin.caller.identity().subject(),
+                "call refused by the access rules"
+            );
+            let refusal = RpcError::new(crate::FORBIDDEN, crate::access::FORBIDDEN_MESSAGE);
+            answer::<()>(conn, handle, Err(&refusal))
+        })
     })
 }
 
