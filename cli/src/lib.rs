@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 
 pub mod bridge;
 pub mod out;
+pub mod policy;
 pub mod tap;
 pub mod tls;
 pub mod ws;

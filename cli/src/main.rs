@@ -126,6 +126,24 @@ struct ServeArgs {
     /// With --tcp: connections held at once; more wait until one ends (a warning is logged).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
     max_connections: usize,
+    /// With --tcp: serve TLS with this certificate chain (PEM, the server's certificate
+    /// first). The files are read again when they change and on SIGHUP; open connections go
+    /// on with the certificate they started with.
+    #[arg(long, value_name = "FILE", requires_all = ["tls_key", "tcp"])]
+    tls_cert: Option<std::path::PathBuf>,
+    /// With --tls-cert: the certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
+    /// With --tls-cert: require a client certificate signed by this CA (PEM; mutual TLS).
+    /// The certificate's subject is the caller's identity.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    client_ca: Option<std::path::PathBuf>,
+    /// Which roles may call which method: a file of `METHOD ROLE...` lines (`*` for every
+    /// method without a line of its own; a method with no roles is open). A refused call is
+    /// answered -32040 Forbidden and its handler does not run. Callers over stdio are the
+    /// local process and hold every role.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<std::path::PathBuf>,
     #[command(flatten)]
     ws: rpcwire_cli::ws::WsServeArgs,
 }
@@ -152,10 +170,20 @@ struct CallArgs {
     /// Connect to this WebSocket URL (ws://host:port/path, or wss://).
     #[arg(long, value_name = "URL")]
     ws: Option<String>,
-    /// For an https:// or wss:// URL: trust the certificates in this PEM file (a private CA,
-    /// a self-signed server) instead of Mozilla's root certificates.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["tcp", "serial", "exec"])]
+    /// For an https:// or wss:// URL, or --tcp with --tls: trust the certificates in this PEM
+    /// file (a private CA, a self-signed server) instead of Mozilla's root certificates.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["serial", "exec"])]
     ca_cert: Option<std::path::PathBuf>,
+    /// With --tcp: speak TLS (needs --ca-cert); the server's certificate is checked for the
+    /// host part of ADDR.
+    #[arg(long, requires_all = ["tcp", "ca_cert"])]
+    tls: bool,
+    /// With --tls: present this client certificate (PEM) for mutual TLS.
+    #[arg(long, value_name = "FILE", requires_all = ["tls", "key"])]
+    cert: Option<std::path::PathBuf>,
+    /// With --cert: the client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    key: Option<std::path::PathBuf>,
     /// Message framing.
     #[arg(long, value_enum, default_value = "line")]
     framing: FramingArg,
@@ -246,12 +274,22 @@ async fn serve(args: ServeArgs) -> ExitCode {
         let (max, conns) = (args.max_frame, args.max_connections);
         return rpcwire_cli::ws::serve(&args.ws, builder, max, conns).await;
     }
+    let router = match &args.policy {
+        Some(path) => match rpcwire_cli::policy::Policy::from_file(path) {
+            Ok(policy) => policy.apply(demo_router()),
+            Err(e) => {
+                eprintln!("rpcwire: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => demo_router(),
+    };
     let builder = Builder::new()
         .framing(args.framing.into())
         .max_frame(args.max_frame)
         .concurrency(args.concurrency)
         .max_connections(args.max_connections)
-        .router(demo_router());
+        .router(router);
     if let Some(path) = &args.serial {
         let baud = args.baud.unwrap_or(DEFAULT_BAUD);
         let port = match open_serial(path, baud) {
@@ -280,6 +318,29 @@ async fn serve(args: ServeArgs) -> ExitCode {
             Ok(listening) => listening,
             Err(code) => return code,
         };
+        if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+            let files = rpcwire_tokio::tls::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.client_ca.clone(),
+            };
+            let tls = match rpcwire_tokio::tls::ServerTls::from_files(files) {
+                Ok(tls) => tls,
+                Err(e) => {
+                    eprintln!("rpcwire: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
+            let _watch = tls.watch(std::time::Duration::from_secs(2));
+            let mutual = if args.client_ca.is_some() {
+                " (client certificates required)"
+            } else {
+                ""
+            };
+            eprintln!("rpcwire: serving the demo service over TLS{mutual} on {local}");
+            builder.serve_tls(listener, tls).await;
+            return ExitCode::SUCCESS;
+        }
         eprintln!("rpcwire: serving the demo service on {local}");
         builder.serve_tcp(listener).await;
         return ExitCode::SUCCESS;
@@ -291,6 +352,29 @@ async fn serve(args: ServeArgs) -> ExitCode {
             ExitCode::from(EXIT_CONNECTION)
         }
     }
+}
+
+/// `call --tcp ADDR --tls`: the server's certificate checked against `--ca-cert` for the host
+/// part of ADDR, with `--cert`/`--key` presented for mutual TLS. The handshake completes
+/// here, so a refused certificate is reported as such.
+async fn connect_tls(addr: &str, args: &CallArgs, builder: Builder) -> Result<Session, String> {
+    let ca = args.ca_cert.as_deref().ok_or("--tls needs --ca-cert")?;
+    let identity = args.cert.as_deref().zip(args.key.as_deref());
+    let config = rpcwire_tokio::tls::client_config(ca, identity).map_err(|e| e.to_string())?;
+    let host = addr
+        .rsplit_once(':')
+        .map_or(addr, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let socket = tokio::net::lookup_host(addr)
+        .await
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or("the address resolves to nothing")?;
+    builder
+        .connect_tls(socket, host, std::sync::Arc::new(config))
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Parses PARAMS (an array or an object), read from a file for `@FILE` and from stdin for `-`.
@@ -355,6 +439,22 @@ async fn connect(args: &CallArgs, timeout: Duration) -> Result<Target, ExitCode>
             }
             Err(_) => {
                 eprintln!("rpcwire: timed out connecting to {url}");
+                Err(ExitCode::from(EXIT_TIMEOUT))
+            }
+        };
+    }
+    if let (Some(addr), true) = (&args.tcp, args.tls) {
+        return match tokio::time::timeout(timeout, connect_tls(addr, args, builder)).await {
+            Ok(Ok(session)) => Ok(Target {
+                session,
+                child: None,
+            }),
+            Ok(Err(msg)) => {
+                eprintln!("rpcwire: cannot connect to {addr} over TLS: {msg}");
+                Err(ExitCode::from(EXIT_CONNECTION))
+            }
+            Err(_) => {
+                eprintln!("rpcwire: timed out connecting to {addr}");
                 Err(ExitCode::from(EXIT_TIMEOUT))
             }
         };

@@ -1,5 +1,7 @@
 //! Helpers shared by rpcwire's integration suites (in `tests/`).
 
+pub mod pki;
+
 use rpcwire::wire::RxBuffer;
 use rpcwire::Input;
 use rpcwire::{Connection, Instant, Output};

@@ -86,9 +86,12 @@ mod raw;
 mod responder;
 mod router;
 mod stdio;
+#[cfg(feature = "tls")]
+pub mod tls;
 #[cfg(feature = "auth")]
 mod tokens;
 
+use std::future::Future;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
@@ -272,10 +275,12 @@ impl Builder {
                     }
                 }
             }
-            None => self
-                .caller
-                .as_ref()
-                .map_or_else(Identity::anonymous, |c| c.identity().clone()),
+            // A verified client certificate names the caller; else the builder's identity.
+            None => match (credentials.certificate, &self.caller) {
+                (Some(certificate), _) => Identity::new(certificate.subject.clone()),
+                (None, Some(caller)) => caller.identity().clone(),
+                (None, None) => Identity::anonymous(),
+            },
         };
         let mut caller = Caller::new(identity, credentials.transport);
         if let Some(peer) = credentials.peer {
@@ -589,6 +594,75 @@ impl Builder {
     /// # Ok(()) }
     /// ```
     pub async fn serve_tcp(self, listener: TcpListener) {
+        self.accept_loop(listener, |builder, stream, peer| async move {
+            let credentials = Credentials::new(Transport::Tcp, Some(peer));
+            let Some(caller) = builder.admit(credentials).await else {
+                return;
+            };
+            let (reader, writer) = stream.into_split();
+            builder.serve_accepted(caller, peer, reader, writer).await;
+        })
+        .await
+    }
+
+    /// Serves JSON-RPC over TLS on every connection accepted on `listener` (feature `tls`),
+    /// as [`serve_tcp`](Builder::serve_tcp) does over plain TCP. Each connection's handshake
+    /// and authentication must finish within [`handshake_timeout`](Builder::handshake_timeout);
+    /// with mutual TLS the client's verified certificate is in its
+    /// [`Caller`](Caller::certificate), and without an [`authenticator`](Builder::authenticator)
+    /// its subject is the caller's identity. Certificates reload as [`tls::ServerTls`] says.
+    #[cfg(feature = "tls")]
+    pub async fn serve_tls(self, listener: TcpListener, tls: tls::ServerTls) {
+        self.accept_loop(listener, move |builder, stream, peer| {
+            let tls = tls.clone();
+            async move {
+                let (stream, certificate) =
+                    match tls.accept(stream, builder.handshake_timeout).await {
+                        Ok(accepted) => accepted,
+                        Err(e) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                    };
+                let credentials = Credentials {
+                    certificate: certificate.as_ref(),
+                    ..Credentials::new(Transport::Tls, Some(peer))
+                };
+                let Some(caller) = builder.admit(credentials).await else {
+                    return;
+                };
+                let (reader, writer) = tokio::io::split(stream);
+                builder.serve_accepted(caller, peer, reader, writer).await;
+            }
+        })
+        .await
+    }
+
+    /// Connects to a JSON-RPC server over TLS (feature `tls`), checking its certificate for
+    /// `server_name` with `config` (see [`tls::client_config`]).
+    #[cfg(feature = "tls")]
+    pub async fn connect_tls(
+        self,
+        addr: std::net::SocketAddr,
+        server_name: &str,
+        config: Arc<tls::rustls::ClientConfig>,
+    ) -> io::Result<Session> {
+        let stream = tls::connect(addr, server_name, config).await?;
+        let (reader, writer) = tokio::io::split(stream);
+        let mut session = self
+            .caller_if_unset(|| Caller::new(Identity::anonymous(), Transport::Tls).with_peer(addr))
+            .run(reader, writer);
+        session.ends_on_join = true;
+        Ok(session)
+    }
+
+    /// Accepts connections on `listener` under the connection limit, each handled by
+    /// `serve` in a task of its own; runs until dropped.
+    async fn accept_loop<F, Fut>(self, listener: TcpListener, serve: F)
+    where
+        F: Fn(Builder, TcpStream, std::net::SocketAddr) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
         let slots = Arc::new(tokio::sync::Semaphore::new(self.max_connections));
         loop {
             let permit = match Arc::clone(&slots).try_acquire_owned() {
@@ -615,14 +689,9 @@ impl Builder {
                 }
             };
             let _ = stream.set_nodelay(true);
-            let builder = self.clone();
+            let connection = serve(self.clone(), stream, peer);
             tokio::spawn(async move {
-                let credentials = Credentials::new(Transport::Tcp, Some(peer));
-                let Some(caller) = builder.admit(credentials).await else {
-                    return;
-                };
-                let (reader, writer) = stream.into_split();
-                builder.serve_accepted(caller, peer, reader, writer).await;
+                connection.await;
                 drop(permit);
             });
         }
