@@ -459,7 +459,7 @@ pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = Result<Identity, AuthError
 
 /// Turns what a transport knows about a caller into an [`Identity`], once per connection or
 /// HTTP request, before any session or handler state is created for the caller. Implement
-/// it for any scheme; [`StaticTokens`](crate::StaticTokens) is the built-in one for API keys
+/// it for any scheme; `StaticTokens` (feature `auth`) is the built-in one for API keys
 /// and bearer tokens.
 ///
 /// ```
