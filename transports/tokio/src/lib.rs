@@ -85,6 +85,8 @@ mod inline;
 mod raw;
 mod responder;
 mod router;
+#[cfg(feature = "auth")]
+pub mod signing;
 mod stdio;
 #[cfg(feature = "tls")]
 pub mod tls;
