@@ -58,12 +58,18 @@ impl Identity {
     /// Nobody in particular: the identity of a caller on a transport with no authenticator.
     /// It holds no role, so a method that requires one is refused to it.
     pub fn anonymous() -> Self {
-        Identity::build(
-            "anonymous".to_owned(),
-            Vec::new(),
-            serde_json::Value::Null,
-            Kind::Anonymous,
-        )
+        // One shared value: every unauthenticated connection holds the same one.
+        static ANONYMOUS: std::sync::OnceLock<Identity> = std::sync::OnceLock::new();
+        ANONYMOUS
+            .get_or_init(|| {
+                Identity::build(
+                    "anonymous".to_owned(),
+                    Vec::new(),
+                    serde_json::Value::Null,
+                    Kind::Anonymous,
+                )
+            })
+            .clone()
     }
 
     /// The local process at the other end of stdio, a serial line or a child process's pipes:

@@ -27,8 +27,9 @@ use crate::caller::Caller;
 use crate::client::{BatchCmd, BatchItem, Command, Reply, SessionStats};
 use crate::controls::{Control, ControlInbox};
 use crate::handlers::{id_key, Handlers};
+use crate::ratelimit::RateLimiter;
 use crate::raw::Raw;
-use crate::router::{forbidden, Conn, Found, Origin, OriginId};
+use crate::router::{forbidden, rate_limited, Conn, Found, Origin, OriginId};
 use crate::{CallError, Client, DriverError, Router, RpcError};
 use std::cell::OnceCell;
 
@@ -95,6 +96,17 @@ pub(crate) struct Settings {
     pub(crate) router: Option<Arc<Router>>,
     /// Who is at the other end (see [`Builder::caller`](crate::Builder::caller)).
     pub(crate) caller: Arc<Caller>,
+    /// The rate limiter and this connection's key in it ([`Builder::rate_limit`](crate::Builder::rate_limit)).
+    pub(crate) limiter: Option<(Arc<RateLimiter>, Box<str>)>,
+}
+
+impl Settings {
+    /// Takes one call from the caller's rate-limit bucket: true when there was none left.
+    fn over_rate_limit(&self) -> bool {
+        self.limiter
+            .as_ref()
+            .is_some_and(|(limiter, key)| limiter.check(key, std::time::Instant::now()).is_err())
+    }
 }
 
 /// The channels between the handles and the driver.
@@ -580,7 +592,10 @@ impl Driver {
                         .router
                         .as_ref()
                         .is_none_or(|r| r.permits(settings.caller.identity(), method));
-                    if !permitted || (queue.is_empty() && handlers.running() < settings.concurrency)
+                    let limited = permitted && settings.over_rate_limit();
+                    if !permitted
+                        || limited
+                        || (queue.is_empty() && handlers.running() < settings.concurrency)
                     {
                         let origin = Origin {
                             peer,
@@ -591,7 +606,11 @@ impl Driver {
                             caller: &settings.caller,
                         };
                         // A refused request is answered at once, never queued.
-                        let handler = if permitted { handler } else { forbidden() };
+                        let handler = match (permitted, limited) {
+                            (false, _) => forbidden(),
+                            (true, true) => rate_limited(),
+                            (true, false) => handler,
+                        };
                         handlers.start_request(handler, &origin, params, conn, req.handle);
                         continue;
                     }
@@ -671,6 +690,10 @@ impl Driver {
                             subject = settings.caller.identity().subject(),
                             "notification refused by the access rules: dropped"
                         );
+                        continue;
+                    }
+                    if settings.over_rate_limit() {
+                        tracing::debug!(%method, "notification over the rate limit: dropped");
                         continue;
                     }
                     let params = n.params;

@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 
 use crate::controls::Controls;
 use crate::driver::{self, Channels, Settings};
+use crate::ratelimit::RateLimiter;
 use crate::{Builder, Client, DriverError};
 
 impl Builder {
@@ -55,6 +56,9 @@ impl Builder {
             queue_bytes: self.queue_bytes,
             idle_release: self.idle_release,
             cancel: self.cancel,
+            limiter: self
+                .rate_limit
+                .map(|limiter| (limiter, RateLimiter::key(&caller).into_boxed_str())),
             caller,
             router: self.router,
         };

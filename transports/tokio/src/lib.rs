@@ -82,6 +82,7 @@ mod driver;
 mod error;
 mod handlers;
 mod inline;
+mod ratelimit;
 mod raw;
 mod responder;
 mod router;
@@ -93,7 +94,6 @@ pub mod tls;
 #[cfg(feature = "auth")]
 mod tokens;
 
-use std::future::Future;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,6 +111,7 @@ pub use caller::{
 pub use client::{Batch, BatchResults, Client, SessionStats};
 pub use discover::DISCOVER_METHOD;
 pub use error::{CallError, DriverError, RpcError};
+pub use ratelimit::{RateLimiter, RATE_LIMITED, RATE_LIMITED_MESSAGE};
 pub use responder::Responder;
 pub use router::{Cancellation, Context, Router};
 pub use rpcwire::wire::Framing;
@@ -160,6 +161,8 @@ pub struct Builder {
     authenticator: Option<AuthHook>,
     /// How long a server waits for a new connection's TLS handshake and authentication.
     handshake_timeout: Duration,
+    /// Rate limits per caller ([`Builder::rate_limit`]).
+    rate_limit: Option<Arc<RateLimiter>>,
 }
 
 /// A server's authenticator (see [`Builder::authenticator`]).
@@ -218,7 +221,35 @@ impl Builder {
             caller: None,
             authenticator: None,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            rate_limit: None,
         }
+    }
+
+    /// Limits each caller's calls with `limiter` (off by default), shared by every connection
+    /// this builder starts: callers are told apart by identity (anonymous ones by address). A
+    /// request over the limit is answered [`RATE_LIMITED`] (-32041, `"Too many requests"`)
+    /// without its handler running; a notification over it is dropped.
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Builder, RateLimiter};
+    /// let builder = Builder::new().rate_limit(RateLimiter::new(50.0, 100)); // 50/s, bursts of 100
+    /// ```
+    pub fn rate_limit(mut self, limiter: RateLimiter) -> Self {
+        self.rate_limit = Some(Arc::new(limiter));
+        self
+    }
+
+    /// [`rate_limit`](Builder::rate_limit) with a limiter shared with other builders (one
+    /// budget per caller across several servers).
+    pub fn rate_limit_shared(mut self, limiter: Arc<RateLimiter>) -> Self {
+        self.rate_limit = Some(limiter);
+        self
+    }
+
+    /// The builder's rate limiter, for transports that apply it themselves (HTTP answers
+    /// 429 with `Retry-After`).
+    pub fn rate_limiter(&self) -> Option<&Arc<RateLimiter>> {
+        self.rate_limit.as_ref()
     }
 
     /// Who is at the other end of the connections this builder starts: handlers read it from
@@ -277,13 +308,32 @@ impl Builder {
                     }
                 }
             }
-            // A verified client certificate names the caller; else the builder's identity.
-            None => match (credentials.certificate, &self.caller) {
-                (Some(certificate), _) => Identity::new(certificate.subject.clone()),
-                (None, Some(caller)) => caller.identity().clone(),
-                (None, None) => Identity::anonymous(),
-            },
+            None => self.identity_without_authenticator(&credentials),
         };
+        Some(Builder::caller_from(identity, &credentials))
+    }
+
+    /// [`admit`](Builder::admit) when there is no authenticator, at once (`None` when there
+    /// is one: ask it with `admit`).
+    fn admit_at_once(&self, credentials: &Credentials<'_>) -> Option<Caller> {
+        if self.authenticator.is_some() {
+            return None;
+        }
+        let identity = self.identity_without_authenticator(credentials);
+        Some(Builder::caller_from(identity, credentials))
+    }
+
+    /// Without an authenticator: a verified client certificate names the caller; else the
+    /// builder's identity, else anonymous.
+    fn identity_without_authenticator(&self, credentials: &Credentials<'_>) -> Identity {
+        match (credentials.certificate, &self.caller) {
+            (Some(certificate), _) => Identity::new(certificate.subject.clone()),
+            (None, Some(caller)) => caller.identity().clone(),
+            (None, None) => Identity::anonymous(),
+        }
+    }
+
+    fn caller_from(identity: Identity, credentials: &Credentials<'_>) -> Caller {
         let mut caller = Caller::new(identity, credentials.transport);
         if let Some(peer) = credentials.peer {
             caller = caller.with_peer(peer);
@@ -291,7 +341,7 @@ impl Builder {
         if let Some(certificate) = credentials.certificate {
             caller = caller.with_certificate(certificate.clone());
         }
-        Some(caller)
+        caller
     }
 
     /// How long a server waits for a new connection's TLS handshake and authentication
@@ -596,13 +646,20 @@ impl Builder {
     /// # Ok(()) }
     /// ```
     pub async fn serve_tcp(self, listener: TcpListener) {
-        self.accept_loop(listener, |builder, stream, peer| async move {
+        self.accept_loop(listener, |builder, stream, peer, permit| {
             let credentials = Credentials::new(Transport::Tcp, Some(peer));
-            let Some(caller) = builder.admit(credentials).await else {
+            // Without an authenticator nothing waits: no task beyond the connection's.
+            if let Some(caller) = builder.admit_at_once(&credentials) {
+                let (reader, writer) = stream.into_split();
+                builder.serve_accepted(caller, peer, reader, writer, permit);
                 return;
-            };
-            let (reader, writer) = stream.into_split();
-            builder.serve_accepted(caller, peer, reader, writer).await;
+            }
+            tokio::spawn(async move {
+                if let Some(caller) = builder.admit(credentials).await {
+                    let (reader, writer) = stream.into_split();
+                    builder.serve_accepted(caller, peer, reader, writer, permit);
+                }
+            });
         })
         .await
     }
@@ -615,9 +672,11 @@ impl Builder {
     /// its subject is the caller's identity. Certificates reload as [`tls::ServerTls`] says.
     #[cfg(feature = "tls")]
     pub async fn serve_tls(self, listener: TcpListener, tls: tls::ServerTls) {
-        self.accept_loop(listener, move |builder, stream, peer| {
+        self.accept_loop(listener, move |builder, stream, peer, permit| {
             let tls = tls.clone();
-            async move {
+            // The handshake and the authenticator wait in a task of their own, which ends
+            // once the connection runs (its future, sized for the handshake, is not kept).
+            tokio::spawn(async move {
                 let (stream, certificate) =
                     match tls.accept(stream, builder.handshake_timeout).await {
                         Ok(accepted) => accepted,
@@ -634,8 +693,8 @@ impl Builder {
                     return;
                 };
                 let (reader, writer) = tokio::io::split(stream);
-                builder.serve_accepted(caller, peer, reader, writer).await;
-            }
+                builder.serve_accepted(caller, peer, reader, writer, permit);
+            });
         })
         .await
     }
@@ -658,12 +717,11 @@ impl Builder {
         Ok(session)
     }
 
-    /// Accepts connections on `listener` under the connection limit, each handled by
-    /// `serve` in a task of its own; runs until dropped.
-    async fn accept_loop<F, Fut>(self, listener: TcpListener, serve: F)
+    /// Accepts connections on `listener` under the connection limit, each handed to `serve`
+    /// with the permit it holds until it ends; runs until dropped.
+    async fn accept_loop<F>(self, listener: TcpListener, serve: F)
     where
-        F: Fn(Builder, TcpStream, std::net::SocketAddr) -> Fut,
-        Fut: Future<Output = ()> + Send + 'static,
+        F: Fn(Builder, TcpStream, std::net::SocketAddr, tokio::sync::OwnedSemaphorePermit),
     {
         let slots = Arc::new(tokio::sync::Semaphore::new(self.max_connections));
         loop {
@@ -691,21 +749,19 @@ impl Builder {
                 }
             };
             let _ = stream.set_nodelay(true);
-            let connection = serve(self.clone(), stream, peer);
-            tokio::spawn(async move {
-                connection.await;
-                drop(permit);
-            });
+            serve(self.clone(), stream, peer, permit);
         }
     }
 
-    /// Runs one connection a server accepted and admitted, until it ends.
-    pub(crate) async fn serve_accepted<R, W>(
+    /// Runs one connection a server accepted and admitted, in tasks of its own: its driver,
+    /// and a small one that waits for it and then gives back its slot.
+    fn serve_accepted<R, W>(
         mut self,
         caller: Caller,
         peer: std::net::SocketAddr,
         reader: R,
         writer: W,
+        permit: tokio::sync::OwnedSemaphorePermit,
     ) where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -716,10 +772,13 @@ impl Builder {
         if let Some(hook) = on_connect {
             (hook.0)(session.client().clone(), peer);
         }
-        match session.join().await {
-            Ok(()) => tracing::debug!(%peer, "connection ended"),
-            Err(e) => tracing::debug!(%peer, error = %e, "connection failed"),
-        }
+        tokio::spawn(async move {
+            match session.join().await {
+                Ok(()) => tracing::debug!(%peer, "connection ended"),
+                Err(e) => tracing::debug!(%peer, error = %e, "connection failed"),
+            }
+            drop(permit);
+        });
     }
 
     /// Spawns a server program and talks to it over its stdin and stdout (as MCP hosts and

@@ -849,15 +849,36 @@ where
 pub(crate) fn forbidden() -> &'static MethodFn {
     static DENY: std::sync::OnceLock<MethodFn> = std::sync::OnceLock::new();
     DENY.get_or_init(|| {
-        Arc::new(|origin, _params, conn, handle| {
-            tracing::debug!(
-                method = origin.method,
-                subject = origin.caller.identity().subject(),
-                "call refused by the access rules"
-            );
-            let refusal = RpcError::new(crate::FORBIDDEN, crate::access::FORBIDDEN_MESSAGE);
-            answer::<()>(conn, handle, Err(&refusal))
-        })
+        refusal(
+            crate::FORBIDDEN,
+            crate::access::FORBIDDEN_MESSAGE,
+            "refused by the access rules",
+        )
+    })
+}
+
+/// The handler a request over its caller's rate limit runs in place of its own: it answers
+/// [`RATE_LIMITED`](crate::RATE_LIMITED).
+pub(crate) fn rate_limited() -> &'static MethodFn {
+    static LIMITED: std::sync::OnceLock<MethodFn> = std::sync::OnceLock::new();
+    LIMITED.get_or_init(|| {
+        refusal(
+            crate::RATE_LIMITED,
+            crate::ratelimit::RATE_LIMITED_MESSAGE,
+            "over the caller's rate limit",
+        )
+    })
+}
+
+/// A handler that answers `code` and `message`, and logs `why` at debug level.
+fn refusal(code: ErrorCode, message: &'static str, why: &'static str) -> MethodFn {
+    Arc::new(move |origin, _params, conn, handle| {
+        tracing::debug!(
+            method = origin.method,
+            subject = origin.caller.identity().subject(),
+            "call {why}"
+        );
+        answer::<()>(conn, handle, Err(&RpcError::new(code, message)))
     })
 }
 

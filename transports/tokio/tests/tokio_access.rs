@@ -335,3 +335,46 @@ async fn a_tcp_server_asks_its_authenticator_once_per_connection() -> Result {
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     Ok(())
 }
+
+#[tokio::test]
+async fn a_caller_over_its_rate_limit_is_answered_rate_limited_and_others_are_not() -> Result {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let router = Router::new().sync_method("ping", move |_: ()| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, RpcError>("pong")
+    });
+    // One call a minute, bursts of 3: the fourth in a row is over the limit.
+    let limiter = Arc::new(rpcwire_tokio::RateLimiter::new(1.0 / 60.0, 3));
+    let lines: Vec<String> = (1..=5)
+        .map(|id| format!(r#"{{"jsonrpc":"2.0","method":"ping","id":{id}}}"#))
+        .collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let limited = |subject: &str| {
+        Builder::new()
+            .router(router.clone())
+            .rate_limit_shared(Arc::clone(&limiter))
+            .caller(as_subject(subject, &[]))
+    };
+    let bob = exchange(limited("bob"), &lines, 5).await?;
+    let codes: Vec<Value> = bob.iter().map(|a| a["error"]["code"].clone()).collect();
+    assert_eq!(
+        bob[..3].iter().filter(|a| a["result"] == "pong").count(),
+        3,
+        "{bob:?}"
+    );
+    assert_eq!(codes[3], rpcwire_tokio::RATE_LIMITED.0);
+    assert_eq!(codes[4], rpcwire_tokio::RATE_LIMITED.0);
+    assert_eq!(bob[3]["error"]["message"], "Too many requests");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        3,
+        "the limited calls ran no handler"
+    );
+    // Another connection of bob's shares his bucket; carol has her own.
+    let again = exchange(limited("bob"), &lines[..1], 1).await?;
+    assert_eq!(again[0]["error"]["code"], rpcwire_tokio::RATE_LIMITED.0);
+    let carol = exchange(limited("carol"), &lines[..3], 3).await?;
+    assert!(carol.iter().all(|a| a["result"] == "pong"), "{carol:?}");
+    Ok(())
+}
