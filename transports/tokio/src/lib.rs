@@ -82,6 +82,8 @@ mod driver;
 mod error;
 mod handlers;
 mod inline;
+#[cfg(feature = "jwt")]
+pub mod jwt;
 mod ratelimit;
 mod raw;
 mod responder;
