@@ -156,8 +156,9 @@ impl Handlers {
                     async move {
                         let started = StdInstant::now();
                         let reply = CatchUnwind(fut).await.unwrap_or_else(|()| {
+                            // The panic is in the log; the caller learns only that it failed.
                             tracing::error!("handler panicked");
-                            Err(RpcError::internal("handler panicked"))
+                            Err(RpcError::standard(ErrorCode::INTERNAL_ERROR))
                         });
                         let latency_us =
                             u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);

@@ -37,6 +37,8 @@ pub(crate) struct Origin<'a> {
     pub(crate) method: &'a str,
     /// Who sent the message.
     pub(crate) caller: &'a Arc<Caller>,
+    /// Who may see the details of internal errors ([`Router::show_error_details`]).
+    pub(crate) details: Option<&'a DetailPolicy>,
 }
 
 /// A request id as the driver has it: still in the receive buffer, or copied into a queued
@@ -58,6 +60,17 @@ impl<'a> OriginId<'a> {
 }
 
 impl Origin<'_> {
+    /// Whether this message's caller may see the details of internal errors.
+    fn shows_details(&self) -> bool {
+        self.details
+            .is_some_and(|show| show(self.caller.identity()))
+    }
+
+    /// `result` as its caller may see it (see [`Router::show_error_details`]).
+    fn scrubbed<R>(&self, result: Result<R, RpcError>) -> Result<R, RpcError> {
+        result.map_err(|e| scrub(e, Some(self.method), self.shows_details()))
+    }
+
     fn context(&self) -> Context {
         Context {
             peer: self.peer.clone(),
@@ -106,6 +119,28 @@ impl Cancellation {
             .store(true, std::sync::atomic::Ordering::Release);
         self.0.notify.notify_waiters();
     }
+}
+
+/// Decides from a caller's identity whether it may see the details of internal errors
+/// ([`Router::show_error_details`]).
+pub type DetailPolicy = Arc<dyn Fn(&Identity) -> bool + Send + Sync>;
+
+/// An internal error as a caller without the right to its details sees it: the standard
+/// message and no data, the detail logged at warn level instead. Other errors are the
+/// handler's own words to its caller and pass unchanged.
+pub(crate) fn scrub(error: RpcError, method: Option<&str>, show: bool) -> RpcError {
+    if show || error.code != ErrorCode::INTERNAL_ERROR.0 {
+        return error;
+    }
+    if error.data.is_some() || error.message != ErrorCode::INTERNAL_ERROR.message() {
+        tracing::warn!(
+            method = method.unwrap_or_default(),
+            message = %error.message,
+            data = error.data.as_ref().map_or("", |d| d.get()),
+            "internal error (details kept from the caller)"
+        );
+    }
+    RpcError::standard(ErrorCode::INTERNAL_ERROR)
 }
 
 /// A router's shared state (see [`Router::with_state`]).
@@ -377,6 +412,8 @@ pub struct Router {
     fallback_method: Option<Entry<MethodFn>>,
     /// Who may call what ([`Router::require`], [`Router::policy`]).
     pub(crate) access: Access,
+    /// Who may see internal errors' details ([`Router::show_error_details`]).
+    details: Option<DetailPolicy>,
 }
 
 impl fmt::Debug for Router {
@@ -486,6 +523,31 @@ impl Router {
         self
     }
 
+    /// Who may see the details of internal errors. By default nobody: a handler that
+    /// panics or returns Internal error (-32603) answers `{"code":-32603,"message":"Internal
+    /// error"}`, and its message and `data` go to the server's log (warn level) only. Callers
+    /// for whom `show` is true get the handler's message and `data` as they are (operators,
+    /// tests). Other error codes are the handler's own words and always pass unchanged.
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Router, RpcError};
+    /// let router = Router::new()
+    ///     .sync_method("load", |_: ()| Err::<(), _>(RpcError::internal("db at 10.0.0.5 refused")))
+    ///     .show_error_details(|identity| identity.has_role("operator"));
+    /// # assert!(router.has_method("load"));
+    /// ```
+    pub fn show_error_details(
+        mut self,
+        show: impl Fn(&Identity) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.details = Some(Arc::new(show));
+        self
+    }
+
+    pub(crate) fn details(&self) -> Option<&DetailPolicy> {
+        self.details.as_ref()
+    }
+
     /// Whether `identity` may call `method` under this router's rules.
     pub fn permits(&self, identity: &Identity, method: &str) -> bool {
         self.access.permits(identity, method)
@@ -552,8 +614,8 @@ impl Router {
         R: Serialize + 'static,
         F: Fn(Option<RawJson<'_>>) -> Result<R, RpcError> + Send + Sync + 'static,
     {
-        let f: MethodFn = Arc::new(move |_origin, params, conn, handle| {
-            let result = handler(params);
+        let f: MethodFn = Arc::new(move |origin, params, conn, handle| {
+            let result = origin.scrubbed(handler(params));
             answer(conn, handle, result.as_ref())
         });
         self.methods.insert(
@@ -834,11 +896,18 @@ where
         };
         let mut fut: BoxFuture<Result<R, RpcError>> = Box::pin(start(origin, p));
         match poll_once(&mut fut) {
-            Poll::Ready(result) => answer(conn, handle, result.as_ref()),
-            Poll::Pending => Outcome::Pending(Box::pin(async move {
-                let value = fut.await?;
-                to_json(&value)
-            })),
+            Poll::Ready(result) => answer(conn, handle, origin.scrubbed(result).as_ref()),
+            Poll::Pending => {
+                let show = origin.shows_details();
+                Outcome::Pending(Box::pin(async move {
+                    let json = match fut.await {
+                        Ok(value) => to_json(&value),
+                        Err(e) => Err(e),
+                    };
+                    // Runs in the request's span, which names the method.
+                    json.map_err(|e| scrub(e, None, show))
+                }))
+            }
         }
     })
 }

@@ -378,3 +378,89 @@ async fn a_caller_over_its_rate_limit_is_answered_rate_limited_and_others_are_no
     assert!(carol.iter().all(|a| a["result"] == "pong"), "{carol:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn internal_errors_reach_the_caller_generic_unless_it_may_see_them() -> Result {
+    let router = Router::new()
+        .sync_method("now", |_: ()| {
+            Err::<(), _>(RpcError::internal(
+                "db at 10.0.0.5:5432 refused the password",
+            ))
+        })
+        .method("later", |_: ()| async {
+            tokio::task::yield_now().await;
+            Err::<(), _>(RpcError::new(
+                rpcwire_tokio::ErrorCode::INTERNAL_ERROR,
+                "secret path /etc/app.key unreadable",
+            ))
+        })
+        .method("boom", |_: ()| async {
+            tokio::task::yield_now().await;
+            if std::hint::black_box(true) {
+                panic!("invariant broken at /src/secret.rs");
+            }
+            Ok::<_, RpcError>(())
+        })
+        .sync_method("own", |_: ()| {
+            Err::<(), _>(RpcError::new(
+                rpcwire_tokio::ErrorCode(-32000),
+                "insufficient funds",
+            ))
+        })
+        .show_error_details(|identity| identity.has_role("operator"));
+    let lines = [
+        r#"{"jsonrpc":"2.0","method":"now","id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"later","id":2}"#,
+        r#"{"jsonrpc":"2.0","method":"boom","id":3}"#,
+        r#"{"jsonrpc":"2.0","method":"own","id":4}"#,
+    ];
+    let by_id = |answers: &[Value], id: i64| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .map(|a| a["error"].clone())
+            .unwrap_or_default()
+    };
+    let user = exchange(
+        Builder::new()
+            .router(router.clone())
+            .caller(as_subject("bob", &["user"])),
+        &lines,
+        4,
+    )
+    .await?;
+    for id in 1..=3 {
+        assert_eq!(
+            by_id(&user, id),
+            serde_json::json!({"code": -32603, "message": "Internal error"}),
+            "id {id}: {user:?}"
+        );
+    }
+    assert_eq!(
+        by_id(&user, 4)["message"],
+        "insufficient funds",
+        "other codes pass"
+    );
+    let operator = exchange(
+        Builder::new()
+            .router(router)
+            .caller(as_subject("ops", &["operator"])),
+        &lines,
+        4,
+    )
+    .await?;
+    assert_eq!(
+        by_id(&operator, 1)["data"],
+        "db at 10.0.0.5:5432 refused the password"
+    );
+    assert_eq!(
+        by_id(&operator, 2)["message"],
+        "secret path /etc/app.key unreadable"
+    );
+    assert_eq!(
+        by_id(&operator, 3)["message"],
+        "Internal error",
+        "a panic has no detail to show"
+    );
+    Ok(())
+}
