@@ -1,17 +1,15 @@
 //! A refused request does not cost the keep-alive connection it came on: its body is read past
 //! (also when it comes after the head) and the request sent right behind it on the same
-//! connection is answered (the JSON-RPC
-//! server and the MCP server); a body too large to read past is refused with
-//! `connection: close`, so that the client knows not to send more on it.
+//! connection is answered (the JSON-RPC server; the MCP server's case is in `rpcwire-mcp`); a
+//! body too large to read past is refused with `connection: close`, so that the client knows
+//! not to send more on it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use rpcwire_http::mcp::McpHttpServer;
 use rpcwire_http::HttpServer;
-use rpcwire_mcp::tokio::{McpServer, ToolContext, ToolError};
 use rpcwire_tokio::{Builder, Router, RpcError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -130,39 +128,6 @@ async fn json_rpc_server_reads_past_refused_bodies() {
         &request("/rpc", "application/json", W1),
         |body| body == r#"{"jsonrpc":"2.0","result":19,"id":1}"#,
         &request("/rpc", "application/json", &" ".repeat(1025)),
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn mcp_server_reads_past_refused_bodies() {
-    let tools = McpServer::new("refusals", "1.0").tool_with_schema(
-        "echo",
-        "Echoes its arguments.",
-        serde_json::json!({"type": "object"}),
-        |_: ToolContext, v: serde_json::Value| async move { Ok::<_, ToolError>(v.to_string()) },
-    );
-    let service = McpHttpServer::new(tools).max_body(2048).build();
-    let (listener, addr) = listen().await;
-    tokio::spawn(rpcwire_http::mcp::serve(listener, service));
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let cases = [
-        (request("/mcp", "text/plain", init), "415"),
-        (request("/elsewhere", "application/json", init), "404"),
-        (
-            request("/mcp", "application/json", init).replace(
-                "Accept: application/json, text/event-stream",
-                "Accept: text/html",
-            ),
-            "406",
-        ),
-    ];
-    refusals_keep_the_connection(
-        addr,
-        &cases,
-        &request("/mcp", "application/json", init),
-        |body| body.contains(r#""protocolVersion":"2025-11-25""#),
-        &request("/mcp", "application/json", &" ".repeat(2049)),
     )
     .await;
 }

@@ -1,19 +1,17 @@
 //! `https://` and `wss://` (feature `tls`): the clients against servers behind rustls on
 //! loopback (`serve_connection`), with a certificate made for the test. HTTP/1.1 and HTTP/2
-//! (chosen by ALPN), progress over event streams, an MCP session from initialize to DELETE, a
-//! WebSocket upgraded on the POST endpoint, and a certificate the client does not trust
-//! refused with the reason.
+//! (chosen by ALPN), progress over event streams, a WebSocket upgraded on the POST endpoint,
+//! and a certificate the client does not trust refused with the reason. (MCP over `https://`
+//! is tested in `rpcwire-mcp`.)
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rpcwire_http::mcp::{McpHttpClient, McpHttpServer};
 use rpcwire_http::tls::{rustls, tls_with_roots};
 use rpcwire_http::ws::{self, WsConfig, WsServer};
 use rpcwire_http::{HttpClient, HttpServer, Protocol};
-use rpcwire_mcp::tokio::{McpServer, ToolContext, ToolError};
 use rpcwire_tokio::{Builder, Context, Router, RpcError};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{json, Value};
@@ -215,70 +213,6 @@ async fn an_untrusted_certificate_is_refused_with_the_reason() {
         .unwrap_err();
     assert_eq!(err.rpc().unwrap().code, rpcwire_http::HTTP_ERROR_CODE);
     assert!(seen.lock().unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn mcp_session_over_https() {
-    let cert = Cert::new();
-    let tools = McpServer::new("mcp-tls-test", "1.0").tool_with_schema(
-        "count",
-        "Progress 1..=3.",
-        json!({"type": "object"}),
-        |ctx: ToolContext, _: Value| async move {
-            for i in 1..=3 {
-                ctx.progress(f64::from(i), Some(3.0), None).await;
-            }
-            Ok::<_, ToolError>("counted")
-        },
-    );
-    let service = McpHttpServer::new(tools).build();
-    let s = service.clone();
-    let (port, seen) = tls_server(
-        cert.acceptor(&[b"h2", b"http/1.1"]),
-        move |tls, protocol| {
-            let service = s.clone();
-            async move {
-                let _ = rpcwire_http::mcp::serve_connection(tls, service, protocol).await;
-            }
-        },
-    )
-    .await;
-    let url = format!("https://localhost:{port}/mcp");
-    let client = tokio::time::timeout(
-        WAIT,
-        McpHttpClient::builder(&url)
-            .tls_config(cert.client_config())
-            .connect(),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    assert!(client.session_id().is_some());
-    assert_eq!(service.session_count(), 1);
-    let tools = client.mcp().list_tools().await.unwrap();
-    assert_eq!(tools.len(), 1);
-    let progress = Arc::new(Mutex::new(Vec::new()));
-    let p = Arc::clone(&progress);
-    let r = tokio::time::timeout(
-        WAIT,
-        client
-            .mcp()
-            .call_tool_with_progress("count", json!({}), move |e| {
-                p.lock().unwrap().push(e.progress)
-            }),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    assert_eq!(r.joined_text(), "counted");
-    assert_eq!(*progress.lock().unwrap(), vec![1.0, 2.0, 3.0]);
-    client.close().await.unwrap();
-    assert_eq!(service.session_count(), 0, "DELETE ended the session");
-    let seen = seen.lock().unwrap().clone();
-    assert!(
-        !seen.is_empty() && seen.iter().all(|p| *p == Protocol::Http2),
-        "{seen:?}"
-    );
 }
 
 #[tokio::test]
