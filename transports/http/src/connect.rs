@@ -100,8 +100,8 @@ pub enum TlsError {
 
 /// A pooling hyper client for a profile's client (as the crate's clients use): keep-alive,
 /// HTTP/1.1 (and HTTP/2 when TLS negotiates it), Nagle off, `https://` with `tls`.
-pub fn http_client(tls: &ClientTls) -> Result<HyperClient, TlsError> {
-    hyper_client::<TlsError>(tls.0.clone())
+pub fn http_client(tls: ClientTls) -> Result<HyperClient, TlsError> {
+    hyper_client::<TlsError>(tls.0)
 }
 
 /// The clients' hyper client, with `tls` for `https://` URLs (`None`: [`default_tls`]); `E`

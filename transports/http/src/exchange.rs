@@ -153,10 +153,13 @@ mod tests {
 
     #[tokio::test]
     async fn progress_comes_before_the_answer() {
-        let router = Router::new().method_with_context("slow", |ctx: rpcwire_tokio::Context, (): ()| async move {
-            let _ = ctx.peer().notify("progress", [1]).await;
-            Ok::<_, RpcError>(7)
-        });
+        let router = Router::new().method_with_context(
+            "slow",
+            |ctx: rpcwire_tokio::Context, (): ()| async move {
+                let _ = ctx.peer().notify("progress", [1]).await;
+                Ok::<_, RpcError>(7)
+            },
+        );
         let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"slow"}"#);
         let mut x = PostExchange::start(
             Builder::new().router(router),
@@ -169,7 +172,10 @@ mod tests {
         let ExchangeEvent::Message(m) = x.next().await else {
             panic!("progress first")
         };
-        assert!(m.starts_with(br#"{"jsonrpc":"2.0","method":"progress""#), "{m:?}");
+        assert!(
+            m.starts_with(br#"{"jsonrpc":"2.0","method":"progress""#),
+            "{m:?}"
+        );
         let ExchangeEvent::Answer(a) = x.next().await else {
             panic!("then the answer")
         };
@@ -180,10 +186,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_cancel_signal_ends_the_input_and_a_deadline_ends_the_wait() {
-        let router = Router::new().method_with_context("never", |_: rpcwire_tokio::Context, (): ()| async move {
-            std::future::pending::<()>().await;
-            Ok::<_, RpcError>(0)
-        });
+        let router = Router::new().method_with_context(
+            "never",
+            |_: rpcwire_tokio::Context, (): ()| async move {
+                std::future::pending::<()>().await;
+                Ok::<_, RpcError>(0)
+            },
+        );
         let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"never"}"#);
         let mut x = PostExchange::start(
             Builder::new().router(router),

@@ -73,8 +73,7 @@ pub use crate::endpoint::Endpoint;
 pub use crate::exchange::{ExchangeEvent, PostExchange};
 pub use crate::pipe::{drained, send_body, ChannelReader, FrameWriter, OnceReader};
 pub use crate::resume::{
-    parse_event_id, priming_event, stream_event, ParkedStreams, ResumableStream,
-    DEFAULT_MAX_PARKED,
+    parse_event_id, priming_event, stream_event, ParkedStreams, ResumableStream, DEFAULT_MAX_PARKED,
 };
 pub use crate::server::{
     accepted_media, after_body, event_stream, json, read_post_body, refuse, serve_hyper,

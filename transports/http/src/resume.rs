@@ -280,7 +280,10 @@ mod tests {
         while let Some(e) = rx.recv().await {
             got.push(e);
         }
-        assert_eq!(got, vec![stream_event(1, 2, b"{}"), stream_event(1, 3, b"{}")]);
+        assert_eq!(
+            got,
+            vec![stream_event(1, 2, b"{}"), stream_event(1, 3, b"{}")]
+        );
     }
 
     #[tokio::test]

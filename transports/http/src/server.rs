@@ -551,7 +551,7 @@ fn is_json_content_type(headers: &HeaderMap) -> bool {
 /// The refusal a POST gets from its head alone, before its body is read: 415 without a JSON
 /// body, 406 when the client accepts no answer this server gives (`answerable` false), 413
 /// when the declared length is over `max_body`. `None` when the head passes. The JSON-RPC
-/// and the MCP servers check the same, in this order.
+/// server and the profiles' servers ([`read_post_body`]) check the same, in this order.
 pub(crate) fn refuse_post_head(
     headers: &HeaderMap,
     answerable: bool,
@@ -1166,7 +1166,7 @@ pub fn sse_event(message: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
-/// The default of [`HttpServer::idle_connection_timeout`] (and of the MCP server's).
+/// The default of [`HttpServer::idle_connection_timeout`] (and of [`profile::Endpoint`](crate::profile::Endpoint)).
 pub const DEFAULT_IDLE_CONNECTION: Duration = Duration::from_secs(90);
 
 /// The first bytes of an HTTP/2 connection with prior knowledge.
@@ -1440,20 +1440,24 @@ pub async fn serve_hyper<S: HandlesIncoming>(
     max_connections: usize,
     idle: Duration,
 ) {
-    accept_loop(listener, max_connections.max(1), move |stream, peer, permit| {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let protocol = match is_h2(&stream, idle).await {
-                None => return,
-                Some(true) => Protocol::Http2,
-                Some(false) => Protocol::Http1,
-            };
-            if let Err(e) = serve_hyper_connection(stream, service, protocol, idle).await {
-                tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
-            }
-            drop(permit);
-        });
-    })
+    accept_loop(
+        listener,
+        max_connections.max(1),
+        move |stream, peer, permit| {
+            let service = service.clone();
+            tokio::spawn(async move {
+                let protocol = match is_h2(&stream, idle).await {
+                    None => return,
+                    Some(true) => Protocol::Http2,
+                    Some(false) => Protocol::Http1,
+                };
+                if let Err(e) = serve_hyper_connection(stream, service, protocol, idle).await {
+                    tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
+                }
+                drop(permit);
+            });
+        },
+    )
     .await;
 }
 

@@ -115,7 +115,10 @@ impl<T> Session<T> {
     }
 
     fn last_seen(&self) -> Instant {
-        *self.last_seen.lock().unwrap_or_else(PoisonError::into_inner)
+        *self
+            .last_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -257,8 +260,8 @@ impl<T: SessionState> SessionTable<T> {
     /// within a tokio runtime.
     pub fn start_sweeper(&self) {
         let weak: Weak<Table<T>> = Arc::downgrade(&self.table);
-        let every = (self.table.limits.idle / 4)
-            .clamp(Duration::from_millis(5), Duration::from_secs(30));
+        let every =
+            (self.table.limits.idle / 4).clamp(Duration::from_millis(5), Duration::from_secs(30));
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
@@ -408,10 +411,18 @@ mod tests {
     #[test]
     fn ids_are_prefixed_random_and_clean() {
         let t = table(4, Duration::from_secs(60));
-        let a = t.create(|_| Flag::default()).unwrap_or_else(|e| panic!("{e}"));
-        let b = t.create(|_| Flag::default()).unwrap_or_else(|e| panic!("{e}"));
+        let a = t
+            .create(|_| Flag::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let b = t
+            .create(|_| Flag::default())
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(t.prefix(), "a_b");
-        assert!(a.id().starts_with("a_b-") && a.id().len() == 4 + 32, "{}", a.id());
+        assert!(
+            a.id().starts_with("a_b-") && a.id().len() == 4 + 32,
+            "{}",
+            a.id()
+        );
         assert_ne!(a.id(), b.id());
         assert_eq!(t.len(), 2);
         assert!(t.remove(a.id()));
@@ -422,14 +433,20 @@ mod tests {
     #[test]
     fn at_the_limit_the_oldest_inactive_goes_and_active_ones_stay() {
         let t = table(2, Duration::from_secs(60));
-        let a = t.create(|_| Flag::default()).unwrap_or_else(|e| panic!("{e}"));
+        let a = t
+            .create(|_| Flag::default())
+            .unwrap_or_else(|e| panic!("{e}"));
         let _held = a.hold();
-        let b = t.insert("b".into(), Flag::default()).unwrap_or_else(|e| panic!("{e}"));
+        let b = t
+            .insert("b".into(), Flag::default())
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             t.insert("b".into(), Flag::default()).err(),
             Some(SessionError::Taken)
         );
-        let c = t.create(|_| Flag::default()).unwrap_or_else(|e| panic!("{e}"));
+        let c = t
+            .create(|_| Flag::default())
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(b.0.load(Ordering::SeqCst), "b was evicted");
         assert!(t.get("b").is_none() && t.get(a.id()).is_some() && t.get(c.id()).is_some());
         let _held_c = c.hold();
@@ -443,8 +460,12 @@ mod tests {
     async fn idle_sessions_end_and_held_ones_do_not() {
         let t = table(8, Duration::from_millis(20));
         t.start_sweeper();
-        let a = t.create(|_| Flag::default()).unwrap_or_else(|e| panic!("{e}"));
-        let b = t.create(|_| Flag::default()).unwrap_or_else(|e| panic!("{e}"));
+        let a = t
+            .create(|_| Flag::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let b = t
+            .create(|_| Flag::default())
+            .unwrap_or_else(|e| panic!("{e}"));
         let held = b.hold();
         for _ in 0..200 {
             if t.get(a.id()).is_none() {

@@ -126,7 +126,7 @@ impl McpHttpClientBuilder {
     /// Starts the client and initializes the MCP session.
     pub async fn connect(self) -> Result<McpHttpClient, McpHttpError> {
         let uri = parse_url(&self.url)?;
-        let http = http_client(&self.tls)?;
+        let http = http_client(self.tls)?;
         let (in_tx, in_rx) = mpsc::channel(16);
         let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(16);
         let shared = Arc::new(Shared {

@@ -121,7 +121,7 @@ impl McpHttpServer {
     }
 
     /// How long [`serve`] keeps a connection with no request under way (default 90 s, as
-    /// [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout)):
+    /// [`HttpServer::idle_connection_timeout`](rpcwire_http::HttpServer::idle_connection_timeout)):
     /// one that sends nothing after connecting, an idle keep-alive connection, or an HTTP/2
     /// connection with no stream under way (shut down with GOAWAY; an open event stream
     /// counts as a stream). The same timer bounds a request's head (hyper's header read
@@ -328,10 +328,7 @@ impl McpService {
     /// A client that sends on the session's GET stream (server-initiated notifications and
     /// requests; their answers come back by POST), if the session exists.
     pub fn session_client(&self, id: &str) -> Option<Client> {
-        self.inner
-            .sessions
-            .get(id)
-            .map(|s| s.hub.client().clone())
+        self.inner.sessions.get(id).map(|s| s.hub.client().clone())
     }
 }
 
@@ -870,7 +867,9 @@ impl Inner {
             }
         }
         let _active = session.as_ref().map(Session::hold);
-        let session_key = session.as_ref().map_or(String::new(), |s| s.id().to_owned());
+        let session_key = session
+            .as_ref()
+            .map_or(String::new(), |s| s.id().to_owned());
 
         let mut call = Call {
             id: None,
@@ -1003,7 +1002,9 @@ impl Inner {
         };
         let (max_body, timeout) = (self.endpoint.max_body(), self.endpoint.timeout());
         let mut post = PostExchange::start(builder, body, max_body, timeout).await;
-        let session_key = session.as_ref().map_or(String::new(), |s| s.id().to_owned());
+        let session_key = session
+            .as_ref()
+            .map_or(String::new(), |s| s.id().to_owned());
         let running = id.map(|id| (session_key.clone(), id));
         if let (Some(key), Some(input)) = (&running, post.input()) {
             let cancelled = Arc::new(Notify::new());
