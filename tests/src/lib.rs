@@ -1,5 +1,10 @@
 //! Helpers shared by rpcwire's integration suites (in `tests/`).
 
+#[cfg(feature = "raw-http")]
+pub mod raw_http;
+#[cfg(feature = "tls")]
+pub mod tls;
+
 use rpcwire::wire::RxBuffer;
 use rpcwire::Input;
 use rpcwire::{Connection, Instant, Output};
