@@ -14,10 +14,11 @@
 //!   response fed through a channel), [`sse_event`]; the response [`Body`].
 //! - A POST answered as an event stream: [`PostExchange`] runs the body through a core
 //!   connection of its own and yields each message its handlers send, the answer last.
-//! - Resumable POST streams: [`ResumableStream`] (a bounded buffer of one stream's events,
-//!   resumed after the `Last-Event-ID` a client sends), [`ParkedStreams`] (those whose
-//!   clients went away, bounded), event ids [`stream_event`], [`priming_event`],
-//!   [`parse_event_id`].
+//! - Resumable POST streams: [`StreamRelay`] (a POST's events sent to its client and kept;
+//!   parked when the client goes away, the work going on), [`ResumableStream`] (a bounded
+//!   buffer of one stream's events, resumed after the `Last-Event-ID` a client sends),
+//!   [`ParkedStreams`] (those whose clients went away, bounded), event ids [`stream_event`],
+//!   [`priming_event`], [`parse_event_id`].
 //! - The GET event stream with resumption: [`EventHub`], bounded by [`StreamLimits`].
 //! - Sessions (or any state a client comes back to by id): [`SessionTable`], bounded in
 //!   number, with idle expiry and ids no one can guess.
@@ -73,7 +74,8 @@ pub use crate::endpoint::Endpoint;
 pub use crate::exchange::{ExchangeEvent, PostExchange};
 pub use crate::pipe::{drained, send_body, ChannelReader, FrameWriter, OnceReader};
 pub use crate::resume::{
-    parse_event_id, priming_event, stream_event, ParkedStreams, ResumableStream, DEFAULT_MAX_PARKED,
+    parse_event_id, priming_event, stream_event, ParkedStreams, ResumableStream, StreamRelay,
+    DEFAULT_MAX_PARKED,
 };
 pub use crate::server::{
     accepted_media, after_body, event_stream, json, read_post_body, refuse, serve_hyper,

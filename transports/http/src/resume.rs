@@ -238,6 +238,129 @@ impl<K: Eq + Hash> ParkedStreams<K> {
     }
 }
 
+/// A POST answered as a resumable event stream: [`start`](StreamRelay::start) sends the
+/// priming event, then each message [`send`](StreamRelay::send) gets goes to the client while
+/// it is there and into the stream's buffer. When the client goes away (seen by
+/// [`unless_gone`](StreamRelay::unless_gone), or a failed send) or the profile sends it away
+/// to poll ([`close`](StreamRelay::close)), the stream is parked under its key, so that the
+/// client finds it again with `Last-Event-ID`, and the work goes on. The buffer is finished
+/// when the relay is dropped.
+///
+/// A `false` from [`send`](StreamRelay::send), [`close`](StreamRelay::close) or
+/// [`park`](StreamRelay::park) means nobody could resume the stream (no room to park it, or
+/// it was parked and outgrew its buffer): give the work up.
+pub struct StreamRelay<'a, K: Eq + Hash + Clone = u64> {
+    number: u64,
+    key: K,
+    parking: &'a ParkedStreams<K>,
+    stream: Arc<ResumableStream>,
+    live: Option<mpsc::Sender<Bytes>>,
+    parked: bool,
+    seq: u64,
+    limits: StreamLimits,
+}
+
+impl<K: Eq + Hash + Clone> std::fmt::Debug for StreamRelay<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamRelay")
+            .field("number", &self.number)
+            .field("live", &self.live.is_some())
+            .field("parked", &self.parked)
+            .field("seq", &self.seq)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, K: Eq + Hash + Clone> StreamRelay<'a, K> {
+    /// Starts stream `number` (its event ids are `p<number>-<seq>`) towards the client's
+    /// `tx`: sends the priming event with `limits.retry`. `key` is where it is parked in
+    /// `parking` if the client goes away.
+    pub async fn start(
+        number: u64,
+        key: K,
+        parking: &'a ParkedStreams<K>,
+        tx: mpsc::Sender<Bytes>,
+        limits: StreamLimits,
+    ) -> Self {
+        let retry = u64::try_from(limits.retry.as_millis()).unwrap_or(u64::MAX);
+        let live = tx
+            .send(priming_event(number, retry))
+            .await
+            .ok()
+            .map(|()| tx);
+        StreamRelay {
+            number,
+            key,
+            parking,
+            stream: ResumableStream::new(),
+            live,
+            parked: false,
+            seq: 0,
+            limits,
+        }
+    }
+
+    /// Sends the next message (kept, and sent while the client is there); false when the work
+    /// should be given up (see the type's docs).
+    pub async fn send(&mut self, message: &[u8]) -> bool {
+        self.seq += 1;
+        let event = stream_event(self.number, self.seq, message);
+        let whole = self.stream.push(event.clone(), &self.limits).1;
+        if let Some(t) = &self.live {
+            if t.send(event).await.is_err() {
+                self.live = None;
+            }
+        }
+        if self.live.is_none() && !self.parked && !self.park() {
+            return false;
+        }
+        // Parked and past its buffer: a resuming client would miss events.
+        !(self.parked && !whole)
+    }
+
+    /// Ends the client's stream now (it comes back with `Last-Event-ID`: SSE polling); false
+    /// when the work should be given up.
+    pub fn close(&mut self) -> bool {
+        self.live = None;
+        self.parked || self.park()
+    }
+
+    /// Parks the stream for resumption (the client went away); false when there is no room.
+    pub fn park(&mut self) -> bool {
+        self.live = None;
+        if !self.parked {
+            self.parked = self.parking.keep(self.key.clone(), &self.stream);
+        }
+        self.parked
+    }
+
+    /// `work`'s output, or `None` when the client went away first (then [`park`](Self::park)
+    /// and, when it is parked, go on with the work). With no client, just `work`.
+    pub async fn unless_gone<F: std::future::Future>(&mut self, work: F) -> Option<F::Output> {
+        match &self.live {
+            Some(t) => tokio::select! {
+                out = work => Some(out),
+                () = t.closed() => {
+                    self.live = None;
+                    None
+                }
+            },
+            None => Some(work.await),
+        }
+    }
+
+    /// Whether the client is still reading the stream.
+    pub fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+}
+
+impl<K: Eq + Hash + Clone> Drop for StreamRelay<'_, K> {
+    fn drop(&mut self) {
+        self.stream.finish();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -298,6 +421,35 @@ mod tests {
         assert!(!Arc::clone(&stream).resume(0, tx).await);
         let (tx, _rx) = mpsc::channel(8);
         assert!(stream.resume(1, tx).await);
+    }
+
+    #[tokio::test]
+    async fn a_relay_parks_its_stream_when_the_client_goes_and_a_resumer_gets_the_rest() {
+        let parking = ParkedStreams::new(1);
+        let (tx, mut rx) = mpsc::channel(8);
+        let mut relay = StreamRelay::start(4, 4, &parking, tx, limits(8, 1 << 20)).await;
+        assert_eq!(rx.recv().await, Some(priming_event(4, 1000)));
+        assert!(relay.send(b"{\"n\":1}").await);
+        assert_eq!(rx.recv().await, Some(stream_event(4, 1, b"{\"n\":1}")));
+        drop(rx);
+        let gone = relay.unless_gone(std::future::pending::<()>()).await;
+        assert!(gone.is_none() && !relay.is_live());
+        assert!(relay.park(), "room for one");
+        assert!(relay.send(b"{\"n\":2}").await, "the work goes on");
+        drop(relay);
+        let parked = parking.get(&4).unwrap_or_else(ResumableStream::new);
+        assert!(parked.is_finished(), "finished when the relay went");
+        let (tx, mut rx) = mpsc::channel(8);
+        assert!(parked.resume(1, tx).await);
+        assert_eq!(rx.recv().await, Some(stream_event(4, 2, b"{\"n\":2}")));
+        assert_eq!(rx.recv().await, None);
+
+        // No room to park a second stream: the work is given up.
+        let (tx, rx) = mpsc::channel(8);
+        let mut other = StreamRelay::start(5, 5, &parking, tx, limits(8, 1 << 20)).await;
+        drop(rx);
+        assert!(!other.send(b"{}").await);
+        assert!(!other.close());
     }
 
     #[test]

@@ -24,10 +24,10 @@ use rpcwire::wire::{parse, Framing, Id, Message, ParseLimits, Parsed, RawJson};
 use rpcwire::ErrorCode;
 use rpcwire_http::profile::{
     accepted_media, after_body, clean_prefix, drained, event_stream, json, parse_event_id,
-    priming_event, read_post_body, refuse, send_body, serve_hyper, serve_hyper_connection,
-    sse_event, status, stream_event, Body, Endpoint, EventHub, ExchangeEvent, FrameWriter,
-    HandlesIncoming, OnceReader, ParkedStreams, PostExchange, ResumableStream, SessionHold,
-    SessionLimits, SessionState, SessionTable,
+    read_post_body, refuse, send_body, serve_hyper, serve_hyper_connection, sse_event, status,
+    Body, Endpoint, EventHub, ExchangeEvent, FrameWriter, HandlesIncoming, OnceReader,
+    ParkedStreams, PostExchange, SessionHold, SessionLimits, SessionState, SessionTable,
+    StreamRelay,
 };
 use rpcwire_http::{ConnectionError, HostPolicy, Protocol, ResponseFuture};
 use rpcwire_tokio::{Builder, Client};
@@ -1140,74 +1140,35 @@ impl Inner {
     ) {
         let _keep = keep;
         let id = session.next_stream.fetch_add(1, Ordering::Relaxed) + 1;
-        let stream = ResumableStream::new();
         let limits = self.endpoint.streams();
-        let retry = u64::try_from(limits.retry.as_millis()).unwrap_or(u64::MAX);
-        let mut live = tx.send(priming_event(id, retry)).await.ok().map(|()| tx);
-        let mut detached = false;
-        let mut seq = 0;
+        let mut relay = StreamRelay::start(id, id, &session.detached, tx, limits).await;
+        // Each `return` drops the relay (its buffer is finished) and the exchange (with no
+        // client that could resume, the request is cancelled).
         loop {
-            let (message, last) = match next {
-                Next::Message(m) => (Some(m), false),
+            match next {
+                Next::Message(m) => {
+                    if !relay.send(&m).await {
+                        return;
+                    }
+                }
                 Next::Answer(answer) => {
                     if init {
                         self.note_answer(&session, &answer);
                     }
-                    (Some(answer), true)
-                }
-                Next::Close => {
-                    live = None;
-                    (None, false)
-                }
-                Next::End | Next::TimedOut => {
-                    stream.finish();
+                    relay.send(&answer).await;
                     return;
                 }
-            };
-            let mut whole = true;
-            if let Some(message) = message {
-                seq += 1;
-                let event = stream_event(id, seq, &message);
-                whole = stream.push(event.clone(), &limits).1;
-                if let Some(t) = &live {
-                    if t.send(event).await.is_err() {
-                        live = None;
-                    }
-                }
-            }
-            if live.is_none() && !detached {
-                if !session.detached.keep(id, &stream) {
-                    stream.finish();
-                    return; // too many detached streams: the request is cancelled
-                }
-                detached = true;
-            }
-            if last {
-                stream.finish();
-                return;
-            }
-            if detached && !whole {
-                stream.finish();
-                return; // a resuming client would miss events: cancelled
-            }
-            let got = match &live {
-                Some(t) => tokio::select! {
-                    n = exchange.next() => Some(n),
-                    () = t.closed() => None,
-                },
-                None => Some(exchange.next().await),
-            };
-            next = match got {
-                Some(n) => n,
-                None => {
-                    live = None;
-                    if !session.detached.keep(id, &stream) {
-                        stream.finish();
+                Next::Close => {
+                    if !relay.close() {
                         return;
                     }
-                    detached = true;
-                    exchange.next().await
                 }
+                Next::End | Next::TimedOut => return,
+            }
+            next = match relay.unless_gone(exchange.next()).await {
+                Some(n) => n,
+                None if relay.park() => exchange.next().await,
+                None => return,
             };
         }
     }
