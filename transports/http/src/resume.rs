@@ -314,8 +314,8 @@ impl<'a, K: Eq + Hash + Clone> StreamRelay<'a, K> {
         if self.live.is_none() && !self.parked && !self.park() {
             return false;
         }
-        // Parked and past its buffer: a resuming client would miss events.
-        !(self.parked && !whole)
+        // Parked and past its buffer, a resuming client would miss events.
+        whole || !self.parked
     }
 
     /// Ends the client's stream now (it comes back with `Last-Event-ID`: SSE polling); false
