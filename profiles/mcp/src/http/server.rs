@@ -23,11 +23,10 @@ use http::{Method, Request, Response, StatusCode};
 use rpcwire::wire::{parse, Framing, Id, Message, ParseLimits, Parsed, RawJson};
 use rpcwire::ErrorCode;
 use rpcwire_http::profile::{
-    accepted_media, after_body, clean_prefix, drained, event_stream, json, parse_event_id,
-    read_post_body, refuse, send_body, serve_hyper, serve_hyper_connection, sse_event, status,
-    Body, Endpoint, EventHub, ExchangeEvent, FrameWriter, HandlesIncoming, OnceReader,
-    ParkedStreams, PostExchange, SessionHold, SessionLimits, SessionState, SessionTable,
-    StreamRelay,
+    after_body, clean_prefix, drained, event_stream, json, parse_event_id, read_post_body, refuse,
+    send_body, serve_hyper, serve_hyper_connection, sse_event, status, AcceptedMedia, Body,
+    Endpoint, EventHub, ExchangeEvent, FrameWriter, HandlesIncoming, OnceReader, ParkedStreams,
+    PostExchange, SessionHold, SessionLimits, SessionState, SessionTable, StreamRelay,
 };
 use rpcwire_http::{ConnectionError, HostPolicy, Protocol, ResponseFuture};
 use rpcwire_tokio::{Builder, Client};
@@ -415,11 +414,7 @@ fn rpc_error_to(
 /// What the client's `Accept` allows: (JSON, event stream). No header means JSON; `*/*` means
 /// both (an MCP client that takes anything takes an event stream too).
 fn accepts(headers: &HeaderMap) -> (bool, bool) {
-    let values = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok());
-    match accepted_media(values) {
+    match AcceptedMedia::of(headers) {
         None => (true, false),
         Some(m) => (m.json || m.any, m.sse || m.any),
     }
