@@ -1,6 +1,11 @@
 //! Helpers shared by rpcwire's integration suites (in `tests/`).
 
+#[cfg(feature = "tls")]
 pub mod pki;
+#[cfg(feature = "raw-http")]
+pub mod raw_http;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 use rpcwire::wire::RxBuffer;
 use rpcwire::Input;

@@ -205,7 +205,7 @@ pub fn tools(server: McpServer) -> McpServer {
             |ctx: ToolContext, _: Value| async move {
                 // The transport closes this request's stream; the answer reaches the client
                 // when it reconnects with Last-Event-ID.
-                let _ = ctx.peer().notify(rpcwire_http::mcp::CLOSE_STREAM, json!({})).await;
+                let _ = ctx.peer().notify(rpcwire_mcp::http::CLOSE_STREAM, json!({})).await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 Ok::<_, ToolError>("Reconnection test completed")
             },

@@ -175,8 +175,8 @@ fn http_options() -> Option<HttpOptions> {
 }
 
 async fn serve_http(server: McpServer, opts: HttpOptions) {
-    use rpcwire_http::mcp::{McpHttpServer, Mode};
-    use rpcwire_http::HostPolicy;
+    use rpcwire_mcp::http::HostPolicy;
+    use rpcwire_mcp::http::{McpHttpServer, Mode};
     let router = fixtures::methods(fixtures::tools(server).strict_handshake(false).router());
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".into(), "[::1]".into()];
     hosts.extend(opts.hosts);
@@ -206,7 +206,7 @@ async fn serve_http(server: McpServer, opts: HttpOptions) {
         .map_or_else(|_| opts.addr.clone(), |a| a.to_string());
     // Tests and scripts read this line to learn the port (with --http 127.0.0.1:0).
     eprintln!("mcp-server: listening on http://{addr}/mcp");
-    rpcwire_http::mcp::serve(listener, config.build()).await;
+    rpcwire_mcp::http::serve(listener, config.build()).await;
 }
 
 #[tokio::main]

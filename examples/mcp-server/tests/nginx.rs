@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::HttpServer;
-use rpcwire_http::mcp::{McpHttpClient, Mode};
+use rpcwire_mcp::http::{McpHttpClient, Mode};
 use rpcwire_tests::nginx::{self, Nginx};
 
 /// The `http { }` block: session MCP routed on the session id's prefix, stateless MCP

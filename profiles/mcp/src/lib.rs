@@ -21,6 +21,9 @@
 //!
 //! With feature `tokio`, the `tokio` module gives an async server (a tool is an
 //! async fn with typed arguments) that builds into an `rpcwire_tokio::Router`, and a client.
+//! With feature `http`, the `http` module serves it over MCP Streamable HTTP (sessions and
+//! stateless) and gives the matching client (`https://` with feature `tls`), built from
+//! `rpcwire-http`'s building blocks.
 //!
 //! ## A firmware's loop
 //!
@@ -98,6 +101,9 @@ mod writer;
 
 #[cfg(feature = "tokio")]
 pub mod tokio;
+
+#[cfg(feature = "http")]
+pub mod http;
 
 pub use handshake::{Handshake, Phase, Refusal};
 pub use log::LogLevel;

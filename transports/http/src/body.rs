@@ -9,7 +9,8 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use tokio::sync::mpsc;
 
-/// The body of a response from [`RpcService`](crate::RpcService): `http_body::Body` with
+/// The body of a response from [`RpcService`](crate::RpcService) (and from the servers
+/// profiles build on this crate): `http_body::Body` with
 /// `Bytes` chunks and no error, so it fits hyper and axum as it is.
 #[derive(Debug)]
 pub struct Body {
@@ -38,8 +39,9 @@ impl Body {
         }
     }
 
-    /// Chunks as they arrive on `rx`; the body ends when every sender is gone.
-    pub(crate) fn stream(rx: mpsc::Receiver<Bytes>) -> Self {
+    /// Chunks as they arrive on `rx`; the body ends when every sender is gone (an event
+    /// stream fed by a task: [`event_stream`](crate::profile::event_stream)).
+    pub fn stream(rx: mpsc::Receiver<Bytes>) -> Self {
         Body {
             kind: Kind::Stream(rx),
         }

@@ -452,8 +452,8 @@ impl Shared {
     }
 }
 
-/// Whether an answer is a Server-Sent Events stream.
-pub(crate) fn is_event_stream<B>(response: &http::Response<B>) -> bool {
+/// Whether an answer is a Server-Sent Events stream (`text/event-stream`).
+pub fn is_event_stream<B>(response: &http::Response<B>) -> bool {
     response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -463,7 +463,7 @@ pub(crate) fn is_event_stream<B>(response: &http::Response<B>) -> bool {
 
 /// An HTTP failure as (status, the first KiB of its body, trimmed), for the error the
 /// client's calls then fail with.
-pub(crate) async fn failure(
+pub async fn failure(
     status: StatusCode,
     response: http::Response<hyper::body::Incoming>,
 ) -> (u16, String) {

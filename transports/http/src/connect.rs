@@ -27,7 +27,7 @@ pub enum UrlError {
 
 /// `url` as a URI: an absolute `http://` URL with a host, or `https://` with the `tls`
 /// feature.
-pub(crate) fn parse_url(url: &str) -> Result<Uri, UrlError> {
+pub fn parse_url(url: &str) -> Result<Uri, UrlError> {
     let uri: Uri = url.parse().map_err(|_| UrlError::NotHttp(url.to_owned()))?;
     if uri.authority().is_none() {
         return Err(UrlError::NotHttp(url.to_owned()));
@@ -40,16 +40,16 @@ pub(crate) fn parse_url(url: &str) -> Result<Uri, UrlError> {
     }
 }
 
-/// The connector of the clients' hyper client.
+/// The connector of the clients' hyper client (TCP, and TLS for `https://`).
 #[cfg(feature = "tls")]
-pub(crate) type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
-/// The connector of the clients' hyper client.
+pub type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+/// The connector of the clients' hyper client (TCP: this build has no `tls` feature).
 #[cfg(not(feature = "tls"))]
-pub(crate) type Connector = HttpConnector;
+pub type Connector = HttpConnector;
 
 /// A pooling hyper client: keep-alive, HTTP/1.1 (and HTTP/2 when TLS negotiates it), Nagle
 /// off so that small calls go out at once.
-pub(crate) type HyperClient = hyper_util::client::legacy::Client<Connector, Full<Bytes>>;
+pub type HyperClient = hyper_util::client::legacy::Client<Connector, Full<Bytes>>;
 
 /// TLS settings a client is built with (the `tls` feature).
 #[cfg(feature = "tls")]
@@ -66,6 +66,42 @@ pub(crate) fn no_tls() -> Tls {
     return None;
     #[cfg(not(feature = "tls"))]
     Tls
+}
+
+/// The TLS settings of a client a profile builds ([`http_client`]): opaque, so that a
+/// profile's code is the same with and without the `tls` feature. The default is
+/// `tls::default_tls` for `https://` URLs (with the feature; without it, `https://` is
+/// refused).
+#[derive(Debug, Clone)]
+pub struct ClientTls(Tls);
+
+impl Default for ClientTls {
+    fn default() -> Self {
+        ClientTls(no_tls())
+    }
+}
+
+impl ClientTls {
+    /// These rustls settings for `https://` URLs (feature `tls`).
+    #[cfg(feature = "tls")]
+    pub fn with_config(config: Arc<rustls::ClientConfig>) -> Self {
+        ClientTls(Some(config))
+    }
+}
+
+/// Why a client's TLS settings are not usable (never, without the `tls` feature).
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// rustls refused the settings (the default roots included).
+    #[cfg(feature = "tls")]
+    #[error(transparent)]
+    Rustls(#[from] rustls::Error),
+}
+
+/// A pooling hyper client for a profile's client (as the crate's clients use): keep-alive,
+/// HTTP/1.1 (and HTTP/2 when TLS negotiates it), Nagle off, `https://` with `tls`.
+pub fn http_client(tls: ClientTls) -> Result<HyperClient, TlsError> {
+    hyper_client::<TlsError>(tls.0)
 }
 
 /// The clients' hyper client, with `tls` for `https://` URLs (`None`: [`default_tls`]); `E`
@@ -143,7 +179,7 @@ pub fn tls_with_roots(roots: rustls::RootCertStore) -> Result<rustls::ClientConf
 
 /// `error` and its sources, joined with `": "`: hyper's client error says only "client error
 /// (Connect)", and what went wrong (refused, a certificate not trusted) is in its sources.
-pub(crate) fn error_chain(error: &(dyn StdError + 'static)) -> String {
+pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

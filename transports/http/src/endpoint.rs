@@ -1,8 +1,9 @@
-//! What the crate's two servers (JSON-RPC over HTTP and MCP Streamable HTTP) are set up with
-//! alike: accepted hosts, request size and time, the event streams' buffers, and what
-//! [`serve`](crate::serve) holds open. The defaults and the bounds each setter applies live
-//! here once, so that the two servers cannot drift apart; the public builders keep the
-//! setters (with docs that name their own defaults) and hand the values over.
+//! What every HTTP server built on this crate is set up with alike (the JSON-RPC server here,
+//! a profile's server such as MCP Streamable HTTP): accepted hosts, request size and time, the
+//! event streams' buffers, and what a serve loop holds open. The defaults and the bounds each
+//! setter applies live here once, so that the servers cannot drift apart; their public
+//! builders keep the setters (with docs that name their own defaults) and hand the values
+//! over.
 
 use std::time::Duration;
 
@@ -12,9 +13,25 @@ use crate::server::{DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY};
 use crate::stream::StreamLimits;
 use crate::HostPolicy;
 
-/// The settings both servers share, bounds applied.
+/// The settings every server shares, bounds applied, and the `Host` / `Origin` check
+/// ([`refusal`](Endpoint::refusal)).
+///
+/// ```
+/// use rpcwire_http::profile::Endpoint;
+/// use rpcwire_http::HostPolicy;
+/// use std::time::Duration;
+///
+/// let mut endpoint = Endpoint::new(Duration::from_secs(30), 64);
+/// endpoint.set_max_body(0); // bounded: at least 1024
+/// assert_eq!(endpoint.max_body(), 1024);
+/// let evil = http::Request::builder().uri("/a2a").header("host", "evil.example").body(())?;
+/// assert_eq!(endpoint.refusal(&evil), Some("host not allowed\n"));
+/// endpoint.set_hosts(HostPolicy::Any);
+/// assert_eq!(endpoint.refusal(&evil), None);
+/// # Ok::<(), http::Error>(())
+/// ```
 #[derive(Debug, Clone)]
-pub(crate) struct Endpoint {
+pub struct Endpoint {
     /// Which `Host` and `Origin` values are accepted.
     pub(crate) hosts: HostPolicy,
     /// The largest request body, in bytes.
@@ -30,8 +47,10 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
-    /// The defaults, with a server's own request time limit and resumption buffer length.
-    pub(crate) fn new(timeout: Duration, buffered_events: usize) -> Self {
+    /// The defaults (loopback hosts, 4 MiB bodies, a 1 MiB resumption buffer, keep-alive
+    /// comments every 15 s, `retry:` 1 s, 10 000 connections, 90 s idle), with a server's own
+    /// request time limit and resumption buffer length.
+    pub fn new(timeout: Duration, buffered_events: usize) -> Self {
         Endpoint {
             hosts: HostPolicy::loopback(),
             max_body: DEFAULT_MAX_BODY,
@@ -47,36 +66,86 @@ impl Endpoint {
         }
     }
 
-    /// At least 1024 bytes: a smaller limit would refuse every real request.
-    pub(crate) fn set_max_body(&mut self, bytes: usize) {
+    /// Which `Host` and `Origin` values are accepted (others get 403).
+    pub fn set_hosts(&mut self, hosts: HostPolicy) {
+        self.hosts = hosts;
+    }
+
+    /// The longest one request may take.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// The reconnection time event-stream clients are told (`retry:`).
+    pub fn set_retry(&mut self, after: Duration) {
+        self.streams.retry = after;
+    }
+
+    /// Which `Host` and `Origin` values are accepted.
+    pub fn hosts(&self) -> &HostPolicy {
+        &self.hosts
+    }
+
+    /// The largest request body, in bytes.
+    pub fn max_body(&self) -> usize {
+        self.max_body
+    }
+
+    /// The longest one request may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The event streams' resumption buffer, keep-alive and `retry:`.
+    pub fn streams(&self) -> StreamLimits {
+        self.streams
+    }
+
+    /// The most connections a serve loop holds at once.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+    }
+
+    /// How long a serve loop keeps a connection with no request under way.
+    pub fn idle_connection(&self) -> Duration {
+        self.idle_connection
+    }
+
+    /// The largest request body: at least 1024 bytes (a smaller limit would refuse every real
+    /// request).
+    pub fn set_max_body(&mut self, bytes: usize) {
         self.max_body = bytes.max(1024);
     }
 
-    /// At least one event is kept (a stream with none could never resume).
-    pub(crate) fn set_stream_buffer(&mut self, events: usize, bytes: usize) {
+    /// The resumption buffers' length in events (at least one: a stream with none could never
+    /// resume) and in bytes.
+    pub fn set_stream_buffer(&mut self, events: usize, bytes: usize) {
         self.streams.events = events.max(1);
         self.streams.bytes = bytes;
     }
 
-    /// At least 10 ms between keep-alive comments (a zero interval would spin).
-    pub(crate) fn set_keep_alive(&mut self, every: Duration) {
+    /// The keep-alive comment interval of idle event streams: at least 10 ms (a zero interval
+    /// would spin).
+    pub fn set_keep_alive(&mut self, every: Duration) {
         self.streams.keep_alive = every.max(Duration::from_millis(10));
     }
 
-    /// At least one connection (none would accept nothing, for ever).
-    pub(crate) fn set_max_connections(&mut self, limit: usize) {
+    /// The most connections a serve loop holds at once: at least one (none would accept
+    /// nothing, for ever).
+    pub fn set_max_connections(&mut self, limit: usize) {
         self.max_connections = limit.max(1);
     }
 
-    /// At least 1 ms (a zero timer would close every connection before its first request).
-    pub(crate) fn set_idle_connection(&mut self, idle: Duration) {
+    /// How long a connection with no request under way is kept: at least 1 ms (a zero timer
+    /// would close every connection before its first request).
+    pub fn set_idle_connection(&mut self, idle: Duration) {
         self.idle_connection = idle.max(Duration::from_millis(1));
     }
 
     /// Why `req` is refused with 403 (DNS-rebinding protection), if it is: its `Host` (or, in
     /// HTTP/2, its authority) is not an accepted host, or its `Origin`, when sent, is not an
     /// `http` or `https` origin on one.
-    pub(crate) fn refusal<B>(&self, req: &Request<B>) -> Option<&'static str> {
+    pub fn refusal<B>(&self, req: &Request<B>) -> Option<&'static str> {
         let host = req
             .headers()
             .get(header::HOST)

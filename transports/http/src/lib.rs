@@ -24,6 +24,10 @@
 //!   upgrade on the same port and path ([`HttpServer::upgrade`]).
 //! - TLS (feature `tls`, module `tls`): the clients take `https://` and `wss://` URLs; a
 //!   server serves connections you accept yourself (a TLS stream) with [`serve_connection`].
+//! - Building blocks for profiles ([`profile`]): a POST answered as an event stream, resumable
+//!   streams, the event hub, a bounded session table, the `Host` / `Origin` check, the serve
+//!   plumbing. The crate knows no profile: MCP Streamable HTTP lives in `rpcwire-mcp`
+//!   (feature `http`), built from these.
 //!
 //! ```
 //! use rpcwire_http::{HttpClient, HttpServer};
@@ -47,12 +51,14 @@ mod body;
 mod client;
 mod connect;
 mod endpoint;
+mod exchange;
 mod fast;
 mod h2_idle;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 mod pipe;
+pub mod profile;
+mod resume;
 mod server;
+mod sessions;
 mod stream;
 #[cfg(feature = "ws")]
 pub mod ws;
@@ -69,7 +75,7 @@ pub use server::{
 
 /// TLS for the clients' `https://` URLs (feature `tls`): rustls with the `ring` provider.
 ///
-/// Every client ([`HttpClient`], the MCP client) takes an `https://` URL and, optionally, a
+/// Every client ([`HttpClient`], a profile's client such as MCP's) takes an `https://` URL and, optionally, a
 /// [`rustls::ClientConfig`] (`tls_config` on its builder); without one it trusts Mozilla's
 /// root certificates ([`default_tls`](crate::tls::default_tls)). The server side has no TLS of its own: terminate TLS
 /// in front of it (nginx, a cloud load balancer) or mount the service in a TLS-serving axum.

@@ -4,6 +4,10 @@
 //! bodies and its output is cut back into messages. Both directions use `Content-Length`
 //! framing, so a body may hold any JSON text (pretty-printed, with newlines) and every message
 //! the driver writes comes out whole. The framing rules are the core's (`RxBuffer`).
+//!
+//! A profile runs a connection over these with `Builder::run_inline` (or `run`), its framing
+//! set to `Framing::ContentLength`: input from [`OnceReader`] (one body) or [`ChannelReader`]
+//! (bodies handed over with [`send_body`]), output through [`FrameWriter`].
 
 use std::collections::VecDeque;
 use std::io;
@@ -19,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::PollSender;
 
 /// The `Content-Length` header that frames `body` for the driver.
-pub(crate) fn frame_header(len: usize) -> Bytes {
+fn frame_header(len: usize) -> Bytes {
     let mut header = [0u8; MAX_HEADER_LEN];
     Bytes::copy_from_slice(content_length_header(len, &mut header))
 }
@@ -35,14 +39,16 @@ pub(crate) fn read_from(from: &mut Bytes, buf: &mut ReadBuf<'_>) -> bool {
 /// Reads one framed body, then end of stream once `until` fires or its sender is dropped:
 /// the driver answers what it read and ends. Until then the peer counts as present, so
 /// handlers can still send it messages (progress) before their answer.
-pub(crate) struct OnceReader {
+#[derive(Debug)]
+pub struct OnceReader {
     header: Bytes,
     body: Bytes,
     until: Option<oneshot::Receiver<()>>,
 }
 
 impl OnceReader {
-    pub(crate) fn new(body: Bytes, until: Option<oneshot::Receiver<()>>) -> Self {
+    /// Reads `body`, then waits for `until` (none: ends at once) before the end of stream.
+    pub fn new(body: Bytes, until: Option<oneshot::Receiver<()>>) -> Self {
         OnceReader {
             header: frame_header(body.len()),
             body,
@@ -76,13 +82,15 @@ impl AsyncRead for OnceReader {
 
 /// Reads framed bodies from a channel, for a long-lived driver (a server's stream hub, a
 /// client's session); end of stream when every sender is gone.
-pub(crate) struct ChannelReader {
+#[derive(Debug)]
+pub struct ChannelReader {
     rx: mpsc::Receiver<Bytes>,
     current: Bytes,
 }
 
 impl ChannelReader {
-    pub(crate) fn new(rx: mpsc::Receiver<Bytes>) -> Self {
+    /// Reads the bodies [`send_body`] puts on `rx`'s channel.
+    pub fn new(rx: mpsc::Receiver<Bytes>) -> Self {
         ChannelReader {
             rx,
             current: Bytes::new(),
@@ -93,14 +101,14 @@ impl ChannelReader {
 /// Runs a connection whose messages have nobody to read them (a POST of notifications: it
 /// has no way back) to its end, dropping what it writes, so that its handlers run to their
 /// end even when they send messages on the way.
-pub(crate) async fn drained<D: Future>(driver: D, mut written: mpsc::Receiver<Bytes>) {
+pub async fn drained<D: Future>(driver: D, mut written: mpsc::Receiver<Bytes>) {
     let drain = async { while written.recv().await.is_some() {} };
     let _ = tokio::join!(driver, drain);
 }
 
 /// Sends one body into a [`ChannelReader`] (header and body as two chunks, kept in order by
-/// the single channel).
-pub(crate) async fn send_body(tx: &mpsc::Sender<Bytes>, body: Bytes) -> bool {
+/// the single channel); false when the reader is gone.
+pub async fn send_body(tx: &mpsc::Sender<Bytes>, body: Bytes) -> bool {
     match tx.reserve_many(2).await {
         Ok(mut permits) => {
             if let Some(p) = permits.next() {
@@ -136,15 +144,24 @@ impl AsyncRead for ChannelReader {
 /// Cuts what the driver writes back into messages and sends each one on a bounded channel: a
 /// reader that does not keep up (a slow HTTP client) makes the driver wait, never the memory
 /// grow. End of the writer (shutdown or drop) closes the channel.
-pub(crate) struct FrameWriter {
+pub struct FrameWriter {
     rx: RxBuffer<Vec<u8>>,
     ready: VecDeque<Bytes>,
     tx: PollSender<Bytes>,
 }
 
+impl std::fmt::Debug for FrameWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameWriter")
+            .field("ready", &self.ready.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl FrameWriter {
-    /// `max_frame`: the driver's own limit (it never writes a larger message).
-    pub(crate) fn new(tx: mpsc::Sender<Bytes>, max_frame: usize) -> Self {
+    /// Sends each message the driver writes on `tx`; `max_frame`: the driver's own limit (it
+    /// never writes a larger message).
+    pub fn new(tx: mpsc::Sender<Bytes>, max_frame: usize) -> Self {
         FrameWriter {
             rx: RxBuffer::with_storage(Vec::new(), Framing::ContentLength, max_frame),
             ready: VecDeque::new(),

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::body::Body;
 use crate::endpoint::Endpoint;
 use crate::pipe::{drained, FrameWriter, OnceReader};
-use crate::stream::{Hub, VecSink};
+use crate::stream::{EventHub, VecSink};
 use rpcwire::wire::classify::{classify_parsed, is_batch_text, is_response, BodyKind};
 use rpcwire::wire::{parse, ParseLimits};
 
@@ -301,7 +301,7 @@ impl HttpServer {
             .max_batch_len(self.max_batch)
             // A request's connection ends with its answer: memory back at once, no timer.
             .idle_release(Duration::ZERO);
-        let hub = Hub::start(
+        let hub = EventHub::start(
             Builder::new(),
             self.endpoint.max_body,
             self.endpoint.streams,
@@ -356,7 +356,7 @@ pub(crate) struct Inner {
     pub(crate) check_body: Option<BodyCheck>,
     /// See [`HttpServer::fast_path`].
     pub(crate) fast_path: bool,
-    hub: Arc<Hub>,
+    hub: Arc<EventHub>,
     /// Ticks a few times per request timeout.
     clock: watch::Receiver<()>,
 }
@@ -422,14 +422,14 @@ where
 }
 
 /// A response with a status, no body.
-pub(crate) fn status(code: StatusCode) -> Response<Body> {
+pub fn status(code: StatusCode) -> Response<Body> {
     let mut r = Response::new(Body::empty());
     *r.status_mut() = code;
     r
 }
 
 /// A response with a status and a short plain-text reason.
-pub(crate) fn refuse(code: StatusCode, why: &'static str) -> Response<Body> {
+pub fn refuse(code: StatusCode, why: &'static str) -> Response<Body> {
     let mut r = Response::new(Body::full(Bytes::from_static(why.as_bytes())));
     *r.status_mut() = code;
     r.headers_mut().insert(
@@ -439,7 +439,8 @@ pub(crate) fn refuse(code: StatusCode, why: &'static str) -> Response<Body> {
     r
 }
 
-pub(crate) fn json(body: Bytes) -> Response<Body> {
+/// A 200 response with this JSON body (`application/json`).
+pub fn json(body: Bytes) -> Response<Body> {
     let mut r = Response::new(Body::full(body));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -448,7 +449,10 @@ pub(crate) fn json(body: Bytes) -> Response<Body> {
     r
 }
 
-pub(crate) fn event_stream(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
+/// A 200 `text/event-stream` response whose body is the chunks sent on `rx`'s channel
+/// (encoded events: [`sse_event`], [`stream_event`](crate::profile::stream_event)), uncached
+/// and unbuffered by proxies; it ends when every sender is gone.
+pub fn event_stream(rx: mpsc::Receiver<Bytes>) -> Response<Body> {
     let mut r = Response::new(Body::stream(rx));
     let h = r.headers_mut();
     h.insert(
@@ -480,19 +484,31 @@ pub(crate) fn accepts_values<'a>(values: impl Iterator<Item = &'a str>) -> (bool
 }
 
 /// The media ranges an `Accept` header names, of those an answer can be.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct AcceptedMedia {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptedMedia {
     /// `application/json` or `application/*`.
-    pub(crate) json: bool,
+    pub json: bool,
     /// `text/event-stream` or `text/*`.
-    pub(crate) sse: bool,
+    pub sse: bool,
     /// `*/*`.
-    pub(crate) any: bool,
+    pub any: bool,
+}
+
+impl AcceptedMedia {
+    /// What a request's `Accept` headers name ([`accepted_media`] of their text values).
+    pub fn of(headers: &HeaderMap) -> Option<Self> {
+        accepted_media(
+            headers
+                .get_all(header::ACCEPT)
+                .iter()
+                .filter_map(|v| v.to_str().ok()),
+        )
+    }
 }
 
 /// What the `Accept` values name (ranges with `q=0` are refused ones, not counted); `None`
 /// when there is no `Accept` value at all.
-pub(crate) fn accepted_media<'a>(values: impl Iterator<Item = &'a str>) -> Option<AcceptedMedia> {
+pub fn accepted_media<'a>(values: impl Iterator<Item = &'a str>) -> Option<AcceptedMedia> {
     let mut media = AcceptedMedia {
         json: false,
         sse: false,
@@ -535,7 +551,7 @@ fn is_json_content_type(headers: &HeaderMap) -> bool {
 /// The refusal a POST gets from its head alone, before its body is read: 415 without a JSON
 /// body, 406 when the client accepts no answer this server gives (`answerable` false), 413
 /// when the declared length is over `max_body`. `None` when the head passes. The JSON-RPC
-/// and the MCP servers check the same, in this order.
+/// server and the profiles' servers ([`read_post_body`]) check the same, in this order.
 pub(crate) fn refuse_post_head(
     headers: &HeaderMap,
     answerable: bool,
@@ -566,6 +582,28 @@ pub(crate) fn refuse_post_head(
 
 /// What reading a body through `Limited` fails with.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A POST's body read for a profile's server: the head checked as every POST's is
+/// (`Content-Type` JSON or 415, `answerable` or 406: the client accepts an answer the server
+/// can give, a declared length within `max_body` or 413), then the body read within
+/// `max_body` (413) and `timeout` (408, with `connection: close`). `Err` is the refusal to
+/// send, given once a refused body has been read past, so that a keep-alive connection
+/// carries the next request.
+pub async fn read_post_body<B>(
+    parts: http::request::Parts,
+    body: B,
+    answerable: bool,
+    max_body: usize,
+    timeout: Duration,
+) -> Result<(http::request::Parts, Bytes), Box<Response<Body>>>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let in_time = |read| async move { tokio::time::timeout(timeout, read).await.map_err(|_| ()) };
+    post_body(parts, body, answerable, max_body, timeout, in_time).await
+}
 
 /// A POST's body, once its head has passed the checks every POST passes
 /// ([`refuse_post_head`]; `answerable`: the client accepts an answer this server can give),
@@ -918,7 +956,7 @@ impl Inner {
 /// unread, and a client that has already sent its next request on it sees that request
 /// dropped unanswered. A body too large or too slow to read is left alone, and an
 /// HTTP/1 answer then says `connection: close`.
-pub(crate) async fn after_body<B>(
+pub async fn after_body<B>(
     req: Request<B>,
     max_body: usize,
     timeout: Duration,
@@ -1120,14 +1158,15 @@ impl Exchange {
     }
 }
 
-pub(crate) fn sse_event(message: &[u8]) -> Bytes {
+/// One `message` event carrying `message`, with no id, encoded.
+pub fn sse_event(message: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(message.len() + 24);
     let data = std::str::from_utf8(message).unwrap_or("");
     rpcwire::wire::sse::write_event(&mut VecSink(&mut out), Some("message"), None, data);
     Bytes::from(out)
 }
 
-/// The default of [`HttpServer::idle_connection_timeout`] (and of the MCP server's).
+/// The default of [`HttpServer::idle_connection_timeout`] (and of [`profile::Endpoint`](crate::profile::Endpoint)).
 pub const DEFAULT_IDLE_CONNECTION: Duration = Duration::from_secs(90);
 
 /// The first bytes of an HTTP/2 connection with prior knowledge.
@@ -1243,8 +1282,11 @@ pub(crate) fn http2_builder() -> hyper::server::conn::http2::Builder<hyper_util:
     builder
 }
 
-/// A server's tower service as hyper calls it: both servers answer with a [`ResponseFuture`].
-pub(crate) trait HandlesIncoming: Clone + Send + Sync + 'static {
+/// A server's service as hyper calls it: every server of the crate, and a profile's, answers
+/// with a [`ResponseFuture`]. Implement it to run a service with
+/// [`serve_hyper`](crate::profile::serve_hyper) and
+/// [`serve_hyper_connection`](crate::profile::serve_hyper_connection).
+pub trait HandlesIncoming: Clone + Send + Sync + 'static {
     /// Answers one request.
     fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture;
 }
@@ -1385,6 +1427,55 @@ where
                 .await
         }
     }
+}
+
+/// Serves `service` on every connection accepted on `listener` (HTTP/1.1 with keep-alive and
+/// upgrades, and HTTP/2 with prior knowledge, told from the first bytes), all through hyper,
+/// at most `max_connections` at once (more wait in the listen backlog), until the future is
+/// dropped. A connection with no request under way (on HTTP/2: no stream; an open event
+/// stream counts as one) is closed after `idle`, which also bounds a request's head.
+pub async fn serve_hyper<S: HandlesIncoming>(
+    listener: tokio::net::TcpListener,
+    service: S,
+    max_connections: usize,
+    idle: Duration,
+) {
+    accept_loop(
+        listener,
+        max_connections.max(1),
+        move |stream, peer, permit| {
+            let service = service.clone();
+            tokio::spawn(async move {
+                let protocol = match is_h2(&stream, idle).await {
+                    None => return,
+                    Some(true) => Protocol::Http2,
+                    Some(false) => Protocol::Http1,
+                };
+                if let Err(e) = serve_hyper_connection(stream, service, protocol, idle).await {
+                    tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
+                }
+                drop(permit);
+            });
+        },
+    )
+    .await;
+}
+
+/// Serves `service` through hyper on one connection accepted by your own code (a TLS stream,
+/// with [`Protocol::from_alpn`]), until it ends; `idle` as in
+/// [`serve_hyper`](crate::profile::serve_hyper). See [`serve_connection`] for the accept loop
+/// around it.
+pub async fn serve_hyper_connection<I, S>(
+    io: I,
+    service: S,
+    protocol: Protocol,
+    idle: Duration,
+) -> Result<(), ConnectionError>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: HandlesIncoming,
+{
+    Ok(run_hyper(io, protocol, idle, hyper_service(service)).await?)
 }
 
 /// Serves one connection [`serve`] accepted, holding its connection slot while it lives.

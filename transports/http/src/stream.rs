@@ -1,5 +1,6 @@
-//! The server's event stream: a `rpcwire-tokio` connection whose output goes to every open GET
-//! stream (Server-Sent Events) and whose input is the responses clients POST back.
+//! A server's event stream: a `rpcwire-tokio` connection whose output goes to every open GET
+//! stream (Server-Sent Events) and whose input is the responses clients POST back. The
+//! JSON-RPC server has one; a profile may keep one per session.
 //!
 //! Each message the stream's connection writes becomes one event with an id
 //! `<epoch>-<sequence>`; the last events are kept in a buffer bounded in count and bytes, so a
@@ -20,8 +21,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::pipe::{send_body, ChannelReader, FrameWriter};
 
-/// A `Vec<u8>` as a core encoder sink.
-pub(crate) struct VecSink<'a>(pub(crate) &'a mut Vec<u8>);
+/// A `Vec<u8>` as a core encoder sink (for `rpcwire::wire::sse`'s writers).
+#[derive(Debug)]
+pub struct VecSink<'a>(pub &'a mut Vec<u8>);
 
 impl Sink for VecSink<'_> {
     fn put(&mut self, bytes: &[u8]) {
@@ -29,13 +31,20 @@ impl Sink for VecSink<'_> {
     }
 }
 
-/// Limits of the stream's event buffer.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct StreamLimits {
-    pub(crate) events: usize,
-    pub(crate) bytes: usize,
-    pub(crate) keep_alive: Duration,
-    pub(crate) retry: Duration,
+/// Limits and timings of an event stream: its resumption buffer, bounded in events and in
+/// bytes (the oldest go first; the newest is always kept), its keep-alive comments, and the
+/// reconnection time clients are told. [`Endpoint`](crate::profile::Endpoint)'s setters
+/// apply the bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// The most events held for resumption.
+    pub events: usize,
+    /// The most bytes held for resumption.
+    pub bytes: usize,
+    /// The interval of keep-alive comments on an idle GET stream.
+    pub keep_alive: Duration,
+    /// The reconnection time sent as `retry:`.
+    pub retry: Duration,
 }
 
 struct Ring {
@@ -46,8 +55,11 @@ struct Ring {
     next: u64,
 }
 
-/// The server side of the GET streams.
-pub(crate) struct Hub {
+/// The server side of the GET streams: a connection whose messages (sent through its
+/// [`client`](EventHub::client)) are numbered, kept in a bounded buffer and sent to every
+/// open GET stream; a GET with `Last-Event-ID` resumes after the event it names. POSTed
+/// responses to its calls go back to it with [`deliver`](EventHub::deliver).
+pub struct EventHub {
     epoch: String,
     ring: Mutex<Ring>,
     /// The sequence of the last event pushed: GET streams wait on it.
@@ -60,9 +72,19 @@ pub(crate) struct Hub {
     limits: StreamLimits,
 }
 
-impl Hub {
-    /// Starts the stream's connection (on the current tokio runtime).
-    pub(crate) fn start(builder: Builder, max_frame: usize, limits: StreamLimits) -> Arc<Hub> {
+impl std::fmt::Debug for EventHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventHub")
+            .field("epoch", &self.epoch)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EventHub {
+    /// Starts the stream's connection with `builder`'s settings and router (its framing set
+    /// to the pipes' own; frames of at most `max_frame` bytes), on the current tokio runtime.
+    pub fn start(builder: Builder, max_frame: usize, limits: StreamLimits) -> Arc<EventHub> {
         let (in_tx, in_rx) = mpsc::channel(16);
         let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(16);
         let session = builder.framing(Framing::ContentLength).run(
@@ -74,7 +96,7 @@ impl Hub {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
-        let hub = Arc::new(Hub {
+        let hub = Arc::new(EventHub {
             epoch: format!("{epoch:x}"),
             ring: Mutex::new(Ring {
                 events: VecDeque::new(),
@@ -98,7 +120,8 @@ impl Hub {
         hub
     }
 
-    pub(crate) fn client(&self) -> &Client {
+    /// The client whose notifications and calls go out on the stream.
+    pub fn client(&self) -> &Client {
         &self.client
     }
 
@@ -124,18 +147,18 @@ impl Hub {
     }
 
     /// Hands a body of responses to the stream's connection (which matches them to its calls).
-    pub(crate) async fn deliver(&self, body: Bytes) -> bool {
+    pub async fn deliver(&self, body: Bytes) -> bool {
         send_body(&self.inbound, body).await
     }
 
     /// Ends every open GET stream; clients that reconnect with `Last-Event-ID` resume.
-    pub(crate) fn end_streams(&self) {
+    pub fn end_streams(&self) {
         self.ends.send_modify(|n| *n += 1);
     }
 
     /// Where a GET stream starts: after the event `last_event_id` names when it is one of
     /// ours, from the oldest event held when it is another stream's, else with the next event.
-    pub(crate) fn start_after(&self, last_event_id: Option<&str>) -> u64 {
+    pub fn start_after(&self, last_event_id: Option<&str>) -> u64 {
         let (oldest, next) = match self.ring.lock() {
             Ok(ring) => (ring.events.front().map_or(ring.next, |e| e.0), ring.next),
             Err(_) => return 0,
@@ -173,7 +196,7 @@ impl Hub {
     /// Serves one GET stream into `tx` until the client goes away or falls behind the buffer.
     /// `cursor`: what [`start_after`](Self::start_after) said when the request came (taken
     /// then, so that no event published meanwhile is missed).
-    pub(crate) async fn serve_stream(self: Arc<Self>, mut cursor: u64, tx: mpsc::Sender<Bytes>) {
+    pub async fn serve_stream(self: Arc<Self>, mut cursor: u64, tx: mpsc::Sender<Bytes>) {
         let mut changes = self.last.subscribe();
         let mut ends = self.ends.subscribe();
         let mut head = Vec::new();

@@ -1,4 +1,4 @@
-//! MCP Streamable HTTP (feature `mcp`): an [`McpServer`](rpcwire_mcp::tokio::McpServer) (or
+//! MCP Streamable HTTP (feature `http`): an [`McpServer`](crate::tokio::McpServer) (or
 //! any MCP [`Router`](rpcwire_tokio::Router)) served at one HTTP endpoint, in the two shapes
 //! in use:
 //!
@@ -22,12 +22,16 @@
 //! requests, POSTed separately, are routed back to the connection that asked. `Host` and
 //! `Origin` are checked (DNS-rebinding protection; loopback names by default).
 //!
-//! The module lives in `rpcwire-http` (not in `rpcwire-mcp`) because it is built from this
-//! crate's internals (the body pipes, the event-stream hub with its resumption buffer, the
-//! response body), and so that `rpcwire-mcp` stays free of hyper for its no_std users.
+//! `https://` for the client is feature `tls`; a server serves TLS connections you accept
+//! yourself with [`serve_connection`].
+//!
+//! The module is built from `rpcwire-http`'s building blocks ([`rpcwire_http::profile`]: the
+//! POST exchange, the body pipes, the event hub and the resumable streams, the session table,
+//! the `Host` / `Origin` check, the serve loop), so the transport knows nothing of MCP; the
+//! feature is off by default, so that the crate stays free of hyper for its no_std users.
 //!
 //! ```
-//! use rpcwire_http::mcp::{McpHttpServer, McpHttpClient};
+//! use rpcwire_mcp::http::{McpHttpServer, McpHttpClient};
 //! use rpcwire_mcp::tokio::{McpServer, ToolContext, ToolError};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -41,7 +45,7 @@
 //! let service = McpHttpServer::new(tools).session_prefix("a").build();
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 //! let url = format!("http://{}/mcp", listener.local_addr()?);
-//! tokio::spawn(rpcwire_http::mcp::serve(listener, service));
+//! tokio::spawn(rpcwire_mcp::http::serve(listener, service));
 //!
 //! let client = McpHttpClient::connect(&url).await?;
 //! assert!(client.session_id().is_some_and(|id| id.starts_with("a-")));
@@ -50,10 +54,15 @@
 //! # Ok(()) }
 //! ```
 
+#![allow(clippy::indexing_slicing)] // std-only code: JSON values are indexed by key
+
 mod client;
-mod resume;
 mod server;
 mod stateless;
+
+/// The `Host` / `Origin` policy ([`McpHttpServer::hosts`]) and the protocol of a connection
+/// handed to [`serve_connection`], as `rpcwire-http` defines them.
+pub use rpcwire_http::{HostPolicy, Protocol};
 
 pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
 pub use server::{

@@ -3,6 +3,8 @@
 //! their values, and the errors a server answers when they are missing or disagree with the
 //! body.
 
+use std::prelude::rust_2021::*;
+
 use std::borrow::Cow;
 
 use base64::engine::general_purpose::STANDARD;
@@ -13,7 +15,7 @@ use rpcwire::ErrorCode;
 /// missing or malformed, or does not say what the body says. Answered with HTTP 400.
 pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
 /// `UnsupportedProtocolVersionError` (the profile's code), answered here with HTTP 400.
-pub use rpcwire_mcp::methods::UNSUPPORTED_PROTOCOL_VERSION;
+pub use crate::methods::UNSUPPORTED_PROTOCOL_VERSION;
 
 const SENTINEL_START: &str = "=?base64?";
 const SENTINEL_END: &str = "?=";

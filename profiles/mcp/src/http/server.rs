@@ -1,39 +1,42 @@
-//! The MCP Streamable HTTP server: sessions or stateless, over the crate's body pipes.
+//! The MCP Streamable HTTP server: sessions or stateless, built from `rpcwire-http`'s
+//! building blocks.
+
+// Named, not the std prelude's glob: its `panic` would be ambiguous in `tokio::select!`.
+use std::borrow::ToOwned;
+use std::boxed::Box;
+use std::string::{String, ToString};
+use std::vec::Vec;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use rpcwire::wire::{parse, Framing, Id, Message, ParseLimits, Parsed, RawJson};
 use rpcwire::ErrorCode;
-use rpcwire_mcp::methods::{META_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION};
-use rpcwire_mcp::tokio::{mcp_builder, McpServer};
-use rpcwire_mcp::{LogLevel, ProtocolVersion};
+use rpcwire_http::profile::{
+    after_body, clean_prefix, drained, event_stream, json, parse_event_id, read_post_body, refuse,
+    send_body, serve_hyper, serve_hyper_connection, sse_event, status, AcceptedMedia, Body,
+    Endpoint, EventHub, ExchangeEvent, FrameWriter, HandlesIncoming, OnceReader, ParkedStreams,
+    PostExchange, SessionHold, SessionLimits, SessionState, SessionTable, StreamRelay,
+};
+use rpcwire_http::{ConnectionError, HostPolicy, Protocol, ResponseFuture};
 use rpcwire_tokio::{Builder, Client};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
-use super::resume::{encode, parse_event_id, priming, Detached, PostStream};
 use super::stateless::{decode_value, HEADER_MISMATCH};
-use crate::body::Body;
-use crate::endpoint::Endpoint;
-use crate::pipe::{drained, send_body, ChannelReader, FrameWriter, OnceReader};
-use crate::server::Protocol;
-use crate::server::{
-    accepted_media, after_body, event_stream, json, post_body, refuse, sse_event, status,
-};
-use crate::stream::Hub;
-use crate::{HostPolicy, ResponseFuture};
-use rpcwire::wire::classify::is_response;
+use crate::methods::{META_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::tokio::{mcp_builder, McpServer};
+use crate::{LogLevel, ProtocolVersion};
 
 /// A notification a handler sends (`ctx.peer().notify(CLOSE_STREAM, ())`) to have its
 /// request's event stream closed now, in session mode: the request goes on, and the client
@@ -71,8 +74,7 @@ pub struct McpHttpServer {
     path: String,
     endpoint: Endpoint,
     prefix: String,
-    max_sessions: usize,
-    idle: Duration,
+    sessions: SessionLimits,
 }
 
 impl std::fmt::Debug for McpHttpServer {
@@ -80,10 +82,9 @@ impl std::fmt::Debug for McpHttpServer {
         f.debug_struct("McpHttpServer")
             .field("mode", &self.mode)
             .field("path", &self.path)
-            .field("hosts", &self.endpoint.hosts)
+            .field("hosts", self.endpoint.hosts())
             .field("prefix", &self.prefix)
-            .field("max_sessions", &self.max_sessions)
-            .field("idle", &self.idle)
+            .field("sessions", &self.sessions)
             .finish_non_exhaustive()
     }
 }
@@ -104,8 +105,10 @@ impl McpHttpServer {
             path: "/mcp".into(),
             endpoint: Endpoint::new(Duration::from_secs(300), 256),
             prefix: "mcp".into(),
-            max_sessions: 1024,
-            idle: Duration::from_secs(600),
+            sessions: SessionLimits {
+                max_sessions: 1024,
+                idle: Duration::from_secs(600),
+            },
         }
     }
 
@@ -117,7 +120,7 @@ impl McpHttpServer {
     }
 
     /// How long [`serve`] keeps a connection with no request under way (default 90 s, as
-    /// [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout)):
+    /// [`HttpServer::idle_connection_timeout`](rpcwire_http::HttpServer::idle_connection_timeout)):
     /// one that sends nothing after connecting, an idle keep-alive connection, or an HTTP/2
     /// connection with no stream under way (shut down with GOAWAY; an open event stream
     /// counts as a stream). The same timer bounds a request's head (hyper's header read
@@ -142,7 +145,7 @@ impl McpHttpServer {
 
     /// Which `Host` and `Origin` values are accepted (others get 403). Default: loopback.
     pub fn hosts(mut self, policy: HostPolicy) -> Self {
-        self.endpoint.hosts = policy;
+        self.endpoint.set_hosts(policy);
         self
     }
 
@@ -150,29 +153,20 @@ impl McpHttpServer {
     /// a load balancer can route each session to the server that holds it. Characters other
     /// than ASCII letters, digits, `.` and `_` are replaced with `_`. Default `mcp`.
     pub fn session_prefix(mut self, prefix: &str) -> Self {
-        self.prefix = prefix
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        self.prefix = clean_prefix(prefix);
         self
     }
 
     /// The most sessions held at once (default 1024, at least 1); an `initialize` beyond it
     /// gets 503 once idle sessions have been ended.
     pub fn max_sessions(mut self, n: usize) -> Self {
-        self.max_sessions = n.max(1);
+        self.sessions.max_sessions = n.max(1);
         self
     }
 
     /// How long a session with no request and no open stream lives (default 10 min).
     pub fn idle_timeout(mut self, idle: Duration) -> Self {
-        self.idle = idle.max(Duration::from_millis(10));
+        self.sessions.idle = idle.max(Duration::from_millis(10));
         self
     }
 
@@ -184,7 +178,7 @@ impl McpHttpServer {
 
     /// The longest one request may run (default 5 min); past it its stream ends (or 503).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.endpoint.timeout = timeout;
+        self.endpoint.set_timeout(timeout);
         self
     }
 
@@ -197,7 +191,7 @@ impl McpHttpServer {
     /// The reconnection time event-stream clients are told (`retry:`; default 1 s): how long
     /// they wait before resuming a closed stream.
     pub fn retry(mut self, after: Duration) -> Self {
-        self.endpoint.streams.retry = after;
+        self.endpoint.set_retry(after);
         self
     }
 
@@ -212,85 +206,56 @@ impl McpHttpServer {
         let builder = self
             .builder
             .framing(Framing::ContentLength)
-            .max_frame(self.endpoint.max_body)
+            .max_frame(self.endpoint.max_body())
             .idle_release(Duration::ZERO);
+        let sessions = SessionTable::new(&self.prefix, self.sessions);
+        sessions.start_sweeper();
         let inner = Arc::new(Inner {
             batch_builder: builder.clone().batches(true),
             builder,
             mode: self.mode,
             path: self.path,
             endpoint: self.endpoint,
-            prefix: self.prefix,
-            max_sessions: self.max_sessions,
-            idle: self.idle,
-            sessions: Mutex::new(HashMap::new()),
+            sessions,
             pending: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
         });
-        let weak = Arc::downgrade(&inner);
-        let every = (self.idle / 4).clamp(Duration::from_millis(5), Duration::from_secs(30));
-        tokio::spawn(sweep(weak, every));
         McpService { inner }
     }
 }
 
-/// Ends sessions idle past the timeout, until the service is gone.
-async fn sweep(inner: Weak<Inner>, every: Duration) {
-    loop {
-        tokio::time::sleep(every).await;
-        let Some(inner) = inner.upgrade() else { return };
-        inner.end_idle();
-    }
-}
-
-/// One session: its revision, its GET streams' hub, and what keeps it alive.
-struct Session {
-    id: String,
+/// What an MCP session keeps: its revision, its log level, its GET streams' hub, and its
+/// request streams whose clients went away.
+struct McpSession {
     version: Mutex<Option<ProtocolVersion>>,
     /// The level `logging/setLevel` set: log messages below it are not sent (each POST runs
     /// on a connection of its own, so the level is kept here, for the whole session).
     level: Mutex<Option<LogLevel>>,
-    hub: Arc<Hub>,
+    hub: Arc<EventHub>,
     /// Request streams whose clients went away, for resumption.
-    detached: Detached,
+    detached: ParkedStreams,
     /// Numbers the session's request streams.
     next_stream: AtomicU64,
-    last_seen: Mutex<Instant>,
-    /// Requests running and GET streams open.
-    active: AtomicUsize,
 }
 
-impl Session {
-    fn touch(&self) {
-        *self
-            .last_seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
-    }
-
+impl McpSession {
     fn version(&self) -> Option<ProtocolVersion> {
         *self.version.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
+impl SessionState for McpSession {
+    /// The session's GET streams end with it.
+    fn on_end(&self) {
+        self.hub.end_streams();
+    }
+}
+
+/// A session in the table.
+type Session = rpcwire_http::profile::Session<McpSession>;
 /// Holds a session active (a running request or an open GET stream).
-struct Active(Arc<Session>);
-
-impl Active {
-    fn new(session: &Arc<Session>) -> Self {
-        session.active.fetch_add(1, Ordering::SeqCst);
-        session.touch();
-        Active(Arc::clone(session))
-    }
-}
-
-impl Drop for Active {
-    fn drop(&mut self) {
-        self.0.touch();
-        self.0.active.fetch_sub(1, Ordering::SeqCst);
-    }
-}
+type Active = SessionHold<McpSession>;
 
 /// A request the server sent to the client from one POST's connection, waiting for its answer.
 struct Pending {
@@ -310,10 +275,9 @@ struct Inner {
     path: String,
     /// Hosts, body size and time limits, event streams, `serve`'s connections.
     endpoint: Endpoint,
-    prefix: String,
-    max_sessions: usize,
-    idle: Duration,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The sessions, bounded, ended when idle; their ids' prefix also starts the wire ids of
+    /// the server's requests.
+    sessions: SessionTable<McpSession>,
     /// Server-to-client requests by their wire id.
     pending: Mutex<HashMap<String, Pending>>,
     /// Running requests by (session, request id as JSON text), for
@@ -352,33 +316,18 @@ impl McpService {
 
     /// The number of sessions held.
     pub fn session_count(&self) -> usize {
-        self.inner
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.inner.sessions.len()
     }
 
     /// The ids of the sessions held.
     pub fn session_ids(&self) -> Vec<String> {
-        self.inner
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .keys()
-            .cloned()
-            .collect()
+        self.inner.sessions.ids()
     }
 
     /// A client that sends on the session's GET stream (server-initiated notifications and
     /// requests; their answers come back by POST), if the session exists.
     pub fn session_client(&self, id: &str) -> Option<Client> {
-        self.inner
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(id)
-            .map(|s| s.hub.client().clone())
+        self.inner.sessions.get(id).map(|s| s.hub.client().clone())
     }
 }
 
@@ -407,40 +356,26 @@ where
 /// dropped. A connection with no request under way (on HTTP/2: no stream) is closed after
 /// [`McpHttpServer::idle_connection_timeout`].
 pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
-    let limit = service.inner.endpoint.max_connections;
-    crate::server::accept_loop(listener, limit, move |stream, peer, permit| {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let idle = service.inner.endpoint.idle_connection;
-            let protocol = match crate::server::is_h2(&stream, idle).await {
-                None => return,
-                Some(true) => Protocol::Http2,
-                Some(false) => Protocol::Http1,
-            };
-            if let Err(e) = serve_connection(stream, service, protocol).await {
-                tracing::debug!(%peer, error = %e, "MCP HTTP connection ended with an error");
-            }
-            drop(permit);
-        });
-    })
-    .await;
+    let endpoint = &service.inner.endpoint;
+    let (limit, idle) = (endpoint.max_connections(), endpoint.idle_connection());
+    serve_hyper(listener, service, limit, idle).await;
 }
 
 /// Serves `service` on one connection accepted by your own code (a TLS stream, say), until it
-/// ends: see [`serve_connection`](crate::serve_connection), whose example this follows.
+/// ends: see [`rpcwire_http::serve_connection`], whose example this follows.
 pub async fn serve_connection<I>(
     io: I,
     service: McpService,
     protocol: Protocol,
-) -> Result<(), crate::ConnectionError>
+) -> Result<(), ConnectionError>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let idle = service.inner.endpoint.idle_connection;
-    Ok(crate::server::run_hyper(io, protocol, idle, crate::server::hyper_service(service)).await?)
+    let idle = service.inner.endpoint.idle_connection();
+    serve_hyper_connection(io, service, protocol, idle).await
 }
 
-impl crate::server::HandlesIncoming for McpService {
+impl HandlesIncoming for McpService {
     fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture {
         self.handle(req)
     }
@@ -479,11 +414,7 @@ fn rpc_error_to(
 /// What the client's `Accept` allows: (JSON, event stream). No header means JSON; `*/*` means
 /// both (an MCP client that takes anything takes an event stream too).
 fn accepts(headers: &HeaderMap) -> (bool, bool) {
-    let values = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok());
-    match accepted_media(values) {
+    match AcceptedMedia::of(headers) {
         None => (true, false),
         Some(m) => (m.json || m.any, m.sse || m.any),
     }
@@ -646,20 +577,14 @@ struct Call {
     init: bool,
 }
 
-type Driver = Pin<Box<dyn Future<Output = Result<(), rpcwire_tokio::DriverError>> + Send>>;
-
-/// One POST's connection: its driver, what it writes, its input (open until the answer).
+/// One POST's connection ([`PostExchange`]) with what MCP adds: its registrations, the
+/// session's log level, the stream-closing signal, the server's requests given wire ids.
 struct Exchange {
-    driver: Option<Driver>,
-    rx: mpsc::Receiver<Bytes>,
-    input: Option<mpsc::Sender<Bytes>>,
-    /// Fires when the client cancels the request (`notifications/cancelled`).
-    cancelled: Option<Arc<Notify>>,
+    post: PostExchange,
     registration: Option<Registration>,
     session: String,
     /// The session's log level (messages below it are dropped).
     level: Option<Arc<Session>>,
-    deadline: tokio::time::Instant,
 }
 
 enum Next {
@@ -676,48 +601,25 @@ enum Next {
 impl Exchange {
     async fn next(&mut self) -> Next {
         loop {
-            let driving = async {
-                match &mut self.driver {
-                    Some(d) => d.await,
-                    None => std::future::pending().await,
-                }
-            };
-            let cancelled = async {
-                match &self.cancelled {
-                    Some(c) => c.notified().await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                m = self.rx.recv() => return match m {
-                    Some(m) if is_response(&m) => {
-                        // Answered: the input ends, nothing waits for the client any more.
-                        self.input = None;
-                        self.registration = None;
-                        Next::Answer(m)
-                    }
-                    Some(m) if self.filtered(&m) => continue,
-                    Some(m) if is_close(&m) => Next::Close,
-                    Some(m) => Next::Message(self.outgoing(m)),
-                    None => Next::End,
-                },
-                r = driving => {
-                    if let Err(e) = r {
-                        tracing::debug!(error = %e, "an MCP request's connection failed");
-                    }
-                    self.driver = None;
-                }
-                () = cancelled => {
-                    // MCP leaves a cancelled request unanswered (the connection releases it
-                    // once its handler stops), so its input ends here: the connection, and
-                    // with it this exchange, ends when the handler has stopped.
-                    self.cancelled = None;
-                    self.input = None;
+            return match self.post.next().await {
+                ExchangeEvent::Answer(m) => {
+                    // Answered: nothing waits for the client any more.
                     self.registration = None;
+                    Next::Answer(m)
                 }
-                () = tokio::time::sleep_until(self.deadline) => return Next::TimedOut,
-            }
+                ExchangeEvent::Message(m) if self.filtered(&m) => continue,
+                ExchangeEvent::Message(m) if is_close(&m) => Next::Close,
+                ExchangeEvent::Message(m) => Next::Message(self.outgoing(m)),
+                ExchangeEvent::Cancelled => {
+                    // MCP leaves a cancelled request unanswered (the connection releases it
+                    // once its handler stops); its registrations, which hold the
+                    // connection's input, go now, so that the exchange ends with the handler.
+                    self.registration = None;
+                    continue;
+                }
+                ExchangeEvent::End => Next::End,
+                ExchangeEvent::TimedOut => Next::TimedOut,
+            };
         }
     }
 
@@ -746,7 +648,7 @@ impl Exchange {
     /// A request to the client gets a server-wide unique id, remembered with this
     /// connection's input so that the answer finds its way back.
     fn outgoing(&mut self, m: Bytes) -> Bytes {
-        let (Some(registration), Some(input)) = (&mut self.registration, &self.input) else {
+        let (Some(registration), Some(input)) = (&mut self.registration, self.post.input()) else {
             return m;
         };
         if !matches!(Posted::of(&m), Some(Posted::Request { .. })) {
@@ -758,7 +660,7 @@ impl Exchange {
         let inner = &registration.inner;
         let wire = format!(
             "{}-s{}",
-            inner.prefix,
+            inner.sessions.prefix(),
             inner.counter.fetch_add(1, Ordering::Relaxed)
         );
         let original = v["id"].take();
@@ -781,106 +683,17 @@ impl Exchange {
 }
 
 impl Inner {
-    /// A session id: the server's prefix and 128 bits from the operating system's secure
-    /// random source (the MCP specification asks for ids that are cryptographically secure);
-    /// `None` when the system gives no randomness.
-    fn new_session_id(&self) -> Option<String> {
-        use std::fmt::Write as _;
-        let mut bytes = [0u8; 16];
-        if let Err(e) = getrandom::fill(&mut bytes) {
-            tracing::error!(error = %e, "no randomness for an MCP session id");
-            return None;
-        }
-        let mut id = String::with_capacity(self.prefix.len() + 1 + 2 * bytes.len());
-        id.push_str(&self.prefix);
-        id.push('-');
-        for b in bytes {
-            // Writing into a String cannot fail.
-            let _ = write!(id, "{b:02x}");
-        }
-        Some(id)
-    }
-
-    fn end_idle(&self) {
-        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        sessions.retain(|_, s| {
-            let idle =
-                now.duration_since(*s.last_seen.lock().unwrap_or_else(PoisonError::into_inner));
-            let keep = s.active.load(Ordering::SeqCst) > 0 || idle < self.idle;
-            if !keep {
-                tracing::debug!(session = %s.id, "MCP session ended (idle)");
-                s.hub.end_streams();
-            }
-            keep
-        });
-    }
-
-    fn session(&self, id: &str) -> Option<Arc<Session>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(id)
-            .cloned()
-    }
-
-    fn remove_session(&self, id: &str) -> bool {
-        let removed = self
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(id);
-        match removed {
-            Some(s) => {
-                s.hub.end_streams();
-                true
-            }
-            None => false,
-        }
-    }
-
     /// A new session, or why there is none (the table is full of active sessions, or no id
     /// could be made).
-    fn create_session(&self) -> Result<Arc<Session>, &'static str> {
-        if self
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-            >= self.max_sessions
-        {
-            self.end_idle();
-        }
-        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        if sessions.len() >= self.max_sessions {
-            // Full of sessions still within their idle time: the oldest quiet one goes.
-            let oldest = sessions
-                .values()
-                .filter(|s| s.active.load(Ordering::SeqCst) == 0)
-                .min_by_key(|s| *s.last_seen.lock().unwrap_or_else(PoisonError::into_inner))
-                .map(|s| s.id.clone());
-            match oldest {
-                Some(id) => {
-                    if let Some(s) = sessions.remove(&id) {
-                        s.hub.end_streams();
-                    }
-                }
-                None => return Err("too many sessions"),
-            }
-        }
-        let id = self.new_session_id().ok_or("no session id could be made")?;
-        let session = Arc::new(Session {
-            id: id.clone(),
+    fn create_session(&self) -> Result<Arc<Session>, rpcwire_http::profile::SessionError> {
+        let (max_body, streams) = (self.endpoint.max_body(), self.endpoint.streams());
+        self.sessions.create(|_id| McpSession {
             version: Mutex::new(None),
             level: Mutex::new(None),
-            detached: Detached::default(),
+            detached: ParkedStreams::default(),
             next_stream: AtomicU64::new(0),
-            hub: Hub::start(mcp_builder(), self.endpoint.max_body, self.endpoint.streams),
-            last_seen: Mutex::new(Instant::now()),
-            active: AtomicUsize::new(0),
-        });
-        sessions.insert(id, Arc::clone(&session));
-        Ok(session)
+            hub: EventHub::start(mcp_builder(), max_body, streams),
+        })
     }
 
     async fn handle<B>(self: Arc<Self>, req: Request<B>) -> Response<Body>
@@ -891,11 +704,11 @@ impl Inner {
     {
         if req.uri().path() != self.path {
             let r = refuse(StatusCode::NOT_FOUND, "no MCP endpoint here\n");
-            return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
+            return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), r).await;
         }
         if let Some(why) = self.endpoint.refusal(&req) {
             let r = refuse(StatusCode::FORBIDDEN, why);
-            return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
+            return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), r).await;
         }
         // A revision header, when sent, must name a revision this server speaks. (Stateless
         // mode checks it with the POST's other headers against the body, in
@@ -907,7 +720,7 @@ impl Inner {
                     -32600,
                     "unsupported MCP-Protocol-Version",
                 );
-                return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
+                return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), r).await;
             }
         }
         let (parts, body) = req.into_parts();
@@ -930,8 +743,8 @@ impl Inner {
         // is read past, so that the connection carries the next request.
         after_body(
             Request::from_parts(parts, body),
-            self.endpoint.max_body,
-            self.endpoint.timeout,
+            self.endpoint.max_body(),
+            self.endpoint.timeout(),
             response,
         )
         .await
@@ -946,7 +759,7 @@ impl Inner {
                 "Bad Request: Mcp-Session-Id header is required",
             )));
         };
-        self.session(id).ok_or_else(|| {
+        self.sessions.get(id).ok_or_else(|| {
             Box::new(rpc_error(
                 StatusCode::NOT_FOUND,
                 -32001,
@@ -971,12 +784,12 @@ impl Inner {
         if let Some((stream_id, seq)) = last.and_then(parse_event_id) {
             // The rest of a request's stream (SSE polling, or a broken connection).
             let (tx, rx) = mpsc::channel(8);
-            if let Some(stream) = session.detached.get(stream_id) {
-                let active = Active::new(&session);
+            if let Some(stream) = session.detached.get(&stream_id) {
+                let active = session.hold();
                 tokio::spawn(async move {
                     let _active = active;
                     if stream.resume(seq, tx).await {
-                        session.detached.forget(stream_id);
+                        session.detached.forget(&stream_id);
                     }
                 });
             }
@@ -985,7 +798,7 @@ impl Inner {
         }
         let cursor = session.hub.start_after(last);
         let (tx, rx) = mpsc::channel(8);
-        let active = Active::new(&session);
+        let active = session.hold();
         let hub = Arc::clone(&session.hub);
         tokio::spawn(async move {
             let _active = active;
@@ -1001,7 +814,7 @@ impl Inner {
                 -32000,
                 "Bad Request: Mcp-Session-Id header is required",
             ),
-            Some(id) if self.remove_session(id) => status(StatusCode::OK),
+            Some(id) if self.sessions.remove(id) => status(StatusCode::OK),
             Some(_) => rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found"),
         }
     }
@@ -1013,17 +826,13 @@ impl Inner {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (json_ok, sse_ok) = accepts(&parts.headers);
-        let timeout = self.endpoint.timeout;
-        let in_time =
-            |read| async move { tokio::time::timeout(timeout, read).await.map_err(|_| ()) };
         let answerable = json_ok || sse_ok;
-        let (parts, body) = match post_body(
+        let (parts, body) = match read_post_body(
             parts,
             body,
             answerable,
-            self.endpoint.max_body,
-            timeout,
-            in_time,
+            self.endpoint.max_body(),
+            self.endpoint.timeout(),
         )
         .await
         {
@@ -1052,8 +861,10 @@ impl Inner {
                 }
             }
         }
-        let _active = session.as_ref().map(Active::new);
-        let session_key = session.as_ref().map_or(String::new(), |s| s.id.clone());
+        let _active = session.as_ref().map(Session::hold);
+        let session_key = session
+            .as_ref()
+            .map_or(String::new(), |s| s.id().to_owned());
 
         let mut call = Call {
             id: None,
@@ -1105,7 +916,7 @@ impl Inner {
                 let (tx, rx) = mpsc::channel::<Bytes>(8);
                 let (_client, driver) = self.builder.clone().run_inline(
                     OnceReader::new(body, None),
-                    FrameWriter::new(tx, self.endpoint.max_body),
+                    FrameWriter::new(tx, self.endpoint.max_body()),
                 );
                 tokio::spawn(drained(driver, rx));
                 status(StatusCode::ACCEPTED)
@@ -1122,7 +933,13 @@ impl Inner {
                 if is_initialize && self.mode == Mode::Sessions {
                     match self.create_session() {
                         Ok(s) => session = Some(s),
-                        Err(why) => return rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, why),
+                        Err(why) => {
+                            return rpc_error(
+                                StatusCode::SERVICE_UNAVAILABLE,
+                                -32000,
+                                &why.to_string(),
+                            )
+                        }
                     }
                     call.init = true;
                 }
@@ -1173,21 +990,18 @@ impl Inner {
             batch,
             init,
         } = call;
-        let (in_tx, in_rx) = mpsc::channel(8);
-        send_body(&in_tx, body).await;
-        let (out_tx, out_rx) = mpsc::channel(8);
         let builder = if batch {
             self.batch_builder.clone()
         } else {
             self.builder.clone()
         };
-        let (_client, driver) = builder.run_inline(
-            ChannelReader::new(in_rx),
-            FrameWriter::new(out_tx, self.endpoint.max_body),
-        );
-        let session_key = session.as_ref().map_or(String::new(), |s| s.id.clone());
+        let (max_body, timeout) = (self.endpoint.max_body(), self.endpoint.timeout());
+        let mut post = PostExchange::start(builder, body, max_body, timeout).await;
+        let session_key = session
+            .as_ref()
+            .map_or(String::new(), |s| s.id().to_owned());
         let running = id.map(|id| (session_key.clone(), id));
-        let cancelled = running.as_ref().map(|key| {
+        if let (Some(key), Some(input)) = (&running, post.input()) {
             let cancelled = Arc::new(Notify::new());
             self.running
                 .lock()
@@ -1195,17 +1009,14 @@ impl Inner {
                 .insert(
                     key.clone(),
                     Running {
-                        input: in_tx.clone(),
+                        input: input.clone(),
                         cancelled: Arc::clone(&cancelled),
                     },
                 );
-            cancelled
-        });
+            post.cancel_on(cancelled);
+        }
         let mut exchange = Exchange {
-            driver: Some(Box::pin(driver)),
-            rx: out_rx,
-            input: Some(in_tx),
-            cancelled,
+            post,
             registration: Some(Registration {
                 inner: Arc::clone(&self),
                 running,
@@ -1213,11 +1024,10 @@ impl Inner {
             }),
             session: session_key,
             level: session.clone(),
-            deadline: tokio::time::Instant::now() + self.endpoint.timeout,
         };
         let session_header = session
             .as_ref()
-            .and_then(|s| HeaderValue::from_str(&s.id).ok());
+            .and_then(|s| HeaderValue::from_str(s.id()).ok());
         let first = match exchange.next().await {
             Next::TimedOut => {
                 return refuse(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n");
@@ -1265,7 +1075,7 @@ impl Inner {
             }
         }
         let (tx, rx) = mpsc::channel(8);
-        let keep = session.as_ref().map(Active::new);
+        let keep = session.as_ref().map(Session::hold);
         match session {
             Some(session) => {
                 tokio::spawn(
@@ -1325,73 +1135,35 @@ impl Inner {
     ) {
         let _keep = keep;
         let id = session.next_stream.fetch_add(1, Ordering::Relaxed) + 1;
-        let stream = PostStream::new();
-        let retry = u64::try_from(self.endpoint.streams.retry.as_millis()).unwrap_or(u64::MAX);
-        let mut live = tx.send(priming(id, retry)).await.ok().map(|()| tx);
-        let mut detached = false;
-        let mut seq = 0;
+        let limits = self.endpoint.streams();
+        let mut relay = StreamRelay::start(id, id, &session.detached, tx, limits).await;
+        // Each `return` drops the relay (its buffer is finished) and the exchange (with no
+        // client that could resume, the request is cancelled).
         loop {
-            let (message, last) = match next {
-                Next::Message(m) => (Some(m), false),
+            match next {
+                Next::Message(m) => {
+                    if !relay.send(&m).await {
+                        return;
+                    }
+                }
                 Next::Answer(answer) => {
                     if init {
                         self.note_answer(&session, &answer);
                     }
-                    (Some(answer), true)
-                }
-                Next::Close => {
-                    live = None;
-                    (None, false)
-                }
-                Next::End | Next::TimedOut => {
-                    stream.finish();
+                    relay.send(&answer).await;
                     return;
                 }
-            };
-            let mut whole = true;
-            if let Some(message) = message {
-                seq += 1;
-                let event = encode(id, seq, &message);
-                whole = stream.push(event.clone(), &self.endpoint.streams).1;
-                if let Some(t) = &live {
-                    if t.send(event).await.is_err() {
-                        live = None;
-                    }
-                }
-            }
-            if live.is_none() && !detached {
-                if !session.detached.keep(id, &stream) {
-                    stream.finish();
-                    return; // too many detached streams: the request is cancelled
-                }
-                detached = true;
-            }
-            if last {
-                stream.finish();
-                return;
-            }
-            if detached && !whole {
-                stream.finish();
-                return; // a resuming client would miss events: cancelled
-            }
-            let got = match &live {
-                Some(t) => tokio::select! {
-                    n = exchange.next() => Some(n),
-                    () = t.closed() => None,
-                },
-                None => Some(exchange.next().await),
-            };
-            next = match got {
-                Some(n) => n,
-                None => {
-                    live = None;
-                    if !session.detached.keep(id, &stream) {
-                        stream.finish();
+                Next::Close => {
+                    if !relay.close() {
                         return;
                     }
-                    detached = true;
-                    exchange.next().await
                 }
+                Next::End | Next::TimedOut => return,
+            }
+            next = match relay.unless_gone(exchange.next()).await {
+                Some(n) => n,
+                None if relay.park() => exchange.next().await,
+                None => return,
             };
         }
     }
@@ -1412,7 +1184,7 @@ impl Inner {
                 true
             }
             None if v.get("error").is_some() => {
-                self.remove_session(&session.id);
+                self.sessions.remove(session.id());
                 false
             }
             None => true,

@@ -17,7 +17,7 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as Hyper;
 use hyper_util::rt::TokioExecutor;
 use rpcwire::wire::sse::{SseDecoder, SseItem};
-use rpcwire_http::mcp::{McpHttpClient, McpHttpServer, McpService, Mode};
+use rpcwire_mcp::http::{McpHttpClient, McpHttpServer, McpService, Mode};
 use rpcwire_mcp::tokio::{McpServer, ToolContext, ToolError};
 use serde_json::{json, Value};
 
@@ -87,7 +87,7 @@ fn tools(dropped: Arc<AtomicBool>) -> McpServer {
                 ctx.progress(1.0, None, None).await;
                 let _ = ctx
                     .peer()
-                    .notify(rpcwire_http::mcp::CLOSE_STREAM, json!({}))
+                    .notify(rpcwire_mcp::http::CLOSE_STREAM, json!({}))
                     .await;
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 ctx.progress(2.0, None, None).await;
@@ -142,7 +142,7 @@ async fn start(
         config(McpHttpServer::new(tools(Arc::clone(&dropped))).session_prefix("node1")).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(rpcwire_http::mcp::serve(listener, service.clone()));
+    tokio::spawn(rpcwire_mcp::http::serve(listener, service.clone()));
     (url, service, dropped)
 }
 
@@ -1050,7 +1050,7 @@ async fn the_rust_client_sends_its_headers_with_every_request() {
     ] {
         let refused = McpHttpClient::builder(&url).header(name, "x").unwrap_err();
         assert!(
-            matches!(&refused, rpcwire_http::mcp::McpHttpError::BadHeader(n) if n == name),
+            matches!(&refused, rpcwire_mcp::http::McpHttpError::BadHeader(n) if n == name),
             "{refused}"
         );
     }

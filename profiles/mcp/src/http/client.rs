@@ -1,6 +1,8 @@
 //! The MCP Streamable HTTP client: an [`McpClient`] whose messages go out as POSTs, with the
 //! session's headers (session mode) or the method headers (stateless mode).
 
+use std::prelude::rust_2021::*;
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -11,8 +13,11 @@ use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use rpcwire::wire::sse::{SseDecoder, SseItem};
 use rpcwire::wire::Framing;
-use rpcwire_mcp::methods::CANCELLED;
-use rpcwire_mcp::tokio::{ClientOptions, McpClient, McpError};
+use rpcwire_http::profile::{
+    error_chain, failure, http_client, is_event_stream, parse_url, send_body, ChannelReader,
+    ClientTls, FrameWriter, HyperClient, TlsError,
+};
+use rpcwire_http::{UrlError, HTTP_ERROR_CODE};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -22,9 +27,8 @@ use super::server::{
     STATELESS_VERSION,
 };
 use super::stateless::encode_value;
-use crate::connect::{error_chain, hyper_client, no_tls, parse_url, HyperClient, Tls, UrlError};
-use crate::pipe::{send_body, ChannelReader, FrameWriter};
-use crate::HTTP_ERROR_CODE;
+use crate::methods::CANCELLED;
+use crate::tokio::{ClientOptions, McpClient, McpError};
 
 /// An MCP HTTP client could not start or end.
 #[derive(Debug, thiserror::Error)]
@@ -36,9 +40,8 @@ pub enum McpHttpError {
     #[error("invalid header, or one the transport sets: {0}")]
     BadHeader(String),
     /// The TLS settings are not usable.
-    #[cfg(feature = "tls")]
     #[error("TLS settings: {0}")]
-    Tls(#[from] rustls::Error),
+    Tls(#[from] TlsError),
     /// The MCP exchange failed (initialize included).
     #[error(transparent)]
     Mcp(#[from] McpError),
@@ -56,7 +59,7 @@ pub struct McpHttpClientBuilder {
     timeout: Duration,
     max_body: usize,
     headers: HeaderMap,
-    tls: Tls,
+    tls: ClientTls,
 }
 
 impl McpHttpClientBuilder {
@@ -113,17 +116,17 @@ impl McpHttpClientBuilder {
     }
 
     /// The TLS settings for an `https://` URL (feature `tls`; default
-    /// [`default_tls`](crate::tls::default_tls): Mozilla's root certificates).
+    /// [`default_tls`](rpcwire_http::tls::default_tls): Mozilla's root certificates).
     #[cfg(feature = "tls")]
-    pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
-        self.tls = Some(config);
+    pub fn tls_config(mut self, config: Arc<rpcwire_http::tls::rustls::ClientConfig>) -> Self {
+        self.tls = ClientTls::with_config(config);
         self
     }
 
     /// Starts the client and initializes the MCP session.
     pub async fn connect(self) -> Result<McpHttpClient, McpHttpError> {
         let uri = parse_url(&self.url)?;
-        let http = hyper_client::<McpHttpError>(self.tls)?;
+        let http = http_client(self.tls)?;
         let (in_tx, in_rx) = mpsc::channel(16);
         let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(16);
         let shared = Arc::new(Shared {
@@ -264,7 +267,7 @@ impl McpHttpClient {
             timeout: Duration::from_secs(300),
             max_body: 4 << 20,
             headers: HeaderMap::new(),
-            tls: no_tls(),
+            tls: ClientTls::default(),
         }
     }
 
@@ -437,12 +440,12 @@ impl Shared {
                 *self.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(id.to_owned());
             }
         }
-        let sse = crate::client::is_event_stream(&response);
+        let sse = is_event_stream(&response);
         match status {
             StatusCode::ACCEPTED | StatusCode::NO_CONTENT => return Ok(()),
             StatusCode::OK => {}
             other => {
-                let (status, text) = crate::client::failure(other, response).await;
+                let (status, text) = failure(other, response).await;
                 // An error status whose body answers the request with a JSON-RPC error (the
                 // stateless revision's 400 and 404): the error is the answer.
                 if want.is_some_and(|id| is_answer_to(&text, id)) {
