@@ -414,7 +414,8 @@ impl AcpClient {
     }
 
     /// Starts a prompt turn (`session/prompt`); read its updates and its end with
-    /// [`PromptTurn::next`]. One turn at a time per session.
+    /// [`PromptTurn::next`]. One turn at a time per session: while one runs (until its end
+    /// is read or it is dropped), another fails with [`AcpError::TurnRunning`].
     pub async fn prompt(&self, request: PromptRequest) -> Result<PromptTurn, AcpError> {
         let session_id = request.session_id.clone();
         let capacity = self.options.acp.max_buffered_updates.max(1);
@@ -427,6 +428,9 @@ impl AcpClient {
                 .routes
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
+            if routes.contains_key(&session_id) {
+                return Err(AcpError::TurnRunning(session_id));
+            }
             routes.insert(
                 session_id.clone(),
                 Route {

@@ -21,6 +21,9 @@ pub enum AcpError {
     /// The peer did not advertise the capability this call needs (`fs.readTextFile`, ...).
     #[error("the client does not offer {0}")]
     NotOffered(&'static str),
+    /// A prompt turn of this session is still running (ACP runs one at a time per session).
+    #[error("a prompt turn is already running in session {0}")]
+    TurnRunning(agent_client_protocol_schema::v1::SessionId),
     /// The prompt turn's task ended without an answer (it was aborted).
     #[error("the prompt turn was abandoned")]
     Abandoned,
