@@ -3,6 +3,7 @@
 //! the client, `session/cancel` during the long task, `$/cancel_request` answered -32800.
 //! The SDKs come from `.ci/install/acp-interop.sh`; without them the tests print `SKIPPED:`
 //! (and fail under `CI=true`).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
 mod common;
 

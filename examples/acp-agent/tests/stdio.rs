@@ -1,6 +1,7 @@
 //! The example agent as a process, driven by hand over its stdin and stdout: nothing but
 //! JSON-RPC lines on stdout (logs, at trace level, all on stderr), and the disk used when the
 //! client offers no file system (a read counted, a write made after permission).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
 mod common;
 

@@ -68,6 +68,10 @@
 
 mod agent;
 mod client;
+// The README's examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
 mod error;
 mod options;
 mod turn;

@@ -2,6 +2,7 @@
 //! garbage lines, messages over the limit (at the edge), unknown methods, responses to ids
 //! never sent, the agent exiting mid-turn. Also: messages never hold a raw newline. Each side
 //! under test faces a raw peer writing lines by hand over an in-memory pipe.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
 use std::time::Duration;
 

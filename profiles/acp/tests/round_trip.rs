@@ -1,6 +1,7 @@
 //! rpcwire-acp's agent and client on one in-memory pipe: calls into the client from inside a
 //! turn as plain awaits, `session/cancel` (and a turn that ignores it), `$/cancel_request`
 //! when a turn is abandoned, `session/load` replay, one turn at a time per session.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

@@ -3,6 +3,7 @@
 //! permission request answered both ways, a file read served by the client, a cancel, and the
 //! agent exiting mid-turn. The SDK comes from `.ci/install/acp-interop.sh`; without it the
 //! tests print `SKIPPED:` (and fail under `CI=true`).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
