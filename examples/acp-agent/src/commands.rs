@@ -84,6 +84,27 @@ async fn progress(
     Ok(())
 }
 
+/// Ends a file tool call: completed with `(progress, answer)` texts, or failed with the error.
+async fn conclude(
+    session: &SessionHandle,
+    call: &str,
+    path: &str,
+    verb: &str,
+    outcome: Result<(String, String), String>,
+) -> Result<StopReason, RpcError> {
+    let (status, done, answer) = match outcome {
+        Ok((done, answer)) => (ToolCallStatus::Completed, done, answer),
+        Err(e) => (
+            ToolCallStatus::Failed,
+            format!("cannot {verb}: {e}"),
+            format!("cannot {verb} {path}: {e}"),
+        ),
+    };
+    progress(session, call, status, done).await?;
+    session.message(answer).await?;
+    Ok(StopReason::EndTurn)
+}
+
 /// `read PATH`.
 pub async fn read(
     session: &SessionHandle,
@@ -114,30 +135,14 @@ pub async fn read(
             .await
             .map_err(|e| e.to_string())
     };
-    match content {
-        Ok(content) => {
-            let lines = content.lines().count();
-            progress(
-                session,
-                &call,
-                ToolCallStatus::Completed,
-                format!("{lines} lines (read from {source})"),
-            )
-            .await?;
-            session.message(format!("{path} has {lines} lines")).await?;
-        }
-        Err(e) => {
-            progress(
-                session,
-                &call,
-                ToolCallStatus::Failed,
-                format!("cannot read: {e}"),
-            )
-            .await?;
-            session.message(format!("cannot read {path}: {e}")).await?;
-        }
-    }
-    Ok(StopReason::EndTurn)
+    let outcome = content.map(|content| {
+        let lines = content.lines().count();
+        (
+            format!("{lines} lines (read from {source})"),
+            format!("{path} has {lines} lines"),
+        )
+    });
+    conclude(session, &call, &path, "read", outcome).await
 }
 
 /// `write PATH TEXT`: asks first.
@@ -187,32 +192,14 @@ pub async fn write(
             .await
             .map_err(|e| e.to_string())
     };
-    match written {
-        Ok(()) => {
-            let target = if via_client { "the editor" } else { "disk" };
-            progress(
-                session,
-                &call,
-                ToolCallStatus::Completed,
-                format!("written to {target}"),
-            )
-            .await?;
-            session
-                .message(format!("wrote {} bytes to {path}", content.len()))
-                .await?;
-        }
-        Err(e) => {
-            progress(
-                session,
-                &call,
-                ToolCallStatus::Failed,
-                format!("cannot write: {e}"),
-            )
-            .await?;
-            session.message(format!("cannot write {path}: {e}")).await?;
-        }
-    }
-    Ok(StopReason::EndTurn)
+    let target = if via_client { "the editor" } else { "disk" };
+    let outcome = written.map(|()| {
+        (
+            format!("written to {target}"),
+            format!("wrote {} bytes to {path}", content.len()),
+        )
+    });
+    conclude(session, &call, &path, "write", outcome).await
 }
 
 /// `long N`: N steps of `step` each, a progress update per step, stopped by a cancellation.

@@ -453,6 +453,7 @@ impl AcpClient {
             hub: Arc::clone(&self.hub),
             updates: rx,
             call: Some(call),
+            answer: None,
             cancel,
             turn,
             done: false,
@@ -470,10 +471,7 @@ impl AcpClient {
     /// Ends the connection (closing the agent's stdin, after which an agent exits) and waits
     /// for the driver.
     pub async fn close(self) -> Result<(), AcpError> {
-        self.session
-            .close()
-            .await
-            .map_err(|e| AcpError::Call(rpcwire_tokio::CallError::Rpc(RpcError::internal(e))))
+        Ok(self.session.close().await?)
     }
 }
 
@@ -508,6 +506,8 @@ pub struct PromptTurn {
     hub: Arc<Hub>,
     updates: mpsc::Receiver<SessionUpdate>,
     call: Option<JoinHandle<Result<PromptResponse, AcpError>>>,
+    /// The answer, once it came, until the updates queued before it are read.
+    answer: Option<Result<PromptResponse, AcpError>>,
     cancel: CancellationToken,
     turn: u64,
     done: bool,
@@ -532,38 +532,34 @@ impl PromptTurn {
     /// [`TurnEvent::Stopped`] (or the error that ended the turn: the agent's JSON-RPC error,
     /// the agent's exit), then `None`.
     pub async fn next(&mut self) -> Option<Result<TurnEvent, AcpError>> {
-        if self.done {
-            return None;
+        loop {
+            if self.done {
+                return None;
+            }
+            // Updates first: the agent sends a turn's updates before its answer, and the
+            // connection hands them over in order, so whatever is queued precedes the answer.
+            if let Ok(update) = self.updates.try_recv() {
+                return Some(Ok(TurnEvent::Update(update)));
+            }
+            if let Some(answer) = self.answer.take() {
+                self.done = true;
+                self.unroute();
+                return Some(answer.map(TurnEvent::Stopped));
+            }
+            let Some(call) = self.call.as_mut() else {
+                self.done = true;
+                self.unroute();
+                return None;
+            };
+            tokio::select! {
+                biased;
+                Some(update) = self.updates.recv() => return Some(Ok(TurnEvent::Update(update))),
+                answer = call => {
+                    self.call = None;
+                    self.answer = Some(answer.unwrap_or(Err(AcpError::Abandoned)));
+                }
+            }
         }
-        let Some(call) = self.call.as_mut() else {
-            self.done = true;
-            return None;
-        };
-        // Updates first: the agent sends a turn's updates before its answer, and the
-        // connection delivers them in order, so whatever is queued precedes the answer.
-        if let Ok(update) = self.updates.try_recv() {
-            return Some(Ok(TurnEvent::Update(update)));
-        }
-        let answer = tokio::select! {
-            biased;
-            Some(update) = self.updates.recv() => return Some(Ok(TurnEvent::Update(update))),
-            answer = call => answer,
-        };
-        if let Ok(update) = self.updates.try_recv() {
-            // Answered meanwhile with updates still queued: keep the answer for later.
-            self.call = Some(tokio::spawn(std::future::ready(
-                answer.unwrap_or(Err(AcpError::Abandoned)),
-            )));
-            return Some(Ok(TurnEvent::Update(update)));
-        }
-        self.done = true;
-        self.call = None;
-        self.unroute();
-        Some(match answer {
-            Ok(Ok(stop)) => Ok(TurnEvent::Stopped(stop)),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(AcpError::Abandoned),
-        })
     }
 
     /// Reads the turn to its end, handing each update to `on_update`, and returns the answer.

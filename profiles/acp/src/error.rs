@@ -15,6 +15,9 @@ pub enum AcpError {
     /// The agent answered `initialize` with a protocol version this crate does not speak.
     #[error("the agent chose protocol version {0}, which this client does not speak")]
     UnsupportedVersion(u16),
+    /// The connection failed (an I/O error on the stream).
+    #[error(transparent)]
+    Driver(#[from] rpcwire_tokio::DriverError),
     /// The agent process could not be started.
     #[error("cannot start the agent: {0}")]
     Spawn(#[source] std::io::Error),

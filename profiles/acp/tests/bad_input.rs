@@ -265,3 +265,26 @@ async fn the_client_survives_bad_input_from_the_agent() {
     assert_eq!(texts, ["ok"]);
     assert!(end.is_closed(), "{end:?}");
 }
+
+#[tokio::test]
+async fn the_client_refuses_a_protocol_version_it_does_not_speak() {
+    let (client_io, raw_io) = tokio::io::duplex(1 << 16);
+    let mut agent = Raw::new(raw_io);
+    let connect = tokio::spawn(AcpClient::connect(
+        ClientOptions::default(),
+        ClientHandlers::new(),
+        |b| b.run_io(client_io),
+    ));
+    let init = agent.recv().await;
+    agent
+        .send(&json!({"jsonrpc":"2.0","id":init["id"],"result":{"protocolVersion":2}}).to_string())
+        .await;
+    let refused = tokio::time::timeout(Duration::from_secs(5), connect)
+        .await
+        .expect("no hang")
+        .unwrap();
+    assert!(
+        matches!(refused, Err(rpcwire_acp::AcpError::UnsupportedVersion(2))),
+        "{refused:?}"
+    );
+}

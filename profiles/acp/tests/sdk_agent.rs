@@ -76,6 +76,16 @@ async fn drain(turn: &mut PromptTurn) -> (Vec<SessionUpdate>, Result<StopReason,
     panic!("the turn ended without an answer");
 }
 
+/// Runs one whole turn.
+async fn turn_of(
+    client: &AcpClient,
+    session: &SessionId,
+    text: &str,
+) -> (Vec<SessionUpdate>, Result<StopReason, AcpError>) {
+    let mut turn = client.prompt(prompt(session, text)).await.unwrap();
+    drain(&mut turn).await
+}
+
 fn prompt(session: &SessionId, text: &str) -> PromptRequest {
     PromptRequest::new(session.clone(), vec![ContentBlock::from(text)])
 }
@@ -140,11 +150,7 @@ async fn rust_client_drives_the_typescript_sdk_agent() {
         assert_eq!(&*session.0, "sdk-session-1");
 
         // Streamed updates in order, a permission answered allow, a read served here.
-        let mut turn = client
-            .prompt(prompt(&session, "read /virtual/three.txt"))
-            .await
-            .unwrap();
-        let (updates, stop) = drain(&mut turn).await;
+        let (updates, stop) = turn_of(&client, &session, "read /virtual/three.txt").await;
         assert_eq!(stop.unwrap(), StopReason::EndTurn);
         assert_eq!(updates.len(), 4, "{updates:?}");
         assert_eq!(
@@ -166,11 +172,7 @@ async fn rust_client_drives_the_typescript_sdk_agent() {
 
         // The same answered reject: nothing read.
         *allow.lock().unwrap() = false;
-        let mut turn = client
-            .prompt(prompt(&session, "read /virtual/three.txt"))
-            .await
-            .unwrap();
-        let (updates, stop) = drain(&mut turn).await;
+        let (updates, stop) = turn_of(&client, &session, "read /virtual/three.txt").await;
         assert_eq!(stop.unwrap(), StopReason::EndTurn);
         assert_eq!(
             updates.last().and_then(text_of).as_deref(),
@@ -235,11 +237,7 @@ async fn a_message_over_the_limit_from_the_sdk_agent_is_skipped() {
             .session_id;
         // One update of 100 KB (over the 64 KiB limit) then a small one: the big one is
         // skipped (and logged), the turn goes on.
-        let mut turn = client
-            .prompt(prompt(&session, "huge 100000"))
-            .await
-            .unwrap();
-        let (updates, stop) = drain(&mut turn).await;
+        let (updates, stop) = turn_of(&client, &session, "huge 100000").await;
         assert_eq!(stop.unwrap(), StopReason::EndTurn);
         let texts: Vec<_> = updates.iter().filter_map(text_of).collect();
         assert_eq!(texts, ["after the huge one"]);

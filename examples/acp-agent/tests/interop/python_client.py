@@ -133,6 +133,7 @@ async def main(command, args):
         await conn.cancel(session_id=sid)
         res = await asyncio.wait_for(long, 10)
         check(res.stop_reason == "cancelled", "session/cancel: stopReason cancelled", res)
+        check(editor.kinds()[:2] == ["plan", "tool_call"], "long: a plan, then its tool call", editor.kinds()[:2])
         seen = len(editor.updates)
         await asyncio.sleep(0.6)
         check(len(editor.updates) == seen, "session/cancel: no update after the turn's end (the work stopped)")

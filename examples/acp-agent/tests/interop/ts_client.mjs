@@ -127,6 +127,8 @@ await app.connectWith(stream, async (ctx) => {
   await ctx.notify(acp.methods.agent.session.cancel, { sessionId });
   res = await long;
   check(res.stopReason === "cancelled", "session/cancel: stopReason cancelled", res);
+  check(updates[0].update.sessionUpdate === "plan" && updates[0].update.entries.length === 1, "long: a plan first", updates[0]);
+  check(updates[1].update.sessionUpdate === "tool_call" && updates[1].update.kind === "execute", "long: then its tool call", updates[1]);
   check(texts(updates).some((t) => t.startsWith("cancelled at step")), "session/cancel: the tool call says where it stopped", texts(updates));
   let seen = updates.length;
   await sleep(600);
