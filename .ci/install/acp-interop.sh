@@ -2,7 +2,8 @@
 # Installs the official Agent Client Protocol SDKs the ACP interop tests drive
 # (profiles/acp/tests/ and examples/acp-agent/tests/): PyPI `agent-client-protocol` in a
 # virtualenv and npm `@agentclientprotocol/sdk` in a node_modules folder, both pinned, under
-# $RPCWIRE_INTEROP_DIR (default ~/.cache/rpcwire-interop)/acp. Quick when done.
+# $RPCWIRE_INTEROP_DIR (default ~/.cache/rpcwire-interop)/acp. Quick when done. The TypeScript
+# SDK 2.4.0 (ESM only) runs on Debian's Node 20: no Node 22 is needed.
 set -euo pipefail
 PY_ACP='agent-client-protocol==0.12.1'
 NPM_SDK='@agentclientprotocol/sdk@2.4.0'
