@@ -56,7 +56,7 @@ const MAX_SLEEP_MS: u64 = 3_600_000;
 /// | `update`, `notify_hello`, `notify_sum` | anything | `null` (as notifications: nothing) |
 /// | `get_data` | none | `["hello", 5]` |
 /// | `echo` | anything | the params unchanged (`null` when absent) |
-/// | `sleep` | `{"ms": N}` | `null` after N ms |
+/// | `sleep` | `{"ms": N}` | `null` after N ms (error -32800 when the client cancels it) |
 /// | `fail` | anything | always the error -32000 with a `data` member |
 ///
 /// ```
@@ -98,14 +98,20 @@ pub fn demo_router() -> Router {
             )
         });
     router
-        .method("sleep", |p: SleepParams| async move {
+        .method_with_context("sleep", |ctx, p: SleepParams| async move {
             if p.ms > MAX_SLEEP_MS {
                 return Err(RpcError::invalid_params(format!(
                     "ms must be at most {MAX_SLEEP_MS}"
                 )));
             }
-            tokio::time::sleep(Duration::from_millis(p.ms)).await;
-            Ok(())
+            // A client that gives up (with a profile's cancel notification) ends the wait.
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(p.ms)) => Ok(()),
+                () = ctx.cancelled() => {
+                    tracing::info!(ms = p.ms, "sleep cancelled by the client");
+                    Err(RpcError::new(ErrorCode(-32800), "Request cancelled"))
+                }
+            }
         })
         .raw_method("fail", |_: Option<RawJson<'_>>| {
             let err = RpcError::new(ErrorCode(-32000), "Server error");

@@ -534,10 +534,7 @@ impl McpServer {
 /// refuses them): the server's `initialize` handler switches the connection
 /// (`Client::set_batches`).
 pub fn mcp_builder() -> Builder {
-    Builder::new()
-        .cancel_notification(methods::CANCELLED, methods::CANCELLED_ID_MEMBER)
-        .answer_cancelled(false)
-        .batches(false)
+    Builder::mcp().batches(false)
 }
 
 #[derive(Deserialize)]
