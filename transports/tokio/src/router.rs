@@ -349,6 +349,8 @@ pub struct Router {
     fallback: Option<Entry<NotifyFn>>,
     /// The handler of requests no other handler takes ([`Router::fallback_method`]).
     fallback_method: Option<Entry<MethodFn>>,
+    /// What the `rpc.discover` document says of each method beyond its name.
+    pub(crate) docs: crate::discover::Docs,
 }
 
 impl fmt::Debug for Router {
@@ -441,7 +443,10 @@ impl Router {
         R: Serialize + 'static,
         F: Fn(P) -> Result<R, RpcError> + Send + Sync + 'static,
     {
-        self.raw_method(name, move |params| decode::<P>(params).and_then(&handler))
+        let mut router =
+            self.raw_method(name, move |params| decode::<P>(params).and_then(&handler));
+        router.docs.typed::<P>(name);
+        router
     }
 
     /// Like [`sync_method`](Router::sync_method), with the params as rpcwire's validated,
@@ -482,6 +487,7 @@ impl Router {
         F: Fn(&Origin<'_>, P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
+        self.docs.typed::<P>(name);
         self.methods.insert(
             name,
             Entry {
