@@ -37,13 +37,16 @@
 //!
 //! let router = Router::new()
 //!     .method("add", |(a, b): (i64, i64)| async move { Ok::<_, RpcError>(a.wrapping_add(b)) })
-//!     .method("hang", |_: ()| std::future::pending::<Result<(), RpcError>>());
+//!     .method("hang", |_: Vec<i64>| std::future::pending::<Result<(), RpcError>>());
 //! let harness = Harness::new(router);
 //! let add = Case::new(vec![Frame::Single(Message::request("add", json!([1, 2]), 1))]);
 //! assert_eq!(harness.check(&add), Ok(()));
 //! let hang = Case::new(vec![Frame::Single(Message::request("hang", json!([]), 7))]);
 //! assert!(matches!(harness.check(&hang), Err(Violation::Missing { .. })));
 //! ```
+// The README's example is a `#[test]`, as it is written in a user's crate: here it is
+// compiled (the doctest does not run it; tests/planted.rs and tests/demo.rs run the same calls).
+#![cfg_attr(feature = "proptest", allow(clippy::test_attr_in_doctest))]
 #![cfg_attr(feature = "proptest", doc = "")]
 #![cfg_attr(feature = "proptest", doc = include_str!("../README.md"))]
 

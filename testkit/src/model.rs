@@ -241,7 +241,7 @@ fn element_owes(raw: &RawValue) -> Option<Due> {
     let mut get = |name: &str| {
         let mut found = members.iter().filter(|(k, _)| k.0 == Some(name));
         let first = found.next().map(|(_, v)| *v);
-        let last = found.last().map(|(_, v)| *v);
+        let last = found.next_back().map(|(_, v)| *v);
         duplicate |= last.is_some();
         last.or(first)
     };
