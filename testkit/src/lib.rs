@@ -11,11 +11,11 @@
 //!   on a paused clock, and checks every [`Case`]: exactly one valid answer per request id,
 //!   none for notifications, batches answered as the specification says, no stall, no panic,
 //!   memory back to its idle size afterwards. [`Harness::check`] returns the first
-//!   [`Violation`]; with feature `proptest`, [`Harness::proptest`] runs many cases and
+//!   [`Violation`]; with feature `proptest`, `Harness::proptest` runs many cases and
 //!   reports the first failing one shrunk.
 //! - [`Firmware`]: the same checks for a firmware handler on a core
 //!   [`Connection`](rpcwire::Connection) with inline storage.
-//! - [`strategy`] (feature `proptest`) and `Arbitrary` impls (feature `arbitrary`) for
+//! - `strategy` (feature `proptest`) and `Arbitrary` impls (feature `arbitrary`) for
 //!   [`Case`], [`Frame`] and [`Message`]; [`check_exchange`] checks any byte exchange
 //!   against the reference model.
 //!

@@ -45,6 +45,9 @@ fn a_tool_that_never_returns_is_caught() {
     let failure = Harness::mcp(server)
         .run_proptest(strategy::valid_case(vec![hang]), 50)
         .unwrap_err();
-    assert!(matches!(failure.violation, Violation::Missing { .. }), "{failure}");
+    assert!(
+        matches!(failure.violation, Violation::Missing { .. }),
+        "{failure}"
+    );
     assert_eq!(failure.case.frames.len(), 1, "{failure}");
 }
