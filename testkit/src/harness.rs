@@ -2,7 +2,6 @@
 //! clock, fed a [`Case`] and checked against the reference model.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use rpcwire_tokio::{Builder, Client, Router, SessionStats};
@@ -17,9 +16,6 @@ use crate::{check_exchange, panics, Case, Violation};
 
 /// A server task, as a [`Target`] starts it.
 pub type ServerTask = JoinHandle<Result<(), String>>;
-
-/// A boxed future a raw server returns.
-pub type BoxFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
 
 /// Something the harness can serve one connection with.
 pub trait Target {

@@ -69,7 +69,7 @@ mod violation;
 pub use case::{Case, Frame, Id, Message};
 pub use check::check_exchange;
 pub use firmware::Firmware;
-pub use harness::{BoxFuture, Harness, RawServer, ServerTask, Target};
+pub use harness::{Harness, RawServer, ServerTask, Target};
 #[cfg(feature = "mcp")]
 pub use mcp::MCP_REVISION;
 pub use model::Limits;
