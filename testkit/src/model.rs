@@ -107,7 +107,8 @@ pub(crate) fn split_frames(bytes: &[u8], framing: Framing) -> Vec<&[u8]> {
         _ => {
             for line in bytes.split(|&b| b == b'\n') {
                 let line = line.strip_suffix(b"\r").unwrap_or(line);
-                if !line.iter().all(u8::is_ascii_whitespace) {
+                // Blank: JSON whitespace only (a form feed is not JSON whitespace: a frame).
+                if !line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
                     frames.push(line);
                 }
             }
@@ -348,6 +349,12 @@ mod tests {
         assert_eq!(o.singles, [Due::invalid("null")]);
         let o = owed_of("{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"id\":1,\"id\":2}\n");
         assert_eq!(o.singles, [Due::invalid("2")]);
+    }
+
+    #[test]
+    fn blank_lines_are_json_whitespace_only() {
+        // Found by the fuzz template: a form feed alone on a line is a frame (a parse error).
+        assert_eq!(owed_of("<\n\u{c}\n\n \t\r\n").singles.len(), 2);
     }
 
     #[test]
