@@ -766,6 +766,10 @@ pub async fn main(args: BridgeArgs) -> std::process::ExitCode {
             );
             ExitCode::SUCCESS
         }
+        // The host stopped reading our stdout: the quiet exit of every command.
+        Err(BridgeError::Host(e)) if crate::out::is_stdout_closed(&e) => {
+            crate::out::stdout_closed()
+        }
         Err(e) => {
             report!("{e}");
             ExitCode::from(EXIT_DEVICE)

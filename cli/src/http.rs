@@ -159,12 +159,52 @@ pub async fn send(
     c.call_json(method, params, Some(timeout)).await.map(Some)
 }
 
-/// An HTTP-level failure (no connection, a status other than 200/202): printed, exit 3.
-pub fn failed(e: &CallError) -> Option<ExitCode> {
+/// An HTTP-level failure (no connection, a status other than 200/202): a sentence on stderr
+/// (not the error object the client hands back), exit 3.
+pub fn failed(url: &str, e: &CallError) -> Option<ExitCode> {
     let rpc = e
         .rpc()
         .filter(|r| r.code == rpcwire_http::HTTP_ERROR_CODE)?;
-    let data = rpc.data.as_ref().map_or("", |d| d.get());
-    eprintln!("rpcwire: HTTP exchange failed: {data}");
+    eprintln!("rpcwire: {}", http_failure(url, rpc.data.as_deref()));
     Some(ExitCode::from(EXIT_CONNECTION))
+}
+
+/// The `{"status": N, "reason": "..."}` of an HTTP failure as a sentence (status 0: no HTTP
+/// answer at all, such as a refused connection).
+fn http_failure(url: &str, data: Option<&RawValue>) -> String {
+    #[derive(serde::Deserialize)]
+    struct Failure {
+        status: u16,
+        reason: String,
+    }
+    match data.and_then(|d| serde_json::from_str::<Failure>(d.get()).ok()) {
+        Some(Failure { status: 0, reason }) => format!("cannot reach {url}: {reason}"),
+        Some(Failure { status, reason }) if reason.is_empty() => {
+            format!("{url} answered HTTP {status}")
+        }
+        Some(Failure { status, reason }) => format!("{url} answered HTTP {status}: {reason}"),
+        None => format!("the HTTP exchange with {url} failed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sentence(data: &str) -> String {
+        let raw = RawValue::from_string(data.to_owned()).ok();
+        http_failure("http://127.0.0.1:1/rpc", raw.as_deref())
+    }
+
+    #[test]
+    fn failures_read_as_sentences() {
+        assert_eq!(
+            sentence(r#"{"status":0,"reason":"connection refused"}"#),
+            "cannot reach http://127.0.0.1:1/rpc: connection refused"
+        );
+        assert_eq!(
+            sentence(r#"{"status":404,"reason":"Not Found"}"#),
+            "http://127.0.0.1:1/rpc answered HTTP 404: Not Found"
+        );
+    }
 }

@@ -57,7 +57,7 @@ const MAX_SLEEP_MS: u64 = 3_600_000;
 /// | `update`, `notify_hello`, `notify_sum` | anything | `null` (as notifications: nothing) |
 /// | `get_data` | none | `["hello", 5]` |
 /// | `echo` | anything | the params unchanged (`null` when absent) |
-/// | `sleep` | `{"ms": N}` | `null` after N ms |
+/// | `sleep` | `{"ms": N}` | `null` after N ms (error -32800 when the client cancels it) |
 /// | `fail` | anything | always the error -32000 with a `data` member |
 ///
 /// ```
@@ -99,14 +99,20 @@ pub fn demo_router() -> Router {
             )
         });
     router
-        .method("sleep", |p: SleepParams| async move {
+        .method_with_context("sleep", |ctx, p: SleepParams| async move {
             if p.ms > MAX_SLEEP_MS {
                 return Err(RpcError::invalid_params(format!(
                     "ms must be at most {MAX_SLEEP_MS}"
                 )));
             }
-            tokio::time::sleep(Duration::from_millis(p.ms)).await;
-            Ok(())
+            // A client that gives up (with a profile's cancel notification) ends the wait.
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(p.ms)) => Ok(()),
+                () = ctx.cancelled() => {
+                    tracing::info!(ms = p.ms, "sleep cancelled by the client");
+                    Err(RpcError::new(ErrorCode(-32800), "Request cancelled"))
+                }
+            }
         })
         .raw_method("fail", |_: Option<RawJson<'_>>| {
             let err = RpcError::new(ErrorCode(-32000), "Server error");
@@ -116,6 +122,63 @@ pub fn demo_router() -> Router {
         .notification("update", |_: Option<Box<RawValue>>| async {})
         .notification("notify_hello", |_: Option<Box<RawValue>>| async {})
         .notification("notify_sum", |_: Option<Box<RawValue>>| async {})
+        .info("rpcwire demo service", env!("CARGO_PKG_VERSION"))
+        .describe_demo()
+}
+
+/// The `rpc.discover` document's account of the demo methods (their params are read from
+/// the raw bytes, so the router cannot tell them).
+trait DescribeDemo {
+    fn describe_demo(self) -> Self;
+}
+
+impl DescribeDemo for Router {
+    fn describe_demo(self) -> Self {
+        let number = serde_json::json!({"type": "number"});
+        let any = serde_json::json!({});
+        let param = |name: &str, schema: &serde_json::Value, required: bool| serde_json::json!({"name": name, "schema": schema, "required": required});
+        self.params(
+            "subtract",
+            serde_json::json!([
+                param("minuend", &number, true),
+                param("subtrahend", &number, true)
+            ]),
+        )
+        .describe("subtract", "minuend - subtrahend (integers stay integers)")
+        .params(
+            "sum",
+            serde_json::json!([param(
+                "numbers",
+                &serde_json::json!({"type": "array", "items": number}),
+                false
+            )]),
+        )
+        .describe("sum", "the sum of the numbers, given as the params array")
+        .params("get_data", serde_json::json!([]))
+        .describe("get_data", "[\"hello\", 5]")
+        .params("echo", serde_json::json!([param("params", &any, false)]))
+        .describe("echo", "the params unchanged (null when absent)")
+        .params(
+            "sleep",
+            serde_json::json!([param(
+                "ms",
+                &serde_json::json!({"type": "integer", "minimum": 0, "maximum": MAX_SLEEP_MS}),
+                true
+            )]),
+        )
+        .describe("sleep", "null after ms milliseconds, {\"ms\": N} or [N]")
+        .params("fail", serde_json::json!([param("params", &any, false)]))
+        .describe("fail", "always the error -32000 with a data member")
+        .params("update", serde_json::json!([param("params", &any, false)]))
+        .params(
+            "notify_hello",
+            serde_json::json!([param("params", &any, false)]),
+        )
+        .params(
+            "notify_sum",
+            serde_json::json!([param("params", &any, false)]),
+        )
+    }
 }
 
 /// A demo answer that owns what it holds (only `echo`'s params need a copy).

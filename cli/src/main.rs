@@ -28,7 +28,9 @@ const EXIT_TIMEOUT: u8 = 4;
     name = "rpcwire",
     version,
     about = "Serve or call JSON-RPC 2.0 over stdio, TCP, a serial port or a child process",
-    after_help = "Start with `rpcwire demo`: a client and the demo service in one process, every frame printed."
+    after_help = "Start with `rpcwire demo`: a client and the demo service in one process, every frame printed.\n\n\
+        Every command ends quietly with exit code 141 (as a shell shows for SIGPIPE) when its \
+        stdout is closed by its reader (`rpcwire serve | head -c1`, `rpcwire demo | head -2`)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -69,6 +71,34 @@ enum Cmd {
         could not be opened, failed or closed."
     )]
     Bridge(rpcwire_cli::bridge::BridgeArgs),
+}
+
+/// A protocol profile's connection settings.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ProfileArg {
+    /// Plain JSON-RPC 2.0: no cancel notification.
+    Plain,
+    /// LSP: `Content-Length` framing; `$/cancelRequest` cancels the peer's handler when a
+    /// call times out.
+    Lsp,
+    /// MCP over a byte stream: `notifications/cancelled` cancels the peer's handler when a
+    /// call times out.
+    Mcp,
+}
+
+impl ProfileArg {
+    /// The profile's builder, with `framing` instead of the profile's own when given.
+    fn builder(self, framing: Option<FramingArg>) -> Builder {
+        let builder = match self {
+            ProfileArg::Plain => Builder::new(),
+            ProfileArg::Lsp => Builder::lsp(),
+            ProfileArg::Mcp => Builder::mcp(),
+        };
+        match framing {
+            Some(f) => builder.framing(f.into()),
+            None => builder,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -114,9 +144,13 @@ struct ServeArgs {
     /// Serial baud rate (default 115200).
     #[arg(long, value_name = "N", requires = "serial")]
     baud: Option<u32>,
-    /// Message framing.
-    #[arg(long, value_enum, default_value = "line")]
-    framing: FramingArg,
+    /// Message framing (default: the profile's; `line` for plain and mcp).
+    #[arg(long, value_enum)]
+    framing: Option<FramingArg>,
+    /// Protocol profile: `lsp` and `mcp` set their cancel notification, so that a client's
+    /// timeout cancels the handler it waits for.
+    #[arg(long, value_enum, default_value = "plain")]
+    profile: ProfileArg,
     /// Largest frame accepted, in bytes (larger ones are answered with an error and skipped).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_FRAME)]
     max_frame: usize,
@@ -184,9 +218,13 @@ struct CallArgs {
     /// With --cert: the client certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "cert")]
     key: Option<std::path::PathBuf>,
-    /// Message framing.
-    #[arg(long, value_enum, default_value = "line")]
-    framing: FramingArg,
+    /// Message framing (default: the profile's; `line` for plain and mcp).
+    #[arg(long, value_enum)]
+    framing: Option<FramingArg>,
+    /// Protocol profile: with `lsp` or `mcp`, a call that times out sends the profile's cancel
+    /// notification, which cancels the server's handler.
+    #[arg(long, value_enum, default_value = "plain")]
+    profile: ProfileArg,
     /// Largest frame sent or received, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_FRAME)]
     max_frame: usize,
@@ -284,8 +322,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         },
         None => demo_router(),
     };
-    let builder = Builder::new()
-        .framing(args.framing.into())
+    let builder = args
+        .profile
+        .builder(args.framing)
         .max_frame(args.max_frame)
         .concurrency(args.concurrency)
         .max_connections(args.max_connections)
@@ -347,6 +386,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     match builder.stdio().join().await {
         Ok(()) => ExitCode::SUCCESS,
+        // `rpcwire serve | head -c1`: the reader of our answers has gone.
+        Err(rpcwire_tokio::DriverError::Io(e)) if rpcwire_cli::out::is_stdout_closed(&e) => {
+            rpcwire_cli::out::stdout_closed()
+        }
         Err(e) => {
             eprintln!("rpcwire: {e}");
             ExitCode::from(EXIT_CONNECTION)
@@ -410,8 +453,9 @@ struct Target {
 }
 
 async fn connect(args: &CallArgs, timeout: Duration) -> Result<Target, ExitCode> {
-    let builder = Builder::new()
-        .framing(args.framing.into())
+    let builder = args
+        .profile
+        .builder(args.framing)
         .max_frame(args.max_frame)
         .request_timeout(Some(timeout));
     if let Some(url) = &args.ws {
@@ -559,7 +603,7 @@ async fn call(args: CallArgs) -> ExitCode {
                 ExitCode::SUCCESS
             }
             Ok(Ok(None)) => ExitCode::SUCCESS,
-            Ok(Err(e)) => http::failed(&e).unwrap_or_else(|| report(&args, e)),
+            Ok(Err(e)) => http::failed(url, &e).unwrap_or_else(|| report(&args, e)),
             Err(_) => report(&args, CallError::Timeout),
         };
     }
@@ -635,7 +679,15 @@ fn report(args: &CallArgs, e: CallError) -> ExitCode {
             eprintln!("rpcwire: the connection closed before an answer arrived");
             ExitCode::from(EXIT_CONNECTION)
         }
-        CallError::TooLarge { .. } | CallError::ParamsNotStructured | CallError::Params(_) => {
+        CallError::TooLarge { required } => {
+            eprintln!(
+                "rpcwire: the request is {required} bytes, more than the largest frame \
+                 (--max-frame {}): raise --max-frame",
+                args.max_frame
+            );
+            ExitCode::from(EXIT_USAGE)
+        }
+        CallError::ParamsNotStructured | CallError::Params(_) => {
             eprintln!("rpcwire: {e}");
             ExitCode::from(EXIT_USAGE)
         }

@@ -23,6 +23,18 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// True when `e` says stdout's reader has gone (a broken pipe): the command then ends quietly
+/// with [`EXIT_STDOUT_CLOSED`], whichever command it is and however it wrote (a line printed,
+/// or a frame written by a server on `--stdio`, or by `bridge`).
+pub fn is_stdout_closed(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::BrokenPipe
+}
+
+/// The exit code for a closed stdout ([`EXIT_STDOUT_CLOSED`]).
+pub fn stdout_closed() -> std::process::ExitCode {
+    std::process::ExitCode::from(EXIT_STDOUT_CLOSED as u8)
+}
+
 /// `print!` that ends quietly when stdout is closed (see [`write_stdout`]).
 #[macro_export]
 macro_rules! out {

@@ -1,10 +1,10 @@
-//! A closed stdout (`rpcwire demo | head -2`) ends the command quietly with exit code 141, as a
+//! A closed stdout (`rpcwire demo | head -2`, `rpcwire serve | head -c1`) ends the command quietly with exit code 141, as a
 //! shell reports for a program ended by SIGPIPE: no panic message.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,37 @@ fn demo_into_a_reader_that_stops_after_two_lines_ends_quietly() {
     }
     // The reader goes away, like `head -2`.
     drop(stdout);
+    let stderr = ends_quietly_with_141(&mut child, || {});
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+}
+
+/// `rpcwire serve | head -c1`: the server's answers find the reader gone; the same quiet
+/// exit as `demo` and `call`, with no i/o error.
+#[test]
+fn serve_into_a_reader_that_stops_after_one_byte_ends_quietly() {
+    let mut child = Command::new(bin())
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let call = b"{\"jsonrpc\":\"2.0\",\"method\":\"get_data\",\"id\":1}\n";
+    stdin.write_all(call).unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    stdout.read_exact(&mut [0u8; 1]).unwrap();
+    // The reader goes away after one byte, like `head -c1`; the server has more to say.
+    drop(stdout);
+    let stderr = ends_quietly_with_141(&mut child, || {
+        let _ = stdin.write_all(call);
+    });
+    assert!(!stderr.contains("i/o error"), "stderr: {stderr}");
+}
+
+/// Waits (doing `meanwhile` every 20 ms) for `child` to end, asserts exit code 141, and gives
+/// back its stderr.
+fn ends_quietly_with_141(child: &mut std::process::Child, mut meanwhile: impl FnMut()) -> String {
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -33,8 +64,9 @@ fn demo_into_a_reader_that_stops_after_two_lines_ends_quietly() {
         }
         assert!(
             started.elapsed() < Duration::from_secs(30),
-            "the demo did not end after its stdout closed"
+            "the command did not end after its stdout closed"
         );
+        meanwhile();
         std::thread::sleep(Duration::from_millis(20));
     };
     let mut stderr = String::new();
@@ -44,6 +76,6 @@ fn demo_into_a_reader_that_stops_after_two_lines_ends_quietly() {
         .unwrap()
         .read_to_string(&mut stderr)
         .unwrap();
-    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
     assert_eq!(status.code(), Some(141), "stderr: {stderr}");
+    stderr
 }

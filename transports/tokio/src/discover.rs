@@ -1,10 +1,16 @@
 //! `rpc.discover`: the OpenRPC service-discovery method, generated from a [`Router`].
 //!
 //! OpenRPC (<https://spec.open-rpc.org>) names `rpc.discover` as the method that returns a
-//! service's description. The document lists each request method by name (with the
-//! description given to [`Router::describe`], if any) and, in the extension member
-//! `x-notifications`, the notifications the router handles. Params and results are not typed
-//! (schema `{}`): the router only knows their Rust types.
+//! service's description. The document names the application ([`Router::info`]; rpcwire's
+//! own name and version otherwise), lists each request method by name (with the description
+//! given to [`Router::describe`], if any) and its params, and, in the extension member
+//! `x-notifications`, the notifications the router handles.
+//!
+//! Params: a method registered with typed params ([`Router::method`] and the like) is listed
+//! with one param named after its Rust type (schema `{}`: without a schema generator the
+//! router knows only the type's name), none for `()`; [`Router::params`] gives them by hand
+//! (the way for [`Router::raw_method`]s), and with feature `schemars`,
+//! [`Router::params_schema`] generates them from the type's JSON Schema.
 
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -31,6 +37,63 @@ pub const DISCOVER_METHOD: &str = "rpc.discover";
 /// The OpenRPC version the document declares.
 const OPENRPC_VERSION: &str = "1.3.2";
 
+/// What the document says of one method beyond its name and description.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MethodDoc {
+    /// The OpenRPC `params` (content descriptors).
+    params: Vec<Value>,
+    /// `paramStructure`: `by-name`, `by-position` (absent: either).
+    structure: Option<&'static str>,
+    /// Schemas the params refer to (`#/components/schemas/..`).
+    schemas: serde_json::Map<String, Value>,
+}
+
+/// The document's details beyond the names: per-method docs and the application's info.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Docs {
+    methods: Vec<(String, MethodDoc)>,
+    /// The application's name and version ([`Router::info`]).
+    info: Option<(String, String)>,
+}
+
+impl Docs {
+    fn set(&mut self, name: &str, doc: MethodDoc) {
+        match self.methods.iter_mut().find(|(n, _)| n == name) {
+            Some(entry) => entry.1 = doc,
+            None => self.methods.push((name.to_owned(), doc)),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&MethodDoc> {
+        self.methods.iter().find(|(n, _)| n == name).map(|(_, d)| d)
+    }
+
+    /// Notes a method registered with params of type `P`: one param named after the type
+    /// (none for `()`), unless params were given already.
+    pub(crate) fn typed<P>(&mut self, name: &str) {
+        if self.get(name).is_some() {
+            return;
+        }
+        let rust = std::any::type_name::<P>();
+        let params = if rust == "()" {
+            Vec::new()
+        } else {
+            vec![json!({
+                "name": "params",
+                "description": format!("Rust type `{rust}`"),
+                "schema": {},
+            })]
+        };
+        self.set(
+            name,
+            MethodDoc {
+                params,
+                ..MethodDoc::default()
+            },
+        );
+    }
+}
+
 impl Router {
     /// Gives `name` a human-readable description, shown in the `rpc.discover` document (and by
     /// the browser console of the WebSocket transport). Describing a name that has no handler
@@ -54,6 +117,72 @@ impl Router {
         self
     }
 
+    /// Names the application in the `rpc.discover` document (its `info` object): `title`
+    /// and `version` (by default rpcwire's own).
+    ///
+    /// ```
+    /// use rpcwire_tokio::Router;
+    /// let doc = Router::new().info("inventory", "2.4.0").openrpc_document();
+    /// assert_eq!(doc["info"]["title"], "inventory");
+    /// assert_eq!(doc["info"]["version"], "2.4.0");
+    /// ```
+    pub fn info(mut self, title: &str, version: &str) -> Self {
+        self.docs.info = Some((title.to_owned(), version.to_owned()));
+        self
+    }
+
+    /// Gives `name`'s params in the `rpc.discover` document: OpenRPC content descriptors
+    /// (`{"name": .., "schema": ..}`, optionally `"required"`, `"description"`), in
+    /// positional order. For a [`raw_method`](Router::raw_method), whose params have no
+    /// type, this is the only way; for a typed method it replaces the type's name.
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Router, RpcError};
+    /// use serde_json::json;
+    /// let router = Router::new()
+    ///     .raw_method("count", |p| Ok::<_, RpcError>(p.map_or(0, |p| p.elements().count())))
+    ///     .params("count", json!([{"name": "items", "schema": {"type": "array"}}]));
+    /// let doc = router.openrpc_document();
+    /// assert_eq!(doc["methods"][0]["params"][0]["name"], "items");
+    /// ```
+    pub fn params(mut self, name: &str, params: Value) -> Self {
+        let params = match params {
+            Value::Array(items) => items,
+            other => vec![other],
+        };
+        self.docs.set(
+            name,
+            MethodDoc {
+                params,
+                ..MethodDoc::default()
+            },
+        );
+        self
+    }
+
+    /// Gives `name`'s params from the JSON Schema of `P` (feature `schemars`): a struct's
+    /// fields become by-name params (required unless optional), a tuple's elements
+    /// by-position params; the schemas they refer to go to `components.schemas`.
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Router, RpcError};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Greet { name: String, #[serde(default)] shout: bool }
+    /// let router = Router::new()
+    ///     .method("greet", |g: Greet| async move { Ok::<_, RpcError>(g.name) })
+    ///     .params_schema::<Greet>("greet");
+    /// let doc = router.openrpc_document();
+    /// assert_eq!(doc["methods"][0]["paramStructure"], "by-name");
+    /// assert_eq!(doc["methods"][0]["params"][0]["name"], "name");
+    /// assert_eq!(doc["methods"][0]["params"][0]["required"], true);
+    /// ```
+    #[cfg(feature = "schemars")]
+    pub fn params_schema<P: schemars::JsonSchema>(mut self, name: &str) -> Self {
+        let schema = schemars::schema_for!(P).to_value();
+        self.docs.set(name, schema_doc(schema));
+        self
+    }
+
     /// The OpenRPC document describing this router: every request method by name, sorted
     /// (`rpc.discover` itself left out, as OpenRPC does), and the notification names under
     /// `x-notifications`.
@@ -69,13 +198,19 @@ impl Router {
             .into_iter()
             .filter(|name| *name != DISCOVER_METHOD)
             .map(|name| {
+                let doc = self.docs.get(name);
                 let mut method = json!({
                     "name": name,
-                    "params": [],
+                    "params": doc.map_or(Vec::new(), |d| d.params.clone()),
                     "result": { "name": "result", "schema": {} },
                 });
-                if let (Some(text), Some(obj)) = (describe(name), method.as_object_mut()) {
-                    obj.insert("description".into(), Value::String(text.to_owned()));
+                if let Some(obj) = method.as_object_mut() {
+                    if let Some(text) = describe(name) {
+                        obj.insert("description".into(), Value::String(text.to_owned()));
+                    }
+                    if let Some(structure) = doc.and_then(|d| d.structure) {
+                        obj.insert("paramStructure".into(), Value::from(structure));
+                    }
                 }
                 method
             })
@@ -88,12 +223,27 @@ impl Router {
                 None => json!({ "name": name }),
             })
             .collect();
-        json!({
+        let (title, version) = self
+            .docs
+            .info
+            .clone()
+            .unwrap_or_else(|| ("rpcwire service".into(), env!("CARGO_PKG_VERSION").into()));
+        let mut doc = json!({
             "openrpc": OPENRPC_VERSION,
-            "info": { "title": "rpcwire service", "version": env!("CARGO_PKG_VERSION") },
+            "info": { "title": title, "version": version },
             "methods": methods,
             "x-notifications": notifications,
-        })
+        });
+        let schemas: serde_json::Map<String, Value> = self
+            .docs
+            .methods
+            .iter()
+            .flat_map(|(_, d)| d.schemas.clone())
+            .collect();
+        if let (false, Some(obj)) = (schemas.is_empty(), doc.as_object_mut()) {
+            obj.insert("components".into(), json!({ "schemas": schemas }));
+        }
+        doc
     }
 
     /// This router with an `rpc.discover` method answering [`openrpc_document`]
@@ -130,6 +280,65 @@ impl Router {
     }
 }
 
+/// A method's docs from its params' JSON Schema (draft 2020-12, as schemars writes it).
+#[cfg(feature = "schemars")]
+fn schema_doc(mut schema: Value) -> MethodDoc {
+    // Definitions move to the document's components; references follow them.
+    let defs = schema
+        .as_object_mut()
+        .and_then(|o| o.remove("$defs"))
+        .and_then(|d| match d {
+            Value::Object(map) => Some(map),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut schema = relink(schema);
+    let schemas = defs.into_iter().map(|(k, v)| (k, relink(v))).collect();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("$schema");
+        obj.remove("title");
+    }
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let (params, structure) = if let Some(props) = schema["properties"].as_object() {
+        let params = props
+            .iter()
+            .map(|(name, s)| json!({"name": name, "schema": s, "required": required.contains(&name.as_str())}))
+            .collect();
+        (params, Some("by-name"))
+    } else if let Some(items) = schema["prefixItems"].as_array() {
+        let params = items
+            .iter()
+            .enumerate()
+            .map(|(i, s)| json!({"name": format!("arg{i}"), "schema": s, "required": true}))
+            .collect();
+        (params, Some("by-position"))
+    } else {
+        (vec![json!({"name": "params", "schema": schema})], None)
+    };
+    MethodDoc {
+        params,
+        structure,
+        schemas,
+    }
+}
+
+/// Rewrites schemars' `#/$defs/X` references to OpenRPC's `#/components/schemas/X`.
+#[cfg(feature = "schemars")]
+fn relink(value: Value) -> Value {
+    match value {
+        Value::String(s) => match s.strip_prefix("#/$defs/") {
+            Some(name) => Value::String(format!("#/components/schemas/{name}")),
+            None => Value::String(s),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(relink).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, relink(v))).collect()),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +365,21 @@ mod tests {
         assert!(doc["methods"][1].get("description").is_none());
         assert_eq!(doc["x-notifications"][0]["name"], "n");
         assert!(router.has_method(DISCOVER_METHOD));
+    }
+
+    #[test]
+    fn typed_methods_list_their_params() {
+        let router = Router::new()
+            .sync_method("add", |(a, b): (i64, i64)| Ok::<_, RpcError>(a + b))
+            .sync_method("now", |_: ()| Ok::<_, RpcError>(0))
+            .info("calc", "1.2.3");
+        let doc = router.openrpc_document();
+        assert_eq!(doc["info"], json!({"title": "calc", "version": "1.2.3"}));
+        assert_eq!(
+            doc["methods"][0]["params"][0]["description"],
+            "Rust type `(i64, i64)`"
+        );
+        assert_eq!(doc["methods"][1]["params"], json!([]));
     }
 
     #[test]

@@ -245,7 +245,7 @@ where
         conn,
         rx,
         read_size: READ_IDLE,
-        origin: StdInstant::now(),
+        origin: clock_now(),
         settings,
         peer,
         calls: HashMap::new(),
@@ -359,7 +359,7 @@ where
                 () = sleep_until(deadline), if deadline.is_some() => {
                     let now = d.now();
                     d.conn.handle_timeout(now);
-                    if release_at.is_some_and(|at| StdInstant::now() >= at) {
+                    if release_at.is_some_and(|at| clock_now() >= at) {
                         d.release_idle();
                     }
                 },
@@ -441,9 +441,17 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
+/// The driver's clock: tokio's, so that a paused test clock (`tokio::time::pause`, as
+/// rpcwire-testkit runs) drives timeouts and idle release as it drives the timers they wait
+/// on. Reading the system clock instead made a timer that fired in virtual time find its
+/// deadline not yet reached in real time, and the loop spin until it was.
+fn clock_now() -> StdInstant {
+    tokio::time::Instant::now().into_std()
+}
+
 impl Driver {
     fn now(&self) -> Instant {
-        Instant::from_std(self.origin, StdInstant::now())
+        Instant::from_std(self.origin, clock_now())
     }
 
     /// When to give back the memory of an idle connection: `idle_release` after it last had
@@ -462,7 +470,7 @@ impl Driver {
         if !holding {
             return None;
         }
-        let since = *self.idle_since.get_or_insert_with(StdInstant::now);
+        let since = *self.idle_since.get_or_insert_with(clock_now);
         Some(since + self.settings.idle_release)
     }
 

@@ -151,8 +151,9 @@ pub enum CallError {
     /// The result could not be deserialized into the requested type.
     #[error("cannot deserialize result: {0}")]
     Decode(#[source] serde_json::Error),
-    /// The message can never fit the connection's transmit buffer.
-    #[error("message of {required} bytes exceeds the transmit buffer")]
+    /// The message can never fit the connection's transmit buffer, whose size is the
+    /// largest frame ([`Builder::max_frame`](crate::Builder::max_frame)).
+    #[error("message of {required} bytes exceeds the largest frame (Builder::max_frame)")]
     TooLarge {
         /// Bytes needed.
         required: usize,

@@ -369,6 +369,32 @@ impl Builder {
         self
     }
 
+    /// LSP's settings: `Content-Length` framing and `$/cancelRequest` (`id`) as the cancel
+    /// notification both ways ([`cancel_notification`](Builder::cancel_notification)), so
+    /// that a call that times out or is dropped cancels the peer's handler, and a peer's
+    /// cancel reaches ours ([`Context::cancelled`]); a cancelled request is still answered.
+    ///
+    /// ```
+    /// let lsp = rpcwire_tokio::Builder::lsp().max_frame(1 << 20);
+    /// # let _ = lsp;
+    /// ```
+    pub fn lsp() -> Self {
+        Builder::new()
+            .framing(Framing::ContentLength)
+            .cancel_notification("$/cancelRequest", "id")
+    }
+
+    /// MCP's connection settings over a byte stream (line framing):
+    /// `notifications/cancelled` (`requestId`) as the cancel notification both ways, so that
+    /// a call that times out or is dropped cancels the peer's handler, and a cancelled
+    /// request left unanswered ([`answer_cancelled`](Builder::answer_cancelled)`(false)`).
+    /// `rpcwire_mcp::tokio::mcp_builder` adds MCP's batch rule on top.
+    pub fn mcp() -> Self {
+        Builder::new()
+            .cancel_notification("notifications/cancelled", "requestId")
+            .answer_cancelled(false)
+    }
+
     /// The framing (default [`Framing::Line`]).
     pub fn framing(mut self, framing: Framing) -> Self {
         self.config.framing = framing;

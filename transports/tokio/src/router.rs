@@ -414,6 +414,8 @@ pub struct Router {
     pub(crate) access: Access,
     /// Who may see internal errors' details ([`Router::show_error_details`]).
     details: Option<DetailPolicy>,
+    /// What the `rpc.discover` document says of each method beyond its name.
+    pub(crate) docs: crate::discover::Docs,
 }
 
 impl fmt::Debug for Router {
@@ -594,7 +596,10 @@ impl Router {
         R: Serialize + 'static,
         F: Fn(P) -> Result<R, RpcError> + Send + Sync + 'static,
     {
-        self.raw_method(name, move |params| decode::<P>(params).and_then(&handler))
+        let mut router =
+            self.raw_method(name, move |params| decode::<P>(params).and_then(&handler));
+        router.docs.typed::<P>(name);
+        router
     }
 
     /// Like [`sync_method`](Router::sync_method), with the params as rpcwire's validated,
@@ -647,6 +652,7 @@ impl Router {
         F: Fn(&Origin<'_>, P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
+        self.docs.typed::<P>(name);
         self.methods.insert(
             name,
             Entry {

@@ -41,6 +41,8 @@ mod client;
 mod server;
 
 pub use client::{ClientOptions, McpClient, McpError, Progress, RunningCall, ServerTool};
+#[cfg(not(feature = "schemars"))]
+pub use server::SchemarsFeatureRequired;
 pub use server::{
     mcp_builder, IntoToolResult, Json, McpServer, ToolContext, ToolError, ToolResult,
 };
