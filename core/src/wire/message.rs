@@ -445,7 +445,10 @@ fn walk_object<'a>(
             };
             return Err(err(kind, pos));
         }
-        let key_end = scan::scan_string(text, pos)?;
+        let key_end = match scan::short_string(text, pos) {
+            Some(end) => end,
+            None => scan::scan_string(text, pos)?,
+        };
         let key = text.get(pos + 1..key_end - 1).unwrap_or(&[]);
         pos = scan::skip_ws(text, key_end);
         match text.get(pos) {
@@ -517,7 +520,10 @@ fn scan_member_value(
 ) -> Result<(usize, usize), ScanError> {
     let start = scan::skip_ws(text, pos);
     match text.get(start) {
-        Some(b'"') => Ok((start, scan::scan_string(text, start)?)),
+        Some(b'"') => match scan::short_string(text, start) {
+            Some(end) => Ok((start, end)),
+            None => Ok((start, scan::scan_string(text, start)?)),
+        },
         Some(b'-' | b'0'..=b'9') => Ok((start, scan::scan_number(text, start)?)),
         _ => scan::scan_value(text, start, max_depth),
     }

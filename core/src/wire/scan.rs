@@ -547,6 +547,34 @@ pub fn scan_string(input: &[u8], pos: usize) -> Result<usize, ScanError> {
     }
 }
 
+/// `pos` is at an opening `"`: the offset just past the closing quote when the string's
+/// contents are at most fifteen plain printable ASCII bytes (no `\`, no control, no non-ASCII
+/// byte), else `None`, and the caller scans it with [`scan_string`] (which accepts every
+/// string this accepts, with the same end).
+///
+/// The member names of a message and most method names, ids and short values are such
+/// strings: two word loads and masks instead of a call, with nothing to check as UTF-8 after.
+/// Hosts only ([`WORD_AT_A_TIME`]); elsewhere always `None`, and the code is left out.
+#[inline(always)]
+pub(crate) fn short_string(input: &[u8], pos: usize) -> Option<usize> {
+    if !WORD_AT_A_TIME {
+        return None;
+    }
+    let mut at = pos + 1;
+    for _ in 0..2 {
+        let x = load8(input, at)?;
+        // Special bytes (`"`, `\`, control) and non-ASCII bytes alike stop the run.
+        let m = string_special(x) | (x & HI);
+        if m != 0 {
+            let first = (m.trailing_zeros() / 8) as usize;
+            // Only a closing quote may end it; everything else is left to `scan_string`.
+            return (input.get(at + first) == Some(&b'"')).then_some(at + first + 1);
+        }
+        at += 8;
+    }
+    None
+}
+
 /// `start` is just past an opening quote. Validates the string's syntax up to and including
 /// the closing quote and returns the offset just past it.
 ///
