@@ -974,6 +974,51 @@ mod tests {
         b"{ \"k\" : { } , \"l\" : [ ] }",
     ];
 
+    /// The inline short-string path agrees with `scan_string` wherever it answers, and
+    /// answers for plain ASCII strings of up to fifteen bytes (on hosts).
+    #[test]
+    fn short_strings_agree_with_scan_string() {
+        let bodies: &[&[u8]] = &[
+            b"",
+            b"a",
+            b"id",
+            b"jsonrpc",
+            b"method\"",
+            b"subtract",
+            b"fifteen bytes!!",
+            b"sixteen bytes!!!",
+            b"a\\b",
+            b"\x01",
+            "\u{e9}t\u{e9}".as_bytes(),
+            b"tab\there",
+            b"\x7f",
+            b"\"",
+            b"ends with a slash\\",
+        ];
+        for body in bodies {
+            for tail in [&b""[..], b",", b"          "] {
+                let mut text = std::vec![b'"'];
+                text.extend_from_slice(body);
+                text.push(b'"');
+                text.extend_from_slice(tail);
+                let fast = short_string(&text, 0);
+                let slow = scan_string(&text, 0);
+                if let Some(end) = fast {
+                    assert_eq!(Ok(end), slow, "{text:?}");
+                }
+                let plain = body.len() <= 15
+                    && body
+                        .iter()
+                        .all(|b| (0x20..0x80).contains(b) && !matches!(b, b'"' | b'\\'));
+                // Two words must be loadable for the answer to come from the fast path.
+                let words = if body.len() < 8 { 9 } else { 17 };
+                if WORD_AT_A_TIME && plain && text.len() >= words {
+                    assert_eq!(fast, Some(body.len() + 2), "{text:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn accepts_valid() {
         for v in VALID {
