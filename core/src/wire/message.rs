@@ -525,6 +525,10 @@ fn scan_member_value(
             None => Ok((start, scan::scan_string(text, start)?)),
         },
         Some(b'-' | b'0'..=b'9') => Ok((start, scan::scan_number(text, start)?)),
+        Some(b'[' | b'{') if max_depth > 0 => match scan::flat_container(text, start) {
+            Some(end) => Ok((start, end)),
+            None => scan::scan_value(text, start, max_depth),
+        },
         _ => scan::scan_value(text, start, max_depth),
     }
 }

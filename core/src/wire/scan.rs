@@ -575,6 +575,53 @@ pub(crate) fn short_string(input: &[u8], pos: usize) -> Option<usize> {
     None
 }
 
+/// `pos` is at `[` or `{`: the offset just past the closing bracket when the container is
+/// flat, holding only numbers and short plain strings ([`short_string`]) as values and keys,
+/// and is valid JSON; else `None`, and the caller scans it with [`scan_value`] (which accepts
+/// every container this accepts, with the same end).
+///
+/// Most params are such containers (`[42,23]`, `{"minuend":42,"subtrahend":23}`): one tight
+/// loop with no nesting stack. Hosts only ([`WORD_AT_A_TIME`]); elsewhere always `None`.
+#[inline]
+pub(crate) fn flat_container(input: &[u8], pos: usize) -> Option<usize> {
+    if !WORD_AT_A_TIME {
+        return None;
+    }
+    let is_obj = match input.get(pos)? {
+        b'{' => true,
+        b'[' => false,
+        _ => return None,
+    };
+    let close = if is_obj { b'}' } else { b']' };
+    let mut i = skip_ws(input, pos + 1);
+    if input.get(i) == Some(&close) {
+        return Some(i + 1);
+    }
+    loop {
+        if is_obj {
+            if input.get(i) != Some(&b'"') {
+                return None;
+            }
+            i = skip_ws(input, short_string(input, i)?);
+            if input.get(i) != Some(&b':') {
+                return None;
+            }
+            i = skip_ws(input, i + 1);
+        }
+        i = match input.get(i)? {
+            b'"' => short_string(input, i)?,
+            b'-' | b'0'..=b'9' => number(input, i).ok()?,
+            _ => return None,
+        };
+        i = skip_ws(input, i);
+        match input.get(i)? {
+            b',' => i = skip_ws(input, i + 1),
+            &c if c == close => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
 /// `start` is just past an opening quote. Validates the string's syntax up to and including
 /// the closing quote and returns the offset just past it.
 ///
