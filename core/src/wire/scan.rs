@@ -654,6 +654,10 @@ fn string_body<const WORDS: bool>(
 ) -> Result<usize, ScanError> {
     let mut i = start;
     let mut hi_bits = 0u64;
+    // Plain words skipped since the last special byte, and whether a long run may still be
+    // handed to `long_run` (not after it found a control byte: the exact loop then finds it).
+    let mut plain_words = 0u32;
+    let mut long_runs = cfg!(feature = "std");
     let result = loop {
         // Fast path: skip bytes that are neither `"`, `\` nor control, eight at a time.
         while let Some(x) = if WORDS { load8(input, i) } else { None } {
@@ -666,7 +670,19 @@ fn string_body<const WORDS: bool>(
             }
             hi_bits |= x & HI;
             i += 8;
+            plain_words += 1;
+            if long_runs && plain_words == LONG_RUN_WORDS {
+                match long_run(input, i) {
+                    Some((end, bits)) => {
+                        hi_bits |= bits;
+                        i = end;
+                        break;
+                    }
+                    None => long_runs = false,
+                }
+            }
         }
+        plain_words = 0;
         let Some(&b) = input.get(i) else {
             break Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len()));
         };
@@ -688,6 +704,44 @@ fn string_body<const WORDS: bool>(
     };
     *high |= hi_bits;
     result
+}
+
+/// Plain words a string must run before [`long_run`] takes over: short strings (names, ids)
+/// never pay for its call.
+const LONG_RUN_WORDS: u32 = 2;
+
+/// A long run of string contents from `i`, on hosts with `std`: finds the next `"` or `\`
+/// with `memchr` (SIMD), then checks the bytes before it for control bytes a word at a time.
+/// Returns the offset of that `"` or `\` (or the end of the input) and the high bits of the
+/// run's bytes; `None` when the run holds a control byte, which the caller's exact loop then
+/// finds and reports at its offset.
+#[cfg(feature = "std")]
+#[inline(never)]
+fn long_run(input: &[u8], i: usize) -> Option<(usize, u64)> {
+    let rest = input.get(i..)?;
+    let len = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+    let run = rest.get(..len)?;
+    let (mut control, mut bits) = (0u64, 0u64);
+    let mut words = run.chunks_exact(8);
+    for word in &mut words {
+        let x = u64::from_le_bytes(<[u8; 8]>::try_from(word).ok()?);
+        // Some byte below 0x20 makes this nonzero (exact as to whether, not which).
+        control |= x.wrapping_sub(LO * 0x20) & !x;
+        bits |= x;
+    }
+    let tail = words.remainder();
+    // The zero padding after the last bytes must not count as control bytes: make it spaces.
+    let padding = u64::MAX << (8 * tail.len());
+    let x = load_tail(tail, 0) | (padding & (LO * 0x20));
+    control |= x.wrapping_sub(LO * 0x20) & !x;
+    bits |= x;
+    (control & HI == 0).then_some((i + len, bits & HI))
+}
+
+#[cfg(not(feature = "std"))]
+#[inline(always)]
+fn long_run(_input: &[u8], _i: usize) -> Option<(usize, u64)> {
+    None
 }
 
 /// `i` is at a backslash inside a string; validates the escape and returns the offset after it.
@@ -1479,6 +1533,31 @@ mod tests {
                 skip_string_trusted::<false>(input, 1),
                 "{input:?}"
             );
+        }
+    }
+
+    /// Long strings, where hosts with `std` hand runs to `long_run` (memchr and a word-wise
+    /// control check): the byte loops agree on the end or error and on the high-bit summary,
+    /// with the special byte at every distance and alignment.
+    #[test]
+    fn byte_loops_agree_with_long_runs() {
+        const RARE: &[u8] = b"\"\\\x00\x1f\x7f\xc3\xa9\xff";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..100_000 {
+            let len = (xorshift(&mut state) % 97) as usize;
+            let mut text = [b'a'; 100];
+            text[0] = b'"';
+            // A few rare bytes anywhere, the rest plain.
+            for _ in 0..(xorshift(&mut state) % 4) {
+                let at = 1 + (xorshift(&mut state) as usize) % 99;
+                text[at] = RARE[(xorshift(&mut state) % RARE.len() as u64) as usize];
+            }
+            let input = &text[..=len];
+            let (mut high_words, mut high_bytes) = (0, 0);
+            let words = string_body::<true>(input, 1, &mut high_words);
+            let bytes = string_body::<false>(input, 1, &mut high_bytes);
+            assert_eq!(words, bytes, "{input:?}");
+            assert_eq!(high_words != 0, high_bytes != 0, "{input:?}");
         }
     }
 
