@@ -365,7 +365,7 @@ fn scan_structure(
             return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len()));
         };
         match b {
-            b'"' => i = string_body::<WORD_AT_A_TIME>(input, i + 1, high)?,
+            b'"' => i = string(input, i, high)?,
             b'{' | b'[' => {
                 if depth >= max_depth {
                     return Err(ScanError::new(ScanErrorKind::TooDeep, i));
@@ -434,6 +434,16 @@ fn scan_structure(
     }
 }
 
+/// The string at `i` (an opening quote) in the structural scan: the inline path for short
+/// plain strings, else the full string scan.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+fn string(input: &[u8], i: usize, high: &mut u64) -> Result<usize, ScanError> {
+    match short_string(input, i) {
+        Some(end) => Ok(end),
+        None => string_body::<WORD_AT_A_TIME>(input, i + 1, high),
+    }
+}
+
 /// Whether the container at depth `depth` (1-based, `depth >= 1`) is an object.
 #[cfg_attr(target_pointer_width = "64", inline(always))]
 #[allow(clippy::indexing_slicing)] // the bit-stack index is masked to `STACK_WORDS - 1`
@@ -451,7 +461,7 @@ fn member_key(input: &[u8], i: usize, high: &mut u64) -> Result<usize, ScanError
         Some(_) => return Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
         None => return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
     }
-    let i = skip_ws(input, string_body::<WORD_AT_A_TIME>(input, i + 1, high)?);
+    let i = skip_ws(input, string(input, i, high)?);
     match input.get(i) {
         Some(b':') => Ok(skip_ws(input, i + 1)),
         Some(_) => Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
