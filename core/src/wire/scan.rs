@@ -794,8 +794,23 @@ pub fn validate(input: &[u8], max_depth: usize) -> Result<(), ScanError> {
 ///
 /// Nothing is validated, but it never panics and always terminates on any input: on invalid
 /// input it returns some `start <= end <= input.len()`.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 pub fn skip_value_trusted(input: &[u8], pos: usize) -> (usize, usize) {
     let start = skip_ws(input, pos);
+    if WORD_AT_A_TIME && matches!(input.get(start), Some(b'-' | b'0'..=b'9')) {
+        // A number (the commonest params element), inline on hosts: valid JSON numbers are
+        // made of these bytes only, and what follows one is none of them.
+        let mut i = start + 1;
+        while let Some(b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') = input.get(i) {
+            i += 1;
+        }
+        return (start, i);
+    }
+    skip_non_number_trusted(input, start)
+}
+
+/// [`skip_value_trusted`] for everything but numbers on hosts; `start` is past whitespace.
+fn skip_non_number_trusted(input: &[u8], start: usize) -> (usize, usize) {
     let Some(&b) = input.get(start) else {
         return (start, start);
     };
