@@ -435,8 +435,8 @@ fn scan_structure(
 }
 
 /// The string at `i` (an opening quote) in the structural scan: the inline path for short
-/// plain strings, else the full string scan.
-#[cfg_attr(target_pointer_width = "64", inline(always))]
+/// plain strings, else the full string scan (only that where [`short_string`] is left out).
+#[inline(always)]
 fn string(input: &[u8], i: usize, high: &mut u64) -> Result<usize, ScanError> {
     match short_string(input, i) {
         Some(end) => Ok(end),
@@ -810,6 +810,8 @@ pub fn skip_value_trusted(input: &[u8], pos: usize) -> (usize, usize) {
 }
 
 /// [`skip_value_trusted`] for everything but numbers on hosts; `start` is past whitespace.
+/// Elsewhere it is all of it, inlined back into its one caller (no second function in flash).
+#[cfg_attr(not(target_pointer_width = "64"), inline(always))]
 fn skip_non_number_trusted(input: &[u8], start: usize) -> (usize, usize) {
     let Some(&b) = input.get(start) else {
         return (start, start);
