@@ -525,10 +525,13 @@ fn scan_member_value(
             None => Ok((start, scan::scan_string(text, start)?)),
         },
         Some(b'-' | b'0'..=b'9') => Ok((start, scan::scan_number(text, start)?)),
-        Some(b'[' | b'{') if max_depth > 0 => match scan::flat_container(text, start) {
-            Some(end) => Ok((start, end)),
-            None => scan::scan_value(text, start, max_depth),
-        },
+        // The guard is a constant where the flat path is left out (32-bit targets): no code.
+        Some(b'[' | b'{') if scan::WORD_AT_A_TIME && max_depth > 0 => {
+            match scan::flat_container(text, start) {
+                Some(end) => Ok((start, end)),
+                None => scan::scan_value(text, start, max_depth),
+            }
+        }
         _ => scan::scan_value(text, start, max_depth),
     }
 }
