@@ -1550,11 +1550,7 @@ mod tests {
                 *slot = ALPHABET[(xorshift(&mut state) % ALPHABET.len() as u64) as usize];
             }
             let input = &text[..=len];
-            let (mut high_words, mut high_bytes) = (0, 0);
-            let words = string_body::<true>(input, 1, &mut high_words);
-            let bytes = string_body::<false>(input, 1, &mut high_bytes);
-            assert_eq!(words, bytes, "{input:?}");
-            assert_eq!(high_words != 0, high_bytes != 0, "{input:?}");
+            string_loops_agree(input);
             assert_eq!(
                 skip_string_trusted::<true>(input, 1),
                 skip_string_trusted::<false>(input, 1),
@@ -1579,13 +1575,18 @@ mod tests {
                 let at = 1 + (xorshift(&mut state) as usize) % 99;
                 text[at] = RARE[(xorshift(&mut state) % RARE.len() as u64) as usize];
             }
-            let input = &text[..=len];
-            let (mut high_words, mut high_bytes) = (0, 0);
-            let words = string_body::<true>(input, 1, &mut high_words);
-            let bytes = string_body::<false>(input, 1, &mut high_bytes);
-            assert_eq!(words, bytes, "{input:?}");
-            assert_eq!(high_words != 0, high_bytes != 0, "{input:?}");
+            string_loops_agree(&text[..=len]);
         }
+    }
+
+    /// The string scan with the word loops (and, with `std`, `long_run`) and with the byte
+    /// loops alone give the same end or error and the same high-bit summary on `input`.
+    fn string_loops_agree(input: &[u8]) {
+        let (mut high_words, mut high_bytes) = (0, 0);
+        let words = string_body::<true>(input, 1, &mut high_words);
+        let bytes = string_body::<false>(input, 1, &mut high_bytes);
+        assert_eq!(words, bytes, "{input:?}");
+        assert_eq!(high_words != 0, high_bytes != 0, "{input:?}");
     }
 
     /// The compact UTF-8 check (32-bit targets) reports exactly what `core::str::from_utf8`
