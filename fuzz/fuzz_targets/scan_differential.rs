@@ -3,11 +3,13 @@
 //! `serde_json::from_slice::<IgnoredAny>` plus UTF-8 validity of the whole input (`IgnoredAny`
 //! does not check UTF-8 inside strings; the scanner does). Both reject a UTF-8 byte order
 //! mark. Accepted input also gives a span covering the value, and `RawJson::parse` agrees.
+//! The message parser validates objects on its own walk (with an inline path for short
+//! strings): it must accept and reject exactly the same texts.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use rpcwire::wire::scan::{scan_value, skip_ws, validate, DEFAULT_MAX_DEPTH};
-use rpcwire::wire::RawJson;
+use rpcwire::wire::{parse, ParseLimits, RawJson};
 use rpcwire_fuzz::nesting_depth;
 use serde::de::IgnoredAny;
 
@@ -22,6 +24,13 @@ fuzz_target!(|data: &[u8]| {
         ours.is_ok(),
         theirs,
         "scanner {ours:?} vs serde_json {theirs} on {:?}",
+        String::from_utf8_lossy(data)
+    );
+    let parsed = parse(data, ParseLimits::default());
+    assert_eq!(
+        parsed.is_ok(),
+        ours.is_ok(),
+        "parse {parsed:?} vs scanner {ours:?} on {:?}",
         String::from_utf8_lossy(data)
     );
     if ours.is_ok() {

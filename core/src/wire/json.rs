@@ -245,7 +245,10 @@ impl<'a> Members<'a> {
         if self.text.get(key_start) != Some(&b'"') {
             return None;
         }
-        let key_end = scan::scan_string(self.text, key_start).ok()?;
+        let key_end = match scan::short_string(self.text, key_start) {
+            Some(end) => end,
+            None => scan::scan_string(self.text, key_start).ok()?,
+        };
         let key = JsonStr::from_validated(self.text.get(key_start + 1..key_end - 1)?)?;
         let colon = scan::skip_ws(self.text, key_end);
         if self.text.get(colon) != Some(&b':') {

@@ -445,7 +445,10 @@ fn walk_object<'a>(
             };
             return Err(err(kind, pos));
         }
-        let key_end = scan::scan_string(text, pos)?;
+        let key_end = match scan::short_string(text, pos) {
+            Some(end) => end,
+            None => scan::scan_string(text, pos)?,
+        };
         let key = text.get(pos + 1..key_end - 1).unwrap_or(&[]);
         pos = scan::skip_ws(text, key_end);
         match text.get(pos) {
@@ -517,8 +520,18 @@ fn scan_member_value(
 ) -> Result<(usize, usize), ScanError> {
     let start = scan::skip_ws(text, pos);
     match text.get(start) {
-        Some(b'"') => Ok((start, scan::scan_string(text, start)?)),
+        Some(b'"') => match scan::short_string(text, start) {
+            Some(end) => Ok((start, end)),
+            None => Ok((start, scan::scan_string(text, start)?)),
+        },
         Some(b'-' | b'0'..=b'9') => Ok((start, scan::scan_number(text, start)?)),
+        // The guard is a constant where the flat path is left out (32-bit targets): no code.
+        Some(b'[' | b'{') if scan::WORD_AT_A_TIME && max_depth > 0 => {
+            match scan::flat_container(text, start) {
+                Some(end) => Ok((start, end)),
+                None => scan::scan_value(text, start, max_depth),
+            }
+        }
         _ => scan::scan_value(text, start, max_depth),
     }
 }

@@ -189,6 +189,17 @@ fn load8(input: &[u8], i: usize) -> Option<u64> {
     }
 }
 
+/// The (fewer than eight) bytes from `i` to the end as a little-endian word, zero-padded.
+#[inline(always)]
+fn load_tail(input: &[u8], i: usize) -> u64 {
+    let mut word = [0u8; 8];
+    let rest = input.get(i..).unwrap_or_default();
+    for (w, b) in word.iter_mut().zip(rest) {
+        *w = *b;
+    }
+    u64::from_le_bytes(word)
+}
+
 /// High bit set in each byte of `x` that is `"`, `\` or below 0x20 (bytes >= 0x80 are not
 /// flagged).
 ///
@@ -354,7 +365,7 @@ fn scan_structure(
             return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len()));
         };
         match b {
-            b'"' => i = string_body::<WORD_AT_A_TIME>(input, i + 1, high)?,
+            b'"' => i = string(input, i, high)?,
             b'{' | b'[' => {
                 if depth >= max_depth {
                     return Err(ScanError::new(ScanErrorKind::TooDeep, i));
@@ -423,6 +434,16 @@ fn scan_structure(
     }
 }
 
+/// The string at `i` (an opening quote) in the structural scan: the inline path for short
+/// plain strings, else the full string scan (only that where [`short_string`] is left out).
+#[inline(always)]
+fn string(input: &[u8], i: usize, high: &mut u64) -> Result<usize, ScanError> {
+    match short_string(input, i) {
+        Some(end) => Ok(end),
+        None => string_body::<WORD_AT_A_TIME>(input, i + 1, high),
+    }
+}
+
 /// Whether the container at depth `depth` (1-based, `depth >= 1`) is an object.
 #[cfg_attr(target_pointer_width = "64", inline(always))]
 #[allow(clippy::indexing_slicing)] // the bit-stack index is masked to `STACK_WORDS - 1`
@@ -440,7 +461,7 @@ fn member_key(input: &[u8], i: usize, high: &mut u64) -> Result<usize, ScanError
         Some(_) => return Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
         None => return Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len())),
     }
-    let i = skip_ws(input, string_body::<WORD_AT_A_TIME>(input, i + 1, high)?);
+    let i = skip_ws(input, string(input, i, high)?);
     match input.get(i) {
         Some(b':') => Ok(skip_ws(input, i + 1)),
         Some(_) => Err(ScanError::new(ScanErrorKind::UnexpectedByte, i)),
@@ -547,6 +568,86 @@ pub fn scan_string(input: &[u8], pos: usize) -> Result<usize, ScanError> {
     }
 }
 
+/// `pos` is at an opening `"`: the offset just past the closing quote when the string's
+/// contents are at most fifteen plain printable ASCII bytes (no `\`, no control, no non-ASCII
+/// byte), else `None`, and the caller scans it with [`scan_string`] (which accepts every
+/// string this accepts, with the same end).
+///
+/// The member names of a message and most method names, ids and short values are such
+/// strings: two word loads and masks instead of a call, with nothing to check as UTF-8 after.
+/// Hosts only ([`WORD_AT_A_TIME`]); elsewhere always `None`, and the code is left out.
+#[inline(always)]
+pub(crate) fn short_string(input: &[u8], pos: usize) -> Option<usize> {
+    if !WORD_AT_A_TIME {
+        return None;
+    }
+    let mut at = pos + 1;
+    for _ in 0..2 {
+        // Near the end of the input the word is padded with zero bytes, which are control
+        // bytes: they stop the run without being taken for a closing quote.
+        let x = match load8(input, at) {
+            Some(x) => x,
+            None => load_tail(input, at),
+        };
+        // Special bytes (`"`, `\`, control) and non-ASCII bytes alike stop the run.
+        let m = string_special(x) | (x & HI);
+        if m != 0 {
+            let first = (m.trailing_zeros() / 8) as usize;
+            // Only a closing quote may end it; everything else is left to `scan_string`.
+            return (input.get(at + first) == Some(&b'"')).then_some(at + first + 1);
+        }
+        at += 8;
+    }
+    None
+}
+
+/// `pos` is at `[` or `{`: the offset just past the closing bracket when the container is
+/// flat, holding only numbers and short plain strings ([`short_string`]) as values and keys,
+/// and is valid JSON; else `None`, and the caller scans it with [`scan_value`] (which accepts
+/// every container this accepts, with the same end).
+///
+/// Most params are such containers (`[42,23]`, `{"minuend":42,"subtrahend":23}`): one tight
+/// loop with no nesting stack. Hosts only ([`WORD_AT_A_TIME`]); elsewhere always `None`.
+#[inline]
+pub(crate) fn flat_container(input: &[u8], pos: usize) -> Option<usize> {
+    if !WORD_AT_A_TIME {
+        return None;
+    }
+    let is_obj = match input.get(pos)? {
+        b'{' => true,
+        b'[' => false,
+        _ => return None,
+    };
+    let close = if is_obj { b'}' } else { b']' };
+    let mut i = skip_ws(input, pos + 1);
+    if input.get(i) == Some(&close) {
+        return Some(i + 1);
+    }
+    loop {
+        if is_obj {
+            if input.get(i) != Some(&b'"') {
+                return None;
+            }
+            i = skip_ws(input, short_string(input, i)?);
+            if input.get(i) != Some(&b':') {
+                return None;
+            }
+            i = skip_ws(input, i + 1);
+        }
+        i = match input.get(i)? {
+            b'"' => short_string(input, i)?,
+            b'-' | b'0'..=b'9' => number(input, i).ok()?,
+            _ => return None,
+        };
+        i = skip_ws(input, i);
+        match input.get(i)? {
+            b',' => i = skip_ws(input, i + 1),
+            &c if c == close => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
 /// `start` is just past an opening quote. Validates the string's syntax up to and including
 /// the closing quote and returns the offset just past it.
 ///
@@ -563,6 +664,10 @@ fn string_body<const WORDS: bool>(
 ) -> Result<usize, ScanError> {
     let mut i = start;
     let mut hi_bits = 0u64;
+    // Plain words skipped since the last special byte, and whether a long run may still be
+    // handed to `long_run` (not after it found a control byte: the exact loop then finds it).
+    let mut plain_words = 0u32;
+    let mut long_runs = cfg!(feature = "std");
     let result = loop {
         // Fast path: skip bytes that are neither `"`, `\` nor control, eight at a time.
         while let Some(x) = if WORDS { load8(input, i) } else { None } {
@@ -575,7 +680,19 @@ fn string_body<const WORDS: bool>(
             }
             hi_bits |= x & HI;
             i += 8;
+            plain_words += 1;
+            if long_runs && plain_words == LONG_RUN_WORDS {
+                match long_run(input, i) {
+                    Some((end, bits)) => {
+                        hi_bits |= bits;
+                        i = end;
+                        break;
+                    }
+                    None => long_runs = false,
+                }
+            }
         }
+        plain_words = 0;
         let Some(&b) = input.get(i) else {
             break Err(ScanError::new(ScanErrorKind::UnexpectedEnd, input.len()));
         };
@@ -597,6 +714,44 @@ fn string_body<const WORDS: bool>(
     };
     *high |= hi_bits;
     result
+}
+
+/// Plain words a string must run before [`long_run`] takes over: short strings (names, ids)
+/// never pay for its call.
+const LONG_RUN_WORDS: u32 = 2;
+
+/// A long run of string contents from `i`, on hosts with `std`: finds the next `"` or `\`
+/// with `memchr` (SIMD), then checks the bytes before it for control bytes a word at a time.
+/// Returns the offset of that `"` or `\` (or the end of the input) and the high bits of the
+/// run's bytes; `None` when the run holds a control byte, which the caller's exact loop then
+/// finds and reports at its offset.
+#[cfg(feature = "std")]
+#[inline(never)]
+fn long_run(input: &[u8], i: usize) -> Option<(usize, u64)> {
+    let rest = input.get(i..)?;
+    let len = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+    let run = rest.get(..len)?;
+    let (mut control, mut bits) = (0u64, 0u64);
+    let mut words = run.chunks_exact(8);
+    for word in &mut words {
+        let x = u64::from_le_bytes(<[u8; 8]>::try_from(word).ok()?);
+        // Some byte below 0x20 makes this nonzero (exact as to whether, not which).
+        control |= x.wrapping_sub(LO * 0x20) & !x;
+        bits |= x;
+    }
+    let tail = words.remainder();
+    // The zero padding after the last bytes must not count as control bytes: make it spaces.
+    let padding = u64::MAX << (8 * tail.len());
+    let x = load_tail(tail, 0) | (padding & (LO * 0x20));
+    control |= x.wrapping_sub(LO * 0x20) & !x;
+    bits |= x;
+    (control & HI == 0).then_some((i + len, bits & HI))
+}
+
+#[cfg(not(feature = "std"))]
+#[inline(always)]
+fn long_run(_input: &[u8], _i: usize) -> Option<(usize, u64)> {
+    None
 }
 
 /// `i` is at a backslash inside a string; validates the escape and returns the offset after it.
@@ -639,8 +794,25 @@ pub fn validate(input: &[u8], max_depth: usize) -> Result<(), ScanError> {
 ///
 /// Nothing is validated, but it never panics and always terminates on any input: on invalid
 /// input it returns some `start <= end <= input.len()`.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 pub fn skip_value_trusted(input: &[u8], pos: usize) -> (usize, usize) {
     let start = skip_ws(input, pos);
+    if WORD_AT_A_TIME && matches!(input.get(start), Some(b'-' | b'0'..=b'9')) {
+        // A number (the commonest params element), inline on hosts: valid JSON numbers are
+        // made of these bytes only, and what follows one is none of them.
+        let mut i = start + 1;
+        while let Some(b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') = input.get(i) {
+            i += 1;
+        }
+        return (start, i);
+    }
+    skip_non_number_trusted(input, start)
+}
+
+/// [`skip_value_trusted`] for everything but numbers on hosts; `start` is past whitespace.
+/// Elsewhere it is all of it, inlined back into its one caller (no second function in flash).
+#[cfg_attr(not(target_pointer_width = "64"), inline(always))]
+fn skip_non_number_trusted(input: &[u8], start: usize) -> (usize, usize) {
     let Some(&b) = input.get(start) else {
         return (start, start);
     };
@@ -945,6 +1117,49 @@ mod tests {
         b"[[[[]]],{},[{}],\"x\",-1.25e-3]",
         b"{ \"k\" : { } , \"l\" : [ ] }",
     ];
+
+    /// The inline short-string path agrees with `scan_string` wherever it answers, and
+    /// answers for plain ASCII strings of up to fifteen bytes (on hosts).
+    #[test]
+    fn short_strings_agree_with_scan_string() {
+        let bodies: &[&[u8]] = &[
+            b"",
+            b"a",
+            b"id",
+            b"jsonrpc",
+            b"method\"",
+            b"subtract",
+            b"fifteen bytes!!",
+            b"sixteen bytes!!!",
+            b"a\\b",
+            b"\x01",
+            "\u{e9}t\u{e9}".as_bytes(),
+            b"tab\there",
+            b"\x7f",
+            b"\"",
+            b"ends with a slash\\",
+        ];
+        for body in bodies {
+            for tail in [&b""[..], b",", b"          "] {
+                let mut text = std::vec![b'"'];
+                text.extend_from_slice(body);
+                text.push(b'"');
+                text.extend_from_slice(tail);
+                let fast = short_string(&text, 0);
+                let slow = scan_string(&text, 0);
+                if let Some(end) = fast {
+                    assert_eq!(Ok(end), slow, "{text:?}");
+                }
+                let plain = body.len() <= 15
+                    && body
+                        .iter()
+                        .all(|b| (0x20..0x80).contains(b) && !matches!(b, b'"' | b'\\'));
+                if WORD_AT_A_TIME && plain {
+                    assert_eq!(fast, Some(body.len() + 2), "{text:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn accepts_valid() {
@@ -1335,17 +1550,43 @@ mod tests {
                 *slot = ALPHABET[(xorshift(&mut state) % ALPHABET.len() as u64) as usize];
             }
             let input = &text[..=len];
-            let (mut high_words, mut high_bytes) = (0, 0);
-            let words = string_body::<true>(input, 1, &mut high_words);
-            let bytes = string_body::<false>(input, 1, &mut high_bytes);
-            assert_eq!(words, bytes, "{input:?}");
-            assert_eq!(high_words != 0, high_bytes != 0, "{input:?}");
+            string_loops_agree(input);
             assert_eq!(
                 skip_string_trusted::<true>(input, 1),
                 skip_string_trusted::<false>(input, 1),
                 "{input:?}"
             );
         }
+    }
+
+    /// Long strings, where hosts with `std` hand runs to `long_run` (memchr and a word-wise
+    /// control check): the byte loops agree on the end or error and on the high-bit summary,
+    /// with the special byte at every distance and alignment.
+    #[test]
+    fn byte_loops_agree_with_long_runs() {
+        const RARE: &[u8] = b"\"\\\x00\x1f\x7f\xc3\xa9\xff";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..100_000 {
+            let len = (xorshift(&mut state) % 97) as usize;
+            let mut text = [b'a'; 100];
+            text[0] = b'"';
+            // A few rare bytes anywhere, the rest plain.
+            for _ in 0..(xorshift(&mut state) % 4) {
+                let at = 1 + (xorshift(&mut state) as usize) % 99;
+                text[at] = RARE[(xorshift(&mut state) % RARE.len() as u64) as usize];
+            }
+            string_loops_agree(&text[..=len]);
+        }
+    }
+
+    /// The string scan with the word loops (and, with `std`, `long_run`) and with the byte
+    /// loops alone give the same end or error and the same high-bit summary on `input`.
+    fn string_loops_agree(input: &[u8]) {
+        let (mut high_words, mut high_bytes) = (0, 0);
+        let words = string_body::<true>(input, 1, &mut high_words);
+        let bytes = string_body::<false>(input, 1, &mut high_bytes);
+        assert_eq!(words, bytes, "{input:?}");
+        assert_eq!(high_words != 0, high_bytes != 0, "{input:?}");
     }
 
     /// The compact UTF-8 check (32-bit targets) reports exactly what `core::str::from_utf8`

@@ -618,10 +618,12 @@ impl Builder {
     /// Serves this process's stdin and stdout (an MCP or LSP server). When stdin closes, the
     /// answers to requests already received are still written.
     ///
-    /// Where stdin or stdout is a pipe (as under MCP hosts and language clients) it is read or
-    /// written on the runtime's event loop and set non-blocking; other kinds (a terminal, a
-    /// file) go through tokio's blocking-thread streams. Write nothing else to stdout while
-    /// the session runs (it is the wire; logs belong on stderr).
+    /// On unix, where stdin or stdout is a pipe (as under MCP hosts and language clients) or a
+    /// socket, it is set non-blocking and served on the runtime's event loop; a regular file
+    /// (`serve < requests.ndjson`) is read and written in place on the runtime's thread. A
+    /// terminal, another device, or a platform without unix descriptors goes through tokio's
+    /// blocking-thread streams. Write nothing else to stdout while the session runs (it is the
+    /// wire; logs belong on stderr).
     ///
     /// ```no_run
     /// use rpcwire_tokio::{Builder, Router, RpcError};
