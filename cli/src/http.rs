@@ -69,13 +69,20 @@ pub fn router(service: Arc<OnceLock<RpcService>>) -> Router {
 /// Serves the demo service over HTTP at `addr` and `path` until the process is stopped.
 /// `any_host`: accept any `Host`/`Origin` (behind a proxy, or on a non-loopback address).
 /// `max_body`: the largest request body (413 beyond).
+/// `tls`: serve HTTPS (and WSS) with it; `policy`: the access rules of `--policy`.
 pub async fn serve(
     addr: &str,
     path: &str,
     any_host: bool,
     max_body: usize,
     builder: Builder,
+    tls: Option<rpcwire_tokio::tls::ServerTls>,
+    policy: Option<&rpcwire_cli::policy::Policy>,
 ) -> ExitCode {
+    let with_policy = |router: rpcwire_tokio::Router| match policy {
+        Some(policy) => policy.apply(router),
+        None => router,
+    };
     let (listener, local) = match rpcwire_cli::listen(addr).await {
         Ok(listening) => listening,
         Err(code) => return code,
@@ -85,13 +92,15 @@ pub async fn serve(
     let cell = Arc::new(OnceLock::new());
     // WebSocket on the same port and path: the same methods, one message per text message.
     let ws = WsServer::new(
-        builder.clone().router(router(Arc::clone(&cell))),
+        builder
+            .clone()
+            .router(with_policy(router(Arc::clone(&cell)))),
         WsConfig {
             max_message: max_body,
             ..WsConfig::default()
         },
     );
-    let mut server = HttpServer::new(builder.router(router(Arc::clone(&cell))))
+    let mut server = HttpServer::new(builder.router(with_policy(router(Arc::clone(&cell)))))
         .path(path)
         .max_body(max_body)
         .websocket(ws);
@@ -100,6 +109,14 @@ pub async fn serve(
     }
     let service = server.build();
     let _ = cell.set(service.clone());
+    if let Some(tls) = tls {
+        let _watch = tls.watch(Duration::from_secs(2));
+        eprintln!(
+            "rpcwire: serving the demo service (POST, SSE and WebSocket) on https://{local}{path}"
+        );
+        rpcwire_http::serve_tls(listener, service, tls, Duration::from_secs(10)).await;
+        return ExitCode::SUCCESS;
+    }
     eprintln!(
         "rpcwire: serving the demo service (POST, SSE and WebSocket) on http://{local}{path}"
     );
@@ -115,8 +132,19 @@ pub fn client(
     timeout: Duration,
     max_frame: usize,
     ca_cert: Option<&std::path::Path>,
+    headers: &[(String, String)],
 ) -> Result<HttpClient, ExitCode> {
     let mut builder = HttpClient::builder(url);
+    for (name, value) in headers {
+        builder = match builder.header(name, value) {
+            Ok(builder) => builder,
+            Err(_) => {
+                // The value is not shown: it may be a credential.
+                eprintln!("rpcwire: --header {name:?}: not a valid header");
+                return Err(ExitCode::from(EXIT_USAGE));
+            }
+        };
+    }
     if let Some(path) = ca_cert {
         match rpcwire_cli::tls::trusting(path) {
             Ok(config) => builder = builder.tls_config(config),

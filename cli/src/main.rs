@@ -160,10 +160,11 @@ struct ServeArgs {
     /// With --tcp: connections held at once; more wait until one ends (a warning is logged).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
     max_connections: usize,
-    /// With --tcp: serve TLS with this certificate chain (PEM, the server's certificate
-    /// first). The files are read again when they change and on SIGHUP; open connections go
-    /// on with the certificate they started with.
-    #[arg(long, value_name = "FILE", requires_all = ["tls_key", "tcp"])]
+    /// With --tcp or --http: serve TLS (HTTPS and WSS for --http, HTTP/2 or HTTP/1.1 by ALPN)
+    /// with this certificate chain (PEM, the server's certificate first). The files are read
+    /// again when they change and on SIGHUP; open connections go on with the certificate they
+    /// started with.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<std::path::PathBuf>,
     /// With --tls-cert: the certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
@@ -172,6 +173,11 @@ struct ServeArgs {
     /// The certificate's subject is the caller's identity.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     client_ca: Option<std::path::PathBuf>,
+    /// With --http: callers must present one of these API keys or bearer tokens
+    /// (`Authorization: Bearer TOKEN`): a file of `TOKEN [@SUBJECT] ROLE...` lines, compared
+    /// in constant time. Without one, a request gets 401 (no 101 for a WebSocket upgrade).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    tokens: Option<std::path::PathBuf>,
     /// Which roles may call which method: a file of `METHOD ROLE...` lines (`*` for every
     /// method without a line of its own; a method with no roles is open). A refused call is
     /// answered -32040 Forbidden and its handler does not run. Callers over stdio are the
@@ -212,6 +218,14 @@ struct CallArgs {
     /// host part of ADDR.
     #[arg(long, requires_all = ["tcp", "ca_cert"])]
     tls: bool,
+    /// With --http: send this header with the request (`'Name: value'`; repeatable).
+    #[arg(long = "header", value_name = "HEADER", requires = "http")]
+    headers: Vec<String>,
+    /// With --http: send `Authorization: Bearer TOKEN`. `@FILE` reads the token from a file
+    /// and `env:NAME` from an environment variable, so that it stays out of the process list
+    /// and the shell history. Never logged.
+    #[arg(long, value_name = "TOKEN", requires = "http")]
+    bearer: Option<String>,
     /// With --tls: present this client certificate (PEM) for mutual TLS.
     #[arg(long, value_name = "FILE", requires_all = ["tls", "key"])]
     cert: Option<std::path::PathBuf>,
@@ -312,23 +326,62 @@ async fn serve(args: ServeArgs) -> ExitCode {
         let (max, conns) = (args.max_frame, args.max_connections);
         return rpcwire_cli::ws::serve(&args.ws, builder, max, conns).await;
     }
-    let router = match &args.policy {
+
+    let policy = match &args.policy {
         Some(path) => match rpcwire_cli::policy::Policy::from_file(path) {
-            Ok(policy) => policy.apply(demo_router()),
+            Ok(policy) => Some(policy),
             Err(e) => {
                 eprintln!("rpcwire: {e}");
                 return ExitCode::from(EXIT_USAGE);
             }
         },
-        None => demo_router(),
+        None => None,
     };
-    let builder = args
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            if args.tcp.is_none() && args.http.is_none() {
+                eprintln!("rpcwire: --tls-cert needs --tcp or --http");
+                return ExitCode::from(EXIT_USAGE);
+            }
+            let files = rpcwire_tokio::tls::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.client_ca.clone(),
+            };
+            let alpn: &[&[u8]] = if args.http.is_some() {
+                &[b"h2", b"http/1.1"]
+            } else {
+                &[]
+            };
+            match rpcwire_tokio::tls::ServerTls::with_alpn(files, alpn) {
+                Ok(tls) => Some(tls),
+                Err(e) => {
+                    eprintln!("rpcwire: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            }
+        }
+        _ => None,
+    };
+    let mut builder = args
         .profile
         .builder(args.framing)
         .max_frame(args.max_frame)
         .concurrency(args.concurrency)
         .max_connections(args.max_connections)
-        .router(router);
+        .router(match &policy {
+            Some(policy) => policy.apply(demo_router()),
+            None => demo_router(),
+        });
+    if let Some(path) = &args.tokens {
+        match rpcwire_tokio::StaticTokens::from_file(path) {
+            Ok(tokens) => builder = builder.authenticator(tokens),
+            Err(e) => {
+                eprintln!("rpcwire: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
     if let Some(path) = &args.serial {
         let baud = args.baud.unwrap_or(DEFAULT_BAUD);
         let port = match open_serial(path, baud) {
@@ -350,26 +403,24 @@ async fn serve(args: ServeArgs) -> ExitCode {
         };
     }
     if let Some(addr) = &args.http {
-        return http::serve(addr, &args.path, args.any_host, args.max_frame, builder).await;
+        let policy = policy.as_ref();
+        return http::serve(
+            addr,
+            &args.path,
+            args.any_host,
+            args.max_frame,
+            builder,
+            tls,
+            policy,
+        )
+        .await;
     }
     if let Some(addr) = &args.tcp {
         let (listener, local) = match rpcwire_cli::listen(addr).await {
             Ok(listening) => listening,
             Err(code) => return code,
         };
-        if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-            let files = rpcwire_tokio::tls::TlsFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-                client_ca: args.client_ca.clone(),
-            };
-            let tls = match rpcwire_tokio::tls::ServerTls::from_files(files) {
-                Ok(tls) => tls,
-                Err(e) => {
-                    eprintln!("rpcwire: {e}");
-                    return ExitCode::from(EXIT_USAGE);
-                }
-            };
+        if let Some(tls) = tls {
             let _watch = tls.watch(std::time::Duration::from_secs(2));
             let mutual = if args.client_ca.is_some() {
                 " (client certificates required)"
@@ -418,6 +469,35 @@ async fn connect_tls(addr: &str, args: &CallArgs, builder: Builder) -> Result<Se
         .connect_tls(socket, host, std::sync::Arc::new(config))
         .await
         .map_err(|e| e.to_string())
+}
+
+/// The headers of `--header` and `--bearer`, as (name, value) pairs; the error names the
+/// argument, never the token.
+fn request_headers(args: &CallArgs) -> Result<Vec<(String, String)>, String> {
+    let mut headers = Vec::new();
+    for header in &args.headers {
+        let (name, value) = header
+            .split_once(':')
+            .ok_or_else(|| format!("--header {header:?}: expected 'Name: value'"))?;
+        headers.push((name.trim().to_owned(), value.trim().to_owned()));
+    }
+    if let Some(bearer) = &args.bearer {
+        let token = if let Some(path) = bearer.strip_prefix('@') {
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("--bearer @{path}: {e}"))?
+                .trim()
+                .to_owned()
+        } else if let Some(name) = bearer.strip_prefix("env:") {
+            std::env::var(name).map_err(|_| format!("--bearer env:{name}: not set"))?
+        } else {
+            bearer.clone()
+        };
+        if token.is_empty() {
+            return Err("--bearer: the token is empty".to_owned());
+        }
+        headers.push(("authorization".to_owned(), format!("Bearer {token}")));
+    }
+    Ok(headers)
 }
 
 /// Parses PARAMS (an array or an object), read from a file for `@FILE` and from stdin for `-`.
@@ -486,6 +566,10 @@ async fn connect(args: &CallArgs, timeout: Duration) -> Result<Target, ExitCode>
                 Err(ExitCode::from(EXIT_TIMEOUT))
             }
         };
+    }
+    if args.tcp.is_some() && args.ca_cert.is_some() && !args.tls {
+        eprintln!("rpcwire: --ca-cert with --tcp needs --tls");
+        return Err(ExitCode::from(EXIT_USAGE));
     }
     if let (Some(addr), true) = (&args.tcp, args.tls) {
         return match tokio::time::timeout(timeout, connect_tls(addr, args, builder)).await {
@@ -583,7 +667,15 @@ async fn call(args: CallArgs) -> ExitCode {
     // seconds, whatever the peer does (never reads, never answers, floods, half-closes).
     let deadline = tokio::time::Instant::now() + timeout;
     if let Some(url) = &args.http {
-        let client = match http::client(url, timeout, args.max_frame, args.ca_cert.as_deref()) {
+        let headers = match request_headers(&args) {
+            Ok(headers) => headers,
+            Err(msg) => {
+                eprintln!("rpcwire: {msg}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        };
+        let ca = args.ca_cert.as_deref();
+        let client = match http::client(url, timeout, args.max_frame, ca, &headers) {
             Ok(c) => c,
             Err(code) => return code,
         };

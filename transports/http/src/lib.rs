@@ -67,6 +67,9 @@ pub use body::Body;
 pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_ERROR_CODE};
 pub use connect::UrlError;
 pub use rpcwire::wire::classify::{classify, BodyKind};
+#[cfg(feature = "tls")]
+pub use server::serve_tls;
+pub use server::unauthenticated;
 pub use server::{
     serve, serve_connection, BodyCheck, ConnectionError, HostPolicy, HttpServer, Protocol,
     RequestCheck, ResponseFuture, RpcService, UpgradeHook, DEFAULT_IDLE_CONNECTION,

@@ -13,7 +13,10 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Collected, Limited};
 use rpcwire::wire::Framing;
-use rpcwire_tokio::{Builder, Client, Responder};
+use rpcwire_tokio::{
+    AuthError, Authenticator, Builder, Caller, Client, Credentials, RateLimiter, Responder,
+    Transport,
+};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::body::Body;
@@ -324,6 +327,8 @@ impl HttpServer {
         RpcService {
             inner: Arc::new(Inner {
                 responder: builder.responder(),
+                authenticator: builder.authenticator_ref().cloned(),
+                limiter: builder.rate_limiter().cloned(),
                 builder,
                 path: self.path,
                 endpoint: self.endpoint,
@@ -343,6 +348,10 @@ impl HttpServer {
 
 pub(crate) struct Inner {
     builder: Builder,
+    /// Establishes each request's caller ([`Builder::authenticator`]).
+    pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
+    /// Limits each caller's requests ([`Builder::rate_limit`]): 429 beyond it.
+    pub(crate) limiter: Option<Arc<RateLimiter>>,
     /// Answers bodies whose handlers never talk back to the client, with no connection.
     responder: Responder,
     pub(crate) path: Option<String>,
@@ -694,7 +703,18 @@ impl Inner {
             let r = refuse(StatusCode::FORBIDDEN, why);
             return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
-        let (parts, body) = req.into_parts();
+        let caller = match self.admit(req.headers()).await {
+            Ok(caller) => caller,
+            Err(refusal) => {
+                return after_body(req, self.endpoint.max_body, self.endpoint.timeout, *refusal)
+                    .await
+            }
+        };
+        let (mut parts, body) = req.into_parts();
+        if let Some(caller) = &caller {
+            // For the WebSocket upgrade hook: the connection runs as this caller.
+            parts.extensions.insert(Arc::clone(caller));
+        }
         if let Some(check) = &self.check {
             if let Err(response) = check(&parts) {
                 return *response;
@@ -711,7 +731,7 @@ impl Inner {
             }
         }
         match parts.method {
-            Method::POST => self.post(parts, body).await,
+            Method::POST => self.post(parts, body, caller).await,
             Method::GET if self.get_stream => self.get(&parts),
             _ => {
                 let mut r = refuse(StatusCode::METHOD_NOT_ALLOWED, "use POST\n");
@@ -727,6 +747,47 @@ impl Inner {
                 .await
             }
         }
+    }
+
+    /// The request's caller, when the builder has an authenticator or a rate limit (`None`
+    /// otherwise: handlers see an anonymous caller, at no cost per request), or the refusal:
+    /// 400 for credentials in a form not understood, 401 with `WWW-Authenticate: Bearer` for
+    /// none or invalid ones (RFC 6750), 503 when the authenticator cannot decide, 429 with
+    /// `Retry-After` beyond the caller's rate limit. Why is logged, never the credentials.
+    async fn admit(&self, headers: &HeaderMap) -> Result<Option<Arc<Caller>>, Box<Response<Body>>> {
+        if self.authenticator.is_none() && self.limiter.is_none() {
+            return Ok(None);
+        }
+        let lookup = HeaderLookup(headers);
+        let identity = match &self.authenticator {
+            None => rpcwire_tokio::Identity::anonymous(),
+            Some(authenticator) => {
+                let credentials = Credentials {
+                    headers: &lookup,
+                    ..Credentials::new(Transport::Http, None)
+                };
+                match authenticator.authenticate(credentials).await {
+                    Ok(identity) => identity,
+                    Err(reason) => {
+                        tracing::debug!(%reason, "HTTP request refused: authentication failed");
+                        return Err(Box::new(unauthenticated(&reason)));
+                    }
+                }
+            }
+        };
+        let caller = Caller::new(identity, Transport::Http).with_meta(headers.clone());
+        if let Some(limiter) = &self.limiter {
+            if let Err(wait) = limiter.check(&RateLimiter::key(&caller), std::time::Instant::now())
+            {
+                let mut r = refuse(StatusCode::TOO_MANY_REQUESTS, "too many requests\n");
+                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                if let Ok(value) = HeaderValue::from_str(&secs.max(1).to_string()) {
+                    r.headers_mut().insert(header::RETRY_AFTER, value);
+                }
+                return Err(Box::new(r));
+            }
+        }
+        Ok(Some(Arc::new(caller)))
     }
 
     fn get(&self, parts: &http::request::Parts) -> Response<Body> {
@@ -747,7 +808,12 @@ impl Inner {
         event_stream(rx)
     }
 
-    async fn post<B>(&self, parts: http::request::Parts, body: B) -> Response<Body>
+    async fn post<B>(
+        &self,
+        parts: http::request::Parts,
+        body: B,
+        caller: Option<Arc<Caller>>,
+    ) -> Response<Body>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -775,9 +841,16 @@ impl Inner {
                 return *response;
             }
         }
-        self.answer(&body, || body.clone(), json_ok, sse_ok, deadline)
-            .await
-            .into_response()
+        self.answer(
+            &body,
+            || body.clone(),
+            json_ok,
+            sse_ok,
+            deadline,
+            caller.as_ref(),
+        )
+        .await
+        .into_response()
     }
 
     /// The answer to a POST body whose head passed every check: the one place that runs the
@@ -791,11 +864,15 @@ impl Inner {
         json_ok: bool,
         sse_ok: bool,
         deadline: tokio::time::Instant,
+        caller: Option<&Arc<Caller>>,
     ) -> Reply {
-        match self.answer_at_once(body, json_ok, sse_ok, deadline).await {
+        match self
+            .answer_at_once(body, json_ok, sse_ok, deadline, caller)
+            .await
+        {
             Ok(reply) => reply,
             Err(kind) => {
-                self.answer_on_connection(owned(), kind, json_ok, sse_ok, deadline)
+                self.answer_on_connection(owned(), kind, json_ok, sse_ok, deadline, caller)
                     .await
             }
         }
@@ -810,6 +887,7 @@ impl Inner {
         json_ok: bool,
         sse_ok: bool,
         deadline: tokio::time::Instant,
+        caller: Option<&Arc<Caller>>,
     ) -> Result<Reply, BodyKind> {
         // Anything but a batch (so no batch limit) goes to the responder with no parse here:
         // it sorts the message by the core's rules as a connection would, and answers it
@@ -830,7 +908,10 @@ impl Inner {
         // No handler it runs can send the client anything before its answer: answered with
         // no connection, in this task.
         let sort = |body: &[u8]| classify_parsed(parse(body, ParseLimits { max_depth: 128 })).0;
-        match self.respond(body, single, json_ok, sse_ok, deadline).await {
+        match self
+            .respond(body, single, json_ok, sse_ok, deadline, caller)
+            .await
+        {
             Some(reply) => {
                 // A message with no answer, the rarer case, is sorted afterwards: a response
                 // goes to the event stream's connection, whose call it answers.
@@ -853,6 +934,7 @@ impl Inner {
         json_ok: bool,
         sse_ok: bool,
         deadline: tokio::time::Instant,
+        caller: Option<&Arc<Caller>>,
     ) -> Reply {
         if kind == BodyKind::Responses {
             // Responses to the event stream's calls go to its connection.
@@ -864,7 +946,11 @@ impl Inner {
         let calls = kind == BodyKind::Calls;
         let (closer, until) = oneshot::channel::<()>();
         let (tx, rx) = mpsc::channel(8);
-        let (_client, driver) = self.builder.clone().run_inline(
+        let mut builder = self.builder.clone();
+        if let Some(caller) = caller {
+            builder = builder.shared_caller(Arc::clone(caller));
+        }
+        let (_client, driver) = builder.run_inline(
             OnceReader::new(body, calls.then_some(until)),
             FrameWriter::new(tx, self.endpoint.max_body),
         );
@@ -915,15 +1001,21 @@ impl Inner {
         json_ok: bool,
         sse_ok: bool,
         deadline: tokio::time::Instant,
+        caller: Option<&Arc<Caller>>,
     ) -> Option<Reply> {
         let mut answer = Vec::new();
         let done = {
             let answer = &mut answer;
+            // One kind of future whoever the caller is: every idle keep-alive connection's
+            // task is sized for it.
+            let caller = caller.unwrap_or_else(|| self.responder.caller());
             let respond = std::pin::pin!(async move {
                 if if_taken {
-                    self.responder.respond_if_taken(body, answer).await
+                    self.responder
+                        .respond_if_taken_as(caller, body, answer)
+                        .await
                 } else {
-                    self.responder.respond(body, answer).await;
+                    self.responder.respond_as(caller, body, answer).await;
                     true
                 }
             });
@@ -948,6 +1040,47 @@ impl Inner {
             Reply::OneEvent(Bytes::from(answer))
         })
     }
+}
+
+/// An `http::HeaderMap` as an authenticator reads it.
+struct HeaderLookup<'a>(&'a HeaderMap);
+
+impl rpcwire_tokio::Headers for HeaderLookup<'_> {
+    fn get(&self, name: &str) -> Option<&[u8]> {
+        self.0.get(name).map(HeaderValue::as_bytes)
+    }
+}
+
+/// The answer to a request whose credentials were refused (RFC 6750 section 3).
+pub fn unauthenticated(reason: &AuthError) -> Response<Body> {
+    let (status, challenge, text) = match reason {
+        AuthError::Missing => (
+            StatusCode::UNAUTHORIZED,
+            "Bearer",
+            "authentication required\n",
+        ),
+        AuthError::Malformed => (
+            StatusCode::BAD_REQUEST,
+            "Bearer error=\"invalid_request\"",
+            "malformed credentials\n",
+        ),
+        AuthError::Unavailable(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Bearer",
+            "authentication unavailable\n",
+        ),
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            "Bearer error=\"invalid_token\"",
+            "invalid credentials\n",
+        ),
+    };
+    let mut r = refuse(status, text);
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    r
 }
 
 /// Sends a refusal once the request's body has been read and dropped (at most
@@ -1197,6 +1330,62 @@ pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
             };
             // A task of its own: it holds only that protocol's state, not the sniffing's.
             tokio::spawn(serve_accepted(stream, protocol, service, peer, permit));
+        });
+    })
+    .await;
+}
+
+/// [`serve`] over TLS (feature `tls`): HTTPS with HTTP/2 or HTTP/1.1 by ALPN, and WSS on the
+/// same port through the service's upgrade hook. Each connection's handshake must finish
+/// within `handshake_timeout`; certificates come from `tls` and reload as
+/// [`ServerTls`](rpcwire_tokio::tls::ServerTls) says (open connections keep theirs). A
+/// client certificate verified under mutual TLS is logged by subject; identities for calls
+/// come from the builder's authenticator.
+///
+/// ```no_run
+/// use rpcwire_http::HttpServer;
+/// use rpcwire_tokio::tls::{ServerTls, TlsFiles};
+/// use rpcwire_tokio::{Builder, Router};
+///
+/// # #[tokio::main]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let files = TlsFiles { cert: "server.pem".into(), key: "server.key".into(), client_ca: None };
+/// let tls = ServerTls::with_alpn(files, &[b"h2", b"http/1.1"])?;
+/// tls.watch(std::time::Duration::from_secs(2));
+/// let service = HttpServer::new(Builder::new().router(Router::new())).path("/rpc").build();
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8443").await?;
+/// rpcwire_http::serve_tls(listener, service, tls, std::time::Duration::from_secs(10)).await;
+/// # Ok(()) }
+/// ```
+#[cfg(feature = "tls")]
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    service: RpcService,
+    tls: rpcwire_tokio::tls::ServerTls,
+    handshake_timeout: Duration,
+) {
+    let limit = service.inner.endpoint.max_connections;
+    accept_loop(listener, limit, move |stream, peer, permit| {
+        let (service, tls) = (service.clone(), tls.clone());
+        tokio::spawn(async move {
+            let (stream, certificate) = match tls.accept(stream, handshake_timeout).await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+            };
+            if let Some(certificate) = &certificate {
+                tracing::debug!(%peer, subject = %certificate.subject, "client certificate");
+            }
+            let protocol = Protocol::from_alpn(stream.get_ref().1.alpn_protocol());
+            // A task of its own: it holds only the connection's state, not the handshake's.
+            tokio::spawn(async move {
+                if let Err(e) = serve_connection(stream, service, protocol).await {
+                    tracing::debug!(%peer, error = %e, "connection failed");
+                }
+                drop(permit);
+            });
         });
     })
     .await;

@@ -272,6 +272,13 @@ impl Builder {
         self
     }
 
+    /// [`caller`](Builder::caller) already shared (one HTTP request's caller, handed to the
+    /// connection that answers it).
+    pub fn shared_caller(mut self, caller: Arc<Caller>) -> Self {
+        self.caller = Some(caller);
+        self
+    }
+
     /// Lets a server's callers in: [`serve_tcp`](Builder::serve_tcp) (and the TLS and HTTP
     /// servers built on this builder) asks `authenticator` for each new connection's
     /// identity, from what the transport knows (the peer's address, its TLS client

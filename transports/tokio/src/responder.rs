@@ -193,6 +193,12 @@ impl Responder {
         self.run(body, answer, false, &self.shared.caller).await;
     }
 
+    /// The caller of bodies answered by [`respond`](Self::respond): the builder's, or
+    /// anonymous.
+    pub fn caller(&self) -> &Arc<Caller> {
+        &self.shared.caller
+    }
+
     /// [`respond`](Self::respond) for a body from `caller` (one HTTP request's identity and
     /// metadata): its handlers see it in their [`Context`](crate::Context), and the router's
     /// access rules decide by its identity.

@@ -12,7 +12,7 @@ use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rpcwire_tokio::{Builder, Client};
+use rpcwire_tokio::{Builder, Caller, Client};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -264,9 +264,11 @@ impl WsServer {
         };
         let on_upgrade = hyper::upgrade::on(&mut req);
         let server = self.clone();
+        // The caller the HTTP server established for this request, if it did.
+        let caller = req.extensions().get::<Arc<Caller>>().cloned();
         tokio::spawn(async move {
             match on_upgrade.await {
-                Ok(upgraded) => server.run_stream(TokioIo::new(upgraded)).await,
+                Ok(upgraded) => server.run_stream_as(TokioIo::new(upgraded), caller).await,
                 Err(e) => tracing::debug!(error = %e, "WebSocket upgrade failed"),
             }
             drop(permit);
@@ -288,10 +290,24 @@ impl WsServer {
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        self.run_stream_as(stream, None).await
+    }
+
+    /// [`run_stream`](Self::run_stream) for a connection whose caller was established by
+    /// the HTTP server at the upgrade (its handlers see it, and the router's access rules
+    /// decide by it).
+    pub async fn run_stream_as<S>(&self, stream: S, caller: Option<Arc<Caller>>)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let ws =
             WebSocketStream::from_raw_socket(stream, Role::Server, Some(self.config.tungstenite()))
                 .await;
-        let session = self.builder.clone().run_io(WsIo::new(ws, &self.config));
+        let mut builder = self.builder.clone();
+        if let Some(caller) = caller {
+            builder = builder.shared_caller(caller);
+        }
+        let session = builder.run_io(WsIo::new(ws, &self.config));
         let id = self.hub.add(session.client().clone());
         if let Some(hook) = &self.on_connect {
             hook(session.client().clone());
