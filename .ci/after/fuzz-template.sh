@@ -41,4 +41,4 @@ if [ "${#failed[@]}" -ne 0 ]; then
   echo "fuzz-template: crashes in: ${failed[*]} (inputs in examples/fuzz-template/artifacts/)" >&2
   exit 1
 fi
-echo "fuzz-template: both targets ran ${SECONDS_PER_TARGET}s without a crash"
+echo "fuzz-template: router_bytes ran ${SECONDS_PER_TARGET}s without a crash"
