@@ -13,6 +13,12 @@ fn path(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `rpcwire call --tcp TARGET --tls --ca-cert CA ARGS...`.
+async fn call_tls(target: &str, ca: &std::path::Path, args: &[&str]) -> common::Outcome {
+    let head = ["call", "--tcp", target, "--tls", "--ca-cert", path(ca)];
+    rpcwire(&[&head[..], args].concat()).await
+}
+
 #[tokio::test]
 async fn tls_and_mutual_tls_and_a_policy_over_tcp() {
     bounded(async {
@@ -34,17 +40,7 @@ async fn tls_and_mutual_tls_and_a_policy_over_tcp() {
         let (_server, addr) =
             serve_tcp(&["--tls-cert", path(&cert), "--tls-key", path(&key)]).await;
         let target = format!("localhost:{}", addr.port());
-        let out = rpcwire(&[
-            "call",
-            "--tcp",
-            &target,
-            "--tls",
-            "--ca-cert",
-            path(&ca_file),
-            "subtract",
-            "[42, 23]",
-        ])
-        .await;
+        let out = call_tls(&target, &ca_file, &["subtract", "[42, 23]"]).await;
         assert_eq!(
             (out.code, out.stdout.as_str()),
             (Some(0), "19\n"),
@@ -53,17 +49,7 @@ async fn tls_and_mutual_tls_and_a_policy_over_tcp() {
         // A client that does not trust the CA fails the handshake.
         let stranger = Ca::new("another CA").unwrap();
         let stranger_file = scratch.write("stranger.pem", &stranger.pem()).unwrap();
-        let out = rpcwire(&[
-            "call",
-            "--tcp",
-            &target,
-            "--tls",
-            "--ca-cert",
-            path(&stranger_file),
-            "subtract",
-            "[1, 1]",
-        ])
-        .await;
+        let out = call_tls(&target, &stranger_file, &["subtract", "[1, 1]"]).await;
         assert_eq!(out.code, Some(3), "{out:?}");
         assert!(out.stderr.contains("UnknownIssuer"), "{out:?}");
         // Plain TCP to a TLS port gets nothing back: a connection failure or a timeout.
@@ -92,19 +78,7 @@ async fn tls_and_mutual_tls_and_a_policy_over_tcp() {
         ])
         .await;
         let target = format!("localhost:{}", addr.port());
-        let out = rpcwire(&[
-            "call",
-            "--tcp",
-            &target,
-            "--tls",
-            "--ca-cert",
-            path(&ca_file),
-            "--timeout",
-            "5",
-            "subtract",
-            "[1, 1]",
-        ])
-        .await;
+        let out = call_tls(&target, &ca_file, &["--timeout", "5", "subtract", "[1, 1]"]).await;
         assert_ne!(out.code, Some(0), "no client certificate: {out:?}");
         let (client_cert, client_key) = ca
             .issue_files(
@@ -119,20 +93,12 @@ async fn tls_and_mutual_tls_and_a_policy_over_tcp() {
             let (target, ca_file) = (target.clone(), ca_file.clone());
             let (client_cert, client_key) = (client_cert.clone(), client_key.clone());
             async move {
-                rpcwire(&[
-                    "call",
-                    "--tcp",
+                let identity = ["--cert", path(&client_cert), "--key", path(&client_key)];
+                call_tls(
                     &target,
-                    "--tls",
-                    "--ca-cert",
-                    path(&ca_file),
-                    "--cert",
-                    path(&client_cert),
-                    "--key",
-                    path(&client_key),
-                    method,
-                    params,
-                ])
+                    &ca_file,
+                    &[&identity[..], &[method, params]].concat(),
+                )
                 .await
             }
         };
