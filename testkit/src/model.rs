@@ -166,11 +166,14 @@ fn frame_owes(frame: &[u8], limits: &Limits, owed: &mut Owed) {
             owed.singles.push(Due::invalid("null"));
             return;
         }
-        let dues: Vec<Due> = elements.iter().filter_map(|e| element_owes(e)).collect();
+        let dues: Vec<Due> = elements
+            .iter()
+            .filter_map(|e| element_owes(e, Place::Batch))
+            .collect();
         if !dues.is_empty() {
             owed.batches.push(dues);
         }
-    } else if let Some(due) = element_owes(raw) {
+    } else if let Some(due) = element_owes(raw, Place::Single) {
         owed.singles.push(due);
     }
 }
@@ -231,8 +234,31 @@ fn valid_id(raw: &RawValue) -> Option<&str> {
     }
 }
 
+/// The longest id text (quotes and escapes included) the server tracks: a request with a
+/// longer id is answered Invalid Request at once, because replies echo ids byte-exact from
+/// fixed storage.
+const MAX_ID_LEN: usize = rpcwire::wire::MAX_STORED_ID_LEN;
+
+/// Where a message stands: alone in its frame, or a member of a batch.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Single,
+    Batch,
+}
+
+/// The id an error reply echoes: inside a batch the reply has room for an id of at most
+/// [`MAX_ID_LEN`] bytes (its room is reserved before the member is read), so a longer one is
+/// answered with `null`; a single message's error echoes any id.
+fn echoed(id: &str, place: Place) -> &str {
+    if place == Place::Batch && id.len() > MAX_ID_LEN {
+        "null"
+    } else {
+        id
+    }
+}
+
 /// What one message (a single one, or a batch element) is owed.
-fn element_owes(raw: &RawValue) -> Option<Due> {
+fn element_owes(raw: &RawValue, place: Place) -> Option<Due> {
     let Ok(Members(members)) = serde_json::from_str::<Members<'_>>(raw.get()) else {
         // Not an object: an Invalid Request whose id nobody can tell.
         return Some(Due::invalid("null"));
@@ -270,12 +296,13 @@ fn element_owes(raw: &RawValue) -> Option<Due> {
         return None;
     }
     match (valid_request, id_text) {
+        (true, Some(id)) if id.len() > MAX_ID_LEN => Some(Due::invalid(echoed(id, place))),
         (true, Some(id)) => Some(Due {
             id: id.to_owned(),
             code: None,
         }),
         (true, None) => None,
-        (false, id) => Some(Due::invalid(id.unwrap_or("null"))),
+        (false, id) => Some(Due::invalid(echoed(id.unwrap_or("null"), place))),
     }
 }
 
@@ -349,6 +376,38 @@ mod tests {
         assert_eq!(o.singles, [Due::invalid("null")]);
         let o = owed_of("{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"id\":1,\"id\":2}\n");
         assert_eq!(o.singles, [Due::invalid("2")]);
+    }
+
+    #[test]
+    fn an_id_longer_than_the_core_stores_is_an_invalid_request() {
+        let long = format!("\"{}\"", "x".repeat(MAX_ID_LEN - 1)); // MAX_ID_LEN + 1 bytes
+        let fits = format!("\"{}\"", "x".repeat(MAX_ID_LEN - 2)); // exactly MAX_ID_LEN
+        let call = |id: &str| format!("{{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"id\":{id}}}");
+        let bad = |id: &str| format!("{{\"jsonrpc\":\"1.0\",\"method\":\"a\",\"id\":{id}}}");
+        // Alone: Invalid Request echoing the id, valid or not.
+        assert_eq!(
+            owed_of(&format!("{}\n", call(&long))).singles,
+            [Due::invalid(&long)]
+        );
+        assert_eq!(
+            owed_of(&format!("{}\n", bad(&long))).singles,
+            [Due::invalid(&long)]
+        );
+        // In a batch: Invalid Request with id null; an id of exactly the limit is a call.
+        let o = owed_of(&format!(
+            "[{},{},{}]\n",
+            call(&long),
+            bad(&long),
+            call(&fits)
+        ));
+        let answered = Due {
+            id: fits.clone(),
+            code: None,
+        };
+        assert_eq!(
+            o.batches,
+            [vec![Due::invalid("null"), Due::invalid("null"), answered]]
+        );
     }
 
     #[test]
