@@ -535,6 +535,14 @@ impl<B: Slots<u8>> RxBuffer<B> {
             self.scanned = 0;
             self.release();
         }
+        if self.start == self.end && matches!(self.state, State::Seek) {
+            // Nothing buffered (the usual state between reads): no frame, and the next read
+            // goes to the front, so it never needs compacting.
+            self.start = 0;
+            self.end = 0;
+            self.scanned = 0;
+            return None;
+        }
         loop {
             let data = self.buf.slots().get(self.start..self.end).unwrap_or(&[]);
             match self.state {

@@ -383,6 +383,9 @@ const ID: usize = 3;
 const RESULT: usize = 4;
 const ERROR: usize = 5;
 
+/// `:"2.0"`: the version member's colon and value as written without spaces.
+const VERSION_VALUE: &[u8] = b":\"2.0\"";
+
 /// The members of an error object, in slot order.
 const ERROR_MEMBERS: [&str; 3] = ["code", "message", "data"];
 
@@ -404,6 +407,7 @@ fn parse_object(
         start,
         max_depth,
         validate,
+        true,
         message_member,
         &mut members,
     )?;
@@ -414,6 +418,8 @@ fn parse_object(
 /// in `slots` that gets the value; other members are skipped. Returns the offset past the
 /// closing brace and whether a known member appears twice. Keys are passed as written (still
 /// escaped); a key written with escapes (`"m\u0065thod"`) still counts as the member it names.
+/// With `message_keys`, `member` is [`message_member`] and its plain names are recognized
+/// without a scan ([`scan::message_key`]).
 ///
 /// One function for messages and error objects, not a generic one per caller: it is the
 /// largest piece of the parser, and firmware flash counts. On 64-bit hosts it is inlined into
@@ -424,6 +430,7 @@ fn walk_object<'a>(
     start: usize,
     max_depth: usize,
     validate: bool,
+    message_keys: bool,
     member: fn(&[u8]) -> Option<usize>,
     slots: &mut [Option<&'a [u8]>],
 ) -> Result<(usize, bool), ScanError> {
@@ -445,23 +452,44 @@ fn walk_object<'a>(
             };
             return Err(err(kind, pos));
         }
-        let key_end = match scan::short_string(text, pos) {
-            Some(end) => end,
-            None => scan::scan_string(text, pos)?,
-        };
-        let key = text.get(pos + 1..key_end - 1).unwrap_or(&[]);
-        pos = scan::skip_ws(text, key_end);
-        match text.get(pos) {
-            Some(b':') => pos += 1,
-            Some(_) => return Err(err(ScanErrorKind::UnexpectedByte, pos)),
-            None => return Err(err(ScanErrorKind::UnexpectedEnd, pos)),
-        }
-        let (vstart, vend) = if validate {
-            scan_member_value(text, pos, max_depth - 1)?
+        // A message's own member names, written plainly, are known from one word.
+        let known = if message_keys {
+            scan::message_key(text, pos)
         } else {
-            scan::skip_value_trusted(text, pos)
+            None
         };
-        if let Some(slot) = member(key).and_then(|i| slots.get_mut(i)) {
+        let (index, key_end) = match known {
+            Some(found) => (Some(found.0), found.1),
+            None => {
+                let key_end = match scan::short_string(text, pos) {
+                    Some(end) => end,
+                    None => scan::scan_string(text, pos)?,
+                };
+                (
+                    member(text.get(pos + 1..key_end - 1).unwrap_or(&[])),
+                    key_end,
+                )
+            }
+        };
+        let (vstart, vend) = if index == Some(JSONRPC)
+            && text.get(key_end..key_end + VERSION_VALUE.len()) == Some(VERSION_VALUE)
+        {
+            // `:"2.0"` right after the name, as nearly every peer writes it.
+            (key_end + 1, key_end + VERSION_VALUE.len())
+        } else {
+            pos = scan::skip_ws(text, key_end);
+            match text.get(pos) {
+                Some(b':') => pos += 1,
+                Some(_) => return Err(err(ScanErrorKind::UnexpectedByte, pos)),
+                None => return Err(err(ScanErrorKind::UnexpectedEnd, pos)),
+            }
+            if validate {
+                scan_member_value(text, pos, max_depth - 1)?
+            } else {
+                scan::skip_value_trusted(text, pos)
+            }
+        };
+        if let Some(slot) = index.and_then(|i| slots.get_mut(i)) {
             duplicate |= slot.is_some();
             *slot = text.get(vstart..vend);
         }
@@ -620,7 +648,8 @@ fn parse_error_object(value: &[u8]) -> Option<ErrorObject<'_>> {
     }
     let mut members: Members<'_, 3> = [None; 3];
     let limit = scan::MAX_DEPTH_LIMIT;
-    let (_, duplicate) = walk_object(value, 0, limit, false, error_member, &mut members).ok()?;
+    let (_, duplicate) =
+        walk_object(value, 0, limit, false, false, error_member, &mut members).ok()?;
     let [code, message, data] = members;
     if duplicate {
         return None;
@@ -717,6 +746,82 @@ mod tests {
             let expected = ERROR_MEMBERS.iter().position(|name| text.eq_str(name));
             assert_eq!(error_member(key), expected, "{key:?}");
         }
+    }
+
+    /// The one-word recognition of plain member names finds exactly the names the lookup
+    /// finds, with the key's end, and leaves every other key to it (whatever follows).
+    #[test]
+    fn plain_member_names_are_known_from_one_word() {
+        let keys: &[&[u8]] = &[
+            b"jsonrpc",
+            b"method",
+            b"params",
+            b"id",
+            b"result",
+            b"error",
+            b"jsonrpcx",
+            b"jsonrp",
+            b"methods",
+            b"i",
+            b"ids",
+            b"idx",
+            b"errors",
+            b"resul",
+            b"param",
+            b"",
+            b"code",
+            br"\u0069d",
+            br"m\u0065thod",
+            b"Id",
+            b"ID",
+        ];
+        for key in keys {
+            for tail in [&b":1}"[..], b"", b":", b"  :  \"2.0\"", b"\":"] {
+                let mut text = [0u8; 64];
+                let len = key.len() + 2 + tail.len();
+                text[0] = b'"';
+                text[1..=key.len()].copy_from_slice(key);
+                text[key.len() + 1] = b'"';
+                text[key.len() + 2..len].copy_from_slice(tail);
+                let text = &text[..len];
+                match scan::message_key(text, 0) {
+                    Some((index, end)) => {
+                        assert_eq!(end, key.len() + 2, "{key:?}");
+                        assert_eq!(Some(index), message_member(key), "{key:?}");
+                        assert!(!key.contains(&b'\\'));
+                    }
+                    // Only a key too near the end of the text for a word is left out.
+                    None if len >= 8 && !key.contains(&b'\\') => {
+                        assert_eq!(message_member(key), None, "{key:?} {tail:?}");
+                    }
+                    None => {}
+                }
+            }
+        }
+        // The version written without spaces, and with them, and as another string.
+        for text in [
+            r#"{"jsonrpc":"2.0","method":"a"}"#,
+            r#"{"jsonrpc" : "2.0" ,"method":"a"}"#,
+            r#"{"jsonrpc":"2\u002e0","method":"a"}"#,
+        ] {
+            assert!(
+                matches!(single(text), Ok(Message::Notification(_))),
+                "{text}"
+            );
+        }
+        for text in [
+            r#"{"jsonrpc":"2.00","method":"a"}"#,
+            r#"{"jsonrpc":"2.0"x,"method":"a"}"#,
+        ] {
+            assert!(
+                !matches!(single_or_error(text), Ok(Parsed::Single(Ok(_)))),
+                "{text}"
+            );
+        }
+    }
+
+    fn single_or_error(text: &str) -> Result<Parsed<'_>, ScanError> {
+        parse(text.as_bytes(), ParseLimits::default())
     }
 
     #[test]

@@ -601,6 +601,61 @@ pub(crate) fn short_string(input: &[u8], pos: usize) -> Option<usize> {
     None
 }
 
+/// A JSON-RPC member name written plainly at `pos` (which holds its opening `"`): the
+/// member's position in `jsonrpc, method, params, id, result, error` and the offset just past
+/// its closing quote, else `None` (the caller then scans the key as any string).
+///
+/// Compares the first word of the key with each name's bytes, quote included, and checks the
+/// byte after the name is its closing quote: such a key is that name exactly (no escape, no
+/// other byte fits). Hosts only ([`WORD_AT_A_TIME`]); elsewhere always `None`.
+#[inline(always)]
+pub(crate) fn message_key(input: &[u8], pos: usize) -> Option<(usize, usize)> {
+    if !WORD_AT_A_TIME {
+        return None;
+    }
+    const fn word(name: &[u8]) -> (u64, u64) {
+        let mut bytes = [0u8; 8];
+        let mut mask = [0u8; 8];
+        let mut i = 0;
+        while i < name.len() && i < 8 {
+            bytes[i] = name[i];
+            mask[i] = 0xff;
+            i += 1;
+        }
+        (u64::from_le_bytes(bytes), u64::from_le_bytes(mask))
+    }
+    // Each name with its opening quote, and the length of that prefix (the closing quote
+    // follows it). `"jsonrpc` is eight bytes, its closing quote the ninth.
+    const KEYS: [(u64, u64, usize); 6] = {
+        let names: [&[u8]; 6] = [
+            b"\"jsonrpc",
+            b"\"method",
+            b"\"params",
+            b"\"id",
+            b"\"result",
+            b"\"error",
+        ];
+        let mut keys = [(0, 0, 0); 6];
+        let mut i = 0;
+        while i < 6 {
+            let (w, m) = word(names[i]);
+            keys[i] = (w, m, names[i].len());
+            i += 1;
+        }
+        keys
+    };
+    let x = load8(input, pos)?;
+    let mut i = 0;
+    while i < KEYS.len() {
+        let (w, m, len) = KEYS[i];
+        if x & m == w {
+            return (input.get(pos + len) == Some(&b'"')).then_some((i, pos + len + 1));
+        }
+        i += 1;
+    }
+    None
+}
+
 /// `pos` is at `[` or `{`: the offset just past the closing bracket when the container is
 /// flat, holding only numbers and short plain strings ([`short_string`]) as values and keys,
 /// and is valid JSON; else `None`, and the caller scans it with [`scan_value`] (which accepts
