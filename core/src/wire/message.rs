@@ -2,7 +2,7 @@
 //! response, batch, or the precise reason it is invalid. One validating pass; every view borrows
 //! the input.
 
-use super::id::Id;
+use super::id::{Id, MAX_STORED_ID_LEN};
 use super::json::{JsonStr, RawJson};
 use super::scan::{self, ScanError, ScanErrorKind};
 use crate::ErrorCode;
@@ -185,10 +185,11 @@ pub fn parse(frame: &[u8], limits: ParseLimits) -> Result<Parsed<'_>, ScanError>
             Parsed::Single(element)
         }
         Some(b'[') => {
-            let (start, end) = scan::scan_value(frame, start, limits.max_depth)?;
+            let (end, sizes) = scan_batch(frame, start, limits.max_depth)?;
             expect_end(frame, end)?;
             let batch = Batch {
                 text: frame.get(start..end).unwrap_or(&[]),
+                sizes,
             };
             if batch.is_empty() {
                 Parsed::EmptyBatch
@@ -209,6 +210,48 @@ pub fn parse(frame: &[u8], limits: ParseLimits) -> Result<Parsed<'_>, ScanError>
     Ok(parsed)
 }
 
+/// Validates the array at `start` (which holds `[`) as [`scan::scan_value`] does, with the
+/// same verdict and the same error, one element at a time, so that the walk also measures its
+/// elements (what a server reserves for their replies) without a second pass. Returns the
+/// offset past `]` and the measure.
+fn scan_batch(
+    text: &[u8],
+    start: usize,
+    max_depth: usize,
+) -> Result<(usize, Option<BatchSizes>), ScanError> {
+    let err = |kind, offset| Err(ScanError { kind, offset });
+    let max_depth = max_depth.min(scan::MAX_DEPTH_LIMIT);
+    if max_depth == 0 {
+        return err(ScanErrorKind::TooDeep, start);
+    }
+    let mut sizes = BatchSizes {
+        elements: 0,
+        id_room: 0,
+    };
+    let mut pos = scan::skip_ws(text, start + 1);
+    match text.get(pos) {
+        None => return err(ScanErrorKind::UnexpectedEnd, text.len()),
+        Some(b']') => return Ok((pos + 1, None)),
+        Some(_) => {}
+    }
+    loop {
+        // An element starts here (whitespace skipped); its scan reports what the whole
+        // array's would (a missing element, `[1,]`, is an unexpected byte or end there).
+        let (vstart, vend) = scan::scan_value(text, pos, max_depth - 1)?;
+        sizes.add(vend - vstart);
+        pos = scan::skip_ws(text, vend);
+        match text.get(pos) {
+            Some(b',') => pos = scan::skip_ws(text, pos + 1),
+            Some(b']') => return Ok((pos + 1, Some(sizes))),
+            Some(_) => return err(ScanErrorKind::UnexpectedByte, pos),
+            None => return err(ScanErrorKind::UnexpectedEnd, text.len()),
+        }
+    }
+}
+
+/// The length of `null`, the id an automatic reply echoes when it has none.
+const NULL_LEN: usize = 4;
+
 fn expect_end(frame: &[u8], end: usize) -> Result<(), ScanError> {
     let rest = scan::skip_ws(frame, end);
     if rest == frame.len() {
@@ -226,6 +269,27 @@ fn expect_end(frame: &[u8], end: usize) -> Result<(), ScanError> {
 pub struct Batch<'a> {
     /// The whole array's text, validated.
     text: &'a [u8],
+    /// Measured by [`parse`]'s walk (`None` when the batch was made otherwise).
+    sizes: Option<BatchSizes>,
+}
+
+/// What [`parse`] measures of a batch as it validates it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchSizes {
+    /// Number of elements.
+    pub(crate) elements: usize,
+    /// The most room the ids echoed in automatic replies to all elements may take: each
+    /// element's text length (an echoed id is part of it) clamped to `null`'s length at least
+    /// and [`MAX_STORED_ID_LEN`] at most (longer ids are echoed as `null`).
+    pub(crate) id_room: usize,
+}
+
+impl BatchSizes {
+    /// Counts one more element whose text is `len` bytes long.
+    fn add(&mut self, len: usize) {
+        self.elements += 1;
+        self.id_room += len.clamp(NULL_LEN, MAX_STORED_ID_LEN);
+    }
 }
 
 impl<'a> Batch<'a> {
@@ -239,7 +303,25 @@ impl<'a> Batch<'a> {
         }
         Batch {
             text: frame.get(start..end).unwrap_or(&[]),
+            sizes: None,
         }
+    }
+
+    /// The number of elements and the room their echoed ids may take: as [`parse`] measured
+    /// them, else by a skim over the text.
+    pub(crate) fn sizes(&self) -> BatchSizes {
+        if let Some(sizes) = self.sizes {
+            return sizes;
+        }
+        let mut sizes = BatchSizes {
+            elements: 0,
+            id_room: 0,
+        };
+        let mut skim = self.iter();
+        while let Some(len) = skim.skim_next() {
+            sizes.add(len);
+        }
+        sizes
     }
 
     /// The batch's JSON text.
@@ -822,6 +904,60 @@ mod tests {
 
     fn single_or_error(text: &str) -> Result<Parsed<'_>, ScanError> {
         parse(text.as_bytes(), ParseLimits::default())
+    }
+
+    /// The batch walk gives the whole scan's verdict and error, and measures what a skim
+    /// measures.
+    #[test]
+    fn batches_walk_as_the_scanner_scans() {
+        let texts: &[&[u8]] = &[
+            b"[1]",
+            b"[1,2]",
+            b" [ 1 , {\"a\":[2]} ]",
+            b"[]",
+            b"[ ]",
+            b"[",
+            b"[1",
+            b"[1,",
+            b"[1,]",
+            b"[,1]",
+            b"[1 2]",
+            b"[1}",
+            b"[{]",
+            b"[[[]]]",
+            b"[[[[]]]]",
+            b"[\"\\u00e9\", \"\xc3\xa9\", 3]",
+            b"[\"\xff\"]",
+            b"[1,\"\xff\", x]",
+            b"[\"a\" , null, true, false, -0.5e3]",
+            b"[{\"jsonrpc\":\"2.0\",\"method\":\"a\"}, 7, [\"a\"]]",
+            b"[1] x",
+            b"[tru]",
+            b"[01]",
+        ];
+        for text in texts {
+            let start = scan::skip_ws(text, 0);
+            for depth in [0, 1, 2, 3, 64, 10_000] {
+                let walked = scan_batch(text, start, depth);
+                let scanned = scan::scan_value(text, start, depth);
+                match (walked, scanned) {
+                    (Ok((end, sizes)), Ok((_, scan_end))) => {
+                        assert_eq!(end, scan_end, "{text:?} {depth}");
+                        let batch = Batch {
+                            text: &text[start..end],
+                            sizes: None,
+                        };
+                        let skimmed = batch.sizes();
+                        match sizes {
+                            Some(sizes) => assert_eq!(sizes, skimmed, "{text:?}"),
+                            None => assert_eq!(skimmed.elements, 0, "{text:?}"),
+                        }
+                    }
+                    (Err(w), Err(s)) => assert_eq!(w, s, "{text:?} {depth}"),
+                    (w, s) => panic!("{text:?} {depth}: walk {w:?}, scan {s:?}"),
+                }
+            }
+        }
     }
 
     #[test]

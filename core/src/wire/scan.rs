@@ -861,6 +861,12 @@ pub fn skip_value_trusted(input: &[u8], pos: usize) -> (usize, usize) {
         }
         return (start, i);
     }
+    if WORD_AT_A_TIME && input.get(start) == Some(&b'"') {
+        // Short plain strings (names, versions, method names) in two word loads.
+        if let Some(end) = short_string(input, start) {
+            return (start, end);
+        }
+    }
     skip_non_number_trusted(input, start)
 }
 
