@@ -447,7 +447,17 @@ impl<B: Slots<u8>> RxBuffer<B> {
     /// Like [`next_frame`](RxBuffer::next_frame) without borrowing: true when an event is
     /// ready, to be read with [`event`](RxBuffer::event). (Lets a caller loop over `advance`
     /// and return a borrowed frame after the loop.)
+    #[inline]
     pub fn advance(&mut self) -> bool {
+        if self.held.is_none() && self.start == self.end && matches!(self.state, State::Seek) {
+            // Nothing buffered and no frame to release (between reads): as `decode` answers,
+            // without the call.
+            self.start = 0;
+            self.end = 0;
+            self.scanned = 0;
+            self.ready = None;
+            return false;
+        }
         self.ready = self.decode();
         self.ready.is_some()
     }
