@@ -396,7 +396,15 @@ impl<S: Storage> Connection<S> {
     // ------------------------------------------------------------------------------ helpers
 
     /// Writes replies that waited for transmit room.
+    #[inline]
     fn flush_intents(&mut self) {
+        // Checked on every input and output call; there is seldom anything to write.
+        if self.deferred.is_some() || self.inflight.has_rejected() || self.batch.complete() {
+            self.flush_waiting();
+        }
+    }
+
+    fn flush_waiting(&mut self) {
         if let Some((code, data)) = self.deferred {
             if !self.try_error(b"null", code, data) {
                 return;
