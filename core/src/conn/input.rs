@@ -271,10 +271,10 @@ impl<S: Storage> Connection<S> {
     }
 
     /// The room reserved in a batch reply for a fallback error reply to an element whose text
-    /// is `len` bytes long. It depends on the length alone, so that reserving for a whole batch
-    /// costs one skim over it, not a parse: an echoed id is part of the element (so no longer
-    /// than it) and, in a batch, never longer than `MAX_STORED_ID_LEN` (longer ones are
-    /// answered with `null`, see `batch_error`).
+    /// is `len` bytes long. It depends on the length alone, so that the walk that validates a
+    /// batch measures it for all elements (`BatchSizes`), with no parse: an echoed id is part of
+    /// the element (so no longer than it) and, in a batch, never longer than `MAX_STORED_ID_LEN`
+    /// (longer ones are answered with `null`, see `batch_error`).
     const fn reservation(len: usize) -> usize {
         let id = if len < MAX_STORED_ID_LEN {
             len
