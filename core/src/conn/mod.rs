@@ -396,12 +396,18 @@ impl<S: Storage> Connection<S> {
     // ------------------------------------------------------------------------------ helpers
 
     /// Writes replies that waited for transmit room.
-    #[inline]
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn flush_intents(&mut self) {
-        // Checked on every input and output call; there is seldom anything to write.
-        if self.deferred.is_some() || self.inflight.has_rejected() || self.batch.complete() {
-            self.flush_waiting();
+        // Checked on every input and output call, and there is seldom anything to write:
+        // hosts look first without a call (firmware saves the flash).
+        if crate::wire::scan::WORD_AT_A_TIME
+            && self.deferred.is_none()
+            && !self.inflight.has_rejected()
+            && !self.batch.complete()
+        {
+            return;
         }
+        self.flush_waiting();
     }
 
     fn flush_waiting(&mut self) {

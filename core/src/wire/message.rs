@@ -185,7 +185,13 @@ pub fn parse(frame: &[u8], limits: ParseLimits) -> Result<Parsed<'_>, ScanError>
             Parsed::Single(element)
         }
         Some(b'[') => {
-            let (end, sizes) = scan_batch(frame, start, limits.max_depth)?;
+            // Hosts measure the batch as they validate it; firmware keeps the one scanner
+            // (flash) and measures it when it is opened.
+            let (end, sizes) = if scan::WORD_AT_A_TIME {
+                scan_batch(frame, start, limits.max_depth)?
+            } else {
+                (scan::scan_value(frame, start, limits.max_depth)?.1, None)
+            };
             expect_end(frame, end)?;
             let batch = Batch {
                 text: frame.get(start..end).unwrap_or(&[]),
@@ -310,7 +316,8 @@ impl<'a> Batch<'a> {
     /// The number of elements and the room their echoed ids may take: as [`parse`] measured
     /// them, else by a skim over the text.
     pub(crate) fn sizes(&self) -> BatchSizes {
-        if let Some(sizes) = self.sizes {
+        // Only hosts measure in `parse` (the check is left out of firmware).
+        if let (true, Some(sizes)) = (scan::WORD_AT_A_TIME, self.sizes) {
             return sizes;
         }
         let mut sizes = BatchSizes {
@@ -553,7 +560,8 @@ fn walk_object<'a>(
                 )
             }
         };
-        let (vstart, vend) = if index == Some(JSONRPC)
+        let (vstart, vend) = if scan::WORD_AT_A_TIME
+            && index == Some(JSONRPC)
             && text.get(key_end..key_end + VERSION_VALUE.len()) == Some(VERSION_VALUE)
         {
             // `:"2.0"` right after the name, as nearly every peer writes it.
