@@ -802,32 +802,42 @@ mod tests {
         assert_eq!(error.data.map(|d| d.as_str()), Some("2"));
     }
 
+    /// Member names: ours, others, near misses, and ours written with escapes.
+    const KEYS: &[&[u8]] = &[
+        b"jsonrpc",
+        b"method",
+        b"params",
+        b"id",
+        b"result",
+        b"error",
+        b"code",
+        b"message",
+        b"data",
+        b"",
+        b"j",
+        b"jsonrpX",
+        b"Method",
+        b"ids",
+        b"i",
+        br"\u0069d",
+        br"m\u0065thod",
+        br"\u0063ode",
+        br"metho\u0064x",
+        br"\ud800",
+        b"jsonrpcx",
+        b"jsonrp",
+        b"methods",
+        b"idx",
+        b"errors",
+        b"resul",
+        b"param",
+        b"Id",
+    ];
+
     /// The table walk (what 32-bit targets use for every key) and the `match` (hosts) agree.
     #[test]
     fn member_lookups_agree() {
-        let keys: &[&[u8]] = &[
-            b"jsonrpc",
-            b"method",
-            b"params",
-            b"id",
-            b"result",
-            b"error",
-            b"code",
-            b"message",
-            b"data",
-            b"",
-            b"j",
-            b"jsonrpX",
-            b"Method",
-            b"ids",
-            b"i",
-            br"\u0069d",
-            br"m\u0065thod",
-            br"\u0063ode",
-            br"metho\u0064x",
-            br"\ud800",
-        ];
-        for key in keys {
+        for key in KEYS {
             let table = member_index(key, &MESSAGE_MEMBERS);
             assert_eq!(message_member(key), table, "{key:?}");
             let text = JsonStr::from_validated(key).unwrap();
@@ -842,30 +852,7 @@ mod tests {
     /// finds, with the key's end, and leaves every other key to it (whatever follows).
     #[test]
     fn plain_member_names_are_known_from_one_word() {
-        let keys: &[&[u8]] = &[
-            b"jsonrpc",
-            b"method",
-            b"params",
-            b"id",
-            b"result",
-            b"error",
-            b"jsonrpcx",
-            b"jsonrp",
-            b"methods",
-            b"i",
-            b"ids",
-            b"idx",
-            b"errors",
-            b"resul",
-            b"param",
-            b"",
-            b"code",
-            br"\u0069d",
-            br"m\u0065thod",
-            b"Id",
-            b"ID",
-        ];
-        for key in keys {
+        for key in KEYS {
             for tail in [&b":1}"[..], b"", b":", b"  :  \"2.0\"", b"\":"] {
                 let mut text = [0u8; 64];
                 let len = key.len() + 2 + tail.len();
