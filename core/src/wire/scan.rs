@@ -613,45 +613,29 @@ pub(crate) fn message_key(input: &[u8], pos: usize) -> Option<(usize, usize)> {
     if !WORD_AT_A_TIME {
         return None;
     }
-    const fn word(name: &[u8]) -> (u64, u64) {
-        let mut bytes = [0u8; 8];
-        let mut mask = [0u8; 8];
-        let mut i = 0;
-        while i < name.len() && i < 8 {
-            bytes[i] = name[i];
-            mask[i] = 0xff;
-            i += 1;
-        }
-        (u64::from_le_bytes(bytes), u64::from_le_bytes(mask))
+    /// A name's first `len` bytes (opening quote included, zero-padded to a word), masked.
+    const fn key(name: &[u8; 8], len: usize) -> (u64, u64, usize) {
+        let mask = if len >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << (len * 8)) - 1
+        };
+        (u64::from_le_bytes(*name) & mask, mask, len)
     }
-    // Each name with its opening quote, and the length of that prefix (the closing quote
-    // follows it). `"jsonrpc` is eight bytes, its closing quote the ninth.
-    const KEYS: [(u64, u64, usize); 6] = {
-        let names: [&[u8]; 6] = [
-            b"\"jsonrpc",
-            b"\"method",
-            b"\"params",
-            b"\"id",
-            b"\"result",
-            b"\"error",
-        ];
-        let mut keys = [(0, 0, 0); 6];
-        let mut i = 0;
-        while i < 6 {
-            let (w, m) = word(names[i]);
-            keys[i] = (w, m, names[i].len());
-            i += 1;
-        }
-        keys
-    };
+    // In slot order; the closing quote follows each prefix. `"jsonrpc` fills the word.
+    const KEYS: [(u64, u64, usize); 6] = [
+        key(b"\"jsonrpc", 8),
+        key(b"\"method\0", 7),
+        key(b"\"params\0", 7),
+        key(b"\"id\0\0\0\0\0", 3),
+        key(b"\"result\0", 7),
+        key(b"\"error\0\0", 6),
+    ];
     let x = load8(input, pos)?;
-    let mut i = 0;
-    while i < KEYS.len() {
-        let (w, m, len) = KEYS[i];
-        if x & m == w {
-            return (input.get(pos + len) == Some(&b'"')).then_some((i, pos + len + 1));
+    for (slot, &(word, mask, len)) in KEYS.iter().enumerate() {
+        if x & mask == word {
+            return (input.get(pos + len) == Some(&b'"')).then_some((slot, pos + len + 1));
         }
-        i += 1;
     }
     None
 }
