@@ -4,7 +4,8 @@
 //! does not check UTF-8 inside strings; the scanner does). Both reject a UTF-8 byte order
 //! mark. Accepted input also gives a span covering the value, and `RawJson::parse` agrees.
 //! The message parser validates objects on its own walk (with an inline path for short
-//! strings): it must accept and reject exactly the same texts.
+//! strings): it must accept and reject exactly the same texts; batches (walked element by
+//! element) with the very same error.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -33,6 +34,15 @@ fuzz_target!(|data: &[u8]| {
         "parse {parsed:?} vs scanner {ours:?} on {:?}",
         String::from_utf8_lossy(data)
     );
+    // A batch is validated one element at a time, with the whole scan's error.
+    if data.get(skip_ws(data, 0)) == Some(&b'[') {
+        assert_eq!(
+            parsed.err(),
+            ours.err(),
+            "batch walk vs scanner on {:?}",
+            String::from_utf8_lossy(data)
+        );
+    }
     if ours.is_ok() {
         let start = skip_ws(data, 0);
         let (s, e) = scan_value(data, start, DEFAULT_MAX_DEPTH).expect("validated input scans");

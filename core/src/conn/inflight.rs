@@ -294,6 +294,12 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
         self.rejected_tail = link(slot);
     }
 
+    /// True when a rejected request's reply waits for room.
+    #[inline]
+    pub(crate) fn has_rejected(&self) -> bool {
+        unlink(self.rejected_head).is_some()
+    }
+
     /// The oldest rejected request whose reply waits for room.
     pub(crate) fn first_rejected(&self) -> Option<Rejected> {
         let s = self.slot(unlink(self.rejected_head)?)?;

@@ -271,10 +271,10 @@ impl<S: Storage> Connection<S> {
     }
 
     /// The room reserved in a batch reply for a fallback error reply to an element whose text
-    /// is `len` bytes long. It depends on the length alone, so that reserving for a whole batch
-    /// costs one skim over it, not a parse: an echoed id is part of the element (so no longer
-    /// than it) and, in a batch, never longer than `MAX_STORED_ID_LEN` (longer ones are
-    /// answered with `null`, see `batch_error`).
+    /// is `len` bytes long. It depends on the length alone, so that the walk that validates a
+    /// batch measures it for all elements (`BatchSizes`), with no parse: an echoed id is part of
+    /// the element (so no longer than it) and, in a batch, never longer than `MAX_STORED_ID_LEN`
+    /// (longer ones are answered with `null`, see `batch_error`).
     const fn reservation(len: usize) -> usize {
         let id = if len < MAX_STORED_ID_LEN {
             len
@@ -289,16 +289,15 @@ impl<S: Storage> Connection<S> {
         if self.batch.open {
             return self.open_busy_batch(frame, batch);
         }
-        let mut elements = 0;
-        let mut reserved = 0;
-        let mut skim = batch.iter();
-        while let Some(len) = skim.skim_next() {
-            elements += 1;
-            if elements > self.config.max_batch_len {
-                break;
-            }
-            reserved += Self::reservation(len);
-        }
+        // Measured while the batch was validated; elements are reported up to one past the
+        // limit. The sum is `reservation` of each element's length.
+        let sizes = batch.sizes();
+        let elements = sizes
+            .elements
+            .min(self.config.max_batch_len.saturating_add(1));
+        let mut reserved = sizes
+            .id_room
+            .saturating_add(sizes.elements.saturating_mul(WORST_AUTO_REPLY + 1));
         let over = elements > self.config.max_batch_len || !self.batch.fits(reserved);
         if over || !self.config.batches {
             // Limits exist for what we must answer. The peer's reply to our own batch is an

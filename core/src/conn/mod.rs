@@ -396,7 +396,21 @@ impl<S: Storage> Connection<S> {
     // ------------------------------------------------------------------------------ helpers
 
     /// Writes replies that waited for transmit room.
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn flush_intents(&mut self) {
+        // Checked on every input and output call, and there is seldom anything to write:
+        // hosts look first without a call (firmware saves the flash).
+        if crate::wire::scan::WORD_AT_A_TIME
+            && self.deferred.is_none()
+            && !self.inflight.has_rejected()
+            && !self.batch.complete()
+        {
+            return;
+        }
+        self.flush_waiting();
+    }
+
+    fn flush_waiting(&mut self) {
         if let Some((code, data)) = self.deferred {
             if !self.try_error(b"null", code, data) {
                 return;

@@ -26,6 +26,10 @@ use super::ser::SliceSink;
 use crate::bytes::find_byte;
 use crate::storage::{next_size, Slots, KEEP, SHRINK_ABOVE};
 
+/// Shortcuts that save instructions per frame but cost flash: on where the scanner works a
+/// word at a time (64-bit hosts), off in firmware.
+const HOST_FAST_PATHS: bool = super::scan::WORD_AT_A_TIME;
+
 /// How messages are delimited on the byte stream.
 ///
 /// Non-exhaustive: `Framing::ContentLength` exists only with the `content-length` feature.
@@ -447,7 +451,21 @@ impl<B: Slots<u8>> RxBuffer<B> {
     /// Like [`next_frame`](RxBuffer::next_frame) without borrowing: true when an event is
     /// ready, to be read with [`event`](RxBuffer::event). (Lets a caller loop over `advance`
     /// and return a borrowed frame after the loop.)
+    #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn advance(&mut self) -> bool {
+        if HOST_FAST_PATHS
+            && self.held.is_none()
+            && self.start == self.end
+            && matches!(self.state, State::Seek)
+        {
+            // Nothing buffered and no frame to release (between reads): as `decode` answers,
+            // without the call.
+            self.start = 0;
+            self.end = 0;
+            self.scanned = 0;
+            self.ready = None;
+            return false;
+        }
         self.ready = self.decode();
         self.ready.is_some()
     }
@@ -534,6 +552,15 @@ impl<B: Slots<u8>> RxBuffer<B> {
             self.start = resume;
             self.scanned = 0;
             self.release();
+        }
+        if HOST_FAST_PATHS && self.start == self.end && matches!(self.state, State::Seek) {
+            // Nothing buffered (the usual state between reads): no frame, and the next read
+            // goes to the front, so it never needs compacting. (Hosts only: the general path
+            // below answers the same, in less flash.)
+            self.start = 0;
+            self.end = 0;
+            self.scanned = 0;
+            return None;
         }
         loop {
             let data = self.buf.slots().get(self.start..self.end).unwrap_or(&[]);

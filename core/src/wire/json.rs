@@ -197,6 +197,8 @@ pub struct Elements<'a> {
 impl<'a> Iterator for Elements<'a> {
     type Item = RawJson<'a>;
 
+    // Hosts inline it into the params decoder that walks it (firmware keeps one copy).
+    #[cfg_attr(target_pointer_width = "64", inline)]
     fn next(&mut self) -> Option<RawJson<'a>> {
         let start = scan::skip_ws(self.text, self.pos);
         if matches!(self.text.get(start), None | Some(b']')) {
@@ -302,6 +304,7 @@ impl<'a> JsonStr<'a> {
     }
 
     /// True when the text contains a backslash escape.
+    #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn has_escapes(&self) -> bool {
         crate::bytes::find_byte(b'\\', self.escaped, 0).is_some()
     }

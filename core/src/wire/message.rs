@@ -2,7 +2,7 @@
 //! response, batch, or the precise reason it is invalid. One validating pass; every view borrows
 //! the input.
 
-use super::id::Id;
+use super::id::{Id, MAX_STORED_ID_LEN};
 use super::json::{JsonStr, RawJson};
 use super::scan::{self, ScanError, ScanErrorKind};
 use crate::ErrorCode;
@@ -185,10 +185,17 @@ pub fn parse(frame: &[u8], limits: ParseLimits) -> Result<Parsed<'_>, ScanError>
             Parsed::Single(element)
         }
         Some(b'[') => {
-            let (start, end) = scan::scan_value(frame, start, limits.max_depth)?;
+            // Hosts measure the batch as they validate it; firmware keeps the one scanner
+            // (flash) and measures it when it is opened.
+            let (end, sizes) = if scan::WORD_AT_A_TIME {
+                scan_batch(frame, start, limits.max_depth)?
+            } else {
+                (scan::scan_value(frame, start, limits.max_depth)?.1, None)
+            };
             expect_end(frame, end)?;
             let batch = Batch {
                 text: frame.get(start..end).unwrap_or(&[]),
+                sizes,
             };
             if batch.is_empty() {
                 Parsed::EmptyBatch
@@ -209,6 +216,48 @@ pub fn parse(frame: &[u8], limits: ParseLimits) -> Result<Parsed<'_>, ScanError>
     Ok(parsed)
 }
 
+/// Validates the array at `start` (which holds `[`) as [`scan::scan_value`] does, with the
+/// same verdict and the same error, one element at a time, so that the walk also measures its
+/// elements (what a server reserves for their replies) without a second pass. Returns the
+/// offset past `]` and the measure.
+fn scan_batch(
+    text: &[u8],
+    start: usize,
+    max_depth: usize,
+) -> Result<(usize, Option<BatchSizes>), ScanError> {
+    let err = |kind, offset| Err(ScanError { kind, offset });
+    let max_depth = max_depth.min(scan::MAX_DEPTH_LIMIT);
+    if max_depth == 0 {
+        return err(ScanErrorKind::TooDeep, start);
+    }
+    let mut sizes = BatchSizes {
+        elements: 0,
+        id_room: 0,
+    };
+    let mut pos = scan::skip_ws(text, start + 1);
+    match text.get(pos) {
+        None => return err(ScanErrorKind::UnexpectedEnd, text.len()),
+        Some(b']') => return Ok((pos + 1, None)),
+        Some(_) => {}
+    }
+    loop {
+        // An element starts here (whitespace skipped); its scan reports what the whole
+        // array's would (a missing element, `[1,]`, is an unexpected byte or end there).
+        let (vstart, vend) = scan::scan_value(text, pos, max_depth - 1)?;
+        sizes.add(vend - vstart);
+        pos = scan::skip_ws(text, vend);
+        match text.get(pos) {
+            Some(b',') => pos = scan::skip_ws(text, pos + 1),
+            Some(b']') => return Ok((pos + 1, Some(sizes))),
+            Some(_) => return err(ScanErrorKind::UnexpectedByte, pos),
+            None => return err(ScanErrorKind::UnexpectedEnd, text.len()),
+        }
+    }
+}
+
+/// The length of `null`, the id an automatic reply echoes when it has none.
+const NULL_LEN: usize = 4;
+
 fn expect_end(frame: &[u8], end: usize) -> Result<(), ScanError> {
     let rest = scan::skip_ws(frame, end);
     if rest == frame.len() {
@@ -226,6 +275,27 @@ fn expect_end(frame: &[u8], end: usize) -> Result<(), ScanError> {
 pub struct Batch<'a> {
     /// The whole array's text, validated.
     text: &'a [u8],
+    /// Measured by [`parse`]'s walk (`None` when the batch was made otherwise).
+    sizes: Option<BatchSizes>,
+}
+
+/// What [`parse`] measures of a batch as it validates it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchSizes {
+    /// Number of elements.
+    pub(crate) elements: usize,
+    /// The most room the ids echoed in automatic replies to all elements may take: each
+    /// element's text length (an echoed id is part of it) clamped to `null`'s length at least
+    /// and [`MAX_STORED_ID_LEN`] at most (longer ids are echoed as `null`).
+    pub(crate) id_room: usize,
+}
+
+impl BatchSizes {
+    /// Counts one more element whose text is `len` bytes long.
+    fn add(&mut self, len: usize) {
+        self.elements += 1;
+        self.id_room += len.clamp(NULL_LEN, MAX_STORED_ID_LEN);
+    }
 }
 
 impl<'a> Batch<'a> {
@@ -239,7 +309,26 @@ impl<'a> Batch<'a> {
         }
         Batch {
             text: frame.get(start..end).unwrap_or(&[]),
+            sizes: None,
         }
+    }
+
+    /// The number of elements and the room their echoed ids may take: as [`parse`] measured
+    /// them, else by a skim over the text.
+    pub(crate) fn sizes(&self) -> BatchSizes {
+        // Only hosts measure in `parse` (the check is left out of firmware).
+        if let (true, Some(sizes)) = (scan::WORD_AT_A_TIME, self.sizes) {
+            return sizes;
+        }
+        let mut sizes = BatchSizes {
+            elements: 0,
+            id_room: 0,
+        };
+        let mut skim = self.iter();
+        while let Some(len) = skim.skim_next() {
+            sizes.add(len);
+        }
+        sizes
     }
 
     /// The batch's JSON text.
@@ -383,6 +472,9 @@ const ID: usize = 3;
 const RESULT: usize = 4;
 const ERROR: usize = 5;
 
+/// `:"2.0"`: the version member's colon and value as written without spaces.
+const VERSION_VALUE: &[u8] = b":\"2.0\"";
+
 /// The members of an error object, in slot order.
 const ERROR_MEMBERS: [&str; 3] = ["code", "message", "data"];
 
@@ -404,6 +496,7 @@ fn parse_object(
         start,
         max_depth,
         validate,
+        true,
         message_member,
         &mut members,
     )?;
@@ -414,6 +507,8 @@ fn parse_object(
 /// in `slots` that gets the value; other members are skipped. Returns the offset past the
 /// closing brace and whether a known member appears twice. Keys are passed as written (still
 /// escaped); a key written with escapes (`"m\u0065thod"`) still counts as the member it names.
+/// With `message_keys`, `member` is [`message_member`] and its plain names are recognized
+/// without a scan ([`scan::message_key`]).
 ///
 /// One function for messages and error objects, not a generic one per caller: it is the
 /// largest piece of the parser, and firmware flash counts. On 64-bit hosts it is inlined into
@@ -424,6 +519,7 @@ fn walk_object<'a>(
     start: usize,
     max_depth: usize,
     validate: bool,
+    message_keys: bool,
     member: fn(&[u8]) -> Option<usize>,
     slots: &mut [Option<&'a [u8]>],
 ) -> Result<(usize, bool), ScanError> {
@@ -445,23 +541,45 @@ fn walk_object<'a>(
             };
             return Err(err(kind, pos));
         }
-        let key_end = match scan::short_string(text, pos) {
-            Some(end) => end,
-            None => scan::scan_string(text, pos)?,
-        };
-        let key = text.get(pos + 1..key_end - 1).unwrap_or(&[]);
-        pos = scan::skip_ws(text, key_end);
-        match text.get(pos) {
-            Some(b':') => pos += 1,
-            Some(_) => return Err(err(ScanErrorKind::UnexpectedByte, pos)),
-            None => return Err(err(ScanErrorKind::UnexpectedEnd, pos)),
-        }
-        let (vstart, vend) = if validate {
-            scan_member_value(text, pos, max_depth - 1)?
+        // A message's own member names, written plainly, are known from one word.
+        let known = if message_keys {
+            scan::message_key(text, pos)
         } else {
-            scan::skip_value_trusted(text, pos)
+            None
         };
-        if let Some(slot) = member(key).and_then(|i| slots.get_mut(i)) {
+        let (index, key_end) = match known {
+            Some(found) => (Some(found.0), found.1),
+            None => {
+                let key_end = match scan::short_string(text, pos) {
+                    Some(end) => end,
+                    None => scan::scan_string(text, pos)?,
+                };
+                (
+                    member(text.get(pos + 1..key_end - 1).unwrap_or(&[])),
+                    key_end,
+                )
+            }
+        };
+        let (vstart, vend) = if scan::WORD_AT_A_TIME
+            && index == Some(JSONRPC)
+            && text.get(key_end..key_end + VERSION_VALUE.len()) == Some(VERSION_VALUE)
+        {
+            // `:"2.0"` right after the name, as nearly every peer writes it.
+            (key_end + 1, key_end + VERSION_VALUE.len())
+        } else {
+            pos = scan::skip_ws(text, key_end);
+            match text.get(pos) {
+                Some(b':') => pos += 1,
+                Some(_) => return Err(err(ScanErrorKind::UnexpectedByte, pos)),
+                None => return Err(err(ScanErrorKind::UnexpectedEnd, pos)),
+            }
+            if validate {
+                scan_member_value(text, pos, max_depth - 1)?
+            } else {
+                scan::skip_value_trusted(text, pos)
+            }
+        };
+        if let Some(slot) = index.and_then(|i| slots.get_mut(i)) {
             duplicate |= slot.is_some();
             *slot = text.get(vstart..vend);
         }
@@ -620,7 +738,8 @@ fn parse_error_object(value: &[u8]) -> Option<ErrorObject<'_>> {
     }
     let mut members: Members<'_, 3> = [None; 3];
     let limit = scan::MAX_DEPTH_LIMIT;
-    let (_, duplicate) = walk_object(value, 0, limit, false, error_member, &mut members).ok()?;
+    let (_, duplicate) =
+        walk_object(value, 0, limit, false, false, error_member, &mut members).ok()?;
     let [code, message, data] = members;
     if duplicate {
         return None;
@@ -683,32 +802,42 @@ mod tests {
         assert_eq!(error.data.map(|d| d.as_str()), Some("2"));
     }
 
+    /// Member names: ours, others, near misses, and ours written with escapes.
+    const KEYS: &[&[u8]] = &[
+        b"jsonrpc",
+        b"method",
+        b"params",
+        b"id",
+        b"result",
+        b"error",
+        b"code",
+        b"message",
+        b"data",
+        b"",
+        b"j",
+        b"jsonrpX",
+        b"Method",
+        b"ids",
+        b"i",
+        br"\u0069d",
+        br"m\u0065thod",
+        br"\u0063ode",
+        br"metho\u0064x",
+        br"\ud800",
+        b"jsonrpcx",
+        b"jsonrp",
+        b"methods",
+        b"idx",
+        b"errors",
+        b"resul",
+        b"param",
+        b"Id",
+    ];
+
     /// The table walk (what 32-bit targets use for every key) and the `match` (hosts) agree.
     #[test]
     fn member_lookups_agree() {
-        let keys: &[&[u8]] = &[
-            b"jsonrpc",
-            b"method",
-            b"params",
-            b"id",
-            b"result",
-            b"error",
-            b"code",
-            b"message",
-            b"data",
-            b"",
-            b"j",
-            b"jsonrpX",
-            b"Method",
-            b"ids",
-            b"i",
-            br"\u0069d",
-            br"m\u0065thod",
-            br"\u0063ode",
-            br"metho\u0064x",
-            br"\ud800",
-        ];
-        for key in keys {
+        for key in KEYS {
             let table = member_index(key, &MESSAGE_MEMBERS);
             assert_eq!(message_member(key), table, "{key:?}");
             let text = JsonStr::from_validated(key).unwrap();
@@ -716,6 +845,113 @@ mod tests {
             assert_eq!(table, expected, "{key:?}");
             let expected = ERROR_MEMBERS.iter().position(|name| text.eq_str(name));
             assert_eq!(error_member(key), expected, "{key:?}");
+        }
+    }
+
+    /// The one-word recognition of plain member names finds exactly the names the lookup
+    /// finds, with the key's end, and leaves every other key to it (whatever follows).
+    #[test]
+    fn plain_member_names_are_known_from_one_word() {
+        for key in KEYS {
+            for tail in [&b":1}"[..], b"", b":", b"  :  \"2.0\"", b"\":"] {
+                let mut text = [0u8; 64];
+                let len = key.len() + 2 + tail.len();
+                text[0] = b'"';
+                text[1..=key.len()].copy_from_slice(key);
+                text[key.len() + 1] = b'"';
+                text[key.len() + 2..len].copy_from_slice(tail);
+                let text = &text[..len];
+                match scan::message_key(text, 0) {
+                    Some((index, end)) => {
+                        assert_eq!(end, key.len() + 2, "{key:?}");
+                        assert_eq!(Some(index), message_member(key), "{key:?}");
+                        assert!(!key.contains(&b'\\'));
+                    }
+                    // Only a key too near the end of the text for a word is left out.
+                    None if len >= 8 && !key.contains(&b'\\') => {
+                        assert_eq!(message_member(key), None, "{key:?} {tail:?}");
+                    }
+                    None => {}
+                }
+            }
+        }
+        // The version written without spaces, and with them, and as another string.
+        for text in [
+            r#"{"jsonrpc":"2.0","method":"a"}"#,
+            r#"{"jsonrpc" : "2.0" ,"method":"a"}"#,
+            r#"{"jsonrpc":"2\u002e0","method":"a"}"#,
+        ] {
+            assert!(
+                matches!(single(text), Ok(Message::Notification(_))),
+                "{text}"
+            );
+        }
+        for text in [
+            r#"{"jsonrpc":"2.00","method":"a"}"#,
+            r#"{"jsonrpc":"2.0"x,"method":"a"}"#,
+        ] {
+            assert!(
+                !matches!(single_or_error(text), Ok(Parsed::Single(Ok(_)))),
+                "{text}"
+            );
+        }
+    }
+
+    fn single_or_error(text: &str) -> Result<Parsed<'_>, ScanError> {
+        parse(text.as_bytes(), ParseLimits::default())
+    }
+
+    /// The batch walk gives the whole scan's verdict and error, and measures what a skim
+    /// measures.
+    #[test]
+    fn batches_walk_as_the_scanner_scans() {
+        let texts: &[&[u8]] = &[
+            b"[1]",
+            b"[1,2]",
+            b" [ 1 , {\"a\":[2]} ]",
+            b"[]",
+            b"[ ]",
+            b"[",
+            b"[1",
+            b"[1,",
+            b"[1,]",
+            b"[,1]",
+            b"[1 2]",
+            b"[1}",
+            b"[{]",
+            b"[[[]]]",
+            b"[[[[]]]]",
+            b"[\"\\u00e9\", \"\xc3\xa9\", 3]",
+            b"[\"\xff\"]",
+            b"[1,\"\xff\", x]",
+            b"[\"a\" , null, true, false, -0.5e3]",
+            b"[{\"jsonrpc\":\"2.0\",\"method\":\"a\"}, 7, [\"a\"]]",
+            b"[1] x",
+            b"[tru]",
+            b"[01]",
+        ];
+        for text in texts {
+            let start = scan::skip_ws(text, 0);
+            for depth in [0, 1, 2, 3, 64, 10_000] {
+                let walked = scan_batch(text, start, depth);
+                let scanned = scan::scan_value(text, start, depth);
+                match (walked, scanned) {
+                    (Ok((end, sizes)), Ok((_, scan_end))) => {
+                        assert_eq!(end, scan_end, "{text:?} {depth}");
+                        let batch = Batch {
+                            text: &text[start..end],
+                            sizes: None,
+                        };
+                        let skimmed = batch.sizes();
+                        match sizes {
+                            Some(sizes) => assert_eq!(sizes, skimmed, "{text:?}"),
+                            None => assert_eq!(skimmed.elements, 0, "{text:?}"),
+                        }
+                    }
+                    (Err(w), Err(s)) => assert_eq!(w, s, "{text:?} {depth}"),
+                    (w, s) => panic!("{text:?} {depth}: walk {w:?}, scan {s:?}"),
+                }
+            }
         }
     }
 

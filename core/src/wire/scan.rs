@@ -601,6 +601,45 @@ pub(crate) fn short_string(input: &[u8], pos: usize) -> Option<usize> {
     None
 }
 
+/// A JSON-RPC member name written plainly at `pos` (which holds its opening `"`): the
+/// member's position in `jsonrpc, method, params, id, result, error` and the offset just past
+/// its closing quote, else `None` (the caller then scans the key as any string).
+///
+/// Compares the first word of the key with each name's bytes, quote included, and checks the
+/// byte after the name is its closing quote: such a key is that name exactly (no escape, no
+/// other byte fits). Hosts only ([`WORD_AT_A_TIME`]); elsewhere always `None`.
+#[inline(always)]
+pub(crate) fn message_key(input: &[u8], pos: usize) -> Option<(usize, usize)> {
+    if !WORD_AT_A_TIME {
+        return None;
+    }
+    /// A name's first `len` bytes (opening quote included, zero-padded to a word), masked.
+    const fn key(name: &[u8; 8], len: usize) -> (u64, u64, usize) {
+        let mask = if len >= 8 {
+            u64::MAX
+        } else {
+            (1u64 << (len * 8)) - 1
+        };
+        (u64::from_le_bytes(*name) & mask, mask, len)
+    }
+    // In slot order; the closing quote follows each prefix. `"jsonrpc` fills the word.
+    const KEYS: [(u64, u64, usize); 6] = [
+        key(b"\"jsonrpc", 8),
+        key(b"\"method\0", 7),
+        key(b"\"params\0", 7),
+        key(b"\"id\0\0\0\0\0", 3),
+        key(b"\"result\0", 7),
+        key(b"\"error\0\0", 6),
+    ];
+    let x = load8(input, pos)?;
+    for (slot, &(word, mask, len)) in KEYS.iter().enumerate() {
+        if x & mask == word {
+            return (input.get(pos + len) == Some(&b'"')).then_some((slot, pos + len + 1));
+        }
+    }
+    None
+}
+
 /// `pos` is at `[` or `{`: the offset just past the closing bracket when the container is
 /// flat, holding only numbers and short plain strings ([`short_string`]) as values and keys,
 /// and is valid JSON; else `None`, and the caller scans it with [`scan_value`] (which accepts
@@ -805,6 +844,12 @@ pub fn skip_value_trusted(input: &[u8], pos: usize) -> (usize, usize) {
             i += 1;
         }
         return (start, i);
+    }
+    if WORD_AT_A_TIME && input.get(start) == Some(&b'"') {
+        // Short plain strings (names, versions, method names) in two word loads.
+        if let Some(end) = short_string(input, start) {
+            return (start, end);
+        }
     }
     skip_non_number_trusted(input, start)
 }
