@@ -184,6 +184,11 @@ struct ServeArgs {
     /// local process and hold every role.
     #[arg(long, value_name = "FILE")]
     policy: Option<std::path::PathBuf>,
+    /// Serve the calls' and connections' metrics in the Prometheus text format on this
+    /// address (`HOST:PORT`, or a port on 127.0.0.1), at /metrics.
+    #[cfg(feature = "metrics")]
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
     #[command(flatten)]
     ws: rpcwire_cli::ws::WsServeArgs,
 }
@@ -321,6 +326,20 @@ fn open_serial(path: &str, baud: u32) -> Result<rpcwire_serial::AsyncSerialPort,
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
+    #[cfg(feature = "metrics")]
+    if let Some(addr) = &args.metrics {
+        let served = match rpcwire_cli::metrics::parse_addr(addr) {
+            Ok(addr) => rpcwire_cli::metrics::serve(addr).await,
+            Err(e) => Err(e),
+        };
+        match served {
+            Ok(local) => eprintln!("rpcwire: metrics on http://{local}/metrics"),
+            Err(e) => {
+                eprintln!("rpcwire: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
     if args.ws.ws.is_some() {
         let builder = Builder::new().concurrency(args.concurrency);
         let (max, conns) = (args.max_frame, args.max_connections);
