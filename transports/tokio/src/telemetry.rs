@@ -27,6 +27,10 @@ use crate::caller::Caller;
 /// The `rpc.method` of a name that is not a registered method.
 pub const OTHER_METHOD: &str = "_OTHER";
 
+/// The target of the one-line-per-call log (`rpcwire serve --log-calls` enables it at info
+/// level): method, id, latency, status, transport and peer of each call, never a credential.
+pub const CALL_LOG: &str = "rpcwire::calls";
+
 /// `rpc.system.name`.
 pub const SYSTEM: &str = "jsonrpc";
 
@@ -134,6 +138,8 @@ pub(crate) fn id_attribute(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
 pub(crate) struct ServerCall {
     span: tracing::Span,
     started: Option<Instant>,
+    /// What the call log says of it, when the log is on.
+    log: Option<Box<CallLine>>,
     /// The `rpc.method` label.
     #[cfg(feature = "metrics")]
     label: String,
@@ -175,10 +181,19 @@ impl ServerCall {
         }
         #[cfg(feature = "metrics")]
         metrics::gauge!(names::IN_FLIGHT).increment(1.0);
-        let measured = listening || cfg!(feature = "metrics");
+        let log = tracing::enabled!(target: CALL_LOG, tracing::Level::INFO).then(|| {
+            Box::new(CallLine {
+                method: method.to_owned(),
+                id: id.to_owned(),
+                transport: caller.transport().network_transport(),
+                peer: caller.peer_addr(),
+            })
+        });
+        let measured = listening || log.is_some() || cfg!(feature = "metrics");
         ServerCall {
             span,
             started: measured.then(Instant::now),
+            log,
             #[cfg(feature = "metrics")]
             label: label.to_owned(),
         }
@@ -191,6 +206,9 @@ impl ServerCall {
 
     /// Ends the call: `error` is the error code it was answered with, if any.
     pub(crate) fn end(self, error: Option<i32>) {
+        if let Some(line) = &self.log {
+            line.write(self.started, error);
+        }
         if let Some(code) = error {
             if !self.span.is_disabled() {
                 let code = code.to_string();
@@ -222,6 +240,39 @@ impl ServerCall {
         }
         #[cfg(not(feature = "metrics"))]
         let _ = self.started;
+    }
+}
+
+/// The call log's line of one call.
+pub(crate) struct CallLine {
+    method: String,
+    /// The id's JSON text (`""` for none).
+    id: String,
+    transport: &'static str,
+    peer: Option<std::net::SocketAddr>,
+}
+
+impl CallLine {
+    fn write(&self, started: Option<Instant>, error: Option<i32>) {
+        let latency_us = started.map_or(0, |t| {
+            u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX)
+        });
+        let status = match error {
+            None => "ok".to_owned(),
+            Some(code) => code.to_string(),
+        };
+        let peer = self.peer.map_or_else(|| "-".to_owned(), |p| p.to_string());
+        let id = if self.id.is_empty() { "-" } else { &self.id };
+        tracing::info!(
+            target: CALL_LOG,
+            method = %self.method,
+            id = %id,
+            latency_us,
+            status = %status,
+            connection = %self.transport,
+            peer = %peer,
+            "call"
+        );
     }
 }
 
