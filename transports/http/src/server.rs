@@ -13,11 +13,13 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Collected, Limited};
 use rpcwire::wire::Framing;
+use rpcwire_tokio::telemetry::ConnectionScope;
 use rpcwire_tokio::{
     AuthError, Authenticator, Builder, Caller, Client, Credentials, RateLimiter, Responder,
     Transport,
 };
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
 
 use crate::body::Body;
 use crate::endpoint::Endpoint;
@@ -1678,10 +1680,13 @@ pub(crate) fn serve_accepted(
     // Boxed and awaited in place: an `async` block that moved it into its `.await` would hold
     // it twice.
     let mut connection = Box::pin(serve_connection(stream, service, protocol));
+    let (scope, span) = ConnectionScope::open_on(Transport::Http, Some(peer));
     async move {
         if let Err(e) = (&mut connection).await {
             tracing::debug!(%peer, error = %e, ?protocol, "HTTP connection ended with an error");
         }
+        drop(scope);
         drop(permit);
     }
+    .instrument(span)
 }

@@ -357,8 +357,10 @@ pub(crate) enum ClientError {
 }
 
 /// An open connection, counted by `network.transport` while it lives (feature `metrics`),
-/// with the span its driver runs in.
-pub(crate) struct ConnectionScope {
+/// with the span its driver runs in. Transports whose connections are not driver connections
+/// (the HTTP server's) hold one per accepted connection.
+#[derive(Debug)]
+pub struct ConnectionScope {
     #[cfg(feature = "metrics")]
     transport: &'static str,
 }
@@ -366,14 +368,23 @@ pub(crate) struct ConnectionScope {
 impl ConnectionScope {
     /// Counts a connection open and makes its span.
     pub(crate) fn open(caller: &Caller) -> (Self, tracing::Span) {
-        let transport = caller.transport().network_transport();
+        Self::open_on(caller.transport(), caller.peer_addr())
+    }
+
+    /// Counts a connection over `transport` from `peer` open (until dropped) and makes its
+    /// span (`rpc.connection`, with `network.transport` and the peer's address and port).
+    pub fn open_on(
+        transport: crate::Transport,
+        peer: Option<std::net::SocketAddr>,
+    ) -> (Self, tracing::Span) {
+        let transport = transport.network_transport();
         let span = tracing::info_span!(
             "rpc.connection",
             network.transport = transport,
             network.peer.address = tracing::field::Empty,
             network.peer.port = tracing::field::Empty,
         );
-        if let (false, Some(peer)) = (span.is_disabled(), caller.peer_addr()) {
+        if let (false, Some(peer)) = (span.is_disabled(), peer) {
             span.record("network.peer.address", peer.ip().to_string());
             span.record("network.peer.port", peer.port());
         }
