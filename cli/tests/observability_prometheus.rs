@@ -214,6 +214,12 @@ async fn prometheus_scrapes_call_counts_and_errors() {
         let (status, text) = http("GET", &metrics, "").await;
         assert_eq!(status, 200);
         assert!(!text.contains("made-up"), "an unknown name became a label");
+        assert!(
+            text.contains(&format!(
+                r#"rpc_server_rejections{{reason="not_found"}} {UNKNOWN}"#
+            )),
+            "{text}"
+        );
         // Every HTTP connection was counted open, then closed.
         assert!(
             text.contains(r#"rpc_server_connections{network_transport="tcp"} 0"#),

@@ -13,7 +13,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Collected, Limited};
 use rpcwire::wire::Framing;
-use rpcwire_tokio::telemetry::ConnectionScope;
+use rpcwire_tokio::telemetry::{self, ConnectionScope};
 use rpcwire_tokio::{
     AuthError, Authenticator, Builder, Caller, Client, Credentials, RateLimiter, Responder,
     Transport,
@@ -771,6 +771,7 @@ impl Inner {
                 match authenticator.authenticate(credentials).await {
                     Ok(identity) => identity,
                     Err(reason) => {
+                        telemetry::reject(telemetry::Rejection::Authentication);
                         tracing::debug!(%reason, "HTTP request refused: authentication failed");
                         return Err(Box::new(unauthenticated(&reason)));
                     }
@@ -781,6 +782,7 @@ impl Inner {
         if let Some(limiter) = &self.limiter {
             if let Err(wait) = limiter.check(&RateLimiter::key(&caller), std::time::Instant::now())
             {
+                telemetry::reject(telemetry::Rejection::Overload);
                 let mut r = refuse(StatusCode::TOO_MANY_REQUESTS, "too many requests\n");
                 let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
                 if let Ok(value) = HeaderValue::from_str(&secs.max(1).to_string()) {

@@ -317,6 +317,7 @@ where
                         Ok(0) => d.dirty = false,
                         Ok(n) => {
                             d.conn.advance_transmit(n);
+                            telemetry::bytes_out(n);
                             d.dirty = true;
                         }
                         // The peer closed both directions after its last message: what is left to
@@ -331,7 +332,10 @@ where
                 },
                 res = read_some(&mut reader, &mut d.rx, d.read_size), if can_read => match res {
                     Ok(0) => d.end_of_input("end of stream"),
-                    Ok(n) => d.on_read(n),
+                    Ok(n) => {
+                        telemetry::bytes_in(n);
+                        d.on_read(n);
+                    }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => {
                         tracing::debug!(error = %e, "read failed");

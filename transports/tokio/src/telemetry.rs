@@ -18,7 +18,9 @@
 //! - `rpc.server.calls_in_flight` (gauge);
 //! - `rpc.server.connections` (gauge) by `network.transport`;
 //! - `rpc.server.rejections` (counter) by `reason` (`limit`, `parse`, `overload`,
-//!   `authentication`, `authorization`, `not_found`).
+//!   `authentication`, `authorization`, `not_found`);
+//! - `rpc.bytes_in`, `rpc.bytes_out` (counters): bytes read from and written to the peers of
+//!   driver connections (stdio, TCP, WebSocket, child processes; not HTTP bodies).
 
 use std::time::Instant;
 
@@ -49,6 +51,10 @@ pub mod names {
     pub const CONNECTIONS: &str = "rpc.server.connections";
     /// Counter of refused messages, by `reason`.
     pub const REJECTIONS: &str = "rpc.server.rejections";
+    /// Counter of bytes read from connections' peers.
+    pub const BYTES_IN: &str = "rpc.bytes_in";
+    /// Counter of bytes written to connections' peers.
+    pub const BYTES_OUT: &str = "rpc.bytes_out";
 }
 
 /// The buckets of the call-duration histograms (seconds): those the OpenTelemetry semantic
@@ -95,6 +101,24 @@ pub fn reject(reason: Rejection) {
     metrics::counter!(names::REJECTIONS, "reason" => reason.as_str()).increment(1);
     #[cfg(not(feature = "metrics"))]
     let _ = reason;
+}
+
+/// Counts bytes read from a peer (feature `metrics`; nothing otherwise).
+#[inline]
+pub(crate) fn bytes_in(n: usize) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(names::BYTES_IN).increment(n as u64);
+    #[cfg(not(feature = "metrics"))]
+    let _ = n;
+}
+
+/// Counts bytes written to a peer (feature `metrics`; nothing otherwise).
+#[inline]
+pub(crate) fn bytes_out(n: usize) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!(names::BYTES_OUT).increment(n as u64);
+    #[cfg(not(feature = "metrics"))]
+    let _ = n;
 }
 
 /// A request for a method that does not exist: its span (named `_OTHER`) and metrics, and a
