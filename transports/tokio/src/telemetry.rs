@@ -8,7 +8,10 @@
 //! grow the set of names), `jsonrpc.request.id` (left out for a `null` id),
 //! `jsonrpc.protocol.version`, `rpc.response.status_code` and `error.type` for errors,
 //! `network.peer.address`, `network.peer.port` and `network.transport`. With no subscriber
-//! listening, a span is one check of a cached flag and the clock is not read.
+//! listening, a span is one check of a cached flag and the clock is not read. A profile records
+//! its own attributes into the current span from its handlers: the server span declares the
+//! MCP ones (`mcp.method.name`, `mcp.protocol.version`, `mcp.session.id`, `gen_ai.tool.name`;
+//! `error.type = "tool_error"` for a tool's failure).
 //!
 //! Metrics (feature `metrics`) go through the `metrics` facade: nothing is registered without
 //! the feature, and with it nothing is recorded until the application installs a recorder
@@ -189,6 +192,10 @@ impl ServerCall {
             network.peer.address = tracing::field::Empty,
             network.peer.port = tracing::field::Empty,
             network.transport = caller.transport().network_transport(),
+            mcp.method.name = tracing::field::Empty,
+            mcp.protocol.version = tracing::field::Empty,
+            mcp.session.id = tracing::field::Empty,
+            gen_ai.tool.name = tracing::field::Empty,
         );
         let listening = !span.is_disabled();
         if listening {

@@ -4,73 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rpcwire_tests::spans::{Seen, Spans};
 use rpcwire_tokio::{Builder, Caller, ErrorCode, Identity, Router, RpcError, Transport};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::Layer;
-
-/// A span as recorded: its name, fields, and its parent's index.
-#[derive(Debug, Clone, Default)]
-struct Seen {
-    name: String,
-    fields: HashMap<String, String>,
-    parent: Option<usize>,
-}
-
-#[derive(Clone, Default)]
-struct Spans(Arc<Mutex<(Vec<Seen>, HashMap<u64, usize>)>>);
-
-struct Fields<'a>(&'a mut HashMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-}
-
-impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Spans {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let mut seen = Seen {
-            name: attrs.metadata().name().to_owned(),
-            ..Seen::default()
-        };
-        attrs.record(&mut Fields(&mut seen.fields));
-        let mut all = self.0.lock().unwrap();
-        let parent = ctx
-            .span(id)
-            .and_then(|s| s.parent())
-            .map(|p| p.id().into_u64());
-        seen.parent = parent.and_then(|p| all.1.get(&p).copied());
-        let index = all.0.len();
-        all.0.push(seen);
-        all.1.insert(id.into_u64(), index);
-    }
-    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
-        let mut all = self.0.lock().unwrap();
-        if let Some(&i) = all.1.get(&id.into_u64()) {
-            values.record(&mut Fields(&mut all.0[i].fields));
-        }
-    }
-}
-
-impl Spans {
-    fn named(&self, name: &str) -> Vec<Seen> {
-        let all = self.0.lock().unwrap();
-        all.0.iter().filter(|s| s.name == name).cloned().collect()
-    }
-    fn get(&self, i: usize) -> Seen {
-        self.0.lock().unwrap().0[i].clone()
-    }
-}
+use tracing_subscriber::layer::SubscriberExt;
 
 fn router() -> Router {
     Router::new()
