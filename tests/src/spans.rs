@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
+use tracing::span::{self, Attributes, Id};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
@@ -23,9 +23,12 @@ pub struct Seen {
     pub parent: Option<usize>,
 }
 
+/// The spans seen, and each live span's index by its id.
+type Record = (Vec<Seen>, HashMap<u64, usize>);
+
 /// The layer (clone it: the clones share the record).
 #[derive(Clone, Default)]
-pub struct Spans(Arc<Mutex<(Vec<Seen>, HashMap<u64, usize>)>>);
+pub struct Spans(Arc<Mutex<Record>>);
 
 struct Fields<'a>(&'a mut HashMap<String, String>);
 
@@ -55,7 +58,7 @@ impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Spans {
         all.0.push(seen);
         all.1.insert(id.into_u64(), index);
     }
-    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
+    fn on_record(&self, id: &Id, values: &span::Record<'_>, _: Context<'_, S>) {
         let mut all = self.0.lock().unwrap();
         if let Some(&i) = all.1.get(&id.into_u64()) {
             values.record(&mut Fields(&mut all.0[i].fields));
