@@ -1064,7 +1064,8 @@ mod tests {
     /// open: a change that makes it larger costs that much per connection. `run` builds the
     /// driver before its `async` block for this reason: an `async fn` kept its arguments
     /// beside the driver they were moved into (2 600 bytes, against 1 632). Raise the bound
-    /// knowingly.
+    /// knowingly: it went from 1 700 to 1 800 for the core's counters by message kind, batches
+    /// and high-water marks (88 bytes) and the connection's span (40 bytes).
     #[test]
     fn an_open_connection_keeps_a_small_driver() {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -1076,6 +1077,6 @@ mod tests {
         let (_client, driver) = crate::Builder::new().run_inline(reader, writer);
         let size = std::mem::size_of_val(&driver);
         println!("the driver's future: {size} bytes");
-        assert!(size <= 1_700, "the driver's future is {size} bytes");
+        assert!(size <= 1_800, "the driver's future is {size} bytes");
     }
 }
