@@ -5,29 +5,21 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use common::{bin, bounded};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
+use common::{bounded, http, spawn_serve};
 
 const TOKEN: &str = "s3cret-token-value-7f1d";
 
 async fn post(url: &str, body: &str) -> String {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_at(rest.find('/').unwrap());
-    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
-         Authorization: Bearer {TOKEN}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(body.as_bytes()).await.unwrap();
-    let mut all = String::new();
-    stream.read_to_string(&mut all).await.unwrap();
-    all
+    http(
+        "POST",
+        url,
+        &format!("Authorization: Bearer {TOKEN}\r\n"),
+        body,
+    )
+    .await
+    .1
 }
 
 #[tokio::test]
@@ -37,16 +29,9 @@ async fn one_line_per_call_and_no_credential() {
         std::fs::create_dir_all(&dir).unwrap();
         let tokens = dir.join("tokens");
         std::fs::write(&tokens, format!("{TOKEN} @alice user\n")).unwrap();
-        let mut child = Command::new(bin())
-            .args(["serve", "--http", "127.0.0.1:0", "--log-calls", "--tokens"])
-            .arg(&tokens)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let tokens = tokens.to_str().unwrap();
+        let (mut child, mut lines) =
+            spawn_serve(&["--http", "127.0.0.1:0", "--log-calls", "--tokens", tokens]);
         let first = lines.next_line().await.unwrap().unwrap();
         let url = first.rsplit(' ').next().unwrap().to_owned();
         assert!(url.starts_with("http://"), "{first}");

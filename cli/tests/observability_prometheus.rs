@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{bin, bounded};
+use common::{bounded, http, spawn_serve};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 
 /// Calls that succeed.
@@ -49,37 +49,9 @@ fn prometheus() -> Option<PathBuf> {
     found
 }
 
-/// One HTTP/1.1 exchange written by hand: (status, body).
-async fn http(method: &str, url: &str, body: &str) -> (u16, String) {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(body.as_bytes()).await.unwrap();
-    let mut all = Vec::new();
-    stream.read_to_end(&mut all).await.unwrap();
-    let text = String::from_utf8(all).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, body.to_owned())
-}
-
 /// `rpcwire serve --http 127.0.0.1:0 --metrics 127.0.0.1:0`: the RPC URL and the metrics URL.
 async fn serve() -> (Child, String, String) {
-    let mut child = Command::new(bin())
-        .args(["serve", "--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (child, mut lines) = spawn_serve(&["--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0"]);
     let (mut rpc, mut metrics) = (None, None);
     while rpc.is_none() || metrics.is_none() {
         let line = lines.next_line().await.unwrap().expect("a line on stderr");
@@ -119,6 +91,7 @@ async fn query(api: &str, expr: &str) -> Option<f64> {
     let (status, body) = http(
         "GET",
         &format!("{api}/api/v1/query?query={}", encode(expr)),
+        "",
         "",
     )
     .await;
@@ -172,19 +145,19 @@ async fn prometheus_scrapes_call_counts_and_errors() {
         for i in 0..OK {
             let body =
                 format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[{i},1],"id":{i}}}"#);
-            let (status, reply) = http("POST", &rpc, &body).await;
+            let (status, reply) = http("POST", &rpc, "", &body).await;
             assert_eq!(status, 200);
             assert!(reply.contains("result"), "{reply}");
         }
         for i in 0..BAD_PARAMS {
             let body =
                 format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":["x"],"id":{i}}}"#);
-            let (_, reply) = http("POST", &rpc, &body).await;
+            let (_, reply) = http("POST", &rpc, "", &body).await;
             assert!(reply.contains("-32602"), "{reply}");
         }
         for i in 0..UNKNOWN {
             let body = format!(r#"{{"jsonrpc":"2.0","method":"made-up-{i}","id":{i}}}"#);
-            let (_, reply) = http("POST", &rpc, &body).await;
+            let (_, reply) = http("POST", &rpc, "", &body).await;
             assert!(reply.contains("-32601"), "{reply}");
         }
         let calls = (OK + BAD_PARAMS + UNKNOWN) as f64;
@@ -211,7 +184,7 @@ async fn prometheus_scrapes_call_counts_and_errors() {
         );
 
         // The exposition itself, parsed by the reference Python parser.
-        let (status, text) = http("GET", &metrics, "").await;
+        let (status, text) = http("GET", &metrics, "", "").await;
         assert_eq!(status, 200);
         assert!(!text.contains("made-up"), "an unknown name became a label");
         assert!(
