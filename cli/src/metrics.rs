@@ -73,6 +73,7 @@ pub async fn serve(addr: SocketAddr) -> Result<SocketAddr, MetricsError> {
         .map_err(|e| MetricsError::Recorder(e.to_string()))?
         .install_recorder()
         .map_err(|e| MetricsError::Recorder(e.to_string()))?;
+    rpcwire_tokio::telemetry::enable_metrics();
     tokio::spawn(accept(listener, handle));
     Ok(local)
 }

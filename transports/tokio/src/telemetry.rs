@@ -97,11 +97,34 @@ impl Rejection {
     }
 }
 
+/// Whether metrics are recorded: off until [`enable_metrics`] (so that a build with the
+/// feature but no recorder does no metrics work at all: no clock read, no label built).
+#[cfg(feature = "metrics")]
+static METRICS_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Starts recording metrics (feature `metrics`): call it once a recorder is installed
+/// (`rpcwire serve --metrics` does). Until then every metrics point is one relaxed load.
+#[cfg(feature = "metrics")]
+pub fn enable_metrics() {
+    METRICS_ON.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// True when metrics are recorded.
+#[inline]
+fn metered() -> bool {
+    #[cfg(feature = "metrics")]
+    return METRICS_ON.load(std::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(feature = "metrics"))]
+    false
+}
+
 /// Counts a refused message (feature `metrics`; nothing otherwise).
 #[inline]
 pub fn reject(reason: Rejection) {
     #[cfg(feature = "metrics")]
-    metrics::counter!(names::REJECTIONS, "reason" => reason.as_str()).increment(1);
+    if metered() {
+        metrics::counter!(names::REJECTIONS, "reason" => reason.as_str()).increment(1);
+    }
     #[cfg(not(feature = "metrics"))]
     let _ = reason;
 }
@@ -110,7 +133,9 @@ pub fn reject(reason: Rejection) {
 #[inline]
 pub(crate) fn bytes_in(n: usize) {
     #[cfg(feature = "metrics")]
-    metrics::counter!(names::BYTES_IN).increment(n as u64);
+    if metered() {
+        metrics::counter!(names::BYTES_IN).increment(n as u64);
+    }
     #[cfg(not(feature = "metrics"))]
     let _ = n;
 }
@@ -119,7 +144,9 @@ pub(crate) fn bytes_in(n: usize) {
 #[inline]
 pub(crate) fn bytes_out(n: usize) {
     #[cfg(feature = "metrics")]
-    metrics::counter!(names::BYTES_OUT).increment(n as u64);
+    if metered() {
+        metrics::counter!(names::BYTES_OUT).increment(n as u64);
+    }
     #[cfg(not(feature = "metrics"))]
     let _ = n;
 }
@@ -167,9 +194,9 @@ pub(crate) struct ServerCall {
     started: Option<Instant>,
     /// What the call log says of it, when the log is on.
     log: Option<Box<CallLine>>,
-    /// The `rpc.method` label.
+    /// The `rpc.method` label, when metrics are recorded.
     #[cfg(feature = "metrics")]
-    label: String,
+    label: Option<String>,
 }
 
 impl ServerCall {
@@ -210,8 +237,11 @@ impl ServerCall {
                 span.record("network.peer.port", peer.port());
             }
         }
+        let metered = metered();
         #[cfg(feature = "metrics")]
-        metrics::gauge!(names::IN_FLIGHT).increment(1.0);
+        if metered {
+            metrics::gauge!(names::IN_FLIGHT).increment(1.0);
+        }
         let log = tracing::enabled!(target: CALL_LOG, tracing::Level::INFO).then(|| {
             Box::new(CallLine {
                 method: method.to_owned(),
@@ -220,13 +250,13 @@ impl ServerCall {
                 peer: caller.peer_addr(),
             })
         });
-        let measured = listening || log.is_some() || cfg!(feature = "metrics");
+        let measured = listening || log.is_some() || metered;
         ServerCall {
             span,
             started: measured.then(Instant::now),
             log,
             #[cfg(feature = "metrics")]
-            label: label.to_owned(),
+            label: metered.then(|| label.to_owned()),
         }
     }
 
@@ -249,9 +279,8 @@ impl ServerCall {
             }
         }
         #[cfg(feature = "metrics")]
-        {
+        if let Some(method) = self.label {
             metrics::gauge!(names::IN_FLIGHT).decrement(1.0);
-            let method = self.label;
             let seconds = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
             match error {
                 None => metrics::histogram!(
@@ -327,7 +356,7 @@ impl ClientCall {
             rpc.response.status_code = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
-        let measured = !span.is_disabled() || cfg!(feature = "metrics");
+        let measured = !span.is_disabled() || metered();
         ClientCall {
             span,
             started: measured.then(Instant::now),
@@ -354,7 +383,7 @@ impl ClientCall {
             self.span.record("otel.status_code", "ERROR");
         }
         #[cfg(feature = "metrics")]
-        {
+        if metered() {
             let seconds = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
             let method = method.to_owned();
             match error_type {
@@ -392,8 +421,9 @@ pub(crate) enum ClientError {
 /// (the HTTP server's) hold one per accepted connection.
 #[derive(Debug)]
 pub struct ConnectionScope {
+    /// The transport counted, when metrics are recorded.
     #[cfg(feature = "metrics")]
-    transport: &'static str,
+    transport: Option<&'static str>,
 }
 
 impl ConnectionScope {
@@ -419,12 +449,17 @@ impl ConnectionScope {
             span.record("network.peer.address", peer.ip().to_string());
             span.record("network.peer.port", peer.port());
         }
+        let metered = metered();
         #[cfg(feature = "metrics")]
-        metrics::gauge!(names::CONNECTIONS, "network.transport" => transport).increment(1.0);
+        if metered {
+            metrics::gauge!(names::CONNECTIONS, "network.transport" => transport).increment(1.0);
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = metered;
         (
             ConnectionScope {
                 #[cfg(feature = "metrics")]
-                transport,
+                transport: metered.then_some(transport),
             },
             span,
         )
@@ -434,7 +469,9 @@ impl ConnectionScope {
 impl Drop for ConnectionScope {
     fn drop(&mut self) {
         #[cfg(feature = "metrics")]
-        metrics::gauge!(names::CONNECTIONS, "network.transport" => self.transport).decrement(1.0);
+        if let Some(transport) = self.transport {
+            metrics::gauge!(names::CONNECTIONS, "network.transport" => transport).decrement(1.0);
+        }
     }
 }
 
