@@ -27,17 +27,9 @@ pub async fn bounded<F: Future>(f: F) -> F::Output {
 /// prints on stderr (the address or URL it serves on; a bridge child's lines are skipped). Its stderr is drained after that line,
 /// so the server never blocks on it.
 pub async fn serve(transport: &str, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(bin())
-        .args(["serve", transport, "127.0.0.1:0"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
+    let mut args = vec![transport, "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let (child, mut lines) = spawn_serve(&args);
     // A `--forward` child (`rpcwire bridge`) shares the server's stderr and may speak first.
     let mut line = String::new();
     for _ in 0..50 {
