@@ -4,7 +4,7 @@
 #
 # Budgets (issue: a firmware engineer's UART server with 1 KiB receive and 1 KiB transmit
 # buffers): flash = text + data <= 16 KiB, static RAM = data + bss <= 4 KiB. Both are enforced;
-# the stack high-water mark (from the firmware's `stats` method) is reported.
+# the stack high-water mark (from the firmware's `rpc.stats` method) is reported.
 # The MCP image (rpcwire-firmware-mcp, same crate): flash <= 24 KiB, static RAM <= 6 KiB,
 # enforced the same way; its end-to-end test is the Python MCP SDK through `rpcwire bridge`
 # (cli/tests/firmware_mcp.rs), which reports its stack high-water mark.

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 pub mod bridge;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod out;
 pub mod policy;
 pub mod tap;

@@ -184,6 +184,15 @@ struct ServeArgs {
     /// local process and hold every role.
     #[arg(long, value_name = "FILE")]
     policy: Option<std::path::PathBuf>,
+    /// Serve the calls' and connections' metrics in the Prometheus text format on this
+    /// address (`HOST:PORT`, or a port on 127.0.0.1), at /metrics.
+    #[cfg(feature = "metrics")]
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+    /// Log one line per call on stderr: method, id, latency, status, transport and peer
+    /// (never a credential: no header, no token, no params).
+    #[arg(long)]
+    log_calls: bool,
     #[command(flatten)]
     ws: rpcwire_cli::ws::WsServeArgs,
 }
@@ -258,7 +267,8 @@ struct CallArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    let log_calls = matches!(&cli.command, Cmd::Serve(args) if args.log_calls);
+    init_logging(cli.verbose, log_calls);
     // One connection (stdio, a serial port, a call) runs best on one thread: no hand-offs
     // between workers. A TCP server spreads its connections over every core.
     let one_connection = !matches!(&cli.command, Cmd::Serve(args) if args.tcp.is_some() || args.http.is_some() || args.ws.ws.is_some());
@@ -296,17 +306,25 @@ fn main() -> ExitCode {
     code
 }
 
-fn init_logging(verbose: u8) {
+/// Logs on stderr at warn level (`-v` debug, `-vv` trace); `log_calls` adds the one line per
+/// call of `serve --log-calls` (target `rpcwire::calls`, info level).
+fn init_logging(verbose: u8, log_calls: bool) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::Layer;
     let level = match verbose {
         0 => tracing::Level::WARN,
         1 => tracing::Level::DEBUG,
         _ => tracing::Level::TRACE,
     };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
+    let mut targets = tracing_subscriber::filter::Targets::new().with_default(level);
+    if log_calls && level < tracing::Level::INFO {
+        targets = targets.with_target(rpcwire_tokio::telemetry::CALL_LOG, tracing::Level::INFO);
+    }
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .try_init();
+        .with_filter(targets);
+    let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer));
 }
 
 /// The default serial baud rate.
@@ -321,6 +339,20 @@ fn open_serial(path: &str, baud: u32) -> Result<rpcwire_serial::AsyncSerialPort,
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
+    #[cfg(feature = "metrics")]
+    if let Some(addr) = &args.metrics {
+        let served = match rpcwire_cli::metrics::parse_addr(addr) {
+            Ok(addr) => rpcwire_cli::metrics::serve(addr).await,
+            Err(e) => Err(e),
+        };
+        match served {
+            Ok(local) => eprintln!("rpcwire: metrics on http://{local}/metrics"),
+            Err(e) => {
+                eprintln!("rpcwire: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
     if args.ws.ws.is_some() {
         let builder = Builder::new().concurrency(args.concurrency);
         let (max, conns) = (args.max_frame, args.max_connections);

@@ -4,6 +4,8 @@
 pub mod pki;
 #[cfg(feature = "raw-http")]
 pub mod raw_http;
+#[cfg(feature = "spans")]
+pub mod spans;
 #[cfg(feature = "tls")]
 pub mod tls;
 

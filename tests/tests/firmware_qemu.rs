@@ -223,11 +223,86 @@ fn firmware_answers_every_spec_example_in_qemu() {
         link.exchange(r#"{"jsonrpc":"2.0","m\u0065thod":"s\u0075m","\u0070arams":[2,3],"id":11}"#);
     assert_eq!(escaped["result"], 5, "{escaped}");
 
-    let stats = link.exchange(r#"{"jsonrpc":"2.0","method":"stats","id":"s"}"#);
+    let stats = link.exchange(r#"{"jsonrpc":"2.0","method":"rpc.stats","id":"s"}"#);
     let used = stats["result"]["stack_used"].as_u64().expect("stack_used");
     assert!(used > 0 && used < 16 * 1024, "{stats}");
     println!("firmware stats: {}", stats["result"]);
     println!("FIRMWARE_STACK_USED={used}");
+}
+
+/// `rpc.stats` counts exactly what was sent: requests, notifications, garbage lines, invalid
+/// requests, a batch and an oversize frame, each kind by its own counter.
+#[test]
+fn rpc_stats_counts_what_was_sent() {
+    if !firmware::have_qemu() {
+        return;
+    }
+    let Some(elf) = firmware::build("rpcwire-firmware") else {
+        return;
+    };
+    let (_qemu, mut link) = start_tcp(&elf);
+    link.line(Duration::from_secs(20))
+        .expect("boot notification");
+
+    let requests = [
+        r#"{"jsonrpc":"2.0","method":"sum","params":[1,2],"id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"no_such_method","id":2}"#,
+        r#"{"jsonrpc":"2.0","method":"echo","params":["x"],"id":3}"#,
+    ];
+    for request in requests {
+        assert!(link.exchange(request).get("id").is_some());
+    }
+    let garbage = ["garbage", r#"{"jsonrpc":"#, "[1,2"];
+    for line in garbage {
+        assert_eq!(link.exchange(line)["error"]["code"], -32700, "{line}");
+    }
+    let invalid = [r#"{"jsonrpc":"2.0","method":1,"id":4}"#, r#"{"foo":"bar"}"#];
+    for line in invalid {
+        assert_eq!(link.exchange(line)["error"]["code"], -32600, "{line}");
+    }
+    let notifications = [
+        r#"{"jsonrpc":"2.0","method":"notify_hello","params":[7]}"#,
+        r#"{"jsonrpc":"2.0","method":"update","params":[1]}"#,
+    ];
+    for line in notifications {
+        link.send(format!("{line}\n").as_bytes());
+    }
+    // A batch of one request and one notification: a reply of one element.
+    let batch = link.exchange(
+        r#"[{"jsonrpc":"2.0","method":"sum","params":[4],"id":5},{"jsonrpc":"2.0","method":"notify_hello"}]"#,
+    );
+    assert_eq!(batch.as_array().map(Vec::len), Some(1), "{batch}");
+    let oversize = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":6}}"#,
+        "a".repeat(1100)
+    );
+    assert_eq!(link.exchange(&oversize)["error"]["code"], -32600);
+
+    let stats = link.exchange(r#"{"jsonrpc":"2.0","method":"rpc.stats","id":7}"#);
+    let stats = &stats["result"];
+    println!("rpc.stats: {stats}");
+    // Every line above is a frame, and so is the `rpc.stats` call itself; its own answer is
+    // not yet counted when it is rendered.
+    let frames = requests.len() + garbage.len() + invalid.len() + notifications.len() + 1 + 1 + 1;
+    let expected = [
+        ("frames_in", frames),
+        ("requests_in", requests.len() + 1 + 1),
+        ("notifications_in", notifications.len() + 1),
+        ("responses_out", requests.len() + 1),
+        ("batches_in", 1),
+        ("parse_errors", garbage.len()),
+        ("invalid_messages", invalid.len()),
+        ("oversize_frames", 1),
+        ("busy_rejections", 0),
+    ];
+    for (name, count) in expected {
+        assert_eq!(stats[name], count as u64, "{name} in {stats}");
+    }
+    // Counting goes on: the previous call's answer and this call.
+    let again = link.exchange(r#"{"jsonrpc":"2.0","method":"rpc.stats","id":8}"#);
+    assert_eq!(again["result"]["requests_in"], requests.len() as u64 + 3);
+    assert_eq!(again["result"]["responses_out"], requests.len() as u64 + 2);
+    assert_eq!(again["result"]["frames_in"], frames as u64 + 1);
 }
 
 #[test]
@@ -267,12 +342,12 @@ fn host_reaches_the_firmware_through_a_pty_with_rpcwire_serial() {
     let mut host = rpcwire_serial::driver(port, Config::default());
 
     // qemu notices that the pty's other end was opened on a 1 s timer and drops what the
-    // guest writes before: call `stats` with short timeouts until one is answered.
+    // guest writes before: call `rpc.stats` with short timeouts until one is answered.
     let mut synced = false;
     for token in 100..120 {
         host.send_request(
             Token(token),
-            "stats",
+            "rpc.stats",
             rpcwire::wire::NO_PARAMS,
             Some(Duration::from_millis(500)),
         )
@@ -328,5 +403,5 @@ fn host_reaches_the_firmware_through_a_pty_with_rpcwire_serial() {
         serde_json::json!(19)
     );
     assert_eq!(call(3, "nope", "[]"), serde_json::json!({"error": -32601}));
-    assert!(call(4, "stats", "{}")["stack_used"].as_u64().is_some());
+    assert!(call(4, "rpc.stats", "{}")["stack_used"].as_u64().is_some());
 }

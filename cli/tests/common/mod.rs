@@ -27,17 +27,9 @@ pub async fn bounded<F: Future>(f: F) -> F::Output {
 /// prints on stderr (the address or URL it serves on; a bridge child's lines are skipped). Its stderr is drained after that line,
 /// so the server never blocks on it.
 pub async fn serve(transport: &str, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(bin())
-        .args(["serve", transport, "127.0.0.1:0"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
+    let mut args = vec![transport, "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let (child, mut lines) = spawn_serve(&args);
     // A `--forward` child (`rpcwire bridge`) shares the server's stderr and may speak first.
     let mut line = String::new();
     for _ in 0..50 {
@@ -149,4 +141,45 @@ pub fn content_length_bodies(mut bytes: &[u8]) -> Vec<String> {
         bytes = &bytes[header_end + 4 + len..];
     }
     bodies
+}
+
+/// One HTTP/1.1 exchange written by hand (`Connection: close`), with extra header lines
+/// (`"Name: value\r\n"` each): (status, body).
+pub async fn http(method: &str, url: &str, headers: &str, body: &str) -> (u16, String) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         {headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body.as_bytes()).await.unwrap();
+    let mut all = Vec::new();
+    stream.read_to_end(&mut all).await.unwrap();
+    let text = String::from_utf8(all).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, body.to_owned())
+}
+
+/// `rpcwire serve ARGS...` with stderr piped, and the lines of its stderr.
+pub fn spawn_serve(
+    args: &[&str],
+) -> (
+    Child,
+    tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+) {
+    let mut child = Command::new(bin())
+        .arg("serve")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    (child, lines)
 }

@@ -5,8 +5,8 @@ use core::time::Duration;
 use serde::Serialize;
 
 use super::{
-    CancelError, Connection, Digits, OutgoingBatch, RequestHandle, RespondError, SendError, Token,
-    TxError,
+    bump, high_water, CancelError, Connection, Digits, OutgoingBatch, RequestHandle, RespondError,
+    SendError, Token, TxError,
 };
 use crate::storage::Storage;
 use crate::wire::encode;
@@ -59,6 +59,8 @@ impl<S: Storage> Connection<S> {
         }
         let deadline = self.deadline(now, timeout);
         self.pending.arm(slot, token, id, deadline, false);
+        bump(&mut self.stats.requests_out);
+        high_water(&mut self.stats.pending_high_water, self.pending.len());
         Ok(())
     }
 
@@ -73,6 +75,7 @@ impl<S: Storage> Connection<S> {
         }
         self.write_tx_frame(&|s| encode::notification(s, method, params))
             .map_err(send_error)?;
+        bump(&mut self.stats.notifications_out);
         self.unconfirmed = Some(self.pending.seq());
         Ok(())
     }
@@ -115,6 +118,7 @@ impl<S: Storage> Connection<S> {
             .inflight
             .lookup(handle)
             .ok_or(RespondError::UnknownHandle)?;
+        bump(&mut self.stats.responses_out);
         match batch {
             Some(reserve) => {
                 self.batch_error(reserve, id.raw(), code, None);
@@ -173,6 +177,7 @@ impl<S: Storage> Connection<S> {
             .inflight
             .lookup(handle)
             .ok_or(RespondError::UnknownHandle)?;
+        bump(&mut self.stats.responses_out);
         match batch {
             Some(reserve) => match self.batch.append(reserve, |s| body(s, id.raw())) {
                 Err(e) => Err(RespondError::Serialize(e)),

@@ -2,8 +2,8 @@
 //! automatic replies to peer garbage, inbound batches, responses matched to our requests.
 
 use super::{
-    bump, Answer, Connection, Inbound, InboundRequest, InboundResponse, Input, Problem, TxError,
-    DATA_BATCH_TOO_LARGE, DATA_DUPLICATE_ID, DATA_FRAME_TOO_LARGE, DATA_ID_TOO_LONG,
+    bump, high_water, Answer, Connection, Inbound, InboundRequest, InboundResponse, Input, Problem,
+    TxError, DATA_BATCH_TOO_LARGE, DATA_DUPLICATE_ID, DATA_FRAME_TOO_LARGE, DATA_ID_TOO_LONG,
     DATA_NO_BATCHES, WORST_AUTO_REPLY,
 };
 use crate::conn::DuplicateIdPolicy;
@@ -129,12 +129,17 @@ impl<S: Storage> Connection<S> {
     /// bumped only when a message is taken, so a retry counts once).
     fn accept_element<'a>(&mut self, element: Element<'a>, answer: Answer) -> Option<Inbound<'a>> {
         let req = match element {
-            Ok(Message::Request(req)) => req,
+            Ok(Message::Request(req)) => {
+                bump(&mut self.stats.requests_in);
+                req
+            }
             Ok(Message::Notification(n)) => {
+                bump(&mut self.stats.notifications_in);
                 self.no_reply(answer);
                 return Some(Inbound::Notification(n));
             }
             Ok(Message::Response(resp)) => {
+                bump(&mut self.stats.responses_in);
                 self.no_reply(answer);
                 return Some(self.route_response(resp));
             }
@@ -163,6 +168,8 @@ impl<S: Storage> Connection<S> {
                 )
             } else if let Some(stored) = StoredId::new(req.id) {
                 if let Some(slot) = self.inflight.alloc() {
+                    // Counted once opened below, with this one.
+                    high_water(&mut self.stats.inflight_high_water, self.inflight.len() + 1);
                     if duplicate {
                         bump(&mut self.stats.duplicate_ids);
                     }
@@ -314,6 +321,7 @@ impl<S: Storage> Connection<S> {
         }
         self.retry_held = false;
         bump(&mut self.stats.frames_in);
+        bump(&mut self.stats.batches_in);
         self.batch.begin(reserved);
         self.next_batch_element(frame, 1)
     }
@@ -332,6 +340,8 @@ impl<S: Storage> Connection<S> {
         )?;
         self.retry_held = false;
         bump(&mut self.stats.frames_in);
+        bump(&mut self.stats.batches_in);
+        bump(&mut self.stats.batch_rejections);
         bump(&mut self.stats.invalid_messages);
         Some(Inbound::Problem(problem))
     }
@@ -382,6 +392,7 @@ impl<S: Storage> Connection<S> {
         self.stats.busy_rejections = self.stats.busy_rejections.saturating_add(busy);
         self.retry_held = false;
         bump(&mut self.stats.frames_in);
+        bump(&mut self.stats.batches_in);
         self.busy_batch = true;
         self.next_batch_element(frame, 1)
     }

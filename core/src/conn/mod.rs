@@ -17,6 +17,7 @@ mod inflight;
 mod input;
 mod outgoing;
 mod pending;
+mod stats;
 mod transmit;
 mod types;
 
@@ -26,6 +27,8 @@ use self::inflight::InflightTable;
 pub use self::outgoing::OutgoingBatch;
 pub use self::pending::PendingSlot;
 use self::pending::PendingTable;
+pub use self::stats::Stats;
+pub(crate) use self::stats::{bump, high_water};
 use self::transmit::{TxError, TxQueue};
 pub use self::types::*;
 use crate::storage::{Inline, Slots, Storage};

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::commands::send_error;
 use super::transmit::TxError;
-use super::{bump, Connection, Digits, SendError, Token};
+use super::{bump, high_water, Connection, Digits, SendError, Token};
 use crate::storage::Storage;
 use crate::wire::ser::{SerializeError, Sink, SliceSink};
 use crate::wire::{encode, finish_frame, frame_reserve};
@@ -21,6 +21,8 @@ pub struct OutgoingBatch<'c, S: Storage> {
     /// Bytes of body written after the frame's header room, `[` included.
     body_len: usize,
     elements: usize,
+    /// Of the elements, requests (the others are notifications).
+    requests: usize,
 }
 
 impl<S: Storage> core::fmt::Debug for OutgoingBatch<'_, S> {
@@ -47,6 +49,7 @@ impl<'c, S: Storage> OutgoingBatch<'c, S> {
             now,
             body_len: 1,
             elements: 0,
+            requests: 0,
         })
     }
 
@@ -123,6 +126,7 @@ impl<'c, S: Storage> OutgoingBatch<'c, S> {
         }
         let deadline = self.conn.deadline(self.now, timeout);
         self.conn.pending.arm(slot, token, id, deadline, true);
+        self.requests += 1;
         Ok(())
     }
 
@@ -164,7 +168,13 @@ impl<'c, S: Storage> OutgoingBatch<'c, S> {
             // A batch may draw one error with id `null` (refused whole), like a notification.
             conn.unconfirmed = Some(seq);
             bump(&mut conn.stats.frames_out);
+            bump(&mut conn.stats.batches_out);
+            let (requests, notifications) = (self.requests, self.elements - self.requests);
+            let stats = &mut conn.stats;
+            stats.requests_out = stats.requests_out.saturating_add(requests as u64);
+            stats.notifications_out = stats.notifications_out.saturating_add(notifications as u64);
             conn.pending.commit_staged();
+            high_water(&mut conn.stats.pending_high_water, conn.pending.len());
         }
         self.elements = 0;
     }

@@ -3,7 +3,7 @@
 //! rpcwire on a microcontroller: a firmware image for the qemu `lm3s6965evb` board (TI
 //! Stellaris LM3S6965, Cortex-M3) that serves the demo methods of `rpcwire serve`
 //! (`subtract`, `sum`, `get_data`, `echo`, `update`, `notify_hello`, `notify_sum`) over UART0
-//! with newline framing, with no heap, plus `stats` (stack high-water mark and counters). It
+//! with newline framing, with no heap, plus `rpc.stats` (stack high-water mark and the connection's counters). It
 //! sends one `booted` notification when it starts.
 //!
 //! Run it: `cargo run --release` (UART0 on the terminal), or
@@ -15,6 +15,7 @@ mod mem;
 mod methods;
 mod slot;
 mod stack;
+mod stats;
 mod text;
 mod uart;
 
@@ -60,7 +61,7 @@ fn main() -> ! {
     let driver = Firmware::new_in(slot, uart, SysTickClock::default(), Config::DEFAULT);
 
     // The transport is infallible and this frame always fits: nothing can fail here.
-    let _ = driver.send_notification("booted", Some(&methods::Raw(BOOTED.as_bytes())));
+    let _ = driver.send_notification("booted", Some(&text::Raw(BOOTED.as_bytes())));
 
     board::run(|| {
         let _ = driver.poll(handle);

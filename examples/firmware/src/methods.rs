@@ -6,38 +6,15 @@
 //! Invalid params. Every example of the JSON-RPC 2.0 specification uses integers and gets
 //! the same answer as from the demo service.
 //!
-//! Every result goes out as one type, [`Raw`] JSON text, from one call site, so the
+//! Every result goes out as one type, [`Raw`](crate::text::Raw) JSON text, from one call site, so the
 //! connection's `respond` is instantiated and inlined once (each instance costs a few hundred
 //! bytes of flash).
 
-use rpcwire::wire::ser::RAW_JSON_TOKEN;
 use rpcwire::wire::RawJson;
 use rpcwire::{ErrorCode, InboundRequest, RespondError};
-use serde::{Serialize, Serializer};
 
-use crate::text::{div_small, int, Text};
+use crate::text::{int, Raw, Text};
 use crate::Ctx;
-
-/// JSON text sent verbatim: a valid JSON value, which the caller guarantees (this module's
-/// own renderings, an already validated [`RawJson`], a constant). Given to the serializer as
-/// bytes, so that no UTF-8 check (and no `core::str::from_utf8`, 600 bytes of flash) is linked.
-#[derive(Clone, Copy)]
-pub struct Raw<'a>(pub &'a [u8]);
-
-impl Serialize for Raw<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_newtype_struct(RAW_JSON_TOKEN, &Bytes(self.0))
-    }
-}
-
-/// Bytes that serialize as bytes (`[u8]` itself serializes as a sequence).
-struct Bytes<'a>(&'a [u8]);
-
-impl Serialize for Bytes<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(self.0)
-    }
-}
 
 /// `subtract`'s params: `[minuend, subtrahend]` or `{"minuend": .., "subtrahend": ..}`.
 fn subtract(params: RawJson<'_>) -> Option<i64> {
@@ -78,13 +55,13 @@ const METHODS: [&str; 8] = [
     "sum",
     "get_data",
     "echo",
-    "stats",
+    crate::stats::METHOD,
     "update",
     "notify_hello",
     "notify_sum",
 ];
 
-/// Answers one request: the demo service's methods, and `stats`.
+/// Answers one request: the demo service's methods, and `rpc.stats`.
 pub fn answer(ctx: &mut Ctx<'_>, req: &InboundRequest<'_>) -> Result<(), RespondError> {
     let mut text = Text::new();
     let method = METHODS.iter().position(|m| req.method.eq_str(m));
@@ -98,7 +75,7 @@ pub fn answer(ctx: &mut Ctx<'_>, req: &InboundRequest<'_>) -> Result<(), Respond
             .ok_or(ErrorCode::INVALID_PARAMS),
         Some(2) => Ok(br#"["hello",5]"#),
         Some(3) => Ok(req.params.map_or(&b"null"[..], |p| p.as_bytes())),
-        Some(4) => Ok(stats(ctx, &mut text)),
+        Some(4) => Ok(crate::stats::render(&ctx.conn().stats(), &mut text)),
         // update, notify_hello, notify_sum
         Some(_) => Ok(b"null"),
         None => Err(ErrorCode::METHOD_NOT_FOUND),
@@ -107,24 +84,4 @@ pub fn answer(ctx: &mut Ctx<'_>, req: &InboundRequest<'_>) -> Result<(), Respond
         Ok(json) => ctx.respond(req.handle, &Raw(json)),
         Err(code) => ctx.reject(req.handle, code),
     }
-}
-
-/// `stats`: the stack high-water mark and the connection's counters.
-fn stats<'t>(ctx: &mut Ctx<'_>, text: &'t mut Text) -> &'t [u8] {
-    let s = ctx.conn().stats();
-    let fields: [(&[u8], u64); 6] = [
-        (b"stack_used", crate::stack::used() as u64),
-        (b"stack_size", crate::stack::size() as u64),
-        (b"uptime_ms", div_small(ctx.now().as_micros(), 1000).0),
-        (b"frames_in", s.frames_in),
-        (b"frames_out", s.frames_out),
-        (b"parse_errors", s.parse_errors),
-    ];
-    for (i, (name, value)) in fields.iter().enumerate() {
-        text.put(if i == 0 { b"{\"" } else { b",\"" })
-            .put(name)
-            .put(b"\":")
-            .int(*value as i64);
-    }
-    text.put(b"}").bytes()
 }

@@ -1,12 +1,15 @@
 //! Rendering integers into JSON text and reading JSON integers, with 32-bit divisions only
 //! and no deserializer (shared by the firmware images).
 
+use rpcwire::wire::ser::RAW_JSON_TOKEN;
 use rpcwire::wire::RawJson;
+use serde::{Serialize, Serializer};
 
-/// Room for any result rendered here: the longest, `stats`, is at most 175 bytes (85 of keys
-/// and punctuation, two stack sizes of 5 digits, four 64-bit numbers of up to 20 characters),
-/// so nothing is ever truncated and the text is always the JSON value it was built as.
-pub const TEXT_LEN: usize = 192;
+/// Room for any result rendered here: the longest, `rpc.stats`, is at most 378 bytes (127 of
+/// member names, ten numbers of up to 21 characters with 4 of punctuation each, the
+/// closing brace), so nothing is ever truncated and the text is always the JSON value it was
+/// built as.
+pub const TEXT_LEN: usize = 384;
 
 /// A small text buffer for rendering results.
 pub struct Text {
@@ -52,6 +55,12 @@ impl Text {
             }
         }
         self.put(&digits[i..])
+    }
+
+    /// Drops the last `n` bytes rendered.
+    pub fn truncate(&mut self, n: usize) -> &mut Self {
+        self.len = self.len.saturating_sub(n);
+        self
     }
 
     /// The text rendered so far.
@@ -104,5 +113,26 @@ pub fn int(raw: RawJson<'_>) -> Option<i64> {
         0i64.checked_sub_unsigned(magnitude)
     } else {
         i64::try_from(magnitude).ok()
+    }
+}
+
+/// JSON text sent verbatim: a valid JSON value, which the caller guarantees (this module's
+/// own renderings, an already validated [`RawJson`], a constant). Given to the serializer as
+/// bytes, so that no UTF-8 check (and no `core::str::from_utf8`, 600 bytes of flash) is linked.
+#[derive(Clone, Copy)]
+pub struct Raw<'a>(pub &'a [u8]);
+
+impl Serialize for Raw<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_newtype_struct(RAW_JSON_TOKEN, &Bytes(self.0))
+    }
+}
+
+/// Bytes that serialize as bytes (`[u8]` itself serializes as a sequence).
+struct Bytes<'a>(&'a [u8]);
+
+impl Serialize for Bytes<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
     }
 }

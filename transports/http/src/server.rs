@@ -13,11 +13,13 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Collected, Limited};
 use rpcwire::wire::Framing;
+use rpcwire_tokio::telemetry::{self, ConnectionScope};
 use rpcwire_tokio::{
     AuthError, Authenticator, Builder, Caller, Client, Credentials, RateLimiter, Responder,
     Transport,
 };
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
 
 use crate::body::Body;
 use crate::endpoint::Endpoint;
@@ -769,6 +771,7 @@ impl Inner {
                 match authenticator.authenticate(credentials).await {
                     Ok(identity) => identity,
                     Err(reason) => {
+                        telemetry::reject(telemetry::Rejection::Authentication);
                         tracing::debug!(%reason, "HTTP request refused: authentication failed");
                         return Err(Box::new(unauthenticated(&reason)));
                     }
@@ -779,6 +782,7 @@ impl Inner {
         if let Some(limiter) = &self.limiter {
             if let Err(wait) = limiter.check(&RateLimiter::key(&caller), std::time::Instant::now())
             {
+                telemetry::reject(telemetry::Rejection::Overload);
                 let mut r = refuse(StatusCode::TOO_MANY_REQUESTS, "too many requests\n");
                 let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
                 if let Ok(value) = HeaderValue::from_str(&secs.max(1).to_string()) {
@@ -1678,10 +1682,13 @@ pub(crate) fn serve_accepted(
     // Boxed and awaited in place: an `async` block that moved it into its `.await` would hold
     // it twice.
     let mut connection = Box::pin(serve_connection(stream, service, protocol));
+    let (scope, span) = ConnectionScope::open_on(Transport::Http, Some(peer));
     async move {
         if let Err(e) = (&mut connection).await {
             tracing::debug!(%peer, error = %e, ?protocol, "HTTP connection ended with an error");
         }
+        drop(scope);
         drop(permit);
     }
+    .instrument(span)
 }

@@ -13,6 +13,7 @@ use tracing::Instrument;
 
 use crate::controls::{Control, Controls};
 use crate::raw::encode_params;
+use crate::telemetry::{ClientCall, ClientError};
 use crate::CallError;
 
 /// The outcome of one call as the driver delivers it: the result's JSON text or the reason.
@@ -244,12 +245,8 @@ impl Client {
         timeout: Option<Duration>,
     ) -> Result<String, CallError> {
         let token = self.token();
-        let span = tracing::debug_span!(
-            "rpc.call",
-            method,
-            token = token.0,
-            latency_us = tracing::field::Empty
-        );
+        let call = ClientCall::start(method);
+        let span = call.span().clone();
         async move {
             let started = std::time::Instant::now();
             let (reply, rx) = oneshot::channel();
@@ -282,8 +279,13 @@ impl Client {
                 guard.tokens.clear();
             }
             let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-            tracing::Span::current().record("latency_us", latency_us);
-            tracing::debug!(latency_us, ok = outcome.is_ok(), "call ended");
+            tracing::debug!(
+                latency_us,
+                token = token.0,
+                ok = outcome.is_ok(),
+                "call ended"
+            );
+            call.end(method, outcome.as_ref().err().map(client_error));
             outcome
         }
         .instrument(span)
@@ -540,5 +542,17 @@ impl Batch<'_> {
             guard.tokens.clear();
         }
         Ok(BatchResults(results))
+    }
+}
+
+/// A failed call as its span and metrics name it.
+fn client_error(e: &CallError) -> ClientError {
+    match e {
+        CallError::Rpc(e) => ClientError::Code(e.code),
+        CallError::Timeout => ClientError::Local("timeout"),
+        CallError::Closed => ClientError::Local("closed"),
+        CallError::Params(_) | CallError::ParamsNotStructured => ClientError::Local("params"),
+        CallError::Decode(_) => ClientError::Local("decode"),
+        _ => ClientError::Local("_OTHER"),
     }
 }

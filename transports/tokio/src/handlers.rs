@@ -15,6 +15,7 @@ use crate::router::{
     guarded, BoxFuture, Cancellation, CatchUnwind, Conn, MethodFn, NotifyFn, Origin, OriginId,
     Outcome,
 };
+use crate::telemetry::ServerCall;
 use crate::RpcError;
 
 /// A spawned handler's outcome.
@@ -120,6 +121,9 @@ impl Handlers {
     /// Runs a request handler in place; what it leaves to do (an answer to write, a future to
     /// wait for) counts against the concurrency limit until written. A panic is answered
     /// Internal error.
+    ///
+    /// `registered` is false when the method is not one of the router's names (a fallback
+    /// handler's, or the handler of a refusal): its spans and metrics name it `_OTHER`.
     pub(crate) fn start_request(
         &mut self,
         handler: &MethodFn,
@@ -127,17 +131,29 @@ impl Handlers {
         params: Option<RawJson<'_>>,
         conn: &mut Conn,
         handle: RequestHandle,
+        registered: bool,
     ) {
         let method = origin.method;
-        let outcome = guarded(|| handler(origin, params, conn, handle)).unwrap_or_else(|()| {
-            tracing::error!(%method, "handler panicked");
-            let _ = conn.reject(handle, ErrorCode::INTERNAL_ERROR);
-            Outcome::Done
-        });
         let id = origin.id.map_or("", OriginId::text);
+        let call = ServerCall::start(method, registered, id, origin.caller);
+        let outcome = {
+            let _entered = call.span().enter();
+            guarded(|| handler(origin, params, conn, handle)).unwrap_or_else(|()| {
+                tracing::error!(%method, "handler panicked");
+                let _ = conn.reject(handle, ErrorCode::INTERNAL_ERROR);
+                Outcome::Done(Some(ErrorCode::INTERNAL_ERROR.0))
+            })
+        };
         match outcome {
-            Outcome::Done => log_handled(method, id),
+            Outcome::Done(error) => {
+                if tracing::enabled!(tracing::Level::DEBUG) {
+                    let _entered = call.span().enter();
+                    tracing::debug!(latency_us = 0u64, error, "handled");
+                }
+                call.end(error);
+            }
             Outcome::Ready(reply) => {
+                call.end(reply.as_ref().err().map(|e| e.code));
                 self.running += 1;
                 self.unwritten.push_back((handle, Some(reply)));
             }
@@ -146,12 +162,7 @@ impl Handlers {
                     self.cancels.watch(handle, id, cancel.clone());
                 }
                 self.running += 1;
-                let span = tracing::info_span!(
-                    "rpc.request",
-                    method = %method,
-                    id = %id,
-                    latency_us = tracing::field::Empty
-                );
+                let span = call.span().clone();
                 self.tasks.spawn(
                     async move {
                         let started = StdInstant::now();
@@ -162,12 +173,9 @@ impl Handlers {
                         });
                         let latency_us =
                             u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-                        tracing::Span::current().record("latency_us", latency_us);
-                        tracing::debug!(
-                            latency_us,
-                            error = reply.as_ref().err().map(|e| e.code),
-                            "handled"
-                        );
+                        let error = reply.as_ref().err().map(|e| e.code);
+                        tracing::debug!(latency_us, error, "handled");
+                        call.end(error);
                         Done {
                             handle: Some(handle),
                             reply,
@@ -188,7 +196,7 @@ impl Handlers {
     ) {
         let method = origin.method;
         let fut = match guarded(|| handler(origin, params)) {
-            Ok(None) => return log_handled(method, ""),
+            Ok(None) => return log_handled(method),
             Ok(Some(fut)) => fut,
             Err(()) => return tracing::error!(%method, "notification handler panicked"),
         };
@@ -278,12 +286,12 @@ impl Handlers {
     }
 }
 
-/// Logs a message handled in place, as a spawned handler's task does (an `rpc.request` span
-/// with the method and id, and a `handled` event), when debug logging is on: it costs a
-/// cached level check otherwise.
-fn log_handled(method: &str, id: &str) {
+/// Logs a notification handled in place, as a spawned handler's task does (an `rpc.request`
+/// span with the method, and a `handled` event), when debug logging is on: it costs a cached
+/// level check otherwise.
+fn log_handled(method: &str) {
     if tracing::enabled!(tracing::Level::DEBUG) {
-        let _span = tracing::info_span!("rpc.request", method = %method, id = %id).entered();
+        let _span = tracing::info_span!("rpc.request", method = %method).entered();
         tracing::debug!(latency_us = 0u64, "handled");
     }
 }

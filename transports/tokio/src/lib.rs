@@ -70,8 +70,11 @@
 //!
 //! ## Tracing
 //!
-//! Each inbound request runs in an `rpc.request` span (`method`, `id`) and logs its latency at
-//! debug level; each call runs in an `rpc.call` span.
+//! Each inbound request runs in an `rpc.server.call` span and each call in an
+//! `rpc.client.call` span, with the attributes of the OpenTelemetry semantic conventions for
+//! JSON-RPC; each connection runs in an `rpc.connection` span; with the feature `metrics`,
+//! calls and connections are measured through the `metrics` facade (see [`telemetry`]).
+//! Inbound notifications run in an `rpc.request` span (`method`).
 
 mod access;
 mod caller;
@@ -91,6 +94,7 @@ mod router;
 #[cfg(feature = "auth")]
 pub mod signing;
 mod stdio;
+pub mod telemetry;
 #[cfg(feature = "tls")]
 pub mod tls;
 #[cfg(feature = "auth")]

@@ -23,6 +23,7 @@ use crate::caller::Caller;
 use crate::controls::Controls;
 use crate::handlers::Handlers;
 use crate::router::{forbidden, guarded, CatchUnwind, Conn, Found, Origin, OriginId};
+use crate::telemetry;
 use crate::{Builder, Client, Router};
 
 /// Connections kept for reuse: enough for every worker of a busy server to find one, few
@@ -348,14 +349,15 @@ impl Shared {
                 }
                 let found = found.map(|(found, _)| found);
                 let wire_name;
-                let (method, handler) = match found {
-                    Some(Found::Named { name, run, .. }) => (name, run),
+                let (method, handler, registered) = match found {
+                    Some(Found::Named { name, run, .. }) => (name, run, true),
                     Some(Found::Fallback(run)) => {
                         wire_name = req.method.to_str();
-                        (&*wire_name, run)
+                        (&*wire_name, run, false)
                     }
                     None => {
                         let _ = conn.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
+                        telemetry::not_found(&req.method.to_str(), req.id.raw(), caller);
                         return true;
                     }
                 };
@@ -369,8 +371,13 @@ impl Shared {
                     caller,
                 };
                 let permitted = router.is_none_or(|r| r.permits(caller.identity(), method));
-                let handler = if permitted { handler } else { forbidden() };
-                handlers.start_request(handler, &origin, req.params, conn, req.handle);
+                let handler = if permitted {
+                    handler
+                } else {
+                    telemetry::reject(telemetry::Rejection::Authorization);
+                    forbidden()
+                };
+                handlers.start_request(handler, &origin, req.params, conn, req.handle, registered);
             }
             Inbound::Notification(n) => {
                 let method = n.method.to_str();

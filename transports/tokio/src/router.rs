@@ -231,8 +231,9 @@ pub(crate) struct Entry<F> {
 
 /// How a request handler ended its first run.
 pub(crate) enum Outcome {
-    /// Answered straight into the connection's transmit queue.
-    Done,
+    /// Answered straight into the connection's transmit queue: with this error code, if
+    /// an error.
+    Done(Option<i32>),
     /// Answered, but the transmit queue had no room: the answer as JSON text, written later.
     Ready(Result<String, RpcError>),
     /// Still running: the driver spawns it (under the concurrency limit).
@@ -268,19 +269,19 @@ pub(crate) fn answer<R: Serialize + ?Sized>(
         Err(e) => conn.respond_error(handle, e.error_code(), Some(&e.message), e.data.as_deref()),
     };
     match written {
-        Ok(()) | Err(RespondError::UnknownHandle) => Outcome::Done,
+        Ok(()) | Err(RespondError::UnknownHandle) => Outcome::Done(result.err().map(|e| e.code)),
         Err(RespondError::WouldBlock { .. }) => Outcome::Ready(match result {
             Ok(v) => to_json(v),
             Err(e) => Err(e.clone()),
         }),
         Err(RespondError::TooLarge { required }) => {
             tracing::warn!(required, "answer too large: sent Internal error instead");
-            Outcome::Done
+            Outcome::Done(Some(ErrorCode::INTERNAL_ERROR.0))
         }
         Err(RespondError::Serialize(e)) => {
             tracing::warn!(error = %e, "answer not serializable: sending Internal error");
             let _ = conn.reject(handle, ErrorCode::INTERNAL_ERROR);
-            Outcome::Done
+            Outcome::Done(Some(ErrorCode::INTERNAL_ERROR.0))
         }
     }
 }

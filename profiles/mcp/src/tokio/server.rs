@@ -181,13 +181,28 @@ impl Shared {
         f(state)
     }
 
-    /// Refuses a request the handshake does not take yet (when strict).
+    /// Refuses a request the handshake does not take yet (when strict); records the MCP
+    /// attributes of the call's span first.
     fn admit(&self, ctx: &Context) -> Result<(), RpcError> {
+        self.trace(ctx);
         if !self.strict {
             return Ok(());
         }
         self.with_session(ctx.peer(), |s| s.handshake.admit(ctx.method().as_bytes()))
             .map_err(|r| RpcError::new(r.code(), r.message()))
+    }
+
+    /// Records `mcp.method.name` and `mcp.protocol.version` into the call's span (see
+    /// `rpcwire_tokio::telemetry`); nothing when no subscriber listens.
+    fn trace(&self, ctx: &Context) {
+        let span = tracing::Span::current();
+        if span.is_disabled() {
+            return;
+        }
+        span.record("mcp.method.name", ctx.method());
+        if let Some(version) = self.with_session(ctx.peer(), |s| s.handshake.version()) {
+            span.record("mcp.protocol.version", version.as_str());
+        }
     }
 
     fn level(&self, peer: &Client) -> LogLevel {
@@ -504,6 +519,8 @@ impl McpServer {
             let s = Arc::clone(&s);
             async move {
                 s.admit(&ctx)?;
+                let span = tracing::Span::current();
+                span.record("gen_ai.tool.name", p.name.as_str());
                 let Some(run) = s.tools.get(&p.name).cloned() else {
                     return Err(RpcError::new(
                         ErrorCode::INVALID_PARAMS,
@@ -524,7 +541,11 @@ impl McpServer {
                     None | Some(Value::Null) => json!({}),
                     Some(a) => a,
                 };
-                Ok(run(tool_ctx, arguments).await)
+                let result = run(tool_ctx, arguments).await;
+                if result.is_error {
+                    span.record("error.type", "tool_error");
+                }
+                Ok(result)
             }
         })
     }

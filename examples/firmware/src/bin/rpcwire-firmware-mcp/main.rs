@@ -21,6 +21,8 @@ mod mem;
 mod slot;
 #[path = "../../stack.rs"]
 mod stack;
+#[path = "../../stats.rs"]
+mod stats;
 #[path = "../../text.rs"]
 mod text;
 mod tools;

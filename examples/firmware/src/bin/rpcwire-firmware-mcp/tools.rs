@@ -11,7 +11,7 @@ use rpcwire_embedded_io::Incoming;
 use rpcwire_mcp::{member, Server, ServerInfo, Step, Tool, ToolCall};
 
 use crate::clock::SysTickClock;
-use crate::text::{int, Text};
+use crate::text::{int, Raw, Text};
 use crate::{Ctx, INFLIGHT};
 
 /// What the server says of itself in its `initialize` result.
@@ -73,7 +73,7 @@ impl Device {
     }
 
     /// Handles one inbound item: the server answers the protocol's requests itself and hands
-    /// over tool calls; other requests get Method not found.
+    /// over tool calls; `rpc.stats` is answered here, other requests get Method not found.
     pub fn handle(&mut self, ctx: &mut Ctx<'_>, item: Incoming<'_>) {
         let server = &mut self.server;
         let step = match item {
@@ -86,7 +86,13 @@ impl Device {
         match step {
             Ok(Step::Call(call)) => self.call(ctx, call),
             Ok(Step::Request(req)) => {
-                let _ = ctx.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
+                let _ = if req.method.eq_str(crate::stats::METHOD) {
+                    let mut text = Text::new();
+                    let json = crate::stats::render(&ctx.conn().stats(), &mut text);
+                    ctx.respond(req.handle, &Raw(json))
+                } else {
+                    ctx.reject(req.handle, ErrorCode::METHOD_NOT_FOUND)
+                };
                 self.server.finish(req.handle);
             }
             // Every tool runs to its end inside `call`: a cancellation can never find one

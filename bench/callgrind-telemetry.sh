@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# What observability costs: instructions per W1 call at the margin (callgrind, whole server
+# process), over stdio (`w1-feed`) and over HTTP (`http-feed`, 64 keep-alive connections), for
+# three builds of `rpcwire serve` measured side by side in one run:
+#   off      built without the `metrics` feature (`--no-default-features`);
+#   idle     built with it, no `--metrics` (nothing recorded: no recorder installed);
+#   metrics  built with it, `--metrics 127.0.0.1:0` (every call recorded by the Prometheus
+#            recorder: a histogram per call, the in-flight gauge, connection gauges).
+# Spans: `rpcwire serve` logs at warn level, so the call spans are created disabled (one
+# cached callsite check each) in all three.
+#
+# The margin is (I(BIG) - I(SMALL)) / (BIG - SMALL) calls: start-up and shutdown cancel out.
+#
+# Usage: bench/callgrind-telemetry.sh
+# Environment: RPCWIRE_CALLGRIND_BIG / _SMALL (stdio calls, default 40000 / 4000),
+# RPCWIRE_CALLGRIND_HTTP_BIG / _SMALL (HTTP calls per connection, default 200 / 50),
+# RPCWIRE_BENCH_OFF and RPCWIRE_BENCH_ON (prebuilt binaries of the two builds).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+big="${RPCWIRE_CALLGRIND_BIG:-40000}"
+small="${RPCWIRE_CALLGRIND_SMALL:-4000}"
+hbig="${RPCWIRE_CALLGRIND_HTTP_BIG:-200}"
+hsmall="${RPCWIRE_CALLGRIND_HTTP_SMALL:-50}"
+conns=64
+if ! command -v valgrind >/dev/null; then
+    echo "callgrind-telemetry.sh: installing valgrind" >&2
+    apt-get install -y valgrind >&2 || { apt-get update >&2 && apt-get install -y valgrind >&2; }
+fi
+
+target="${CARGO_TARGET_DIR:-$root/target}"
+case "$target" in /*) ;; *) target="$root/$target" ;; esac
+work="$(mktemp -d)"
+server=""
+cleanup() {
+    [[ -n "$server" ]] && kill "$server" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+cargo build --release -p rpcwire-bench --bin w1-feed --bin http-feed
+if [[ -n "${RPCWIRE_BENCH_OFF:-}" && -n "${RPCWIRE_BENCH_ON:-}" ]]; then
+    cp "$RPCWIRE_BENCH_OFF" "$work/rpcwire-off"
+    cp "$RPCWIRE_BENCH_ON" "$work/rpcwire-on"
+else
+    cargo build --release -p rpcwire-cli --bin rpcwire --no-default-features
+    cp "$target/release/rpcwire" "$work/rpcwire-off"
+    cargo build --release -p rpcwire-cli --bin rpcwire
+    cp "$target/release/rpcwire" "$work/rpcwire-on"
+fi
+
+summary() { sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$1"; }
+
+# stdio N PROGRAM ARGS... : total instructions answering N calls (w1-feed appends --stdio).
+stdio() {
+    local n="$1"
+    shift
+    rm -f "$work/cg.out"
+    "$target/release/w1-feed" --calls "$n" -- valgrind --tool=callgrind \
+        --callgrind-out-file="$work/cg.out" "$@" 2>"$work/valgrind.log" >"$work/feed.log" || {
+        cat "$work/valgrind.log" "$work/feed.log" >&2
+        exit 1
+    }
+    summary "$work/cg.out"
+}
+
+# http PER_CONN PROGRAM ARGS... : total instructions while http-feed makes PER_CONN calls on
+# each connection.
+http() {
+    local per="$1"
+    shift
+    rm -f "$work/cg.out"
+    RPCWIRE_THREADS=1 valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$@" \
+        2>"$work/valgrind.log" &
+    server=$!
+    local addr=""
+    for _ in $(seq 1 300); do
+        addr="$(grep 'serving' "$work/valgrind.log" | grep -oE '127\.0\.0\.1:[1-9][0-9]*' | head -1 || true)"
+        [[ -n "$addr" ]] && break
+        sleep 0.1
+    done
+    [[ -n "$addr" ]] || { cat "$work/valgrind.log" >&2; exit 1; }
+    "$target/release/http-feed" "$addr" /rpc "$per" >"$work/feed.log" || exit 1
+    kill -TERM "$server"
+    wait "$server" 2>/dev/null || true
+    server=""
+    summary "$work/cg.out"
+}
+
+row() {
+    local name="$1" kind="$2"
+    shift 2
+    local a b per
+    if [[ "$kind" == stdio ]]; then
+        b="$(stdio "$big" "$@")"
+        a="$(stdio "$small" "$@")"
+        per=$(( (b - a) / (big - small) ))
+    else
+        b="$(http "$hbig" "$@" --http 127.0.0.1:0)"
+        a="$(http "$hsmall" "$@" --http 127.0.0.1:0)"
+        per=$(( (b - a) / ((hbig - hsmall) * conns) ))
+    fi
+    echo "$per" >"$work/$kind-$name"
+    printf '| %s | %s | %s |\n' "$kind" "$name" "$per"
+}
+
+echo "| transport | build | instructions per call at the margin |"
+echo "|---|---|---:|"
+for kind in stdio http; do
+    row off "$kind" "$work/rpcwire-off" serve
+    row idle "$kind" "$work/rpcwire-on" serve
+    row metrics "$kind" "$work/rpcwire-on" serve --metrics 127.0.0.1:0
+done
+echo
+for kind in stdio http; do
+    off="$(cat "$work/$kind-off")"
+    awk -v o="$off" -v i="$(cat "$work/$kind-idle")" -v m="$(cat "$work/$kind-metrics")" -v k="$kind" \
+        'BEGIN { printf "%s: idle / off %.3fx, metrics / off %.3fx\n", k, i / o, m / o }'
+done

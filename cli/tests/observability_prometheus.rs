@@ -1,0 +1,241 @@
+//! A real Prometheus server (Debian's `prometheus`, installed by
+//! `.ci/install/observability.sh`, run here in the foreground with its own configuration and
+//! storage, on 127.0.0.1) scrapes `rpcwire serve --http ... --metrics ...` while N calls are
+//! made, M of them failing (a flood of distinct unknown method names among them); Prometheus's
+//! HTTP API must then return N for the calls and M for the errors, the label set must stay
+//! bounded (`_OTHER`), and the exposition must parse with PyPI `prometheus-client`.
+//!
+//! Skips with a visible `SKIPPED:` line when the tools are missing, unless `CI=true`.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{bounded, http, spawn_serve};
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, Command};
+
+/// Calls that succeed.
+const OK: usize = 13;
+/// Calls with bad params (Invalid params).
+const BAD_PARAMS: usize = 4;
+/// Calls of distinct made-up method names.
+const UNKNOWN: usize = 300;
+
+fn python() -> Option<PathBuf> {
+    let py = PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+        .join(".cache/rpcwire-interop/observability/venv/bin/python");
+    if py.exists() {
+        Some(py)
+    } else {
+        rpcwire_tests::skip("no prometheus-client venv: run .ci/install/observability.sh");
+        None
+    }
+}
+
+fn prometheus() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("prometheus"))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        rpcwire_tests::skip("no prometheus server: run .ci/install/observability.sh");
+    }
+    found
+}
+
+/// `rpcwire serve --http 127.0.0.1:0 --metrics 127.0.0.1:0`: the RPC URL and the metrics URL.
+async fn serve() -> (Child, String, String) {
+    let (child, mut lines) = spawn_serve(&["--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0"]);
+    let (mut rpc, mut metrics) = (None, None);
+    while rpc.is_none() || metrics.is_none() {
+        let line = lines.next_line().await.unwrap().expect("a line on stderr");
+        let last = line.rsplit(' ').next().unwrap_or_default().to_owned();
+        if line.contains("metrics on") {
+            metrics = Some(last);
+        } else if last.starts_with("http://") {
+            rpc = Some(last);
+        }
+    }
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, rpc.unwrap(), metrics.unwrap())
+}
+
+/// A free port on 127.0.0.1 (bound and released; Prometheus binds it next).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `query` percent-encoded for a URL.
+fn encode(query: &str) -> String {
+    query
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The value of an instant query (`None` while it has no result).
+async fn query(api: &str, expr: &str) -> Option<f64> {
+    let (status, body) = http(
+        "GET",
+        &format!("{api}/api/v1/query?query={}", encode(expr)),
+        "",
+        "",
+    )
+    .await;
+    if status != 200 {
+        return None;
+    }
+    let v: Value = serde_json::from_str(&body).ok()?;
+    v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+}
+
+#[tokio::test]
+async fn prometheus_scrapes_call_counts_and_errors() {
+    let (Some(prometheus), Some(python)) = (prometheus(), python()) else {
+        return;
+    };
+    bounded(async {
+        let (_server, rpc, metrics) = serve().await;
+        let metrics_target = metrics
+            .strip_prefix("http://")
+            .and_then(|m| m.strip_suffix("/metrics"))
+            .unwrap()
+            .to_owned();
+
+        let dir = std::env::temp_dir().join(format!("rpcwire-prometheus-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: rpcwire\n    \
+                 static_configs:\n      - targets: ['{metrics_target}']\n"
+            ),
+        )
+        .unwrap();
+        let port = free_port();
+        let _prometheus = Command::new(&prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let api = format!("http://127.0.0.1:{port}");
+
+        for i in 0..OK {
+            let body =
+                format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[{i},1],"id":{i}}}"#);
+            let (status, reply) = http("POST", &rpc, "", &body).await;
+            assert_eq!(status, 200);
+            assert!(reply.contains("result"), "{reply}");
+        }
+        for i in 0..BAD_PARAMS {
+            let body =
+                format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":["x"],"id":{i}}}"#);
+            let (_, reply) = http("POST", &rpc, "", &body).await;
+            assert!(reply.contains("-32602"), "{reply}");
+        }
+        for i in 0..UNKNOWN {
+            let body = format!(r#"{{"jsonrpc":"2.0","method":"made-up-{i}","id":{i}}}"#);
+            let (_, reply) = http("POST", &rpc, "", &body).await;
+            assert!(reply.contains("-32601"), "{reply}");
+        }
+        let calls = (OK + BAD_PARAMS + UNKNOWN) as f64;
+        let errors = (BAD_PARAMS + UNKNOWN) as f64;
+
+        // Prometheus scrapes every second: wait (bounded) for the last scrape to hold them all.
+        let all = "sum(rpc_server_call_duration_count)";
+        let failed = r#"sum(rpc_server_call_duration_count{error_type!=""})"#;
+        let mut seen = None;
+        for _ in 0..120 {
+            seen = query(&api, all).await;
+            if seen == Some(calls) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        assert_eq!(seen, Some(calls), "calls counted by Prometheus");
+        assert_eq!(query(&api, failed).await, Some(errors), "errors");
+        let methods = "count(count by (rpc_method) (rpc_server_call_duration_count))";
+        assert_eq!(
+            query(&api, methods).await,
+            Some(2.0),
+            "subtract and _OTHER only"
+        );
+
+        // The exposition itself, parsed by the reference Python parser.
+        let (status, text) = http("GET", &metrics, "", "").await;
+        assert_eq!(status, 200);
+        assert!(!text.contains("made-up"), "an unknown name became a label");
+        assert!(
+            text.contains(&format!(
+                r#"rpc_server_rejections{{reason="not_found"}} {UNKNOWN}"#
+            )),
+            "{text}"
+        );
+        // Every HTTP connection was counted open, then closed.
+        assert!(
+            text.contains(r#"rpc_server_connections{network_transport="tcp"} 0"#),
+            "{text}"
+        );
+        let script = r#"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+count = errors = 0
+methods = set()
+for family in text_string_to_metric_families(sys.stdin.read()):
+    if family.name == "rpc_server_call_duration":
+        assert family.type == "histogram", family.type
+        for s in family.samples:
+            if s.name == "rpc_server_call_duration_count":
+                count += s.value
+                methods.add(s.labels["rpc_method"])
+                if "error_type" in s.labels:
+                    errors += s.value
+print(int(count), int(errors), ",".join(sorted(methods)))
+"#;
+        let mut child = Command::new(&python)
+            .args(["-c", script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(text.as_bytes()).await.unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().await.unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("{} {} _OTHER,subtract", calls as u64, errors as u64)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}
