@@ -293,7 +293,6 @@ fn rpc_stats_counts_what_was_sent() {
         ("parse_errors", garbage.len()),
         ("invalid_messages", invalid.len()),
         ("oversize_frames", 1),
-        ("busy_rejections", 0),
     ];
     for (name, count) in expected {
         assert_eq!(stats[name], count as u64, "{name} in {stats}");

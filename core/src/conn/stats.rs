@@ -3,7 +3,8 @@
 //! [`Connection::stats`](super::Connection::stats) by a firmware's `rpc.stats` method or a
 //! host's metrics.
 
-/// Counters a firmware can print. All saturate instead of wrapping.
+/// Counters a firmware can print. 64 bits wide, so none wraps in practice (at a million
+/// messages a second, after half a million years).
 ///
 /// Messages are counted by kind once taken (a frame retried for lack of transmit room counts
 /// once); a batch counts as one frame and each of its members as a message. Rejections are
@@ -90,14 +91,15 @@ impl Stats {
     };
 }
 
-/// Adds one to a counter, saturating.
+/// Adds one to a counter (a plain add: a 64-bit counter bumped once per message cannot reach
+/// its limit, so a saturating add's check would be flash spent for nothing).
 ///
-/// Out of line where a `u64` is not native: a saturating 64-bit add is a dozen instructions on
-/// a 32-bit microcontroller, and there are some forty call sites (700 bytes of flash when
-/// inlined). On 64-bit hosts it is two instructions, left to the compiler.
+/// Out of line where a `u64` is not native: a 64-bit add with its loads and stores is several
+/// instructions on a 32-bit microcontroller, and there are some forty call sites. On 64-bit
+/// hosts it is one instruction, left to the compiler.
 #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 pub(crate) fn bump(counter: &mut u64) {
-    *counter = counter.saturating_add(1);
+    *counter = counter.wrapping_add(1);
 }
 
 /// Raises a high-water mark to `now` if it is higher.
