@@ -27,6 +27,9 @@ struct Args {
     /// The time between two steps of `count`, in milliseconds.
     #[arg(long, default_value_t = 100)]
     step_ms: u64,
+    /// The largest request body, in bytes (413 beyond).
+    #[arg(long, default_value_t = 4 << 20)]
+    max_body: usize,
     /// The agent's name on its card.
     #[arg(long, default_value = "rpcwire-a2a-agent")]
     name: String,
@@ -148,6 +151,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let service = A2aServer::new(card(&args.name, format!("http://{addr}/")), move |ctx| {
         turn(ctx, step)
     })
+    .max_body(args.max_body)
     .build();
     println!("listening http://{addr}");
     rpcwire_a2a::serve(listener, service).await;

@@ -19,7 +19,7 @@ fn is_false(b: &bool) -> bool {
 }
 
 /// A task's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
 pub enum TaskState {
     /// Not set (never sent by a server).
     #[default]
@@ -72,7 +72,7 @@ impl TaskState {
 }
 
 /// Who wrote a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub enum Role {
     /// Not set.
     #[default]
@@ -84,6 +84,62 @@ pub enum Role {
     /// The agent.
     #[serde(rename = "ROLE_AGENT")]
     Agent,
+}
+
+/// Reads a protobuf enum as its JSON mapping allows: by name or by number. An unknown name
+/// or number is the unspecified value, as protobuf parsers that ignore unknown fields read it.
+fn enum_value<'de, D: serde::Deserializer<'de>>(d: D, names: &[&str]) -> Result<usize, D::Error> {
+    let v = Value::deserialize(d)?;
+    Ok(match v {
+        Value::String(s) => names.iter().position(|n| *n == s).unwrap_or(0),
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| *n < names.len())
+            .unwrap_or(0),
+        _ => 0,
+    })
+}
+
+const TASK_STATES: [TaskState; 9] = [
+    TaskState::Unspecified,
+    TaskState::Submitted,
+    TaskState::Working,
+    TaskState::Completed,
+    TaskState::Failed,
+    TaskState::Canceled,
+    TaskState::InputRequired,
+    TaskState::Rejected,
+    TaskState::AuthRequired,
+];
+
+impl<'de> Deserialize<'de> for TaskState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const NAMES: [&str; 9] = [
+            "TASK_STATE_UNSPECIFIED",
+            "TASK_STATE_SUBMITTED",
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED",
+            "TASK_STATE_FAILED",
+            "TASK_STATE_CANCELED",
+            "TASK_STATE_INPUT_REQUIRED",
+            "TASK_STATE_REJECTED",
+            "TASK_STATE_AUTH_REQUIRED",
+        ];
+        let i = enum_value(d, &NAMES)?;
+        Ok(TASK_STATES.get(i).copied().unwrap_or_default())
+    }
+}
+
+impl<'de> Deserialize<'de> for Role {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const NAMES: [&str; 3] = ["ROLE_UNSPECIFIED", "ROLE_USER", "ROLE_AGENT"];
+        Ok(match enum_value(d, &NAMES)? {
+            1 => Role::User,
+            2 => Role::Agent,
+            _ => Role::Unspecified,
+        })
+    }
 }
 
 /// One piece of content: text, raw bytes (base64), a URL or structured data.
@@ -580,6 +636,16 @@ mod tests {
             serde_json::json!({"statusUpdate": {"taskId": "t", "contextId": "c",
                 "status": {"state": "TASK_STATE_WORKING"}}})
         );
+    }
+
+    #[test]
+    fn enums_read_by_name_or_number() {
+        let s: TaskState = serde_json::from_str("3").unwrap_or_default();
+        assert_eq!(s, TaskState::Completed);
+        let s: TaskState = serde_json::from_str("\"TASK_STATE_WORKING\"").unwrap_or_default();
+        assert_eq!(s, TaskState::Working);
+        let r: Role = serde_json::from_str("\"UNRECOGNIZED\"").unwrap_or(Role::User);
+        assert_eq!(r, Role::Unspecified);
     }
 
     #[test]
