@@ -5,10 +5,12 @@ examples/a2a-agent: a message whose text starts with "long N" streams N status
 updates and artifact chunks (one every 50 ms) and completes; anything else is
 echoed back as one artifact and the task completes at once.
 
-usage: sdk_agent.py PORT   (prints "listening PORT" once it serves)
+usage: sdk_agent.py [PORT]   (0 or none: any free port; prints "listening http://127.0.0.1:PORT"
+once it serves)
 """
 
 import asyncio
+import socket
 import sys
 
 import uvicorn
@@ -66,7 +68,10 @@ class Agent(AgentExecutor):
 
 
 def main() -> None:
-    port = int(sys.argv[1])
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", int(sys.argv[1]) if len(sys.argv) > 1 else 0))
+    port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/"
     card = AgentCard(
         name="sdk-agent",
@@ -88,14 +93,14 @@ def main() -> None:
     )
     routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/")
     app = Starlette(routes=routes)
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    config = uvicorn.Config(app, log_level="warning")
     server = uvicorn.Server(config)
 
     async def run() -> None:
-        task = asyncio.create_task(server.serve())
+        task = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started:
             await asyncio.sleep(0.02)
-        print(f"listening {port}", flush=True)
+        print(f"listening http://127.0.0.1:{port}", flush=True)
         await task
 
     asyncio.run(run())
