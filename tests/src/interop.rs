@@ -49,7 +49,13 @@ pub fn node_modules(name: &str, package: &str) -> Option<PathBuf> {
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if node && dir.join("node_modules").join(package).join("package.json").exists() {
+    if node
+        && dir
+            .join("node_modules")
+            .join(package)
+            .join("package.json")
+            .exists()
+    {
         Some(dir)
     } else {
         crate::skip(&format!(
@@ -150,7 +156,9 @@ impl Server {
                 if n == 0 {
                     break;
                 }
-                sink.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(&buf[..n]);
+                sink.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend_from_slice(&buf[..n]);
             }
         });
         let (tx, rx) = std::sync::mpsc::channel();

@@ -30,6 +30,9 @@ struct Args {
     /// The largest request body, in bytes (413 beyond).
     #[arg(long, default_value_t = 4 << 20)]
     max_body: usize,
+    /// Serve the A2A 0.3 method names too (the card then lists a 0.3 interface as well).
+    #[arg(long)]
+    compat_v03: bool,
     /// The agent's name on its card.
     #[arg(long, default_value = "rpcwire-a2a-agent")]
     name: String,
@@ -46,16 +49,25 @@ fn skill(id: &str, description: &str, tags: &[&str], example: &str) -> AgentSkil
     }
 }
 
-fn card(name: &str, url: String) -> AgentCard {
+fn card(name: &str, url: String, compat_v03: bool) -> AgentCard {
+    let mut interfaces = vec![AgentInterface {
+        url: url.clone(),
+        protocol_binding: "JSONRPC".into(),
+        protocol_version: "1.0".into(),
+        ..AgentInterface::default()
+    }];
+    if compat_v03 {
+        interfaces.push(AgentInterface {
+            url,
+            protocol_binding: "JSONRPC".into(),
+            protocol_version: "0.3".into(),
+            ..AgentInterface::default()
+        });
+    }
     AgentCard {
         name: name.to_owned(),
         description: "Echoes, counts with streamed progress, greets after asking a name".into(),
-        supported_interfaces: vec![AgentInterface {
-            url,
-            protocol_binding: "JSONRPC".into(),
-            protocol_version: "1.0".into(),
-            ..AgentInterface::default()
-        }],
+        supported_interfaces: interfaces,
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {
             streaming: true,
@@ -64,14 +76,24 @@ fn card(name: &str, url: String) -> AgentCard {
         default_input_modes: vec!["text/plain".into()],
         default_output_modes: vec!["text/plain".into()],
         skills: vec![
-            skill("echo", "Answers with the text it was sent", &["echo"], "echo hello"),
+            skill(
+                "echo",
+                "Answers with the text it was sent",
+                &["echo"],
+                "echo hello",
+            ),
             skill(
                 "count",
                 "Counts to N, streaming each step; stops when cancelled",
                 &["count", "long"],
                 "count 5",
             ),
-            skill("greet", "Asks for a name, then greets it", &["greet", "input"], "greet"),
+            skill(
+                "greet",
+                "Asks for a name, then greets it",
+                &["greet", "input"],
+                "greet",
+            ),
         ],
         ..AgentCard::default()
     }
@@ -92,7 +114,10 @@ impl Drop for StopWatch {
 }
 
 async fn count(ctx: TaskContext, n: u64, step: Duration) {
-    let mut watch = StopWatch { step: 0, done: false };
+    let mut watch = StopWatch {
+        step: 0,
+        done: false,
+    };
     ctx.working(Some(&format!("counting to {n}")));
     for i in 1..=n {
         tokio::time::sleep(step).await;
@@ -121,7 +146,11 @@ async fn turn(ctx: TaskContext, step: Duration) {
     let mut words = text.split_whitespace();
     match words.next().unwrap_or("") {
         "count" => {
-            let n = words.next().and_then(|w| w.parse().ok()).unwrap_or(5u64).min(1000);
+            let n = words
+                .next()
+                .and_then(|w| w.parse().ok())
+                .unwrap_or(5u64)
+                .min(1000);
             count(ctx, n, step).await;
         }
         "greet" => {
@@ -148,11 +177,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(args.http).await?;
     let addr = listener.local_addr()?;
     let step = Duration::from_millis(args.step_ms);
-    let service = A2aServer::new(card(&args.name, format!("http://{addr}/")), move |ctx| {
-        turn(ctx, step)
-    })
-    .max_body(args.max_body)
-    .build();
+    let card = card(&args.name, format!("http://{addr}/"), args.compat_v03);
+    let service = A2aServer::new(card, move |ctx| turn(ctx, step))
+        .max_body(args.max_body)
+        .compat_v03(args.compat_v03)
+        .build();
     println!("listening http://{addr}");
     rpcwire_a2a::serve(listener, service).await;
     Ok(())

@@ -124,7 +124,13 @@ pub async fn run(exe: &std::path::Path, args: &[String]) -> ExitCode {
             reported += 1;
             continue;
         };
-        say!("task {} ({}: {}) -> {}", job.id, job.needs, job.text, agent.name);
+        say!(
+            "task {} ({}: {}) -> {}",
+            job.id,
+            job.needs,
+            job.text,
+            agent.name
+        );
         let done = match &agent.reach {
             Reach::A2a(client) => stream_task(client, job, &agent.name).await,
             Reach::Stdio(client) => {
@@ -184,12 +190,26 @@ async fn stream_task(client: &A2aClient, job: &Job, name: &str) -> bool {
             }
             Ok(StreamResponse::StatusUpdate(s)) => {
                 state = s.status.state;
-                let text = s.status.message.map(|m| m.joined_text()).unwrap_or_default();
+                let text = s
+                    .status
+                    .message
+                    .map(|m| m.joined_text())
+                    .unwrap_or_default();
                 say!("task {} progress: {state:?} {text}", job.id);
             }
             Ok(StreamResponse::ArtifactUpdate(a)) => {
-                let text: Vec<_> = a.artifact.parts.iter().filter_map(|p| p.text.clone()).collect();
-                say!("task {} progress: artifact {} += {}", job.id, a.artifact.artifact_id, text.join(""));
+                let text: Vec<_> = a
+                    .artifact
+                    .parts
+                    .iter()
+                    .filter_map(|p| p.text.clone())
+                    .collect();
+                say!(
+                    "task {} progress: artifact {} += {}",
+                    job.id,
+                    a.artifact.artifact_id,
+                    text.join("")
+                );
                 output.extend(text);
             }
             Ok(StreamResponse::Message(m)) => {

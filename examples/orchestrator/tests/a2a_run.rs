@@ -90,8 +90,12 @@ async fn orchestrator_routes_to_a2a_and_stdio_agents() {
             "no line with {needle:?} in:\n{stdout}\n{stderr}"
         );
     };
-    has(&format!(r#"a2a agent counter at {counter}: card read, skills ["count"], streaming true"#));
-    has(&format!(r#"a2a agent echoer at {echoer}: card read, skills ["echo"], streaming true"#));
+    has(&format!(
+        r#"a2a agent counter at {counter}: card read, skills ["count"], streaming true"#
+    ));
+    has(&format!(
+        r#"a2a agent echoer at {echoer}: card read, skills ["echo"], streaming true"#
+    ));
     has(r#"stdio agent alpha (pid "#);
     has(r#"tools ["uppercase", "reverse"]"#);
     has("task 1 (count: count 3) -> counter");

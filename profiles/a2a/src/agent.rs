@@ -177,10 +177,7 @@ impl Running {
                 .find(|a| a.artifact_id == artifact.artifact_id);
             match held {
                 Some(a) if append => {
-                    let room = self
-                        .limits
-                        .max_artifact_parts
-                        .saturating_sub(a.parts.len());
+                    let room = self.limits.max_artifact_parts.saturating_sub(a.parts.len());
                     if room < artifact.parts.len() {
                         tracing::warn!("an artifact reached its part limit; chunk dropped");
                         return false;

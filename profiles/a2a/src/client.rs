@@ -7,7 +7,9 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use rpcwire::wire::sse::{SseDecoder, SseItem};
-use rpcwire_http::profile::{error_chain, failure, http_client, is_event_stream, ClientTls, HyperClient};
+use rpcwire_http::profile::{
+    error_chain, failure, http_client, is_event_stream, ClientTls, HyperClient,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -72,9 +74,14 @@ pub struct A2aClient {
 }
 
 /// The card at `base_url` + [`AGENT_CARD_PATH`].
-pub async fn fetch_card(http: &HyperClient, base_url: &str, max_body: usize) -> Result<AgentCard, ClientError> {
+pub async fn fetch_card(
+    http: &HyperClient,
+    base_url: &str,
+    max_body: usize,
+) -> Result<AgentCard, ClientError> {
     let url = format!("{}{AGENT_CARD_PATH}", base_url.trim_end_matches('/'));
-    let uri = rpcwire_http::profile::parse_url(&url).map_err(|e| ClientError::Url(e.to_string()))?;
+    let uri =
+        rpcwire_http::profile::parse_url(&url).map_err(|e| ClientError::Url(e.to_string()))?;
     let req = Request::builder()
         .method(Method::GET)
         .uri(uri)
@@ -99,7 +106,8 @@ pub async fn fetch_card(http: &HyperClient, base_url: &str, max_body: usize) -> 
 impl A2aClient {
     /// Reads the card at `base_url` and connects to its JSON-RPC interface.
     pub async fn discover(base_url: &str) -> Result<Self, ClientError> {
-        let http = http_client(ClientTls::default()).map_err(|e| ClientError::Http(e.to_string()))?;
+        let http =
+            http_client(ClientTls::default()).map_err(|e| ClientError::Http(e.to_string()))?;
         let max_body = 16 << 20;
         let card = fetch_card(&http, base_url, max_body).await?;
         let url = card
@@ -120,7 +128,8 @@ impl A2aClient {
     pub fn new(url: &str) -> Result<Self, ClientError> {
         rpcwire_http::profile::parse_url(url).map_err(|e| ClientError::Url(e.to_string()))?;
         Ok(A2aClient {
-            http: http_client(ClientTls::default()).map_err(|e| ClientError::Http(e.to_string()))?,
+            http: http_client(ClientTls::default())
+                .map_err(|e| ClientError::Http(e.to_string()))?,
             url: url.to_owned(),
             card: None,
             max_body: 16 << 20,
@@ -139,10 +148,16 @@ impl A2aClient {
         self
     }
 
-    fn request(&self, method: &str, params: &impl Serialize) -> Result<(Request<Full<Bytes>>, u64), ClientError> {
+    fn request(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+    ) -> Result<(Request<Full<Bytes>>, u64), ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let uri = rpcwire_http::profile::parse_url(&self.url).map_err(|e| ClientError::Url(e.to_string()))?;
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let uri = rpcwire_http::profile::parse_url(&self.url)
+            .map_err(|e| ClientError::Url(e.to_string()))?;
         let req = Request::builder()
             .method(Method::POST)
             .uri(uri)
@@ -154,7 +169,11 @@ impl A2aClient {
         Ok((req, id))
     }
 
-    async fn call<T: DeserializeOwned>(&self, method: &str, params: &impl Serialize) -> Result<T, ClientError> {
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+    ) -> Result<T, ClientError> {
         let (req, _) = self.request(method, params)?;
         let response = self
             .http
@@ -202,7 +221,11 @@ impl A2aClient {
     }
 
     /// `GetTask`, with at most `history_length` history messages.
-    pub async fn get_task(&self, id: &str, history_length: Option<i32>) -> Result<Task, ClientError> {
+    pub async fn get_task(
+        &self,
+        id: &str,
+        history_length: Option<i32>,
+    ) -> Result<Task, ClientError> {
         let params = GetTaskRequest {
             id: id.to_owned(),
             history_length,
@@ -212,7 +235,10 @@ impl A2aClient {
     }
 
     /// `ListTasks`.
-    pub async fn list_tasks(&self, query: &ListTasksRequest) -> Result<ListTasksResponse, ClientError> {
+    pub async fn list_tasks(
+        &self,
+        query: &ListTasksRequest,
+    ) -> Result<ListTasksResponse, ClientError> {
         self.call("ListTasks", query).await
     }
 
@@ -225,7 +251,11 @@ impl A2aClient {
         self.call("CancelTask", &params).await
     }
 
-    async fn stream(&self, method: &str, params: &impl Serialize) -> Result<EventStream, ClientError> {
+    async fn stream(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+    ) -> Result<EventStream, ClientError> {
         let (req, _) = self.request(method, params)?;
         let response = self
             .http
@@ -258,7 +288,8 @@ impl A2aClient {
 
 /// The result of a JSON-RPC response body, or its error.
 fn outcome<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ClientError> {
-    let v: Value = serde_json::from_slice(bytes).map_err(|e| ClientError::Invalid(e.to_string()))?;
+    let v: Value =
+        serde_json::from_slice(bytes).map_err(|e| ClientError::Invalid(e.to_string()))?;
     if let Some(error) = v.get("error") {
         let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
         let message = error

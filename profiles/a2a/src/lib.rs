@@ -13,7 +13,8 @@
 //!   or interrupted state), `GetTask` (history length), `ListTasks`, `CancelTask`; the push
 //!   notification methods answer -32003 (not supported).
 //! - The `A2A-Version` header (absent means 0.3, as the specification says; 1.x is served,
-//!   anything else gets -32009); every A2A error code with its `ErrorInfo`.
+//!   anything else gets -32009); every A2A error code with its `ErrorInfo`; the 0.3 method
+//!   names and shapes as an opt-in compatibility mode ([`A2aServer::compat_v03`]).
 //! - An agent is a handler ([`Agent`], any `Fn(TaskContext) -> impl Future`) over a bounded
 //!   [`TaskStore`] ([`MemoryTaskStore`] by default): states, artifacts, `input-required`
 //!   turns; cancelling drops the running turn; finished tasks are evicted past a count or age.
@@ -56,6 +57,7 @@
 
 mod agent;
 mod client;
+mod compat;
 mod error;
 mod server;
 mod store;

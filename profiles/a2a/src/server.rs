@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
-use rpcwire::wire::{parse, Id, Message as WireMessage, ParseLimits, Parsed, RawJson};
+use rpcwire::wire::{parse, Id, Message as WireMessage, ParseLimits, Parsed};
 use rpcwire_http::profile::{
     after_body, event_stream, json, parse_event_id, read_post_body, refuse, serve_hyper, Body,
     Endpoint, HandlesIncoming, ParkedStreams, StreamRelay,
@@ -44,6 +44,7 @@ pub struct A2aServer {
     resume_window: Duration,
     send_wait: Duration,
     max_page: usize,
+    compat_v03: bool,
 }
 
 impl std::fmt::Debug for A2aServer {
@@ -74,7 +75,16 @@ impl A2aServer {
             resume_window: Duration::from_secs(60),
             send_wait: Duration::from_secs(60),
             max_page: 100,
+            compat_v03: false,
         }
+    }
+
+    /// Serves the A2A 0.3 method names too (`message/send`, `message/stream`, `tasks/get`,
+    /// `tasks/cancel`, `tasks/resubscribe`, ...), reading and writing the 0.3 shapes; off by
+    /// default.
+    pub fn compat_v03(mut self, on: bool) -> Self {
+        self.compat_v03 = on;
+        self
     }
 
     /// The path of the JSON-RPC endpoint (the card's interface URL should name it).
@@ -171,6 +181,7 @@ impl A2aServer {
                 resume_window: self.resume_window,
                 send_wait: self.send_wait,
                 max_page: self.max_page,
+                compat_v03: self.compat_v03,
                 running: Mutex::default(),
                 next_stream: AtomicU64::new(1),
             }),
@@ -205,6 +216,7 @@ struct Inner {
     resume_window: Duration,
     send_wait: Duration,
     max_page: usize,
+    compat_v03: bool,
     running: Mutex<HashMap<String, Arc<Running>>>,
     next_stream: AtomicU64,
 }
@@ -252,10 +264,27 @@ impl A2aService {
     }
 }
 
-/// A JSON-RPC success response echoing `id`.
-fn result_body(id: &str, result: &impl Serialize) -> Bytes {
-    let result = serde_json::to_string(result).unwrap_or_else(|_| "null".to_owned());
-    Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#))
+/// Which shapes a request's answers are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    /// A2A 1.0.
+    V1,
+    /// A2A 0.3 (the compatibility mode).
+    V03,
+}
+
+/// A JSON-RPC success response echoing `id`, in `dialect`'s shapes.
+fn result_body(id: &str, result: &impl Serialize, dialect: Dialect) -> Bytes {
+    let result = match dialect {
+        Dialect::V1 => serde_json::to_string(result),
+        Dialect::V03 => serde_json::to_value(result)
+            .map(crate::compat::result_to_v03)
+            .and_then(|v| serde_json::to_string(&v)),
+    }
+    .unwrap_or_else(|_| "null".to_owned());
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+    ))
 }
 
 /// A JSON-RPC error response echoing `id`.
@@ -287,10 +316,11 @@ fn version_supported(headers: &HeaderMap) -> Result<(), A2aError> {
     }
 }
 
-fn params<T: DeserializeOwned>(raw: Option<RawJson<'_>>) -> Result<T, A2aError> {
-    let text = raw.map_or(&b"{}"[..], |p| p.as_bytes());
-    serde_json::from_slice(text)
-        .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, format!("Invalid params: {e}")))
+fn params<T: DeserializeOwned>(raw: Option<&[u8]>) -> Result<T, A2aError> {
+    let text = raw.unwrap_or(b"{}");
+    serde_json::from_slice(text).map_err(|e| {
+        A2aError::with_message(ErrorKind::InvalidParams, format!("Invalid params: {e}"))
+    })
 }
 
 fn check_history_length(n: Option<i32>) -> Result<(), A2aError> {
@@ -321,8 +351,8 @@ enum Answer {
 }
 
 /// A method's successful answer.
-fn ok(id: &str, result: &impl Serialize) -> Result<Answer, A2aError> {
-    Ok(Answer::Json(result_body(id, result)))
+fn ok(id: &str, result: &impl Serialize, dialect: Dialect) -> Result<Answer, A2aError> {
+    Ok(Answer::Json(result_body(id, result, dialect)))
 }
 
 impl Inner {
@@ -362,8 +392,7 @@ impl Inner {
         // Answers are JSON or an event stream: any `Accept` that allows either will do.
         let answerable = rpcwire_http::profile::AcceptedMedia::of(&parts.headers)
             .is_none_or(|m| m.json || m.sse || m.any);
-        let (parts, body) = match read_post_body(parts, body, answerable, max_body, timeout).await
-        {
+        let (parts, body) = match read_post_body(parts, body, answerable, max_body, timeout).await {
             Ok(read) => read,
             Err(refusal) => return *refusal,
         };
@@ -401,7 +430,39 @@ impl Inner {
         };
         let id: RawId = request.id.raw().to_owned();
         let method = request.method.to_str();
-        match self.call(headers, &method, request.params, &id).await {
+        let raw = request.params.map(|p| p.as_bytes());
+        let v03 = if self.compat_v03 {
+            crate::compat::method_v1(&method)
+        } else {
+            None
+        };
+        let answer = match v03 {
+            Some(v1) => {
+                // The 0.3 shapes read into the 1.0 ones; answers written back in 0.3's.
+                let converted = raw
+                    .map(|r| serde_json::from_slice(r).map(crate::compat::params_to_v1))
+                    .transpose()
+                    .map(|v| v.map(|v| v.to_string()));
+                match converted {
+                    Ok(p) => {
+                        self.call(
+                            headers,
+                            v1,
+                            p.as_deref().map(str::as_bytes),
+                            &id,
+                            Dialect::V03,
+                        )
+                        .await
+                    }
+                    Err(e) => Err(A2aError::with_message(
+                        ErrorKind::InvalidParams,
+                        format!("Invalid params: {e}"),
+                    )),
+                }
+            }
+            None => self.call(headers, &method, raw, &id, Dialect::V1).await,
+        };
+        match answer {
             Ok(answer) => answer,
             Err(e) => Answer::Json(error_body(&id, &e)),
         }
@@ -411,8 +472,9 @@ impl Inner {
         self: &Arc<Self>,
         headers: &HeaderMap,
         method: &str,
-        raw: Option<RawJson<'_>>,
+        raw: Option<&[u8]>,
         id: &str,
+        dialect: Dialect,
     ) -> Result<Answer, A2aError> {
         const PUSH: [&str; 4] = [
             "CreateTaskPushNotificationConfig",
@@ -432,13 +494,20 @@ impl Inner {
         if !KNOWN.contains(&method) && !PUSH.contains(&method) {
             return Err(ErrorKind::MethodNotFound.into());
         }
-        version_supported(headers)?;
+        if dialect == Dialect::V1 {
+            // The 0.3 names are served whatever the header says (0.3 clients send none,
+            // and the SDKs' 0.3 transports send their own version).
+            version_supported(headers)?;
+        }
         match method {
             "SendMessage" => {
                 let p: SendMessageRequest = params(raw)?;
                 let history = p.configuration.as_ref().and_then(|c| c.history_length);
                 check_history_length(history)?;
-                let immediately = p.configuration.as_ref().is_some_and(|c| c.return_immediately);
+                let immediately = p
+                    .configuration
+                    .as_ref()
+                    .is_some_and(|c| c.return_immediately);
                 let (running, mut events) = self.start_turn(p)?;
                 let wait = async {
                     let mut done = running.done.subscribe();
@@ -457,9 +526,11 @@ impl Inner {
                     .reply
                     .clone();
                 match reply {
-                    Some(m) => ok(id, &serde_json::json!({ "message": m })),
-                    None => ok(id, 
+                    Some(m) => ok(id, &serde_json::json!({ "message": m }), dialect),
+                    None => ok(
+                        id,
                         &serde_json::json!({ "task": with_history(running.snapshot(), history) }),
+                        dialect,
                     ),
                 }
             }
@@ -467,13 +538,15 @@ impl Inner {
                 let p: SendMessageRequest = params(raw)?;
                 let (running, events) = self.start_turn(p)?;
                 let task_id = running.snapshot().id;
-                Ok(Answer::Stream(self.stream(id, task_id, None, events)))
+                Ok(Answer::Stream(
+                    self.stream(id, task_id, None, events, dialect),
+                ))
             }
             "GetTask" => {
                 let p: GetTaskRequest = params(raw)?;
                 check_history_length(p.history_length)?;
                 let task = self.store.get(&p.id).ok_or(ErrorKind::TaskNotFound)?;
-                ok(id, &with_history(task, p.history_length))
+                ok(id, &with_history(task, p.history_length), dialect)
             }
             "ListTasks" => {
                 let p: ListTasksRequest = params(raw)?;
@@ -485,18 +558,18 @@ impl Inner {
                         t.artifacts.clear();
                     }
                 }
-                ok(id, &page)
+                ok(id, &page, dialect)
             }
             "CancelTask" => {
                 let p: TaskIdRequest = params(raw)?;
-                ok(id, &self.cancel(&p.id).await?)
+                ok(id, &self.cancel(&p.id).await?, dialect)
             }
             "SubscribeToTask" => {
                 let p: TaskIdRequest = params(raw)?;
-                self.subscribe(headers, id, p.id)
+                self.subscribe(headers, id, p.id, dialect)
             }
             "GetExtendedAgentCard" => match &self.extended {
-                Some(card) => ok(id, card),
+                Some(card) => ok(id, card, dialect),
                 None => Err(ErrorKind::ExtendedAgentCardNotConfigured.into()),
             },
             _ => Err(ErrorKind::PushNotificationNotSupported.into()),
@@ -654,7 +727,13 @@ impl Inner {
         Ok(task)
     }
 
-    fn subscribe(self: &Arc<Self>, headers: &HeaderMap, id: &str, task_id: String) -> Result<Answer, A2aError> {
+    fn subscribe(
+        self: &Arc<Self>,
+        headers: &HeaderMap,
+        id: &str,
+        task_id: String,
+        dialect: Dialect,
+    ) -> Result<Answer, A2aError> {
         // A client coming back to a stream it lost: the events after the last it had.
         if let Some((n, seq)) = header_str(headers, "last-event-id").and_then(parse_event_id) {
             let key = (task_id.clone(), n);
@@ -683,11 +762,18 @@ impl Inner {
                 task_id,
                 Some(StreamResponse::Task(task)),
                 broadcast::channel(1).1,
+                dialect,
             )));
         };
         let events = running.events.subscribe();
         let first = StreamResponse::Task(running.snapshot());
-        Ok(Answer::Stream(self.stream(id, task_id, Some(first), events)))
+        Ok(Answer::Stream(self.stream(
+            id,
+            task_id,
+            Some(first),
+            events,
+            dialect,
+        )))
     }
 
     /// An event stream answering request `id` with `first` and then the task's events, until
@@ -699,6 +785,7 @@ impl Inner {
         task_id: String,
         first: Option<StreamResponse>,
         mut events: broadcast::Receiver<Arc<StreamResponse>>,
+        dialect: Dialect,
     ) -> Response<Body> {
         let (tx, rx) = mpsc::channel(16);
         let inner = Arc::clone(self);
@@ -711,7 +798,7 @@ impl Inner {
             let mut ended = false;
             if let Some(first) = first {
                 ended = first.ends_stream();
-                if !relay.send(&result_body(&id, &first)).await {
+                if !relay.send(&result_body(&id, &first, dialect)).await {
                     ended = true;
                 }
             }
@@ -724,7 +811,7 @@ impl Inner {
                     }
                     Some(Ok(event)) => {
                         ended = event.ends_stream();
-                        if !relay.send(&result_body(&id, &*event)).await {
+                        if !relay.send(&result_body(&id, &*event, dialect)).await {
                             break;
                         }
                     }

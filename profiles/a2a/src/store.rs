@@ -223,7 +223,10 @@ mod tests {
             finished_ttl: Duration::from_secs(60),
         });
         for i in 0..5 {
-            assert_eq!(store.put(task(&format!("t{i}"), TaskState::Completed)), Ok(()));
+            assert_eq!(
+                store.put(task(&format!("t{i}"), TaskState::Completed)),
+                Ok(())
+            );
         }
         assert_eq!(store.len(), 2);
         assert!(store.get("t0").is_none() && store.get("t4").is_some());
@@ -255,7 +258,10 @@ mod tests {
         // The finished one makes room.
         assert_eq!(store.put(task("c", TaskState::Working)), Ok(()));
         assert!(store.get("b").is_none());
-        assert_eq!(store.put(task("d", TaskState::Working)), Err(StoreError::Full));
+        assert_eq!(
+            store.put(task("d", TaskState::Working)),
+            Err(StoreError::Full)
+        );
         // Updating a held task is always allowed.
         assert_eq!(store.put(task("a", TaskState::Completed)), Ok(()));
     }
@@ -264,7 +270,10 @@ mod tests {
     fn listing_pages_newest_first() {
         let store = MemoryTaskStore::default();
         for i in 0..5 {
-            assert_eq!(store.put(task(&format!("t{i}"), TaskState::Working)), Ok(()));
+            assert_eq!(
+                store.put(task(&format!("t{i}"), TaskState::Working)),
+                Ok(())
+            );
         }
         let q = ListTasksRequest {
             page_size: Some(2),

@@ -222,7 +222,11 @@ impl Message {
 
     /// The text of its text parts, joined with newlines.
     pub fn joined_text(&self) -> String {
-        let texts: Vec<&str> = self.parts.iter().filter_map(|p| p.text.as_deref()).collect();
+        let texts: Vec<&str> = self
+            .parts
+            .iter()
+            .filter_map(|p| p.text.as_deref())
+            .collect();
         texts.join("\n")
     }
 }
@@ -356,7 +360,8 @@ impl StreamResponse {
     /// True when a stream ends after this event: a message, or a terminal or interrupted
     /// state.
     pub fn ends_stream(&self) -> bool {
-        matches!(self, StreamResponse::Message(_)) || self.state().is_some_and(TaskState::ends_stream)
+        matches!(self, StreamResponse::Message(_))
+            || self.state().is_some_and(TaskState::ends_stream)
     }
 }
 

@@ -13,7 +13,9 @@ use rpcwire_tests::interop::{venv_python, Server};
 
 #[tokio::test]
 async fn rust_client_against_the_python_sdk_server() {
-    let Some(python) = venv_python("a2a", "uvicorn") else { return };
+    let Some(python) = venv_python("a2a", "uvicorn") else {
+        return;
+    };
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/sdk_agent.py");
     let server = Server::start(
         Command::new(python).arg(script),
@@ -72,6 +74,9 @@ async fn rust_client_against_the_python_sdk_server() {
     // The SDK's errors, as kinds.
     let e = client.cancel_task(&task.id).await.expect_err("finished");
     assert_eq!(e.kind(), Some(ErrorKind::TaskNotCancelable), "{e}");
-    let e = client.get_task("no-such-task", None).await.expect_err("unknown");
+    let e = client
+        .get_task("no-such-task", None)
+        .await
+        .expect_err("unknown");
     assert_eq!(e.kind(), Some(ErrorKind::TaskNotFound), "{e}");
 }

@@ -46,6 +46,8 @@ error_of(rpc("GetTask", {"id": "x"}, headers={}), -32009, "VERSION_NOT_SUPPORTED
 ok("unsupported version")
 
 error_of(rpc("NoSuchMethod", {}), -32601, "METHOD_NOT_FOUND")
+# The 0.3 names are served only in the opt-in compatibility mode (off here).
+error_of(rpc("message/send", message("echo x")), -32601, "METHOD_NOT_FOUND")
 ok("unknown method")
 
 error_of(rpc("SendMessage", {"message": 5}), -32602, "INVALID_PARAMS")
