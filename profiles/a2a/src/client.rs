@@ -220,6 +220,24 @@ impl A2aClient {
         self.stream("SubscribeToTask", &params).await
     }
 
+    /// `SubscribeToTask` with `Last-Event-ID`: the rest of a stream this client lost, from
+    /// after `last_event_id` ([`EventStream::last_event_id`]).
+    pub async fn resubscribe(
+        &self,
+        task_id: &str,
+        last_event_id: &str,
+    ) -> Result<EventStream, ClientError> {
+        let params = TaskIdRequest {
+            id: task_id.to_owned(),
+            ..TaskIdRequest::default()
+        };
+        let (mut req, _) = self.request("SubscribeToTask", &params)?;
+        let value = HeaderValue::from_str(last_event_id)
+            .map_err(|_| ClientError::Invalid("an event id that is no header value".into()))?;
+        req.headers_mut().insert("last-event-id", value);
+        self.open_stream(req).await
+    }
+
     /// `GetTask`, with at most `history_length` history messages.
     pub async fn get_task(
         &self,
@@ -257,6 +275,10 @@ impl A2aClient {
         params: &impl Serialize,
     ) -> Result<EventStream, ClientError> {
         let (req, _) = self.request(method, params)?;
+        self.open_stream(req).await
+    }
+
+    async fn open_stream(&self, req: Request<Full<Bytes>>) -> Result<EventStream, ClientError> {
         let response = self
             .http
             .request(req)
