@@ -55,7 +55,7 @@ impl Default for TaskLimits {
             max_history: 100,
             max_artifacts: 64,
             max_artifact_parts: 1024,
-            event_buffer: 64,
+            event_buffer: 16,
         }
     }
 }

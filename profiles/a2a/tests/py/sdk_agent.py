@@ -2,11 +2,11 @@
 
 The Rust client test and the benchmark run against it. Its logic is the one of
 examples/a2a-agent: a message whose text starts with "long N" streams N status
-updates and artifact chunks (one every 50 ms) and completes; anything else is
+updates and artifact chunks (one every STEP_MS, 50 by default) and completes; anything else is
 echoed back as one artifact and the task completes at once.
 
-usage: sdk_agent.py [PORT]   (0 or none: any free port; prints "listening http://127.0.0.1:PORT"
-once it serves)
+usage: sdk_agent.py [PORT [STEP_MS]]   (PORT 0 or none: any free port; prints
+"listening http://127.0.0.1:PORT" once it serves)
 """
 
 import asyncio
@@ -32,6 +32,9 @@ from a2a.types.a2a_pb2 import (
 )
 
 
+STEP = float(sys.argv[2]) / 1000 if len(sys.argv) > 2 else 0.05
+
+
 class Agent(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         text = context.get_user_input()
@@ -45,7 +48,7 @@ class Agent(AgentExecutor):
             n = int(parts[1]) if len(parts) > 1 else 5
             await up.start_work()
             for i in range(n):
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(STEP)
                 await up.update_status(
                     TaskState.TASK_STATE_WORKING,
                     message=up.new_agent_message([new_text_part(f"step {i + 1}/{n}")]),
