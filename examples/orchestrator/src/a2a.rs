@@ -14,7 +14,7 @@ use crate::{capabilities, say, CALL_TIMEOUT};
 
 /// An agent and how it is reached.
 enum Reach {
-    A2a(A2aClient),
+    A2a(Box<A2aClient>),
     Stdio(Client),
 }
 
@@ -76,7 +76,7 @@ pub async fn run(exe: &std::path::Path, args: &[String]) -> ExitCode {
                 found.push(Found {
                     name: card.name,
                     can: skills,
-                    reach: Reach::A2a(client),
+                    reach: Reach::A2a(Box::new(client)),
                 });
             }
             Err(e) => say!("a2a agent at {url}: no card: {e}; not used"),

@@ -95,11 +95,7 @@ pub async fn fetch_card(
         let (status, body) = failure(response.status(), response).await;
         return Err(ClientError::Status { status, body });
     }
-    let bytes = Limited::new(response.into_body(), max_body)
-        .collect()
-        .await
-        .map_err(|e| ClientError::Http(e.to_string()))?
-        .to_bytes();
+    let bytes = read_body(response, max_body).await?;
     serde_json::from_slice(&bytes).map_err(|e| ClientError::Invalid(format!("card: {e}")))
 }
 
@@ -184,11 +180,7 @@ impl A2aClient {
             let (status, body) = failure(response.status(), response).await;
             return Err(ClientError::Status { status, body });
         }
-        let bytes = Limited::new(response.into_body(), self.max_body)
-            .collect()
-            .await
-            .map_err(|e| ClientError::Http(e.to_string()))?
-            .to_bytes();
+        let bytes = read_body(response, self.max_body).await?;
         outcome(&bytes)
     }
 
@@ -290,11 +282,7 @@ impl A2aClient {
         }
         if !is_event_stream(&response) {
             // An error answered before any event.
-            let bytes = Limited::new(response.into_body(), self.max_body)
-                .collect()
-                .await
-                .map_err(|e| ClientError::Http(e.to_string()))?
-                .to_bytes();
+            let bytes = read_body(response, self.max_body).await?;
             return Err(outcome::<Value>(&bytes).err().unwrap_or_else(|| {
                 ClientError::Invalid("a JSON answer to a streaming request".into())
             }));
@@ -306,6 +294,18 @@ impl A2aClient {
             ended: false,
         })
     }
+}
+
+/// A response's whole body, at most `max_body` bytes.
+async fn read_body(
+    response: http::Response<hyper::body::Incoming>,
+    max_body: usize,
+) -> Result<Bytes, ClientError> {
+    Ok(Limited::new(response.into_body(), max_body)
+        .collect()
+        .await
+        .map_err(|e| ClientError::Http(e.to_string()))?
+        .to_bytes())
 }
 
 /// The result of a JSON-RPC response body, or its error.
