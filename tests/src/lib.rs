@@ -1,5 +1,6 @@
 //! Helpers shared by rpcwire's integration suites (in `tests/`).
 
+pub mod interop;
 #[cfg(feature = "tls")]
 pub mod pki;
 #[cfg(feature = "raw-http")]

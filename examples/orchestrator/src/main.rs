@@ -9,7 +9,12 @@
 //! reports the tasks no live agent can do.
 //!
 //! Run it: `cargo run -p rpcwire-example-orchestrator`.
+//!
+//! With `--a2a URL` (any number), `--stdio NAME` and `--task SKILL:TEXT` it orchestrates A2A
+//! agents found by their Agent Cards over HTTP beside stdio agents it spawns (module `a2a`):
+//! `orchestrator --a2a http://127.0.0.1:8080 --stdio alpha --task count:"count 3"`.
 
+mod a2a;
 mod agent;
 
 use std::process::ExitCode;
@@ -21,6 +26,7 @@ use serde_json::{json, Value};
 
 /// Prints a line on stdout; a reader that went away (`orchestrator | head`) ends the process
 /// quietly, as for any Unix filter.
+#[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -100,8 +106,15 @@ fn main() -> ExitCode {
             }
         }
         None => runtime.block_on(orchestrate()),
+        Some("--a2a" | "--stdio" | "--task") => match std::env::current_exe() {
+            Ok(exe) => runtime.block_on(a2a::run(&exe, &args[1..])),
+            Err(e) => {
+                eprintln!("orchestrator: cannot find its own binary: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Some(_) => {
-            eprintln!("usage: orchestrator            (runs the orchestration)\n       orchestrator --agent NAME (one agent server on stdio)");
+            eprintln!("usage: orchestrator            (runs the orchestration)\n       orchestrator --agent NAME (one agent server on stdio)\n       orchestrator [--a2a URL]... [--stdio NAME]... [--task SKILL:TEXT]... (A2A and stdio agents)");
             ExitCode::from(2)
         }
     }

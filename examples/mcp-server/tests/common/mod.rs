@@ -4,8 +4,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 /// `mcp-server --http 127.0.0.1:0 ARGS`, killed on drop.
 pub struct HttpServer {
@@ -61,64 +61,10 @@ impl Drop for HttpServer {
     }
 }
 
-/// Runs a command to its end, killing it after `limit`.
-pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    // Drain both pipes on threads, so a chatty child never blocks.
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let out_t = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut stdout, &mut v);
-        v
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut stderr, &mut v);
-        v
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let status = child.wait().expect("wait");
-            let out = Output {
-                status,
-                stdout: out_t.join().unwrap_or_default(),
-                stderr: err_t.join().unwrap_or_default(),
-            };
-            panic!(
-                "timed out after {limit:?}\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: out_t.join().unwrap_or_default(),
-        stderr: err_t.join().unwrap_or_default(),
-    }
-}
-
 /// Where the `.ci/install/` scripts put what interop tests run (`RPCWIRE_INTEROP_DIR`, else
 /// `~/.cache/rpcwire-interop`).
 pub fn interop_root() -> PathBuf {
-    std::env::var_os("RPCWIRE_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/rpcwire-interop")
-        })
+    rpcwire_tests::interop::interop_dir("")
 }
 
 /// Where `.ci/install/mcp-interop.sh` puts the SDKs.
@@ -151,15 +97,6 @@ pub fn script(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Asserts a script exited 0 having printed `last_line`, showing both streams if not.
-pub fn assert_passed(out: &Output, last_line: &str) {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.lines().any(|l| l == last_line),
-        "status {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
-    // Every check the script makes prints `ok: ...`: show them in `--nocapture` runs.
-    println!("{stdout}");
-}
+// Not every test binary uses both.
+#[allow(unused_imports)]
+pub use rpcwire_tests::interop::{assert_passed, run_bounded};

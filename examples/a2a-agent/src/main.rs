@@ -1,0 +1,188 @@
+//! An A2A agent with no language model, served over HTTP (`a2a-agent --http ADDR`):
+//!
+//! - `echo TEXT` (skill `echo`): answers at once with one artifact, the text.
+//! - `count N` (skill `count`): counts to N (at most 1 000), one step every `--step-ms`,
+//!   reporting each step as a status update and an artifact chunk; cancelling the task stops
+//!   it (the turn is dropped at its next step).
+//! - `greet` (skill `greet`): asks for a name (`input-required`), then greets it.
+//!
+//! It prints `listening http://ADDR` once it serves, and `count stopped at STEP` on stderr
+//! when a count is cancelled (the tests read it to see the work stop).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Parser;
+use rpcwire_a2a::{
+    A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Part,
+    TaskContext,
+};
+
+#[derive(Parser, Debug)]
+#[command(name = "a2a-agent", about = "An A2A agent: echo, count, greet")]
+struct Args {
+    /// The address to serve on (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    http: SocketAddr,
+    /// The time between two steps of `count`, in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    step_ms: u64,
+    /// The largest request body, in bytes (413 beyond).
+    #[arg(long, default_value_t = 4 << 20)]
+    max_body: usize,
+    /// Serve the A2A 0.3 method names too (the card then lists a 0.3 interface as well).
+    #[arg(long)]
+    compat_v03: bool,
+    /// The agent's name on its card.
+    #[arg(long, default_value = "rpcwire-a2a-agent")]
+    name: String,
+}
+
+fn skill(id: &str, description: &str, tags: &[&str], example: &str) -> AgentSkill {
+    AgentSkill {
+        id: id.into(),
+        name: id.into(),
+        description: description.into(),
+        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        examples: vec![example.into()],
+        ..AgentSkill::default()
+    }
+}
+
+fn card(name: &str, url: String, compat_v03: bool) -> AgentCard {
+    let mut interfaces = vec![AgentInterface {
+        url: url.clone(),
+        protocol_binding: "JSONRPC".into(),
+        protocol_version: "1.0".into(),
+        ..AgentInterface::default()
+    }];
+    if compat_v03 {
+        interfaces.push(AgentInterface {
+            url,
+            protocol_binding: "JSONRPC".into(),
+            protocol_version: "0.3".into(),
+            ..AgentInterface::default()
+        });
+    }
+    AgentCard {
+        name: name.to_owned(),
+        description: "Echoes, counts with streamed progress, greets after asking a name".into(),
+        supported_interfaces: interfaces,
+        version: env!("CARGO_PKG_VERSION").into(),
+        capabilities: AgentCapabilities {
+            streaming: true,
+            ..AgentCapabilities::default()
+        },
+        default_input_modes: vec!["text/plain".into()],
+        default_output_modes: vec!["text/plain".into()],
+        skills: vec![
+            skill(
+                "echo",
+                "Answers with the text it was sent",
+                &["echo"],
+                "echo hello",
+            ),
+            skill(
+                "count",
+                "Counts to N, streaming each step; stops when cancelled",
+                &["count", "long"],
+                "count 5",
+            ),
+            skill(
+                "greet",
+                "Asks for a name, then greets it",
+                &["greet", "input"],
+                "greet",
+            ),
+        ],
+        ..AgentCard::default()
+    }
+}
+
+/// Prints where the count was when the turn is dropped (cancelled) before it finished.
+struct StopWatch {
+    step: u64,
+    done: bool,
+}
+
+impl Drop for StopWatch {
+    fn drop(&mut self) {
+        if !self.done {
+            eprintln!("count stopped at {}", self.step);
+        }
+    }
+}
+
+async fn count(ctx: TaskContext, n: u64, step: Duration) {
+    let mut watch = StopWatch {
+        step: 0,
+        done: false,
+    };
+    ctx.working(Some(&format!("counting to {n}")));
+    for i in 1..=n {
+        tokio::time::sleep(step).await;
+        watch.step = i;
+        ctx.working(Some(&format!("step {i}/{n}")));
+        let chunk = Artifact {
+            artifact_id: "count".into(),
+            name: "count".into(),
+            parts: vec![Part::text(format!("{i}"))],
+            ..Artifact::default()
+        };
+        ctx.artifact(chunk, i > 1, i == n);
+    }
+    watch.done = true;
+    ctx.complete(Some(&format!("counted to {n}")));
+}
+
+async fn turn(ctx: TaskContext, step: Duration) {
+    let text = ctx.text();
+    if ctx.is_continuation() {
+        // The answer to `greet`'s question.
+        ctx.text_artifact("greeting", format!("Hello, {}!", text.trim()));
+        ctx.complete(None);
+        return;
+    }
+    let mut words = text.split_whitespace();
+    match words.next().unwrap_or("") {
+        "count" => {
+            let n = words
+                .next()
+                .and_then(|w| w.parse().ok())
+                .unwrap_or(5u64)
+                .min(1000);
+            count(ctx, n, step).await;
+        }
+        "greet" => {
+            ctx.input_required("What is your name?");
+        }
+        "echo" => {
+            let rest = text.trim_start().strip_prefix("echo").unwrap_or("").trim();
+            ctx.text_artifact("echo", rest);
+            ctx.complete(None);
+        }
+        _ => {
+            ctx.reject("unknown skill: start with echo, count or greet");
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::WARN)
+        .init();
+    let args = Args::parse();
+    let listener = tokio::net::TcpListener::bind(args.http).await?;
+    let addr = listener.local_addr()?;
+    let step = Duration::from_millis(args.step_ms);
+    let card = card(&args.name, format!("http://{addr}/"), args.compat_v03);
+    let service = A2aServer::new(card, move |ctx| turn(ctx, step))
+        .max_body(args.max_body)
+        .compat_v03(args.compat_v03)
+        .build();
+    println!("listening http://{addr}");
+    rpcwire_a2a::serve(listener, service).await;
+    Ok(())
+}

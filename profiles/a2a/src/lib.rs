@@ -1,0 +1,71 @@
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+//! # rpcwire-a2a
+//!
+//! The A2A (Agent2Agent) protocol 1.0, JSON-RPC binding, as a profile over rpcwire: a server
+//! ([`A2aServer`] → [`A2aService`], served with [`serve`]) and a client ([`A2aClient`]), both
+//! built from `rpcwire_http::profile`'s building blocks; the JSON-RPC envelope is read by the
+//! core's wire layer.
+//!
+//! - The Agent Card at [`AGENT_CARD_PATH`]; `GetExtendedAgentCard` (or -32007).
+//! - `SendMessage` (a task, or a direct message), `SendStreamingMessage` and `SubscribeToTask`
+//!   (answered as `text/event-stream`, each event a JSON-RPC response with the request's id
+//!   carrying a task, a message, a status update or an artifact update, ending after a final
+//!   or interrupted state), `GetTask` (history length), `ListTasks`, `CancelTask`; the push
+//!   notification methods answer -32003 (not supported).
+//! - The `A2A-Version` header (absent means 0.3, as the specification says; 1.x is served,
+//!   anything else gets -32009); every A2A error code with its `ErrorInfo`; the 0.3 method
+//!   names and shapes as an opt-in compatibility mode ([`A2aServer::compat_v03`]).
+//! - An agent is a handler ([`Agent`], any `Fn(TaskContext) -> impl Future`) over a bounded
+//!   [`TaskStore`] ([`MemoryTaskStore`] by default): states, artifacts, `input-required`
+//!   turns; cancelling drops the running turn; finished tasks are evicted past a count or age.
+//! - Beyond the SDKs: a streaming client that goes away does not cancel the task, and its
+//!   stream is kept (bounded) so that it comes back with `SubscribeToTask` and
+//!   `Last-Event-ID` and gets exactly the events it missed.
+//!
+//! ```
+//! use rpcwire_a2a::{A2aClient, A2aServer, AgentCard, AgentInterface, TaskContext};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let base = format!("http://{}", listener.local_addr()?);
+//! let card = AgentCard {
+//!     name: "echo".into(),
+//!     supported_interfaces: vec![AgentInterface {
+//!         url: format!("{base}/"),
+//!         protocol_binding: "JSONRPC".into(),
+//!         protocol_version: "1.0".into(),
+//!         ..AgentInterface::default()
+//!     }],
+//!     ..AgentCard::default()
+//! };
+//! let service = A2aServer::new(card, |ctx: TaskContext| async move {
+//!     ctx.text_artifact("echo", ctx.text());
+//!     ctx.complete(None);
+//! })
+//! .build();
+//! tokio::spawn(rpcwire_a2a::serve(listener, service));
+//!
+//! let client = A2aClient::discover(&base).await?;
+//! let message = rpcwire_a2a::Message::text(rpcwire_a2a::Role::User, "m1", "hello");
+//! let rpcwire_a2a::SendMessageResponse::Task(task) = client.send_message(message).await? else {
+//!     panic!("a task")
+//! };
+//! assert_eq!(task.artifacts[0].parts[0].text.as_deref(), Some("hello"));
+//! # Ok(()) }
+//! ```
+
+mod agent;
+mod client;
+mod compat;
+mod error;
+mod server;
+mod store;
+mod types;
+
+pub use agent::{Agent, TaskContext, TaskLimits, TurnFuture};
+pub use client::{fetch_card, A2aClient, ClientError, EventStream};
+pub use error::{A2aError, ErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
+pub use server::{serve, A2aServer, A2aService, VERSION_HEADER};
+pub use store::{MemoryTaskStore, StoreError, StoreLimits, TaskStore};
+pub use types::*;

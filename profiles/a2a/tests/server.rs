@@ -1,0 +1,257 @@
+//! The server's behaviour at its limits and in the cases the SDK tests do not reach, with
+//! the crate's own client: direct replies, eviction, a full store, history and artifact
+//! limits, turns that end without a final state, cancelling a task that waits for input,
+//! resumption with `Last-Event-ID` and the bound on streams kept for it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use rpcwire_a2a::{
+    A2aClient, A2aServer, A2aService, AgentCard, AgentInterface, ErrorKind, ListTasksRequest,
+    Message, Role, SendMessageResponse, StoreLimits, StreamResponse, TaskContext, TaskLimits,
+    TaskState,
+};
+
+/// An agent: `reply` answers with a message, `ask` asks for input, `quit` ends its turn with
+/// no state, `slow N` counts N steps of 30 ms, anything else completes at once.
+async fn turn(ctx: TaskContext) {
+    let text = ctx.text();
+    if ctx.is_continuation() {
+        ctx.input_required("again?");
+        return;
+    }
+    let mut words = text.split_whitespace();
+    match words.next() {
+        Some("reply") => {
+            ctx.reply("a direct answer");
+        }
+        Some("ask") => {
+            ctx.input_required("what?");
+        }
+        Some("quit") => {}
+        Some("two") => {
+            assert!(ctx.text_artifact("a", "1"));
+            assert!(
+                !ctx.text_artifact("b", "2"),
+                "the second artifact is over the limit"
+            );
+            ctx.complete(None);
+        }
+        Some("slow") => {
+            let n: u32 = words.next().and_then(|w| w.parse().ok()).unwrap_or(3);
+            for i in 1..=n {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                ctx.working(Some(&format!("step {i}")));
+            }
+            ctx.complete(None);
+        }
+        _ => {
+            ctx.complete(None);
+        }
+    }
+}
+
+async fn start(configure: impl FnOnce(A2aServer) -> A2aServer) -> (A2aClient, A2aService) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let card = AgentCard {
+        name: "test".into(),
+        supported_interfaces: vec![AgentInterface {
+            url: url.clone(),
+            protocol_binding: "JSONRPC".into(),
+            protocol_version: "1.0".into(),
+            ..AgentInterface::default()
+        }],
+        ..AgentCard::default()
+    };
+    let service = configure(A2aServer::new(card, turn)).build();
+    tokio::spawn(rpcwire_a2a::serve(listener, service.clone()));
+    (A2aClient::new(&url).unwrap(), service)
+}
+
+fn msg(text: &str) -> Message {
+    Message::text(Role::User, format!("m-{text}"), text)
+}
+
+fn task_of(r: SendMessageResponse) -> rpcwire_a2a::Task {
+    match r {
+        SendMessageResponse::Task(t) => t,
+        SendMessageResponse::Message(m) => panic!("a message: {m:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_direct_reply_leaves_no_task() {
+    let (client, _) = start(|s| s).await;
+    let SendMessageResponse::Message(m) = client.send_message(msg("reply")).await.unwrap() else {
+        panic!("not a message")
+    };
+    assert_eq!(m.joined_text(), "a direct answer");
+    assert_eq!(m.role, Role::Agent);
+    let page = client
+        .list_tasks(&ListTasksRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(page.total_size, 0, "{page:?}");
+}
+
+#[tokio::test]
+async fn finished_tasks_are_evicted_past_the_configured_count() {
+    let limits = StoreLimits {
+        max_tasks: 100,
+        max_finished: 2,
+        finished_ttl: Duration::from_secs(600),
+    };
+    let (client, _) = start(|s| s.store_limits(limits)).await;
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        ids.push(
+            task_of(
+                client
+                    .send_message(msg(&format!("done {i}")))
+                    .await
+                    .unwrap(),
+            )
+            .id,
+        );
+    }
+    let e = client.get_task(&ids[0], None).await.unwrap_err();
+    assert_eq!(e.kind(), Some(ErrorKind::TaskNotFound));
+    assert!(client.get_task(&ids[3], None).await.is_ok());
+    let page = client
+        .list_tasks(&ListTasksRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(page.total_size, 2);
+}
+
+#[tokio::test]
+async fn a_full_store_refuses_new_tasks() {
+    let limits = StoreLimits {
+        max_tasks: 1,
+        max_finished: 10,
+        finished_ttl: Duration::from_secs(600),
+    };
+    let (client, _) = start(|s| s.store_limits(limits)).await;
+    let mut stream = client.send_streaming(msg("slow 20")).await.unwrap();
+    let Some(Ok(StreamResponse::Task(running))) = stream.next().await else {
+        panic!("no task")
+    };
+    let e = client.send_message(msg("another")).await.unwrap_err();
+    assert_eq!(e.kind(), Some(ErrorKind::Internal), "{e}");
+    client.cancel_task(&running.id).await.unwrap();
+    // The finished task makes room.
+    let t = task_of(client.send_message(msg("another")).await.unwrap());
+    assert_eq!(t.status.state, TaskState::Completed);
+}
+
+#[tokio::test]
+async fn history_and_artifacts_are_bounded() {
+    let limits = TaskLimits {
+        max_history: 3,
+        max_artifacts: 1,
+        ..TaskLimits::default()
+    };
+    let (client, _) = start(|s| s.task_limits(limits)).await;
+    let t = task_of(client.send_message(msg("two")).await.unwrap());
+    assert_eq!(t.status.state, TaskState::Completed, "{t:?}");
+    assert_eq!(t.artifacts.len(), 1);
+    // Turns of input: each adds the client's message and the agent's question.
+    let t = task_of(client.send_message(msg("ask")).await.unwrap());
+    for i in 0..4 {
+        let mut m = msg(&format!("answer {i}"));
+        m.task_id.clone_from(&t.id);
+        let next = task_of(client.send_message(m).await.unwrap());
+        assert_eq!(next.status.state, TaskState::InputRequired);
+        assert!(next.history.len() <= 3, "{:?}", next.history);
+    }
+}
+
+#[tokio::test]
+async fn a_turn_that_ends_without_a_state_fails_the_task() {
+    let (client, _) = start(|s| s).await;
+    let t = task_of(client.send_message(msg("quit")).await.unwrap());
+    assert_eq!(t.status.state, TaskState::Failed);
+}
+
+#[tokio::test]
+async fn a_task_waiting_for_input_is_cancelled_and_takes_no_more_messages() {
+    let (client, service) = start(|s| s).await;
+    let t = task_of(client.send_message(msg("ask")).await.unwrap());
+    assert_eq!(t.status.state, TaskState::InputRequired);
+    assert_eq!(service.running_tasks(), 0, "no turn runs while it waits");
+    let c = client.cancel_task(&t.id).await.unwrap();
+    assert_eq!(c.status.state, TaskState::Canceled);
+    let mut m = msg("late");
+    m.task_id = t.id;
+    let e = client.send_message(m).await.unwrap_err();
+    assert_eq!(e.kind(), Some(ErrorKind::UnsupportedOperation));
+}
+
+#[tokio::test]
+async fn a_lost_stream_resumes_after_its_last_event() {
+    let (client, service) = start(|s| s).await;
+    let mut stream = client.send_streaming(msg("slow 6")).await.unwrap();
+    let mut first = Vec::new();
+    for _ in 0..3 {
+        first.push(stream.next().await.unwrap().unwrap());
+    }
+    let last = stream.last_event_id().to_owned();
+    let StreamResponse::Task(task) = &first[0] else {
+        panic!("no task")
+    };
+    drop(stream); // the connection goes away mid-task
+    let mut rest = Vec::new();
+    let mut resumed = client.resubscribe(&task.id, &last).await.unwrap();
+    while let Some(e) = resumed.next().await {
+        rest.push(e.unwrap());
+    }
+    // task, step 1..6, completed: none lost, none repeated.
+    let steps: Vec<String> = first
+        .iter()
+        .chain(&rest)
+        .filter_map(|e| match e {
+            StreamResponse::StatusUpdate(s) => s.status.message.as_ref().map(Message::joined_text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        ["step 1", "step 2", "step 3", "step 4", "step 5", "step 6"]
+    );
+    assert_eq!(
+        rest.last().and_then(StreamResponse::state),
+        Some(TaskState::Completed)
+    );
+    // Read whole, the stream is no longer kept.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(service.parked_streams(), 0);
+}
+
+#[tokio::test]
+async fn streams_kept_for_resumption_are_bounded() {
+    let (client, service) = start(|s| s.parked_streams(1, Duration::from_secs(600))).await;
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let mut stream = client.send_streaming(msg("slow 4")).await.unwrap();
+        let Some(Ok(StreamResponse::Task(t))) = stream.next().await else {
+            panic!("no task")
+        };
+        ids.push((t.id, stream.last_event_id().to_owned()));
+        drop(stream);
+    }
+    // Both tasks go on and complete although their clients went away.
+    for (id, _) in &ids {
+        for _ in 0..100 {
+            if client.get_task(id, None).await.unwrap().status.state == TaskState::Completed {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            client.get_task(id, None).await.unwrap().status.state,
+            TaskState::Completed
+        );
+    }
+    assert_eq!(service.parked_streams(), 1, "one stream kept, at the limit");
+}
