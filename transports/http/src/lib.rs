@@ -54,6 +54,8 @@ mod endpoint;
 mod exchange;
 mod fast;
 mod h2_idle;
+#[cfg(feature = "jwks")]
+pub mod jwks;
 mod pipe;
 pub mod profile;
 mod resume;
