@@ -48,6 +48,7 @@
 //! ```
 
 mod body;
+mod challenge;
 mod client;
 mod connect;
 mod endpoint;
@@ -66,12 +67,12 @@ mod stream;
 pub mod ws;
 
 pub use body::Body;
+pub use challenge::{has_query_token, unauthenticated, BearerChallenge};
 pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_ERROR_CODE};
 pub use connect::UrlError;
 pub use rpcwire::wire::classify::{classify, BodyKind};
 #[cfg(feature = "tls")]
 pub use server::serve_tls;
-pub use server::unauthenticated;
 pub use server::{
     serve, serve_connection, BodyCheck, ConnectionError, HostPolicy, HttpServer, Protocol,
     RequestCheck, ResponseFuture, RpcService, UpgradeHook, DEFAULT_IDLE_CONNECTION,

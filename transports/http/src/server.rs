@@ -14,8 +14,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Collected, Limited};
 use rpcwire::wire::Framing;
 use rpcwire_tokio::{
-    AuthError, Authenticator, Builder, Caller, Client, Credentials, RateLimiter, Responder,
-    Transport,
+    Authenticator, Builder, Caller, Client, Credentials, RateLimiter, Responder, Transport,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -703,6 +702,11 @@ impl Inner {
             let r = refuse(StatusCode::FORBIDDEN, why);
             return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
+        if self.authenticator.is_some() && crate::challenge::has_query_token(req.uri()) {
+            // Never read: a URL ends up in logs and histories.
+            let r = crate::challenge::BearerChallenge::default().token_in_query();
+            return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
+        }
         let caller = match self.admit(req.headers()).await {
             Ok(caller) => caller,
             Err(refusal) => {
@@ -770,7 +774,7 @@ impl Inner {
                     Ok(identity) => identity,
                     Err(reason) => {
                         tracing::debug!(%reason, "HTTP request refused: authentication failed");
-                        return Err(Box::new(unauthenticated(&reason)));
+                        return Err(Box::new(crate::challenge::unauthenticated(&reason)));
                     }
                 }
             }
@@ -1049,38 +1053,6 @@ impl rpcwire_tokio::Headers for HeaderLookup<'_> {
     fn get(&self, name: &str) -> Option<&[u8]> {
         self.0.get(name).map(HeaderValue::as_bytes)
     }
-}
-
-/// The answer to a request whose credentials were refused (RFC 6750 section 3).
-pub fn unauthenticated(reason: &AuthError) -> Response<Body> {
-    let (status, challenge, text) = match reason {
-        AuthError::Missing => (
-            StatusCode::UNAUTHORIZED,
-            "Bearer",
-            "authentication required\n",
-        ),
-        AuthError::Malformed => (
-            StatusCode::BAD_REQUEST,
-            "Bearer error=\"invalid_request\"",
-            "malformed credentials\n",
-        ),
-        AuthError::Unavailable(_) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Bearer",
-            "authentication unavailable\n",
-        ),
-        _ => (
-            StatusCode::UNAUTHORIZED,
-            "Bearer error=\"invalid_token\"",
-            "invalid credentials\n",
-        ),
-    };
-    let mut r = refuse(status, text);
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
-    );
-    r
 }
 
 /// Sends a refusal once the request's body has been read and dropped (at most

@@ -56,6 +56,7 @@
 
 #![allow(clippy::indexing_slicing)] // std-only code: JSON values are indexed by key
 
+mod auth;
 mod client;
 mod server;
 mod stateless;
@@ -64,6 +65,7 @@ mod stateless;
 /// handed to [`serve_connection`], as `rpcwire-http` defines them.
 pub use rpcwire_http::{HostPolicy, Protocol};
 
+pub use auth::{ProtectedResource, METADATA_PATH};
 pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
 pub use server::{
     serve, serve_connection, McpHttpServer, McpService, Mode, CLOSE_STREAM, HEADER_METHOD,
