@@ -1340,17 +1340,10 @@ pub async fn serve_tls(
     accept_loop(listener, limit, move |stream, peer, permit| {
         let (service, tls) = (service.clone(), tls.clone());
         tokio::spawn(async move {
-            let (stream, certificate) = match tls.accept(stream, handshake_timeout).await {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                    return;
-                }
+            let Some((stream, protocol)) = handshake(&tls, stream, peer, handshake_timeout).await
+            else {
+                return;
             };
-            if let Some(certificate) = &certificate {
-                tracing::debug!(%peer, subject = %certificate.subject, "client certificate");
-            }
-            let protocol = Protocol::from_alpn(stream.get_ref().1.alpn_protocol());
             // A task of its own: it holds only the connection's state, not the handshake's.
             tokio::spawn(async move {
                 if let Err(e) = serve_connection(stream, service, protocol).await {
@@ -1361,6 +1354,61 @@ pub async fn serve_tls(
         });
     })
     .await;
+}
+
+/// [`serve_hyper`] over TLS (feature `tls`): each connection's handshake within
+/// `handshake_timeout`, HTTP/2 or HTTP/1.1 as ALPN chose, at most `max_connections` at once.
+#[cfg(feature = "tls")]
+pub async fn serve_hyper_tls<S: HandlesIncoming>(
+    listener: tokio::net::TcpListener,
+    service: S,
+    tls: rpcwire_tokio::tls::ServerTls,
+    handshake_timeout: Duration,
+    max_connections: usize,
+    idle: Duration,
+) {
+    accept_loop(listener, max_connections.max(1), move |stream, peer, permit| {
+        let (service, tls) = (service.clone(), tls.clone());
+        tokio::spawn(async move {
+            let Some((stream, protocol)) = handshake(&tls, stream, peer, handshake_timeout).await
+            else {
+                return;
+            };
+            tokio::spawn(async move {
+                if let Err(e) = serve_hyper_connection(stream, service, protocol, idle).await {
+                    tracing::debug!(%peer, error = %e, "connection failed");
+                }
+                drop(permit);
+            });
+        });
+    })
+    .await;
+}
+
+/// A TLS handshake within `timeout`: the stream and the protocol ALPN chose, or `None`
+/// (logged).
+#[cfg(feature = "tls")]
+async fn handshake(
+    tls: &rpcwire_tokio::tls::ServerTls,
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    timeout: Duration,
+) -> Option<(
+    rpcwire_tokio::tls::TlsStream<tokio::net::TcpStream>,
+    Protocol,
+)> {
+    let (stream, certificate) = match tls.accept(stream, timeout).await {
+        Ok(accepted) => accepted,
+        Err(e) => {
+            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            return None;
+        }
+    };
+    if let Some(certificate) = &certificate {
+        tracing::debug!(%peer, subject = %certificate.subject, "client certificate");
+    }
+    let protocol = Protocol::from_alpn(stream.get_ref().1.alpn_protocol());
+    Some((stream, protocol))
 }
 
 /// Accepts connections on `listener` and hands each to `start` with a permit held while it

@@ -410,6 +410,22 @@ pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
     serve_hyper(listener, service, limit, idle).await;
 }
 
+/// Serves `service` over TLS on `listener` (feature `tls`): HTTPS with HTTP/2 or HTTP/1.1
+/// by ALPN (give `tls` the ALPN protocols `h2` and `http/1.1`), each handshake within
+/// `handshake_timeout`, the certificate reloaded as `tls` says.
+#[cfg(feature = "tls")]
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    service: McpService,
+    tls: rpcwire_tokio::tls::ServerTls,
+    handshake_timeout: Duration,
+) {
+    let endpoint = &service.inner.endpoint;
+    let (limit, idle) = (endpoint.max_connections(), endpoint.idle_connection());
+    rpcwire_http::profile::serve_hyper_tls(listener, service, tls, handshake_timeout, limit, idle)
+        .await;
+}
+
 /// Serves `service` on one connection accepted by your own code (a TLS stream, say), until it
 /// ends: see [`rpcwire_http::serve_connection`], whose example this follows.
 pub async fn serve_connection<I>(
