@@ -176,8 +176,19 @@ struct ServeArgs {
     /// With --http: callers must present one of these API keys or bearer tokens
     /// (`Authorization: Bearer TOKEN`): a file of `TOKEN [@SUBJECT] ROLE...` lines, compared
     /// in constant time. Without one, a request gets 401 (no 101 for a WebSocket upgrade).
-    #[arg(long, value_name = "FILE", requires = "http")]
+    #[arg(long, value_name = "FILE", requires = "http", conflicts_with = "jwks")]
     tokens: Option<std::path::PathBuf>,
+    /// With --http: callers must present an OAuth access token (a JWT: RS256, ES256 or EdDSA)
+    /// signed by a key of this JWKS URL (fetched, cached, refreshed), for --audience and
+    /// --issuer. Its scopes (`scope`, `scp`) and `roles` are the caller's roles for --policy.
+    #[arg(long, value_name = "URL", requires_all = ["http", "audience", "issuer"])]
+    jwks: Option<String>,
+    /// With --jwks: the audience tokens must name (this server's URL).
+    #[arg(long, value_name = "AUD", requires = "jwks")]
+    audience: Option<String>,
+    /// With --jwks: the issuer tokens must name.
+    #[arg(long, value_name = "ISS", requires = "jwks")]
+    issuer: Option<String>,
     /// Which roles may call which method: a file of `METHOD ROLE...` lines (`*` for every
     /// method without a line of its own; a method with no roles is open). A refused call is
     /// answered -32040 Forbidden and its handler does not run. Callers over stdio are the
@@ -378,6 +389,21 @@ async fn serve(args: ServeArgs) -> ExitCode {
             Ok(tokens) => builder = builder.authenticator(tokens),
             Err(e) => {
                 eprintln!("rpcwire: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    if let (Some(url), Some(audience), Some(issuer)) = (&args.jwks, &args.audience, &args.issuer) {
+        match rpcwire_http::jwks::JwksKeys::new(url) {
+            Ok(keys) => {
+                builder = builder.authenticator(
+                    rpcwire_tokio::jwt::JwtAuthenticator::new(keys)
+                        .issuer(issuer)
+                        .audience(audience),
+                )
+            }
+            Err(e) => {
+                eprintln!("rpcwire: --jwks: {e}");
                 return ExitCode::from(EXIT_USAGE);
             }
         }

@@ -1,5 +1,7 @@
 //! Helpers shared by rpcwire's integration suites (in `tests/`).
 
+#[cfg(feature = "oauth")]
+pub mod oauth;
 #[cfg(feature = "tls")]
 pub mod pki;
 #[cfg(feature = "raw-http")]

@@ -1367,21 +1367,26 @@ pub async fn serve_hyper_tls<S: HandlesIncoming>(
     max_connections: usize,
     idle: Duration,
 ) {
-    accept_loop(listener, max_connections.max(1), move |stream, peer, permit| {
-        let (service, tls) = (service.clone(), tls.clone());
-        tokio::spawn(async move {
-            let Some((stream, protocol)) = handshake(&tls, stream, peer, handshake_timeout).await
-            else {
-                return;
-            };
+    accept_loop(
+        listener,
+        max_connections.max(1),
+        move |stream, peer, permit| {
+            let (service, tls) = (service.clone(), tls.clone());
             tokio::spawn(async move {
-                if let Err(e) = serve_hyper_connection(stream, service, protocol, idle).await {
-                    tracing::debug!(%peer, error = %e, "connection failed");
-                }
-                drop(permit);
+                let Some((stream, protocol)) =
+                    handshake(&tls, stream, peer, handshake_timeout).await
+                else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    if let Err(e) = serve_hyper_connection(stream, service, protocol, idle).await {
+                        tracing::debug!(%peer, error = %e, "connection failed");
+                    }
+                    drop(permit);
+                });
             });
-        });
-    })
+        },
+    )
     .await;
 }
 

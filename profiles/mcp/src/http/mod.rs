@@ -67,10 +67,10 @@ pub use rpcwire_http::{HostPolicy, Protocol};
 
 pub use auth::{ProtectedResource, METADATA_PATH};
 pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
+#[cfg(feature = "tls")]
+pub use server::serve_tls;
 pub use server::{
     serve, serve_connection, McpHttpServer, McpService, Mode, CLOSE_STREAM, HEADER_METHOD,
     HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSION,
 };
-#[cfg(feature = "tls")]
-pub use server::serve_tls;
 pub use stateless::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
