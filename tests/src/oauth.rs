@@ -3,7 +3,8 @@
 //! 127.0.0.1 with an RS256 key. It serves its JWKS at [`Issuer::jwks`]; [`Issuer::token`]
 //! has it sign a token with the claims asked for (its `issuer.buildToken`). The tokens no
 //! authorization server would issue (`alg: none`, a tampered signature) are made here from
-//! its own.
+//! its own. Its token endpoint (client credentials) takes an RFC 8707 `resource` as the
+//! token's audience.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -21,6 +22,12 @@ const { OAuth2Server } = await import(dir + "/node_modules/oauth2-mock-server/di
 const readline = await import("node:readline");
 const server = new OAuth2Server();
 await server.issuer.keys.generate("RS256");
+// RFC 8707: a token request's `resource` is the token's audience (as a real authorization
+// server does; the mock reads only `aud`).
+server.service.on("beforeTokenSigning", (token, req) => {
+  const resource = req.body && req.body.resource;
+  if (resource) token.payload.aud = resource;
+});
 await server.start(0, "127.0.0.1");
 const issuer = server.issuer.url;
 console.log(JSON.stringify({ issuer, jwks: issuer + "/jwks" }));
