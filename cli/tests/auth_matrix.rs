@@ -202,3 +202,106 @@ async fn jwts_of_a_real_authorization_server_over_http_and_websocket() {
     })
     .await;
 }
+
+/// Debug and trace logs of the server (`rpcwire -vv serve`) and of the client
+/// (`rpcwire -vv call --bearer`) while good, bad and refused tokens come and go: neither the
+/// `Authorization` values nor any token appears in them.
+#[tokio::test(flavor = "multi_thread")]
+async fn tokens_never_reach_the_logs() {
+    let Some(mut issuer) = tokio::task::block_in_place(Issuer::start) else {
+        return;
+    };
+    let (valid, no_scope, bad) = tokio::task::block_in_place(|| tokens(&mut issuer));
+    bounded(async {
+        let mut server = tokio::process::Command::new(common::bin())
+            .args(["-vv", "serve", "--http", "127.0.0.1:0"])
+            .args([
+                "--jwks",
+                &issuer.jwks,
+                "--issuer",
+                &issuer.issuer,
+                "--audience",
+                AUDIENCE,
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stderr = server.stderr.take().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let log = tokio::spawn(async move {
+            use tokio::io::{AsyncBufReadExt, BufReader};
+            let mut lines = BufReader::new(stderr).lines();
+            let mut all = String::new();
+            let mut tx = Some(tx);
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(url) = line
+                    .strip_prefix("rpcwire: serving")
+                    .and_then(|l| l.rsplit(' ').next())
+                {
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(url.to_owned());
+                    }
+                }
+                all.push_str(&line);
+                all.push('\n');
+            }
+            all
+        });
+        let url = rx.await.unwrap();
+        let addr: SocketAddr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/rpc")
+            .parse()
+            .unwrap();
+        let bearer = |t: &str| format!("Bearer {t}");
+        let mut sent: Vec<&str> = vec![&valid, &no_scope];
+        sent.extend(bad.iter().map(|(_, t)| t.as_str()));
+        let mut requests: Vec<String> = sent
+            .iter()
+            .map(|t| post("/rpc", Some(&bearer(t))))
+            .collect();
+        requests.push(post(&format!("/rpc?access_token={valid}"), None));
+        requests.push(post("/rpc", Some("Basic c2VjcmV0LXBhc3N3b3Jk")));
+        let answers = exchange(addr, &requests).await;
+        assert_eq!(answers[0].0, 200, "the valid token is served");
+        let ws_url = url.replace("http://", "ws://");
+        assert!(ws_call(&ws_url, Some(&bearer(&valid))).await.is_ok());
+        assert_eq!(ws_call(&ws_url, Some(&bearer(&bad[0].1))).await, Err(401));
+        let client = common::rpcwire(&[
+            "-vv", "call", "--http", &url, "--bearer", &valid, "subtract", "[42, 23]",
+        ])
+        .await;
+        assert_eq!(client.stdout.trim(), "19", "{}", client.stderr);
+
+        server.kill().await.unwrap();
+        let server_log = log.await.unwrap();
+        assert!(
+            server_log.contains("DEBUG"),
+            "the server logged at debug level"
+        );
+        assert!(
+            server_log.contains("authentication failed"),
+            "refusals are logged (their reasons)"
+        );
+        for (who, text) in [("server", &server_log), ("client", &client.stderr)] {
+            for token in &sent {
+                // Any of a token's parts, not only the whole of it.
+                for part in token.split('.').filter(|p| p.len() > 8) {
+                    assert!(!text.contains(part), "{who} log holds a token part {part}");
+                }
+            }
+            assert!(
+                !text.contains("c2VjcmV0LXBhc3N3b3Jk"),
+                "{who} log holds a Basic credential"
+            );
+            assert!(
+                !text.to_ascii_lowercase().contains("bearer "),
+                "{who} log holds a bearer value"
+            );
+        }
+    })
+    .await;
+}

@@ -23,27 +23,48 @@ async fn httpx_and_websockets_over_https_and_wss_with_jwts() {
         return;
     };
     let token = tokio::task::block_in_place(|| {
-        issuer.token(serde_json::json!({"sub": "py", "aud": AUDIENCE, "scope": "calc"}), 600)
+        issuer.token(
+            serde_json::json!({"sub": "py", "aud": AUDIENCE, "scope": "calc"}),
+            600,
+        )
     });
     bounded(async {
         let scratch = Scratch::new("cli-auth-python").unwrap();
         let ca = Ca::new("rpcwire HTTPS test CA").unwrap();
         let ca_file = scratch.write("ca.pem", &ca.pem()).unwrap();
         let (cert, key) = ca
-            .issue_files(&scratch, "server", "server", &["localhost", "127.0.0.1"], Usage::Server)
+            .issue_files(
+                &scratch,
+                "server",
+                "server",
+                &["localhost", "127.0.0.1"],
+                Usage::Server,
+            )
             .unwrap();
         let policy = scratch.write("policy", "* calc\n").unwrap();
         let (_server, url) = serve(
             "--http",
             &[
-                "--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap(),
-                "--jwks", &issuer.jwks, "--issuer", &issuer.issuer, "--audience", AUDIENCE,
-                "--policy", policy.to_str().unwrap(),
+                "--tls-cert",
+                cert.to_str().unwrap(),
+                "--tls-key",
+                key.to_str().unwrap(),
+                "--jwks",
+                &issuer.jwks,
+                "--issuer",
+                &issuer.issuer,
+                "--audience",
+                AUDIENCE,
+                "--policy",
+                policy.to_str().unwrap(),
             ],
         )
         .await;
         assert!(url.starts_with("https://"), "{url}");
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/python_tls_clients.py");
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/interop/python_tls_clients.py"
+        );
         let out = tokio::process::Command::new(python)
             .args([script, &url, ca_file.to_str().unwrap(), &token])
             .output()
