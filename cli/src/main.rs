@@ -189,6 +189,15 @@ struct ServeArgs {
     /// With --jwks: the issuer tokens must name.
     #[arg(long, value_name = "ISS", requires = "jwks")]
     issuer: Option<String>,
+    /// With --http: every POST must be signed with the key in this file (HMAC-SHA256 of the
+    /// body, a timestamp within 5 min and a nonce never seen before: the X-Rpcwire-Signature,
+    /// -Timestamp and -Nonce headers); checked before the body is parsed, 401 otherwise.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    signing_key: Option<std::path::PathBuf>,
+    /// At most this many requests per second per caller (a token bucket with a burst of as
+    /// many): HTTP answers 429 with Retry-After beyond it, the TCP transport a JSON-RPC error.
+    #[arg(long, value_name = "N")]
+    rate_limit: Option<u32>,
     /// Which roles may call which method: a file of `METHOD ROLE...` lines (`*` for every
     /// method without a line of its own; a method with no roles is open). A refused call is
     /// answered -32040 Forbidden and its handler does not run. Callers over stdio are the
@@ -408,6 +417,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     }
+    if let Some(n) = args.rate_limit {
+        builder = builder.rate_limit(rpcwire_tokio::RateLimiter::new(f64::from(n), n));
+    }
     if let Some(path) = &args.serial {
         let baud = args.baud.unwrap_or(DEFAULT_BAUD);
         let port = match open_serial(path, baud) {
@@ -430,6 +442,18 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     if let Some(addr) = &args.http {
         let policy = policy.as_ref();
+        let signing = match &args.signing_key {
+            Some(path) => match std::fs::read(path) {
+                Ok(key) => Some(std::sync::Arc::new(
+                    rpcwire_tokio::signing::RequestSigning::new(key.trim_ascii().to_vec()),
+                )),
+                Err(e) => {
+                    eprintln!("rpcwire: --signing-key {}: {e}", path.display());
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            },
+            None => None,
+        };
         return http::serve(
             addr,
             &args.path,
@@ -438,6 +462,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             builder,
             tls,
             policy,
+            signing,
         )
         .await;
     }

@@ -88,7 +88,10 @@ fn run() -> Result<u64, String> {
             .sum::<Result<u64, String>>()
     })?;
     let secs = started.elapsed().as_secs_f64();
-    eprintln!("{total} calls in {secs:.3} s: {:.0} calls/s", total as f64 / secs);
+    eprintln!(
+        "{total} calls in {secs:.3} s: {:.0} calls/s",
+        total as f64 / secs
+    );
     Ok(total)
 }
 

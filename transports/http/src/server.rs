@@ -258,6 +258,36 @@ impl HttpServer {
         self
     }
 
+    /// Requires every POST to be signed (feature `signing`): the HMAC-SHA256 of its exact
+    /// body bytes, a timestamp and a nonce in the `X-Rpcwire-*` headers
+    /// ([`rpcwire_tokio::signing`]), checked in constant time once the body is read and
+    /// before it is parsed; nonces are remembered per caller (the authenticated subject),
+    /// within the signing's bounds. A refused request gets 401 (429 while the caller's nonce
+    /// cache is full), and the reason goes to the log only. Replaces any
+    /// [`check_body`](Self::check_body).
+    #[cfg(feature = "signing")]
+    pub fn signed(self, signing: Arc<rpcwire_tokio::signing::RequestSigning>) -> Self {
+        use rpcwire_tokio::signing::SignatureError;
+        self.check_body(Arc::new(move |parts, body| {
+            let caller = parts.extensions.get::<Arc<Caller>>();
+            let subject = caller.map_or("anonymous", |c| c.identity().subject());
+            let lookup = HeaderLookup(&parts.headers);
+            match signing.verify(subject, &lookup, body, std::time::SystemTime::now()) {
+                Ok(()) => Ok(()),
+                Err(reason) => {
+                    tracing::debug!(%reason, "HTTP request refused: signature");
+                    let (code, text) = match reason {
+                        SignatureError::Busy => {
+                            (StatusCode::TOO_MANY_REQUESTS, "too many signed requests\n")
+                        }
+                        _ => (StatusCode::UNAUTHORIZED, "request signature refused\n"),
+                    };
+                    Err(Box::new(refuse(code, text)))
+                }
+            }
+        }))
+    }
+
     /// The most connections [`serve`] holds at once (default 10 000); more wait in the
     /// listen backlog.
     pub fn max_connections(mut self, limit: usize) -> Self {
