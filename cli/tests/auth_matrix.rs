@@ -15,9 +15,9 @@ use std::net::SocketAddr;
 
 use common::{bounded, serve};
 use futures_util::{SinkExt, StreamExt};
-use rpcwire_tests::oauth::{alg_none, tampered, Issuer};
+use rpcwire_tests::oauth::Issuer;
 use rpcwire_tests::pki::Scratch;
-use rpcwire_tests::raw_http::answer;
+use rpcwire_tests::raw_http::{self, header, status};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -26,35 +26,11 @@ use tokio_tungstenite::tungstenite::Message;
 const AUDIENCE: &str = "https://rpc.test/rpc";
 const CALL: &str = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
 
-/// The tokens of the matrix: (name, token).
+/// The tokens of the matrix: a valid one, one without the scope, and those to refuse.
 fn tokens(issuer: &mut Issuer) -> (String, String, Vec<(&'static str, String)>) {
-    let valid = issuer.token(
-        json!({"sub": "alice", "aud": AUDIENCE, "scope": "calc"}),
-        600,
-    );
+    let valid = issuer.token(json!({"sub": "alice", "aud": AUDIENCE, "scope": "calc"}), 600);
     let no_scope = issuer.token(json!({"sub": "bob", "aud": AUDIENCE, "scope": "read"}), 600);
-    let bad = vec![
-        (
-            "wrong audience",
-            issuer.token(
-                json!({"aud": "https://elsewhere.test", "scope": "calc"}),
-                600,
-            ),
-        ),
-        (
-            "wrong issuer",
-            issuer.token(
-                json!({"aud": AUDIENCE, "iss": "https://evil.test", "scope": "calc"}),
-                600,
-            ),
-        ),
-        (
-            "expired",
-            issuer.token(json!({"aud": AUDIENCE, "scope": "calc"}), -3600),
-        ),
-        ("alg none", alg_none(&valid)),
-        ("tampered signature", tampered(&valid)),
-    ];
+    let bad = issuer.bad_tokens(AUDIENCE, "calc", &valid);
     (valid, no_scope, bad)
 }
 
@@ -68,26 +44,11 @@ fn post(path: &str, authorization: Option<&str>) -> String {
 
 /// Each request on one keep-alive connection: (status, `www-authenticate`, body).
 async fn exchange(addr: SocketAddr, requests: &[String]) -> Vec<(u16, String, String)> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    for r in requests {
-        stream.write_all(r.as_bytes()).await.unwrap();
-        let (head, body) = answer(&mut stream, &mut buf).await;
-        let status = head
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let challenge = head
-            .lines()
-            .find_map(|l| l.strip_prefix("www-authenticate:"))
-            .unwrap_or("")
-            .trim()
-            .to_owned();
-        out.push((status, challenge, body));
-    }
-    out
+    raw_http::exchange(addr, requests)
+        .await
+        .into_iter()
+        .map(|(head, body)| (status(&head), header(&head, "www-authenticate").to_owned(), body))
+        .collect()
 }
 
 /// A WebSocket upgrade with this `Authorization` (or none): the call's answer, or the

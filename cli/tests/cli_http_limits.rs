@@ -10,9 +10,8 @@ use std::time::SystemTime;
 
 use common::{bounded, serve};
 use rpcwire_tests::pki::Scratch;
-use rpcwire_tests::raw_http::answer;
+use rpcwire_tests::raw_http::exchange;
 use rpcwire_tokio::signing::RequestSigning;
-use tokio::io::AsyncWriteExt;
 
 const CALL: &str = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
 
@@ -28,15 +27,7 @@ fn post(headers: &[(String, String)]) -> String {
 }
 
 async fn statuses(addr: SocketAddr, requests: &[String]) -> Vec<String> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    for r in requests {
-        stream.write_all(r.as_bytes()).await.unwrap();
-        let (head, _) = answer(&mut stream, &mut buf).await;
-        out.push(head);
-    }
-    out
+    exchange(addr, requests).await.into_iter().map(|(head, _)| head).collect()
 }
 
 #[tokio::test]

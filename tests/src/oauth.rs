@@ -128,6 +128,29 @@ impl Issuer {
     }
 }
 
+impl Issuer {
+    /// The tokens a resource server for `audience` must refuse, by name: signed by this
+    /// server but for another audience, by another issuer's name, expired; and, made from
+    /// `valid`, `alg: none` and a tampered signature. Each carries `scope`.
+    pub fn bad_tokens(
+        &mut self,
+        audience: &str,
+        scope: &str,
+        valid: &str,
+    ) -> Vec<(&'static str, String)> {
+        let elsewhere = serde_json::json!({"aud": "https://elsewhere.test/", "scope": scope});
+        let evil = serde_json::json!({"aud": audience, "iss": "https://evil.test", "scope": scope});
+        let ok = serde_json::json!({"aud": audience, "scope": scope});
+        vec![
+            ("wrong audience", self.token(elsewhere, 600)),
+            ("wrong issuer", self.token(evil, 600)),
+            ("expired", self.token(ok, -3600)),
+            ("alg none", alg_none(valid)),
+            ("tampered signature", tampered(valid)),
+        ]
+    }
+}
+
 impl Drop for Issuer {
     fn drop(&mut self) {
         // Closing stdin stops it; kill in case it does not.

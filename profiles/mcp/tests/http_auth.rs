@@ -9,9 +9,8 @@ use std::net::SocketAddr;
 
 use rpcwire_mcp::http::{McpHttpServer, McpService, ProtectedResource};
 use rpcwire_mcp::tokio::{McpServer, ToolContext, ToolError};
-use rpcwire_tests::raw_http::{answer, listen};
+use rpcwire_tests::raw_http::{self, exchange, listen};
 use rpcwire_tokio::{AuthError, AuthFuture, Authenticator, Credentials, Identity};
-use tokio::io::AsyncWriteExt;
 
 /// Bearer tokens `NAME~SCOPE~SCOPE` (a stand-in for an OAuth server's JWTs, which the CLI's
 /// authentication matrix uses): the subject is NAME, the scopes SCOPE...; `bad` is invalid.
@@ -71,26 +70,12 @@ fn get(path: &str) -> String {
     format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 }
 
-/// Sends each request on one keep-alive connection; their answers (head, body).
-async fn exchange(addr: SocketAddr, requests: &[String]) -> Vec<(String, String)> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    for r in requests {
-        stream.write_all(r.as_bytes()).await.unwrap();
-        out.push(answer(&mut stream, &mut buf).await);
-    }
-    out
-}
-
 fn bearer(token: &str) -> String {
     format!("Authorization: Bearer {token}\r\n")
 }
 
 fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
-    head.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .map(str::trim)
+    Some(raw_http::header(head, name)).filter(|v| !v.is_empty())
 }
 
 #[tokio::test]

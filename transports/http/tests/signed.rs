@@ -11,10 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use rpcwire_http::HttpServer;
-use rpcwire_tests::raw_http::{answer, listen};
+use rpcwire_tests::raw_http::{self, exchange, listen};
 use rpcwire_tokio::signing::RequestSigning;
 use rpcwire_tokio::{Builder, RateLimiter, Router, RpcError};
-use tokio::io::AsyncWriteExt;
 
 const CALL: &str = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
 
@@ -39,20 +38,8 @@ fn post(headers: &[(String, String)], body: &str) -> String {
     )
 }
 
-/// Each request on one keep-alive connection: (head, body).
-async fn exchange(addr: SocketAddr, requests: &[String]) -> Vec<(String, String)> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    for r in requests {
-        stream.write_all(r.as_bytes()).await.unwrap();
-        out.push(answer(&mut stream, &mut buf).await);
-    }
-    out
-}
-
-fn status(head: &str) -> &str {
-    head.split(' ').nth(1).unwrap_or("")
+fn status(head: &str) -> String {
+    raw_http::status(head).to_string()
 }
 
 #[tokio::test]
