@@ -28,7 +28,10 @@ const CALL: &str = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id"
 
 /// The tokens of the matrix: a valid one, one without the scope, and those to refuse.
 fn tokens(issuer: &mut Issuer) -> (String, String, Vec<(&'static str, String)>) {
-    let valid = issuer.token(json!({"sub": "alice", "aud": AUDIENCE, "scope": "calc"}), 600);
+    let valid = issuer.token(
+        json!({"sub": "alice", "aud": AUDIENCE, "scope": "calc"}),
+        600,
+    );
     let no_scope = issuer.token(json!({"sub": "bob", "aud": AUDIENCE, "scope": "read"}), 600);
     let bad = issuer.bad_tokens(AUDIENCE, "calc", &valid);
     (valid, no_scope, bad)
@@ -47,7 +50,13 @@ async fn exchange(addr: SocketAddr, requests: &[String]) -> Vec<(u16, String, St
     raw_http::exchange(addr, requests)
         .await
         .into_iter()
-        .map(|(head, body)| (status(&head), header(&head, "www-authenticate").to_owned(), body))
+        .map(|(head, body)| {
+            (
+                status(&head),
+                header(&head, "www-authenticate").to_owned(),
+                body,
+            )
+        })
         .collect()
 }
 

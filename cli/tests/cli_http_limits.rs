@@ -27,7 +27,11 @@ fn post(headers: &[(String, String)]) -> String {
 }
 
 async fn statuses(addr: SocketAddr, requests: &[String]) -> Vec<String> {
-    exchange(addr, requests).await.into_iter().map(|(head, _)| head).collect()
+    exchange(addr, requests)
+        .await
+        .into_iter()
+        .map(|(head, _)| head)
+        .collect()
 }
 
 #[tokio::test]

@@ -79,7 +79,10 @@ pub async fn exchange(addr: SocketAddr, requests: &[String]) -> Vec<(String, Str
 
 /// The status code of a head [`answer`] read (0 if none).
 pub fn status(head: &str) -> u16 {
-    head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+    head.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The value of the header `name` (lower case) in a head [`answer`] read ("" if none).

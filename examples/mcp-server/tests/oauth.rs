@@ -47,7 +47,10 @@ async fn exchange(addr: SocketAddr, requests: &[String]) -> Vec<(u16, String)> {
     let answers = tokio::time::timeout(Duration::from_secs(30), raw_http::exchange(addr, requests))
         .await
         .expect("answers in time");
-    answers.into_iter().map(|(head, _)| (status(&head), head)).collect()
+    answers
+        .into_iter()
+        .map(|(head, _)| (status(&head), head))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
