@@ -69,7 +69,9 @@ pub fn router(service: Arc<OnceLock<RpcService>>) -> Router {
 /// Serves the demo service over HTTP at `addr` and `path` until the process is stopped.
 /// `any_host`: accept any `Host`/`Origin` (behind a proxy, or on a non-loopback address).
 /// `max_body`: the largest request body (413 beyond).
-/// `tls`: serve HTTPS (and WSS) with it; `policy`: the access rules of `--policy`.
+/// `tls`: serve HTTPS (and WSS) with it; `policy`: the access rules of `--policy`;
+/// `signing`: every POST signed (`--signing-key`).
+#[allow(clippy::too_many_arguments)] // one per `serve --http` option
 pub async fn serve(
     addr: &str,
     path: &str,
@@ -78,6 +80,7 @@ pub async fn serve(
     builder: Builder,
     tls: Option<rpcwire_tokio::tls::ServerTls>,
     policy: Option<&rpcwire_cli::policy::Policy>,
+    signing: Option<Arc<rpcwire_tokio::signing::RequestSigning>>,
 ) -> ExitCode {
     let with_policy = |router: rpcwire_tokio::Router| match policy {
         Some(policy) => policy.apply(router),
@@ -106,6 +109,9 @@ pub async fn serve(
         .websocket(ws);
     if any_host {
         server = server.hosts(HostPolicy::Any);
+    }
+    if let Some(signing) = signing {
+        server = server.signed(signing);
     }
     let service = server.build();
     let _ = cell.set(service.clone());

@@ -176,8 +176,28 @@ struct ServeArgs {
     /// With --http: callers must present one of these API keys or bearer tokens
     /// (`Authorization: Bearer TOKEN`): a file of `TOKEN [@SUBJECT] ROLE...` lines, compared
     /// in constant time. Without one, a request gets 401 (no 101 for a WebSocket upgrade).
-    #[arg(long, value_name = "FILE", requires = "http")]
+    #[arg(long, value_name = "FILE", requires = "http", conflicts_with = "jwks")]
     tokens: Option<std::path::PathBuf>,
+    /// With --http: callers must present an OAuth access token (a JWT: RS256, ES256 or EdDSA)
+    /// signed by a key of this JWKS URL (fetched, cached, refreshed), for --audience and
+    /// --issuer. Its scopes (`scope`, `scp`) and `roles` are the caller's roles for --policy.
+    #[arg(long, value_name = "URL", requires_all = ["http", "audience", "issuer"])]
+    jwks: Option<String>,
+    /// With --jwks: the audience tokens must name (this server's URL).
+    #[arg(long, value_name = "AUD", requires = "jwks")]
+    audience: Option<String>,
+    /// With --jwks: the issuer tokens must name.
+    #[arg(long, value_name = "ISS", requires = "jwks")]
+    issuer: Option<String>,
+    /// With --http: every POST must be signed with the key in this file (HMAC-SHA256 of the
+    /// body, a timestamp within 5 min and a nonce never seen before: the X-Rpcwire-Signature,
+    /// -Timestamp and -Nonce headers); checked before the body is parsed, 401 otherwise.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    signing_key: Option<std::path::PathBuf>,
+    /// At most this many requests per second per caller (a token bucket with a burst of as
+    /// many): HTTP answers 429 with Retry-After beyond it, the TCP transport a JSON-RPC error.
+    #[arg(long, value_name = "N")]
+    rate_limit: Option<u32>,
     /// Which roles may call which method: a file of `METHOD ROLE...` lines (`*` for every
     /// method without a line of its own; a method with no roles is open). A refused call is
     /// answered -32040 Forbidden and its handler does not run. Callers over stdio are the
@@ -414,6 +434,24 @@ async fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     }
+    if let (Some(url), Some(audience), Some(issuer)) = (&args.jwks, &args.audience, &args.issuer) {
+        match rpcwire_http::jwks::JwksKeys::new(url) {
+            Ok(keys) => {
+                builder = builder.authenticator(
+                    rpcwire_tokio::jwt::JwtAuthenticator::new(keys)
+                        .issuer(issuer)
+                        .audience(audience),
+                )
+            }
+            Err(e) => {
+                eprintln!("rpcwire: --jwks: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    if let Some(n) = args.rate_limit {
+        builder = builder.rate_limit(rpcwire_tokio::RateLimiter::new(f64::from(n), n));
+    }
     if let Some(path) = &args.serial {
         let baud = args.baud.unwrap_or(DEFAULT_BAUD);
         let port = match open_serial(path, baud) {
@@ -436,6 +474,18 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     if let Some(addr) = &args.http {
         let policy = policy.as_ref();
+        let signing = match &args.signing_key {
+            Some(path) => match std::fs::read(path) {
+                Ok(key) => Some(std::sync::Arc::new(
+                    rpcwire_tokio::signing::RequestSigning::new(key.trim_ascii().to_vec()),
+                )),
+                Err(e) => {
+                    eprintln!("rpcwire: --signing-key {}: {e}", path.display());
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            },
+            None => None,
+        };
         return http::serve(
             addr,
             &args.path,
@@ -444,6 +494,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             builder,
             tls,
             policy,
+            signing,
         )
         .await;
     }

@@ -1,6 +1,8 @@
 //! Helpers shared by rpcwire's integration suites (in `tests/`).
 
 pub mod interop;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 #[cfg(feature = "tls")]
 pub mod pki;
 #[cfg(feature = "raw-http")]

@@ -64,6 +64,34 @@ pub async fn back_to_back(addr: SocketAddr, refused: &str, good: &str) -> [(Stri
     [first, second]
 }
 
+/// Sends each request on one keep-alive connection, each after the answer to the one before;
+/// their answers, (head, body).
+pub async fn exchange(addr: SocketAddr, requests: &[String]) -> Vec<(String, String)> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    for r in requests {
+        stream.write_all(r.as_bytes()).await.unwrap();
+        out.push(answer(&mut stream, &mut buf).await);
+    }
+    out
+}
+
+/// The status code of a head [`answer`] read (0 if none).
+pub fn status(head: &str) -> u16 {
+    head.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The value of the header `name` (lower case) in a head [`answer`] read ("" if none).
+pub fn header<'a>(head: &'a str, name: &str) -> &'a str {
+    head.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map_or("", str::trim)
+}
+
 /// A listener on a loopback port, and its address.
 pub async fn listen() -> (tokio::net::TcpListener, SocketAddr) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

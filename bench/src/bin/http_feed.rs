@@ -4,10 +4,15 @@
 //!
 //! `callgrind-http.sh` drives the HTTP servers under valgrind with it: a fixed number of calls,
 //! the same for every server (std threads and blocking I/O: the client is not measured).
+//!
+//! `HTTP_FEED_CA=FILE`: HTTPS instead, trusting that CA (PEM) for the name `localhost`;
+//! `HTTP_FEED_BEARER=TOKEN`: every call carries `Authorization: Bearer TOKEN`
+//! (`callgrind-auth.sh`). The calls per second of the whole run go to stderr.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use rpcwire_bench::http_content_length;
 
@@ -34,19 +39,42 @@ fn run() -> Result<u64, String> {
         return Err(USAGE.into());
     };
     let calls: u64 = calls.parse().map_err(|_| USAGE.to_owned())?;
+    let auth = std::env::var("HTTP_FEED_BEARER")
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{BODY}",
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n{BODY}",
         BODY.len()
     );
-    // Every connection first, then the calls.
+    let tls = match std::env::var_os("HTTP_FEED_CA") {
+        Some(ca) => Some(client_config(std::path::Path::new(&ca))?),
+        None => None,
+    };
+    // Every connection first (TLS handshakes done), then the calls.
     let streams = (0..CONNECTIONS)
         .map(|_| {
             let s = TcpStream::connect(&addr).map_err(|e| format!("connect {addr}: {e}"))?;
             s.set_nodelay(true).map_err(|e| e.to_string())?;
-            Ok(s)
+            Ok(match &tls {
+                None => Stream::Plain(s),
+                Some(config) => {
+                    let name = rustls::pki_types::ServerName::try_from("localhost")
+                        .map_err(|e| e.to_string())?;
+                    let conn = rustls::ClientConnection::new(Arc::clone(config), name)
+                        .map_err(|e| e.to_string())?;
+                    let mut tls = rustls::StreamOwned::new(conn, s);
+                    while tls.conn.is_handshaking() {
+                        tls.conn
+                            .complete_io(&mut tls.sock)
+                            .map_err(|e| format!("TLS handshake: {e}"))?;
+                    }
+                    Stream::Tls(Box::new(tls))
+                }
+            })
         })
         .collect::<Result<Vec<_>, String>>()?;
-    std::thread::scope(|scope| {
+    let started = std::time::Instant::now();
+    let total = std::thread::scope(|scope| {
         let workers: Vec<_> = streams
             .into_iter()
             .map(|s| scope.spawn(|| calls_on(s, request.as_bytes(), calls)))
@@ -57,12 +85,68 @@ fn run() -> Result<u64, String> {
                 w.join()
                     .map_err(|_| "a connection's thread panicked".to_owned())?
             })
-            .sum()
-    })
+            .sum::<Result<u64, String>>()
+    })?;
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "{total} calls in {secs:.3} s: {:.0} calls/s",
+        total as f64 / secs
+    );
+    Ok(total)
+}
+
+/// A connection, plain or TLS.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// rustls (ring) trusting the CA in `ca` (PEM).
+fn client_config(ca: &std::path::Path) -> Result<Arc<rustls::ClientConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_file_iter(ca).map_err(|e| e.to_string())? {
+        roots
+            .add(cert.map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    ))
 }
 
 /// `calls` W1 calls on `stream`, each answer read and checked before the next is sent.
-fn calls_on(mut stream: TcpStream, request: &[u8], calls: u64) -> Result<u64, String> {
+fn calls_on(mut stream: Stream, request: &[u8], calls: u64) -> Result<u64, String> {
     let mut buf = Vec::with_capacity(512);
     let mut chunk = [0u8; 1024];
     for _ in 0..calls {

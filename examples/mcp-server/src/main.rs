@@ -126,11 +126,19 @@ struct HttpOptions {
     hosts: Vec<String>,
     idle: Option<u64>,
     max_sessions: Option<usize>,
+    /// OAuth: the authorization server's JWKS URL; tokens are verified against it.
+    jwks: Option<String>,
+    issuer: Option<String>,
+    /// The resource (and audience) URL; default `http(s)://ADDR/mcp`.
+    resource: Option<String>,
+    scopes: Vec<String>,
+    tls_cert: Option<std::path::PathBuf>,
+    tls_key: Option<std::path::PathBuf>,
 }
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N]]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]]");
     std::process::exit(2);
 }
 
@@ -143,6 +151,12 @@ fn http_options() -> Option<HttpOptions> {
         hosts: Vec::new(),
         idle: None,
         max_sessions: None,
+        jwks: None,
+        issuer: None,
+        resource: None,
+        scopes: Vec::new(),
+        tls_cert: None,
+        tls_key: None,
     };
     let value = |args: &mut std::iter::Skip<std::env::Args>, flag: &str| {
         args.next()
@@ -154,6 +168,12 @@ fn http_options() -> Option<HttpOptions> {
             "--server-name" => opts.name = value(&mut args, "--server-name"),
             "--stateless" => opts.stateless = true,
             "--allow-host" => opts.hosts.push(value(&mut args, "--allow-host")),
+            "--jwks" => opts.jwks = Some(value(&mut args, "--jwks")),
+            "--issuer" => opts.issuer = Some(value(&mut args, "--issuer")),
+            "--resource" => opts.resource = Some(value(&mut args, "--resource")),
+            "--scope" => opts.scopes.push(value(&mut args, "--scope")),
+            "--tls-cert" => opts.tls_cert = Some(value(&mut args, "--tls-cert").into()),
+            "--tls-key" => opts.tls_key = Some(value(&mut args, "--tls-key").into()),
             "--idle-timeout" => {
                 opts.idle = Some(
                     value(&mut args, "--idle-timeout")
@@ -179,7 +199,7 @@ async fn serve_http(server: McpServer, opts: HttpOptions) {
     use rpcwire_mcp::http::{McpHttpServer, Mode};
     let router = fixtures::methods(fixtures::tools(server).strict_handshake(false).router());
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".into(), "[::1]".into()];
-    hosts.extend(opts.hosts);
+    hosts.extend(opts.hosts.iter().cloned());
     let mut config = McpHttpServer::from_builder(rpcwire_mcp::tokio::mcp_builder().router(router))
         .session_prefix(&opts.name)
         .hosts(HostPolicy::Names(hosts))
@@ -204,9 +224,66 @@ async fn serve_http(server: McpServer, opts: HttpOptions) {
     let addr = listener
         .local_addr()
         .map_or_else(|_| opts.addr.clone(), |a| a.to_string());
+    let scheme = if opts.tls_cert.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    if let Some(jwks) = &opts.jwks {
+        config = authorization(config, jwks, &opts, &format!("{scheme}://{addr}/mcp"));
+    }
+    let tls = match (&opts.tls_cert, &opts.tls_key) {
+        (Some(cert), Some(key)) => {
+            let files = rpcwire_tokio::tls::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: None,
+            };
+            match rpcwire_tokio::tls::ServerTls::with_alpn(files, &[b"h2", b"http/1.1"]) {
+                Ok(tls) => Some(tls),
+                Err(e) => usage(&e.to_string()),
+            }
+        }
+        (None, None) => None,
+        _ => usage("--tls-cert and --tls-key go together"),
+    };
     // Tests and scripts read this line to learn the port (with --http 127.0.0.1:0).
-    eprintln!("mcp-server: listening on http://{addr}/mcp");
-    rpcwire_mcp::http::serve(listener, config.build()).await;
+    eprintln!("mcp-server: listening on {scheme}://{addr}/mcp");
+    match tls {
+        Some(tls) => {
+            let _watch = tls.watch(Duration::from_secs(2));
+            rpcwire_mcp::http::serve_tls(listener, config.build(), tls, Duration::from_secs(10))
+                .await;
+        }
+        None => rpcwire_mcp::http::serve(listener, config.build()).await,
+    }
+}
+
+/// `--jwks`: OAuth access tokens verified against the authorization server's keys, its
+/// issuer and this resource as the audience; RFC 9728 metadata names the issuer.
+fn authorization(
+    config: rpcwire_mcp::http::McpHttpServer,
+    jwks: &str,
+    opts: &HttpOptions,
+    default_resource: &str,
+) -> rpcwire_mcp::http::McpHttpServer {
+    let Some(issuer) = &opts.issuer else {
+        usage("--jwks needs --issuer");
+    };
+    let resource = opts.resource.as_deref().unwrap_or(default_resource);
+    let keys = rpcwire_http::jwks::JwksKeys::new(jwks).unwrap_or_else(|e| usage(&e.to_string()));
+    let auth = rpcwire_tokio::jwt::JwtAuthenticator::new(keys)
+        .issuer(issuer)
+        .audience(resource);
+    let scopes: Vec<&str> = opts.scopes.iter().map(String::as_str).collect();
+    config
+        .authenticator(auth)
+        .protected_resource(rpcwire_mcp::http::ProtectedResource {
+            resource: resource.to_owned(),
+            authorization_servers: vec![issuer.clone()],
+            scopes_supported: opts.scopes.clone(),
+        })
+        .required_scopes(&scopes)
 }
 
 #[tokio::main]

@@ -22,8 +22,13 @@
 //! - WebSocket (feature `ws`, module `ws`): one message or batch per text message, calls in
 //!   both directions, notifications to one connection or all; served standalone or as an
 //!   upgrade on the same port and path ([`HttpServer::upgrade`]).
-//! - TLS (feature `tls`, module `tls`): the clients take `https://` and `wss://` URLs; a
-//!   server serves connections you accept yourself (a TLS stream) with [`serve_connection`].
+//! - TLS (feature `tls`, module `tls`): the clients take `https://` and `wss://` URLs;
+//!   `serve_tls` serves HTTPS and WSS (or serve connections you accept yourself with
+//!   [`serve_connection`]).
+//! - Authentication: the builder's authenticator asks every request for credentials
+//!   ([`BearerChallenge`] answers the refusals); JWT keys from a JWKS URL (feature `jwks`,
+//!   module `jwks`); signed and replay-proof requests (feature `signing`,
+//!   `HttpServer::signed`).
 //! - Building blocks for profiles ([`profile`]): a POST answered as an event stream, resumable
 //!   streams, the event hub, a bounded session table, the `Host` / `Origin` check, the serve
 //!   plumbing. The crate knows no profile: MCP Streamable HTTP lives in `rpcwire-mcp`
@@ -48,12 +53,15 @@
 //! ```
 
 mod body;
+mod challenge;
 mod client;
 mod connect;
 mod endpoint;
 mod exchange;
 mod fast;
 mod h2_idle;
+#[cfg(feature = "jwks")]
+pub mod jwks;
 mod pipe;
 pub mod profile;
 mod resume;
@@ -64,12 +72,12 @@ mod stream;
 pub mod ws;
 
 pub use body::Body;
+pub use challenge::{has_query_token, unauthenticated, BearerChallenge};
 pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_ERROR_CODE};
 pub use connect::UrlError;
 pub use rpcwire::wire::classify::{classify, BodyKind};
 #[cfg(feature = "tls")]
 pub use server::serve_tls;
-pub use server::unauthenticated;
 pub use server::{
     serve, serve_connection, BodyCheck, ConnectionError, HostPolicy, HttpServer, Protocol,
     RequestCheck, ResponseFuture, RpcService, UpgradeHook, DEFAULT_IDLE_CONNECTION,
@@ -80,8 +88,9 @@ pub use server::{
 ///
 /// Every client ([`HttpClient`], a profile's client such as MCP's) takes an `https://` URL and, optionally, a
 /// [`rustls::ClientConfig`] (`tls_config` on its builder); without one it trusts Mozilla's
-/// root certificates ([`default_tls`](crate::tls::default_tls)). The server side has no TLS of its own: terminate TLS
-/// in front of it (nginx, a cloud load balancer) or mount the service in a TLS-serving axum.
+/// root certificates ([`default_tls`](crate::tls::default_tls)). The server side is
+/// `serve_tls` (and `profile::serve_hyper_tls` for a profile's service), with
+/// `rpcwire_tokio::tls::ServerTls`.
 #[cfg(feature = "tls")]
 pub mod tls {
     pub use crate::connect::{default_tls, tls_with_roots};

@@ -77,6 +77,8 @@ pub use crate::resume::{
     parse_event_id, priming_event, stream_event, ParkedStreams, ResumableStream, StreamRelay,
     DEFAULT_MAX_PARKED,
 };
+#[cfg(feature = "tls")]
+pub use crate::server::serve_hyper_tls;
 pub use crate::server::{
     accepted_media, after_body, event_stream, json, read_post_body, refuse, serve_hyper,
     serve_hyper_connection, sse_event, status, AcceptedMedia, HandlesIncoming,

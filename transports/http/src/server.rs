@@ -15,8 +15,7 @@ use http_body_util::{BodyExt, Collected, Limited};
 use rpcwire::wire::Framing;
 use rpcwire_tokio::telemetry::{self, ConnectionScope};
 use rpcwire_tokio::{
-    AuthError, Authenticator, Builder, Caller, Client, Credentials, RateLimiter, Responder,
-    Transport,
+    Authenticator, Builder, Caller, Client, Credentials, RateLimiter, Responder, Transport,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
@@ -259,6 +258,36 @@ impl HttpServer {
     pub fn check_body(mut self, check: BodyCheck) -> Self {
         self.check_body = Some(check);
         self
+    }
+
+    /// Requires every POST to be signed (feature `signing`): the HMAC-SHA256 of its exact
+    /// body bytes, a timestamp and a nonce in the `X-Rpcwire-*` headers
+    /// ([`rpcwire_tokio::signing`]), checked in constant time once the body is read and
+    /// before it is parsed; nonces are remembered per caller (the authenticated subject),
+    /// within the signing's bounds. A refused request gets 401 (429 while the caller's nonce
+    /// cache is full), and the reason goes to the log only. Replaces any
+    /// [`check_body`](Self::check_body).
+    #[cfg(feature = "signing")]
+    pub fn signed(self, signing: Arc<rpcwire_tokio::signing::RequestSigning>) -> Self {
+        use rpcwire_tokio::signing::SignatureError;
+        self.check_body(Arc::new(move |parts, body| {
+            let caller = parts.extensions.get::<Arc<Caller>>();
+            let subject = caller.map_or("anonymous", |c| c.identity().subject());
+            let lookup = HeaderLookup(&parts.headers);
+            match signing.verify(subject, &lookup, body, std::time::SystemTime::now()) {
+                Ok(()) => Ok(()),
+                Err(reason) => {
+                    tracing::debug!(%reason, "HTTP request refused: signature");
+                    let (code, text) = match reason {
+                        SignatureError::Busy => {
+                            (StatusCode::TOO_MANY_REQUESTS, "too many signed requests\n")
+                        }
+                        _ => (StatusCode::UNAUTHORIZED, "request signature refused\n"),
+                    };
+                    Err(Box::new(refuse(code, text)))
+                }
+            }
+        }))
     }
 
     /// The most connections [`serve`] holds at once (default 10 000); more wait in the
@@ -705,6 +734,11 @@ impl Inner {
             let r = refuse(StatusCode::FORBIDDEN, why);
             return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
+        if self.authenticator.is_some() && crate::challenge::has_query_token(req.uri()) {
+            // Never read: a URL ends up in logs and histories.
+            let r = crate::challenge::BearerChallenge::default().token_in_query();
+            return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
+        }
         let caller = match self.admit(req.headers()).await {
             Ok(caller) => caller,
             Err(refusal) => {
@@ -773,7 +807,7 @@ impl Inner {
                     Err(reason) => {
                         telemetry::reject(telemetry::Rejection::Authentication);
                         tracing::debug!(%reason, "HTTP request refused: authentication failed");
-                        return Err(Box::new(unauthenticated(&reason)));
+                        return Err(Box::new(crate::challenge::unauthenticated(&reason)));
                     }
                 }
             }
@@ -1053,38 +1087,6 @@ impl rpcwire_tokio::Headers for HeaderLookup<'_> {
     fn get(&self, name: &str) -> Option<&[u8]> {
         self.0.get(name).map(HeaderValue::as_bytes)
     }
-}
-
-/// The answer to a request whose credentials were refused (RFC 6750 section 3).
-pub fn unauthenticated(reason: &AuthError) -> Response<Body> {
-    let (status, challenge, text) = match reason {
-        AuthError::Missing => (
-            StatusCode::UNAUTHORIZED,
-            "Bearer",
-            "authentication required\n",
-        ),
-        AuthError::Malformed => (
-            StatusCode::BAD_REQUEST,
-            "Bearer error=\"invalid_request\"",
-            "malformed credentials\n",
-        ),
-        AuthError::Unavailable(_) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Bearer",
-            "authentication unavailable\n",
-        ),
-        _ => (
-            StatusCode::UNAUTHORIZED,
-            "Bearer error=\"invalid_token\"",
-            "invalid credentials\n",
-        ),
-    };
-    let mut r = refuse(status, text);
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
-    );
-    r
 }
 
 /// Sends a refusal once the request's body has been read and dropped (at most
@@ -1372,17 +1374,10 @@ pub async fn serve_tls(
     accept_loop(listener, limit, move |stream, peer, permit| {
         let (service, tls) = (service.clone(), tls.clone());
         tokio::spawn(async move {
-            let (stream, certificate) = match tls.accept(stream, handshake_timeout).await {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                    return;
-                }
+            let Some((stream, protocol)) = handshake(&tls, stream, peer, handshake_timeout).await
+            else {
+                return;
             };
-            if let Some(certificate) = &certificate {
-                tracing::debug!(%peer, subject = %certificate.subject, "client certificate");
-            }
-            let protocol = Protocol::from_alpn(stream.get_ref().1.alpn_protocol());
             // A task of its own: it holds only the connection's state, not the handshake's.
             tokio::spawn(async move {
                 if let Err(e) = serve_connection(stream, service, protocol).await {
@@ -1393,6 +1388,66 @@ pub async fn serve_tls(
         });
     })
     .await;
+}
+
+/// [`serve_hyper`] over TLS (feature `tls`): each connection's handshake within
+/// `handshake_timeout`, HTTP/2 or HTTP/1.1 as ALPN chose, at most `max_connections` at once.
+#[cfg(feature = "tls")]
+pub async fn serve_hyper_tls<S: HandlesIncoming>(
+    listener: tokio::net::TcpListener,
+    service: S,
+    tls: rpcwire_tokio::tls::ServerTls,
+    handshake_timeout: Duration,
+    max_connections: usize,
+    idle: Duration,
+) {
+    accept_loop(
+        listener,
+        max_connections.max(1),
+        move |stream, peer, permit| {
+            let (service, tls) = (service.clone(), tls.clone());
+            tokio::spawn(async move {
+                let Some((stream, protocol)) =
+                    handshake(&tls, stream, peer, handshake_timeout).await
+                else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    if let Err(e) = serve_hyper_connection(stream, service, protocol, idle).await {
+                        tracing::debug!(%peer, error = %e, "connection failed");
+                    }
+                    drop(permit);
+                });
+            });
+        },
+    )
+    .await;
+}
+
+/// A TLS handshake within `timeout`: the stream and the protocol ALPN chose, or `None`
+/// (logged).
+#[cfg(feature = "tls")]
+async fn handshake(
+    tls: &rpcwire_tokio::tls::ServerTls,
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    timeout: Duration,
+) -> Option<(
+    rpcwire_tokio::tls::TlsStream<tokio::net::TcpStream>,
+    Protocol,
+)> {
+    let (stream, certificate) = match tls.accept(stream, timeout).await {
+        Ok(accepted) => accepted,
+        Err(e) => {
+            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            return None;
+        }
+    };
+    if let Some(certificate) = &certificate {
+        tracing::debug!(%peer, subject = %certificate.subject, "client certificate");
+    }
+    let protocol = Protocol::from_alpn(stream.get_ref().1.alpn_protocol());
+    Some((stream, protocol))
 }
 
 /// Accepts connections on `listener` and hands each to `start` with a permit held while it

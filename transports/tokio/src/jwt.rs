@@ -237,8 +237,11 @@ impl JwtAuthenticator {
                 return Ok(hit.identity.clone());
             }
         }
-        // `alg: none` and unknown algorithms fail here: the crate has no such algorithm.
-        let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::Malformed)?;
+        // `alg: none` and unknown algorithms fail here: the crate has no such algorithm. A
+        // token (unlike the header carrying it) that does not read is an invalid token
+        // (RFC 6750: 401 `invalid_token`, not 400).
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|_| AuthError::Invalid("header refused"))?;
         let key = self.key_for(&header).await?;
         let data =
             jsonwebtoken::decode::<serde_json::Value>(token, &key, &self.validation(header.alg))

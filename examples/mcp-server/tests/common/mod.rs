@@ -48,6 +48,7 @@ impl HttpServer {
             .expect("mcp-server did not start");
         let addr = url
             .trim_start_matches("http://")
+            .trim_start_matches("https://")
             .trim_end_matches("/mcp")
             .to_owned();
         HttpServer { child, url, addr }

@@ -56,6 +56,7 @@
 
 #![allow(clippy::indexing_slicing)] // std-only code: JSON values are indexed by key
 
+mod auth;
 mod client;
 mod server;
 mod stateless;
@@ -64,7 +65,10 @@ mod stateless;
 /// handed to [`serve_connection`], as `rpcwire-http` defines them.
 pub use rpcwire_http::{HostPolicy, Protocol};
 
+pub use auth::{ProtectedResource, METADATA_PATH};
 pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
+#[cfg(feature = "tls")]
+pub use server::serve_tls;
 pub use server::{
     serve, serve_connection, McpHttpServer, McpService, Mode, CLOSE_STREAM, HEADER_METHOD,
     HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSION,

@@ -29,10 +29,11 @@ use rpcwire_http::profile::{
     PostExchange, SessionHold, SessionLimits, SessionState, SessionTable, StreamRelay,
 };
 use rpcwire_http::{ConnectionError, HostPolicy, Protocol, ResponseFuture};
-use rpcwire_tokio::{Builder, Client};
+use rpcwire_tokio::{Authenticator, Builder, Caller, Client};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
+use super::auth::{owner_key, AuthSettings, Gate, ProtectedResource};
 use super::stateless::{decode_value, HEADER_MISMATCH};
 use crate::methods::{META_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::tokio::{mcp_builder, McpServer};
@@ -75,6 +76,7 @@ pub struct McpHttpServer {
     endpoint: Endpoint,
     prefix: String,
     sessions: SessionLimits,
+    auth: AuthSettings,
 }
 
 impl std::fmt::Debug for McpHttpServer {
@@ -109,7 +111,47 @@ impl McpHttpServer {
                 max_sessions: 1024,
                 idle: Duration::from_secs(600),
             },
+            auth: AuthSettings::default(),
         }
+    }
+
+    /// Authenticates every request with `authenticator` (a
+    /// [`JwtAuthenticator`](rpcwire_tokio::jwt::JwtAuthenticator) for OAuth access tokens),
+    /// before anything else is done for it: a request refused gets 401 (400 for a malformed
+    /// `Authorization` header, 503 when the authenticator cannot decide) with a
+    /// `WWW-Authenticate: Bearer` challenge, and no session or handler state exists for it.
+    /// Handlers see the caller's identity in their context; a session is bound to the
+    /// identity that created it (another identity presenting its id gets 404). An access
+    /// token in the query string is refused (400), never read.
+    pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
+        self.builder = self.builder.authenticator(authenticator);
+        self
+    }
+
+    /// Serves RFC 9728 protected resource metadata for `resource` (at
+    /// `/.well-known/oauth-protected-resource` and the form suffixed with the endpoint's
+    /// path), and names its URL in every challenge (`resource_metadata="..."`), so that a
+    /// client finds the authorization server.
+    pub fn protected_resource(mut self, resource: ProtectedResource) -> Self {
+        self.auth.resource = Some(resource);
+        self
+    }
+
+    /// Scopes every request's token must hold (403 `insufficient_scope` otherwise); named
+    /// in the 401 challenge's `scope`.
+    pub fn required_scopes(mut self, scopes: &[&str]) -> Self {
+        self.auth.required = scopes.iter().map(|s| (*s).to_owned()).collect();
+        self
+    }
+
+    /// Scopes a request for `method` (`tools/call`, say) must hold besides the required
+    /// ones (403 `insufficient_scope` otherwise).
+    pub fn method_scopes(mut self, method: &str, scopes: &[&str]) -> Self {
+        self.auth.by_method.insert(
+            method.to_owned(),
+            scopes.iter().map(|s| (*s).to_owned()).collect(),
+        );
+        self
     }
 
     /// The most connections [`serve`] holds at once (default 10 000, at least 1); more wait
@@ -210,7 +252,9 @@ impl McpHttpServer {
             .idle_release(Duration::ZERO);
         let sessions = SessionTable::new(&self.prefix, self.sessions);
         sessions.start_sweeper();
+        let gate = Gate::new(builder.authenticator_ref().cloned(), self.auth, &self.path);
         let inner = Arc::new(Inner {
+            gate,
             batch_builder: builder.clone().batches(true),
             builder,
             mode: self.mode,
@@ -228,6 +272,9 @@ impl McpHttpServer {
 /// What an MCP session keeps: its revision, its log level, its GET streams' hub, and its
 /// request streams whose clients went away.
 struct McpSession {
+    /// The identity that created it (issuer and subject), when requests are authenticated:
+    /// only it may use the session.
+    owner: Option<String>,
     version: Mutex<Option<ProtocolVersion>>,
     /// The level `logging/setLevel` set: log messages below it are not sent (each POST runs
     /// on a connection of its own, so the level is kept here, for the whole session).
@@ -268,6 +315,8 @@ struct Pending {
 }
 
 struct Inner {
+    /// Authentication and scopes, before anything else.
+    gate: Gate,
     builder: Builder,
     /// For sessions of revisions that take batches (2025-03-26 and older).
     batch_builder: Builder,
@@ -359,6 +408,22 @@ pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
     let endpoint = &service.inner.endpoint;
     let (limit, idle) = (endpoint.max_connections(), endpoint.idle_connection());
     serve_hyper(listener, service, limit, idle).await;
+}
+
+/// Serves `service` over TLS on `listener` (feature `tls`): HTTPS with HTTP/2 or HTTP/1.1
+/// by ALPN (give `tls` the ALPN protocols `h2` and `http/1.1`), each handshake within
+/// `handshake_timeout`, the certificate reloaded as `tls` says.
+#[cfg(feature = "tls")]
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    service: McpService,
+    tls: rpcwire_tokio::tls::ServerTls,
+    handshake_timeout: Duration,
+) {
+    let endpoint = &service.inner.endpoint;
+    let (limit, idle) = (endpoint.max_connections(), endpoint.idle_connection());
+    rpcwire_http::profile::serve_hyper_tls(listener, service, tls, handshake_timeout, limit, idle)
+        .await;
 }
 
 /// Serves `service` on one connection accepted by your own code (a TLS stream, say), until it
@@ -575,6 +640,8 @@ struct Call {
     batch: bool,
     /// `initialize` creating a session.
     init: bool,
+    /// Who sent it, when requests are authenticated.
+    caller: Option<Arc<Caller>>,
 }
 
 /// One POST's connection ([`PostExchange`]) with what MCP adds: its registrations, the
@@ -685,9 +752,14 @@ impl Exchange {
 impl Inner {
     /// A new session, or why there is none (the table is full of active sessions, or no id
     /// could be made).
-    fn create_session(&self) -> Result<Arc<Session>, rpcwire_http::profile::SessionError> {
+    fn create_session(
+        &self,
+        caller: Option<&Arc<Caller>>,
+    ) -> Result<Arc<Session>, rpcwire_http::profile::SessionError> {
         let (max_body, streams) = (self.endpoint.max_body(), self.endpoint.streams());
+        let owner = caller.map(|c| owner_key(c.identity()));
         self.sessions.create(|_id| McpSession {
+            owner,
             version: Mutex::new(None),
             level: Mutex::new(None),
             detached: ParkedStreams::default(),
@@ -702,6 +774,11 @@ impl Inner {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        if req.method() == Method::GET {
+            if let Some(r) = self.gate.metadata(req.uri().path()) {
+                return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), r).await;
+            }
+        }
         if req.uri().path() != self.path {
             let r = refuse(StatusCode::NOT_FOUND, "no MCP endpoint here\n");
             return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), r).await;
@@ -710,6 +787,13 @@ impl Inner {
             let r = refuse(StatusCode::FORBIDDEN, why);
             return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), r).await;
         }
+        // Authentication first: nothing is created, nothing run, for a request refused.
+        let caller = match self.gate.admit(req.uri(), req.headers()).await {
+            Ok(caller) => caller,
+            Err(r) => {
+                return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), *r).await
+            }
+        };
         // A revision header, when sent, must name a revision this server speaks. (Stateless
         // mode checks it with the POST's other headers against the body, in
         // `stateless_headers`, and answers with the request's id.)
@@ -725,9 +809,9 @@ impl Inner {
         }
         let (parts, body) = req.into_parts();
         let response = match (self.mode, &parts.method) {
-            (_, &Method::POST) => return self.post(parts, body).await,
-            (Mode::Sessions, &Method::GET) => self.get(&parts),
-            (Mode::Sessions, &Method::DELETE) => self.delete(&parts),
+            (_, &Method::POST) => return self.post(parts, body, caller).await,
+            (Mode::Sessions, &Method::GET) => self.get(&parts, caller.as_ref()),
+            (Mode::Sessions, &Method::DELETE) => self.delete(&parts, caller.as_ref()),
             (mode, _) => {
                 let mut r = refuse(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
                 let allow = match mode {
@@ -751,7 +835,12 @@ impl Inner {
     }
 
     /// The session a request names: `Err` is the answer (400 without one, 404 unknown).
-    fn named_session(&self, headers: &HeaderMap) -> Result<Arc<Session>, Box<Response<Body>>> {
+    /// With authentication, a session created by another identity is answered as unknown.
+    fn named_session(
+        &self,
+        headers: &HeaderMap,
+        caller: Option<&Arc<Caller>>,
+    ) -> Result<Arc<Session>, Box<Response<Body>>> {
         let Some(id) = header_str(headers, HEADER_SESSION_ID) else {
             return Err(Box::new(rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -759,16 +848,23 @@ impl Inner {
                 "Bad Request: Mcp-Session-Id header is required",
             )));
         };
-        self.sessions.get(id).ok_or_else(|| {
-            Box::new(rpc_error(
-                StatusCode::NOT_FOUND,
-                -32001,
-                "Session not found",
-            ))
-        })
+        let owner = caller.map(|c| owner_key(c.identity()));
+        match self.sessions.get(id) {
+            Some(session) if session.state().owner == owner => Ok(session),
+            found => {
+                if found.is_some() {
+                    tracing::debug!("MCP request refused: a session of another identity");
+                }
+                Err(Box::new(rpc_error(
+                    StatusCode::NOT_FOUND,
+                    -32001,
+                    "Session not found",
+                )))
+            }
+        }
     }
 
-    fn get(&self, parts: &http::request::Parts) -> Response<Body> {
+    fn get(&self, parts: &http::request::Parts, caller: Option<&Arc<Caller>>) -> Response<Body> {
         let (_, sse_ok) = accepts(&parts.headers);
         if !sse_ok {
             return refuse(
@@ -776,7 +872,7 @@ impl Inner {
                 "GET opens an event stream: accept text/event-stream\n",
             );
         }
-        let session = match self.named_session(&parts.headers) {
+        let session = match self.named_session(&parts.headers, caller) {
             Ok(s) => s,
             Err(r) => return *r,
         };
@@ -807,19 +903,20 @@ impl Inner {
         event_stream(rx)
     }
 
-    fn delete(&self, parts: &http::request::Parts) -> Response<Body> {
-        match header_str(&parts.headers, HEADER_SESSION_ID) {
-            None => rpc_error(
-                StatusCode::BAD_REQUEST,
-                -32000,
-                "Bad Request: Mcp-Session-Id header is required",
-            ),
-            Some(id) if self.sessions.remove(id) => status(StatusCode::OK),
-            Some(_) => rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found"),
+    fn delete(&self, parts: &http::request::Parts, caller: Option<&Arc<Caller>>) -> Response<Body> {
+        match self.named_session(&parts.headers, caller) {
+            Ok(session) if self.sessions.remove(session.id()) => status(StatusCode::OK),
+            Ok(_) => rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found"),
+            Err(r) => *r,
         }
     }
 
-    async fn post<B>(self: Arc<Self>, parts: http::request::Parts, body: B) -> Response<Body>
+    async fn post<B>(
+        self: Arc<Self>,
+        parts: http::request::Parts,
+        body: B,
+        caller: Option<Arc<Caller>>,
+    ) -> Response<Body>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -846,12 +943,15 @@ impl Inner {
         };
         let is_initialize =
             posted.method() == Some("initialize") && matches!(posted, Posted::Request { .. });
+        if let Err(r) = self.gate.method_allowed(caller.as_ref(), posted.method()) {
+            return *r;
+        }
 
         // The session (session mode) or the header checks (stateless mode).
         let mut session = None;
         match self.mode {
             Mode::Sessions if is_initialize => {}
-            Mode::Sessions => match self.named_session(&parts.headers) {
+            Mode::Sessions => match self.named_session(&parts.headers, caller.as_ref()) {
                 Ok(s) => session = Some(s),
                 Err(r) => return *r,
             },
@@ -872,6 +972,7 @@ impl Inner {
             sse_ok,
             batch: false,
             init: false,
+            caller,
         };
         match posted {
             Posted::Batch => {
@@ -914,7 +1015,11 @@ impl Inner {
                 }
                 // Other notifications run on a connection of their own; accepted at once.
                 let (tx, rx) = mpsc::channel::<Bytes>(8);
-                let (_client, driver) = self.builder.clone().run_inline(
+                let mut builder = self.builder.clone();
+                if let Some(caller) = call.caller {
+                    builder = builder.shared_caller(caller);
+                }
+                let (_client, driver) = builder.run_inline(
                     OnceReader::new(body, None),
                     FrameWriter::new(tx, self.endpoint.max_body()),
                 );
@@ -931,7 +1036,7 @@ impl Inner {
                 }
                 let mut session = session;
                 if is_initialize && self.mode == Mode::Sessions {
-                    match self.create_session() {
+                    match self.create_session(call.caller.as_ref()) {
                         Ok(s) => session = Some(s),
                         Err(why) => {
                             return rpc_error(
@@ -989,12 +1094,16 @@ impl Inner {
             sse_ok,
             batch,
             init,
+            caller,
         } = call;
-        let builder = if batch {
+        let mut builder = if batch {
             self.batch_builder.clone()
         } else {
             self.builder.clone()
         };
+        if let Some(caller) = caller {
+            builder = builder.shared_caller(caller);
+        }
         let (max_body, timeout) = (self.endpoint.max_body(), self.endpoint.timeout());
         let mut post = PostExchange::start(builder, body, max_body, timeout).await;
         let session_key = session

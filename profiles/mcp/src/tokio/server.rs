@@ -303,6 +303,12 @@ impl ToolContext {
     pub fn peer(&self) -> &Client {
         self.ctx.peer()
     }
+
+    /// Who called: the identity the transport established (over authenticated HTTP, the
+    /// access token's subject and scopes), and what the transport knows of the request.
+    pub fn caller(&self) -> &rpcwire_tokio::Caller {
+        self.ctx.caller()
+    }
 }
 
 /// A tool registered before the server is built.
