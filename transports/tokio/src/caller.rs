@@ -409,6 +409,20 @@ impl<'a> Credentials<'a> {
     }
 }
 
+/// The bytes of RFC 6750's `b64token`: letters, digits and `-._~+/=`. A table, as a token is
+/// checked on every request and may be a kilobyte long.
+const B64TOKEN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric()
+            || matches!(c, b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'=');
+        b += 1;
+    }
+    table
+};
+
 /// The token of an `Authorization` value `Bearer <token>` (RFC 6750: `b64token` characters,
 /// one space after the scheme; surrounding spaces tolerated).
 pub(crate) fn bearer_token(value: &[u8]) -> Result<&str, AuthError> {
@@ -419,8 +433,7 @@ pub(crate) fn bearer_token(value: &[u8]) -> Result<&str, AuthError> {
         return Err(AuthError::Malformed);
     }
     let token = token.trim_start_matches(' ');
-    let b64token = |c: char| c.is_ascii_alphanumeric() || "-._~+/=".contains(c);
-    if token.is_empty() || !token.chars().all(b64token) {
+    if token.is_empty() || !token.bytes().all(|b| B64TOKEN[usize::from(b)]) {
         return Err(AuthError::Malformed);
     }
     Ok(token)

@@ -20,7 +20,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-use sha2::{Digest, Sha256};
 
 use crate::caller::{AuthError, AuthFuture, Authenticator, Credentials, Identity};
 
@@ -51,8 +50,22 @@ impl KeySource for StaticKeys {
 pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
 /// The default bound on verified tokens cached at once.
 pub const DEFAULT_CACHE_ENTRIES: usize = 10_000;
+/// The most bytes of token text the cache holds at once, whatever the count: past it, tokens
+/// are verified on every call until cached ones expire.
+pub const MAX_CACHED_TOKEN_BYTES: usize = 8 << 20;
 /// The longest token read (an `Authorization` value longer than this is refused unread).
 pub const MAX_JWT_LEN: usize = 16 << 10;
+
+/// Verified tokens by their text. Keyed by the text itself, compared whole: a lookup costs a
+/// SipHash and one comparison of the token (not a SHA-256 of it, which cost four times the
+/// rest of a call), and no collision can stand one token for another. The tokens held are
+/// bounded in count and bytes.
+#[derive(Default)]
+struct TokenCache {
+    tokens: HashMap<Box<str>, Cached>,
+    /// The bytes of token text in `tokens`.
+    bytes: usize,
+}
 
 /// A verified token: who it stands for, until when (Unix seconds, leeway included).
 struct Cached {
@@ -78,7 +91,7 @@ pub struct JwtAuthenticator {
     leeway: Duration,
     algorithms: Vec<Algorithm>,
     secret: Option<Vec<u8>>,
-    cache: Mutex<HashMap<[u8; 32], Cached>>,
+    cache: Mutex<TokenCache>,
     max_cached: usize,
     /// When the key set was last fetched again for an unknown `kid`.
     refreshed: Mutex<Option<Instant>>,
@@ -105,7 +118,7 @@ impl JwtAuthenticator {
             leeway: DEFAULT_LEEWAY,
             algorithms: vec![Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA],
             secret: None,
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(TokenCache::default()),
             max_cached: DEFAULT_CACHE_ENTRIES,
             refreshed: Mutex::new(None),
             min_refresh: Duration::from_secs(30),
@@ -164,7 +177,7 @@ impl JwtAuthenticator {
 
     /// How many verified tokens are cached now.
     pub fn cached(&self) -> usize {
-        self.cache.lock().map_or(0, |c| c.len())
+        self.cache.lock().map_or(0, |c| c.tokens.len())
     }
 
     fn now() -> u64 {
@@ -230,10 +243,9 @@ impl JwtAuthenticator {
     }
 
     async fn verify(&self, token: &str) -> Result<Identity, AuthError> {
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = Self::now();
         if let Ok(cache) = self.cache.lock() {
-            if let Some(hit) = cache.get(&digest).filter(|c| c.until > now) {
+            if let Some(hit) = cache.tokens.get(token).filter(|c| c.until > now) {
                 return Ok(hit.identity.clone());
             }
         }
@@ -265,25 +277,29 @@ impl JwtAuthenticator {
             .and_then(serde_json::Value::as_u64)
             .unwrap_or(now)
             .saturating_add(self.leeway.as_secs());
-        self.remember(digest, &identity, until, now);
+        self.remember(token, &identity, until, now);
         Ok(identity)
     }
 
-    fn remember(&self, digest: [u8; 32], identity: &Identity, until: u64, now: u64) {
+    fn remember(&self, token: &str, identity: &Identity, until: u64, now: u64) {
         let Ok(mut cache) = self.cache.lock() else {
             return;
         };
-        if cache.len() >= self.max_cached {
-            cache.retain(|_, c| c.until > now);
+        let full = |c: &TokenCache| {
+            c.tokens.len() >= self.max_cached
+                || c.bytes.saturating_add(token.len()) > MAX_CACHED_TOKEN_BYTES
+        };
+        if full(&cache) {
+            cache.tokens.retain(|_, c| c.until > now);
+            cache.bytes = cache.tokens.keys().map(|t| t.len()).sum();
         }
-        if cache.len() < self.max_cached {
-            cache.insert(
-                digest,
-                Cached {
-                    identity: identity.clone(),
-                    until,
-                },
-            );
+        if !full(&cache) && !cache.tokens.contains_key(token) {
+            cache.bytes += token.len();
+            let cached = Cached {
+                identity: identity.clone(),
+                until,
+            };
+            cache.tokens.insert(token.into(), cached);
         }
     }
 }

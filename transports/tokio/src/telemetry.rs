@@ -118,6 +118,131 @@ fn metered() -> bool {
     false
 }
 
+/// Metric handles kept once looked up (feature `metrics`): the `metrics!` macros build a key
+/// and look it up in the recorder's registry on every use (hashing the name and labels,
+/// allocating the label values), which cost more than the call being measured did on a fast
+/// transport. Handles without labels live for the process; those by method and outcome live
+/// in a small per-thread cache (no lock on the call path). Both assume the recorder is
+/// installed globally before [`enable_metrics`], as `rpcwire serve --metrics` does.
+#[cfg(feature = "metrics")]
+mod handles {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::sync::{Arc, OnceLock};
+
+    use metrics::{Counter, Gauge, Histogram};
+
+    use super::{names, SYSTEM};
+
+    /// Most methods a thread keeps handles for (the server's are the registered ones plus
+    /// `_OTHER`; a client's are the names it calls); past it the cache starts over.
+    const MAX_METHODS: usize = 256;
+    /// Most error outcomes kept per method; others are looked up each time.
+    const MAX_ERRORS: usize = 16;
+
+    pub(super) fn in_flight() -> &'static Gauge {
+        static H: OnceLock<Gauge> = OnceLock::new();
+        H.get_or_init(|| metrics::gauge!(names::IN_FLIGHT))
+    }
+
+    pub(super) fn bytes_in() -> &'static Counter {
+        static H: OnceLock<Counter> = OnceLock::new();
+        H.get_or_init(|| metrics::counter!(names::BYTES_IN))
+    }
+
+    pub(super) fn bytes_out() -> &'static Counter {
+        static H: OnceLock<Counter> = OnceLock::new();
+        H.get_or_init(|| metrics::counter!(names::BYTES_OUT))
+    }
+
+    /// One method's duration histograms: the successful calls', and those of the errors seen.
+    struct MethodDurations {
+        ok: Histogram,
+        errors: Vec<(String, Histogram)>,
+    }
+
+    type Methods = HashMap<Arc<str>, MethodDurations>;
+
+    thread_local! {
+        static SERVER: RefCell<Methods> = RefCell::new(HashMap::new());
+        static CLIENT: RefCell<Methods> = RefCell::new(HashMap::new());
+    }
+
+    fn lookup(name: &'static str, method: &str, error: Option<&str>) -> Histogram {
+        let method = method.to_owned();
+        match error {
+            None => metrics::histogram!(name, "rpc.system.name" => SYSTEM, "rpc.method" => method),
+            Some(kind) => metrics::histogram!(
+                name,
+                "rpc.system.name" => SYSTEM,
+                "rpc.method" => method,
+                "error.type" => kind.to_owned(),
+            ),
+        }
+    }
+
+    /// The shared name of `method` (its cache key), its entry made when missing: a call keeps
+    /// it from start to end without allocating.
+    fn intern(methods: &mut Methods, name: &'static str, method: &str) -> Arc<str> {
+        if let Some((key, _)) = methods.get_key_value(method) {
+            return key.clone();
+        }
+        if methods.len() >= MAX_METHODS {
+            methods.clear();
+        }
+        let key: Arc<str> = method.into();
+        let durations = MethodDurations {
+            ok: lookup(name, method, None),
+            errors: Vec::new(),
+        };
+        methods.insert(key.clone(), durations);
+        key
+    }
+
+    fn record(
+        methods: &mut Methods,
+        name: &'static str,
+        method: &str,
+        error: Option<&str>,
+        seconds: f64,
+    ) {
+        if !methods.contains_key(method) {
+            intern(methods, name, method);
+        }
+        let Some(durations) = methods.get_mut(method) else {
+            return;
+        };
+        let Some(kind) = error else {
+            durations.ok.record(seconds);
+            return;
+        };
+        if let Some((_, h)) = durations.errors.iter().find(|(k, _)| k == kind) {
+            h.record(seconds);
+        } else if durations.errors.len() < MAX_ERRORS {
+            let h = lookup(name, method, Some(kind));
+            h.record(seconds);
+            durations.errors.push((kind.to_owned(), h));
+        } else {
+            lookup(name, method, Some(kind)).record(seconds);
+        }
+    }
+
+    /// The server-side label of `method` (a registered name or `_OTHER`), kept for its call.
+    pub(super) fn server_label(method: &str) -> Arc<str> {
+        SERVER.with_borrow_mut(|m| intern(m, names::SERVER_DURATION, method))
+    }
+
+    /// Records a server call's duration by method and outcome.
+    pub(super) fn server_duration(method: &str, error: Option<&str>, seconds: f64) {
+        SERVER.with_borrow_mut(|m| record(m, names::SERVER_DURATION, method, error, seconds));
+    }
+
+    /// Records a client call's duration by method and outcome.
+    pub(super) fn client_duration(method: &str, error: Option<&str>, seconds: f64) {
+        CLIENT.with_borrow_mut(|m| record(m, names::CLIENT_DURATION, method, error, seconds));
+    }
+}
+
 /// Counts a refused message (feature `metrics`; nothing otherwise).
 #[inline]
 pub fn reject(reason: Rejection) {
@@ -134,7 +259,7 @@ pub fn reject(reason: Rejection) {
 pub(crate) fn bytes_in(n: usize) {
     #[cfg(feature = "metrics")]
     if metered() {
-        metrics::counter!(names::BYTES_IN).increment(n as u64);
+        handles::bytes_in().increment(n as u64);
     }
     #[cfg(not(feature = "metrics"))]
     let _ = n;
@@ -145,7 +270,7 @@ pub(crate) fn bytes_in(n: usize) {
 pub(crate) fn bytes_out(n: usize) {
     #[cfg(feature = "metrics")]
     if metered() {
-        metrics::counter!(names::BYTES_OUT).increment(n as u64);
+        handles::bytes_out().increment(n as u64);
     }
     #[cfg(not(feature = "metrics"))]
     let _ = n;
@@ -196,7 +321,7 @@ pub(crate) struct ServerCall {
     log: Option<Box<CallLine>>,
     /// The `rpc.method` label, when metrics are recorded.
     #[cfg(feature = "metrics")]
-    label: Option<String>,
+    label: Option<std::sync::Arc<str>>,
 }
 
 impl ServerCall {
@@ -240,7 +365,7 @@ impl ServerCall {
         let metered = metered();
         #[cfg(feature = "metrics")]
         if metered {
-            metrics::gauge!(names::IN_FLIGHT).increment(1.0);
+            handles::in_flight().increment(1.0);
         }
         let log = tracing::enabled!(target: CALL_LOG, tracing::Level::INFO).then(|| {
             Box::new(CallLine {
@@ -256,7 +381,7 @@ impl ServerCall {
             started: measured.then(Instant::now),
             log,
             #[cfg(feature = "metrics")]
-            label: metered.then(|| label.to_owned()),
+            label: metered.then(|| handles::server_label(label)),
         }
     }
 
@@ -280,23 +405,10 @@ impl ServerCall {
         }
         #[cfg(feature = "metrics")]
         if let Some(method) = self.label {
-            metrics::gauge!(names::IN_FLIGHT).decrement(1.0);
+            handles::in_flight().decrement(1.0);
             let seconds = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
-            match error {
-                None => metrics::histogram!(
-                    names::SERVER_DURATION,
-                    "rpc.system.name" => SYSTEM,
-                    "rpc.method" => method,
-                )
-                .record(seconds),
-                Some(code) => metrics::histogram!(
-                    names::SERVER_DURATION,
-                    "rpc.system.name" => SYSTEM,
-                    "rpc.method" => method,
-                    "error.type" => code.to_string(),
-                )
-                .record(seconds),
-            }
+            let code = error.map(|code| code.to_string());
+            handles::server_duration(&method, code.as_deref(), seconds);
         }
         #[cfg(not(feature = "metrics"))]
         let _ = self.started;
@@ -385,22 +497,7 @@ impl ClientCall {
         #[cfg(feature = "metrics")]
         if metered() {
             let seconds = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
-            let method = method.to_owned();
-            match error_type {
-                None => metrics::histogram!(
-                    names::CLIENT_DURATION,
-                    "rpc.system.name" => SYSTEM,
-                    "rpc.method" => method,
-                )
-                .record(seconds),
-                Some(kind) => metrics::histogram!(
-                    names::CLIENT_DURATION,
-                    "rpc.system.name" => SYSTEM,
-                    "rpc.method" => method,
-                    "error.type" => kind,
-                )
-                .record(seconds),
-            }
+            handles::client_duration(method, error_type.as_deref(), seconds);
         }
         #[cfg(not(feature = "metrics"))]
         let _ = (self.started, method, error_type);
