@@ -86,8 +86,11 @@ fn encode(query: &str) -> String {
         .collect()
 }
 
-/// The value of an instant query (`None` while it has no result).
+/// The value of an instant query (`None` while it has no result or Prometheus is not up).
 async fn query(api: &str, expr: &str) -> Option<f64> {
+    // Prometheus may not listen yet (it starts while the calls are made).
+    let addr = api.strip_prefix("http://")?;
+    tokio::net::TcpStream::connect(addr).await.ok()?;
     let (status, body) = http(
         "GET",
         &format!("{api}/api/v1/query?query={}", encode(expr)),
