@@ -9,7 +9,7 @@ mod common;
 
 use common::{bounded, serve};
 use rpcwire_tests::oauth::{python, Issuer};
-use rpcwire_tests::pki::{Ca, Scratch, Usage};
+use rpcwire_tests::pki::{LoopbackPki, Scratch};
 
 const AUDIENCE: &str = "https://rpc.test/rpc";
 
@@ -30,17 +30,9 @@ async fn httpx_and_websockets_over_https_and_wss_with_jwts() {
     });
     bounded(async {
         let scratch = Scratch::new("cli-auth-python").unwrap();
-        let ca = Ca::new("rpcwire HTTPS test CA").unwrap();
-        let ca_file = scratch.write("ca.pem", &ca.pem()).unwrap();
-        let (cert, key) = ca
-            .issue_files(
-                &scratch,
-                "server",
-                "server",
-                &["localhost", "127.0.0.1"],
-                Usage::Server,
-            )
-            .unwrap();
+        let LoopbackPki {
+            ca_file, cert, key, ..
+        } = LoopbackPki::new(&scratch, "rpcwire HTTPS test CA").unwrap();
         let policy = scratch.write("policy", "* calc\n").unwrap();
         let (_server, url) = serve(
             "--http",

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{bounded, rpcwire, serve};
-use rpcwire_tests::pki::{Ca, Scratch, Usage};
+use rpcwire_tests::pki::{LoopbackPki, Scratch};
 
 fn path(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
@@ -48,11 +48,9 @@ async fn https_with_bearer_tokens_and_roles() {
     }
     bounded(async {
         let scratch = Scratch::new("cli-http-auth").unwrap();
-        let ca = Ca::new("rpcwire HTTPS test CA").unwrap();
-        let ca_file = scratch.write("ca.pem", &ca.pem()).unwrap();
-        let (cert, key) = ca
-            .issue_files(&scratch, "server", "server", &["localhost", "127.0.0.1"], Usage::Server)
-            .unwrap();
+        let LoopbackPki {
+            ca_file, cert, key, ..
+        } = LoopbackPki::new(&scratch, "rpcwire HTTPS test CA").unwrap();
         let tokens = scratch
             .write("tokens", "admin-token-1 @root admin user\nuser-token-2 @bob user\n")
             .unwrap();

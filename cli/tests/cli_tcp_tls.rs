@@ -7,7 +7,7 @@
 mod common;
 
 use common::{bounded, rpcwire, serve_tcp};
-use rpcwire_tests::pki::{Ca, Scratch, Usage};
+use rpcwire_tests::pki::{Ca, LoopbackPki, Scratch, Usage};
 
 fn path(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
@@ -23,17 +23,12 @@ async fn call_tls(target: &str, ca: &std::path::Path, args: &[&str]) -> common::
 async fn tls_and_mutual_tls_and_a_policy_over_tcp() {
     bounded(async {
         let scratch = Scratch::new("cli-tcp-tls").unwrap();
-        let ca = Ca::new("rpcwire CLI test CA").unwrap();
-        let ca_file = scratch.write("ca.pem", &ca.pem()).unwrap();
-        let (cert, key) = ca
-            .issue_files(
-                &scratch,
-                "server",
-                "server",
-                &["localhost", "127.0.0.1"],
-                Usage::Server,
-            )
-            .unwrap();
+        let LoopbackPki {
+            ca,
+            ca_file,
+            cert,
+            key,
+        } = LoopbackPki::new(&scratch, "rpcwire CLI test CA").unwrap();
         let policy = scratch.write("policy", "fail admin\n").unwrap();
 
         // TLS only.

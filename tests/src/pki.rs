@@ -120,3 +120,39 @@ impl Ca {
         ))
     }
 }
+
+/// A test CA and a server certificate for the loopback names (`localhost`, `127.0.0.1`),
+/// written into a scratch directory as `ca.pem`, `server.pem` and `server.key`: what a test of
+/// a TLS server on loopback starts from.
+#[derive(Debug)]
+pub struct LoopbackPki {
+    /// The CA (to issue client certificates from).
+    pub ca: Ca,
+    /// The CA's certificate file.
+    pub ca_file: PathBuf,
+    /// The server's certificate file.
+    pub cert: PathBuf,
+    /// The server's key file.
+    pub key: PathBuf,
+}
+
+impl LoopbackPki {
+    /// A CA named `ca_name` and its server certificate, in `scratch`.
+    pub fn new(scratch: &Scratch, ca_name: &str) -> Result<Self, Error> {
+        let ca = Ca::new(ca_name)?;
+        let ca_file = scratch.write("ca.pem", &ca.pem())?;
+        let (cert, key) = ca.issue_files(
+            scratch,
+            "server",
+            "server",
+            &["localhost", "127.0.0.1"],
+            Usage::Server,
+        )?;
+        Ok(LoopbackPki {
+            ca,
+            ca_file,
+            cert,
+            key,
+        })
+    }
+}

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use common::{assert_passed, run_bounded, script, HttpServer};
 use rpcwire_tests::oauth::Issuer;
-use rpcwire_tests::pki::{Ca, Scratch, Usage};
+use rpcwire_tests::pki::{LoopbackPki, Scratch};
 use rpcwire_tests::raw_http::{self, header, status};
 use serde_json::json;
 
@@ -146,17 +146,9 @@ fn python_sdk_over_https_with_oauth() {
         return;
     };
     let scratch = Scratch::new("mcp-oauth-python").unwrap();
-    let ca = Ca::new("rpcwire MCP OAuth test CA").unwrap();
-    let ca_file = scratch.write("ca.pem", &ca.pem()).unwrap();
-    let (cert, key) = ca
-        .issue_files(
-            &scratch,
-            "server",
-            "server",
-            &["localhost", "127.0.0.1"],
-            Usage::Server,
-        )
-        .unwrap();
+    let LoopbackPki {
+        ca_file, cert, key, ..
+    } = LoopbackPki::new(&scratch, "rpcwire MCP OAuth test CA").unwrap();
     let server = HttpServer::start(&[
         "--jwks",
         &issuer.jwks,
