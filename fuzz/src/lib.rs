@@ -102,7 +102,11 @@ fn collect<const N: usize>(rx: &mut RxBuffer<[u8; N]>, events: &mut Vec<Event>) 
             FrameEvent::Oversize { len } => {
                 // A JSON line read under content-length framing must also leave room for its
                 // line end in the buffer, whose whole size is the maximum frame there.
-                let slack = if rx.framing() == rpcwire::wire::Framing::Line { 0 } else { 2 };
+                let slack = if rx.framing() == rpcwire::wire::Framing::Line {
+                    0
+                } else {
+                    2
+                };
                 assert!(
                     len > max.saturating_sub(slack),
                     "Oversize of {len} bytes within the maximum {max}"
