@@ -1,4 +1,4 @@
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! # rpcwire-testkit
 //!
 //! Test your own service built on rpcwire: strategies for JSON-RPC traffic (valid calls over

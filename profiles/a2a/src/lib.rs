@@ -1,4 +1,4 @@
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! # rpcwire-a2a
 //!
 //! The A2A (Agent2Agent) protocol 1.0, JSON-RPC binding, as a profile over rpcwire: a server

@@ -75,7 +75,7 @@
 //! answered, [`Server`] switches them as the negotiated revision says
 //! ([`ProtocolVersion::refuses_batches`]: refused from 2025-06-18 on).
 #![no_std]
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(
     not(test),
     deny(

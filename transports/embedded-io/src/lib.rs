@@ -1,5 +1,5 @@
 #![no_std]
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! # rpcwire-embedded-io
 //!
 //! Runs an [`rpcwire::Connection`] over any [`embedded_io`] byte stream (a UART, a USB CDC

@@ -1,4 +1,4 @@
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! # rpcwire-http
 //!
 //! JSON-RPC 2.0 over HTTP for [`rpcwire`], on hyper 1: a server ([`HttpServer`] →

@@ -1,6 +1,6 @@
 #![no_std]
 #![forbid(unsafe_code)]
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! # rpcwire-memory
 //!
 //! In-memory byte links for rpcwire, to wire two endpoints together in one program:

@@ -1,4 +1,4 @@
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! # rpcwire-tokio
 //!
 //! Runs an [`rpcwire`] JSON-RPC 2.0 [`Connection`](rpcwire::Connection) over any tokio
