@@ -11,8 +11,8 @@ use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use rpcwire::wire::{parse, Id, Message as WireMessage, ParseLimits, Parsed};
 use rpcwire_http::profile::{
-    after_body, event_stream, json, parse_event_id, read_post_body, refuse, serve_hyper, Body,
-    Endpoint, HandlesIncoming, ParkedStreams, StreamRelay,
+    after_body, event_stream, json, parse_event_id, read_post_body, refuse, serve_profile, Body,
+    Endpoint, HandlesIncoming, HandlesWhole, ParkedStreams, StreamRelay,
 };
 use rpcwire_http::{HostPolicy, ResponseFuture};
 use serde::de::DeserializeOwned;
@@ -221,15 +221,25 @@ struct Inner {
     next_stream: AtomicU64,
 }
 
-/// Serves `service` on every connection accepted on `listener` until dropped.
+/// Serves `service` on every connection accepted on `listener` until dropped (HTTP/1.1
+/// requests within the body limit read whole and answered without a hyper connection under
+/// each: an open stream holds no hyper buffers; HTTP/2 and the rest through hyper).
 pub async fn serve(listener: tokio::net::TcpListener, service: A2aService) {
-    let limit = service.inner.endpoint.max_connections();
-    let idle = service.inner.endpoint.idle_connection();
-    serve_hyper(listener, service, limit, idle).await;
+    serve_profile(listener, service).await;
 }
 
 impl HandlesIncoming for A2aService {
     fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture {
+        self.handle(req)
+    }
+}
+
+impl HandlesWhole for A2aService {
+    fn endpoint(&self) -> &Endpoint {
+        &self.inner.endpoint
+    }
+
+    fn handle_whole(&self, req: Request<Body>) -> ResponseFuture {
         self.handle(req)
     }
 }

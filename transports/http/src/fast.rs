@@ -37,10 +37,10 @@ pub(crate) const MAX_HEADERS: usize = 32;
 
 /// The read buffer's capacity kept between requests; a larger one (a large body) is given back
 /// once its request is answered.
-const KEEP: usize = 2 << 10;
+pub(crate) const KEEP: usize = 2 << 10;
 
 /// How a connection's fast path ended.
-enum End {
+pub(crate) enum End {
     /// The peer closed, an error, or `Connection: close` answered: close the socket.
     Close,
     /// A request the fast path does not take: hyper serves the rest of the connection, from
@@ -112,7 +112,7 @@ fn text(value: &[u8]) -> Option<&str> {
 }
 
 /// A `Content-Length` value: digits only, at least one, within `usize`.
-fn decimal(value: &[u8]) -> Option<usize> {
+pub(crate) fn decimal(value: &[u8]) -> Option<usize> {
     if value.is_empty() {
         return None;
     }
@@ -129,7 +129,7 @@ fn decimal(value: &[u8]) -> Option<usize> {
 /// byte folds `A`-`Z` onto `a`-`z` and turns no other token character into a letter or `-`
 /// (only CR, which is not one, would become `-`), so eight bytes are compared at a time: this
 /// runs for every header field of every request.
-fn field_is(name: &[u8], lower: &[u8]) -> bool {
+pub(crate) fn field_is(name: &[u8], lower: &[u8]) -> bool {
     const FOLD: u64 = u64::from_ne_bytes([0x20; 8]);
     if name.len() != lower.len() {
         return false;
@@ -279,7 +279,7 @@ fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
 
 /// Reads more into `buf` (at least one byte, or `Ok(false)` at the end of the stream);
 /// `Err(TimedOut)` past `deadline`.
-async fn fill<I: AsyncRead + Unpin>(
+pub(crate) async fn fill<I: AsyncRead + Unpin>(
     stream: &mut I,
     buf: &mut Vec<u8>,
     deadline: Instant,
@@ -379,10 +379,11 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
                 deadline,
                 None,
             );
-            UnlessClosed {
+            UnlessClosed::<_, _, Keep> {
                 stream: &mut *stream,
                 answer,
                 early: &mut out,
+                room: std::marker::PhantomData,
             }
             .await
         };
@@ -420,37 +421,53 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
 pin_project_lite::pin_project! {
     /// `answer`'s reply, or `None` when the client closes its side of the connection (or the
     /// connection fails) first. Bytes read meanwhile are appended to `early`, which stops being
-    /// read once it holds [`MAX_HEAD`] bytes.
+    /// read once it holds [`MAX_HEAD`] bytes; when it is full it grows by `R::BYTES` at a
+    /// time.
     ///
     /// The call is polled first, and the socket read only while it waits: a call answered at
     /// once (a handler that does not wait) adds no system call. A future written out rather
     /// than an `async fn`: that would hold the call's future twice (its argument and the pinned
     /// copy), and the call pinned beside a `select!` made the connection's future, which every
     /// idle connection keeps, a third larger; this one takes the awaited call's place.
-    struct UnlessClosed<'a, I, F> {
-        stream: &'a mut I,
+    pub(crate) struct UnlessClosed<'a, I, F, R> {
+        pub(crate) stream: &'a mut I,
         #[pin]
-        answer: F,
-        early: &'a mut Vec<u8>,
+        pub(crate) answer: F,
+        pub(crate) early: &'a mut Vec<u8>,
+        pub(crate) room: std::marker::PhantomData<R>,
     }
 }
 
-impl<I, F> Future for UnlessClosed<'_, I, F>
+/// How much [`UnlessClosed`] reserves in its buffer at a time.
+pub(crate) trait Room {
+    /// The bytes reserved when the buffer is (nearly) full.
+    const BYTES: usize;
+}
+
+/// [`KEEP`] at a time: the fast path, where a wait is short and pipelined requests likely.
+pub(crate) struct Keep;
+
+impl Room for Keep {
+    const BYTES: usize = KEEP;
+}
+
+impl<I, F, R> Future for UnlessClosed<'_, I, F, R>
 where
     I: AsyncRead + Unpin,
-    F: Future<Output = Reply>,
+    F: Future,
+    R: Room,
 {
-    type Output = Option<Reply>;
+    type Output = Option<F::Output>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Reply>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<F::Output>> {
         let this = self.project();
         if let Poll::Ready(reply) = this.answer.poll(cx) {
             return Poll::Ready(Some(reply));
         }
         while this.early.len() < MAX_HEAD {
             // Room for a few requests per read (a `Vec` alone would offer 64 bytes).
-            if this.early.capacity() - this.early.len() < 512 {
-                this.early.reserve(KEEP);
+            if this.early.capacity() - this.early.len() < R::BYTES.min(512) {
+                this.early.reserve(R::BYTES);
             }
             match tokio_util::io::poll_read_buf(Pin::new(&mut **this.stream), cx, *this.early) {
                 Poll::Pending => break,
@@ -466,7 +483,7 @@ where
 /// the stream); `Err(TimedOut)` once `end` has passed with nothing read. `timer` is the
 /// connection's idle timer: it fires at or before `end` (it was set for an earlier idle
 /// period), and is moved to `end` only then.
-async fn wait_idle<I: AsyncRead + Unpin>(
+pub(crate) async fn wait_idle<I: AsyncRead + Unpin>(
     stream: &mut I,
     buf: &mut Vec<u8>,
     mut timer: Pin<&mut tokio::time::Sleep>,
@@ -539,7 +556,7 @@ fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool, now: Instant) {
 }
 
 /// Appends `n` in decimal (without `fmt`'s machinery: this runs for every answer).
-fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -556,7 +573,7 @@ fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
 /// Appends the current `Date` value: formatted once a second per thread, as hyper does, and
 /// looked up by the monotonic `now` the caller has read anyway (the wall clock is read only
 /// when the second has changed).
-fn date(out: &mut Vec<u8>, now: Instant) {
+pub(crate) fn date(out: &mut Vec<u8>, now: Instant) {
     struct Cached {
         /// When the text stops being the current second.
         until: Option<Instant>,
@@ -593,7 +610,7 @@ pub(crate) struct Rewind<I> {
 }
 
 impl<I> Rewind<I> {
-    fn new(read: Vec<u8>, io: I) -> Self {
+    pub(crate) fn new(read: Vec<u8>, io: I) -> Self {
         Rewind {
             read: Bytes::from(read),
             io,
