@@ -279,7 +279,7 @@ fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
 
 /// Reads more into `buf` (at least one byte, or `Ok(false)` at the end of the stream);
 /// `Err(TimedOut)` past `deadline`.
-pub(crate) async fn fill<I: AsyncRead + Unpin>(
+async fn fill<I: AsyncRead + Unpin>(
     stream: &mut I,
     buf: &mut Vec<u8>,
     deadline: Instant,
@@ -312,56 +312,44 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
                 if buf.len() >= MAX_HEAD {
                     return Ok(End::Hyper(buf));
                 }
-                let read = if buf.is_empty() {
+                if buf.is_empty() && out.capacity() > 0 {
                     // Idle (before the first request, or between requests): nothing held but
                     // the socket, for at most the idle timeout.
-                    if out.capacity() > 0 {
-                        out = Vec::new();
-                    }
-                    wait_idle(
-                        stream,
-                        &mut buf,
-                        idle_timer.as_mut(),
-                        idle_since + inner.endpoint.idle_connection,
-                    )
-                    .await
-                } else {
-                    let deadline =
-                        *head_since.get_or_insert_with(|| Instant::now() + inner.endpoint.timeout);
-                    fill(stream, &mut buf, deadline).await
-                };
-                match read {
-                    Ok(true) => continue,
-                    Ok(false) => return Ok(End::Close),
-                    Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                        tracing::debug!("no request, or not its whole head, in time: closed");
-                        return Ok(End::Close);
-                    }
-                    Err(e) => return Err(e),
+                    out = Vec::new();
                 }
+                let idle_end = idle_since + inner.endpoint.idle_connection;
+                let timeout = inner.endpoint.timeout;
+                let more = read_head(
+                    stream,
+                    &mut buf,
+                    idle_timer.as_mut(),
+                    idle_end,
+                    &mut head_since,
+                    timeout,
+                );
+                if more.await? {
+                    continue;
+                }
+                return Ok(End::Close);
             }
         };
         head_since = None;
         let deadline = Instant::now() + inner.endpoint.timeout;
         let total = head.len + head.body;
-        while buf.len() < total {
-            buf.reserve(total - buf.len());
-            match fill(stream, &mut buf, deadline).await {
-                Ok(true) => {}
-                Ok(false) => return Ok(End::Close),
-                Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                    // As hyper's path answers a body that comes too slowly; the rest of it
-                    // would be taken for the next request: close after the answer.
-                    write_reply(
-                        &mut out,
-                        Reply::Refused(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
-                        true,
-                        Instant::now(),
-                    );
-                    stream.write_all(&out).await?;
-                    return Ok(End::Close);
-                }
-                Err(e) => return Err(e),
+        match read_body(stream, &mut buf, total, deadline).await? {
+            BodyRead::Whole => {}
+            BodyRead::Closed => return Ok(End::Close),
+            BodyRead::TooSlow => {
+                // As hyper's path answers a body that comes too slowly; the rest of it would be
+                // taken for the next request: close after the answer.
+                write_reply(
+                    &mut out,
+                    Reply::Refused(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
+                    true,
+                    Instant::now(),
+                );
+                stream.write_all(&out).await?;
+                return Ok(End::Close);
             }
         }
         let body = &buf[head.len..total];
@@ -479,11 +467,68 @@ where
     }
 }
 
+/// Reads more of the next request's head into `buf`: while it is empty, as [`wait_idle`]
+/// (the connection idle until `idle_end`); once part of a head is in, by the head's deadline
+/// (set in `head_since` when its first bytes came, `timeout` later). `Ok(false)`: close the
+/// connection (the peer closed, or was too slow).
+pub(crate) async fn read_head<I: AsyncRead + Unpin>(
+    stream: &mut I,
+    buf: &mut Vec<u8>,
+    timer: Pin<&mut tokio::time::Sleep>,
+    idle_end: Instant,
+    head_since: &mut Option<Instant>,
+    timeout: Duration,
+) -> io::Result<bool> {
+    let read = if buf.is_empty() {
+        wait_idle(stream, buf, timer, idle_end).await
+    } else {
+        let deadline = *head_since.get_or_insert_with(|| Instant::now() + timeout);
+        fill(stream, buf, deadline).await
+    };
+    match read {
+        Ok(more) => Ok(more),
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            tracing::debug!("no request, or not its whole head, in time: closed");
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// How reading a request's body ended.
+pub(crate) enum BodyRead {
+    /// The buffer holds it.
+    Whole,
+    /// The peer closed first.
+    Closed,
+    /// It did not come by its deadline.
+    TooSlow,
+}
+
+/// Reads until `buf` holds `total` bytes (a head and its body), by `deadline`.
+pub(crate) async fn read_body<I: AsyncRead + Unpin>(
+    stream: &mut I,
+    buf: &mut Vec<u8>,
+    total: usize,
+    deadline: Instant,
+) -> io::Result<BodyRead> {
+    while buf.len() < total {
+        buf.reserve(total - buf.len());
+        match fill(stream, buf, deadline).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(BodyRead::Closed),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => return Ok(BodyRead::TooSlow),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(BodyRead::Whole)
+}
+
 /// Reads the first bytes of the next request into the empty `buf` (`Ok(false)` at the end of
 /// the stream); `Err(TimedOut)` once `end` has passed with nothing read. `timer` is the
 /// connection's idle timer: it fires at or before `end` (it was set for an earlier idle
 /// period), and is moved to `end` only then.
-pub(crate) async fn wait_idle<I: AsyncRead + Unpin>(
+async fn wait_idle<I: AsyncRead + Unpin>(
     stream: &mut I,
     buf: &mut Vec<u8>,
     mut timer: Pin<&mut tokio::time::Sleep>,

@@ -29,8 +29,8 @@ use tokio::time::Instant;
 use crate::body::Body;
 use crate::endpoint::Endpoint;
 use crate::fast::{
-    date, decimal, field_is, fill, push_decimal, wait_idle, End, Rewind, Room, UnlessClosed, KEEP,
-    MAX_HEAD, MAX_HEADERS,
+    date, decimal, field_is, push_decimal, read_body, read_head, BodyRead, End, Rewind, Room,
+    UnlessClosed, KEEP, MAX_HEAD, MAX_HEADERS,
 };
 use crate::server::{
     accept_loop, hyper_service, is_h2, run_hyper, ConnectionError, HandlesIncoming, Protocol,
@@ -226,52 +226,38 @@ where
                 if buf.len() >= MAX_HEAD {
                     return Ok(End::Hyper(buf));
                 }
-                let read = if buf.is_empty() {
-                    wait_idle(
-                        stream,
-                        &mut buf,
-                        idle_timer.as_mut(),
-                        idle_since + endpoint.idle_connection(),
-                    )
-                    .await
-                } else {
-                    let deadline =
-                        *head_since.get_or_insert_with(|| Instant::now() + endpoint.timeout());
-                    fill(stream, &mut buf, deadline).await
-                };
-                match read {
-                    Ok(true) => continue,
-                    Ok(false) => return Ok(End::Close),
-                    Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                        tracing::debug!("no request, or not its whole head, in time: closed");
-                        return Ok(End::Close);
-                    }
-                    Err(e) => return Err(e),
+                let idle_end = idle_since + endpoint.idle_connection();
+                let more = read_head(
+                    stream,
+                    &mut buf,
+                    idle_timer.as_mut(),
+                    idle_end,
+                    &mut head_since,
+                    endpoint.timeout(),
+                );
+                if more.await? {
+                    continue;
                 }
+                return Ok(End::Close);
             }
         };
         head_since = None;
         // The head stays boxed while its body comes: the connection's future holds a pointer
         // across that wait, not the request.
-        let (len, body, close) = (head.len, head.body, head.close);
+        let (len, close) = (head.len, head.close);
+        let total = len + head.body;
         let deadline = Instant::now() + endpoint.timeout();
-        let total = len + body;
-        while buf.len() < total {
-            buf.reserve(total - buf.len());
-            match fill(stream, &mut buf, deadline).await {
-                Ok(true) => {}
-                Ok(false) => return Ok(End::Close),
-                Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                    // As the services answer a body that comes too slowly on hyper's path
-                    // (`read_post_body`); the rest of it would be taken for the next request.
-                    let mut r =
-                        crate::server::refuse(StatusCode::REQUEST_TIMEOUT, "body too slow\n");
-                    r.headers_mut()
-                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                    respond(stream, &mut Vec::new(), prepare(r, true)).await?;
-                    return Ok(End::Close);
-                }
-                Err(e) => return Err(e),
+        match read_body(stream, &mut buf, total, deadline).await? {
+            BodyRead::Whole => {}
+            BodyRead::Closed => return Ok(End::Close),
+            BodyRead::TooSlow => {
+                // As the services answer a body that comes too slowly on hyper's path
+                // (`read_post_body`); the rest of it would be taken for the next request.
+                let mut r = crate::server::refuse(StatusCode::REQUEST_TIMEOUT, "body too slow\n");
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                respond(stream, &mut Vec::new(), prepare(r, true)).await?;
+                return Ok(End::Close);
             }
         }
         let request = head
