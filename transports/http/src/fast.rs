@@ -69,11 +69,25 @@ where
     let idle = inner.endpoint.idle_connection;
     drop(inner);
     if let End::Hyper(read) = end {
-        // Boxed: hyper's connection state is allocated only for connections that need it.
-        let io = Rewind::new(read, stream);
-        Box::pin(run_hyper(io, Protocol::Http1, idle, hyper_service(service))).await?;
+        hyper_rest(read, stream, idle, service).await?;
     }
     Ok(())
+}
+
+/// hyper, serving the rest of an HTTP/1.1 connection handed over with `read` already read
+/// from it. Boxed: hyper's connection state is allocated only for connections that need it.
+pub(crate) fn hyper_rest<I, S>(
+    read: Vec<u8>,
+    stream: I,
+    idle: Duration,
+    service: S,
+) -> Pin<Box<impl Future<Output = Result<(), hyper::Error>> + Send>>
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: crate::server::HandlesIncoming,
+{
+    let io = Rewind::new(read, stream);
+    Box::pin(run_hyper(io, Protocol::Http1, idle, hyper_service(service)))
 }
 
 /// A request head the fast path takes.
@@ -655,7 +669,7 @@ pub(crate) struct Rewind<I> {
 }
 
 impl<I> Rewind<I> {
-    pub(crate) fn new(read: Vec<u8>, io: I) -> Self {
+    fn new(read: Vec<u8>, io: I) -> Self {
         Rewind {
             read: Bytes::from(read),
             io,

@@ -29,7 +29,7 @@ use tokio::time::Instant;
 use crate::body::Body;
 use crate::endpoint::Endpoint;
 use crate::fast::{
-    date, decimal, field_is, push_decimal, read_body, read_head, BodyRead, End, Rewind, Room,
+    date, decimal, field_is, hyper_rest, push_decimal, read_body, read_head, BodyRead, End, Room,
     UnlessClosed, KEEP, MAX_HEAD, MAX_HEADERS,
 };
 use crate::server::{
@@ -99,9 +99,7 @@ where
 {
     if let End::Hyper(read) = run(&mut stream, &service).await? {
         let idle = service.endpoint().idle_connection();
-        // Boxed: hyper's connection state is allocated only for connections that need it.
-        let io = Rewind::new(read, stream);
-        Box::pin(run_hyper(io, Protocol::Http1, idle, hyper_service(service))).await?;
+        hyper_rest(read, stream, idle, service).await?;
     }
     Ok(())
 }
