@@ -447,7 +447,7 @@ fn head(parts: &mut http::response::Parts, body: &Body, close: bool) -> (Vec<u8>
     if close {
         match headers.entry(header::CONNECTION) {
             header::Entry::Occupied(mut e) => {
-                if !e.iter().any(|v| has_close(v)) {
+                if !e.iter().any(has_close) {
                     e.append(HeaderValue::from_static("close"));
                 }
             }

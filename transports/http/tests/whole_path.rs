@@ -419,8 +419,7 @@ async fn leave_and_resume(addr: SocketAddr, service: &Service) -> Vec<String> {
     let last_id = text
         .lines()
         .filter_map(|l| l.strip_prefix("id: "))
-        .filter(|id| !id.ends_with("-0"))
-        .last()
+        .rfind(|id| !id.ends_with("-0"))
         .unwrap()
         .to_owned();
     let mut got = events(&text);
