@@ -13,6 +13,8 @@
 //!    checked to be a completed task.
 //!
 //! The Python side needs `.ci/install/a2a-interop.sh`; without it only rpcwire is measured.
+//! `RPCWIRE_BENCH_A2A_BASELINE=/path/to/a2a-agent` measures another build of the agent too
+//! (an earlier commit's), in the same run.
 //! The table is printed and written to `target/bench-a2a.md`.
 
 use std::io::{BufRead, BufReader};
@@ -264,6 +266,16 @@ async fn run() -> Result<(), Error> {
         ]))?;
         rows.push(measure("rpcwire-a2a (a2a-agent)", &server, k, conns, secs).await?);
     }
+    // Another build of the agent (an earlier commit's, say), measured in the same run.
+    if let Some(baseline) = std::env::var_os("RPCWIRE_BENCH_A2A_BASELINE") {
+        let server = Server::start(Command::new(baseline).args([
+            "--http",
+            "127.0.0.1:0",
+            "--step-ms",
+            "3600000",
+        ]))?;
+        rows.push(measure("a2a-agent, baseline build", &server, k, conns, secs).await?);
+    }
     match python() {
         Some(py) => {
             let script = workspace_root().join("profiles/a2a/tests/py/sdk_agent.py");
@@ -278,7 +290,10 @@ async fn run() -> Result<(), Error> {
     let mut table = String::from(
         "| server | streams held open | memory per open stream | SendMessage calls/s | calls/s ratio |\n|---|---:|---:|---:|---:|\n",
     );
-    let reference = rows.get(1).map(|r| r.rate);
+    let reference = rows
+        .iter()
+        .find(|r| r.name.starts_with("a2a-sdk"))
+        .map(|r| r.rate);
     for r in &rows {
         let ratio = reference.map_or("—".to_owned(), |p| format!("{:.1}×", r.rate / p));
         table.push_str(&format!(

@@ -135,33 +135,59 @@ async fn count(ctx: TaskContext, n: u64, step: Duration) {
     ctx.complete(Some(&format!("counted to {n}")));
 }
 
-async fn turn(ctx: TaskContext, step: Duration) {
+/// What a turn is asked to do.
+enum Skill {
+    /// The answer to `greet`'s question: the name.
+    Name(String),
+    Count(u64),
+    Greet,
+    Echo(String),
+    Unknown,
+}
+
+/// The skill a message asks for. Read before the turn's first `.await`, so that the turn's
+/// future (kept while a count runs) holds no copy of the text.
+fn skill_of(ctx: &TaskContext) -> Skill {
     let text = ctx.text();
     if ctx.is_continuation() {
-        // The answer to `greet`'s question.
-        ctx.text_artifact("greeting", format!("Hello, {}!", text.trim()));
-        ctx.complete(None);
-        return;
+        return Skill::Name(text.trim().to_owned());
     }
     let mut words = text.split_whitespace();
     match words.next().unwrap_or("") {
-        "count" => {
-            let n = words
+        "count" => Skill::Count(
+            words
                 .next()
                 .and_then(|w| w.parse().ok())
                 .unwrap_or(5u64)
-                .min(1000);
-            count(ctx, n, step).await;
+                .min(1000),
+        ),
+        "greet" => Skill::Greet,
+        "echo" => Skill::Echo(
+            text.trim_start()
+                .strip_prefix("echo")
+                .unwrap_or("")
+                .trim()
+                .to_owned(),
+        ),
+        _ => Skill::Unknown,
+    }
+}
+
+async fn turn(ctx: TaskContext, step: Duration) {
+    match skill_of(&ctx) {
+        Skill::Name(name) => {
+            ctx.text_artifact("greeting", format!("Hello, {name}!"));
+            ctx.complete(None);
         }
-        "greet" => {
+        Skill::Count(n) => count(ctx, n, step).await,
+        Skill::Greet => {
             ctx.input_required("What is your name?");
         }
-        "echo" => {
-            let rest = text.trim_start().strip_prefix("echo").unwrap_or("").trim();
+        Skill::Echo(rest) => {
             ctx.text_artifact("echo", rest);
             ctx.complete(None);
         }
-        _ => {
+        Skill::Unknown => {
             ctx.reject("unknown skill: start with echo, count or greet");
         }
     }

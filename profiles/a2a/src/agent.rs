@@ -71,14 +71,23 @@ pub(crate) struct TurnState {
     pub(crate) ended: bool,
 }
 
+/// Where a running turn is.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Phase {
+    /// A client asked to cancel the task.
+    pub(crate) cancel: bool,
+    /// The turn is over.
+    pub(crate) done: bool,
+}
+
 /// One running turn, shared by the runner, its context and the server's requests.
 pub(crate) struct Running {
     pub(crate) task: Mutex<Task>,
     pub(crate) turn: Mutex<TurnState>,
     pub(crate) events: broadcast::Sender<Arc<StreamResponse>>,
-    pub(crate) cancel: watch::Sender<bool>,
-    /// True once the turn is over (the runner has finished).
-    pub(crate) done: watch::Sender<bool>,
+    /// Whether a cancel was asked for, and whether the turn is over (the runner has
+    /// finished): one channel for both, as each costs a few hundred bytes per running task.
+    pub(crate) phase: watch::Sender<Phase>,
     store: Arc<dyn TaskStore>,
     limits: TaskLimits,
 }
@@ -89,8 +98,7 @@ impl Running {
             task: Mutex::new(task),
             turn: Mutex::default(),
             events: broadcast::channel(limits.event_buffer.max(2)).0,
-            cancel: watch::channel(false).0,
-            done: watch::channel(false).0,
+            phase: watch::channel(Phase::default()).0,
             store,
             limits,
         })
@@ -284,7 +292,7 @@ impl TaskContext {
     /// True once the client asked to cancel the task (the turn's future is then dropped at
     /// its next `.await`).
     pub fn is_cancelled(&self) -> bool {
-        *self.running.cancel.borrow()
+        self.running.phase.borrow().cancel
     }
 
     /// A message from the agent about this task, with a fresh id.

@@ -11,8 +11,8 @@ use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use rpcwire::wire::{parse, Id, Message as WireMessage, ParseLimits, Parsed};
 use rpcwire_http::profile::{
-    after_body, event_stream, json, parse_event_id, read_post_body, refuse, serve_hyper, Body,
-    Endpoint, HandlesIncoming, ParkedStreams, StreamRelay,
+    after_body, event_stream, json, parse_event_id, read_post_body, refuse, serve_profile, Body,
+    Endpoint, HandlesIncoming, HandlesWhole, ParkedStreams, StreamRelay,
 };
 use rpcwire_http::{HostPolicy, ResponseFuture};
 use serde::de::DeserializeOwned;
@@ -221,15 +221,25 @@ struct Inner {
     next_stream: AtomicU64,
 }
 
-/// Serves `service` on every connection accepted on `listener` until dropped.
+/// Serves `service` on every connection accepted on `listener` until dropped (HTTP/1.1
+/// requests within the body limit read whole and answered without a hyper connection under
+/// each: an open stream holds no hyper buffers; HTTP/2 and the rest through hyper).
 pub async fn serve(listener: tokio::net::TcpListener, service: A2aService) {
-    let limit = service.inner.endpoint.max_connections();
-    let idle = service.inner.endpoint.idle_connection();
-    serve_hyper(listener, service, limit, idle).await;
+    serve_profile(listener, service).await;
 }
 
 impl HandlesIncoming for A2aService {
     fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture {
+        self.handle(req)
+    }
+}
+
+impl HandlesWhole for A2aService {
+    fn endpoint(&self) -> &Endpoint {
+        &self.inner.endpoint
+    }
+
+    fn handle_whole(&self, req: Request<Body>) -> ResponseFuture {
         self.handle(req)
     }
 }
@@ -510,12 +520,12 @@ impl Inner {
                     .is_some_and(|c| c.return_immediately);
                 let (running, mut events) = self.start_turn(p)?;
                 let wait = async {
-                    let mut done = running.done.subscribe();
+                    let mut phase = running.phase.subscribe();
                     if immediately {
                         // The first event is enough: the task exists.
                         let _ = events.recv().await;
                     } else {
-                        let _ = done.wait_for(|d| *d).await;
+                        let _ = phase.wait_for(|p| p.done).await;
                     }
                 };
                 let _ = tokio::time::timeout(self.send_wait, wait).await;
@@ -591,6 +601,8 @@ impl Inner {
         p: SendMessageRequest,
     ) -> Result<(Arc<Running>, broadcast::Receiver<Arc<StreamResponse>>), A2aError> {
         let mut message = p.message;
+        // Read with room for more parts than came; the message is kept while the task lives.
+        message.parts.shrink_to_fit();
         if message.message_id.is_empty() {
             return Err(A2aError::with_message(
                 ErrorKind::InvalidParams,
@@ -666,10 +678,10 @@ impl Inner {
         let turn = self.agent.execute(ctx);
         let run = Arc::clone(&running);
         tokio::spawn(async move {
-            let mut cancel = run.cancel.subscribe();
+            let mut phase = run.phase.subscribe();
             let cancelled = tokio::select! {
                 () = turn => false,
-                _ = cancel.wait_for(|c| *c) => true,
+                _ = phase.wait_for(|p| p.cancel) => true,
             };
             let replied = run
                 .turn
@@ -695,18 +707,18 @@ impl Inner {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&task_id);
-            run.done.send_replace(true);
+            run.phase.send_modify(|p| p.done = true);
         });
         Ok((running, events))
     }
 
     async fn cancel(&self, id: &str) -> Result<Task, A2aError> {
         if let Some(running) = self.running(id) {
-            let mut done = running.done.subscribe();
-            running.cancel.send_replace(true);
+            let mut phase = running.phase.subscribe();
+            running.phase.send_modify(|p| p.cancel = true);
             // The turn's future is dropped at its next await; a turn that never yields
             // still answers the request, as it is now.
-            let _ = tokio::time::timeout(self.send_wait, done.wait_for(|d| *d)).await;
+            let _ = tokio::time::timeout(self.send_wait, phase.wait_for(|p| p.done)).await;
             let task = running.snapshot();
             if task.status.state == TaskState::Canceled {
                 return Ok(task);
@@ -790,15 +802,17 @@ impl Inner {
         let (tx, rx) = mpsc::channel(16);
         let inner = Arc::clone(self);
         let id = id.to_owned();
+        // Encoded now: the stream's task keeps what it captures for as long as it runs.
+        let first = first.map(|f| (f.ends_stream(), result_body(&id, &f, dialect)));
         tokio::spawn(async move {
             let n = inner.next_stream.fetch_add(1, Ordering::Relaxed);
             let key = (task_id, n);
             let limits = inner.endpoint.streams();
             let mut relay = StreamRelay::start(n, key.clone(), &inner.parked, tx, limits).await;
             let mut ended = false;
-            if let Some(first) = first {
-                ended = first.ends_stream();
-                if !relay.send(&result_body(&id, &first, dialect)).await {
+            if let Some((ends, first)) = first {
+                ended = ends;
+                if !relay.send(&first).await {
                     ended = true;
                 }
             }

@@ -52,7 +52,9 @@ impl Default for StoreLimits {
 
 #[derive(Default)]
 struct Inner {
-    tasks: HashMap<String, Task>,
+    /// Boxed: the table has room for more entries than it holds, and a task is a few
+    /// hundred bytes before its strings.
+    tasks: HashMap<String, Box<Task>>,
     /// Insertion order (newest last), for listing.
     order: VecDeque<String>,
     /// Finished tasks and when they finished, oldest first.
@@ -141,7 +143,12 @@ impl TaskStore for MemoryTaskStore {
                 }
             }
         }
-        inner.tasks.insert(id, task);
+        match inner.tasks.get_mut(&id) {
+            Some(held) => **held = task,
+            None => {
+                inner.tasks.insert(id, Box::new(task));
+            }
+        }
         self.evict(&mut inner, now);
         Ok(())
     }
@@ -149,7 +156,7 @@ impl TaskStore for MemoryTaskStore {
     fn get(&self, id: &str) -> Option<Task> {
         let mut inner = self.lock();
         self.evict(&mut inner, Instant::now());
-        inner.tasks.get(id).cloned()
+        inner.tasks.get(id).map(|t| Task::clone(t))
     }
 
     fn remove(&self, id: &str) {
@@ -173,7 +180,7 @@ impl TaskStore for MemoryTaskStore {
             .order
             .iter()
             .rev()
-            .filter_map(|id| inner.tasks.get(id))
+            .filter_map(|id| inner.tasks.get(id).map(|t| &**t))
             .filter(|t| query.context_id.is_empty() || t.context_id == query.context_id)
             .filter(|t| query.status.is_none_or(|s| t.status.state == s))
             .collect();

@@ -37,10 +37,10 @@ pub(crate) const MAX_HEADERS: usize = 32;
 
 /// The read buffer's capacity kept between requests; a larger one (a large body) is given back
 /// once its request is answered.
-const KEEP: usize = 2 << 10;
+pub(crate) const KEEP: usize = 2 << 10;
 
 /// How a connection's fast path ended.
-enum End {
+pub(crate) enum End {
     /// The peer closed, an error, or `Connection: close` answered: close the socket.
     Close,
     /// A request the fast path does not take: hyper serves the rest of the connection, from
@@ -69,11 +69,25 @@ where
     let idle = inner.endpoint.idle_connection;
     drop(inner);
     if let End::Hyper(read) = end {
-        // Boxed: hyper's connection state is allocated only for connections that need it.
-        let io = Rewind::new(read, stream);
-        Box::pin(run_hyper(io, Protocol::Http1, idle, hyper_service(service))).await?;
+        hyper_rest(read, stream, idle, service).await?;
     }
     Ok(())
+}
+
+/// hyper, serving the rest of an HTTP/1.1 connection handed over with `read` already read
+/// from it. Boxed: hyper's connection state is allocated only for connections that need it.
+pub(crate) fn hyper_rest<I, S>(
+    read: Vec<u8>,
+    stream: I,
+    idle: Duration,
+    service: S,
+) -> Pin<Box<impl Future<Output = Result<(), hyper::Error>> + Send>>
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: crate::server::HandlesIncoming,
+{
+    let io = Rewind::new(read, stream);
+    Box::pin(run_hyper(io, Protocol::Http1, idle, hyper_service(service)))
 }
 
 /// A request head the fast path takes.
@@ -112,7 +126,7 @@ fn text(value: &[u8]) -> Option<&str> {
 }
 
 /// A `Content-Length` value: digits only, at least one, within `usize`.
-fn decimal(value: &[u8]) -> Option<usize> {
+pub(crate) fn decimal(value: &[u8]) -> Option<usize> {
     if value.is_empty() {
         return None;
     }
@@ -129,7 +143,7 @@ fn decimal(value: &[u8]) -> Option<usize> {
 /// byte folds `A`-`Z` onto `a`-`z` and turns no other token character into a letter or `-`
 /// (only CR, which is not one, would become `-`), so eight bytes are compared at a time: this
 /// runs for every header field of every request.
-fn field_is(name: &[u8], lower: &[u8]) -> bool {
+pub(crate) fn field_is(name: &[u8], lower: &[u8]) -> bool {
     const FOLD: u64 = u64::from_ne_bytes([0x20; 8]);
     if name.len() != lower.len() {
         return false;
@@ -312,56 +326,44 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
                 if buf.len() >= MAX_HEAD {
                     return Ok(End::Hyper(buf));
                 }
-                let read = if buf.is_empty() {
+                if buf.is_empty() && out.capacity() > 0 {
                     // Idle (before the first request, or between requests): nothing held but
                     // the socket, for at most the idle timeout.
-                    if out.capacity() > 0 {
-                        out = Vec::new();
-                    }
-                    wait_idle(
-                        stream,
-                        &mut buf,
-                        idle_timer.as_mut(),
-                        idle_since + inner.endpoint.idle_connection,
-                    )
-                    .await
-                } else {
-                    let deadline =
-                        *head_since.get_or_insert_with(|| Instant::now() + inner.endpoint.timeout);
-                    fill(stream, &mut buf, deadline).await
-                };
-                match read {
-                    Ok(true) => continue,
-                    Ok(false) => return Ok(End::Close),
-                    Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                        tracing::debug!("no request, or not its whole head, in time: closed");
-                        return Ok(End::Close);
-                    }
-                    Err(e) => return Err(e),
+                    out = Vec::new();
                 }
+                let idle_end = idle_since + inner.endpoint.idle_connection;
+                let timeout = inner.endpoint.timeout;
+                let more = read_head(
+                    stream,
+                    &mut buf,
+                    idle_timer.as_mut(),
+                    idle_end,
+                    &mut head_since,
+                    timeout,
+                );
+                if more.await? {
+                    continue;
+                }
+                return Ok(End::Close);
             }
         };
         head_since = None;
         let deadline = Instant::now() + inner.endpoint.timeout;
         let total = head.len + head.body;
-        while buf.len() < total {
-            buf.reserve(total - buf.len());
-            match fill(stream, &mut buf, deadline).await {
-                Ok(true) => {}
-                Ok(false) => return Ok(End::Close),
-                Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                    // As hyper's path answers a body that comes too slowly; the rest of it
-                    // would be taken for the next request: close after the answer.
-                    write_reply(
-                        &mut out,
-                        Reply::Refused(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
-                        true,
-                        Instant::now(),
-                    );
-                    stream.write_all(&out).await?;
-                    return Ok(End::Close);
-                }
-                Err(e) => return Err(e),
+        match read_body(stream, &mut buf, total, deadline).await? {
+            BodyRead::Whole => {}
+            BodyRead::Closed => return Ok(End::Close),
+            BodyRead::TooSlow => {
+                // As hyper's path answers a body that comes too slowly; the rest of it would be
+                // taken for the next request: close after the answer.
+                write_reply(
+                    &mut out,
+                    Reply::Refused(StatusCode::REQUEST_TIMEOUT, "body too slow\n"),
+                    true,
+                    Instant::now(),
+                );
+                stream.write_all(&out).await?;
+                return Ok(End::Close);
             }
         }
         let body = &buf[head.len..total];
@@ -379,10 +381,11 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
                 deadline,
                 None,
             );
-            UnlessClosed {
+            UnlessClosed::<_, _, Keep> {
                 stream: &mut *stream,
                 answer,
                 early: &mut out,
+                room: std::marker::PhantomData,
             }
             .await
         };
@@ -420,37 +423,53 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
 pin_project_lite::pin_project! {
     /// `answer`'s reply, or `None` when the client closes its side of the connection (or the
     /// connection fails) first. Bytes read meanwhile are appended to `early`, which stops being
-    /// read once it holds [`MAX_HEAD`] bytes.
+    /// read once it holds [`MAX_HEAD`] bytes; when it is full it grows by `R::BYTES` at a
+    /// time.
     ///
     /// The call is polled first, and the socket read only while it waits: a call answered at
     /// once (a handler that does not wait) adds no system call. A future written out rather
     /// than an `async fn`: that would hold the call's future twice (its argument and the pinned
     /// copy), and the call pinned beside a `select!` made the connection's future, which every
     /// idle connection keeps, a third larger; this one takes the awaited call's place.
-    struct UnlessClosed<'a, I, F> {
-        stream: &'a mut I,
+    pub(crate) struct UnlessClosed<'a, I, F, R> {
+        pub(crate) stream: &'a mut I,
         #[pin]
-        answer: F,
-        early: &'a mut Vec<u8>,
+        pub(crate) answer: F,
+        pub(crate) early: &'a mut Vec<u8>,
+        pub(crate) room: std::marker::PhantomData<R>,
     }
 }
 
-impl<I, F> Future for UnlessClosed<'_, I, F>
+/// How much [`UnlessClosed`] reserves in its buffer at a time.
+pub(crate) trait Room {
+    /// The bytes reserved when the buffer is (nearly) full.
+    const BYTES: usize;
+}
+
+/// [`KEEP`] at a time: the fast path, where a wait is short and pipelined requests likely.
+pub(crate) struct Keep;
+
+impl Room for Keep {
+    const BYTES: usize = KEEP;
+}
+
+impl<I, F, R> Future for UnlessClosed<'_, I, F, R>
 where
     I: AsyncRead + Unpin,
-    F: Future<Output = Reply>,
+    F: Future,
+    R: Room,
 {
-    type Output = Option<Reply>;
+    type Output = Option<F::Output>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Reply>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<F::Output>> {
         let this = self.project();
         if let Poll::Ready(reply) = this.answer.poll(cx) {
             return Poll::Ready(Some(reply));
         }
         while this.early.len() < MAX_HEAD {
             // Room for a few requests per read (a `Vec` alone would offer 64 bytes).
-            if this.early.capacity() - this.early.len() < 512 {
-                this.early.reserve(KEEP);
+            if this.early.capacity() - this.early.len() < R::BYTES.min(512) {
+                this.early.reserve(R::BYTES);
             }
             match tokio_util::io::poll_read_buf(Pin::new(&mut **this.stream), cx, *this.early) {
                 Poll::Pending => break,
@@ -460,6 +479,63 @@ where
         }
         Poll::Pending
     }
+}
+
+/// Reads more of the next request's head into `buf`: while it is empty, as [`wait_idle`]
+/// (the connection idle until `idle_end`); once part of a head is in, by the head's deadline
+/// (set in `head_since` when its first bytes came, `timeout` later). `Ok(false)`: close the
+/// connection (the peer closed, or was too slow).
+pub(crate) async fn read_head<I: AsyncRead + Unpin>(
+    stream: &mut I,
+    buf: &mut Vec<u8>,
+    timer: Pin<&mut tokio::time::Sleep>,
+    idle_end: Instant,
+    head_since: &mut Option<Instant>,
+    timeout: Duration,
+) -> io::Result<bool> {
+    let read = if buf.is_empty() {
+        wait_idle(stream, buf, timer, idle_end).await
+    } else {
+        let deadline = *head_since.get_or_insert_with(|| Instant::now() + timeout);
+        fill(stream, buf, deadline).await
+    };
+    match read {
+        Ok(more) => Ok(more),
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            tracing::debug!("no request, or not its whole head, in time: closed");
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// How reading a request's body ended.
+pub(crate) enum BodyRead {
+    /// The buffer holds it.
+    Whole,
+    /// The peer closed first.
+    Closed,
+    /// It did not come by its deadline.
+    TooSlow,
+}
+
+/// Reads until `buf` holds `total` bytes (a head and its body), by `deadline`.
+pub(crate) async fn read_body<I: AsyncRead + Unpin>(
+    stream: &mut I,
+    buf: &mut Vec<u8>,
+    total: usize,
+    deadline: Instant,
+) -> io::Result<BodyRead> {
+    while buf.len() < total {
+        buf.reserve(total - buf.len());
+        match fill(stream, buf, deadline).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(BodyRead::Closed),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => return Ok(BodyRead::TooSlow),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(BodyRead::Whole)
 }
 
 /// Reads the first bytes of the next request into the empty `buf` (`Ok(false)` at the end of
@@ -539,7 +615,7 @@ fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool, now: Instant) {
 }
 
 /// Appends `n` in decimal (without `fmt`'s machinery: this runs for every answer).
-fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -556,7 +632,7 @@ fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
 /// Appends the current `Date` value: formatted once a second per thread, as hyper does, and
 /// looked up by the monotonic `now` the caller has read anyway (the wall clock is read only
 /// when the second has changed).
-fn date(out: &mut Vec<u8>, now: Instant) {
+pub(crate) fn date(out: &mut Vec<u8>, now: Instant) {
     struct Cached {
         /// When the text stops being the current second.
         until: Option<Instant>,

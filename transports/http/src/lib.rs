@@ -68,6 +68,7 @@ mod resume;
 mod server;
 mod sessions;
 mod stream;
+mod whole;
 #[cfg(feature = "ws")]
 pub mod ws;
 

@@ -26,7 +26,9 @@
 //!   [`ChannelReader`], [`send_body`], [`FrameWriter`], [`drained`].
 //! - Serving: [`HandlesIncoming`] (the service hyper calls), [`serve_hyper`] (an accept loop
 //!   with a connection limit and idle timeout, HTTP/1.1 and HTTP/2), [`serve_hyper_connection`]
-//!   (one connection you accepted, TLS say).
+//!   (one connection you accepted, TLS say); [`serve_profile`] for a service that also answers
+//!   requests read whole ([`HandlesWhole`]): its HTTP/1.1 connections are served without a
+//!   hyper connection under each (no 16 KiB of buffers per open event stream).
 //!
 //! **Client side**: [`http_client`] with [`ClientTls`] (a pooled hyper client, `https://`
 //! with the `tls` feature), [`parse_url`], [`is_event_stream`], [`failure`],
@@ -88,3 +90,4 @@ pub use crate::sessions::{
     SessionTable,
 };
 pub use crate::stream::{EventHub, StreamLimits, VecSink};
+pub use crate::whole::{serve_profile, HandlesWhole};

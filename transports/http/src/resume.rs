@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use rpcwire::wire::sse;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, Notify};
 
 use crate::stream::{StreamLimits, VecSink};
 
@@ -58,7 +58,9 @@ struct Events {
 /// returning client reads from where it was ([`resume`](ResumableStream::resume)).
 pub struct ResumableStream {
     events: Mutex<Events>,
-    changed: watch::Sender<()>,
+    /// Wakes resumed clients waiting for more (a `Notify`, not a `watch` channel: every open
+    /// stream holds one, and a watch channel's shared state is some 350 bytes).
+    changed: Notify,
 }
 
 impl std::fmt::Debug for ResumableStream {
@@ -78,7 +80,7 @@ impl ResumableStream {
     pub fn new() -> Arc<Self> {
         Arc::new(ResumableStream {
             events: Mutex::new(Events::default()),
-            changed: watch::channel(()).0,
+            changed: Notify::new(),
         })
     }
 
@@ -99,7 +101,7 @@ impl ResumableStream {
             }
         }
         drop(e);
-        self.changed.send_replace(());
+        self.changed.notify_waiters();
         (seq, whole)
     }
 
@@ -110,7 +112,7 @@ impl ResumableStream {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .done = true;
-        self.changed.send_replace(());
+        self.changed.notify_waiters();
     }
 
     /// Whether [`finish`](Self::finish) was called.
@@ -125,9 +127,11 @@ impl ResumableStream {
     /// finished (or the client leaves, or events after `after` were already dropped). True
     /// when the client got the whole stream.
     pub async fn resume(self: Arc<Self>, mut after: u64, tx: mpsc::Sender<Bytes>) -> bool {
-        let mut changes = self.changed.subscribe();
         loop {
-            changes.mark_unchanged();
+            // Registered before the events are read: a push after the read wakes it.
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
             let (batch, done) = {
                 let e = self.events.lock().unwrap_or_else(PoisonError::into_inner);
                 let oldest = e.list.front().map_or(e.last + 1, |x| x.0);
@@ -153,7 +157,7 @@ impl ResumableStream {
                 return true;
             }
             tokio::select! {
-                changed = changes.changed() => if changed.is_err() { return false },
+                () = changed => {}
                 () = tx.closed() => return false,
             }
         }
