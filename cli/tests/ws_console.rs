@@ -1,7 +1,8 @@
 //! The browser console served by `rpcwire serve --ws ADDR --console`, tested in headless
 //! Chromium (Debian's chromium and chromedriver) driven by Selenium (installed by
 //! `.ci/install/ws-interop.sh`): it loads, lists the methods, calls `subtract` and shows 19,
-//! shows a pushed notification, shows the disconnect message when the server stops and
+//! shows the live view's rate, latency percentiles and errors after a burst of calls, with its
+//! charts drawn, shows a pushed notification, shows the disconnect message when the server stops and
 //! recovers when it returns (cli/tests/ws/console.py).
 //!
 //! Skips with a visible `SKIPPED:` line when the tools are missing, unless `CI=true`.
@@ -59,6 +60,7 @@ async fn console_in_headless_chromium() {
         "loads",
         "lists",
         "shows 19",
+        "live view after a burst",
         "pushed notification",
         "disconnect message",
         "reconnects",

@@ -78,6 +78,57 @@ try:
     assert '"method":"subtract","id"' in log_text(driver) and '"result":19' in log_text(driver)
     print("ok: calling subtract [42, 23] shows 19, request and response in the log")
 
+    # The live view: a burst of calls from a second WebSocket of the page's (3 s of 8 calls in
+    # flight at a time, subtract and a failing call) shows a rate, percentiles and errors.
+    driver.execute_script("""
+        const ws = new WebSocket('ws://' + location.host + '/');
+        let id = 0;
+        const until = Date.now() + 3000;
+        function next() {
+            if (Date.now() > until) { ws.close(); return; }
+            id += 1;
+            const bad = id % 10 === 0;
+            ws.send(JSON.stringify({jsonrpc: '2.0', id: id,
+                method: 'subtract', params: bad ? ['x'] : [42, id]}));
+        }
+        ws.onopen = () => { for (let i = 0; i < 8; i++) next(); };
+        ws.onmessage = next;
+    """)
+    # The table is redrawn on every poll: read it in one script, not element by element.
+    read_live = """
+        const text = (sel) => { const e = document.querySelector(sel); return e ? e.textContent : null; };
+        const row = '#live-methods tr[data-method="subtract"] ';
+        return {rate: text(row + 'td.rate'), p50: text(row + 'td.p50'), p99: text(row + 'td.p99'),
+                total: text('#live-rate'), errors: text('#live-errors'),
+                method: text('#live-method'), p95: text('#live-p95'),
+                conns: text('#live-connections')};
+    """
+
+    def busy(d):
+        v = d.execute_script(read_live)
+        if v["rate"] is None or float(v["rate"]) <= 0 or float(v["total"]) <= 0:
+            return False
+        if int(v["errors"]) <= 0 or v["p50"] in (None, "-") or v["method"] != "subtract":
+            return False
+        return v
+    v = WebDriverWait(driver, 10).until(busy)
+    rate, p50, p99, conns = float(v["rate"]), v["p50"], v["p99"], int(v["conns"])
+    assert p50.split()[1] in ("µs", "ms", "s") and float(p50.split()[0]) > 0, p50
+    assert p99 != "-" and v["p95"] != "-", v
+    assert conns >= 1, v
+    # The charts are drawn: points plotted and pixels other than the background.
+    for chart in ("chart-rate", "chart-latency", "chart-connections"):
+        drawn = driver.execute_script("""
+            const c = document.getElementById(arguments[0]);
+            const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            let inked = 0;
+            for (let i = 3; i < px.length; i += 4) if (px[i] > 0) inked++;
+            return [Number(c.dataset.points || 0), inked];
+        """, chart)
+        assert drawn[0] > 0 and drawn[1] > 100, (chart, drawn)
+    print(f"ok: live view after a burst: subtract at {rate} calls/s, p50 {p50}, p99 {p99}, "
+          f"{conns} connection(s), charts drawn")
+
     wait.until(lambda d: any('"method":"tick"' in e.text
                              for e in d.find_elements(By.CSS_SELECTOR, "#log .note")))
     print("ok: a pushed notification is shown")

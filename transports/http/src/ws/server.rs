@@ -28,6 +28,11 @@ use super::WsConfig;
 /// The browser console page (see [`WsServer::console`]).
 const CONSOLE_HTML: &str = include_str!("../../console/index.html");
 
+/// Where the console page reads the live view's numbers (feature `metrics`; see
+/// `rpcwire_tokio::live_stats`, which the application enables).
+#[cfg(feature = "metrics")]
+pub const CONSOLE_STATS: &str = "/console/stats";
+
 /// True when `req` asks to become a WebSocket (`Upgrade: websocket` with `Connection:
 /// upgrade`), so that an HTTP service can hand it to [`WsServer::upgrade`] on the same port
 /// and path as its other requests.
@@ -218,9 +223,17 @@ impl WsServer {
     /// Also serve the browser console on `GET /` (and `/console`) of
     /// [`serve_tcp`](WsServer::serve_tcp) and [`handle`](WsServer::handle): one static page,
     /// embedded in the binary, that connects back over WebSocket, lists the methods from
-    /// `rpc.discover`, calls them, and shows every message.
+    /// `rpc.discover`, calls them, and shows every message. With the feature `metrics` it
+    /// also draws the live view: calls per second, latency percentiles and errors by method,
+    /// open connections, read from `/console/stats`; turning the console on turns on the
+    /// process's [`live_stats`](rpcwire_tokio::live_stats) (off until then, and never off
+    /// again).
     pub fn console(mut self, on: bool) -> Self {
         self.console = on;
+        #[cfg(feature = "metrics")]
+        if on {
+            rpcwire_tokio::live_stats::enable();
+        }
         self
     }
 
@@ -326,6 +339,18 @@ impl WsServer {
             return self.upgrade(req);
         }
         let path = req.uri().path();
+        #[cfg(feature = "metrics")]
+        if self.console && req.method() == Method::GET && path == CONSOLE_STATS {
+            let body = rpcwire_tokio::live_stats::snapshot_json();
+            let mut res = Response::new(Full::new(Bytes::from(body)));
+            res.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            res.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            return res;
+        }
         if self.console && req.method() == Method::GET && (path == "/" || path == "/console") {
             let mut res = Response::new(Full::new(Bytes::from_static(CONSOLE_HTML.as_bytes())));
             res.headers_mut().insert(
