@@ -394,6 +394,10 @@ fn open_serial(path: &str, baud: u32) -> Result<rpcwire_serial::AsyncSerialPort,
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
+    if args.ws.console && args.ws.ws.is_none() && args.http.is_none() {
+        eprintln!("rpcwire: --console needs --ws or --http");
+        return ExitCode::from(EXIT_USAGE);
+    }
     if args.log_bodies {
         if let Err(code) = log_bodies(&args) {
             return code;
@@ -535,6 +539,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             tls,
             policy,
             signing,
+            args.ws.console,
         )
         .await;
     }

@@ -3,7 +3,8 @@
 //! `.ci/install/ws-interop.sh`): it loads, lists the methods, calls `subtract` and shows 19,
 //! shows the live view's rate, latency percentiles and errors after a burst of calls, with its
 //! charts drawn, shows a pushed notification, shows the disconnect message when the server stops and
-//! recovers when it returns (cli/tests/ws/console.py).
+//! recovers when it returns; and `serve --http ADDR --console`'s page on /console, over the
+//! HTTP server's WebSocket, with its live view after a burst of POSTs (cli/tests/ws/console.py).
 //!
 //! Skips with a visible `SKIPPED:` line when the tools are missing, unless `CI=true`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -64,6 +65,7 @@ async fn console_in_headless_chromium() {
         "pushed notification",
         "disconnect message",
         "reconnects",
+        "over HTTP, the console on /console shows the live view",
     ] {
         assert!(stdout.contains(check), "no `{check}` line in\n{stdout}");
     }

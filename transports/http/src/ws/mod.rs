@@ -56,8 +56,6 @@
 mod io;
 mod server;
 
-#[cfg(feature = "metrics")]
-pub use server::CONSOLE_STATS;
 pub use server::{is_upgrade, Hub, NotifyError, WsServer};
 
 use std::time::Duration;

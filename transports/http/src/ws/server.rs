@@ -25,14 +25,6 @@ use tokio_tungstenite::WebSocketStream;
 use super::io::WsIo;
 use super::WsConfig;
 
-/// The browser console page (see [`WsServer::console`]).
-const CONSOLE_HTML: &str = include_str!("../../console/index.html");
-
-/// Where the console page reads the live view's numbers (feature `metrics`; see
-/// `rpcwire_tokio::live_stats`, which the application enables).
-#[cfg(feature = "metrics")]
-pub const CONSOLE_STATS: &str = "/console/stats";
-
 /// True when `req` asks to become a WebSocket (`Upgrade: websocket` with `Connection:
 /// upgrade`), so that an HTTP service can hand it to [`WsServer::upgrade`] on the same port
 /// and path as its other requests.
@@ -230,9 +222,8 @@ impl WsServer {
     /// again).
     pub fn console(mut self, on: bool) -> Self {
         self.console = on;
-        #[cfg(feature = "metrics")]
         if on {
-            rpcwire_tokio::live_stats::enable();
+            crate::console::enable_live_view();
         }
         self
     }
@@ -339,25 +330,15 @@ impl WsServer {
             return self.upgrade(req);
         }
         let path = req.uri().path();
-        #[cfg(feature = "metrics")]
-        if self.console && req.method() == Method::GET && path == CONSOLE_STATS {
-            let body = rpcwire_tokio::live_stats::snapshot_json();
-            let mut res = Response::new(Full::new(Bytes::from(body)));
-            res.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            res.headers_mut()
-                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            return res;
-        }
-        if self.console && req.method() == Method::GET && (path == "/" || path == "/console") {
-            let mut res = Response::new(Full::new(Bytes::from_static(CONSOLE_HTML.as_bytes())));
-            res.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/html; charset=utf-8"),
-            );
-            return res;
+        if self.console && req.method() == Method::GET {
+            if let Some((kind, body)) = crate::console::answer(path, &["/", "/console"], "/") {
+                let mut res = Response::new(Full::new(body));
+                res.headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+                res.headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                return res;
+            }
         }
         let mut res = plain(
             StatusCode::UPGRADE_REQUIRED,
