@@ -23,14 +23,22 @@ async fn post(url: &str, body: &str) -> String {
     .1
 }
 
+/// A directory of this test's with a tokens file holding [`TOKEN`]: the directory, and the
+/// file's path.
+fn tokens_file(name: &str) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("rpcwire-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tokens = dir.join("tokens");
+    std::fs::write(&tokens, format!("{TOKEN} @alice user\n")).unwrap();
+    let path = tokens.to_str().unwrap().to_owned();
+    (dir, path)
+}
+
 #[tokio::test]
 async fn one_line_per_call_and_no_credential() {
     bounded(async {
-        let dir = std::env::temp_dir().join(format!("rpcwire-log-calls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let tokens = dir.join("tokens");
-        std::fs::write(&tokens, format!("{TOKEN} @alice user\n")).unwrap();
-        let tokens = tokens.to_str().unwrap();
+        let (dir, tokens) = tokens_file("log-calls");
+        let tokens = tokens.as_str();
         let (mut child, mut lines) =
             spawn_serve(&["--http", "127.0.0.1:0", "--log-calls", "--tokens", tokens]);
         let first = lines.next_line().await.unwrap().unwrap();
@@ -52,22 +60,7 @@ async fn one_line_per_call_and_no_credential() {
         let unknown = post(&url, r#"{"jsonrpc":"2.0","method":"nope","id":3}"#).await;
         assert!(unknown.contains("-32601"), "{unknown}");
 
-        let mut log = Vec::new();
-        while log.len() < 3 {
-            let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-                .await
-                .expect("a call line")
-                .unwrap()
-                .unwrap();
-            assert!(!line.contains(TOKEN), "the token was logged: {line}");
-            assert!(
-                !line.to_ascii_lowercase().contains("authorization"),
-                "{line}"
-            );
-            if line.contains("rpcwire::calls") {
-                log.push(line);
-            }
-        }
+        let log = call_lines(&mut lines, 3).await;
         let has = |i: usize, parts: &[&str]| {
             for part in parts {
                 assert!(log[i].contains(part), "{part} not in {}", log[i]);
@@ -100,7 +93,8 @@ async fn one_line_per_call_and_no_credential() {
     .await;
 }
 
-/// The call lines of the next `n` calls (every line read checked for the token).
+/// The call lines of the next `n` calls (every line read checked for the token and the
+/// `Authorization` header).
 async fn call_lines(
     lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>,
     n: usize,
@@ -113,6 +107,10 @@ async fn call_lines(
             .unwrap()
             .unwrap();
         assert!(!line.contains(TOKEN), "the token was logged: {line}");
+        assert!(
+            !line.to_ascii_lowercase().contains("authorization"),
+            "{line}"
+        );
         if line.contains("rpcwire::calls") {
             log.push(line);
         }
@@ -123,11 +121,8 @@ async fn call_lines(
 #[tokio::test]
 async fn bodies_redacted_and_cut() {
     bounded(async {
-        let dir = std::env::temp_dir().join(format!("rpcwire-log-bodies-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let tokens = dir.join("tokens");
-        std::fs::write(&tokens, format!("{TOKEN} @alice user\n")).unwrap();
-        let tokens = tokens.to_str().unwrap();
+        let (dir, tokens) = tokens_file("log-bodies");
+        let tokens = tokens.as_str();
         let limit = 200;
         let (mut child, mut lines) = spawn_serve(&[
             "--http",

@@ -46,6 +46,14 @@ pub(crate) fn answer(path: &str, pages: &[&str], ws_path: &str) -> Option<(&'sta
     None
 }
 
+/// The headers of a console answer of `kind`: its content type, and no caching (the numbers
+/// change on every request).
+pub(crate) fn headers(headers: &mut http::HeaderMap, kind: &'static str) {
+    use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(kind));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+}
+
 /// Turns the live view on when a console is (feature `metrics`; see
 /// `rpcwire_tokio::live_stats`): off until then, and never off again.
 pub(crate) fn enable_live_view() {

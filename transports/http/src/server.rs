@@ -753,10 +753,7 @@ impl Inner {
                     return refuse(StatusCode::FORBIDDEN, why);
                 }
                 let mut r = Response::new(Body::full(body));
-                r.headers_mut()
-                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
-                r.headers_mut()
-                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                crate::console::headers(r.headers_mut(), kind);
                 return r;
             }
         }

@@ -333,10 +333,7 @@ impl WsServer {
         if self.console && req.method() == Method::GET {
             if let Some((kind, body)) = crate::console::answer(path, &["/", "/console"], "/") {
                 let mut res = Response::new(Full::new(body));
-                res.headers_mut()
-                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
-                res.headers_mut()
-                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                crate::console::headers(res.headers_mut(), kind);
                 return res;
             }
         }
