@@ -14,7 +14,9 @@
 # Usage: bench/callgrind-telemetry.sh
 # Environment: RPCWIRE_CALLGRIND_BIG / _SMALL (stdio calls, default 40000 / 4000),
 # RPCWIRE_CALLGRIND_HTTP_BIG / _SMALL (HTTP calls per connection, default 200 / 50),
-# RPCWIRE_BENCH_OFF and RPCWIRE_BENCH_ON (prebuilt binaries of the two builds).
+# RPCWIRE_BENCH_OFF and RPCWIRE_BENCH_ON (prebuilt binaries of the two builds),
+# RPCWIRE_BENCH_BEFORE (optional: a binary of an earlier commit built with the feature, measured
+# with `--metrics` in the same run as row `before`, to compare a change against).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -111,10 +113,17 @@ for kind in stdio http; do
     row off "$kind" "$work/rpcwire-off" serve
     row idle "$kind" "$work/rpcwire-on" serve
     row metrics "$kind" "$work/rpcwire-on" serve --metrics 127.0.0.1:0
+    if [[ -n "${RPCWIRE_BENCH_BEFORE:-}" ]]; then
+        row before "$kind" "$RPCWIRE_BENCH_BEFORE" serve --metrics 127.0.0.1:0
+    fi
 done
 echo
 for kind in stdio http; do
     off="$(cat "$work/$kind-off")"
     awk -v o="$off" -v i="$(cat "$work/$kind-idle")" -v m="$(cat "$work/$kind-metrics")" -v k="$kind" \
         'BEGIN { printf "%s: idle / off %.3fx, metrics / off %.3fx\n", k, i / o, m / o }'
+    if [[ -f "$work/$kind-before" ]]; then
+        awk -v o="$off" -v b="$(cat "$work/$kind-before")" -v k="$kind" \
+            'BEGIN { printf "%s: before (metrics) / off %.3fx\n", k, b / o }'
+    fi
 done

@@ -70,7 +70,8 @@ pub fn router(service: Arc<OnceLock<RpcService>>) -> Router {
 /// `any_host`: accept any `Host`/`Origin` (behind a proxy, or on a non-loopback address).
 /// `max_body`: the largest request body (413 beyond).
 /// `tls`: serve HTTPS (and WSS) with it; `policy`: the access rules of `--policy`;
-/// `signing`: every POST signed (`--signing-key`).
+/// `signing`: every POST signed (`--signing-key`); `console`: the browser console on
+/// `/console`.
 #[allow(clippy::too_many_arguments)] // one per `serve --http` option
 pub async fn serve(
     addr: &str,
@@ -81,6 +82,7 @@ pub async fn serve(
     tls: Option<rpcwire_tokio::tls::ServerTls>,
     policy: Option<&rpcwire_cli::policy::Policy>,
     signing: Option<Arc<rpcwire_tokio::signing::RequestSigning>>,
+    console: bool,
 ) -> ExitCode {
     let with_policy = |router: rpcwire_tokio::Router| match policy {
         Some(policy) => policy.apply(router),
@@ -106,7 +108,8 @@ pub async fn serve(
     let mut server = HttpServer::new(builder.router(with_policy(router(Arc::clone(&cell)))))
         .path(path)
         .max_body(max_body)
-        .websocket(ws);
+        .websocket(ws)
+        .console(console);
     if any_host {
         server = server.hosts(HostPolicy::Any);
     }
@@ -120,12 +123,18 @@ pub async fn serve(
         eprintln!(
             "rpcwire: serving the demo service (POST, SSE and WebSocket) on https://{local}{path}"
         );
+        if console {
+            eprintln!("rpcwire: console on https://{local}/console");
+        }
         rpcwire_http::serve_tls(listener, service, tls, Duration::from_secs(10)).await;
         return ExitCode::SUCCESS;
     }
     eprintln!(
         "rpcwire: serving the demo service (POST, SSE and WebSocket) on http://{local}{path}"
     );
+    if console {
+        eprintln!("rpcwire: console on http://{local}/console");
+    }
     rpcwire_http::serve(listener, service).await;
     ExitCode::SUCCESS
 }

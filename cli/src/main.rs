@@ -210,9 +210,23 @@ struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
     /// Log one line per call on stderr: method, id, latency, status, transport and peer
-    /// (never a credential: no header, no token, no params).
+    /// (never a credential: no header, no token; no params unless --log-bodies).
     #[arg(long)]
     log_calls: bool,
+    /// With --log-calls: also log each call's params and result (or error), with the values
+    /// of credential-like members (`password`, `token`, `authorization`, ...), of --redact's
+    /// names and of the --tokens file's tokens replaced by "[redacted]", cut at
+    /// --log-body-limit bytes.
+    #[arg(long, requires = "log_calls")]
+    log_bodies: bool,
+    /// With --log-bodies: also redact the values of JSON members of this name, at any depth
+    /// (any case; repeatable).
+    #[arg(long, value_name = "FIELD", requires = "log_bodies")]
+    redact: Vec<String>,
+    /// With --log-bodies: the longest body shown, in bytes; longer ones are cut with a
+    /// `…[truncated N bytes]` marker.
+    #[arg(long, value_name = "BYTES", default_value_t = rpcwire_tokio::body_log::DEFAULT_MAX_LEN, requires = "log_bodies")]
+    log_body_limit: usize,
     #[command(flatten)]
     ws: rpcwire_cli::ws::WsServeArgs,
 }
@@ -326,6 +340,27 @@ fn main() -> ExitCode {
     code
 }
 
+/// Turns on `--log-bodies` with its redactions: the named members, and any string that is
+/// one of the `--tokens` file's tokens.
+fn log_bodies(args: &ServeArgs) -> Result<(), ExitCode> {
+    use rpcwire_tokio::body_log::{self, BodyLog};
+    let mut config = BodyLog::default().max_len(args.log_body_limit);
+    for name in &args.redact {
+        config = config.redact(name);
+    }
+    if let Some(path) = &args.tokens {
+        let tokens = rpcwire_tokio::StaticTokens::from_file(path).map_err(|e| {
+            eprintln!("rpcwire: {e}");
+            ExitCode::from(EXIT_USAGE)
+        })?;
+        config = config.secret(std::sync::Arc::new(move |text| {
+            tokens.lookup(text).is_some()
+        }));
+    }
+    body_log::install(config);
+    Ok(())
+}
+
 /// Logs on stderr at warn level (`-v` debug, `-vv` trace); `log_calls` adds the one line per
 /// call of `serve --log-calls` (target `rpcwire::calls`, info level).
 fn init_logging(verbose: u8, log_calls: bool) {
@@ -359,6 +394,15 @@ fn open_serial(path: &str, baud: u32) -> Result<rpcwire_serial::AsyncSerialPort,
 }
 
 async fn serve(args: ServeArgs) -> ExitCode {
+    if args.ws.console && args.ws.ws.is_none() && args.http.is_none() {
+        eprintln!("rpcwire: --console needs --ws or --http");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    if args.log_bodies {
+        if let Err(code) = log_bodies(&args) {
+            return code;
+        }
+    }
     #[cfg(feature = "metrics")]
     if let Some(addr) = &args.metrics {
         let served = match rpcwire_cli::metrics::parse_addr(addr) {
@@ -495,6 +539,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             tls,
             policy,
             signing,
+            args.ws.console,
         )
         .await;
     }

@@ -26,8 +26,10 @@ pub struct WsServeArgs {
     /// stderr as a ws:// URL). Any path upgrades.
     #[arg(long, value_name = "ADDR")]
     pub ws: Option<String>,
-    /// With --ws: also serve the browser console on http://ADDR/.
-    #[arg(long, requires = "ws")]
+    /// With --ws: also serve the browser console on http://ADDR/; with --http: on
+    /// http://ADDR/console. Its live view charts the calls (rate, latency percentiles, errors
+    /// by method) and the open connections.
+    #[arg(long)]
     pub console: bool,
     /// With --ws: send the notification `tick` {"n": N} to every connection every MS
     /// milliseconds.

@@ -163,7 +163,18 @@ async fn prometheus_scrapes_call_counts_and_errors() {
             let (_, reply) = http("POST", &rpc, "", &body).await;
             assert!(reply.contains("-32601"), "{reply}");
         }
-        let calls = (OK + BAD_PARAMS + UNKNOWN) as f64;
+        // Two batches, of 3 and 2 calls: their sizes in `rpc.server.batch.size`.
+        for size in [3, 2] {
+            let items: Vec<String> = (0..size)
+                .map(|i| {
+                    format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[{i},1],"id":{i}}}"#)
+                })
+                .collect();
+            let (status, reply) = http("POST", &rpc, "", &format!("[{}]", items.join(","))).await;
+            assert_eq!(status, 200);
+            assert_eq!(reply.matches("result").count(), size, "{reply}");
+        }
+        let calls = (OK + 5 + BAD_PARAMS + UNKNOWN) as f64;
         let errors = (BAD_PARAMS + UNKNOWN) as f64;
 
         // Prometheus scrapes every second: wait (bounded) for the last scrape to hold them all.
@@ -185,6 +196,12 @@ async fn prometheus_scrapes_call_counts_and_errors() {
             Some(2.0),
             "subtract and _OTHER only"
         );
+        let batches = "sum(rpc_server_batch_size_count)";
+        assert_eq!(query(&api, batches).await, Some(2.0), "batches");
+        let sizes = "sum(rpc_server_batch_size_sum)";
+        assert_eq!(query(&api, sizes).await, Some(5.0), "batch sizes");
+        let in_flight = "sum(rpc_server_calls_in_flight)";
+        assert_eq!(query(&api, in_flight).await, Some(0.0), "calls in flight");
 
         // The exposition itself, parsed by the reference Python parser.
         let (status, text) = http("GET", &metrics, "", "").await;

@@ -1,8 +1,10 @@
 //! The browser console served by `rpcwire serve --ws ADDR --console`, tested in headless
 //! Chromium (Debian's chromium and chromedriver) driven by Selenium (installed by
 //! `.ci/install/ws-interop.sh`): it loads, lists the methods, calls `subtract` and shows 19,
-//! shows a pushed notification, shows the disconnect message when the server stops and
-//! recovers when it returns (cli/tests/ws/console.py).
+//! shows the live view's rate, latency percentiles and errors after a burst of calls, with its
+//! charts drawn, shows a pushed notification, shows the disconnect message when the server stops and
+//! recovers when it returns; and `serve --http ADDR --console`'s page on /console, over the
+//! HTTP server's WebSocket, with its live view after a burst of POSTs (cli/tests/ws/console.py).
 //!
 //! Skips with a visible `SKIPPED:` line when the tools are missing, unless `CI=true`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -59,9 +61,11 @@ async fn console_in_headless_chromium() {
         "loads",
         "lists",
         "shows 19",
+        "live view after a burst",
         "pushed notification",
         "disconnect message",
         "reconnects",
+        "over HTTP, the console on /console shows the live view",
     ] {
         assert!(stdout.contains(check), "no `{check}` line in\n{stdout}");
     }

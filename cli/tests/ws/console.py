@@ -50,6 +50,79 @@ def call_subtract(d, wait):
     wait.until(lambda d: d.find_element(By.ID, "result").text.strip() == "19")
 
 
+# 3 s of calls, 8 in flight at a time, every tenth one failing (Invalid params).
+BURST_WS = """
+    const ws = new WebSocket('ws://' + location.host + '/');
+    let id = 0;
+    const until = Date.now() + 3000;
+    function next() {
+        if (Date.now() > until) { ws.close(); return; }
+        id += 1;
+        const bad = id % 10 === 0;
+        ws.send(JSON.stringify({jsonrpc: '2.0', id: id,
+            method: 'subtract', params: bad ? ['x'] : [42, id]}));
+    }
+    ws.onopen = () => { for (let i = 0; i < 8; i++) next(); };
+    ws.onmessage = next;
+"""
+
+# The same over HTTP POSTs to arguments[0] (the server's JSON-RPC path).
+BURST_HTTP = """
+    const path = arguments[0];
+    let id = 0;
+    const until = Date.now() + 3000;
+    async function worker() {
+        while (Date.now() < until) {
+            id += 1;
+            const bad = id % 10 === 0;
+            await fetch(path, {method: 'POST', headers: {'Content-Type': 'application/json'},
+                body: JSON.stringify({jsonrpc: '2.0', id: id, method: 'subtract',
+                                      params: bad ? ['x'] : [42, id]})});
+        }
+    }
+    for (let i = 0; i < 8; i++) worker();
+"""
+
+# The live view's numbers, read in one script: the table is redrawn on every poll.
+READ_LIVE = """
+    const text = (sel) => { const e = document.querySelector(sel); return e ? e.textContent : null; };
+    const row = '#live-methods tr[data-method="subtract"] ';
+    return {rate: text(row + 'td.rate'), p50: text(row + 'td.p50'), p99: text(row + 'td.p99'),
+            total: text('#live-rate'), errors: text('#live-errors'),
+            method: text('#live-method'), p95: text('#live-p95'),
+            conns: text('#live-connections')};
+"""
+
+
+def check_live(d):
+    """Waits for the live view to show subtract's rate, percentiles and errors while a burst
+    runs, and checks that the charts are drawn; returns what it saw."""
+    def busy(d):
+        v = d.execute_script(READ_LIVE)
+        if v["rate"] is None or float(v["rate"]) <= 0 or float(v["total"]) <= 0:
+            return False
+        if int(v["errors"]) <= 0 or v["p50"] in (None, "-") or v["method"] != "subtract":
+            return False
+        return v
+    v = WebDriverWait(d, 10).until(busy)
+    rate, p50, p99, conns = float(v["rate"]), v["p50"], v["p99"], int(v["conns"])
+    assert p50.split()[1] in ("µs", "ms", "s") and float(p50.split()[0]) > 0, p50
+    assert p99 != "-" and v["p95"] != "-", v
+    assert conns >= 1, v
+    # The charts are drawn: points plotted and pixels other than the background.
+    for chart in ("chart-rate", "chart-latency", "chart-connections"):
+        drawn = d.execute_script("""
+            const c = document.getElementById(arguments[0]);
+            const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            let inked = 0;
+            for (let i = 3; i < px.length; i += 4) if (px[i] > 0) inked++;
+            return [Number(c.dataset.points || 0), inked];
+        """, chart)
+        assert drawn[0] > 0 and drawn[1] > 100, (chart, drawn)
+    return (f"subtract at {rate} calls/s, p50 {p50}, p99 {p99}, {conns} connection(s), "
+            "charts drawn")
+
+
 tmp = tempfile.mkdtemp(prefix="rpcwire-chromium-")
 os.environ.update(TMPDIR=tmp, SE_OFFLINE="true", SE_AVOID_STATS="true")
 server = start()
@@ -78,6 +151,11 @@ try:
     assert '"method":"subtract","id"' in log_text(driver) and '"result":19' in log_text(driver)
     print("ok: calling subtract [42, 23] shows 19, request and response in the log")
 
+    # The live view: a burst of calls from a second WebSocket of the page's (3 s of 8 calls in
+    # flight at a time, subtract and a failing call) shows a rate, percentiles and errors.
+    driver.execute_script(BURST_WS)
+    print("ok: live view after a burst: " + check_live(driver))
+
     wait.until(lambda d: any('"method":"tick"' in e.text
                              for e in d.find_elements(By.CSS_SELECTOR, "#log .note")))
     print("ok: a pushed notification is shown")
@@ -93,6 +171,25 @@ try:
     wait.until(lambda d: "connection restored" in log_text(d))
     call_subtract(driver, wait)
     print("ok: when the server returns the page reconnects and calls work again")
+
+    # The HTTP server's console: the page on /console, its WebSocket on the JSON-RPC path.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        http_port = sock.getsockname()[1]
+    http_server = subprocess.Popen(
+        [BIN, "serve", "--http", f"127.0.0.1:{http_port}", "--console"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        line = http_server.stderr.readline().decode()
+        assert "serving" in line, line
+        driver.get(f"http://127.0.0.1:{http_port}/console")
+        wait.until(lambda d: status(d) == "connected")
+        assert driver.find_element(By.ID, "url").text == f"ws://127.0.0.1:{http_port}/rpc"
+        driver.execute_script(BURST_HTTP, "/rpc")
+        print("ok: over HTTP, the console on /console shows the live view: " + check_live(driver))
+    finally:
+        http_server.kill()
+        http_server.wait()
 finally:
     if driver is not None:
         driver.quit()

@@ -55,6 +55,8 @@
 mod body;
 mod challenge;
 mod client;
+mod console;
+pub use console::CONSOLE_STATS;
 mod connect;
 mod endpoint;
 mod exchange;

@@ -142,6 +142,7 @@ pub struct HttpServer {
     check: Option<RequestCheck>,
     check_body: Option<BodyCheck>,
     fast_path: bool,
+    console: bool,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -173,7 +174,22 @@ impl HttpServer {
             check: None,
             check_body: None,
             fast_path: true,
+            console: false,
         }
+    }
+
+    /// Also serve the browser console on `GET /console` (before any other rule: the path,
+    /// hosts and credentials apply to the JSON-RPC endpoint): the page opens its WebSocket on
+    /// this server's path (so give the server a WebSocket transport: `websocket`, feature
+    /// `ws`), and
+    /// with the feature `metrics` draws the live view from `GET /console/stats` (see
+    /// [`WsServer::console`](crate::ws::WsServer::console), which turns it on the same way).
+    pub fn console(mut self, on: bool) -> Self {
+        self.console = on;
+        if on {
+            crate::console::enable_live_view();
+        }
+        self
     }
 
     /// Serve only this path (others get 404); by default every path is served (the service
@@ -370,6 +386,7 @@ impl HttpServer {
                 check: self.check,
                 check_body: self.check_body,
                 fast_path: self.fast_path,
+                console: self.console,
                 hub,
                 clock,
             }),
@@ -396,6 +413,8 @@ pub(crate) struct Inner {
     pub(crate) check_body: Option<BodyCheck>,
     /// See [`HttpServer::fast_path`].
     pub(crate) fast_path: bool,
+    /// See [`HttpServer::console`].
+    console: bool,
     hub: Arc<EventHub>,
     /// Ticks a few times per request timeout.
     clock: watch::Receiver<()>,
@@ -724,6 +743,20 @@ impl Inner {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        if self.console && req.method() == Method::GET {
+            let ws_path = self.path.as_deref().unwrap_or("/");
+            if let Some((kind, body)) =
+                crate::console::answer(req.uri().path(), &["/console"], ws_path)
+            {
+                // The hosts rule applies: the numbers are not for any site's scripts.
+                if let Some(why) = self.endpoint.refusal(&req) {
+                    return refuse(StatusCode::FORBIDDEN, why);
+                }
+                let mut r = Response::new(Body::full(body));
+                crate::console::headers(r.headers_mut(), kind);
+                return r;
+            }
+        }
         if let Some(path) = &self.path {
             if req.uri().path() != path {
                 let r = refuse(StatusCode::NOT_FOUND, "no JSON-RPC endpoint here\n");

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 /// What a profile keeps in a session, and what it does when the session ends.
@@ -157,6 +157,8 @@ struct Table<T> {
     sessions: Mutex<HashMap<String, Arc<Session<T>>>>,
     prefix: String,
     limits: SessionLimits,
+    /// The gauge the sessions are counted in (see [`SessionTable::count_as`]).
+    gauge: OnceLock<&'static str>,
 }
 
 /// A bounded table of sessions by id (cheap to clone: clones share the table).
@@ -241,7 +243,19 @@ impl<T: SessionState> SessionTable<T> {
                 sessions: Mutex::new(HashMap::new()),
                 prefix: clean_prefix(prefix),
                 limits: limits.bounded(),
+                gauge: OnceLock::new(),
             }),
+        }
+    }
+
+    /// Counts the sessions held in the gauge `name` through
+    /// [`rpcwire_tokio::telemetry::gauge_add`] (recorded with the feature `metrics` once
+    /// metrics are enabled; the MCP server counts its sessions as `mcp.server.sessions`). Set
+    /// once: later names are ignored.
+    pub fn count_as(&self, name: &'static str) {
+        let sessions = self.table.lock();
+        if self.table.gauge.set(name).is_ok() {
+            rpcwire_tokio::telemetry::gauge_add(name, sessions.len() as f64);
         }
     }
 
@@ -310,7 +324,7 @@ impl<T: SessionState> SessionTable<T> {
             match oldest.and_then(|id| sessions.remove(&id)) {
                 Some(s) => {
                     tracing::debug!(session = %s.id, "session evicted to make room");
-                    s.state.on_end();
+                    table.ended(&s);
                 }
                 None => return Err(SessionError::Full),
             }
@@ -322,6 +336,7 @@ impl<T: SessionState> SessionTable<T> {
             active: AtomicUsize::new(0),
         });
         sessions.insert(id, Arc::clone(&session));
+        table.count(1.0);
         Ok(session)
     }
 
@@ -335,7 +350,7 @@ impl<T: SessionState> SessionTable<T> {
         let mut sessions = self.table.lock();
         match sessions.remove(id) {
             Some(s) => {
-                s.state.on_end();
+                self.table.ended(&s);
                 true
             }
             None => false,
@@ -367,6 +382,21 @@ impl<T> Table<T> {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session<T>>>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Adds `delta` to the sessions' gauge, if counted.
+    fn count(&self, delta: f64) {
+        if let Some(name) = self.gauge.get() {
+            rpcwire_tokio::telemetry::gauge_add(name, delta);
+        }
+    }
+}
+
+impl<T> Drop for Table<T> {
+    fn drop(&mut self) {
+        // The table's sessions end with it (their states drop without `on_end`).
+        let held = self.lock().len();
+        self.count(-(held as f64));
+    }
 }
 
 impl<T: SessionState> Table<T> {
@@ -377,9 +407,16 @@ impl<T: SessionState> Table<T> {
             if !keep {
                 tracing::debug!(session = %s.id, "session ended (idle)");
                 s.state.on_end();
+                self.count(-1.0);
             }
             keep
         });
+    }
+
+    /// A session left the table.
+    fn ended(&self, session: &Session<T>) {
+        session.state.on_end();
+        self.count(-1.0);
     }
 }
 
@@ -396,6 +433,71 @@ mod tests {
         fn on_end(&self) {
             self.0.store(true, Ordering::SeqCst);
         }
+    }
+
+    /// The sessions' gauge counts every way in and out: created, evicted, removed, ended
+    /// idle, and the table dropped with sessions in it.
+    #[cfg(feature = "metrics")]
+    #[test]
+    fn sessions_counted_in_their_gauge() {
+        use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+        const GAUGE: &str = "test.sessions";
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        rpcwire_tokio::telemetry::enable_metrics();
+        // A snapshot takes what was added since the last one: the level is their sum.
+        let level = std::cell::Cell::new(0.0);
+        let gauge = || {
+            let added = snapshotter
+                .snapshot()
+                .into_vec()
+                .into_iter()
+                .find(|(key, ..)| key.key().name() == GAUGE)
+                .map(|(.., value)| match value {
+                    DebugValue::Gauge(v) => v.into_inner(),
+                    other => panic!("not a gauge: {other:?}"),
+                });
+            level.set(level.get() + added.unwrap_or(0.0));
+            Some(level.get())
+        };
+        metrics::with_local_recorder(&recorder, || {
+            let t = table(2, Duration::from_millis(10));
+            let a = t
+                .create(|_| Flag::default())
+                .unwrap_or_else(|e| panic!("{e}"));
+            t.count_as(GAUGE);
+            t.count_as("ignored.second.name");
+            assert_eq!(gauge(), Some(1.0), "counted from the sessions held");
+            let _hold = a.hold();
+            let b = t
+                .create(|_| Flag::default())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(gauge(), Some(2.0));
+            // Full: `b` (inactive) is evicted for `c`.
+            let c = t
+                .create(|_| Flag::default())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(t.get(b.id()).is_none());
+            assert_eq!(gauge(), Some(2.0));
+            assert!(t.remove(c.id()));
+            assert!(!t.remove(c.id()));
+            assert_eq!(gauge(), Some(1.0));
+            drop(_hold);
+            let _d = t
+                .create(|_| Flag::default())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(gauge(), Some(2.0));
+            std::thread::sleep(Duration::from_millis(30));
+            t.end_idle();
+            assert_eq!(t.len(), 0);
+            assert_eq!(gauge(), Some(0.0));
+            let _e = t
+                .create(|_| Flag::default())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(gauge(), Some(1.0));
+            drop(t);
+            assert_eq!(gauge(), Some(0.0), "the table's end ends its sessions");
+        });
     }
 
     fn table(max: usize, idle: Duration) -> SessionTable<Flag> {

@@ -193,6 +193,8 @@ struct Driver {
     last_method: Option<usize>,
     /// The first frame that was not JSON has been logged at warn level.
     warned_garbage: bool,
+    /// Sizes the batches received, for their histogram (while metrics are recorded).
+    batch_sizes: telemetry::BatchSizer,
     /// Since when nothing is buffered, queued or running (memory is given back after
     /// `Settings::idle_release` of it).
     idle_since: Option<StdInstant>,
@@ -260,6 +262,7 @@ where
         dirty: false,
         last_method: None,
         warned_garbage: false,
+        batch_sizes: telemetry::BatchSizer::default(),
         idle_since: None,
     };
     let (scope, span) = telemetry::ConnectionScope::open(&d.settings.caller);
@@ -549,6 +552,7 @@ impl Driver {
             handlers,
             last_method,
             warned_garbage,
+            batch_sizes,
             ..
         } = self;
         loop {
@@ -561,10 +565,16 @@ impl Driver {
             }
             // Everything buffered is decoded (or input waits for transmit room).
             let item = match conn.handle_input(now, rx, &mut &[][..]) {
-                Input::Item(item) => item,
+                Input::Item(item) => {
+                    batch_sizes.observe(|| conn.stats(), false);
+                    item
+                }
                 Input::Blocked | Input::Closed => return,
                 Input::NeedMore => match *ending {
-                    Ending::No => return,
+                    Ending::No => {
+                        batch_sizes.observe(|| conn.stats(), true);
+                        return;
+                    }
                     Ending::Finish => {
                         // A last line without its newline is still a line: decode it too.
                         rx.finish();
@@ -1066,7 +1076,8 @@ mod tests {
     /// beside the driver they were moved into (2 600 bytes, against 1 632). Raise the bound
     /// knowingly: it went from 1 700 to 1 800 for the core's counters by message kind, batches
     /// and high-water marks (88 bytes) and the connection's span (40 bytes); the `metrics`
-    /// feature adds 32 (the connection's place in the open-connections gauge).
+    /// feature adds 32 (the connection's place in the open-connections gauge), then 40 more
+    /// (the batch sizes' counters, 32, and the connection's place in the live view, 8).
     #[test]
     fn an_open_connection_keeps_a_small_driver() {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -1079,7 +1090,7 @@ mod tests {
         let size = std::mem::size_of_val(&driver);
         println!("the driver's future: {size} bytes");
         let bound = if cfg!(feature = "metrics") {
-            1_832
+            1_872
         } else {
             1_800
         };

@@ -135,7 +135,8 @@ impl Handlers {
     ) {
         let method = origin.method;
         let id = origin.id.map_or("", OriginId::text);
-        let call = ServerCall::start(method, registered, id, origin.caller);
+        let mut call = ServerCall::start(method, registered, id, origin.caller);
+        call.note_params(params.as_ref().map(RawJson::as_str));
         let outcome = {
             let _entered = call.span().enter();
             guarded(|| handler(origin, params, conn, handle)).unwrap_or_else(|()| {
@@ -146,6 +147,7 @@ impl Handlers {
         };
         match outcome {
             Outcome::Done(error) => {
+                call.note_answered_in_place();
                 if tracing::enabled!(tracing::Level::DEBUG) {
                     let _entered = call.span().enter();
                     tracing::debug!(latency_us = 0u64, error, "handled");
@@ -153,6 +155,7 @@ impl Handlers {
                 call.end(error);
             }
             Outcome::Ready(reply) => {
+                call.note_reply(&reply);
                 call.end(reply.as_ref().err().map(|e| e.code));
                 self.running += 1;
                 self.unwritten.push_back((handle, Some(reply)));
@@ -163,6 +166,7 @@ impl Handlers {
                 }
                 self.running += 1;
                 let span = call.span().clone();
+                let mut call = call;
                 self.tasks.spawn(
                     async move {
                         let started = StdInstant::now();
@@ -175,6 +179,7 @@ impl Handlers {
                             u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
                         let error = reply.as_ref().err().map(|e| e.code);
                         tracing::debug!(latency_us, error, "handled");
+                        call.note_reply(&reply);
                         call.end(error);
                         Done {
                             handle: Some(handle),

@@ -77,16 +77,21 @@
 //! Inbound notifications run in an `rpc.request` span (`method`).
 
 mod access;
+pub mod body_log;
 mod caller;
 mod client;
 mod controls;
 mod discover;
 mod driver;
+#[cfg(feature = "metrics")]
+pub mod durations;
 mod error;
 mod handlers;
 mod inline;
 #[cfg(feature = "jwt")]
 pub mod jwt;
+#[cfg(feature = "metrics")]
+pub mod live_stats;
 mod ratelimit;
 mod raw;
 mod responder;

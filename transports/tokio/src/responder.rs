@@ -95,6 +95,9 @@ struct Slot {
     /// Kept with the connection: a new one allocates (its task set), and a slot goes back to
     /// the pool only with no handler left in it.
     handlers: Handlers,
+    /// Where the body being answered started in the connection's counters (for the batch
+    /// size; kept here, not in the answering future, whose size every request pays).
+    batch_mark: u64,
 }
 
 impl std::fmt::Debug for Responder {
@@ -260,10 +263,13 @@ impl Responder {
                     // No cancel notification reaches a body answered here (`takes` refuses
                     // them).
                     handlers: Handlers::new(true),
+                    batch_mark: u64::MAX,
                 })
             });
         let first = answer.len();
-        let Slot { conn, rx, handlers } = &mut *slot;
+        // Field by field: `batch_mark` is reached through `slot` when needed, so that no
+        // reference to it is kept across the waits below.
+        let (conn, rx, handlers) = (&mut slot.conn, &mut slot.rx, &mut slot.handlers);
         // The body is one whole frame: handed over as it is, with no framing to find. The
         // buffer of a pooled slot is empty (only clean ones go back to the pool), and an empty
         // buffer takes a whole frame.
@@ -273,6 +279,7 @@ impl Responder {
             rx.push_frame(body);
         }
         let mut taken = true;
+        slot.batch_mark = telemetry::batch_body_mark(|| conn.stats());
         loop {
             match conn.handle_input(Instant::ZERO, rx, &mut &[][..]) {
                 Input::Item(item) => {
@@ -284,7 +291,11 @@ impl Responder {
                     }
                 }
                 Input::Blocked => drain(conn, answer, first),
-                Input::NeedMore | Input::Closed => break,
+                Input::NeedMore | Input::Closed => {
+                    let is_batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+                    telemetry::batch_body_done(slot.batch_mark, is_batch, || conn.stats());
+                    break;
+                }
             }
             // Within the concurrency limit, as on a connection: wait for a slot to free.
             while handlers.running() >= shared.concurrency {

@@ -269,7 +269,13 @@ pub(crate) fn answer<R: Serialize + ?Sized>(
         Err(e) => conn.respond_error(handle, e.error_code(), Some(&e.message), e.data.as_deref()),
     };
     match written {
-        Ok(()) | Err(RespondError::UnknownHandle) => Outcome::Done(result.err().map(|e| e.code)),
+        Ok(()) | Err(RespondError::UnknownHandle) => {
+            crate::body_log::note_answer(|| match result {
+                Ok(v) => serde_json::to_string(v).ok(),
+                Err(e) => crate::body_log::error_json(e),
+            });
+            Outcome::Done(result.err().map(|e| e.code))
+        }
         Err(RespondError::WouldBlock { .. }) => Outcome::Ready(match result {
             Ok(v) => to_json(v),
             Err(e) => Err(e.clone()),

@@ -23,8 +23,14 @@
 //! - `rpc.server.rejections` (counter) by `reason` (`limit`, `parse`, `overload`,
 //!   `authentication`, `authorization`, `not_found`);
 //! - `rpc.bytes_in`, `rpc.bytes_out` (counters): bytes read from and written to the peers of
-//!   driver connections (stdio, TCP, WebSocket, child processes; not HTTP bodies).
+//!   driver connections (stdio, TCP, WebSocket, child processes; not HTTP bodies);
+//! - `rpc.server.batch.size` (histogram, messages): the size of each batch a driver
+//!   connection received (refused batches left out);
+//! - `mcp.server.sessions` (gauge): the open MCP Streamable HTTP sessions (any gauge a
+//!   session table is counted as, see [`gauge_add`]).
 
+#[cfg(feature = "metrics")]
+use std::time::Duration;
 use std::time::Instant;
 
 use crate::caller::Caller;
@@ -58,7 +64,16 @@ pub mod names {
     pub const BYTES_IN: &str = "rpc.bytes_in";
     /// Counter of bytes written to connections' peers.
     pub const BYTES_OUT: &str = "rpc.bytes_out";
+    /// Histogram of the messages in each batch received (driver connections).
+    pub const BATCH_SIZE: &str = "rpc.server.batch.size";
+    /// Gauge of the open MCP Streamable HTTP sessions.
+    pub const MCP_SESSIONS: &str = "mcp.server.sessions";
 }
+
+/// The buckets of the batch-size histogram (messages).
+pub const BATCH_SIZE_BUCKETS: [f64; 11] = [
+    1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+];
 
 /// The buckets of the call-duration histograms (seconds): those the OpenTelemetry semantic
 /// conventions recommend for `rpc.*.call.duration`.
@@ -97,25 +112,45 @@ impl Rejection {
     }
 }
 
-/// Whether metrics are recorded: off until [`enable_metrics`] (so that a build with the
-/// feature but no recorder does no metrics work at all: no clock read, no label built).
+/// What is recorded, one bit each: metrics ([`enable_metrics`]) and the live view
+/// ([`crate::live_stats::enable`]); all off until enabled, so that a build with the feature but
+/// neither does no such work at all: no clock read, no label built. One load tells both.
 #[cfg(feature = "metrics")]
-static METRICS_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static RECORDING: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+#[cfg(feature = "metrics")]
+const METRICS_BIT: u8 = 1;
+#[cfg(feature = "metrics")]
+const LIVE_BIT: u8 = 2;
 
 /// Starts recording metrics (feature `metrics`): call it once a recorder is installed
 /// (`rpcwire serve --metrics` does). Until then every metrics point is one relaxed load.
 #[cfg(feature = "metrics")]
 pub fn enable_metrics() {
-    METRICS_ON.store(true, std::sync::atomic::Ordering::Relaxed);
+    RECORDING.fetch_or(METRICS_BIT, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Starts feeding the live view (see [`crate::live_stats::enable`]).
+#[cfg(feature = "metrics")]
+pub(crate) fn enable_live_stats() {
+    RECORDING.fetch_or(LIVE_BIT, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// What is recorded now: `(metrics, live view)`.
+#[inline]
+fn recording() -> (bool, bool) {
+    #[cfg(feature = "metrics")]
+    {
+        let on = RECORDING.load(std::sync::atomic::Ordering::Relaxed);
+        (on & METRICS_BIT != 0, on & LIVE_BIT != 0)
+    }
+    #[cfg(not(feature = "metrics"))]
+    (false, false)
 }
 
 /// True when metrics are recorded.
 #[inline]
 fn metered() -> bool {
-    #[cfg(feature = "metrics")]
-    return METRICS_ON.load(std::sync::atomic::Ordering::Relaxed);
-    #[cfg(not(feature = "metrics"))]
-    false
+    recording().0
 }
 
 /// Metric handles kept once looked up (feature `metrics`): the `metrics!` macros build a key
@@ -254,6 +289,116 @@ pub fn reject(reason: Rejection) {
     let _ = reason;
 }
 
+/// Adds `delta` to the gauge `name` (feature `metrics`, when recorded; nothing otherwise):
+/// for counts kept outside this crate, such as a session table's.
+#[inline]
+pub fn gauge_add(name: &'static str, delta: f64) {
+    #[cfg(feature = "metrics")]
+    if metered() {
+        metrics::gauge!(name).increment(delta);
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (name, delta);
+}
+
+/// Measures the batches a driver connection receives from the core's counters (the core
+/// tells messages, not batch boundaries): a batch opens when the batches accepted move with a
+/// new frame, and its size is the messages taken until the next frame or until the input is
+/// drained (a batch is decoded whole from buffered input). Used only while metrics are
+/// recorded; nothing at all without the feature (it lives in every driver's future).
+#[derive(Debug, Default)]
+pub(crate) struct BatchSizer {
+    #[cfg(feature = "metrics")]
+    frames: u64,
+    /// Batches received less those refused whole (which hand out nothing to count).
+    #[cfg(feature = "metrics")]
+    accepted: u64,
+    #[cfg(feature = "metrics")]
+    messages: u64,
+    /// The message count before the open batch's first message, plus one (0: none open).
+    #[cfg(feature = "metrics")]
+    open: u64,
+}
+
+#[cfg(feature = "metrics")]
+impl BatchSizer {
+    fn messages(stats: &rpcwire::Stats) -> u64 {
+        stats.requests_in + stats.notifications_in + stats.responses_in + stats.invalid_messages
+    }
+
+    fn accepted(stats: &rpcwire::Stats) -> u64 {
+        stats.batches_in - stats.batch_rejections
+    }
+
+    /// After the core handed out an item (`drained` false) or said it needs more input
+    /// (`stats` read only while metrics are recorded).
+    #[inline]
+    pub(crate) fn observe(&mut self, stats: impl FnOnce() -> rpcwire::Stats, drained: bool) {
+        if !metered() {
+            return;
+        }
+        let stats = &stats();
+        let messages = Self::messages(stats);
+        if stats.frames_in != self.frames {
+            self.close(self.messages);
+            let accepted = Self::accepted(stats);
+            if accepted != self.accepted {
+                self.open = self.messages + 1;
+            }
+            self.frames = stats.frames_in;
+            self.accepted = accepted;
+        }
+        self.messages = messages;
+        if drained {
+            self.close(messages);
+        }
+    }
+
+    fn close(&mut self, messages: u64) {
+        if self.open > 0 {
+            let size = messages.saturating_sub(self.open - 1);
+            self.open = 0;
+            metrics::histogram!(names::BATCH_SIZE).record(size as f64);
+        }
+    }
+}
+
+#[cfg(not(feature = "metrics"))]
+impl BatchSizer {
+    #[inline]
+    pub(crate) fn observe(&mut self, _: impl FnOnce() -> rpcwire::Stats, _: bool) {}
+}
+
+/// Where a body answered whole (one frame: an HTTP request's) starts in its connection's
+/// counters, for [`batch_body_done`]; `u64::MAX` while metrics are not recorded.
+#[inline]
+pub(crate) fn batch_body_mark(stats: impl FnOnce() -> rpcwire::Stats) -> u64 {
+    #[cfg(feature = "metrics")]
+    if metered() {
+        let s = stats();
+        // A refused batch counts one invalid message and one rejection: it nets out.
+        return BatchSizer::messages(&s) - s.batch_rejections;
+    }
+    let _ = stats;
+    u64::MAX
+}
+
+/// Records the size of the batch a body was (`is_batch`: it is a JSON array) from its
+/// connection's counters after it (`mark` from [`batch_body_mark`]).
+#[inline]
+pub(crate) fn batch_body_done(mark: u64, is_batch: bool, stats: impl FnOnce() -> rpcwire::Stats) {
+    #[cfg(feature = "metrics")]
+    if mark != u64::MAX && is_batch {
+        let s = stats();
+        let size = (BatchSizer::messages(&s) - s.batch_rejections).saturating_sub(mark);
+        if size > 0 {
+            metrics::histogram!(names::BATCH_SIZE).record(size as f64);
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (mark, is_batch, stats);
+}
+
 /// Counts bytes read from a peer (feature `metrics`; nothing otherwise).
 #[inline]
 pub(crate) fn bytes_in(n: usize) {
@@ -322,6 +467,13 @@ pub(crate) struct ServerCall {
     /// The `rpc.method` label, when metrics are recorded.
     #[cfg(feature = "metrics")]
     label: Option<std::sync::Arc<str>>,
+    /// The live view's counts of the method, when it is on.
+    #[cfg(feature = "metrics")]
+    live: Option<std::sync::Arc<crate::live_stats::MethodStats>>,
+    /// The method's histograms, when durations are counted in process
+    /// ([`crate::durations::aggregate`]).
+    #[cfg(feature = "metrics")]
+    counted: Option<std::sync::Arc<crate::durations::MethodDurations>>,
 }
 
 impl ServerCall {
@@ -362,7 +514,13 @@ impl ServerCall {
                 span.record("network.peer.port", peer.port());
             }
         }
-        let metered = metered();
+        let (metered, live) = recording();
+        // Durations through the facade (`metered`), or counted here (`counted`).
+        #[cfg(feature = "metrics")]
+        let (metered, counted) = match metered && crate::durations::on() {
+            true => (false, Some(crate::durations::server_start(label))),
+            false => (metered, None),
+        };
         #[cfg(feature = "metrics")]
         if metered {
             handles::in_flight().increment(1.0);
@@ -373,21 +531,62 @@ impl ServerCall {
                 id: id.to_owned(),
                 transport: caller.transport().network_transport(),
                 peer: caller.peer_addr(),
+                bodies: crate::body_log::config().map(|_| Bodies::default()),
             })
         });
-        let measured = listening || log.is_some() || metered;
+        #[cfg(feature = "metrics")]
+        let measured = listening || log.is_some() || metered || live || counted.is_some();
+        #[cfg(not(feature = "metrics"))]
+        let measured = listening || log.is_some() || metered || live;
         ServerCall {
             span,
             started: measured.then(Instant::now),
             log,
             #[cfg(feature = "metrics")]
             label: metered.then(|| handles::server_label(label)),
+            #[cfg(feature = "metrics")]
+            live: if live {
+                crate::live_stats::method(label)
+            } else {
+                None
+            },
+            #[cfg(feature = "metrics")]
+            counted,
         }
     }
 
     /// The call's span, to enter while its handler runs.
     pub(crate) fn span(&self) -> &tracing::Span {
         &self.span
+    }
+
+    /// The call log's bodies, when it shows them.
+    fn bodies(&mut self) -> Option<&mut Bodies> {
+        self.log.as_mut().and_then(|line| line.bodies.as_mut())
+    }
+
+    /// Keeps the params for the call log, when it shows bodies.
+    pub(crate) fn note_params(&mut self, params: Option<&str>) {
+        if let Some(bodies) = self.bodies() {
+            bodies.params = params.map(str::to_owned);
+        }
+    }
+
+    /// Keeps the answer its handler wrote in place (see [`crate::body_log::note_answer`]).
+    pub(crate) fn note_answered_in_place(&mut self) {
+        if let Some(bodies) = self.bodies() {
+            bodies.answer = crate::body_log::take_answer();
+        }
+    }
+
+    /// Keeps an answer (the result's JSON, or the error) for the call log.
+    pub(crate) fn note_reply(&mut self, reply: &Result<String, crate::RpcError>) {
+        if let Some(bodies) = self.bodies() {
+            bodies.answer = match reply {
+                Ok(json) => Some(json.clone()),
+                Err(e) => crate::body_log::error_json(e),
+            };
+        }
     }
 
     /// Ends the call: `error` is the error code it was answered with, if any.
@@ -404,11 +603,20 @@ impl ServerCall {
             }
         }
         #[cfg(feature = "metrics")]
-        if let Some(method) = self.label {
-            handles::in_flight().decrement(1.0);
-            let seconds = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
-            let code = error.map(|code| code.to_string());
-            handles::server_duration(&method, code.as_deref(), seconds);
+        if self.label.is_some() || self.live.is_some() || self.counted.is_some() {
+            // One clock read for all.
+            let elapsed = self.started.map_or(Duration::ZERO, |t| t.elapsed());
+            let code = || error.map(|code| code.to_string());
+            if let Some(method) = self.label {
+                handles::in_flight().decrement(1.0);
+                handles::server_duration(&method, code().as_deref(), elapsed.as_secs_f64());
+            }
+            if let Some(counted) = self.counted {
+                crate::durations::server_end(&counted, code().as_deref(), elapsed);
+            }
+            if let Some(live) = self.live {
+                live.record(elapsed, error.is_some());
+            }
         }
         #[cfg(not(feature = "metrics"))]
         let _ = self.started;
@@ -422,6 +630,15 @@ pub(crate) struct CallLine {
     id: String,
     transport: &'static str,
     peer: Option<std::net::SocketAddr>,
+    /// Its params and answer, when the log shows bodies.
+    bodies: Option<Bodies>,
+}
+
+/// A call's bodies as received and answered (redacted and cut when written).
+#[derive(Default)]
+struct Bodies {
+    params: Option<String>,
+    answer: Option<String>,
 }
 
 impl CallLine {
@@ -435,6 +652,33 @@ impl CallLine {
         };
         let peer = self.peer.map_or_else(|| "-".to_owned(), |p| p.to_string());
         let id = if self.id.is_empty() { "-" } else { &self.id };
+        if let (Some(bodies), Some(config)) = (&self.bodies, crate::body_log::config()) {
+            let show = |json: &Option<String>| {
+                json.as_deref()
+                    .map_or_else(|| "-".to_owned(), |j| config.render(j))
+            };
+            let params = show(&bodies.params);
+            let answer = show(&bodies.answer);
+            let (result, error) = if error.is_some() {
+                ("-".to_owned(), answer)
+            } else {
+                (answer, "-".to_owned())
+            };
+            tracing::info!(
+                target: CALL_LOG,
+                method = %self.method,
+                id = %id,
+                latency_us,
+                status = %status,
+                connection = %self.transport,
+                peer = %peer,
+                params = %params,
+                result = %result,
+                error = %error,
+                "call"
+            );
+            return;
+        }
         tracing::info!(
             target: CALL_LOG,
             method = %self.method,
@@ -496,8 +740,12 @@ impl ClientCall {
         }
         #[cfg(feature = "metrics")]
         if metered() {
-            let seconds = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
-            handles::client_duration(method, error_type.as_deref(), seconds);
+            let elapsed = self.started.map_or(Duration::ZERO, |t| t.elapsed());
+            if crate::durations::on() {
+                crate::durations::client(method, error_type.as_deref(), elapsed);
+            } else {
+                handles::client_duration(method, error_type.as_deref(), elapsed.as_secs_f64());
+            }
         }
         #[cfg(not(feature = "metrics"))]
         let _ = (self.started, method, error_type);
@@ -518,9 +766,15 @@ pub(crate) enum ClientError {
 /// (the HTTP server's) hold one per accepted connection.
 #[derive(Debug)]
 pub struct ConnectionScope {
-    /// The transport counted, when metrics are recorded.
+    /// The transport counted (two bytes with the flags: every connection's future holds it).
     #[cfg(feature = "metrics")]
-    transport: Option<&'static str>,
+    transport: crate::Transport,
+    /// Counted in the open-connections gauge.
+    #[cfg(feature = "metrics")]
+    metered: bool,
+    /// Counted in the live view.
+    #[cfg(feature = "metrics")]
+    live: bool,
 }
 
 impl ConnectionScope {
@@ -535,6 +789,8 @@ impl ConnectionScope {
         transport: crate::Transport,
         peer: Option<std::net::SocketAddr>,
     ) -> (Self, tracing::Span) {
+        #[cfg(feature = "metrics")]
+        let kind = transport;
         let transport = transport.network_transport();
         let span = tracing::info_span!(
             "rpc.connection",
@@ -546,17 +802,25 @@ impl ConnectionScope {
             span.record("network.peer.address", peer.ip().to_string());
             span.record("network.peer.port", peer.port());
         }
-        let metered = metered();
+        let (metered, live) = recording();
         #[cfg(feature = "metrics")]
         if metered {
             metrics::gauge!(names::CONNECTIONS, "network.transport" => transport).increment(1.0);
         }
+        #[cfg(feature = "metrics")]
+        if live {
+            crate::live_stats::connection(1);
+        }
         #[cfg(not(feature = "metrics"))]
-        let _ = metered;
+        let _ = (metered, live);
         (
             ConnectionScope {
                 #[cfg(feature = "metrics")]
-                transport: metered.then_some(transport),
+                transport: kind,
+                #[cfg(feature = "metrics")]
+                metered,
+                #[cfg(feature = "metrics")]
+                live,
             },
             span,
         )
@@ -566,8 +830,13 @@ impl ConnectionScope {
 impl Drop for ConnectionScope {
     fn drop(&mut self) {
         #[cfg(feature = "metrics")]
-        if let Some(transport) = self.transport {
+        if self.metered {
+            let transport = self.transport.network_transport();
             metrics::gauge!(names::CONNECTIONS, "network.transport" => transport).decrement(1.0);
+        }
+        #[cfg(feature = "metrics")]
+        if self.live {
+            crate::live_stats::connection(-1);
         }
     }
 }

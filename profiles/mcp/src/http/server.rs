@@ -251,6 +251,7 @@ impl McpHttpServer {
             .max_frame(self.endpoint.max_body())
             .idle_release(Duration::ZERO);
         let sessions = SessionTable::new(&self.prefix, self.sessions);
+        sessions.count_as(rpcwire_tokio::telemetry::names::MCP_SESSIONS);
         sessions.start_sweeper();
         let gate = Gate::new(builder.authenticator_ref().cloned(), self.auth, &self.path);
         let inner = Arc::new(Inner {

@@ -25,9 +25,6 @@ use tokio_tungstenite::WebSocketStream;
 use super::io::WsIo;
 use super::WsConfig;
 
-/// The browser console page (see [`WsServer::console`]).
-const CONSOLE_HTML: &str = include_str!("../../console/index.html");
-
 /// True when `req` asks to become a WebSocket (`Upgrade: websocket` with `Connection:
 /// upgrade`), so that an HTTP service can hand it to [`WsServer::upgrade`] on the same port
 /// and path as its other requests.
@@ -218,9 +215,16 @@ impl WsServer {
     /// Also serve the browser console on `GET /` (and `/console`) of
     /// [`serve_tcp`](WsServer::serve_tcp) and [`handle`](WsServer::handle): one static page,
     /// embedded in the binary, that connects back over WebSocket, lists the methods from
-    /// `rpc.discover`, calls them, and shows every message.
+    /// `rpc.discover`, calls them, and shows every message. With the feature `metrics` it
+    /// also draws the live view: calls per second, latency percentiles and errors by method,
+    /// open connections, read from `/console/stats`; turning the console on turns on the
+    /// process's [`live_stats`](rpcwire_tokio::live_stats) (off until then, and never off
+    /// again).
     pub fn console(mut self, on: bool) -> Self {
         self.console = on;
+        if on {
+            crate::console::enable_live_view();
+        }
         self
     }
 
@@ -326,13 +330,12 @@ impl WsServer {
             return self.upgrade(req);
         }
         let path = req.uri().path();
-        if self.console && req.method() == Method::GET && (path == "/" || path == "/console") {
-            let mut res = Response::new(Full::new(Bytes::from_static(CONSOLE_HTML.as_bytes())));
-            res.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/html; charset=utf-8"),
-            );
-            return res;
+        if self.console && req.method() == Method::GET {
+            if let Some((kind, body)) = crate::console::answer(path, &["/", "/console"], "/") {
+                let mut res = Response::new(Full::new(body));
+                crate::console::headers(res.headers_mut(), kind);
+                return res;
+            }
         }
         let mut res = plain(
             StatusCode::UPGRADE_REQUIRED,

@@ -1,0 +1,346 @@
+//! Call durations and calls in flight counted in process (feature `metrics`), for an
+//! application that renders them itself: after [`aggregate`], `rpc.server.call.duration`,
+//! `rpc.client.call.duration` and `rpc.server.calls_in_flight` no longer go through the
+//! `metrics` facade but into fixed histograms with the OpenTelemetry buckets
+//! ([`DURATION_BUCKETS`]), one atomic counter per bucket, which [`render_prometheus`] writes in
+//! the Prometheus text format under the names and labels the facade's Prometheus exporter
+//! gives them. `rpcwire serve --metrics` does so: a recorded sample then costs three relaxed
+//! atomic additions instead of the exporter's clock read and queue push per sample (see the
+//! observability cost in `BENCHMARKS.md`). Everything else still goes through the facade.
+//!
+//! Bounded like the facade's labels: one entry per method label (a server's registered names
+//! and `_OTHER`; a client's called names, past [`MAX_METHODS`] as `_OTHER`) and per error
+//! type of a method (past [`MAX_ERRORS`] as `_OTHER`).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, PoisonError, RwLock};
+use std::time::Duration;
+
+use crate::telemetry::{names, DURATION_BUCKETS, OTHER_METHOD, SYSTEM};
+
+/// Most method labels kept per side (server, client).
+pub const MAX_METHODS: usize = 256;
+/// Most error types kept per method.
+pub const MAX_ERRORS: usize = 16;
+
+/// The bucket bounds in nanoseconds, for comparing without floating point.
+const BOUNDS_NS: [u64; DURATION_BUCKETS.len()] = {
+    let mut out = [0u64; DURATION_BUCKETS.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = (DURATION_BUCKETS[i] * 1e9) as u64;
+        i += 1;
+    }
+    out
+};
+
+/// One histogram: a counter per bucket (the last is `+Inf`), the count and the sum.
+#[derive(Debug)]
+pub(crate) struct Histogram {
+    buckets: [AtomicU64; DURATION_BUCKETS.len() + 1],
+    sum_ns: AtomicU64,
+}
+
+impl Histogram {
+    fn new() -> Self {
+        Histogram {
+            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum_ns: AtomicU64::new(0),
+        }
+    }
+
+    fn record(&self, elapsed: Duration) {
+        let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        // The first bound not below the sample (`le` is inclusive).
+        let i = BOUNDS_NS.partition_point(|&b| b < ns);
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+}
+
+/// One method's histograms: its successful calls', and one per error type seen.
+#[derive(Debug)]
+pub(crate) struct MethodDurations {
+    ok: Histogram,
+    errors: RwLock<Vec<(Box<str>, Arc<Histogram>)>>,
+}
+
+impl MethodDurations {
+    fn new() -> Self {
+        MethodDurations {
+            ok: Histogram::new(),
+            errors: RwLock::new(Vec::new()),
+        }
+    }
+
+    /// Counts a call that took `elapsed`, with `error` as its `error.type` if it failed.
+    pub(crate) fn record(&self, error: Option<&str>, elapsed: Duration) {
+        let Some(kind) = error else {
+            return self.ok.record(elapsed);
+        };
+        let known = self
+            .errors
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(k, _)| &**k == kind)
+            .map(|(_, h)| Arc::clone(h));
+        let h = known.unwrap_or_else(|| {
+            let mut errors = self.errors.write().unwrap_or_else(PoisonError::into_inner);
+            let kind = if errors.len() >= MAX_ERRORS - 1 && errors.iter().all(|(k, _)| &**k != kind)
+            {
+                OTHER_METHOD
+            } else {
+                kind
+            };
+            if let Some((_, h)) = errors.iter().find(|(k, _)| &**k == kind) {
+                return Arc::clone(h);
+            }
+            let h = Arc::new(Histogram::new());
+            errors.push((kind.into(), Arc::clone(&h)));
+            h
+        });
+        h.record(elapsed);
+    }
+}
+
+/// FNV-1a: method names are short and hashed on every call; SipHash's resistance to chosen
+/// collisions buys nothing here (the names are bounded and the table small).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type Methods = HashMap<Box<str>, Arc<MethodDurations>, BuildHasherDefault<Fnv>>;
+
+/// One side's methods (server or client).
+struct Side {
+    metric: &'static str,
+    methods: RwLock<Methods>,
+}
+
+impl Side {
+    fn new(metric: &'static str) -> Self {
+        Side {
+            metric,
+            methods: RwLock::new(HashMap::default()),
+        }
+    }
+
+    fn method(&self, label: &str) -> Arc<MethodDurations> {
+        if let Some(m) = self
+            .methods
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(label)
+        {
+            return Arc::clone(m);
+        }
+        let mut methods = self.methods.write().unwrap_or_else(PoisonError::into_inner);
+        let label = if methods.len() >= MAX_METHODS - 1 && !methods.contains_key(label) {
+            OTHER_METHOD
+        } else {
+            label
+        };
+        Arc::clone(
+            methods
+                .entry(label.into())
+                .or_insert_with(|| Arc::new(MethodDurations::new())),
+        )
+    }
+}
+
+static ON: AtomicBool = AtomicBool::new(false);
+static SERVER: LazyLock<Side> = LazyLock::new(|| Side::new(names::SERVER_DURATION));
+static CLIENT: LazyLock<Side> = LazyLock::new(|| Side::new(names::CLIENT_DURATION));
+static IN_FLIGHT: AtomicI64 = AtomicI64::new(0);
+
+thread_local! {
+    /// Each thread's handles of the server's methods: the shared table is read-locked only
+    /// for a method this thread has not seen.
+    static LOCAL: RefCell<Methods> = RefCell::new(HashMap::default());
+}
+
+/// Counts durations and calls in flight here from now on instead of through the facade
+/// (see the module's documentation); call it before [`crate::telemetry::enable_metrics`].
+pub fn aggregate() {
+    ON.store(true, Ordering::Relaxed);
+}
+
+/// True after [`aggregate`].
+#[inline]
+pub(crate) fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// The histograms of the server calls labelled `label`, and the call counted in flight.
+pub(crate) fn server_start(label: &str) -> Arc<MethodDurations> {
+    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+    LOCAL.with_borrow_mut(|local| {
+        if let Some(m) = local.get(label) {
+            return Arc::clone(m);
+        }
+        if local.len() >= MAX_METHODS {
+            local.clear();
+        }
+        let m = SERVER.method(label);
+        local.insert(label.into(), Arc::clone(&m));
+        m
+    })
+}
+
+/// A server call started with [`server_start`] ended.
+pub(crate) fn server_end(m: &MethodDurations, error: Option<&str>, elapsed: Duration) {
+    IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
+    m.record(error, elapsed);
+}
+
+/// Counts a client call of `method`.
+pub(crate) fn client(method: &str, error: Option<&str>, elapsed: Duration) {
+    CLIENT.method(method).record(error, elapsed);
+}
+
+/// A label value as the Prometheus text format writes it.
+fn escape(value: &str, out: &mut String) {
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// The Prometheus name of a metric (`.` as `_`, as the facade's exporter writes it).
+fn prometheus_name(metric: &str) -> String {
+    metric.replace('.', "_")
+}
+
+fn render_histogram(
+    out: &mut String,
+    name: &str,
+    method: &str,
+    error: Option<&str>,
+    h: &Histogram,
+) {
+    let mut labels = format!("rpc_system_name=\"{SYSTEM}\",rpc_method=\"");
+    escape(method, &mut labels);
+    labels.push('"');
+    if let Some(kind) = error {
+        labels.push_str(",error_type=\"");
+        escape(kind, &mut labels);
+        labels.push('"');
+    }
+    let mut seen = 0u64;
+    for (i, bucket) in h.buckets.iter().enumerate() {
+        seen += bucket.load(Ordering::Relaxed);
+        match DURATION_BUCKETS.get(i) {
+            Some(le) => {
+                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {seen}");
+            }
+            None => {
+                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {seen}");
+            }
+        }
+    }
+    let sum = h.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+    let _ = writeln!(out, "{name}_count{{{labels}}} {seen}");
+}
+
+/// Writes the durations and calls in flight counted here in the Prometheus text format
+/// (nothing before [`aggregate`]); append it to the facade exporter's text.
+pub fn render_prometheus(out: &mut String) {
+    if !on() {
+        return;
+    }
+    let _ = writeln!(out, "# TYPE {} gauge", prometheus_name(names::IN_FLIGHT));
+    let _ = writeln!(
+        out,
+        "{} {}",
+        prometheus_name(names::IN_FLIGHT),
+        IN_FLIGHT.load(Ordering::Relaxed)
+    );
+    for side in [&*SERVER, &*CLIENT] {
+        let methods = side.methods.read().unwrap_or_else(PoisonError::into_inner);
+        if methods.is_empty() {
+            continue;
+        }
+        let name = prometheus_name(side.metric);
+        let _ = writeln!(out, "# TYPE {name} histogram");
+        let mut sorted: Vec<_> = methods.iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        for (method, m) in sorted {
+            render_histogram(out, &name, method, None, &m.ok);
+            let errors = m.errors.read().unwrap_or_else(PoisonError::into_inner);
+            for (kind, h) in errors.iter() {
+                render_histogram(out, &name, method, Some(kind), h);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_land_in_their_buckets() {
+        let h = Histogram::new();
+        h.record(Duration::from_micros(10)); // le 0.005
+        h.record(Duration::from_millis(5)); // le 0.005 (inclusive)
+        h.record(Duration::from_millis(6)); // le 0.01
+        h.record(Duration::from_secs(11)); // +Inf
+        let counts: Vec<u64> = h
+            .buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(counts[0], 2);
+        assert_eq!(counts[1], 1);
+        assert_eq!(counts[DURATION_BUCKETS.len()], 1);
+        assert_eq!(counts.iter().sum::<u64>(), 4);
+        let mut out = String::new();
+        render_histogram(&mut out, "d", "a\"b", Some("-32602"), &h);
+        assert!(out.contains("d_bucket{rpc_system_name=\"jsonrpc\",rpc_method=\"a\\\"b\",error_type=\"-32602\",le=\"0.005\"} 2\n"), "{out}");
+        assert!(out.contains("le=\"0.01\"} 3\n"), "{out}");
+        assert!(out.contains("le=\"+Inf\"} 4\n"), "{out}");
+        assert!(out.contains("d_count{rpc_system_name=\"jsonrpc\",rpc_method=\"a\\\"b\",error_type=\"-32602\"} 4\n"), "{out}");
+    }
+
+    #[test]
+    fn labels_stay_bounded() {
+        let side = Side::new("x");
+        for i in 0..3 * MAX_METHODS {
+            let m = side.method(&format!("m{i}"));
+            for e in 0..3 * MAX_ERRORS {
+                m.record(Some(&format!("e{e}")), Duration::from_millis(1));
+            }
+        }
+        let methods = side.methods.read().unwrap();
+        assert_eq!(methods.len(), MAX_METHODS);
+        let other = &methods[OTHER_METHOD];
+        assert_eq!(other.errors.read().unwrap().len(), MAX_ERRORS);
+    }
+}

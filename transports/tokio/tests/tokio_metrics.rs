@@ -1,0 +1,69 @@
+//! What the `metrics` feature records, read back from `metrics-util`'s debugging recorder
+//! (installed for this test binary alone): the size of each batch a driver connection
+//! receives, refused batches left out, and nothing for single messages.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use rpcwire_tokio::telemetry::{self, names};
+use rpcwire_tokio::{Builder, Router, RpcError};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+fn req(id: u32) -> String {
+    format!(r#"{{"jsonrpc":"2.0","method":"add","params":[{id},1],"id":{id}}}"#)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn batch_sizes_are_recorded() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder.install().unwrap();
+    telemetry::enable_metrics();
+
+    let router = Router::new()
+        .sync_method("add", |(a, b): (i64, i64)| Ok::<_, RpcError>(a + b))
+        .notification("note", |_: Option<serde_json::Value>| async {});
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let server = Builder::new()
+        .router(router)
+        .max_batch_len(8)
+        .run_io(theirs);
+    let (read, mut write) = tokio::io::split(ours);
+    let mut lines = BufReader::new(read).lines();
+
+    let note = r#"{"jsonrpc":"2.0","method":"note"}"#;
+    let batches = [
+        // 3 requests.
+        format!("[{},{},{}]", req(1), req(2), req(3)),
+        // A single request: no batch.
+        req(4),
+        // 4 requests, a notification and an invalid element: 6 messages.
+        format!("[{},{},{},{},{note},7]", req(5), req(6), req(7), req(8)),
+        // Over the limit of 8: refused whole, not counted.
+        format!("[{}]", (10..20).map(req).collect::<Vec<_>>().join(",")),
+        // 1 request in a batch.
+        format!("[{}]", req(30)),
+    ];
+    for frame in &batches {
+        write.write_all(frame.as_bytes()).await.unwrap();
+        write.write_all(b"\n").await.unwrap();
+        // One answer line per frame (a batch's answers come as one array).
+        let answer = lines.next_line().await.unwrap().unwrap();
+        assert!(answer.contains("\"jsonrpc\""), "{answer}");
+    }
+    drop(write);
+    drop(lines);
+    let _ = server.join().await;
+
+    let sizes: Vec<f64> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .find(|(key, ..)| key.key().name() == names::BATCH_SIZE)
+        .map(|(.., value)| match value {
+            DebugValue::Histogram(values) => values.into_iter().map(|v| v.into_inner()).collect(),
+            other => panic!("not a histogram: {other:?}"),
+        })
+        .expect("batch sizes recorded");
+    assert_eq!(sizes, [3.0, 6.0, 1.0]);
+}
