@@ -134,7 +134,7 @@ impl Handlers {
         registered: bool,
     ) {
         let method = origin.method;
-        let id = origin.id.map_or("", OriginId::text);
+        let id = || origin.id.map_or("", OriginId::text);
         let call = ServerCall::start(method, registered, id, origin.caller);
         let outcome = {
             let _entered = call.span().enter();
@@ -159,7 +159,7 @@ impl Handlers {
             }
             Outcome::Pending(fut) => {
                 if let Some(cancel) = origin.cancel.get() {
-                    self.cancels.watch(handle, id, cancel.clone());
+                    self.cancels.watch(handle, id(), cancel.clone());
                 }
                 self.running += 1;
                 let span = call.span().clone();
