@@ -114,10 +114,16 @@ fn int_of(v: RawJson<'_>) -> Option<i64> {
 /// The one-walk integer readers (`int_array`, `int_members`) give what the element and member
 /// walks give, or nothing.
 fn check_int_readers(params: RawJson<'_>) {
-    let ints: Option<Vec<i64>> = params.is_array().then(|| params.elements().map(int_of).collect()).flatten();
+    let ints: Option<Vec<i64>> = params
+        .is_array()
+        .then(|| params.elements().map(int_of).collect())
+        .flatten();
     let two = ints.as_ref().filter(|v| v.len() == 2).map(|v| [v[0], v[1]]);
     assert_eq!(params.int_array::<2>(), two, "int_array::<2> of {params}");
-    let three = ints.as_ref().filter(|v| v.len() == 3).map(|v| [v[0], v[1], v[2]]);
+    let three = ints
+        .as_ref()
+        .filter(|v| v.len() == 3)
+        .map(|v| [v[0], v[1], v[2]]);
     assert_eq!(params.int_array::<3>(), three, "int_array::<3> of {params}");
     let names = [&b"minuend"[..], b"subtrahend"];
     let members: Vec<_> = params.members().collect();
