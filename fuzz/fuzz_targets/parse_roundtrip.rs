@@ -2,7 +2,8 @@
 //! is re-encoded with `rpcwire::wire::encode`, parsed again, and must come back equal (same
 //! kind, id text, unescaped method and message, params / result / data text, error code);
 //! encoding the re-parsed message gives the same bytes again (the encoding is canonical).
-//! Parsing never panics at any depth limit.
+//! Parsing never panics at any depth limit. The one-walk integer readers of params
+//! (`RawJson::int_array`, `RawJson::int_members`) agree with the element and member walks.
 //!
 //! Input: the frame itself (so spec examples and JSON files are seeds as they are).
 #![no_main]
@@ -101,6 +102,47 @@ fn encode_one(m: &Message<'_>, p: &Plain, out: &mut VecSink) {
     r.expect("encoding a parsed message cannot fail");
 }
 
+/// An element or member in JSON's integer syntax that fits `i64`, read the general way.
+fn int_of(v: RawJson<'_>) -> Option<i64> {
+    let s = v.as_str();
+    if s.contains(['.', 'e', 'E']) || !s.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// The one-walk integer readers (`int_array`, `int_members`) give what the element and member
+/// walks give, or nothing.
+fn check_int_readers(params: RawJson<'_>) {
+    let ints: Option<Vec<i64>> = params
+        .is_array()
+        .then(|| params.elements().map(int_of).collect())
+        .flatten();
+    let two = ints.as_ref().filter(|v| v.len() == 2).map(|v| [v[0], v[1]]);
+    assert_eq!(params.int_array::<2>(), two, "int_array::<2> of {params}");
+    let three = ints
+        .as_ref()
+        .filter(|v| v.len() == 3)
+        .map(|v| [v[0], v[1], v[2]]);
+    assert_eq!(params.int_array::<3>(), three, "int_array::<3> of {params}");
+    let names = [&b"minuend"[..], b"subtrahend"];
+    let members: Vec<_> = params.members().collect();
+    let named = (members.len() == 2)
+        .then(|| {
+            let mut out = [None, None];
+            for (k, v) in &members {
+                let slot = names.iter().position(|n| *n == k.escaped().as_bytes())?;
+                if out[slot].is_some() {
+                    return None;
+                }
+                out[slot] = Some(int_of(*v)?);
+            }
+            Some([out[0]?, out[1]?])
+        })
+        .flatten();
+    assert_eq!(params.int_members(names), named, "int_members of {params}");
+}
+
 /// The valid, re-encodable messages of a frame.
 fn messages(frame: &[u8]) -> Option<(bool, Vec<Plain>, Vec<u8>)> {
     let parsed = parse(frame, ParseLimits::default()).ok()?;
@@ -112,6 +154,14 @@ fn messages(frame: &[u8]) -> Option<(bool, Vec<Plain>, Vec<u8>)> {
     let mut plains = Vec::new();
     let mut out = VecSink::default();
     for m in &elements {
+        let params = match m {
+            Message::Request(r) => r.params,
+            Message::Notification(n) => n.params,
+            Message::Response(_) => None,
+        };
+        if let Some(params) = params {
+            check_int_readers(params);
+        }
         let Some(p) = plain(m) else { continue };
         if batch {
             out.0.push(if plains.is_empty() { b'[' } else { b',' });

@@ -109,10 +109,15 @@ pub fn standard_error(sink: &mut impl Sink, id: &[u8], code: ErrorCode) {
 /// written as it is: it must need no JSON escaping (the connection's own data strings). No
 /// serde, so that a firmware answering peer garbage links no serializer for it.
 pub(crate) fn auto_error(sink: &mut impl Sink, id: &[u8], code: ErrorCode, data: Option<&str>) {
-    sink.put(b"{\"jsonrpc\":\"2.0\",\"error\":{\"code\":");
-    put_i32(sink, code.0);
-    sink.put(b",\"message\":\"");
-    sink.put(code.message().as_bytes());
+    match standard_head(code) {
+        Some(head) => sink.put(head),
+        None => {
+            sink.put(b"{\"jsonrpc\":\"2.0\",\"error\":{\"code\":");
+            put_i32(sink, code.0);
+            sink.put(b",\"message\":\"");
+            sink.put(code.message().as_bytes());
+        }
+    }
     if let Some(data) = data {
         sink.put(b"\",\"data\":\"");
         sink.put(data.as_bytes());
@@ -120,6 +125,39 @@ pub(crate) fn auto_error(sink: &mut impl Sink, id: &[u8], code: ErrorCode, data:
     sink.put(b"\"},\"id\":");
     sink.put(id);
     sink.put(b"}");
+}
+
+/// What [`auto_error`] writes before the data or the id for the codes the core answers peer
+/// garbage with, in one piece: no digit loop and one copy instead of four, on every parse error
+/// and refused message. Hosts only: firmware keeps the general writer, which takes less flash.
+#[cfg(target_pointer_width = "64")]
+fn standard_head(code: ErrorCode) -> Option<&'static [u8]> {
+    macro_rules! head {
+        ($code:literal, $message:literal) => {
+            concat!(
+                "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":",
+                $code,
+                ",\"message\":\"",
+                $message
+            )
+            .as_bytes()
+        };
+    }
+    Some(match code.0 {
+        -32700 => head!("-32700", "Parse error"),
+        -32600 => head!("-32600", "Invalid Request"),
+        -32601 => head!("-32601", "Method not found"),
+        -32602 => head!("-32602", "Invalid params"),
+        -32603 => head!("-32603", "Internal error"),
+        -32001 => head!("-32001", "Server busy"),
+        _ => return None,
+    })
+}
+
+/// Firmware: always the general writer.
+#[cfg(not(target_pointer_width = "64"))]
+fn standard_head(_: ErrorCode) -> Option<&'static [u8]> {
+    None
 }
 
 /// The exact length [`standard_error`] writes for an id of `id_len` bytes.
@@ -147,4 +185,31 @@ fn put_i32(sink: &mut impl Sink, v: i32) {
         sink.put(b"-");
     }
     sink.put(digits.get(digits.len() - len..).unwrap_or(&[]));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::ser::SliceSink;
+
+    #[test]
+    fn standard_heads_are_what_the_general_writer_writes() {
+        for code in [
+            -32700, -32600, -32601, -32602, -32603, -32001, -32000, -32099, 0, 7,
+        ] {
+            let code = ErrorCode(code);
+            let mut general = [0u8; 128];
+            let mut sink = SliceSink::new(&mut general);
+            sink.put(b"{\"jsonrpc\":\"2.0\",\"error\":{\"code\":");
+            put_i32(&mut sink, code.0);
+            sink.put(b",\"message\":\"");
+            sink.put(code.message().as_bytes());
+            let general = sink.written().unwrap();
+            let standard = matches!(code.0, -32700 | -32603..=-32600 | -32001);
+            match standard_head(code) {
+                Some(head) => assert_eq!(head, general, "{code:?}"),
+                None => assert!(!standard || !cfg!(target_pointer_width = "64"), "{code:?}"),
+            }
+        }
+    }
 }

@@ -122,6 +122,98 @@ impl<'a> RawJson<'a> {
         }
     }
 
+    /// The elements of an array of exactly `N` integers (JSON integer syntax: an optional `-`
+    /// and digits, no fraction or exponent) that each fit `i64`, read in one walk over the
+    /// text with no per-element spans; `None` for anything else (another length, a float, a
+    /// non-number, an integer beyond `i64`), which the caller then reads its general way.
+    ///
+    /// ```
+    /// use rpcwire::wire::RawJson;
+    /// let v = RawJson::parse("[42, -23]", 8).unwrap();
+    /// assert_eq!(v.int_array::<2>(), Some([42, -23]));
+    /// assert_eq!(v.int_array::<3>(), None);
+    /// assert_eq!(RawJson::parse("[4.2, 23]", 8).unwrap().int_array::<2>(), None);
+    /// ```
+    pub fn int_array<const N: usize>(&self) -> Option<[i64; N]> {
+        let t = self.text;
+        let mut out = [0i64; N];
+        let mut pos = 1;
+        if t.first() != Some(&b'[') {
+            return None;
+        }
+        for (i, slot) in out.iter_mut().enumerate() {
+            if i > 0 {
+                pos = scan::skip_ws(t, pos);
+                if t.get(pos) != Some(&b',') {
+                    return None;
+                }
+                pos += 1;
+            }
+            let (v, end) = int_at(t, scan::skip_ws(t, pos))?;
+            *slot = v;
+            pos = end;
+        }
+        pos = scan::skip_ws(t, pos);
+        (t.get(pos) == Some(&b']')).then_some(out)
+    }
+
+    /// The integer members `names` of an object that has exactly these members, each once,
+    /// each an integer that fits `i64` (keys compared as written: a key with escapes does not
+    /// match), in the order of `names`; `None` for anything else, which the caller then reads
+    /// its general way. One walk over the text.
+    ///
+    /// ```
+    /// use rpcwire::wire::RawJson;
+    /// let v = RawJson::parse(r#"{"subtrahend": 23, "minuend": 42}"#, 8).unwrap();
+    /// assert_eq!(v.int_members([&b"minuend"[..], b"subtrahend"]), Some([42, 23]));
+    /// assert_eq!(v.int_members([&b"minuend"[..]]), None);
+    /// ```
+    pub fn int_members<const N: usize>(&self, names: [&[u8]; N]) -> Option<[i64; N]> {
+        let t = self.text;
+        let mut out = [0i64; N];
+        let mut seen = [false; N];
+        let mut pos = 1;
+        if t.first() != Some(&b'{') {
+            return None;
+        }
+        for i in 0..N {
+            if i > 0 {
+                pos = scan::skip_ws(t, pos);
+                if t.get(pos) != Some(&b',') {
+                    return None;
+                }
+                pos += 1;
+            }
+            let open = scan::skip_ws(t, pos);
+            if t.get(open) != Some(&b'"') {
+                return None;
+            }
+            let body = t.get(open + 1..)?;
+            // A validated key ends at its first unescaped quote; a key with a backslash is
+            // left to the general reader.
+            let len = body.iter().position(|&b| b == b'"' || b == b'\\')?;
+            if body.get(len) != Some(&b'"') {
+                return None;
+            }
+            let key = body.get(..len)?;
+            let k = names.iter().position(|n| *n == key)?;
+            let seen_k = seen.get_mut(k)?;
+            if *seen_k {
+                return None;
+            }
+            *seen_k = true;
+            let colon = scan::skip_ws(t, open + len + 2);
+            if t.get(colon) != Some(&b':') {
+                return None;
+            }
+            let (v, end) = int_at(t, scan::skip_ws(t, colon + 1))?;
+            *out.get_mut(k)? = v;
+            pos = end;
+        }
+        pos = scan::skip_ws(t, pos);
+        (t.get(pos) == Some(&b'}')).then_some(out)
+    }
+
     /// Decodes into `T` with serde-json-core: no heap. Borrowed `&str` fields work when the
     /// string has no escapes; otherwise use [`RawJson::decode_with`].
     ///
@@ -165,6 +257,26 @@ impl<'a> RawJson<'a> {
     pub fn deserialize<T: Deserialize<'a>>(&self) -> Result<T, serde_json::Error> {
         serde_json::from_slice(self.text)
     }
+}
+
+/// The integer that starts at `pos` of validated JSON text and its end, if it is written as
+/// an integer (an optional `-`, digits, then no `.`, `e` or `E`) and fits `i64`. Accumulated
+/// negative so that `i64::MIN` fits.
+#[inline]
+fn int_at(t: &[u8], pos: usize) -> Option<(i64, usize)> {
+    let negative = t.get(pos) == Some(&b'-');
+    let first = pos + usize::from(negative);
+    let mut end = first;
+    let mut v: i64 = 0;
+    while let Some(d) = t.get(end).map(|b| b.wrapping_sub(b'0')).filter(|d| *d < 10) {
+        v = v.checked_mul(10)?.checked_sub(i64::from(d))?;
+        end += 1;
+    }
+    if end == first || matches!(t.get(end), Some(b'.' | b'e' | b'E')) {
+        return None;
+    }
+    let v = if negative { v } else { v.checked_neg()? };
+    Some((v, end))
 }
 
 impl fmt::Debug for RawJson<'_> {
@@ -483,6 +595,92 @@ mod tests {
         ];
         for (escaped, plain) in different {
             assert!(!text(escaped).eq_str(plain), "{escaped} != {plain}");
+        }
+    }
+
+    /// The general reading that `int_array` and `int_members` shortcut: element or member
+    /// spans, each an integer in JSON's integer syntax that `str::parse` takes as `i64`.
+    fn int_of(v: RawJson<'_>) -> Option<i64> {
+        let s = v.as_str();
+        if s.contains(['.', 'e', 'E']) || !s.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok()
+    }
+
+    #[test]
+    fn int_array_agrees_with_the_elements() {
+        let cases = [
+            "[42,23]",
+            "[ 42 , 23 ]",
+            "[\n42\t,\r-23 ]",
+            "[-0,0]",
+            "[9223372036854775807,-9223372036854775808]",
+            "[9223372036854775808,1]",
+            "[-9223372036854775809,1]",
+            "[99999999999999999999,1]",
+            "[4.2,23]",
+            "[42,2e3]",
+            "[42,23E1]",
+            "[42,-2.5e-3]",
+            "[42]",
+            "[42,23,1]",
+            "[]",
+            "[\"4\",2]",
+            "[[4],2]",
+            "[null,2]",
+            "[true,false]",
+            "{\"a\":1}",
+            "42",
+            "\"x\"",
+        ];
+        for case in cases {
+            let v = RawJson::parse(case, 8).unwrap();
+            let general: Option<std::vec::Vec<i64>> = v.elements().map(int_of).collect();
+            let general2 = general
+                .clone()
+                .filter(|g| g.len() == 2 && v.is_array())
+                .map(|g| [g[0], g[1]]);
+            assert_eq!(v.int_array::<2>(), general2, "{case}");
+            let general1 = general
+                .filter(|g| g.len() == 1 && v.is_array())
+                .map(|g| [g[0]]);
+            assert_eq!(v.int_array::<1>(), general1, "{case}");
+        }
+    }
+
+    #[test]
+    fn int_members_takes_exactly_the_named_integers() {
+        let names = [&b"minuend"[..], b"subtrahend"];
+        let cases: [(&str, Option<[i64; 2]>); 14] = [
+            (r#"{"minuend":42,"subtrahend":23}"#, Some([42, 23])),
+            (r#"{"subtrahend":23,"minuend":42}"#, Some([42, 23])),
+            (
+                "{ \"subtrahend\" : -23 ,\n\"minuend\": 9223372036854775807 }",
+                Some([i64::MAX, -23]),
+            ),
+            (r#"{"minuend":42}"#, None),
+            (r#"{"minuend":42,"minuend":23}"#, None),
+            (r#"{"minuend":42,"subtrahend":23,"x":1}"#, None),
+            (r#"{"minuend":42,"other":23}"#, None),
+            (r#"{"minuend":4.2,"subtrahend":23}"#, None),
+            (r#"{"minuend":42,"subtrahend":"23"}"#, None),
+            (r#"{"minuend":42,"subtrahend":9223372036854775808}"#, None),
+            (r#"{"min\u0075end":42,"subtrahend":23}"#, None),
+            (r#"{"minuend ":42,"subtrahend":23}"#, None),
+            (r#"{}"#, None),
+            (r#"[42,23]"#, None),
+        ];
+        for (case, want) in cases {
+            let v = RawJson::parse(case, 8).unwrap();
+            assert_eq!(v.int_members(names), want, "{case}");
+            if let Some([m, s]) = want {
+                // What the members walk gives for the same text.
+                for (k, value) in v.members() {
+                    let expect = if k.eq_str("minuend") { m } else { s };
+                    assert_eq!(int_of(value), Some(expect), "{case}");
+                }
+            }
         }
     }
 }

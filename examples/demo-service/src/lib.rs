@@ -88,6 +88,14 @@ impl Number {
 
 /// `subtract`'s params: `[minuend, subtrahend]` or `{"minuend": .., "subtrahend": ..}`.
 pub fn subtract_params(params: RawJson<'_>) -> Option<(Number, Number)> {
+    // Two integers, the usual call, are read in one walk; anything else (floats, integers
+    // beyond `i64`, other members) the general way below, which gives the same for these.
+    if let Some([a, b]) = params.int_array::<2>() {
+        return Some((Number::Int(a), Number::Int(b)));
+    }
+    if let Some([a, b]) = params.int_members([&b"minuend"[..], b"subtrahend"]) {
+        return Some((Number::Int(a), Number::Int(b)));
+    }
     if params.is_array() {
         let mut it = params.elements();
         let a = Number::parse(it.next()?)?;

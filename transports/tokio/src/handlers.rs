@@ -134,7 +134,7 @@ impl Handlers {
         registered: bool,
     ) {
         let method = origin.method;
-        let id = origin.id.map_or("", OriginId::text);
+        let id = || origin.id.map_or("", OriginId::text);
         let mut call = ServerCall::start(method, registered, id, origin.caller);
         call.note_params(params.as_ref().map(RawJson::as_str));
         let outcome = {
@@ -162,7 +162,7 @@ impl Handlers {
             }
             Outcome::Pending(fut) => {
                 if let Some(cancel) = origin.cancel.get() {
-                    self.cancels.watch(handle, id, cancel.clone());
+                    self.cancels.watch(handle, id(), cancel.clone());
                 }
                 self.running += 1;
                 let span = call.span().clone();

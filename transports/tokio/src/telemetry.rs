@@ -424,7 +424,8 @@ pub(crate) fn bytes_out(n: usize) {
 /// A request for a method that does not exist: its span (named `_OTHER`) and metrics, and a
 /// rejection.
 pub(crate) fn not_found(method: &str, id: &str, caller: &Caller) {
-    ServerCall::start(method, false, id, caller).end(Some(rpcwire::ErrorCode::METHOD_NOT_FOUND.0));
+    ServerCall::start(method, false, || id, caller)
+        .end(Some(rpcwire::ErrorCode::METHOD_NOT_FOUND.0));
     reject(Rejection::NotFound);
 }
 
@@ -478,8 +479,15 @@ pub(crate) struct ServerCall {
 
 impl ServerCall {
     /// Starts the call of `method` (its registered name, or the name on the wire when
-    /// `registered` is false) with the id's JSON text (`""` for none).
-    pub(crate) fn start(method: &str, registered: bool, id: &str, caller: &Caller) -> Self {
+    /// `registered` is false) with the id's JSON text (`""` for none). The id is asked for
+    /// only when a span or the call log takes it: making it text costs a UTF-8 check on every
+    /// call that nothing listens to.
+    pub(crate) fn start<'i>(
+        method: &str,
+        registered: bool,
+        id: impl Fn() -> &'i str,
+        caller: &Caller,
+    ) -> Self {
         let label = if registered { method } else { OTHER_METHOD };
         let span = tracing::info_span!(
             "rpc.server.call",
@@ -506,7 +514,7 @@ impl ServerCall {
             if !registered {
                 span.record("rpc.method_original", method);
             }
-            if let Some(id) = id_attribute(id) {
+            if let Some(id) = id_attribute(id()) {
                 span.record("jsonrpc.request.id", &*id);
             }
             if let Some(peer) = caller.peer_addr() {
@@ -528,7 +536,7 @@ impl ServerCall {
         let log = tracing::enabled!(target: CALL_LOG, tracing::Level::INFO).then(|| {
             Box::new(CallLine {
                 method: method.to_owned(),
-                id: id.to_owned(),
+                id: id().to_owned(),
                 transport: caller.transport().network_transport(),
                 peer: caller.peer_addr(),
                 bodies: crate::body_log::config().map(|_| Bodies::default()),
