@@ -59,6 +59,7 @@ mod connect;
 mod endpoint;
 mod exchange;
 mod fast;
+mod fast_auth;
 mod h2_idle;
 #[cfg(feature = "jwks")]
 pub mod jwks;

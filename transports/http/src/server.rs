@@ -359,6 +359,10 @@ impl HttpServer {
             inner: Arc::new(Inner {
                 responder: builder.responder(),
                 authenticator: builder.authenticator_ref().cloned(),
+                credential_header: builder
+                    .authenticator_ref()
+                    .and_then(|a| a.credential_header())
+                    .map(|name| name.to_ascii_lowercase().into_bytes().into()),
                 limiter: builder.rate_limiter().cloned(),
                 builder,
                 path: self.path,
@@ -383,6 +387,9 @@ pub(crate) struct Inner {
     pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
     /// Limits each caller's requests ([`Builder::rate_limit`]): 429 beyond it.
     pub(crate) limiter: Option<Arc<RateLimiter>>,
+    /// The authenticator's [`Authenticator::credential_header`], lower-case: the fast path
+    /// keeps a connection's caller for that header's value.
+    pub(crate) credential_header: Option<Box<[u8]>>,
     /// Answers bodies whose handlers never talk back to the client, with no connection.
     responder: Responder,
     pub(crate) path: Option<String>,
@@ -1081,7 +1088,7 @@ impl Inner {
 }
 
 /// An `http::HeaderMap` as an authenticator reads it.
-struct HeaderLookup<'a>(&'a HeaderMap);
+pub(crate) struct HeaderLookup<'a>(pub(crate) &'a HeaderMap);
 
 impl rpcwire_tokio::Headers for HeaderLookup<'_> {
     fn get(&self, name: &str) -> Option<&[u8]> {
