@@ -17,13 +17,12 @@ use std::time::SystemTime;
 
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Response};
-use rpcwire_tokio::telemetry;
-use rpcwire_tokio::{Authenticator, Caller, Credentials, Identity, LazyMeta, Transport};
+use rpcwire_tokio::{Authenticator, Caller, Identity, LazyMeta, Transport};
 use tokio::time::Instant;
 
 use crate::body::Body;
 use crate::fast::MAX_HEADERS;
-use crate::server::HeaderLookup;
+use crate::server::authenticate;
 
 /// A request's head as bytes, its `http::HeaderMap` (the metadata hyper's path gives a
 /// caller) made on the first read.
@@ -136,21 +135,7 @@ pub(crate) async fn admit(
     now: Instant,
 ) -> Result<(), Response<Body>> {
     let head = RequestHead::new(head);
-    let identity = {
-        let lookup = HeaderLookup(head.headers());
-        let credentials = Credentials {
-            headers: &lookup,
-            ..Credentials::new(Transport::Http, None)
-        };
-        match authenticator.authenticate(credentials).await {
-            Ok(identity) => identity,
-            Err(reason) => {
-                telemetry::reject(telemetry::Rejection::Authentication);
-                tracing::debug!(%reason, "HTTP request refused: authentication failed");
-                return Err(crate::challenge::unauthenticated(&reason));
-            }
-        }
-    };
+    let identity = authenticate(authenticator, head.headers(), Transport::Http, None).await?;
     // The expiry on the monotonic clock the connection reads anyway.
     let until = identity
         .expires()

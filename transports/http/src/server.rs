@@ -801,23 +801,11 @@ impl Inner {
         if self.authenticator.is_none() && self.limiter.is_none() {
             return Ok(None);
         }
-        let lookup = HeaderLookup(headers);
         let identity = match &self.authenticator {
             None => rpcwire_tokio::Identity::anonymous(),
-            Some(authenticator) => {
-                let credentials = Credentials {
-                    headers: &lookup,
-                    ..Credentials::new(Transport::Http, None)
-                };
-                match authenticator.authenticate(credentials).await {
-                    Ok(identity) => identity,
-                    Err(reason) => {
-                        telemetry::reject(telemetry::Rejection::Authentication);
-                        tracing::debug!(%reason, "HTTP request refused: authentication failed");
-                        return Err(Box::new(crate::challenge::unauthenticated(&reason)));
-                    }
-                }
-            }
+            Some(authenticator) => authenticate(&**authenticator, headers, Transport::Http, None)
+                .await
+                .map_err(Box::new)?,
         };
         let caller = Caller::new(identity, Transport::Http).with_meta(headers.clone());
         if let Some(limiter) = &self.limiter {
@@ -1087,8 +1075,33 @@ impl Inner {
     }
 }
 
+/// Asks `authenticator` about a request (an HTTP request, a WebSocket upgrade) with these
+/// headers over `transport` from `peer`: the identity, or the refusal (401 with the
+/// challenge, 400, 503: [`crate::challenge::unauthenticated`]), counted and logged with its
+/// reason, never the credentials.
+pub(crate) async fn authenticate(
+    authenticator: &dyn Authenticator,
+    headers: &HeaderMap,
+    transport: Transport,
+    peer: Option<std::net::SocketAddr>,
+) -> Result<rpcwire_tokio::Identity, Response<Body>> {
+    let lookup = HeaderLookup(headers);
+    let credentials = Credentials {
+        headers: &lookup,
+        ..Credentials::new(transport, peer)
+    };
+    authenticator
+        .authenticate(credentials)
+        .await
+        .map_err(|reason| {
+            telemetry::reject(telemetry::Rejection::Authentication);
+            tracing::debug!(%reason, ?transport, "request refused: authentication failed");
+            crate::challenge::unauthenticated(&reason)
+        })
+}
+
 /// An `http::HeaderMap` as an authenticator reads it.
-pub(crate) struct HeaderLookup<'a>(pub(crate) &'a HeaderMap);
+struct HeaderLookup<'a>(&'a HeaderMap);
 
 impl rpcwire_tokio::Headers for HeaderLookup<'_> {
     fn get(&self, name: &str) -> Option<&[u8]> {

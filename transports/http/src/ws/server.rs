@@ -363,20 +363,12 @@ impl WsServer {
                 let r = crate::challenge::BearerChallenge::default().token_in_query();
                 return refused(r);
             }
-            let lookup = crate::server::HeaderLookup(req.headers());
-            let credentials = rpcwire_tokio::Credentials {
-                headers: &lookup,
-                ..rpcwire_tokio::Credentials::new(rpcwire_tokio::Transport::WebSocket, Some(peer))
-            };
-            let identity = match authenticator.authenticate(credentials).await {
+            let transport = rpcwire_tokio::Transport::WebSocket;
+            let asked =
+                crate::server::authenticate(&**authenticator, req.headers(), transport, Some(peer));
+            let identity = match asked.await {
                 Ok(identity) => identity,
-                Err(reason) => {
-                    rpcwire_tokio::telemetry::reject(
-                        rpcwire_tokio::telemetry::Rejection::Authentication,
-                    );
-                    tracing::debug!(%reason, %peer, "WebSocket upgrade refused: authentication failed");
-                    return refused(crate::challenge::unauthenticated(&reason));
-                }
+                Err(refusal) => return refused(refusal),
             };
             let caller = Caller::new(identity, rpcwire_tokio::Transport::WebSocket)
                 .with_peer(peer)
