@@ -205,9 +205,9 @@ fn parse(inner: &Inner, credential: Option<&[u8]>, buf: &[u8]) -> Parsed {
             7 if is(b"upgrade") => return Parsed::Other,
             17 if is(b"transfer-encoding") => return Parsed::Other,
             n if credential.is_some_and(|c| c.len() == n && name.eq_ignore_ascii_case(c)) => {
-                // Twice, or not ASCII: hyper's path decides (as it does for every value
-                // it reads as text).
-                if credential_at.is_some() || !h.value.is_ascii() {
+                // Twice: hyper's path decides. Its bytes go to the authenticator as they
+                // are (as on hyper's path), or are compared with those it let in.
+                if credential_at.is_some() {
                     return Parsed::Other;
                 }
                 let start = h.value.as_ptr() as usize - buf.as_ptr() as usize;
