@@ -60,6 +60,7 @@ mod endpoint;
 mod exchange;
 mod fast;
 mod fast_auth;
+pub mod guard;
 mod h2_idle;
 #[cfg(feature = "jwks")]
 pub mod jwks;

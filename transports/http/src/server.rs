@@ -269,24 +269,10 @@ impl HttpServer {
     /// [`check_body`](Self::check_body).
     #[cfg(feature = "signing")]
     pub fn signed(self, signing: Arc<rpcwire_tokio::signing::RequestSigning>) -> Self {
-        use rpcwire_tokio::signing::SignatureError;
         self.check_body(Arc::new(move |parts, body| {
             let caller = parts.extensions.get::<Arc<Caller>>();
-            let subject = caller.map_or("anonymous", |c| c.identity().subject());
-            let lookup = HeaderLookup(&parts.headers);
-            match signing.verify(subject, &lookup, body, std::time::SystemTime::now()) {
-                Ok(()) => Ok(()),
-                Err(reason) => {
-                    tracing::debug!(%reason, "HTTP request refused: signature");
-                    let (code, text) = match reason {
-                        SignatureError::Busy => {
-                            (StatusCode::TOO_MANY_REQUESTS, "too many signed requests\n")
-                        }
-                        _ => (StatusCode::UNAUTHORIZED, "request signature refused\n"),
-                    };
-                    Err(Box::new(refuse(code, text)))
-                }
-            }
+            crate::guard::signature_refused(&signing, caller, &parts.headers, body)
+                .map_err(Box::new)
         }))
     }
 
@@ -809,16 +795,7 @@ impl Inner {
         };
         let caller = Caller::new(identity, Transport::Http).with_meta(headers.clone());
         if let Some(limiter) = &self.limiter {
-            if let Err(wait) = limiter.check(&RateLimiter::key(&caller), std::time::Instant::now())
-            {
-                telemetry::reject(telemetry::Rejection::Overload);
-                let mut r = refuse(StatusCode::TOO_MANY_REQUESTS, "too many requests\n");
-                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                if let Ok(value) = HeaderValue::from_str(&secs.max(1).to_string()) {
-                    r.headers_mut().insert(header::RETRY_AFTER, value);
-                }
-                return Err(Box::new(r));
-            }
+            crate::guard::rate_limited(limiter, &caller).map_err(Box::new)?;
         }
         Ok(Some(Arc::new(caller)))
     }
@@ -1101,7 +1078,7 @@ pub(crate) async fn authenticate(
 }
 
 /// An `http::HeaderMap` as an authenticator reads it.
-struct HeaderLookup<'a>(&'a HeaderMap);
+pub(crate) struct HeaderLookup<'a>(pub(crate) &'a HeaderMap);
 
 impl rpcwire_tokio::Headers for HeaderLookup<'_> {
     fn get(&self, name: &str) -> Option<&[u8]> {
