@@ -13,7 +13,7 @@ use crate::server::refuse;
 
 /// Takes one request from `caller`'s bucket of `limiter`, or the 429 answer (with
 /// `Retry-After` in whole seconds, at least 1) when it is empty.
-pub fn rate_limited(limiter: &RateLimiter, caller: &Caller) -> Result<(), Response<Body>> {
+pub fn rate_limited(limiter: &RateLimiter, caller: &Caller) -> Result<(), Box<Response<Body>>> {
     let Err(wait) = limiter.check(&RateLimiter::key(caller), std::time::Instant::now()) else {
         return Ok(());
     };
@@ -23,7 +23,7 @@ pub fn rate_limited(limiter: &RateLimiter, caller: &Caller) -> Result<(), Respon
     if let Ok(value) = HeaderValue::from_str(&secs.max(1).to_string()) {
         r.headers_mut().insert(header::RETRY_AFTER, value);
     }
-    Err(r)
+    Err(Box::new(r))
 }
 
 /// Checks the signature of a request body (`X-Rpcwire-*` headers,
@@ -36,7 +36,7 @@ pub fn signature_refused(
     caller: Option<&std::sync::Arc<Caller>>,
     headers: &http::HeaderMap,
     body: &[u8],
-) -> Result<(), Response<Body>> {
+) -> Result<(), Box<Response<Body>>> {
     use rpcwire_tokio::signing::SignatureError;
     let subject = caller.map_or("anonymous", |c| c.identity().subject());
     let lookup = crate::server::HeaderLookup(headers);
@@ -48,5 +48,5 @@ pub fn signature_refused(
         SignatureError::Busy => (StatusCode::TOO_MANY_REQUESTS, "too many signed requests\n"),
         _ => (StatusCode::UNAUTHORIZED, "request signature refused\n"),
     };
-    Err(refuse(code, text))
+    Err(Box::new(refuse(code, text)))
 }

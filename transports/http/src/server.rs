@@ -272,7 +272,6 @@ impl HttpServer {
         self.check_body(Arc::new(move |parts, body| {
             let caller = parts.extensions.get::<Arc<Caller>>();
             crate::guard::signature_refused(&signing, caller, &parts.headers, body)
-                .map_err(Box::new)
         }))
     }
 
@@ -795,7 +794,7 @@ impl Inner {
         };
         let caller = Caller::new(identity, Transport::Http).with_meta(headers.clone());
         if let Some(limiter) = &self.limiter {
-            crate::guard::rate_limited(limiter, &caller).map_err(Box::new)?;
+            crate::guard::rate_limited(limiter, &caller)?;
         }
         Ok(Some(Arc::new(caller)))
     }

@@ -834,7 +834,8 @@ impl Inner {
             let anonymous = Caller::anonymous();
             let who = caller.as_deref().unwrap_or(&anonymous);
             if let Err(r) = rpcwire_http::guard::rate_limited(limiter, who) {
-                return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), r).await;
+                return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), *r)
+                    .await;
             }
         }
         // A revision header, when sent, must name a revision this server speaks. (Stateless
@@ -988,7 +989,7 @@ impl Inner {
                 &body,
             );
             if let Err(r) = checked {
-                return r;
+                return *r;
             }
         }
         // `posted` borrows a second handle on the body, so that the body itself can move on.
