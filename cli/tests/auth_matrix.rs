@@ -39,6 +39,20 @@ fn tokens(issuer: &mut Issuer) -> (String, String, Vec<(&'static str, String)>) 
     (valid, no_scope, bad)
 }
 
+/// `serve`'s options for the issuer's JWTs and this policy file.
+fn jwt_args<'a>(issuer: &'a Issuer, policy: &'a std::path::Path) -> [&'a str; 8] {
+    [
+        "--jwks",
+        &issuer.jwks,
+        "--issuer",
+        &issuer.issuer,
+        "--audience",
+        AUDIENCE,
+        "--policy",
+        policy.to_str().unwrap(),
+    ]
+}
+
 fn post(path: &str, authorization: Option<&str>) -> String {
     let auth = authorization.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
     format!(
@@ -125,20 +139,7 @@ async fn jwts_of_a_real_authorization_server_over_http_and_websocket() {
     bounded(async {
         let scratch = Scratch::new("cli-auth-matrix").unwrap();
         let policy = scratch.write("policy", "* calc\n").unwrap();
-        let (_server, url) = serve(
-            "--http",
-            &[
-                "--jwks",
-                &issuer.jwks,
-                "--issuer",
-                &issuer.issuer,
-                "--audience",
-                AUDIENCE,
-                "--policy",
-                policy.to_str().unwrap(),
-            ],
-        )
-        .await;
+        let (_server, url) = serve("--http", &jwt_args(&issuer, &policy)).await;
         let addr: SocketAddr = url
             .trim_start_matches("http://")
             .trim_end_matches("/rpc")
@@ -223,17 +224,7 @@ async fn jwts_of_a_real_authorization_server_on_the_websocket_server() {
     bounded(async {
         let scratch = Scratch::new("cli-auth-matrix-ws").unwrap();
         let policy = scratch.write("policy", "* calc\nwhoami\n").unwrap();
-        let (_server, url) = serve_ws(&[
-            "--jwks",
-            &issuer.jwks,
-            "--issuer",
-            &issuer.issuer,
-            "--audience",
-            AUDIENCE,
-            "--policy",
-            policy.to_str().unwrap(),
-        ])
-        .await;
+        let (_server, url) = serve_ws(&jwt_args(&issuer, &policy)).await;
         let bearer = |t: &str| format!("Bearer {t}");
         assert_eq!(
             ws_upgrade(&url, None, &[CALL]).await,

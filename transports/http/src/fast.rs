@@ -597,6 +597,12 @@ fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool, now: Instant) {
             out.extend_from_slice(b"\r\n");
         }
     }
+    write_tail(out, close, body.chunk(), now);
+}
+
+/// The end of an answer: `connection: close` when closing, then the fields hyper adds
+/// (`content-length`, `date`), the blank line and the body.
+fn write_tail(out: &mut Vec<u8>, close: bool, body: &[u8], now: Instant) {
     if close {
         out.extend_from_slice(b"connection: close\r\n");
     }
@@ -605,7 +611,7 @@ fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool, now: Instant) {
     out.extend_from_slice(b"\r\ndate: ");
     date(out, now);
     out.extend_from_slice(b"\r\n\r\n");
-    out.extend_from_slice(body.chunk());
+    out.extend_from_slice(body);
 }
 
 /// What the authenticator said of a request.
@@ -697,15 +703,9 @@ fn write_response(out: &mut Vec<u8>, response: Response<Body>, close: bool, now:
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    if close && !parts.headers.contains_key(http::header::CONNECTION) {
-        out.extend_from_slice(b"connection: close\r\n");
-    }
-    out.extend_from_slice(b"content-length: ");
-    push_decimal(out, body.len());
-    out.extend_from_slice(b"\r\ndate: ");
-    date(out, now);
-    out.extend_from_slice(b"\r\n\r\n");
-    out.extend_from_slice(&body);
+    // A `connection: close` the refusal carries already is not written twice.
+    let close = close && !parts.headers.contains_key(http::header::CONNECTION);
+    write_tail(out, close, &body, now);
 }
 
 /// Appends `n` in decimal (without `fmt`'s machinery: this runs for every answer).

@@ -833,22 +833,34 @@ fn twin_servers(
 /// takes the connection).
 #[test]
 fn the_fast_path_answers_every_request_as_hyper_does() {
-    use proptest::test_runner::{Config, TestRunner};
     let (rt, fast, hyper) = twin_servers(|s| s.idle_connection_timeout(Duration::from_secs(3)));
+    twins_agree(&rt, fast, hyper, 512, (random_request(), random_request()));
+}
+
+/// `cases` pairs of requests from `pairs`, each sent to both servers (the second written
+/// behind the first, or after its answer): the same answers (status, header fields in order,
+/// `Date` left out, body) and the same end of the connection.
+fn twins_agree(
+    rt: &tokio::runtime::Runtime,
+    fast: SocketAddr,
+    hyper: SocketAddr,
+    cases: u32,
+    pairs: impl Strategy<Value = (RandomRequest, RandomRequest)>,
+) {
+    use proptest::test_runner::{Config, TestRunner};
     let mut runner = TestRunner::new(Config {
-        cases: 512,
+        cases,
         failure_persistence: None,
         ..Config::default()
     });
     runner
-        .run(&(random_request(), random_request()), |(request, next)| {
+        .run(&pairs, |(request, next)| {
             let (a, b) = rt.block_on(async {
                 tokio::join!(
                     outcome(fast, &request, &next),
                     outcome(hyper, &request, &next)
                 )
             });
-            // Status, header fields in order (`Date` left out), body.
             prop_assert_eq!(a.0, b.0, "first answer");
             prop_assert_eq!(a.1, b.1, "the second request's answer");
             Ok(())
@@ -1121,7 +1133,6 @@ async fn a_connection_keeps_its_caller_until_it_expires() {
 #[test]
 fn the_fast_path_authenticates_every_request_as_hyper_does() {
     use proptest::sample::select;
-    use proptest::test_runner::{Config, TestRunner};
     let authorization = || {
         (
             select(vec![
@@ -1170,25 +1181,8 @@ fn the_fast_path_authenticates_every_request_as_hyper_does() {
         };
         let (fast, hyper) =
             rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
-        let mut runner = TestRunner::new(Config {
-            cases: 256,
-            failure_persistence: None,
-            ..Config::default()
-        });
         let request = (random_request(), authorization()).prop_map(with_auth);
         let next = (random_request(), authorization()).prop_map(with_auth);
-        runner
-            .run(&(request, next), |(request, next)| {
-                let (a, b) = rt.block_on(async {
-                    tokio::join!(
-                        outcome(fast, &request, &next),
-                        outcome(hyper, &request, &next)
-                    )
-                });
-                prop_assert_eq!(a.0, b.0, "first answer");
-                prop_assert_eq!(a.1, b.1, "the second request's answer");
-                Ok(())
-            })
-            .unwrap();
+        twins_agree(&rt, fast, hyper, 256, (request, next));
     }
 }
