@@ -120,6 +120,7 @@ impl From<FramingArg> for Framing {
 
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial", "http", "ws"])))]
+#[command(group(ArgGroup::new("web").args(["http", "ws"])))]
 struct ServeArgs {
     /// Serve on stdin/stdout (the default).
     #[arg(long)]
@@ -173,15 +174,16 @@ struct ServeArgs {
     /// The certificate's subject is the caller's identity.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     client_ca: Option<std::path::PathBuf>,
-    /// With --http: callers must present one of these API keys or bearer tokens
+    /// With --http or --ws: callers must present one of these API keys or bearer tokens
     /// (`Authorization: Bearer TOKEN`): a file of `TOKEN [@SUBJECT] ROLE...` lines, compared
     /// in constant time. Without one, a request gets 401 (no 101 for a WebSocket upgrade).
-    #[arg(long, value_name = "FILE", requires = "http", conflicts_with = "jwks")]
+    #[arg(long, value_name = "FILE", requires = "web", conflicts_with = "jwks")]
     tokens: Option<std::path::PathBuf>,
-    /// With --http: callers must present an OAuth access token (a JWT: RS256, ES256 or EdDSA)
-    /// signed by a key of this JWKS URL (fetched, cached, refreshed), for --audience and
-    /// --issuer. Its scopes (`scope`, `scp`) and `roles` are the caller's roles for --policy.
-    #[arg(long, value_name = "URL", requires_all = ["http", "audience", "issuer"])]
+    /// With --http or --ws: callers must present an OAuth access token (a JWT: RS256, ES256
+    /// or EdDSA) signed by a key of this JWKS URL (fetched, cached, refreshed), for --audience
+    /// and --issuer. Its scopes (`scope`, `scp`) and `roles` are the caller's roles for
+    /// --policy. A WebSocket connection is authenticated once, at its upgrade.
+    #[arg(long, value_name = "URL", requires_all = ["web", "audience", "issuer"])]
     jwks: Option<String>,
     /// With --jwks: the audience tokens must name (this server's URL).
     #[arg(long, value_name = "AUD", requires = "jwks")]
@@ -393,6 +395,36 @@ fn open_serial(path: &str, baud: u32) -> Result<rpcwire_serial::AsyncSerialPort,
     rpcwire_serial::open_async(path, baud).map_err(|e| format!("cannot open {e}"))
 }
 
+/// `builder` with the authenticator of `--tokens` or `--jwks` (`serve --http` and
+/// `serve --ws` alike).
+fn authenticated(args: &ServeArgs, mut builder: Builder) -> Result<Builder, ExitCode> {
+    if let Some(path) = &args.tokens {
+        match rpcwire_tokio::StaticTokens::from_file(path) {
+            Ok(tokens) => builder = builder.authenticator(tokens),
+            Err(e) => {
+                eprintln!("rpcwire: {e}");
+                return Err(ExitCode::from(EXIT_USAGE));
+            }
+        }
+    }
+    if let (Some(url), Some(audience), Some(issuer)) = (&args.jwks, &args.audience, &args.issuer) {
+        match rpcwire_http::jwks::JwksKeys::new(url) {
+            Ok(keys) => {
+                builder = builder.authenticator(
+                    rpcwire_tokio::jwt::JwtAuthenticator::new(keys)
+                        .issuer(issuer)
+                        .audience(audience),
+                )
+            }
+            Err(e) => {
+                eprintln!("rpcwire: --jwks: {e}");
+                return Err(ExitCode::from(EXIT_USAGE));
+            }
+        }
+    }
+    Ok(builder)
+}
+
 async fn serve(args: ServeArgs) -> ExitCode {
     if args.ws.console && args.ws.ws.is_none() && args.http.is_none() {
         eprintln!("rpcwire: --console needs --ws or --http");
@@ -417,12 +449,6 @@ async fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     }
-    if args.ws.ws.is_some() {
-        let builder = Builder::new().concurrency(args.concurrency);
-        let (max, conns) = (args.max_frame, args.max_connections);
-        return rpcwire_cli::ws::serve(&args.ws, builder, max, conns).await;
-    }
-
     let policy = match &args.policy {
         Some(path) => match rpcwire_cli::policy::Policy::from_file(path) {
             Ok(policy) => Some(policy),
@@ -433,6 +459,14 @@ async fn serve(args: ServeArgs) -> ExitCode {
         },
         None => None,
     };
+    if args.ws.ws.is_some() {
+        let builder = match authenticated(&args, Builder::new().concurrency(args.concurrency)) {
+            Ok(builder) => builder,
+            Err(code) => return code,
+        };
+        let (max, conns) = (args.max_frame, args.max_connections);
+        return rpcwire_cli::ws::serve(&args.ws, builder, max, conns, policy.as_ref()).await;
+    }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => {
             if args.tcp.is_none() && args.http.is_none() {
@@ -459,7 +493,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
         }
         _ => None,
     };
-    let mut builder = args
+    let builder = args
         .profile
         .builder(args.framing)
         .max_frame(args.max_frame)
@@ -469,30 +503,10 @@ async fn serve(args: ServeArgs) -> ExitCode {
             Some(policy) => policy.apply(demo_router()),
             None => demo_router(),
         });
-    if let Some(path) = &args.tokens {
-        match rpcwire_tokio::StaticTokens::from_file(path) {
-            Ok(tokens) => builder = builder.authenticator(tokens),
-            Err(e) => {
-                eprintln!("rpcwire: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        }
-    }
-    if let (Some(url), Some(audience), Some(issuer)) = (&args.jwks, &args.audience, &args.issuer) {
-        match rpcwire_http::jwks::JwksKeys::new(url) {
-            Ok(keys) => {
-                builder = builder.authenticator(
-                    rpcwire_tokio::jwt::JwtAuthenticator::new(keys)
-                        .issuer(issuer)
-                        .audience(audience),
-                )
-            }
-            Err(e) => {
-                eprintln!("rpcwire: --jwks: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        }
-    }
+    let mut builder = match authenticated(&args, builder) {
+        Ok(builder) => builder,
+        Err(code) => return code,
+    };
     if let Some(n) = args.rate_limit {
         builder = builder.rate_limit(rpcwire_tokio::RateLimiter::new(f64::from(n), n));
     }

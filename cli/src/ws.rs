@@ -91,6 +91,7 @@ struct AskParams {
 /// |---|---|---|
 /// | `broadcast` | anything | sends the notification `news` with these params to every connection; the number of connections |
 /// | `ask` | `{"method": M, "params": P}` | calls `M` with `P` on the caller's own connection and returns the caller's answer |
+/// | `whoami` | none | the connection's caller: `{"subject", "roles", "authenticated"}` (with `--tokens` or `--jwks`, who the upgrade's token stands for) |
 pub fn ws_demo_router(hub: Hub) -> Router {
     crate::demo_router()
         .method("broadcast", move |params: Option<Box<RawValue>>| {
@@ -106,6 +107,14 @@ pub fn ws_demo_router(hub: Hub) -> Router {
                 .call_json(&p.method, p.params.as_deref(), None)
                 .await?;
             Ok::<_, RpcError>(answer)
+        })
+        .method_with_context("whoami", |ctx, _: Option<Box<RawValue>>| async move {
+            let id = ctx.identity();
+            Ok::<_, RpcError>(json!({
+                "subject": id.subject(),
+                "roles": id.roles().collect::<Vec<_>>(),
+                "authenticated": id.is_authenticated(),
+            }))
         })
         .describe(
             "subtract",
@@ -124,6 +133,7 @@ pub fn ws_demo_router(hub: Hub) -> Router {
             "ask",
             "{\"method\": M, \"params\": P} -> calls M on your connection, returns your answer",
         )
+        .describe("whoami", "no params -> who this connection's caller is")
 }
 
 /// `rpcwire serve --ws ADDR`: serves the demo service over WebSocket until stopped.
@@ -132,6 +142,7 @@ pub async fn serve(
     builder: Builder,
     max_message: usize,
     max_connections: usize,
+    policy: Option<&crate::policy::Policy>,
 ) -> ExitCode {
     let Some(addr) = args.ws.as_deref() else {
         return ExitCode::from(EXIT_USAGE);
@@ -161,6 +172,10 @@ pub async fn serve(
             Ok((router, child)) => (router, Some(child)),
             Err(code) => return code,
         },
+    };
+    let router = match policy {
+        Some(policy) => policy.apply(router),
+        None => router,
     };
     let server = WsServer::new(builder.router(router), config)
         .with_hub(hub.clone())

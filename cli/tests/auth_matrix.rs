@@ -6,14 +6,16 @@
 //! the method's scope: JSON-RPC -32040; a valid token: answered; a token in the query
 //! string: refused, not read; malformed and oversized `Authorization` headers: 400 (or 431
 //! from the HTTP layer for a head over its limit), and the server goes on. (MCP Streamable
-//! HTTP's matrix is `examples/mcp-server/tests/oauth.rs`.)
+//! HTTP's matrix is `examples/mcp-server/tests/oauth.rs`.) The standalone WebSocket server
+//! (`rpcwire serve --ws --jwks`) likewise: no 101 without a valid token, access rules per
+//! call, the caller's identity in its handlers.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use std::net::SocketAddr;
 
-use common::{bounded, serve};
+use common::{bounded, serve, serve_ws};
 use futures_util::{SinkExt, StreamExt};
 use rpcwire_tests::oauth::Issuer;
 use rpcwire_tests::pki::Scratch;
@@ -35,6 +37,20 @@ fn tokens(issuer: &mut Issuer) -> (String, String, Vec<(&'static str, String)>) 
     let no_scope = issuer.token(json!({"sub": "bob", "aud": AUDIENCE, "scope": "read"}), 600);
     let bad = issuer.bad_tokens(AUDIENCE, "calc", &valid);
     (valid, no_scope, bad)
+}
+
+/// `serve`'s options for the issuer's JWTs and this policy file.
+fn jwt_args<'a>(issuer: &'a Issuer, policy: &'a std::path::Path) -> [&'a str; 8] {
+    [
+        "--jwks",
+        &issuer.jwks,
+        "--issuer",
+        &issuer.issuer,
+        "--audience",
+        AUDIENCE,
+        "--policy",
+        policy.to_str().unwrap(),
+    ]
 }
 
 fn post(path: &str, authorization: Option<&str>) -> String {
@@ -63,6 +79,28 @@ async fn exchange(addr: SocketAddr, requests: &[String]) -> Vec<(u16, String, St
 /// A WebSocket upgrade with this `Authorization` (or none): the call's answer, or the
 /// refusal's status.
 async fn ws_call(url: &str, authorization: Option<&str>) -> Result<String, u16> {
+    ws_calls(url, authorization, &[CALL])
+        .await
+        .map(|mut answers| answers.remove(0))
+}
+
+/// A WebSocket upgrade with this `Authorization` (or none), then `calls` one after another
+/// on the connection: their answers, or the refusal's status (and `WWW-Authenticate`).
+async fn ws_calls(
+    url: &str,
+    authorization: Option<&str>,
+    calls: &[&str],
+) -> Result<Vec<String>, u16> {
+    ws_upgrade(url, authorization, calls)
+        .await
+        .map_err(|(status, _)| status)
+}
+
+async fn ws_upgrade(
+    url: &str,
+    authorization: Option<&str>,
+    calls: &[&str],
+) -> Result<Vec<String>, (u16, String)> {
     let mut request = url.into_client_request().unwrap();
     if let Some(a) = authorization {
         request
@@ -71,13 +109,25 @@ async fn ws_call(url: &str, authorization: Option<&str>) -> Result<String, u16> 
     }
     let (mut ws, response) = match tokio_tungstenite::connect_async(request).await {
         Ok(connected) => connected,
-        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => return Err(r.status().as_u16()),
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => {
+            let challenge = r
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            return Err((r.status().as_u16(), challenge));
+        }
         Err(e) => panic!("{e}"),
     };
     assert_eq!(response.status(), 101);
-    ws.send(Message::text(CALL)).await.unwrap();
-    let answer = ws.next().await.unwrap().unwrap();
-    Ok(answer.into_text().unwrap().to_string())
+    let mut answers = Vec::new();
+    for call in calls {
+        ws.send(Message::text(*call)).await.unwrap();
+        let answer = ws.next().await.unwrap().unwrap();
+        answers.push(answer.into_text().unwrap().to_string());
+    }
+    Ok(answers)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -89,20 +139,7 @@ async fn jwts_of_a_real_authorization_server_over_http_and_websocket() {
     bounded(async {
         let scratch = Scratch::new("cli-auth-matrix").unwrap();
         let policy = scratch.write("policy", "* calc\n").unwrap();
-        let (_server, url) = serve(
-            "--http",
-            &[
-                "--jwks",
-                &issuer.jwks,
-                "--issuer",
-                &issuer.issuer,
-                "--audience",
-                AUDIENCE,
-                "--policy",
-                policy.to_str().unwrap(),
-            ],
-        )
-        .await;
+        let (_server, url) = serve("--http", &jwt_args(&issuer, &policy)).await;
         let addr: SocketAddr = url
             .trim_start_matches("http://")
             .trim_end_matches("/rpc")
@@ -169,6 +206,64 @@ async fn jwts_of_a_real_authorization_server_over_http_and_websocket() {
         assert!(answer.contains(r#""result":19"#), "{answer}");
         let answer = ws_call(&ws_url, Some(&bearer(&no_scope))).await.unwrap();
         assert!(answer.contains(r#""code":-32040"#), "{answer}");
+    })
+    .await;
+}
+
+/// `rpcwire serve --ws --jwks`: the standalone WebSocket server asks the authenticator at
+/// the upgrade. No token, and every bad one: 401 with the challenge, never a 101; a token in
+/// the query string: 400; a malformed header: 400; a token without the scope: the upgrade
+/// succeeds and the call gets -32040 (access rules per call); a valid token: answered, and
+/// `whoami` shows the token's subject and scopes to the handler.
+#[tokio::test(flavor = "multi_thread")]
+async fn jwts_of_a_real_authorization_server_on_the_websocket_server() {
+    let Some(mut issuer) = tokio::task::block_in_place(Issuer::start) else {
+        return;
+    };
+    let (valid, no_scope, bad) = tokio::task::block_in_place(|| tokens(&mut issuer));
+    bounded(async {
+        let scratch = Scratch::new("cli-auth-matrix-ws").unwrap();
+        let policy = scratch.write("policy", "* calc\nwhoami\n").unwrap();
+        let (_server, url) = serve_ws(&jwt_args(&issuer, &policy)).await;
+        let bearer = |t: &str| format!("Bearer {t}");
+        assert_eq!(
+            ws_upgrade(&url, None, &[CALL]).await,
+            Err((401, "Bearer".to_owned())),
+            "no 101 without a token"
+        );
+        for (name, token) in &bad {
+            assert_eq!(
+                ws_upgrade(&url, Some(&bearer(token)), &[CALL]).await,
+                Err((401, "Bearer error=\"invalid_token\"".to_owned())),
+                "{name}"
+            );
+        }
+        for malformed in ["Basic dXNlcjpwYXNz", "Bearer"] {
+            assert_eq!(
+                ws_calls(&url, Some(malformed), &[CALL]).await,
+                Err(400),
+                "{malformed}"
+            );
+        }
+        let with_query = format!("{url}?access_token={valid}");
+        assert_eq!(ws_calls(&with_query, None, &[CALL]).await, Err(400));
+
+        let whoami = r#"{"jsonrpc":"2.0","method":"whoami","id":2}"#;
+        let answers = ws_calls(&url, Some(&bearer(&valid)), &[CALL, whoami, CALL])
+            .await
+            .unwrap();
+        assert!(answers[0].contains(r#""result":19"#), "{}", answers[0]);
+        let me: serde_json::Value = serde_json::from_str(&answers[1]).unwrap();
+        assert_eq!(
+            me["result"],
+            json!({"subject": "alice", "roles": ["calc"], "authenticated": true})
+        );
+        assert!(answers[2].contains(r#""result":19"#), "{}", answers[2]);
+        let answers = ws_calls(&url, Some(&bearer(&no_scope)), &[CALL, whoami])
+            .await
+            .unwrap();
+        assert!(answers[0].contains(r#""code":-32040"#), "{}", answers[0]);
+        assert!(answers[1].contains(r#""subject":"bob""#), "{}", answers[1]);
     })
     .await;
 }

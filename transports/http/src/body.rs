@@ -48,6 +48,16 @@ impl Body {
     }
 }
 
+impl Body {
+    /// The whole body, when it is one buffer (empty or not); `None` for a stream.
+    pub(crate) fn into_full(self) -> Option<Bytes> {
+        match self.kind {
+            Kind::Full(bytes) => Some(bytes.unwrap_or_default()),
+            Kind::Stream(_) => None,
+        }
+    }
+}
+
 impl Default for Body {
     fn default() -> Self {
         Body::empty()

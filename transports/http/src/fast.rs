@@ -18,10 +18,13 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use bytes::{Buf, Bytes};
-use http::StatusCode;
+use http::header::HeaderValue;
+use http::{Response, StatusCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Instant;
 
+use crate::body::Body;
+use crate::fast_auth::{admit, kept, Admitted};
 use crate::pipe::read_from;
 use crate::server::{
     accepts_values, hyper_service, is_json_media_bytes, run_hyper, ConnectionError, Inner,
@@ -54,12 +57,12 @@ where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let inner = Arc::clone(&service.inner);
-    // Profile checks look at every request's parts: hyper's path builds them.
-    // Authentication and rate limits read every request's headers: hyper's path does that.
+    // Profile checks look at every request's parts: hyper's path builds them. Rate limits
+    // (a caller's bucket per request) are left to hyper's path too; authentication is the
+    // fast path's (`fast_auth`).
     let end = if !inner.fast_path
         || inner.check.is_some()
         || inner.check_body.is_some()
-        || inner.authenticator.is_some()
         || inner.limiter.is_some()
     {
         End::Hyper(Vec::new())
@@ -98,6 +101,9 @@ struct Head {
     body: usize,
     /// `Connection: close`: answer, then close.
     close: bool,
+    /// Where the value of the authenticator's credential header is in the buffer (start and
+    /// end; 32 bits: every idle connection keeps a `Head`'s room in its future).
+    credential: Option<(u32, u32)>,
 }
 
 /// What the buffer starts with.
@@ -162,7 +168,9 @@ pub(crate) fn field_is(name: &[u8], lower: &[u8]) -> bool {
         .all(|(n, l)| n | 0x20 == *l)
 }
 
-fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
+/// `credential`: the lower-case name of the header whose value the authenticator reads alone
+/// ([`rpcwire_tokio::Authenticator::credential_header`]), found for [`Head::credential`].
+fn parse(inner: &Inner, credential: Option<&[u8]>, buf: &[u8]) -> Parsed {
     if buf.is_empty() {
         // Between requests: nothing to parse.
         return Parsed::Partial;
@@ -191,6 +199,7 @@ fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
     }
     let (mut length, mut host, mut origin, mut json) = (None, None, None, None);
     let mut close = false;
+    let mut credential_at = None;
     let mut accept = [""; 4];
     let mut accepts = 0;
     for h in req.headers.iter() {
@@ -209,6 +218,21 @@ fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
             6 if is(b"expect") => return Parsed::Other,
             7 if is(b"upgrade") => return Parsed::Other,
             17 if is(b"transfer-encoding") => return Parsed::Other,
+            n if credential.is_some_and(|c| c.len() == n && name.eq_ignore_ascii_case(c)) => {
+                // Twice: hyper's path decides. Its bytes go to the authenticator as they
+                // are (as on hyper's path), or are compared with those it let in.
+                if credential_at.is_some() {
+                    return Parsed::Other;
+                }
+                let start = h.value.as_ptr() as usize - buf.as_ptr() as usize;
+                let (Ok(from), Ok(to)) =
+                    (u32::try_from(start), u32::try_from(start + h.value.len()))
+                else {
+                    return Parsed::Other;
+                };
+                credential_at = Some((from, to));
+                continue;
+            }
             _ => continue,
         };
         // What `HeaderValue::to_str` takes on hyper's path: httparse has let through only
@@ -288,7 +312,12 @@ fn parse(inner: &Inner, buf: &[u8]) -> Parsed {
     if !json_ok || sse_ok {
         return Parsed::Other;
     }
-    Parsed::Fast(Head { len, body, close })
+    Parsed::Fast(Head {
+        len,
+        body,
+        close,
+        credential: credential_at,
+    })
 }
 
 /// Reads more into `buf` (at least one byte, or `Ok(false)` at the end of the stream);
@@ -318,8 +347,11 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
     let idle_timer = tokio::time::sleep(inner.endpoint.idle_connection);
     tokio::pin!(idle_timer);
     let mut idle_since = Instant::now();
+    // The caller the connection last let in (boxed: a connection without an authenticator
+    // keeps a pointer's worth).
+    let mut admitted: Option<Box<Admitted>> = None;
     loop {
-        let head = match parse(inner, &buf) {
+        let head = match parse(inner, inner.credential_header.as_deref(), &buf) {
             Parsed::Other => return Ok(End::Hyper(buf)),
             Parsed::Fast(head) => head,
             Parsed::Partial => {
@@ -348,8 +380,46 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
             }
         };
         head_since = None;
-        let deadline = Instant::now() + inner.endpoint.timeout;
+        let start = Instant::now();
+        let deadline = start + inner.endpoint.timeout;
         let total = head.len + head.body;
+        // Authentication first, from the head alone, as on hyper's path: a refused request's
+        // body is then read only to be dropped.
+        let caller = match &inner.authenticator {
+            None => None,
+            Some(authenticator) => {
+                let value = head
+                    .credential
+                    .map(|(from, to)| &buf[from as usize..to as usize]);
+                if !kept(&mut admitted, &buf[..head.len], value, start) {
+                    // Boxed: the authenticator is asked only on a new credential, refusals are
+                    // rare, and every idle connection keeps this future.
+                    let asked = Box::pin(ask(
+                        &**authenticator,
+                        &mut admitted,
+                        stream,
+                        &mut buf,
+                        &mut out,
+                        &head,
+                        start,
+                        deadline,
+                    ));
+                    match asked.await? {
+                        Asked::Admitted => {}
+                        Asked::Refused { close: true } => return Ok(End::Close),
+                        Asked::Refused { close: false } => {
+                            idle_since = Instant::now();
+                            continue;
+                        }
+                    }
+                }
+                // Let in: `admit` has remembered the caller.
+                let Some(admitted) = admitted.as_deref() else {
+                    return Ok(End::Close);
+                };
+                Some(admitted.caller())
+            }
+        };
         match read_body(stream, &mut buf, total, deadline).await? {
             BodyRead::Whole => {}
             BodyRead::Closed => return Ok(End::Close),
@@ -379,7 +449,7 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
                 true,
                 false,
                 deadline,
-                None,
+                caller,
             );
             UnlessClosed::<_, _, Keep> {
                 stream: &mut *stream,
@@ -603,6 +673,12 @@ fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool, now: Instant) {
             out.extend_from_slice(b"\r\n");
         }
     }
+    write_tail(out, close, body.chunk(), now);
+}
+
+/// The end of an answer: `connection: close` when closing, then the fields hyper adds
+/// (`content-length`, `date`), the blank line and the body.
+fn write_tail(out: &mut Vec<u8>, close: bool, body: &[u8], now: Instant) {
     if close {
         out.extend_from_slice(b"connection: close\r\n");
     }
@@ -611,7 +687,101 @@ fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool, now: Instant) {
     out.extend_from_slice(b"\r\ndate: ");
     date(out, now);
     out.extend_from_slice(b"\r\n\r\n");
-    out.extend_from_slice(body.chunk());
+    out.extend_from_slice(body);
+}
+
+/// What the authenticator said of a request.
+enum Asked {
+    /// Let in: the caller is remembered.
+    Admitted,
+    /// Refused, and answered; `close`: the connection is to be closed.
+    Refused { close: bool },
+}
+
+/// Asks the authenticator about the request whose head is in `buf` and remembers its caller
+/// in `admitted`, or answers the refusal ([`refuse`]).
+#[allow(clippy::too_many_arguments)] // the connection's state, borrowed for one request
+async fn ask<I: AsyncRead + AsyncWrite + Unpin>(
+    authenticator: &dyn rpcwire_tokio::Authenticator,
+    admitted: &mut Option<Box<Admitted>>,
+    stream: &mut I,
+    buf: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+    head: &Head,
+    start: Instant,
+    deadline: Instant,
+) -> io::Result<Asked> {
+    let value = head
+        .credential
+        .map(|(from, to)| &buf[from as usize..to as usize]);
+    let refusal = match admit(authenticator, admitted, &buf[..head.len], value, start).await {
+        Ok(()) => return Ok(Asked::Admitted),
+        Err(refusal) => refusal,
+    };
+    let close = refuse(stream, buf, out, refusal, head, deadline).await?;
+    Ok(Asked::Refused { close })
+}
+
+/// Answers a request refused from its head with `refusal` once its body is read and
+/// dropped (within `deadline`), as hyper's path does ([`crate::server::after_body`]): a
+/// body that does not come in time gets the refusal with `connection: close`. True when
+/// the connection is to be closed.
+async fn refuse<I: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut I,
+    buf: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+    mut refusal: Response<Body>,
+    head: &Head,
+    deadline: Instant,
+) -> io::Result<bool> {
+    let total = head.len + head.body;
+    let mut close = head.close;
+    while buf.len() < total {
+        buf.reserve(total - buf.len());
+        match fill(stream, buf, deadline).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                refusal
+                    .headers_mut()
+                    .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+                close = true;
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    buf.drain(..total.min(buf.len()));
+    out.clear();
+    write_response(out, refusal, close, Instant::now());
+    stream.write_all(out).await?;
+    out.clear();
+    if close {
+        stream.shutdown().await.ok();
+    }
+    Ok(close)
+}
+
+/// Writes the HTTP/1.1 response hyper's path sends for `response`, a refusal with its whole
+/// body (the status line, its header fields in order, then those hyper adds).
+fn write_response(out: &mut Vec<u8>, response: Response<Body>, close: bool, now: Instant) {
+    let (parts, body) = response.into_parts();
+    let body = body.into_full().unwrap_or_default();
+    out.reserve(256 + body.len());
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(parts.status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(parts.status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in &parts.headers {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    // A `connection: close` the refusal carries already is not written twice.
+    let close = close && !parts.headers.contains_key(http::header::CONNECTION);
+    write_tail(out, close, &body, now);
 }
 
 /// Appends `n` in decimal (without `fmt`'s machinery: this runs for every answer).
@@ -730,7 +900,8 @@ mod tests {
     /// stays open: a change that makes the future larger costs that much per connection, as a
     /// call pinned beside a `select!` once did (1 416 bytes). Raise the bound knowingly:
     /// 1 152 until a request's caller (a pointer kept through the nested answering futures,
-    /// for authentication and access rules) made it 1 216.
+    /// for authentication and access rules) made it 1 216, and 1 240 with authentication on
+    /// the fast path (the connection's remembered caller, the request's start time).
     #[tokio::test]
     async fn an_idle_connection_keeps_a_small_future() {
         let service = crate::HttpServer::new(rpcwire_tokio::Builder::new()).build();
@@ -739,7 +910,7 @@ mod tests {
         let size = std::mem::size_of_val(&future);
         println!("the fast path's connection future: {size} bytes");
         assert!(
-            size <= 1_232,
+            size <= 1_240,
             "the fast path's connection future is {size} bytes"
         );
     }

@@ -61,6 +61,8 @@ mod connect;
 mod endpoint;
 mod exchange;
 mod fast;
+mod fast_auth;
+pub mod guard;
 mod h2_idle;
 #[cfg(feature = "jwks")]
 pub mod jwks;

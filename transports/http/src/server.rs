@@ -285,24 +285,9 @@ impl HttpServer {
     /// [`check_body`](Self::check_body).
     #[cfg(feature = "signing")]
     pub fn signed(self, signing: Arc<rpcwire_tokio::signing::RequestSigning>) -> Self {
-        use rpcwire_tokio::signing::SignatureError;
         self.check_body(Arc::new(move |parts, body| {
             let caller = parts.extensions.get::<Arc<Caller>>();
-            let subject = caller.map_or("anonymous", |c| c.identity().subject());
-            let lookup = HeaderLookup(&parts.headers);
-            match signing.verify(subject, &lookup, body, std::time::SystemTime::now()) {
-                Ok(()) => Ok(()),
-                Err(reason) => {
-                    tracing::debug!(%reason, "HTTP request refused: signature");
-                    let (code, text) = match reason {
-                        SignatureError::Busy => {
-                            (StatusCode::TOO_MANY_REQUESTS, "too many signed requests\n")
-                        }
-                        _ => (StatusCode::UNAUTHORIZED, "request signature refused\n"),
-                    };
-                    Err(Box::new(refuse(code, text)))
-                }
-            }
+            crate::guard::signature_refused(&signing, caller, &parts.headers, body)
         }))
     }
 
@@ -375,6 +360,10 @@ impl HttpServer {
             inner: Arc::new(Inner {
                 responder: builder.responder(),
                 authenticator: builder.authenticator_ref().cloned(),
+                credential_header: builder
+                    .authenticator_ref()
+                    .and_then(|a| a.credential_header())
+                    .map(|name| name.to_ascii_lowercase().into_bytes().into()),
                 limiter: builder.rate_limiter().cloned(),
                 builder,
                 path: self.path,
@@ -400,6 +389,9 @@ pub(crate) struct Inner {
     pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
     /// Limits each caller's requests ([`Builder::rate_limit`]): 429 beyond it.
     pub(crate) limiter: Option<Arc<RateLimiter>>,
+    /// The authenticator's [`Authenticator::credential_header`], lower-case: the fast path
+    /// keeps a connection's caller for that header's value.
+    pub(crate) credential_header: Option<Box<[u8]>>,
     /// Answers bodies whose handlers never talk back to the client, with no connection.
     responder: Responder,
     pub(crate) path: Option<String>,
@@ -827,36 +819,15 @@ impl Inner {
         if self.authenticator.is_none() && self.limiter.is_none() {
             return Ok(None);
         }
-        let lookup = HeaderLookup(headers);
         let identity = match &self.authenticator {
             None => rpcwire_tokio::Identity::anonymous(),
-            Some(authenticator) => {
-                let credentials = Credentials {
-                    headers: &lookup,
-                    ..Credentials::new(Transport::Http, None)
-                };
-                match authenticator.authenticate(credentials).await {
-                    Ok(identity) => identity,
-                    Err(reason) => {
-                        telemetry::reject(telemetry::Rejection::Authentication);
-                        tracing::debug!(%reason, "HTTP request refused: authentication failed");
-                        return Err(Box::new(crate::challenge::unauthenticated(&reason)));
-                    }
-                }
-            }
+            Some(authenticator) => authenticate(&**authenticator, headers, Transport::Http, None)
+                .await
+                .map_err(Box::new)?,
         };
         let caller = Caller::new(identity, Transport::Http).with_meta(headers.clone());
         if let Some(limiter) = &self.limiter {
-            if let Err(wait) = limiter.check(&RateLimiter::key(&caller), std::time::Instant::now())
-            {
-                telemetry::reject(telemetry::Rejection::Overload);
-                let mut r = refuse(StatusCode::TOO_MANY_REQUESTS, "too many requests\n");
-                let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                if let Ok(value) = HeaderValue::from_str(&secs.max(1).to_string()) {
-                    r.headers_mut().insert(header::RETRY_AFTER, value);
-                }
-                return Err(Box::new(r));
-            }
+            crate::guard::rate_limited(limiter, &caller)?;
         }
         Ok(Some(Arc::new(caller)))
     }
@@ -1113,8 +1084,33 @@ impl Inner {
     }
 }
 
+/// Asks `authenticator` about a request (an HTTP request, a WebSocket upgrade) with these
+/// headers over `transport` from `peer`: the identity, or the refusal (401 with the
+/// challenge, 400, 503: [`crate::challenge::unauthenticated`]), counted and logged with its
+/// reason, never the credentials.
+pub(crate) async fn authenticate(
+    authenticator: &dyn Authenticator,
+    headers: &HeaderMap,
+    transport: Transport,
+    peer: Option<std::net::SocketAddr>,
+) -> Result<rpcwire_tokio::Identity, Response<Body>> {
+    let lookup = HeaderLookup(headers);
+    let credentials = Credentials {
+        headers: &lookup,
+        ..Credentials::new(transport, peer)
+    };
+    authenticator
+        .authenticate(credentials)
+        .await
+        .map_err(|reason| {
+            telemetry::reject(telemetry::Rejection::Authentication);
+            tracing::debug!(%reason, ?transport, "request refused: authentication failed");
+            crate::challenge::unauthenticated(&reason)
+        })
+}
+
 /// An `http::HeaderMap` as an authenticator reads it.
-struct HeaderLookup<'a>(&'a HeaderMap);
+pub(crate) struct HeaderLookup<'a>(pub(crate) &'a HeaderMap);
 
 impl rpcwire_tokio::Headers for HeaderLookup<'_> {
     fn get(&self, name: &str) -> Option<&[u8]> {

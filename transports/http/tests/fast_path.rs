@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use rpcwire_http::HttpServer;
-use rpcwire_tokio::{Builder, Context, Router, RpcError};
+use rpcwire_tokio::{
+    AuthError, AuthFuture, Authenticator, Builder, Context, Credentials, Identity, Router, RpcError,
+};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -35,6 +37,21 @@ fn router() -> Router {
         .method("sleep", |(ms,): (u64,)| async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             Ok::<_, RpcError>(ms)
+        })
+        // Who the caller is, and two of its request's headers, from the caller's metadata.
+        .method_with_context("whoami", |cx: Context, _: Value| async move {
+            let headers = cx.caller().meta::<http::HeaderMap>();
+            let header = |name: &str| {
+                headers
+                    .and_then(|h| h.get(name))
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            Ok::<_, RpcError>(json!({
+                "subject": cx.identity().subject(),
+                "trace": header("x-trace"),
+                "length": header("content-length"),
+            }))
         })
 }
 
@@ -624,6 +641,7 @@ fn random_request() -> impl Strategy<Value = RandomRequest> {
         r#"[{"jsonrpc":"2.0","method":"subtract","params":[5,1]}]"#.to_owned(),
         r#"{"jsonrpc":"2.0","result":1,"id":9}"#.to_owned(),
         r#"{"jsonrpc":"2.0","method":"nope","id":2}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"whoami","id":3}"#.to_owned(),
         "{".to_owned(),
         "[]".to_owned(),
         String::new(),
@@ -815,22 +833,34 @@ fn twin_servers(
 /// takes the connection).
 #[test]
 fn the_fast_path_answers_every_request_as_hyper_does() {
-    use proptest::test_runner::{Config, TestRunner};
     let (rt, fast, hyper) = twin_servers(|s| s.idle_connection_timeout(Duration::from_secs(3)));
+    twins_agree(&rt, fast, hyper, 512, (random_request(), random_request()));
+}
+
+/// `cases` pairs of requests from `pairs`, each sent to both servers (the second written
+/// behind the first, or after its answer): the same answers (status, header fields in order,
+/// `Date` left out, body) and the same end of the connection.
+fn twins_agree(
+    rt: &tokio::runtime::Runtime,
+    fast: SocketAddr,
+    hyper: SocketAddr,
+    cases: u32,
+    pairs: impl Strategy<Value = (RandomRequest, RandomRequest)>,
+) {
+    use proptest::test_runner::{Config, TestRunner};
     let mut runner = TestRunner::new(Config {
-        cases: 512,
+        cases,
         failure_persistence: None,
         ..Config::default()
     });
     runner
-        .run(&(random_request(), random_request()), |(request, next)| {
+        .run(&pairs, |(request, next)| {
             let (a, b) = rt.block_on(async {
                 tokio::join!(
                     outcome(fast, &request, &next),
                     outcome(hyper, &request, &next)
                 )
             });
-            // Status, header fields in order (`Date` left out), body.
             prop_assert_eq!(a.0, b.0, "first answer");
             prop_assert_eq!(a.1, b.1, "the second request's answer");
             Ok(())
@@ -928,4 +958,231 @@ fn changed_bytes_are_answered_alike_and_never_panic() {
             19
         );
     });
+}
+
+/// Bearer tokens `alice` and `bob` (any other refused), counting how often it is asked; its
+/// identities expire `expires_in` after they are made. With `memo`, it says its answer
+/// depends on `Authorization` alone (a connection may keep its caller).
+#[derive(Clone)]
+struct Names {
+    asked: Arc<std::sync::atomic::AtomicUsize>,
+    expires_in: Option<Duration>,
+    memo: bool,
+}
+
+impl Names {
+    fn new(memo: bool) -> Self {
+        Names {
+            asked: Arc::default(),
+            expires_in: None,
+            memo,
+        }
+    }
+
+    fn asked(&self) -> usize {
+        self.asked.load(Ordering::SeqCst)
+    }
+}
+
+impl Authenticator for Names {
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let found = match credentials.bearer() {
+            Ok(Some(name @ ("alice" | "bob"))) => {
+                let id = Identity::new(name).with_roles(["user"]);
+                Ok(match self.expires_in {
+                    Some(d) => id.with_expiry(std::time::SystemTime::now() + d),
+                    None => id,
+                })
+            }
+            Ok(Some(_)) => Err(AuthError::Invalid("unknown name")),
+            Ok(None) => Err(AuthError::Missing),
+            Err(e) => Err(e),
+        };
+        Box::pin(std::future::ready(found))
+    }
+
+    fn credential_header(&self) -> Option<&str> {
+        self.memo.then_some("authorization")
+    }
+}
+
+fn auth_server(names: Names) -> HttpServer {
+    HttpServer::new(Builder::new().router(router()).authenticator(names)).path("/rpc")
+}
+
+const WHOAMI: &str = r#"{"jsonrpc":"2.0","method":"whoami","id":3}"#;
+
+/// The answers with authentication equal hyper's, one request after another on one
+/// connection (so the fast path's kept caller is reused, replaced and refused): no token,
+/// an unknown one, a malformed header, a valid one twice (each request's own headers seen
+/// by the handler), another valid one, none again.
+#[tokio::test]
+async fn authentication_answers_equal_hyper_s() {
+    let fast = start(auth_server(Names::new(true))).await;
+    let hyper = start(auth_server(Names::new(true)).fast_path(false)).await;
+    let steps: [(&str, &str, u16); 8] = [
+        ("", W1, 401),
+        ("Authorization: Bearer mallory\r\n", W1, 401),
+        ("Authorization: Basic YWxpY2U6eA==\r\n", W1, 400),
+        ("Authorization: Bearer\r\n", W1, 400),
+        (
+            "Authorization: Bearer alice\r\nX-Trace: one\r\n",
+            WHOAMI,
+            200,
+        ),
+        (
+            "X-Trace: two\r\nauthorization: Bearer alice\r\n",
+            WHOAMI,
+            200,
+        ),
+        ("Authorization: Bearer bob\r\n", WHOAMI, 200),
+        ("", WHOAMI, 401),
+    ];
+    let (mut f, mut h) = (connect(fast).await, connect(hyper).await);
+    let (mut frest, mut hrest) = (Vec::new(), Vec::new());
+    let mut seen = Vec::new();
+    for (extra, body, status) in steps {
+        let request = post(body, extra);
+        f.write_all(request.as_bytes()).await.unwrap();
+        h.write_all(request.as_bytes()).await.unwrap();
+        let mut a = read_answer(&mut f, &mut frest).await;
+        let mut b = read_answer(&mut h, &mut hrest).await;
+        a.headers.retain(|(n, _)| n != "date");
+        b.headers.retain(|(n, _)| n != "date");
+        assert_eq!(a, b, "{extra:?}");
+        assert_eq!(a.status, status, "{extra:?}");
+        seen.push(a);
+    }
+    assert_eq!(seen[0].header("www-authenticate"), Some("Bearer"));
+    assert_eq!(
+        seen[1].header("www-authenticate"),
+        Some("Bearer error=\"invalid_token\"")
+    );
+    assert_eq!(
+        seen[2].header("www-authenticate"),
+        Some("Bearer error=\"invalid_request\"")
+    );
+    let len = WHOAMI.len().to_string();
+    assert_eq!(
+        seen[4].json()["result"],
+        json!({"subject": "alice", "trace": "one", "length": len})
+    );
+    assert_eq!(
+        seen[5].json()["result"],
+        json!({"subject": "alice", "trace": "two", "length": len})
+    );
+    assert_eq!(
+        seen[6].json()["result"],
+        json!({"subject": "bob", "trace": null, "length": len})
+    );
+}
+
+/// The subject a `whoami` call with this bearer token is answered as, on `s`.
+async fn whoami_as(s: &mut TcpStream, rest: &mut Vec<u8>, token: &str) -> String {
+    let request = post(WHOAMI, &format!("Authorization: Bearer {token}\r\n"));
+    s.write_all(request.as_bytes()).await.unwrap();
+    let a = read_answer(s, rest).await;
+    assert_eq!(a.status, 200);
+    a.json()["result"]["subject"].as_str().unwrap().to_owned()
+}
+
+/// A keep-alive connection asks the authenticator once for a credential it keeps presenting,
+/// again for another one, and again once the identity has expired; an authenticator that
+/// does not name its one credential header is asked for every request.
+#[tokio::test]
+async fn a_connection_keeps_its_caller_until_it_expires() {
+    let names = Names {
+        expires_in: Some(Duration::from_millis(400)),
+        ..Names::new(true)
+    };
+    let addr = start(auth_server(names.clone())).await;
+    let mut s = connect(addr).await;
+    let mut rest = Vec::new();
+    for _ in 0..3 {
+        assert_eq!(whoami_as(&mut s, &mut rest, "alice").await, "alice");
+    }
+    assert_eq!(names.asked(), 1, "kept for the connection");
+    assert_eq!(whoami_as(&mut s, &mut rest, "bob").await, "bob");
+    assert_eq!(whoami_as(&mut s, &mut rest, "bob").await, "bob");
+    assert_eq!(whoami_as(&mut s, &mut rest, "alice").await, "alice");
+    assert_eq!(
+        names.asked(),
+        3,
+        "the last credential is kept, not every one"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(whoami_as(&mut s, &mut rest, "alice").await, "alice");
+    assert_eq!(names.asked(), 4, "asked again once expired");
+
+    let every = Names::new(false);
+    let addr = start(auth_server(every.clone())).await;
+    let mut s = connect(addr).await;
+    let request = post(WHOAMI, "Authorization: Bearer alice\r\n");
+    for _ in 0..3 {
+        s.write_all(request.as_bytes()).await.unwrap();
+        assert_eq!(read_answer(&mut s, &mut rest).await.status, 200);
+    }
+    assert_eq!(every.asked(), 3);
+}
+
+/// Random requests, each with an `Authorization` field or none (valid, unknown, malformed,
+/// repeated) and a second request behind it on the same connection, get the same answers
+/// with the fast path and without it, with an authenticator that lets a connection keep its
+/// caller and one that does not.
+#[test]
+fn the_fast_path_authenticates_every_request_as_hyper_does() {
+    use proptest::sample::select;
+    let authorization = || {
+        (
+            select(vec![
+                "",
+                "Bearer alice",
+                "Bearer bob",
+                "bearer alice",
+                "Bearer  alice",
+                " Bearer alice ",
+                "Bearer mallory",
+                "Basic YWxpY2U6eA==",
+                "Bearer",
+                "Bearer al ice",
+                "Bearer tök",
+                "NONE",
+            ]),
+            any::<u32>(),
+            0usize..4,
+            proptest::bool::weighted(0.1),
+        )
+    };
+    let with_auth =
+        |(mut r, (value, case, at, twice)): (RandomRequest, (&'static str, u32, usize, bool))| {
+            if value != "NONE" {
+                let at = at.min(r.fields.len());
+                let name = cased("authorization", case);
+                r.fields.insert(at, (name.clone(), value.to_owned()));
+                if twice {
+                    r.fields.push((name, "Bearer bob".to_owned()));
+                }
+            }
+            r
+        };
+    for memo in [true, false] {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let make = |fast: bool| {
+            auth_server(Names::new(memo))
+                .get_stream(false)
+                .max_body(1024)
+                .idle_connection_timeout(Duration::from_secs(3))
+                .fast_path(fast)
+        };
+        let (fast, hyper) =
+            rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
+        let request = (random_request(), authorization()).prop_map(with_auth);
+        let next = (random_request(), authorization()).prop_map(with_auth);
+        twins_agree(&rt, fast, hyper, 256, (request, next));
+    }
 }

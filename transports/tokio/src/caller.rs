@@ -14,6 +14,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 /// Who a caller is: a subject, the roles (or OAuth scopes) it holds, and the claims it was
 /// established with. Cheap to clone (shared).
@@ -34,6 +35,8 @@ struct IdentityInner {
     roles: Box<[Box<str>]>,
     claims: serde_json::Value,
     kind: Kind,
+    /// When the credentials it was established with stop being valid.
+    expires: Option<SystemTime>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -90,6 +93,7 @@ impl Identity {
             roles: roles.into_boxed_slice(),
             claims,
             kind,
+            expires: None,
         }))
     }
 
@@ -107,7 +111,9 @@ impl Identity {
                 all.push(role);
             }
         }
+        let expires = inner.expires;
         Identity::build(inner.subject.into_string(), all, inner.claims, inner.kind)
+            .expiring(expires)
     }
 
     /// This identity with the claims it was established with (a JWT's payload, say).
@@ -119,6 +125,29 @@ impl Identity {
             claims,
             inner.kind,
         )
+        .expiring(inner.expires)
+    }
+
+    /// This identity, valid until `at` (a JWT's `exp`, say): a transport that keeps an
+    /// identity for a connection's later requests ([`Authenticator::credential_header`]) asks
+    /// its authenticator again from then on.
+    pub fn with_expiry(self, at: SystemTime) -> Self {
+        self.expiring(Some(at))
+    }
+
+    fn expiring(self, expires: Option<SystemTime>) -> Self {
+        if self.0.expires == expires {
+            return self;
+        }
+        let mut inner = Arc::unwrap_or_clone(self.0);
+        inner.expires = expires;
+        Identity(Arc::new(inner))
+    }
+
+    /// When the credentials this identity was established with stop being valid (`None`:
+    /// not known to expire).
+    pub fn expires(&self) -> Option<SystemTime> {
+        self.0.expires
     }
 
     /// The subject: a user, a service, a certificate's subject.
@@ -170,6 +199,7 @@ impl fmt::Debug for Identity {
             .field("subject", &self.0.subject)
             .field("roles", &self.0.roles)
             .field("kind", &self.0.kind)
+            .field("expires", &self.0.expires)
             .finish()
     }
 }
@@ -239,7 +269,22 @@ pub struct Caller {
     transport: Transport,
     peer: Option<SocketAddr>,
     certificate: Option<Arc<PeerCertificate>>,
-    meta: Option<Arc<dyn Any + Send + Sync>>,
+    meta: Option<Meta>,
+}
+
+/// A caller's transport metadata: made already, or made when first read.
+#[derive(Clone)]
+enum Meta {
+    Made(Arc<dyn Any + Send + Sync>),
+    Lazy(Arc<dyn LazyMeta>),
+}
+
+/// Transport metadata made only when something reads it: the HTTP fast path keeps a
+/// request's head as bytes and makes its `http::HeaderMap` for a handler that asks, so that
+/// a request nobody asks about costs no header map.
+pub trait LazyMeta: Any + Send + Sync {
+    /// The metadata (made on the first call, kept after).
+    fn get(&self) -> &(dyn Any + Send + Sync);
 }
 
 impl Caller {
@@ -279,8 +324,27 @@ impl Caller {
 
     /// With transport-specific metadata (read back with [`Caller::meta`]).
     pub fn with_meta<T: Any + Send + Sync>(mut self, meta: T) -> Self {
-        self.meta = Some(Arc::new(meta));
+        self.meta = Some(Meta::Made(Arc::new(meta)));
         self
+    }
+
+    /// With transport metadata made when first read ([`LazyMeta::get`]'s value is what
+    /// [`Caller::meta`] finds).
+    pub fn with_lazy_meta<T: LazyMeta>(mut self, meta: T) -> Self {
+        self.meta = Some(Meta::Lazy(Arc::new(meta)));
+        self
+    }
+
+    /// The lazy metadata given with [`Caller::with_lazy_meta`], if it is a `T` held by this
+    /// caller alone: a transport that reuses a caller for its next request renews it in place.
+    pub fn lazy_meta_mut<T: LazyMeta>(&mut self) -> Option<&mut T> {
+        match self.meta.as_mut()? {
+            Meta::Lazy(lazy) => {
+                let lazy: &mut dyn Any = Arc::get_mut(lazy)?;
+                lazy.downcast_mut()
+            }
+            Meta::Made(_) => None,
+        }
     }
 
     /// With another identity (what an [`Authenticator`] established).
@@ -311,7 +375,11 @@ impl Caller {
 
     /// The transport's metadata, if it is a `T` (the HTTP transport: `http::HeaderMap`).
     pub fn meta<T: Any + Send + Sync>(&self) -> Option<&T> {
-        self.meta.as_deref()?.downcast_ref()
+        let meta: &dyn Any = match self.meta.as_ref()? {
+            Meta::Made(made) => &**made,
+            Meta::Lazy(lazy) => lazy.get(),
+        };
+        meta.downcast_ref()
     }
 }
 
@@ -499,6 +567,18 @@ pub type AuthFuture<'a> = Pin<Box<dyn Future<Output = Result<Identity, AuthError
 pub trait Authenticator: Send + Sync + 'static {
     /// The caller's identity, or why it is refused.
     fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a>;
+
+    /// The one request header (lower-case name) whose value alone decides this
+    /// authenticator's answer, if there is one (`authorization` for a bearer token).
+    ///
+    /// With `Some`, a transport may keep an identity this authenticator gave for the exact
+    /// bytes of that header's value and give it to later requests on the same connection
+    /// that carry the same bytes, until the identity's [`Identity::expires`], without asking
+    /// again: a keep-alive connection then pays a byte comparison per request. `None` (the
+    /// default): every request is authenticated.
+    fn credential_header(&self) -> Option<&str> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -277,6 +277,12 @@ impl JwtAuthenticator {
             .and_then(serde_json::Value::as_u64)
             .unwrap_or(now)
             .saturating_add(self.leeway.as_secs());
+        // What a transport that keeps the identity for a connection checks (see
+        // `credential_header`): the same instant as this cache's.
+        let identity = match UNIX_EPOCH.checked_add(Duration::from_secs(until)) {
+            Some(at) => identity.with_expiry(at),
+            None => identity,
+        };
         self.remember(token, &identity, until, now);
         Ok(identity)
     }
@@ -333,5 +339,11 @@ impl Authenticator for JwtAuthenticator {
             }
             self.verify(token).await
         })
+    }
+
+    /// The answer depends on the `Authorization` value alone (and on time: the identity
+    /// expires with the token).
+    fn credential_header(&self) -> Option<&str> {
+        Some("authorization")
     }
 }

@@ -116,8 +116,8 @@ use tokio::task::JoinHandle;
 
 pub use access::{Policy, FORBIDDEN, FORBIDDEN_MESSAGE};
 pub use caller::{
-    AuthError, AuthFuture, Authenticator, Caller, Credentials, Headers, Identity, PeerCertificate,
-    Transport,
+    AuthError, AuthFuture, Authenticator, Caller, Credentials, Headers, Identity, LazyMeta,
+    PeerCertificate, Transport,
 };
 pub use client::{Batch, BatchResults, Client, SessionStats};
 pub use discover::DISCOVER_METHOD;

@@ -90,7 +90,8 @@ impl StaticTokens {
     /// Reads the token from this header (an API key header such as `X-API-Key`) instead of
     /// `Authorization: Bearer`.
     pub fn header(mut self, name: &str) -> Self {
-        self.header = Some(name.to_owned());
+        // Lower-case, as `credential_header` gives it.
+        self.header = Some(name.to_ascii_lowercase());
         self
     }
 
@@ -148,6 +149,11 @@ impl Authenticator for StaticTokens {
                 .ok_or(AuthError::Invalid("unknown token"))
         });
         Box::pin(std::future::ready(found))
+    }
+
+    /// The answer depends on the token's header alone: the table does not change.
+    fn credential_header(&self) -> Option<&str> {
+        Some(self.header.as_deref().unwrap_or("authorization"))
     }
 }
 

@@ -77,6 +77,12 @@ pub struct McpHttpServer {
     prefix: String,
     sessions: SessionLimits,
     auth: AuthSettings,
+    /// Each caller's rate of requests; kept apart from the builder's, so that the sessions'
+    /// connections do not count the calls a second time.
+    limiter: Option<Arc<rpcwire_tokio::RateLimiter>>,
+    /// Every POST signed (feature `signing`).
+    #[cfg(feature = "signing")]
+    signing: Option<Arc<rpcwire_tokio::signing::RequestSigning>>,
 }
 
 impl std::fmt::Debug for McpHttpServer {
@@ -112,7 +118,29 @@ impl McpHttpServer {
                 idle: Duration::from_secs(600),
             },
             auth: AuthSettings::default(),
+            limiter: None,
+            #[cfg(feature = "signing")]
+            signing: None,
         }
+    }
+
+    /// At most `limiter`'s rate of requests per caller (the authenticated subject, or one
+    /// bucket for every unauthenticated caller), checked once the caller is authenticated:
+    /// beyond it, 429 with `Retry-After`, and nothing is created or run for the request.
+    pub fn rate_limit(mut self, limiter: rpcwire_tokio::RateLimiter) -> Self {
+        self.limiter = Some(Arc::new(limiter));
+        self
+    }
+
+    /// Requires every POST to be signed (feature `signing`): the HMAC-SHA256 of its exact
+    /// body bytes, a timestamp and a nonce in the `X-Rpcwire-*` headers
+    /// ([`rpcwire_tokio::signing`]), checked in constant time once the body is read and
+    /// before it is parsed, with nonces remembered per caller. A refused request gets 401
+    /// (429 while the caller's nonce cache is full): no session is created, no handler runs.
+    #[cfg(feature = "signing")]
+    pub fn signed(mut self, signing: Arc<rpcwire_tokio::signing::RequestSigning>) -> Self {
+        self.signing = Some(signing);
+        self
     }
 
     /// Authenticates every request with `authenticator` (a
@@ -256,6 +284,9 @@ impl McpHttpServer {
         let gate = Gate::new(builder.authenticator_ref().cloned(), self.auth, &self.path);
         let inner = Arc::new(Inner {
             gate,
+            limiter: self.limiter,
+            #[cfg(feature = "signing")]
+            signing: self.signing,
             batch_builder: builder.clone().batches(true),
             builder,
             mode: self.mode,
@@ -318,6 +349,11 @@ struct Pending {
 struct Inner {
     /// Authentication and scopes, before anything else.
     gate: Gate,
+    /// Each caller's rate of requests ([`McpHttpServer::rate_limit`]).
+    limiter: Option<Arc<rpcwire_tokio::RateLimiter>>,
+    /// Every POST signed ([`McpHttpServer::signed`]).
+    #[cfg(feature = "signing")]
+    signing: Option<Arc<rpcwire_tokio::signing::RequestSigning>>,
     builder: Builder,
     /// For sessions of revisions that take batches (2025-03-26 and older).
     batch_builder: Builder,
@@ -795,6 +831,14 @@ impl Inner {
                 return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), *r).await
             }
         };
+        if let Some(limiter) = &self.limiter {
+            let anonymous = Caller::anonymous();
+            let who = caller.as_deref().unwrap_or(&anonymous);
+            if let Err(r) = rpcwire_http::guard::rate_limited(limiter, who) {
+                return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), *r)
+                    .await;
+            }
+        }
         // A revision header, when sent, must name a revision this server speaks. (Stateless
         // mode checks it with the POST's other headers against the body, in
         // `stateless_headers`, and answers with the request's id.)
@@ -937,6 +981,18 @@ impl Inner {
             Ok(read) => read,
             Err(refusal) => return *refusal,
         };
+        #[cfg(feature = "signing")]
+        if let Some(signing) = &self.signing {
+            let checked = rpcwire_http::guard::signature_refused(
+                signing,
+                caller.as_ref(),
+                &parts.headers,
+                &body,
+            );
+            if let Err(r) = checked {
+                return *r;
+            }
+        }
         // `posted` borrows a second handle on the body, so that the body itself can move on.
         let text = body.clone();
         let Some(posted) = Posted::of(&text) else {

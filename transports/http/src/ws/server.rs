@@ -346,8 +346,44 @@ impl WsServer {
         res.map(Full::new)
     }
 
+    /// [`handle`](Self::handle) for a request from `peer`, with the builder's authenticator
+    /// (if it has one) asked first about an upgrade: a caller it refuses gets the refusal
+    /// (401 with `WWW-Authenticate: Bearer`, 400 for a malformed `Authorization` header or a
+    /// token in the query string), never a 101; one it lets in runs the connection as that
+    /// caller (its identity and the upgrade's headers in the handlers' `Context`).
+    async fn handle_from<B>(
+        &self,
+        mut req: Request<B>,
+        peer: std::net::SocketAddr,
+    ) -> Response<Full<Bytes>> {
+        let authenticator = self.builder.authenticator_ref();
+        if let (Some(authenticator), true) = (authenticator, is_upgrade(&req)) {
+            let refused = |r: Response<crate::Body>| {
+                r.map(|body| Full::new(body.into_full().unwrap_or_default()))
+            };
+            if crate::challenge::has_query_token(req.uri()) {
+                // Never read: a URL ends up in logs and histories.
+                let r = crate::challenge::BearerChallenge::default().token_in_query();
+                return refused(r);
+            }
+            let transport = rpcwire_tokio::Transport::WebSocket;
+            let asked =
+                crate::server::authenticate(&**authenticator, req.headers(), transport, Some(peer));
+            let identity = match asked.await {
+                Ok(identity) => identity,
+                Err(refusal) => return refused(refusal),
+            };
+            let caller = Caller::new(identity, rpcwire_tokio::Transport::WebSocket)
+                .with_peer(peer)
+                .with_meta(req.headers().clone());
+            req.extensions_mut().insert(Arc::new(caller));
+        }
+        self.handle(req)
+    }
+
     /// Accepts connections on `listener` and serves each over HTTP/1.1 with
-    /// [`handle`](WsServer::handle) (WebSocket upgrades on any path). Runs until the future is
+    /// [`handle`](WsServer::handle) (WebSocket upgrades on any path), the builder's
+    /// [`authenticator`](Builder::authenticator) asked about each upgrade first. Runs until the future is
     /// dropped; connections already open go on.
     pub async fn serve_tcp(self, listener: TcpListener) {
         // No bound on TCP connections here: the limit applies to upgrades (503 past it).
@@ -358,8 +394,8 @@ impl WsServer {
             tokio::spawn(async move {
                 let _permit = permit;
                 let service = hyper::service::service_fn(move |req| {
-                    let res = server.handle(req);
-                    async move { Ok::<_, Infallible>(res) }
+                    let server = server.clone();
+                    async move { Ok::<_, Infallible>(server.handle_from(req, peer).await) }
                 });
                 let conn = crate::server::http1_builder(handshake)
                     .serve_connection(TokioIo::new(stream), service)
