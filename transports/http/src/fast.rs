@@ -61,6 +61,8 @@ where
         || inner.check_body.is_some()
         || inner.authenticator.is_some()
         || inner.limiter.is_some()
+        // Traced calls need the headers (`traceparent`) and the peer: hyper's path has them.
+        || rpcwire_tokio::telemetry::spans_enabled()
     {
         End::Hyper(Vec::new())
     } else {

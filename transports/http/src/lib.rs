@@ -62,6 +62,8 @@ mod fast;
 mod h2_idle;
 #[cfg(feature = "jwks")]
 pub mod jwks;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 mod pipe;
 pub mod profile;
 mod resume;

@@ -240,6 +240,9 @@ pub struct Caller {
     peer: Option<SocketAddr>,
     certificate: Option<Arc<PeerCertificate>>,
     meta: Option<Arc<dyn Any + Send + Sync>>,
+    /// The W3C trace context the transport received (HTTP headers), the parent of the calls'
+    /// spans.
+    trace: Option<Arc<crate::trace_context::TraceContext>>,
 }
 
 impl Caller {
@@ -251,6 +254,7 @@ impl Caller {
             peer: None,
             certificate: None,
             meta: None,
+            trace: None,
         }
     }
 
@@ -281,6 +285,18 @@ impl Caller {
     pub fn with_meta<T: Any + Send + Sync>(mut self, meta: T) -> Self {
         self.meta = Some(Arc::new(meta));
         self
+    }
+
+    /// With the W3C trace context the request came with (its `traceparent` and `tracestate`
+    /// headers): the parent of its calls' spans (see [`trace_context`](crate::trace_context)).
+    pub fn with_trace_context(mut self, trace: crate::trace_context::TraceContext) -> Self {
+        self.trace = Some(Arc::new(trace));
+        self
+    }
+
+    /// The W3C trace context the transport received, if any.
+    pub fn trace_context(&self) -> Option<&crate::trace_context::TraceContext> {
+        self.trace.as_deref()
     }
 
     /// With another identity (what an [`Authenticator`] established).

@@ -27,6 +27,10 @@ pub(crate) struct CallCmd {
     pub(crate) params: Option<String>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) reply: oneshot::Sender<Reply>,
+    /// The trace context of the call's span, to send beside it (see
+    /// [`Builder::outgoing_traces`](crate::Builder::outgoing_traces)); only while a
+    /// subscriber listens.
+    pub(crate) trace: Option<Box<crate::trace_context::TraceContext>>,
 }
 
 /// One element of an outgoing batch.
@@ -260,6 +264,7 @@ impl Client {
                 params,
                 timeout,
                 reply,
+                trace: crate::trace_context::TraceContext::of_span(call.span()).map(Box::new),
             }));
             // The deadline runs from now, not from when the connection finds room for the
             // call: waiting for a pending slot or for transmit room counts. When it passes, the
@@ -447,6 +452,7 @@ impl Batch<'_> {
             params,
             timeout: None,
             reply,
+            trace: None,
         }));
         Ok(index)
     }

@@ -100,6 +100,8 @@ pub(crate) struct Settings {
     pub(crate) caller: Arc<Caller>,
     /// The rate limiter and this connection's key in it ([`Builder::rate_limit`](crate::Builder::rate_limit)).
     pub(crate) limiter: Option<(Arc<RateLimiter>, Box<str>)>,
+    /// Where outgoing calls' trace contexts go ([`Builder::outgoing_traces`](crate::Builder::outgoing_traces)).
+    pub(crate) outgoing_traces: Option<crate::trace_context::OutgoingTraces>,
 }
 
 impl Settings {
@@ -941,6 +943,11 @@ impl Driver {
                 };
                 match conn.send_request(now, c.token, &c.method, params.as_ref(), timeout) {
                     Ok(()) => {
+                        if let (Some(cx), Some(table)) = (c.trace, &self.settings.outgoing_traces) {
+                            if let Some(id) = conn.request_id(c.token) {
+                                table.put(id, *cx);
+                            }
+                        }
                         self.calls.insert(c.token, c.reply);
                         Ok(())
                     }

@@ -135,7 +135,8 @@ impl Handlers {
     ) {
         let method = origin.method;
         let id = origin.id.map_or("", OriginId::text);
-        let call = ServerCall::start(method, registered, id, origin.caller);
+        let text = params.as_ref().map(|p| p.as_str());
+        let call = ServerCall::start(method, registered, id, origin.caller, text);
         let outcome = {
             let _entered = call.span().enter();
             guarded(|| handler(origin, params, conn, handle)).unwrap_or_else(|()| {

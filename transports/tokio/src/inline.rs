@@ -61,6 +61,7 @@ impl Builder {
                 .map(|limiter| (limiter, RateLimiter::key(&caller).into_boxed_str())),
             caller,
             router: self.router,
+            outgoing_traces: self.outgoing_traces,
         };
         (client, driver::run(settings, reader, writer, channels))
     }

@@ -99,6 +99,7 @@ pub mod telemetry;
 pub mod tls;
 #[cfg(feature = "auth")]
 mod tokens;
+pub mod trace_context;
 
 use std::io;
 use std::sync::Arc;
@@ -169,6 +170,8 @@ pub struct Builder {
     handshake_timeout: Duration,
     /// Rate limits per caller ([`Builder::rate_limit`]).
     rate_limit: Option<Arc<RateLimiter>>,
+    /// Where outgoing calls' trace contexts go ([`Builder::outgoing_traces`]).
+    outgoing_traces: Option<trace_context::OutgoingTraces>,
 }
 
 /// A server's authenticator (see [`Builder::authenticator`]).
@@ -228,6 +231,7 @@ impl Builder {
             authenticator: None,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             rate_limit: None,
+            outgoing_traces: None,
         }
     }
 
@@ -273,6 +277,15 @@ impl Builder {
     /// ```
     pub fn caller(mut self, caller: Caller) -> Self {
         self.caller = Some(Arc::new(caller));
+        self
+    }
+
+    /// Puts the W3C trace context of each outgoing call's span in `table`, by request id,
+    /// while a subscriber listens (feature `otel`): for a transport that sends it beside the
+    /// message (the HTTP client's `traceparent` header). See
+    /// [`trace_context`](crate::trace_context).
+    pub fn outgoing_traces(mut self, table: trace_context::OutgoingTraces) -> Self {
+        self.outgoing_traces = Some(table);
         self
     }
 

@@ -279,7 +279,8 @@ pub(crate) fn bytes_out(n: usize) {
 /// A request for a method that does not exist: its span (named `_OTHER`) and metrics, and a
 /// rejection.
 pub(crate) fn not_found(method: &str, id: &str, caller: &Caller) {
-    ServerCall::start(method, false, id, caller).end(Some(rpcwire::ErrorCode::METHOD_NOT_FOUND.0));
+    ServerCall::start(method, false, id, caller, None)
+        .end(Some(rpcwire::ErrorCode::METHOD_NOT_FOUND.0));
     reject(Rejection::NotFound);
 }
 
@@ -313,6 +314,29 @@ pub(crate) fn id_attribute(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
     }
 }
 
+/// Makes the W3C trace context of the call (its params' `_meta`, else its caller's) the
+/// parent of its span (feature `otel`; the params are not looked at otherwise).
+fn remote_parent(span: &tracing::Span, caller: &Caller, params: Option<&str>) {
+    #[cfg(feature = "otel")]
+    {
+        use crate::trace_context::TraceContext;
+        let from_meta = params.and_then(TraceContext::from_params_meta);
+        if let Some(cx) = from_meta.as_ref().or(caller.trace_context()) {
+            cx.set_parent_of(span);
+        }
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = (span, caller, params);
+}
+
+/// True when a subscriber listens to the call spans: a transport then does the work they
+/// need that it otherwise skips (the HTTP server's peer address and trace headers). One
+/// check of a cached flag when none does.
+#[inline]
+pub fn spans_enabled() -> bool {
+    tracing::span_enabled!(tracing::Level::INFO)
+}
+
 /// One call on the server: its span, and its start when anything measures it.
 pub(crate) struct ServerCall {
     span: tracing::Span,
@@ -326,8 +350,17 @@ pub(crate) struct ServerCall {
 
 impl ServerCall {
     /// Starts the call of `method` (its registered name, or the name on the wire when
-    /// `registered` is false) with the id's JSON text (`""` for none).
-    pub(crate) fn start(method: &str, registered: bool, id: &str, caller: &Caller) -> Self {
+    /// `registered` is false) with the id's JSON text (`""` for none) and its params' JSON
+    /// text. While a subscriber listens, the span's remote parent is the W3C trace context of
+    /// the params' `_meta` (MCP's place for it), or else the one the transport received (HTTP
+    /// headers; see [`trace_context`](crate::trace_context)).
+    pub(crate) fn start(
+        method: &str,
+        registered: bool,
+        id: &str,
+        caller: &Caller,
+        params: Option<&str>,
+    ) -> Self {
         let label = if registered { method } else { OTHER_METHOD };
         let span = tracing::info_span!(
             "rpc.server.call",
@@ -359,8 +392,10 @@ impl ServerCall {
             }
             if let Some(peer) = caller.peer_addr() {
                 span.record("network.peer.address", peer.ip().to_string());
-                span.record("network.peer.port", peer.port());
+                // As a signed integer: `tracing-opentelemetry` would export a `u64` as text.
+                span.record("network.peer.port", i64::from(peer.port()));
             }
+            remote_parent(&span, caller, params);
         }
         let metered = metered();
         #[cfg(feature = "metrics")]
@@ -544,7 +579,7 @@ impl ConnectionScope {
         );
         if let (false, Some(peer)) = (span.is_disabled(), peer) {
             span.record("network.peer.address", peer.ip().to_string());
-            span.record("network.peer.port", peer.port());
+            span.record("network.peer.port", i64::from(peer.port()));
         }
         let metered = metered();
         #[cfg(feature = "metrics")]

@@ -1,0 +1,220 @@
+//! Traces across hops, exported over OTLP/HTTP: a receiver written with PyPI
+//! `opentelemetry-proto` (`interop/otlp_receiver.py`, installed by
+//! `.ci/install/observability.sh`) takes the protobuf exports of two servers,
+//! `rpcwire serve --http A --otlp R --upstream B` and `rpcwire serve --http B --otlp R`, while
+//! a client POSTs `relay` (which calls `subtract` on B) to A with a `traceparent` header.
+//!
+//! One trace id across the three spans, each parent as it should be (the client's
+//! `traceparent` → A's server span → A's client span → B's server span), the attributes of
+//! the OpenTelemetry JSON-RPC conventions with their exact names and values; a malformed and
+//! a repeated `traceparent` are ignored (the call is answered, its span starts a trace of its
+//! own). The servers are stopped with SIGTERM: their last spans are sent as they exit.
+//!
+//! Skips with a visible `SKIPPED:` line when the receiver's venv is missing, unless `CI=true`.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{bounded, http, spawn_serve};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The client's trace and its span (the remote parent of A's server span).
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT: &str = "00f067aa0ba902b7";
+/// The trace of the call with a malformed `traceparent` (upper case is not allowed).
+const BAD_TRACE: &str = "AAF92F3577B34DA6A3CE929D0E0E4736";
+/// The trace of the call with two `traceparent` headers.
+const TWICE_TRACE: &str = "bbf92f3577b34da6a3ce929d0e0e4736";
+
+fn python() -> Option<PathBuf> {
+    let py = PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+        .join(".cache/rpcwire-interop/observability/venv/bin/python");
+    let ok = py.exists()
+        && std::process::Command::new(&py)
+            .args(["-c", "import opentelemetry.proto"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if ok {
+        Some(py)
+    } else {
+        rpcwire_tests::skip("no opentelemetry-proto venv: run .ci/install/observability.sh");
+        None
+    }
+}
+
+/// The receiver, its URL, and the spans it prints (one JSON object a line).
+async fn receiver(python: &PathBuf) -> (Child, String, tokio::sync::mpsc::Receiver<Value>) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/otlp_receiver.py");
+    let mut child = Command::new(python)
+        .arg(script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines
+        .next_line()
+        .await
+        .unwrap()
+        .expect("the receiver's port");
+    let port = first.strip_prefix("listening ").expect("listening PORT");
+    let (tx, rx) = tokio::sync::mpsc::channel(1024);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let v: Value = serde_json::from_str(&line).unwrap();
+            assert!(
+                v.get("error").is_none(),
+                "the receiver refused an export: {v}"
+            );
+            if tx.send(v).await.is_err() {
+                break;
+            }
+        }
+    });
+    (child, format!("http://127.0.0.1:{port}"), rx)
+}
+
+/// `rpcwire serve --http 127.0.0.1:0 ARGS...` and its URL.
+async fn serve(args: &[&str]) -> (Child, String) {
+    let mut all = vec!["--http", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let (child, mut lines) = spawn_serve(&all);
+    let url = loop {
+        let line = lines.next_line().await.unwrap().expect("a line on stderr");
+        let last = line.rsplit(' ').next().unwrap_or_default();
+        if last.starts_with("http://") {
+            break last.to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+/// Stops a server as an operator would (SIGTERM) and waits for it to exit.
+async fn stop(mut child: Child) {
+    let pid = child.id().expect("running").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().await.unwrap();
+    assert!(status.success(), "the server exited with {status}");
+}
+
+fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
+    &span["attributes"][key]
+}
+
+/// Span kinds of OTLP.
+const SERVER: i64 = 2;
+const CLIENT: i64 = 3;
+
+#[tokio::test]
+async fn a_trace_crosses_two_servers_and_is_exported_over_otlp() {
+    let Some(python) = python() else {
+        return;
+    };
+    bounded(async {
+        let (_receiver, collector, mut spans) = receiver(&python).await;
+        let (b, b_url) = serve(&["--otlp", &collector]).await;
+        let (a, a_url) = serve(&["--otlp", &collector, "--upstream", &b_url]).await;
+
+        let relay = r#"{"jsonrpc":"2.0","method":"relay","params":{"method":"subtract","params":[42,23]},"id":"r-1"}"#;
+        let header = format!("traceparent: 00-{TRACE}-{PARENT}-01\r\ntracestate: rojo=1\r\n");
+        let (status, body) = http("POST", &a_url, &header, relay).await;
+        assert_eq!(status, 200, "{body}");
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(answer["result"], 19, "{body}");
+
+        // Ignored: malformed (upper case), and repeated. Answered all the same.
+        let bad = format!("traceparent: 00-{BAD_TRACE}-{PARENT}-01\r\n");
+        let call = |id: &str| format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[5,3],"id":"{id}"}}"#);
+        let (status, body) = http("POST", &a_url, &bad, &call("bad")).await;
+        assert_eq!((status, body.contains(r#""result":2"#)), (200, true), "{body}");
+        let twice = format!(
+            "traceparent: 00-{TWICE_TRACE}-{PARENT}-01\r\ntraceparent: 00-{TWICE_TRACE}-{PARENT}-01\r\n"
+        );
+        let (status, body) = http("POST", &a_url, &twice, &call("twice")).await;
+        assert_eq!((status, body.contains(r#""result":2"#)), (200, true), "{body}");
+
+        stop(a).await;
+        stop(b).await;
+
+        // The spans of the calls (connection spans may come too): by their request id.
+        let mut by_id: HashMap<String, Vec<Value>> = HashMap::new();
+        let mut upstream_server = None;
+        while by_id.get("r-1").map_or(0, Vec::len) < 2
+            || upstream_server.is_none()
+            || !by_id.contains_key("bad")
+            || !by_id.contains_key("twice")
+        {
+            let span = spans.recv().await.expect("the receiver ended early");
+            assert_eq!(span["service"], "rpcwire", "{span}");
+            if span["kind"] == CLIENT {
+                by_id.entry("r-1".into()).or_default().push(span);
+                continue;
+            }
+            match attr(&span, "jsonrpc.request.id").as_str() {
+                Some(id) if span["name"] == "subtract" && id.parse::<u64>().is_ok() => {
+                    upstream_server = Some(span)
+                }
+                Some(id) => by_id.entry(id.to_owned()).or_default().push(span),
+                None => {}
+            }
+        }
+        let r1 = &by_id["r-1"];
+        let a_server = r1.iter().find(|s| s["kind"] == SERVER).expect("A's server span");
+        let a_client = r1.iter().find(|s| s["kind"] == CLIENT).expect("A's client span");
+        let b_server = upstream_server.unwrap();
+
+        // A's server span: the client's traceparent is its parent.
+        assert_eq!(a_server["name"], "relay");
+        assert_eq!(a_server["trace_id"], TRACE);
+        assert_eq!(a_server["parent_span_id"], PARENT);
+        assert_eq!(a_server["trace_state"], "rojo=1");
+        assert_eq!(attr(a_server, "rpc.system.name"), "jsonrpc");
+        assert_eq!(attr(a_server, "rpc.method"), "relay");
+        assert_eq!(attr(a_server, "jsonrpc.request.id"), "r-1");
+        assert_eq!(attr(a_server, "jsonrpc.protocol.version"), "2.0");
+        assert_eq!(attr(a_server, "network.transport"), "tcp");
+        assert_eq!(attr(a_server, "network.peer.address"), "127.0.0.1");
+        assert!(attr(a_server, "network.peer.port").as_i64().is_some_and(|p| p > 0), "{a_server}");
+        assert!(attr(a_server, "error.type").is_null(), "{a_server}");
+
+        // A's client span: a child of its server span, in the same trace.
+        assert_eq!(a_client["name"], "subtract");
+        assert_eq!(a_client["trace_id"], TRACE);
+        assert_eq!(a_client["parent_span_id"], a_server["span_id"]);
+        assert_eq!(attr(a_client, "rpc.system.name"), "jsonrpc");
+        assert_eq!(attr(a_client, "rpc.method"), "subtract");
+        assert_eq!(attr(a_client, "jsonrpc.protocol.version"), "2.0");
+
+        // B's server span: across the hop, a child of A's client span.
+        assert_eq!(b_server["trace_id"], TRACE);
+        assert_eq!(b_server["parent_span_id"], a_client["span_id"]);
+        assert_eq!(attr(&b_server, "rpc.system.name"), "jsonrpc");
+        assert_eq!(attr(&b_server, "rpc.method"), "subtract");
+        assert_eq!(attr(&b_server, "jsonrpc.protocol.version"), "2.0");
+        assert_eq!(attr(&b_server, "network.peer.address"), "127.0.0.1");
+        assert_eq!(attr(&b_server, "network.transport"), "tcp");
+
+        // Ignored traceparents: the calls' spans start traces of their own.
+        for (id, refused) in [("bad", BAD_TRACE), ("twice", TWICE_TRACE)] {
+            let span = &by_id[id][0];
+            assert_eq!(span["name"], "subtract");
+            assert_ne!(span["trace_id"], refused.to_lowercase(), "{span}");
+            assert_ne!(span["trace_id"], TRACE);
+            assert_ne!(span["parent_span_id"], PARENT, "{span}");
+        }
+    })
+    .await;
+}
