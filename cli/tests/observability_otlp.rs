@@ -1,6 +1,5 @@
 //! Traces across hops, exported over OTLP/HTTP: a receiver written with PyPI
-//! `opentelemetry-proto` (`interop/otlp_receiver.py`, installed by
-//! `.ci/install/observability.sh`) takes the protobuf exports of two servers,
+//! `opentelemetry-proto` (`rpcwire_tests::otlp`, installed by `.ci/install/observability.sh`) takes the protobuf exports of two servers,
 //! `rpcwire serve --http A --otlp R --upstream B` and `rpcwire serve --http B --otlp R`, while
 //! a client POSTs `relay` (which calls `subtract` on B) to A with a `traceparent` header.
 //!
@@ -16,14 +15,12 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::{bounded, http, spawn_serve};
+use rpcwire_tests::otlp::OtlpReceiver;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 /// The client's trace and its span (the remote parent of A's server span).
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -32,55 +29,6 @@ const PARENT: &str = "00f067aa0ba902b7";
 const BAD_TRACE: &str = "AAF92F3577B34DA6A3CE929D0E0E4736";
 /// The trace of the call with two `traceparent` headers.
 const TWICE_TRACE: &str = "bbf92f3577b34da6a3ce929d0e0e4736";
-
-fn python() -> Option<PathBuf> {
-    let py = PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-        .join(".cache/rpcwire-interop/observability/venv/bin/python");
-    let ok = py.exists()
-        && std::process::Command::new(&py)
-            .args(["-c", "import opentelemetry.proto"])
-            .status()
-            .is_ok_and(|s| s.success());
-    if ok {
-        Some(py)
-    } else {
-        rpcwire_tests::skip("no opentelemetry-proto venv: run .ci/install/observability.sh");
-        None
-    }
-}
-
-/// The receiver, its URL, and the spans it prints (one JSON object a line).
-async fn receiver(python: &PathBuf) -> (Child, String, tokio::sync::mpsc::Receiver<Value>) {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/otlp_receiver.py");
-    let mut child = Command::new(python)
-        .arg(script)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines
-        .next_line()
-        .await
-        .unwrap()
-        .expect("the receiver's port");
-    let port = first.strip_prefix("listening ").expect("listening PORT");
-    let (tx, rx) = tokio::sync::mpsc::channel(1024);
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let v: Value = serde_json::from_str(&line).unwrap();
-            assert!(
-                v.get("error").is_none(),
-                "the receiver refused an export: {v}"
-            );
-            if tx.send(v).await.is_err() {
-                break;
-            }
-        }
-    });
-    (child, format!("http://127.0.0.1:{port}"), rx)
-}
 
 /// `rpcwire serve --http 127.0.0.1:0 ARGS...` and its URL.
 async fn serve(args: &[&str]) -> (Child, String) {
@@ -98,14 +46,9 @@ async fn serve(args: &[&str]) -> (Child, String) {
     (child, url)
 }
 
-/// Stops a server as an operator would (SIGTERM) and waits for it to exit.
+/// Stops a server with SIGTERM (it sends its last spans as it exits).
 async fn stop(mut child: Child) {
-    let pid = child.id().expect("running").to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    rpcwire_tests::otlp::sigterm(child.id().expect("running"));
     let status = child.wait().await.unwrap();
     assert!(status.success(), "the server exited with {status}");
 }
@@ -120,11 +63,11 @@ const CLIENT: i64 = 3;
 
 #[tokio::test]
 async fn a_trace_crosses_two_servers_and_is_exported_over_otlp() {
-    let Some(python) = python() else {
+    let Some(receiver) = OtlpReceiver::start() else {
         return;
     };
+    let collector = receiver.url.clone();
     bounded(async {
-        let (_receiver, collector, mut spans) = receiver(&python).await;
         let (b, b_url) = serve(&["--otlp", &collector]).await;
         let (a, a_url) = serve(&["--otlp", &collector, "--upstream", &b_url]).await;
 
@@ -157,7 +100,7 @@ async fn a_trace_crosses_two_servers_and_is_exported_over_otlp() {
             || !by_id.contains_key("bad")
             || !by_id.contains_key("twice")
         {
-            let span = spans.recv().await.expect("the receiver ended early");
+            let span = receiver.next_span(Duration::from_secs(30));
             assert_eq!(span["service"], "rpcwire", "{span}");
             if span["kind"] == CLIENT {
                 by_id.entry("r-1".into()).or_default().push(span);

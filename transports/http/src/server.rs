@@ -740,7 +740,7 @@ impl Inner {
             let r = crate::challenge::BearerChallenge::default().token_in_query();
             return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
-        let peer = req.extensions().get::<ConnectionPeer>().map(|p| p.0);
+        let peer = connection_peer(&req);
         let caller = match self.admit(req.headers(), peer).await {
             Ok(caller) => caller,
             Err(refusal) => {
@@ -1100,8 +1100,11 @@ impl Inner {
 }
 
 /// `caller` with the connection's `peer` and the request's W3C trace context (a repeated,
-/// malformed or oversized `traceparent` is ignored with a debug log).
-pub(crate) fn traced_caller(
+/// malformed or oversized `traceparent` is ignored with a debug log): what a server does for
+/// a request while a subscriber listens to call spans
+/// ([`telemetry::spans_enabled`](rpcwire_tokio::telemetry::spans_enabled)). `peer` is
+/// [`connection_peer`] of the request.
+pub fn traced_caller(
     mut caller: Caller,
     headers: &HeaderMap,
     peer: Option<std::net::SocketAddr>,
@@ -1120,6 +1123,12 @@ pub(crate) fn traced_caller(
 /// subscriber listens to call spans (see [`serve_connection_from`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ConnectionPeer(pub(crate) std::net::SocketAddr);
+
+/// The peer of the connection `req` came on, when the server's accept loop told it (while a
+/// subscriber listens to call spans: [`serve_hyper`] and the crate's servers do).
+pub fn connection_peer<B>(req: &Request<B>) -> Option<std::net::SocketAddr> {
+    req.extensions().get::<ConnectionPeer>().map(|p| p.0)
+}
 
 /// A service that tells each request the peer of its connection.
 #[derive(Clone)]
@@ -1778,7 +1787,13 @@ pub async fn serve_hyper<S: HandlesIncoming>(
                     Some(true) => Protocol::Http2,
                     Some(false) => Protocol::Http1,
                 };
-                if let Err(e) = serve_hyper_connection(stream, service, protocol, idle).await {
+                let served = if telemetry::spans_enabled() {
+                    let service = WithPeer { service, peer };
+                    serve_hyper_connection(stream, service, protocol, idle).await
+                } else {
+                    serve_hyper_connection(stream, service, protocol, idle).await
+                };
+                if let Err(e) = served {
                     tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
                 }
                 drop(permit);

@@ -1,4 +1,4 @@
-"""An OTLP/HTTP trace receiver for the tests: decodes each protobuf POST to /v1/traces with
+"""An OTLP/HTTP trace receiver for the tests (run by `rpcwire_tests::otlp::OtlpReceiver`): decodes each protobuf POST to /v1/traces with
 the PyPI `opentelemetry-proto` messages and prints every span as one JSON line on stdout.
 
 Listens on 127.0.0.1 (port 0: the first line printed is `listening PORT`). Anything but a
