@@ -27,6 +27,9 @@ const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT: &str = "00f067aa0ba902b7";
 /// The trace of the call with a malformed `traceparent` (upper case is not allowed).
 const BAD_TRACE: &str = "AAF92F3577B34DA6A3CE929D0E0E4736";
+/// The trace of the batch, and the client span it comes from.
+const BATCH_TRACE: &str = "ccf92f3577b34da6a3ce929d0e0e4736";
+const BATCH_PARENT: &str = "10f067aa0ba902b7";
 /// The trace of the call with two `traceparent` headers.
 const TWICE_TRACE: &str = "bbf92f3577b34da6a3ce929d0e0e4736";
 
@@ -89,19 +92,30 @@ async fn a_trace_crosses_two_servers_and_is_exported_over_otlp() {
         let (status, body) = http("POST", &a_url, &twice, &call("twice")).await;
         assert_eq!((status, body.contains(r#""result":2"#)), (200, true), "{body}");
 
+        // A batch: one span for it (the traceparent its parent), its calls' spans its children.
+        let batch = r#"[{"jsonrpc":"2.0","method":"subtract","params":[9,1],"id":"b-1"},{"jsonrpc":"2.0","method":"subtract","params":[9,2],"id":"b-2"}]"#;
+        let header = format!("traceparent: 00-{BATCH_TRACE}-{BATCH_PARENT}-01\r\n");
+        let (status, body) = http("POST", &a_url, &header, batch).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(r#""result":8"#) && body.contains(r#""result":7"#), "{body}");
+
         stop(a).await;
         stop(b).await;
 
         // The spans of the calls (connection spans may come too): by their request id.
         let mut by_id: HashMap<String, Vec<Value>> = HashMap::new();
-        let mut upstream_server = None;
+        let (mut upstream_server, mut batch_span) = (None, None);
         while by_id.get("r-1").map_or(0, Vec::len) < 2
             || upstream_server.is_none()
-            || !by_id.contains_key("bad")
-            || !by_id.contains_key("twice")
+            || batch_span.is_none()
+            || !["bad", "twice", "b-1", "b-2"].iter().all(|id| by_id.contains_key(*id))
         {
             let span = receiver.next_span(Duration::from_secs(30));
             assert_eq!(span["service"], "rpcwire", "{span}");
+            if span["name"] == "batch" {
+                batch_span = Some(span);
+                continue;
+            }
             if span["kind"] == CLIENT {
                 by_id.entry("r-1".into()).or_default().push(span);
                 continue;
@@ -149,6 +163,22 @@ async fn a_trace_crosses_two_servers_and_is_exported_over_otlp() {
         assert_eq!(attr(&b_server, "jsonrpc.protocol.version"), "2.0");
         assert_eq!(attr(&b_server, "network.peer.address"), "127.0.0.1");
         assert_eq!(attr(&b_server, "network.transport"), "tcp");
+
+        // The batch's span and its calls'.
+        let batch_span = batch_span.unwrap();
+        assert_eq!(batch_span["kind"], SERVER);
+        assert_eq!(batch_span["trace_id"], BATCH_TRACE);
+        assert_eq!(batch_span["parent_span_id"], BATCH_PARENT);
+        assert_eq!(attr(&batch_span, "jsonrpc.batch.size"), 2, "{batch_span}");
+        assert_eq!(attr(&batch_span, "rpc.system.name"), "jsonrpc");
+        assert_eq!(attr(&batch_span, "network.peer.address"), "127.0.0.1");
+        for id in ["b-1", "b-2"] {
+            let call = &by_id[id][0];
+            assert_eq!(call["name"], "subtract");
+            assert_eq!(call["trace_id"], BATCH_TRACE, "{call}");
+            assert_eq!(call["parent_span_id"], batch_span["span_id"], "{call}");
+            assert_eq!(attr(call, "jsonrpc.request.id"), id);
+        }
 
         // Ignored traceparents: the calls' spans start traces of their own.
         for (id, refused) in [("bad", BAD_TRACE), ("twice", TWICE_TRACE)] {

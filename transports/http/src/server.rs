@@ -923,6 +923,40 @@ impl Inner {
         deadline: tokio::time::Instant,
         caller: Option<&Arc<Caller>>,
     ) -> Reply {
+        // A traced batch: its calls' spans are children of one span of the batch, the
+        // parent the request's trace context was for them.
+        if caller.is_some_and(|c| c.peer_addr().is_some() || c.trace_context().is_some())
+            && is_batch_text(body)
+            && telemetry::spans_enabled()
+        {
+            if let Some(caller) = caller {
+                let span = telemetry::batch_span(caller);
+                let caller = Arc::new(caller.as_ref().clone().without_trace_context());
+                return Box::pin(self.answer_now(
+                    body,
+                    owned,
+                    json_ok,
+                    sse_ok,
+                    deadline,
+                    Some(&caller),
+                ))
+                .instrument(span)
+                .await;
+            }
+        }
+        self.answer_now(body, owned, json_ok, sse_ok, deadline, caller)
+            .await
+    }
+
+    async fn answer_now(
+        &self,
+        body: &[u8],
+        owned: impl FnOnce() -> Bytes,
+        json_ok: bool,
+        sse_ok: bool,
+        deadline: tokio::time::Instant,
+        caller: Option<&Arc<Caller>>,
+    ) -> Reply {
         match self
             .answer_at_once(body, json_ok, sse_ok, deadline, caller)
             .await
@@ -954,6 +988,9 @@ impl Inner {
         if !single {
             let parsed = parse(body, ParseLimits { max_depth: 128 });
             let (kind, batch_len) = classify_parsed(parsed);
+            if let Some(len) = batch_len {
+                telemetry::batch_size(len);
+            }
             if batch_len.is_some_and(|n| n > self.max_batch) {
                 // The core would answer the same with one Invalid Request; HTTP says it too.
                 return Ok(Reply::BatchTooLong);

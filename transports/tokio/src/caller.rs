@@ -294,6 +294,12 @@ impl Caller {
         self
     }
 
+    /// Without the trace context (a batch's calls: their parent is the batch's span).
+    pub fn without_trace_context(mut self) -> Self {
+        self.trace = None;
+        self
+    }
+
     /// The W3C trace context the transport received, if any.
     pub fn trace_context(&self) -> Option<&crate::trace_context::TraceContext> {
         self.trace.as_deref()

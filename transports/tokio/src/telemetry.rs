@@ -337,6 +337,45 @@ pub fn spans_enabled() -> bool {
     tracing::span_enabled!(tracing::Level::INFO)
 }
 
+/// The span of a batch from `caller` (`rpc.batch`, named `batch`; its calls' spans are its
+/// children): `rpc.system.name`, `jsonrpc.batch.size` (rpcwire's own, recorded by
+/// [`batch_size`] once known), `network.*`; the caller's trace context is its parent. To
+/// enter while the batch's calls start.
+pub fn batch_span(caller: &Caller) -> tracing::Span {
+    let span = tracing::info_span!(
+        "rpc.batch",
+        otel.name = "batch",
+        otel.kind = "server",
+        rpc.system.name = SYSTEM,
+        jsonrpc.protocol.version = PROTOCOL_VERSION,
+        jsonrpc.batch.size = tracing::field::Empty,
+        network.peer.address = tracing::field::Empty,
+        network.peer.port = tracing::field::Empty,
+        network.transport = caller.transport().network_transport(),
+    );
+    if !span.is_disabled() {
+        if let Some(peer) = caller.peer_addr() {
+            span.record("network.peer.address", peer.ip().to_string());
+            span.record("network.peer.port", i64::from(peer.port()));
+        }
+        if let Some(cx) = caller.trace_context() {
+            cx.set_parent_of(&span);
+        }
+    }
+    span
+}
+
+/// Records the number of messages of the batch whose span is the current one.
+pub fn batch_size(len: usize) {
+    if !spans_enabled() {
+        return;
+    }
+    let span = tracing::Span::current();
+    if !span.is_disabled() {
+        span.record("jsonrpc.batch.size", i64::try_from(len).unwrap_or(i64::MAX));
+    }
+}
+
 /// One call on the server: its span, and its start when anything measures it.
 pub(crate) struct ServerCall {
     span: tracing::Span,
