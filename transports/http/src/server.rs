@@ -914,40 +914,40 @@ impl Inner {
     /// body through a core connection, shared by hyper's path and the fast path. `owned` gives
     /// the body as `Bytes`, called only when it needs a connection (the fast path's body is
     /// still in its read buffer: copied then, not before).
-    pub(crate) async fn answer(
-        &self,
-        body: &[u8],
-        owned: impl FnOnce() -> Bytes,
+    pub(crate) fn answer<'a>(
+        &'a self,
+        body: &'a [u8],
+        owned: impl FnOnce() -> Bytes + Send + 'a,
         json_ok: bool,
         sse_ok: bool,
         deadline: tokio::time::Instant,
-        caller: Option<&Arc<Caller>>,
-    ) -> Reply {
+        caller: Option<&'a Arc<Caller>>,
+    ) -> impl Future<Output = Reply> + Send + 'a {
         // A traced batch: its calls' spans are children of one span of the batch, the
-        // parent the request's trace context was for them.
-        if caller.is_some_and(|c| c.peer_addr().is_some() || c.trace_context().is_some())
-            && is_batch_text(body)
-            && telemetry::spans_enabled()
-        {
-            if let Some(caller) = caller {
+        // parent the request's trace context was for them. Boxed, and chosen here rather than
+        // in an `async fn`: an idle connection's future is not made larger by it.
+        let traced = caller.filter(|c| {
+            (c.peer_addr().is_some() || c.trace_context().is_some())
+                && is_batch_text(body)
+                && telemetry::spans_enabled()
+        });
+        match traced {
+            Some(caller) => {
                 let span = telemetry::batch_span(caller);
                 let caller = Arc::new(caller.as_ref().clone().without_trace_context());
-                return Box::pin(self.answer_now(
-                    body,
-                    owned,
-                    json_ok,
-                    sse_ok,
-                    deadline,
-                    Some(&caller),
-                ))
-                .instrument(span)
-                .await;
+                let answer = async move {
+                    self.answer_now(body, owned, json_ok, sse_ok, deadline, Some(&caller))
+                        .await
+                };
+                tokio_util::either::Either::Left(Box::pin(answer.instrument(span)))
             }
+            None => tokio_util::either::Either::Right(
+                self.answer_now(body, owned, json_ok, sse_ok, deadline, caller),
+            ),
         }
-        self.answer_now(body, owned, json_ok, sse_ok, deadline, caller)
-            .await
     }
 
+    /// [`answer`](Inner::answer) in the current span.
     async fn answer_now(
         &self,
         body: &[u8],

@@ -292,6 +292,35 @@ impl TraceContext {
         s
     }
 
+    /// `params` (an object's JSON text, or none) with this context in its `_meta`
+    /// (`traceparent`, and `tracestate` when there is one), as MCP carries it. Params given
+    /// as an array, a `_meta` that is not an object, and a `_meta.traceparent` already there
+    /// are left as they are.
+    pub fn put_in_params_meta(&self, params: Option<String>) -> Option<String> {
+        use serde_json::{Map, Value};
+        let mut object = match &params {
+            None => Map::new(),
+            Some(text) => match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(object)) => object,
+                _ => return params,
+            },
+        };
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(meta) = meta else {
+            return params;
+        };
+        if meta.contains_key("traceparent") {
+            return params;
+        }
+        meta.insert("traceparent".into(), self.traceparent().into());
+        if let Some(state) = self.tracestate() {
+            meta.insert("tracestate".into(), state.into());
+        }
+        serde_json::to_string(&object).ok().or(params)
+    }
+
     /// Makes this context the parent of `span` (feature `otel`, with a `tracing-opentelemetry`
     /// layer; otherwise nothing). Call it before the span is entered: once started, its
     /// parent stays.
@@ -562,6 +591,24 @@ mod tests {
         assert!(TraceContext::from_params_meta(r#"{"traceparent":"x"}"#).is_none());
         assert!(TraceContext::from_params_meta(r#"["traceparent"]"#).is_none());
         assert!(TraceContext::from_params_meta(r#"{"a":1}"#).is_none());
+    }
+
+    #[test]
+    fn the_context_goes_into_params_meta() {
+        let cx = TraceContext::parse(TP, Some("a=1")).unwrap();
+        let put = |p: Option<&str>| cx.put_in_params_meta(p.map(str::to_owned));
+        let back = |text: Option<String>| TraceContext::from_params_meta(&text.unwrap()).unwrap();
+        assert_eq!(back(put(None)), cx);
+        let with_meta = put(Some(r#"{"name":"t","_meta":{"progressToken":7}}"#)).unwrap();
+        assert!(with_meta.contains(r#""progressToken":7"#), "{with_meta}");
+        assert_eq!(back(Some(with_meta)), cx);
+        assert_eq!(put(Some("[1,2]")).as_deref(), Some("[1,2]"));
+        assert_eq!(
+            put(Some(r#"{"_meta":3}"#)).as_deref(),
+            Some(r#"{"_meta":3}"#)
+        );
+        let theirs = r#"{"_meta":{"traceparent":"mine"}}"#;
+        assert_eq!(put(Some(theirs)).as_deref(), Some(theirs));
     }
 
     #[test]
