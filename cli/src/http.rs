@@ -20,11 +20,30 @@ use crate::{EXIT_CONNECTION, EXIT_USAGE};
 /// - `publish PARAMS` (a call or a notification) sends the notification `news` with these
 ///   params on the server's GET event stream (every listener gets it, and it is kept for
 ///   resumption);
-/// - `end_streams` ends every open GET stream (listeners reconnect and resume).
-pub fn router(service: Arc<OnceLock<RpcService>>) -> Router {
+/// - `end_streams` ends every open GET stream (listeners reconnect and resume);
+///
+/// and with an `upstream` server (`--upstream URL`), `relay {"method", "params"}`: calls
+/// `method` there and answers its result (a handler that calls another server: its call's
+/// span is the parent of the upstream server's, across the hop).
+pub fn router(service: Arc<OnceLock<RpcService>>, upstream: Option<Arc<HttpClient>>) -> Router {
     let stream = Arc::clone(&service);
     let noted = Arc::clone(&service);
-    demo_router()
+    let router = match upstream {
+        Some(upstream) => demo_router().method("relay", move |call: Relay| {
+            let upstream = Arc::clone(&upstream);
+            async move {
+                let params = call.params.as_deref();
+                Ok::<_, RpcError>(
+                    upstream
+                        .client()
+                        .call_json(&call.method, params, None)
+                        .await?,
+                )
+            }
+        }),
+        None => demo_router(),
+    };
+    router
         // `publish` also as a notification (no answer).
         .notification("publish", move |params: Box<RawValue>| {
             let service = Arc::clone(&noted);
@@ -66,12 +85,21 @@ pub fn router(service: Arc<OnceLock<RpcService>>) -> Router {
         })
 }
 
+/// The params of `relay`.
+#[derive(serde::Deserialize)]
+pub struct Relay {
+    /// The upstream method.
+    method: String,
+    /// Its params, if any.
+    params: Option<Box<RawValue>>,
+}
+
 /// Serves the demo service over HTTP at `addr` and `path` until the process is stopped.
 /// `any_host`: accept any `Host`/`Origin` (behind a proxy, or on a non-loopback address).
 /// `max_body`: the largest request body (413 beyond).
 /// `tls`: serve HTTPS (and WSS) with it; `policy`: the access rules of `--policy`;
 /// `signing`: every POST signed (`--signing-key`); `console`: the browser console on
-/// `/console`.
+/// `/console`; `upstream`: the server the `relay` method calls (`--upstream`).
 #[allow(clippy::too_many_arguments)] // one per `serve --http` option
 pub async fn serve(
     addr: &str,
@@ -83,7 +111,15 @@ pub async fn serve(
     policy: Option<&rpcwire_cli::policy::Policy>,
     signing: Option<Arc<rpcwire_tokio::signing::RequestSigning>>,
     console: bool,
+    upstream: Option<&str>,
 ) -> ExitCode {
+    let upstream = match upstream.map(HttpClient::new).transpose() {
+        Ok(client) => client.map(Arc::new),
+        Err(e) => {
+            eprintln!("rpcwire: --upstream: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let with_policy = |router: rpcwire_tokio::Router| match policy {
         Some(policy) => policy.apply(router),
         None => router,
@@ -99,17 +135,18 @@ pub async fn serve(
     let ws = WsServer::new(
         builder
             .clone()
-            .router(with_policy(router(Arc::clone(&cell)))),
+            .router(with_policy(router(Arc::clone(&cell), upstream.clone()))),
         WsConfig {
             max_message: max_body,
             ..WsConfig::default()
         },
     );
-    let mut server = HttpServer::new(builder.router(with_policy(router(Arc::clone(&cell)))))
-        .path(path)
-        .max_body(max_body)
-        .websocket(ws)
-        .console(console);
+    let mut server =
+        HttpServer::new(builder.router(with_policy(router(Arc::clone(&cell), upstream))))
+            .path(path)
+            .max_body(max_body)
+            .websocket(ws)
+            .console(console);
     if any_host {
         server = server.hosts(HostPolicy::Any);
     }

@@ -190,3 +190,20 @@ enum Reply {
     Answer(Answer<'static>),
     Raw(Box<RawValue>),
 }
+
+/// Resolves when the process is asked to stop (SIGINT, or SIGTERM on Unix): a server that
+/// must finish something first (the OTLP export's last spans) waits for it.
+pub async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -40,6 +40,8 @@ struct Cli {
     verbose: u8,
 }
 
+// Parsed once per process: the size of its largest variant costs nothing worth boxing for.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Serve the demo service (subtract, sum, update, notify_hello, notify_sum, get_data, echo,
@@ -211,6 +213,18 @@ struct ServeArgs {
     #[cfg(feature = "metrics")]
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// With --http: the demo service gains `relay {"method": M, "params": P}`, which calls M
+    /// on the JSON-RPC server at this URL (over HTTP) and answers its result.
+    #[arg(long, value_name = "URL", requires = "http")]
+    upstream: Option<String>,
+    /// Export the calls' and connections' spans over OTLP/HTTP (protobuf) to the collector at
+    /// this `http://` URL (spans go to its /v1/traces), as the service `rpcwire`; a
+    /// `traceparent` header (or `_meta.traceparent`) a call comes with is its span's parent,
+    /// and calls to --upstream carry theirs. What is left is sent when the process stops
+    /// (SIGINT, SIGTERM).
+    #[cfg(feature = "otlp")]
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
     /// Log one line per call on stderr: method, id, latency, status, transport and peer
     /// (never a credential: no header, no token; no params unless --log-bodies).
     #[arg(long)]
@@ -304,7 +318,28 @@ struct CallArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let log_calls = matches!(&cli.command, Cmd::Serve(args) if args.log_calls);
-    init_logging(cli.verbose, log_calls);
+    // Started before the subscriber, which holds its layer; dropped (flushed) last.
+    #[cfg(feature = "otlp")]
+    let otlp = match &cli.command {
+        Cmd::Serve(ServeArgs {
+            otlp: Some(url), ..
+        }) => match rpcwire_http::otlp::OtlpExport::start(url, "rpcwire") {
+            Ok(export) => Some(export),
+            Err(e) => {
+                eprintln!("rpcwire: --otlp: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        _ => None,
+    };
+    #[cfg(feature = "otlp")]
+    init_logging(cli.verbose, log_calls, otlp.as_ref().map(|o| o.layer()));
+    #[cfg(not(feature = "otlp"))]
+    init_logging(
+        cli.verbose,
+        log_calls,
+        None::<tracing_subscriber::layer::Identity>,
+    );
     // One connection (stdio, a serial port, a call) runs best on one thread: no hand-offs
     // between workers. A TCP server spreads its connections over every core.
     let one_connection = !matches!(&cli.command, Cmd::Serve(args) if args.tcp.is_some() || args.http.is_some() || args.ws.ws.is_some());
@@ -329,6 +364,14 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(async move {
         match cli.command {
+            #[cfg(feature = "otlp")]
+            Cmd::Serve(args) if otlp.is_some() => {
+                // Stopped by a signal, the spans not yet exported are sent before exiting.
+                tokio::select! {
+                    code = serve(args) => code,
+                    () = rpcwire_cli::stop_signal() => ExitCode::SUCCESS,
+                }
+            }
             Cmd::Serve(args) => serve(args).await,
             Cmd::Call(args) => call(args).await,
             Cmd::Listen(args) => rpcwire_cli::ws::listen(&args).await,
@@ -365,7 +408,11 @@ fn log_bodies(args: &ServeArgs) -> Result<(), ExitCode> {
 
 /// Logs on stderr at warn level (`-v` debug, `-vv` trace); `log_calls` adds the one line per
 /// call of `serve --log-calls` (target `rpcwire::calls`, info level).
-fn init_logging(verbose: u8, log_calls: bool) {
+/// The stderr log, and `extra` (the OTLP export's layer) beside it.
+fn init_logging<L>(verbose: u8, log_calls: bool, extra: Option<L>)
+where
+    L: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
+{
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::Layer;
     let level = match verbose {
@@ -381,7 +428,8 @@ fn init_logging(verbose: u8, log_calls: bool) {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_filter(targets);
-    let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer));
+    let registry = tracing_subscriber::registry().with(extra).with(layer);
+    let _ = tracing::subscriber::set_global_default(registry);
 }
 
 /// The default serial baud rate.
@@ -554,6 +602,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
             policy,
             signing,
             args.ws.console,
+            args.upstream.as_deref(),
         )
         .await;
     }

@@ -3,6 +3,7 @@
 pub mod interop;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+pub mod otlp;
 #[cfg(feature = "tls")]
 pub mod pki;
 #[cfg(feature = "raw-http")]

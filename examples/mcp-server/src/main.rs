@@ -134,11 +134,13 @@ struct HttpOptions {
     scopes: Vec<String>,
     tls_cert: Option<std::path::PathBuf>,
     tls_key: Option<std::path::PathBuf>,
+    /// `--otlp URL`: the spans go to this OTLP/HTTP collector (feature `otlp`).
+    otlp: Option<String>,
 }
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...] [--otlp URL]]");
     std::process::exit(2);
 }
 
@@ -157,6 +159,7 @@ fn http_options() -> Option<HttpOptions> {
         scopes: Vec::new(),
         tls_cert: None,
         tls_key: None,
+        otlp: None,
     };
     let value = |args: &mut std::iter::Skip<std::env::Args>, flag: &str| {
         args.next()
@@ -174,6 +177,7 @@ fn http_options() -> Option<HttpOptions> {
             "--scope" => opts.scopes.push(value(&mut args, "--scope")),
             "--tls-cert" => opts.tls_cert = Some(value(&mut args, "--tls-cert").into()),
             "--tls-key" => opts.tls_key = Some(value(&mut args, "--tls-key").into()),
+            "--otlp" => opts.otlp = Some(value(&mut args, "--otlp")),
             "--idle-timeout" => {
                 opts.idle = Some(
                     value(&mut args, "--idle-timeout")
@@ -286,13 +290,80 @@ fn authorization(
         .required_scopes(&scopes)
 }
 
+/// With `--otlp URL` (feature `otlp`): the spans of the calls (their `_meta.traceparent` or
+/// `traceparent` header as their parent, the MCP attributes) exported to that collector,
+/// beside the log on stderr; what is left is sent when the server is stopped (SIGINT,
+/// SIGTERM).
+#[cfg(feature = "otlp")]
+fn start_otlp(url: &str) -> rpcwire_http::otlp::OtlpExport {
+    use tracing_subscriber::layer::SubscriberExt;
+    let export = rpcwire_http::otlp::OtlpExport::start(url, "rpcwire-example-mcp-server")
+        .unwrap_or_else(|e| usage(&e.to_string()));
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    let registry = tracing_subscriber::registry().with(export.layer()).with(
+        tracing_subscriber::Layer::with_filter(log, tracing_subscriber::filter::LevelFilter::INFO),
+    );
+    let _ = tracing::subscriber::set_global_default(registry);
+    export
+}
+
+/// Resolves on SIGINT or SIGTERM.
+#[cfg(feature = "otlp")]
+async fn stopped() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() {
+    let opts = http_options();
+    #[cfg(feature = "otlp")]
+    if let Some(url) = opts.as_ref().and_then(|o| o.otlp.clone()) {
+        let export = start_otlp(&url);
+        let server = tools();
+        if let Some(opts) = opts {
+            tokio::select! {
+                () = serve_http(server, opts) => {}
+                () = stopped() => {}
+            }
+        }
+        drop(export);
+        return;
+    }
+    #[cfg(not(feature = "otlp"))]
+    if opts.as_ref().is_some_and(|o| o.otlp.is_some()) {
+        usage("--otlp needs the feature `otlp`");
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .init();
-    let server = McpServer::new("rpcwire-example", env!("CARGO_PKG_VERSION"))
+    let server = tools();
+    if let Some(opts) = opts {
+        serve_http(server, opts).await;
+        return;
+    }
+    if let Err(e) = server.serve_stdio().await {
+        eprintln!("mcp-server: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// The example's tools.
+fn tools() -> McpServer {
+    McpServer::new("rpcwire-example", env!("CARGO_PKG_VERSION"))
         .instructions(
             "Example tools: add, echo, count (progress), fail (isError), long_task (cancellable).",
         )
@@ -308,13 +379,5 @@ async fn main() {
             "long_task",
             "Runs for `seconds`, reporting progress; stops when cancelled.",
             long_task,
-        );
-    if let Some(opts) = http_options() {
-        serve_http(server, opts).await;
-        return;
-    }
-    if let Err(e) = server.serve_stdio().await {
-        eprintln!("mcp-server: {e}");
-        std::process::exit(1);
-    }
+        )
 }

@@ -10,6 +10,7 @@ use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use rpcwire::wire::sse::{SseDecoder, SseItem};
 use rpcwire::wire::{parse, Framing, Message, ParseLimits, Parsed};
+use rpcwire_tokio::trace_context::{OutgoingTraces, TraceContext};
 use rpcwire_tokio::{Builder, Client};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -116,8 +117,10 @@ impl HttpClientBuilder {
         let http = hyper_client::<ClientError>(self.tls)?;
         let (in_tx, in_rx) = mpsc::channel(16);
         let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(16);
+        let traces = OutgoingTraces::new();
         let session = self
             .rpc
+            .outgoing_traces(traces.clone())
             .framing(Framing::ContentLength)
             .max_frame(self.max_body)
             .run(
@@ -133,6 +136,7 @@ impl HttpClientBuilder {
             max_body: self.max_body,
             inbound: in_tx,
             on_notification: self.on_notification,
+            traces,
         });
         let poster = Arc::clone(&shared);
         let posts = tokio::spawn(async move {
@@ -162,6 +166,9 @@ struct Shared {
     max_body: usize,
     inbound: mpsc::Sender<Bytes>,
     on_notification: Option<NotificationHook>,
+    /// The trace contexts of the calls going out (while a subscriber listens to their spans):
+    /// sent as `traceparent` and `tracestate` headers.
+    traces: OutgoingTraces,
 }
 
 /// A JSON-RPC client over HTTP: each message goes out as one POST; answers come back as JSON
@@ -277,6 +284,16 @@ impl Drop for EventStream {
 }
 
 /// The ids of the requests in one message (to fail them when their POST fails).
+/// `traceparent` and `tracestate` headers for `cx` (in place of any configured ones).
+fn put_trace_headers(headers: &mut HeaderMap, cx: &TraceContext) {
+    if let Ok(value) = HeaderValue::from_str(&cx.traceparent()) {
+        headers.insert(HeaderName::from_static("traceparent"), value);
+    }
+    if let Some(Ok(value)) = cx.tracestate().map(HeaderValue::from_str) {
+        headers.insert(HeaderName::from_static("tracestate"), value);
+    }
+}
+
 fn request_ids(message: &[u8]) -> Vec<String> {
     let mut ids = Vec::new();
     match parse(message, ParseLimits::default()) {
@@ -333,6 +350,12 @@ impl Shared {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if !self.traces.is_empty() {
+            // A batch's calls share one POST: the first traced call's context goes with it.
+            if let Some(cx) = ids.iter().find_map(|id| self.traces.take(id)) {
+                put_trace_headers(req.headers_mut(), &cx);
+            }
+        }
         let outcome = tokio::time::timeout(self.timeout, self.exchange(req)).await;
         let failure = match outcome {
             Ok(Ok(())) => return,

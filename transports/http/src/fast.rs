@@ -64,6 +64,8 @@ where
         || inner.check.is_some()
         || inner.check_body.is_some()
         || inner.limiter.is_some()
+        // Traced calls need the headers (`traceparent`) and the peer: hyper's path has them.
+        || rpcwire_tokio::telemetry::spans_enabled()
     {
         End::Hyper(Vec::new())
     } else {
@@ -900,8 +902,9 @@ mod tests {
     /// stays open: a change that makes the future larger costs that much per connection, as a
     /// call pinned beside a `select!` once did (1 416 bytes). Raise the bound knowingly:
     /// 1 152 until a request's caller (a pointer kept through the nested answering futures,
-    /// for authentication and access rules) made it 1 216, and 1 240 with authentication on
-    /// the fast path (the connection's remembered caller, the request's start time).
+    /// for authentication and access rules) made it 1 216, 1 240 with authentication on the
+    /// fast path (the connection's remembered caller, the request's start time), and the
+    /// choice of a traced batch's span 8 more.
     #[tokio::test]
     async fn an_idle_connection_keeps_a_small_future() {
         let service = crate::HttpServer::new(rpcwire_tokio::Builder::new()).build();

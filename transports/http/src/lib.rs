@@ -66,6 +66,8 @@ pub mod guard;
 mod h2_idle;
 #[cfg(feature = "jwks")]
 pub mod jwks;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 mod pipe;
 pub mod profile;
 mod resume;

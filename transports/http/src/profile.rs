@@ -82,8 +82,9 @@ pub use crate::resume::{
 #[cfg(feature = "tls")]
 pub use crate::server::serve_hyper_tls;
 pub use crate::server::{
-    accepted_media, after_body, event_stream, json, read_post_body, refuse, serve_hyper,
-    serve_hyper_connection, sse_event, status, AcceptedMedia, HandlesIncoming,
+    accepted_media, after_body, connection_peer, event_stream, json, read_post_body, refuse,
+    serve_hyper, serve_hyper_connection, sse_event, status, traced_caller, AcceptedMedia,
+    HandlesIncoming,
 };
 pub use crate::sessions::{
     clean_prefix, random_id, Session, SessionError, SessionHold, SessionLimits, SessionState,

@@ -14,6 +14,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Collected, Limited};
 use rpcwire::wire::Framing;
 use rpcwire_tokio::telemetry::{self, ConnectionScope};
+use rpcwire_tokio::trace_context::TraceContext;
 use rpcwire_tokio::{
     Authenticator, Builder, Caller, Client, Credentials, RateLimiter, Responder, Transport,
 };
@@ -764,7 +765,8 @@ impl Inner {
             let r = crate::challenge::BearerChallenge::default().token_in_query();
             return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
-        let caller = match self.admit(req.headers()).await {
+        let peer = connection_peer(&req);
+        let caller = match self.admit(req.headers(), peer).await {
             Ok(caller) => caller,
             Err(refusal) => {
                 return after_body(req, self.endpoint.max_body, self.endpoint.timeout, *refusal)
@@ -815,8 +817,18 @@ impl Inner {
     /// 400 for credentials in a form not understood, 401 with `WWW-Authenticate: Bearer` for
     /// none or invalid ones (RFC 6750), 503 when the authenticator cannot decide, 429 with
     /// `Retry-After` beyond the caller's rate limit. Why is logged, never the credentials.
-    async fn admit(&self, headers: &HeaderMap) -> Result<Option<Arc<Caller>>, Box<Response<Body>>> {
-        if self.authenticator.is_none() && self.limiter.is_none() {
+    ///
+    /// While a subscriber listens to call spans there is always a caller: it carries the
+    /// connection's `peer` (their `network.peer.*`) and the request's W3C trace context (the
+    /// `traceparent` and `tracestate` headers, the parent of its calls' spans). Neither is
+    /// read otherwise.
+    async fn admit(
+        &self,
+        headers: &HeaderMap,
+        peer: Option<std::net::SocketAddr>,
+    ) -> Result<Option<Arc<Caller>>, Box<Response<Body>>> {
+        let traced = telemetry::spans_enabled();
+        if self.authenticator.is_none() && self.limiter.is_none() && !traced {
             return Ok(None);
         }
         let identity = match &self.authenticator {
@@ -829,6 +841,13 @@ impl Inner {
         if let Some(limiter) = &self.limiter {
             crate::guard::rate_limited(limiter, &caller)?;
         }
+        // After the rate limit: its key of an anonymous caller would be the peer's address,
+        // which only tracing makes known here.
+        let caller = if traced {
+            traced_caller(caller, headers, peer)
+        } else {
+            caller
+        };
         Ok(Some(Arc::new(caller)))
     }
 
@@ -899,7 +918,41 @@ impl Inner {
     /// body through a core connection, shared by hyper's path and the fast path. `owned` gives
     /// the body as `Bytes`, called only when it needs a connection (the fast path's body is
     /// still in its read buffer: copied then, not before).
-    pub(crate) async fn answer(
+    pub(crate) fn answer<'a>(
+        &'a self,
+        body: &'a [u8],
+        owned: impl FnOnce() -> Bytes + Send + 'a,
+        json_ok: bool,
+        sse_ok: bool,
+        deadline: tokio::time::Instant,
+        caller: Option<&'a Arc<Caller>>,
+    ) -> impl Future<Output = Reply> + Send + 'a {
+        // A traced batch: its calls' spans are children of one span of the batch, the
+        // parent the request's trace context was for them. Boxed, and chosen here rather than
+        // in an `async fn`: an idle connection's future is not made larger by it.
+        let traced = caller.filter(|c| {
+            (c.peer_addr().is_some() || c.trace_context().is_some())
+                && is_batch_text(body)
+                && telemetry::spans_enabled()
+        });
+        match traced {
+            Some(caller) => {
+                let span = telemetry::batch_span(caller);
+                let caller = Arc::new(caller.as_ref().clone().without_trace_context());
+                let answer = async move {
+                    self.answer_now(body, owned, json_ok, sse_ok, deadline, Some(&caller))
+                        .await
+                };
+                tokio_util::either::Either::Left(Box::pin(answer.instrument(span)))
+            }
+            None => tokio_util::either::Either::Right(
+                self.answer_now(body, owned, json_ok, sse_ok, deadline, caller),
+            ),
+        }
+    }
+
+    /// [`answer`](Inner::answer) in the current span.
+    async fn answer_now(
         &self,
         body: &[u8],
         owned: impl FnOnce() -> Bytes,
@@ -939,6 +992,9 @@ impl Inner {
         if !single {
             let parsed = parse(body, ParseLimits { max_depth: 128 });
             let (kind, batch_len) = classify_parsed(parsed);
+            if let Some(len) = batch_len {
+                telemetry::batch_size(len);
+            }
             if batch_len.is_some_and(|n| n > self.max_batch) {
                 // The core would answer the same with one Invalid Request; HTTP says it too.
                 return Ok(Reply::BatchTooLong);
@@ -1107,6 +1163,51 @@ pub(crate) async fn authenticate(
             tracing::debug!(%reason, ?transport, "request refused: authentication failed");
             crate::challenge::unauthenticated(&reason)
         })
+}
+
+/// `caller` with the connection's `peer` and the request's W3C trace context (a repeated,
+/// malformed or oversized `traceparent` is ignored with a debug log): what a server does for
+/// a request while a subscriber listens to call spans
+/// ([`telemetry::spans_enabled`](rpcwire_tokio::telemetry::spans_enabled)). `peer` is
+/// [`connection_peer`] of the request.
+pub fn traced_caller(
+    mut caller: Caller,
+    headers: &HeaderMap,
+    peer: Option<std::net::SocketAddr>,
+) -> Caller {
+    if let Some(peer) = peer {
+        caller = caller.with_peer(peer);
+    }
+    let values = |name| headers.get_all(name).into_iter().map(HeaderValue::as_bytes);
+    match TraceContext::from_headers(values("traceparent"), values("tracestate")) {
+        Some(cx) => caller.with_trace_context(cx),
+        None => caller,
+    }
+}
+
+/// The peer of the connection a request came on, in the request's extensions while a
+/// subscriber listens to call spans (see [`serve_connection_from`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionPeer(pub(crate) std::net::SocketAddr);
+
+/// The peer of the connection `req` came on, when the server's accept loop told it (while a
+/// subscriber listens to call spans: [`serve_hyper`] and the crate's servers do).
+pub fn connection_peer<B>(req: &Request<B>) -> Option<std::net::SocketAddr> {
+    req.extensions().get::<ConnectionPeer>().map(|p| p.0)
+}
+
+/// A service that tells each request the peer of its connection.
+#[derive(Clone)]
+struct WithPeer<S> {
+    service: S,
+    peer: std::net::SocketAddr,
+}
+
+impl<S: HandlesIncoming> HandlesIncoming for WithPeer<S> {
+    fn handle_incoming(&self, mut req: Request<hyper::body::Incoming>) -> ResponseFuture {
+        req.extensions_mut().insert(ConnectionPeer(self.peer));
+        self.service.handle_incoming(req)
+    }
 }
 
 /// An `http::HeaderMap` as an authenticator reads it.
@@ -1409,7 +1510,7 @@ pub async fn serve_tls(
             };
             // A task of its own: it holds only the connection's state, not the handshake's.
             tokio::spawn(async move {
-                if let Err(e) = serve_connection(stream, service, protocol).await {
+                if let Err(e) = serve_connection_from(stream, service, protocol, Some(peer)).await {
                     tracing::debug!(%peer, error = %e, "connection failed");
                 }
                 drop(permit);
@@ -1642,16 +1743,40 @@ pub fn serve_connection<I>(
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    serve_connection_from(io, service, protocol, None)
+}
+
+/// [`serve_connection`] of a connection from `peer`: while a subscriber listens to call
+/// spans, every request is told its peer (through hyper: the fast path is for untraced
+/// servers), for the `network.peer.*` of its calls' spans.
+pub(crate) fn serve_connection_from<I>(
+    io: I,
+    service: RpcService,
+    protocol: Protocol,
+    peer: Option<std::net::SocketAddr>,
+) -> impl Future<Output = Result<(), ConnectionError>> + Send
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    type Boxed = Pin<Box<dyn Future<Output = Result<(), ConnectionError>> + Send>>;
+    let idle = service.inner.endpoint.idle_connection;
     // Not an `async fn`: the future is the protocol's own, with no copy of the arguments
     // beside it (every idle connection holds it).
-    match protocol {
-        Protocol::Http1 => tokio_util::either::Either::Left(crate::fast::serve(io, service)),
-        Protocol::Http2 => {
-            let idle = service.inner.endpoint.idle_connection;
+    match (protocol, peer.filter(|_| telemetry::spans_enabled())) {
+        (Protocol::Http1, None) => {
+            tokio_util::either::Either::Left(crate::fast::serve(io, service))
+        }
+        (_, Some(peer)) => {
+            let service = WithPeer { service, peer };
+            tokio_util::either::Either::Right(Box::pin(async move {
+                Ok(run_hyper(io, protocol, idle, hyper_service(service)).await?)
+            }) as Boxed)
+        }
+        (Protocol::Http2, None) => {
             // Boxed: an HTTP/1.1 connection's task is not sized for HTTP/2's state.
             tokio_util::either::Either::Right(Box::pin(async move {
                 Ok(run_hyper(io, protocol, idle, hyper_service(service)).await?)
-            }))
+            }) as Boxed)
         }
     }
 }
@@ -1728,7 +1853,13 @@ pub async fn serve_hyper<S: HandlesIncoming>(
                     Some(true) => Protocol::Http2,
                     Some(false) => Protocol::Http1,
                 };
-                if let Err(e) = serve_hyper_connection(stream, service, protocol, idle).await {
+                let served = if telemetry::spans_enabled() {
+                    let service = WithPeer { service, peer };
+                    serve_hyper_connection(stream, service, protocol, idle).await
+                } else {
+                    serve_hyper_connection(stream, service, protocol, idle).await
+                };
+                if let Err(e) = served {
                     tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
                 }
                 drop(permit);
@@ -1765,7 +1896,7 @@ pub(crate) fn serve_accepted(
 ) -> impl Future<Output = ()> + Send {
     // Boxed and awaited in place: an `async` block that moved it into its `.await` would hold
     // it twice.
-    let mut connection = Box::pin(serve_connection(stream, service, protocol));
+    let mut connection = Box::pin(serve_connection_from(stream, service, protocol, Some(peer)));
     let (scope, span) = ConnectionScope::open_on(Transport::Http, Some(peer));
     async move {
         if let Err(e) = (&mut connection).await {

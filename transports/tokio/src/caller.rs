@@ -270,6 +270,9 @@ pub struct Caller {
     peer: Option<SocketAddr>,
     certificate: Option<Arc<PeerCertificate>>,
     meta: Option<Meta>,
+    /// The W3C trace context the transport received (HTTP headers), the parent of the calls'
+    /// spans.
+    trace: Option<Arc<crate::trace_context::TraceContext>>,
 }
 
 /// A caller's transport metadata: made already, or made when first read.
@@ -296,6 +299,7 @@ impl Caller {
             peer: None,
             certificate: None,
             meta: None,
+            trace: None,
         }
     }
 
@@ -345,6 +349,24 @@ impl Caller {
             }
             Meta::Made(_) => None,
         }
+    }
+
+    /// With the W3C trace context the request came with (its `traceparent` and `tracestate`
+    /// headers): the parent of its calls' spans (see [`trace_context`](crate::trace_context)).
+    pub fn with_trace_context(mut self, trace: crate::trace_context::TraceContext) -> Self {
+        self.trace = Some(Arc::new(trace));
+        self
+    }
+
+    /// Without the trace context (a batch's calls: their parent is the batch's span).
+    pub fn without_trace_context(mut self) -> Self {
+        self.trace = None;
+        self
+    }
+
+    /// The W3C trace context the transport received, if any.
+    pub fn trace_context(&self) -> Option<&crate::trace_context::TraceContext> {
+        self.trace.as_deref()
     }
 
     /// With another identity (what an [`Authenticator`] established).

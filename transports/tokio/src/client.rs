@@ -27,6 +27,10 @@ pub(crate) struct CallCmd {
     pub(crate) params: Option<String>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) reply: oneshot::Sender<Reply>,
+    /// The trace context of the call's span, to send beside it (see
+    /// [`Builder::outgoing_traces`](crate::Builder::outgoing_traces)); only while a
+    /// subscriber listens.
+    pub(crate) trace: Option<Box<crate::trace_context::TraceContext>>,
 }
 
 /// One element of an outgoing batch.
@@ -138,6 +142,8 @@ pub struct Client {
     default_timeout: Option<Duration>,
     /// Names the connection within this process (see [`Client::connection_id`]).
     connection: u64,
+    /// Calls carry their trace context in `params._meta` ([`Builder::meta_traces`](crate::Builder::meta_traces)).
+    meta_traces: bool,
 }
 
 /// The next connection number ([`Client::connection_id`]).
@@ -169,7 +175,13 @@ impl Client {
             tokens: Arc::new(AtomicU64::new(1)),
             default_timeout,
             connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
+            meta_traces: false,
         }
+    }
+
+    pub(crate) fn with_meta_traces(mut self, on: bool) -> Self {
+        self.meta_traces = on;
+        self
     }
 
     /// A number naming this client's connection, unique within the process and the same for
@@ -247,6 +259,11 @@ impl Client {
         let token = self.token();
         let call = ClientCall::start(method);
         let span = call.span().clone();
+        let trace = crate::trace_context::TraceContext::of_span(call.span());
+        let params = match &trace {
+            Some(cx) if self.meta_traces => cx.put_in_params_meta(params),
+            _ => params,
+        };
         async move {
             let started = std::time::Instant::now();
             let (reply, rx) = oneshot::channel();
@@ -260,6 +277,7 @@ impl Client {
                 params,
                 timeout,
                 reply,
+                trace: trace.map(Box::new),
             }));
             // The deadline runs from now, not from when the connection finds room for the
             // call: waiting for a pending slot or for transmit room counts. When it passes, the
@@ -447,6 +465,7 @@ impl Batch<'_> {
             params,
             timeout: None,
             reply,
+            trace: None,
         }));
         Ok(index)
     }

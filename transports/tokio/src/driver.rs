@@ -100,6 +100,8 @@ pub(crate) struct Settings {
     pub(crate) caller: Arc<Caller>,
     /// The rate limiter and this connection's key in it ([`Builder::rate_limit`](crate::Builder::rate_limit)).
     pub(crate) limiter: Option<(Arc<RateLimiter>, Box<str>)>,
+    /// Where outgoing calls' trace contexts go ([`Builder::outgoing_traces`](crate::Builder::outgoing_traces)).
+    pub(crate) outgoing_traces: Option<crate::trace_context::OutgoingTraces>,
 }
 
 impl Settings {
@@ -951,6 +953,11 @@ impl Driver {
                 };
                 match conn.send_request(now, c.token, &c.method, params.as_ref(), timeout) {
                     Ok(()) => {
+                        if let (Some(cx), Some(table)) = (c.trace, &self.settings.outgoing_traces) {
+                            if let Some(id) = conn.request_id(c.token) {
+                                table.put(id, *cx);
+                            }
+                        }
                         self.calls.insert(c.token, c.reply);
                         Ok(())
                     }
@@ -1075,9 +1082,11 @@ mod tests {
     /// driver before its `async` block for this reason: an `async fn` kept its arguments
     /// beside the driver they were moved into (2 600 bytes, against 1 632). Raise the bound
     /// knowingly: it went from 1 700 to 1 800 for the core's counters by message kind, batches
-    /// and high-water marks (88 bytes) and the connection's span (40 bytes); the `metrics`
-    /// feature adds 32 (the connection's place in the open-connections gauge), then 40 more
-    /// (the batch sizes' counters, 32, and the connection's place in the live view, 8).
+    /// and high-water marks (88 bytes) and the connection's span (40 bytes), then to 1 808 for
+    /// the table of outgoing calls' trace contexts (`Builder::outgoing_traces`, a pointer);
+    /// the `metrics` feature adds 32 (the connection's place in the open-connections gauge),
+    /// then 40 more (the batch sizes' counters, 32, and the connection's place in the live
+    /// view, 8).
     #[test]
     fn an_open_connection_keeps_a_small_driver() {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -1090,9 +1099,9 @@ mod tests {
         let size = std::mem::size_of_val(&driver);
         println!("the driver's future: {size} bytes");
         let bound = if cfg!(feature = "metrics") {
-            1_872
+            1_880
         } else {
-            1_800
+            1_808
         };
         assert!(
             size <= bound,

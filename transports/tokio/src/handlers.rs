@@ -135,8 +135,9 @@ impl Handlers {
     ) {
         let method = origin.method;
         let id = || origin.id.map_or("", OriginId::text);
-        let mut call = ServerCall::start(method, registered, id, origin.caller);
-        call.note_params(params.as_ref().map(RawJson::as_str));
+        let text = params.as_ref().map(RawJson::as_str);
+        let mut call = ServerCall::start(method, registered, id, origin.caller, text);
+        call.note_params(text);
         let outcome = {
             let _entered = call.span().enter();
             guarded(|| handler(origin, params, conn, handle)).unwrap_or_else(|()| {

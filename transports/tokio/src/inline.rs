@@ -43,7 +43,8 @@ impl Builder {
     {
         let (cmd_tx, cmd_rx) = mpsc::channel(self.command_capacity);
         let (ctl_tx, ctl_rx) = Controls::pair();
-        let client = Client::new(cmd_tx, ctl_tx, self.config.request_timeout);
+        let client = Client::new(cmd_tx, ctl_tx, self.config.request_timeout)
+            .with_meta_traces(self.meta_traces);
         let channels = Channels {
             cmd: cmd_rx,
             ctl: ctl_rx,
@@ -61,6 +62,7 @@ impl Builder {
                 .map(|limiter| (limiter, RateLimiter::key(&caller).into_boxed_str())),
             caller,
             router: self.router,
+            outgoing_traces: self.outgoing_traces,
         };
         (client, driver::run(settings, reader, writer, channels))
     }

@@ -104,6 +104,7 @@ pub mod telemetry;
 pub mod tls;
 #[cfg(feature = "auth")]
 mod tokens;
+pub mod trace_context;
 
 use std::io;
 use std::sync::Arc;
@@ -174,6 +175,10 @@ pub struct Builder {
     handshake_timeout: Duration,
     /// Rate limits per caller ([`Builder::rate_limit`]).
     rate_limit: Option<Arc<RateLimiter>>,
+    /// Where outgoing calls' trace contexts go ([`Builder::outgoing_traces`]).
+    outgoing_traces: Option<trace_context::OutgoingTraces>,
+    /// See [`Builder::meta_traces`].
+    meta_traces: bool,
 }
 
 /// A server's authenticator (see [`Builder::authenticator`]).
@@ -233,6 +238,8 @@ impl Builder {
             authenticator: None,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             rate_limit: None,
+            outgoing_traces: None,
+            meta_traces: false,
         }
     }
 
@@ -278,6 +285,15 @@ impl Builder {
     /// ```
     pub fn caller(mut self, caller: Caller) -> Self {
         self.caller = Some(Arc::new(caller));
+        self
+    }
+
+    /// Puts the W3C trace context of each outgoing call's span in `table`, by request id,
+    /// while a subscriber listens (feature `otel`): for a transport that sends it beside the
+    /// message (the HTTP client's `traceparent` header). See
+    /// [`trace_context`](crate::trace_context).
+    pub fn outgoing_traces(mut self, table: trace_context::OutgoingTraces) -> Self {
+        self.outgoing_traces = Some(table);
         self
     }
 
@@ -405,10 +421,22 @@ impl Builder {
     /// a call that times out or is dropped cancels the peer's handler, and a cancelled
     /// request left unanswered ([`answer_cancelled`](Builder::answer_cancelled)`(false)`).
     /// `rpcwire_mcp::tokio::mcp_builder` adds MCP's batch rule on top.
+    /// Its calls carry their span's W3C trace context in `params._meta` (MCP's place for it;
+    /// see [`meta_traces`](Builder::meta_traces)).
     pub fn mcp() -> Self {
         Builder::new()
             .cancel_notification("notifications/cancelled", "requestId")
             .answer_cancelled(false)
+            .meta_traces(true)
+    }
+
+    /// Whether the client's calls carry the W3C trace context of their span in
+    /// `params._meta` (`traceparent`, `tracestate`), as MCP does: only while a subscriber
+    /// listens (feature `otel`); params given as an array, and a `_meta.traceparent` already
+    /// there, are left as they are. [`Builder::mcp`] turns it on.
+    pub fn meta_traces(mut self, on: bool) -> Self {
+        self.meta_traces = on;
+        self
     }
 
     /// The framing (default [`Framing::Line`]).

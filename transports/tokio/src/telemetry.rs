@@ -424,7 +424,7 @@ pub(crate) fn bytes_out(n: usize) {
 /// A request for a method that does not exist: its span (named `_OTHER`) and metrics, and a
 /// rejection.
 pub(crate) fn not_found(method: &str, id: &str, caller: &Caller) {
-    ServerCall::start(method, false, || id, caller)
+    ServerCall::start(method, false, || id, caller, None)
         .end(Some(rpcwire::ErrorCode::METHOD_NOT_FOUND.0));
     reject(Rejection::NotFound);
 }
@@ -459,6 +459,68 @@ pub(crate) fn id_attribute(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
     }
 }
 
+/// Makes the W3C trace context of the call (its params' `_meta`, else its caller's) the
+/// parent of its span (feature `otel`; the params are not looked at otherwise).
+fn remote_parent(span: &tracing::Span, caller: &Caller, params: Option<&str>) {
+    #[cfg(feature = "otel")]
+    {
+        use crate::trace_context::TraceContext;
+        let from_meta = params.and_then(TraceContext::from_params_meta);
+        if let Some(cx) = from_meta.as_ref().or(caller.trace_context()) {
+            cx.set_parent_of(span);
+        }
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = (span, caller, params);
+}
+
+/// True when a subscriber listens to the call spans: a transport then does the work they
+/// need that it otherwise skips (the HTTP server's peer address and trace headers). One
+/// check of a cached flag when none does.
+#[inline]
+pub fn spans_enabled() -> bool {
+    tracing::span_enabled!(tracing::Level::INFO)
+}
+
+/// The span of a batch from `caller` (`rpc.batch`, named `batch`; its calls' spans are its
+/// children): `rpc.system.name`, `jsonrpc.batch.size` (rpcwire's own, recorded by
+/// [`batch_size`] once known), `network.*`; the caller's trace context is its parent. To
+/// enter while the batch's calls start.
+pub fn batch_span(caller: &Caller) -> tracing::Span {
+    let span = tracing::info_span!(
+        "rpc.batch",
+        otel.name = "batch",
+        otel.kind = "server",
+        rpc.system.name = SYSTEM,
+        jsonrpc.protocol.version = PROTOCOL_VERSION,
+        jsonrpc.batch.size = tracing::field::Empty,
+        network.peer.address = tracing::field::Empty,
+        network.peer.port = tracing::field::Empty,
+        network.transport = caller.transport().network_transport(),
+    );
+    if !span.is_disabled() {
+        if let Some(peer) = caller.peer_addr() {
+            span.record("network.peer.address", peer.ip().to_string());
+            span.record("network.peer.port", i64::from(peer.port()));
+        }
+        if let Some(cx) = caller.trace_context() {
+            cx.set_parent_of(&span);
+        }
+    }
+    span
+}
+
+/// Records the number of messages of the batch whose span is the current one.
+pub fn batch_size(len: usize) {
+    if !spans_enabled() {
+        return;
+    }
+    let span = tracing::Span::current();
+    if !span.is_disabled() {
+        span.record("jsonrpc.batch.size", i64::try_from(len).unwrap_or(i64::MAX));
+    }
+}
+
 /// One call on the server: its span, and its start when anything measures it.
 pub(crate) struct ServerCall {
     span: tracing::Span,
@@ -479,14 +541,18 @@ pub(crate) struct ServerCall {
 
 impl ServerCall {
     /// Starts the call of `method` (its registered name, or the name on the wire when
-    /// `registered` is false) with the id's JSON text (`""` for none). The id is asked for
-    /// only when a span or the call log takes it: making it text costs a UTF-8 check on every
-    /// call that nothing listens to.
+    /// `registered` is false) with the id's JSON text (`""` for none) and its params' JSON
+    /// text. The id is asked for only when a span or the call log takes it: making it text
+    /// costs a UTF-8 check on every call that nothing listens to. While a subscriber listens,
+    /// the span's remote parent is the W3C trace context of the params' `_meta` (MCP's place
+    /// for it), or else the one the transport received (HTTP headers; see
+    /// [`trace_context`](crate::trace_context)).
     pub(crate) fn start<'i>(
         method: &str,
         registered: bool,
         id: impl Fn() -> &'i str,
         caller: &Caller,
+        params: Option<&str>,
     ) -> Self {
         let label = if registered { method } else { OTHER_METHOD };
         let span = tracing::info_span!(
@@ -519,8 +585,10 @@ impl ServerCall {
             }
             if let Some(peer) = caller.peer_addr() {
                 span.record("network.peer.address", peer.ip().to_string());
-                span.record("network.peer.port", peer.port());
+                // As a signed integer: `tracing-opentelemetry` would export a `u64` as text.
+                span.record("network.peer.port", i64::from(peer.port()));
             }
+            remote_parent(&span, caller, params);
         }
         let (metered, live) = recording();
         // Durations through the facade (`metered`), or counted here (`counted`).
@@ -808,7 +876,7 @@ impl ConnectionScope {
         );
         if let (false, Some(peer)) = (span.is_disabled(), peer) {
             span.record("network.peer.address", peer.ip().to_string());
-            span.record("network.peer.port", peer.port());
+            span.record("network.peer.port", i64::from(peer.port()));
         }
         let (metered, live) = recording();
         #[cfg(feature = "metrics")]

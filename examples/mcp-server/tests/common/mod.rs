@@ -55,6 +55,16 @@ impl HttpServer {
     }
 }
 
+impl HttpServer {
+    /// Stops the server with SIGTERM (it sends its last spans as it exits, with `--otlp`)
+    /// and waits for it; panics unless it exits successfully.
+    pub fn terminate(&mut self) {
+        rpcwire_tests::otlp::sigterm(self.child.id());
+        let status = self.child.wait().expect("wait for mcp-server");
+        assert!(status.success(), "mcp-server exited with {status}");
+    }
+}
+
 impl Drop for HttpServer {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -786,6 +786,14 @@ impl Exchange {
     }
 }
 
+/// Whose a session is: an authenticated caller's, or nobody's (an anonymous caller: the
+/// one a traced server makes for every request, as well as an authenticator's).
+fn session_owner(caller: Option<&Arc<Caller>>) -> Option<String> {
+    caller
+        .filter(|c| c.identity().is_authenticated())
+        .map(|c| owner_key(c.identity()))
+}
+
 impl Inner {
     /// A new session, or why there is none (the table is full of active sessions, or no id
     /// could be made).
@@ -794,7 +802,7 @@ impl Inner {
         caller: Option<&Arc<Caller>>,
     ) -> Result<Arc<Session>, rpcwire_http::profile::SessionError> {
         let (max_body, streams) = (self.endpoint.max_body(), self.endpoint.streams());
-        let owner = caller.map(|c| owner_key(c.identity()));
+        let owner = session_owner(caller);
         self.sessions.create(|_id| McpSession {
             owner,
             version: Mutex::new(None),
@@ -839,6 +847,28 @@ impl Inner {
                     .await;
             }
         }
+        // Traced: the calls' spans get the peer, the `traceparent` header as their parent and
+        // the session id (`mcp.session.id`, read from the headers by the MCP server).
+        let caller = if rpcwire_tokio::telemetry::spans_enabled() {
+            let base = caller.map_or_else(
+                || {
+                    Caller::new(
+                        rpcwire_tokio::Identity::anonymous(),
+                        rpcwire_tokio::Transport::Http,
+                    )
+                    .with_meta(req.headers().clone())
+                },
+                |c| (*c).clone(),
+            );
+            let peer = rpcwire_http::profile::connection_peer(&req);
+            Some(Arc::new(rpcwire_http::profile::traced_caller(
+                base,
+                req.headers(),
+                peer,
+            )))
+        } else {
+            caller
+        };
         // A revision header, when sent, must name a revision this server speaks. (Stateless
         // mode checks it with the POST's other headers against the body, in
         // `stateless_headers`, and answers with the request's id.)
@@ -893,7 +923,7 @@ impl Inner {
                 "Bad Request: Mcp-Session-Id header is required",
             )));
         };
-        let owner = caller.map(|c| owner_key(c.identity()));
+        let owner = session_owner(caller);
         match self.sessions.get(id) {
             Some(session) if session.state().owner == owner => Ok(session),
             found => {

@@ -200,8 +200,21 @@ impl Shared {
             return;
         }
         span.record("mcp.method.name", ctx.method());
-        if let Some(version) = self.with_session(ctx.peer(), |s| s.handshake.version()) {
+        let version = self.with_session(ctx.peer(), |s| s.handshake.version());
+        if let Some(version) = version {
             span.record("mcp.protocol.version", version.as_str());
+        }
+        // Streamable HTTP: each POST runs on a connection of its own; the session and the
+        // revision are in its headers.
+        #[cfg(feature = "http")]
+        if let Some(headers) = ctx.caller().meta::<http::HeaderMap>() {
+            let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+            if let Some(id) = text(crate::http::HEADER_SESSION_ID) {
+                span.record("mcp.session.id", id);
+            }
+            if let (None, Some(v)) = (version, text(crate::http::HEADER_PROTOCOL_VERSION)) {
+                span.record("mcp.protocol.version", v);
+            }
         }
     }
 
