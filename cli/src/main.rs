@@ -231,7 +231,7 @@ struct ServeArgs {
     log_calls: bool,
     /// With --log-calls: also log each call's params and result (or error), with the values
     /// of credential-like members (`password`, `token`, `authorization`, ...), of --redact's
-    /// names and of the --tokens file's tokens replaced by "[redacted]", cut at
+    /// names and of the --tokens file's tokens replaced by `"[redacted]"`, cut at
     /// --log-body-limit bytes.
     #[arg(long, requires = "log_calls")]
     log_bodies: bool,

@@ -147,10 +147,11 @@ pub(crate) fn decimal(value: &[u8]) -> Option<usize> {
 }
 
 /// Whether `name`, a header field name httparse has checked (token characters only), is
-/// `lower` (lower-case letters and `-`) but for the case of its letters. Or-ing 0x20 into a
-/// byte folds `A`-`Z` onto `a`-`z` and turns no other token character into a letter or `-`
-/// (only CR, which is not one, would become `-`), so eight bytes are compared at a time: this
-/// runs for every header field of every request.
+/// `lower` (lower-case letters, digits and `-`) but for the case of its letters. Or-ing 0x20
+/// into a byte folds `A`-`Z` onto `a`-`z`, leaves digits as they are and turns no other token
+/// character into a letter, a digit or `-` (only control bytes, which are not token
+/// characters, would become one), so eight bytes are compared at a time: this runs for every
+/// header field of every request.
 pub(crate) fn field_is(name: &[u8], lower: &[u8]) -> bool {
     const FOLD: u64 = u64::from_ne_bytes([0x20; 8]);
     if name.len() != lower.len() {
@@ -220,7 +221,9 @@ fn parse(inner: &Inner, credential: Option<&[u8]>, buf: &[u8]) -> Parsed {
             6 if is(b"expect") => return Parsed::Other,
             7 if is(b"upgrade") => return Parsed::Other,
             17 if is(b"transfer-encoding") => return Parsed::Other,
-            n if credential.is_some_and(|c| c.len() == n && name.eq_ignore_ascii_case(c)) => {
+            // `credential` is lower-case letters, digits and `-` (see `Inner`), which
+            // `field_is` compares exactly, a word at a time.
+            _ if credential.is_some_and(|c| field_is(name, c)) => {
                 // Twice: hyper's path decides. Its bytes go to the authenticator as they
                 // are (as on hyper's path), or are compared with those it let in.
                 if credential_at.is_some() {
@@ -897,6 +900,34 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Rewind<I> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `field_is` agrees with a case-insensitive comparison for every token character
+    /// against every character a lower-case name it is given may hold.
+    #[test]
+    fn field_is_compares_names_exactly() {
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        let lower = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
+        for n in (0..=255u8).filter(|&b| token(b)) {
+            for l in (0..=255u8).filter(|&b| lower(b)) {
+                let expected = n.eq_ignore_ascii_case(&l);
+                // Alone (the tail loop) and ninth of nine (after one whole word).
+                assert_eq!(field_is(&[n], &[l]), expected, "{n:#x} ~ {l:#x}");
+                let (mut name, mut want) = (*b"x-api-ke?", *b"x-api-ke?");
+                name[8] = n;
+                want[8] = l;
+                assert_eq!(field_is(&name, &want), expected, "{n:#x} ~ {l:#x}");
+                name[8] = b'y';
+                want[8] = b'y';
+                name[3] = n;
+                want[3] = l;
+                assert_eq!(
+                    field_is(&name, &want),
+                    expected,
+                    "{n:#x} ~ {l:#x} in a word"
+                );
+            }
+        }
+    }
 
     /// Every idle keep-alive connection keeps its `run` future (in its task) for as long as it
     /// stays open: a change that makes the future larger costs that much per connection, as a

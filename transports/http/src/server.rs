@@ -364,7 +364,14 @@ impl HttpServer {
                 credential_header: builder
                     .authenticator_ref()
                     .and_then(|a| a.credential_header())
-                    .map(|name| name.to_ascii_lowercase().into_bytes().into()),
+                    .map(str::to_ascii_lowercase)
+                    // The fast path compares names a word at a time ([`crate::fast::field_is`]),
+                    // exact for these characters; another name is asked about per request.
+                    .filter(|name| {
+                        name.bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    })
+                    .map(|name| name.into_bytes().into()),
                 limiter: builder.rate_limiter().cloned(),
                 builder,
                 path: self.path,
@@ -390,8 +397,8 @@ pub(crate) struct Inner {
     pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
     /// Limits each caller's requests ([`Builder::rate_limit`]): 429 beyond it.
     pub(crate) limiter: Option<Arc<RateLimiter>>,
-    /// The authenticator's [`Authenticator::credential_header`], lower-case: the fast path
-    /// keeps a connection's caller for that header's value.
+    /// The authenticator's [`Authenticator::credential_header`], lower-case (letters, digits
+    /// and `-` only): the fast path keeps a connection's caller for that header's value.
     pub(crate) credential_header: Option<Box<[u8]>>,
     /// Answers bodies whose handlers never talk back to the client, with no connection.
     responder: Responder,

@@ -291,7 +291,7 @@ impl Builder {
     /// Puts the W3C trace context of each outgoing call's span in `table`, by request id,
     /// while a subscriber listens (feature `otel`): for a transport that sends it beside the
     /// message (the HTTP client's `traceparent` header). See
-    /// [`trace_context`](crate::trace_context).
+    /// [`trace_context`].
     pub fn outgoing_traces(mut self, table: trace_context::OutgoingTraces) -> Self {
         self.outgoing_traces = Some(table);
         self
