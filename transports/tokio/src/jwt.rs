@@ -96,6 +96,8 @@ pub struct JwtAuthenticator {
     /// When the key set was last fetched again for an unknown `kid`.
     refreshed: Mutex<Option<Instant>>,
     min_refresh: Duration,
+    /// Signatures checked so far (tokens not found in the cache).
+    checked: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for JwtAuthenticator {
@@ -122,6 +124,7 @@ impl JwtAuthenticator {
             max_cached: DEFAULT_CACHE_ENTRIES,
             refreshed: Mutex::new(None),
             min_refresh: Duration::from_secs(30),
+            checked: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -173,6 +176,12 @@ impl JwtAuthenticator {
     pub fn min_refresh(mut self, interval: Duration) -> Self {
         self.min_refresh = interval;
         self
+    }
+
+    /// How many token signatures have been checked: a token found in the cache is not
+    /// checked again, nor one that a request waiting for the same key fetch has checked.
+    pub fn signatures_checked(&self) -> u64 {
+        self.checked.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many verified tokens are cached now.
@@ -242,12 +251,17 @@ impl JwtAuthenticator {
         DecodingKey::from_jwk(&jwk).map_err(|_| AuthError::Invalid("unusable key"))
     }
 
+    /// The identity of `token` verified before and not expired at `now`.
+    fn cached_identity(&self, token: &str, now: u64) -> Option<Identity> {
+        let cache = self.cache.lock().ok()?;
+        let hit = cache.tokens.get(token).filter(|c| c.until > now)?;
+        Some(hit.identity.clone())
+    }
+
     async fn verify(&self, token: &str) -> Result<Identity, AuthError> {
         let now = Self::now();
-        if let Ok(cache) = self.cache.lock() {
-            if let Some(hit) = cache.tokens.get(token).filter(|c| c.until > now) {
-                return Ok(hit.identity.clone());
-            }
+        if let Some(identity) = self.cached_identity(token, now) {
+            return Ok(identity);
         }
         // `alg: none` and unknown algorithms fail here: the crate has no such algorithm. A
         // token (unlike the header carrying it) that does not read is an invalid token
@@ -255,6 +269,14 @@ impl JwtAuthenticator {
         let header =
             jsonwebtoken::decode_header(token).map_err(|_| AuthError::Invalid("header refused"))?;
         let key = self.key_for(&header).await?;
+        // The key may have come from a fetch this request waited for, while requests with
+        // the same token on other connections waited too: the first of them to go on
+        // verifies it, the others find it here (one signature check, not one per connection).
+        if let Some(identity) = self.cached_identity(token, now) {
+            return Ok(identity);
+        }
+        self.checked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let data =
             jsonwebtoken::decode::<serde_json::Value>(token, &key, &self.validation(header.alg))
                 .map_err(|e| match e.kind() {

@@ -98,6 +98,75 @@ async fn a_valid_token_names_its_subject_and_scopes_and_is_cached() -> Result {
     Ok(())
 }
 
+/// A key set that is asked for at once and answers only once the gate opens (a JWKS fetch
+/// in flight), counting the requests that waited for it.
+struct Gated(Arc<JwkSet>, Arc<tokio::sync::Semaphore>, Arc<AtomicUsize>);
+
+impl KeySource for Gated {
+    fn keys(&self, _refresh: bool) -> KeysFuture<'_> {
+        self.2.fetch_add(1, Ordering::SeqCst);
+        let (keys, gate) = (Arc::clone(&self.0), Arc::clone(&self.1));
+        Box::pin(async move {
+            let _open = gate.acquire().await;
+            Ok(keys)
+        })
+    }
+}
+
+/// Requests with one new token on many connections, all waiting for the same key fetch: the
+/// signature is checked once, the others find the identity in the cache.
+#[tokio::test]
+async fn one_new_token_waiting_for_the_keys_on_many_connections_is_checked_once() -> Result {
+    let (key, jwks) = es256()?;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let waited = Arc::new(AtomicUsize::new(0));
+    let auth = JwtAuthenticator::new(Gated(
+        Arc::new(jwks),
+        Arc::clone(&gate),
+        Arc::clone(&waited),
+    ))
+    .issuer(ISSUER)
+    .audience(AUDIENCE);
+    let token = sign(&key, Algorithm::ES256, Some("k1"), &claims(json!({})))?;
+    let checks = (0..16).map(|_| check(&auth, &token));
+    let all = start_all_then_open(checks.collect(), || {
+        gate.add_permits(Semaphore::MAX_PERMITS / 2);
+    });
+    for answer in all.await {
+        assert_eq!(answer?.subject(), "user-42");
+    }
+    assert_eq!(waited.load(Ordering::SeqCst), 16, "all waited for the keys");
+    assert_eq!(auth.signatures_checked(), 1);
+    Ok(())
+}
+
+use tokio::sync::Semaphore;
+
+/// Polls every future once (each reaches the gate), calls `open`, then awaits them all.
+async fn start_all_then_open<F: std::future::Future>(
+    futures: Vec<F>,
+    open: impl FnOnce(),
+) -> Vec<F::Output> {
+    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let mut done: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    for (f, d) in futures.iter_mut().zip(done.iter_mut()) {
+        if let std::task::Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+            *d = Some(out);
+        }
+    }
+    open();
+    let mut outputs = Vec::new();
+    for (f, d) in futures.into_iter().zip(done) {
+        outputs.push(match d {
+            Some(out) => out,
+            None => f.await,
+        });
+    }
+    outputs
+}
+
 #[tokio::test]
 async fn every_kind_of_bad_token_is_refused() -> Result {
     let (key, jwks) = es256()?;
