@@ -19,6 +19,19 @@ pub fn request(path: &str, content_type: &str, body: &str) -> String {
     )
 }
 
+/// A raw HTTP/1.1 POST of the JSON `body` to `path` with these extra header fields,
+/// accepting JSON answers only.
+pub fn json_post(path: &str, headers: &[(String, String)], body: &str) -> String {
+    let extra: String = headers
+        .iter()
+        .map(|(n, v)| format!("{n}: {v}\r\n"))
+        .collect();
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
 /// One answer: (head, body), read as its `content-length` says.
 pub async fn answer(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> (String, String) {
     loop {

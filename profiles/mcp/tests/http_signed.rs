@@ -19,14 +19,7 @@ const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"p
 
 /// A POST of `body` with these header fields; JSON answers only.
 fn post(headers: &[(String, String)], body: &str) -> String {
-    let extra: String = headers
-        .iter()
-        .map(|(n, v)| format!("{n}: {v}\r\n"))
-        .collect();
-    format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n{extra}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
+    raw_http::json_post("/mcp", headers, body)
 }
 
 fn status(head: &str) -> u16 {

@@ -27,15 +27,9 @@ async fn start(server: HttpServer) -> SocketAddr {
     addr
 }
 
+/// A POST of `body` with these header fields; JSON answers only.
 fn post(headers: &[(String, String)], body: &str) -> String {
-    let extra: String = headers
-        .iter()
-        .map(|(n, v)| format!("{n}: {v}\r\n"))
-        .collect();
-    format!(
-        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\n{extra}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
+    raw_http::json_post("/", headers, body)
 }
 
 fn status(head: &str) -> String {
