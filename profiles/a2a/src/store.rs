@@ -1,7 +1,7 @@
 //! Where tasks are kept: the [`TaskStore`] trait and [`MemoryTaskStore`], bounded in the
 //! number of tasks, with finished tasks evicted past a count or an age.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -50,15 +50,61 @@ impl Default for StoreLimits {
     }
 }
 
-#[derive(Default)]
-struct Inner {
+/// A held task, with its place in the insertion order.
+struct Held {
+    /// Its key in [`Inner::order`].
+    seq: u64,
+    /// Whether an entry of it is in [`Inner::finished`].
+    finished: bool,
     /// Boxed: the table has room for more entries than it holds, and a task is a few
     /// hundred bytes before its strings.
-    tasks: HashMap<String, Box<Task>>,
-    /// Insertion order (newest last), for listing.
-    order: VecDeque<String>,
-    /// Finished tasks and when they finished, oldest first.
-    finished: VecDeque<(String, Instant)>,
+    task: Box<Task>,
+}
+
+/// Every operation is at most logarithmic in the number of tasks held: a store at its limit
+/// evicts on every `put`, so a scan of all tasks per eviction would make a full store's
+/// cost per message grow with its size.
+#[derive(Default)]
+struct Inner {
+    tasks: HashMap<String, Held>,
+    /// Ids by insertion sequence (newest last), for listing and eviction.
+    order: BTreeMap<u64, String>,
+    /// The sequence numbers of finished tasks and when they finished, oldest first. A
+    /// finished task removed with [`TaskStore::remove`] leaves its entry behind (`stale`
+    /// counts them) until it reaches the front or more than half the entries are stale.
+    finished: VecDeque<(u64, Instant)>,
+    stale: usize,
+    next_seq: u64,
+}
+
+impl Inner {
+    /// How many finished tasks are held.
+    fn finished_held(&self) -> usize {
+        self.finished.len() - self.stale
+    }
+
+    /// Drops stale entries from the front of `finished`.
+    fn skip_stale(&mut self) {
+        while let Some((seq, _)) = self.finished.front() {
+            if self.order.contains_key(seq) {
+                break;
+            }
+            self.finished.pop_front();
+            self.stale -= 1;
+        }
+    }
+
+    /// Forgets the oldest finished task; false when none is held.
+    fn evict_oldest_finished(&mut self) -> bool {
+        self.skip_stale();
+        let Some((seq, _)) = self.finished.pop_front() else {
+            return false;
+        };
+        if let Some(id) = self.order.remove(&seq) {
+            self.tasks.remove(&id);
+        }
+        true
+    }
 }
 
 /// Tasks in memory, bounded by [`StoreLimits`].
@@ -101,15 +147,16 @@ impl MemoryTaskStore {
     }
 
     fn evict(&self, inner: &mut Inner, now: Instant) {
-        while let Some((id, at)) = inner.finished.front() {
+        loop {
+            inner.skip_stale();
+            let Some((_, at)) = inner.finished.front() else {
+                return;
+            };
             let old = now.saturating_duration_since(*at) > self.limits.finished_ttl;
-            if !old && inner.finished.len() <= self.limits.max_finished {
-                break;
+            if !old && inner.finished_held() <= self.limits.max_finished {
+                return;
             }
-            let id = id.clone();
-            inner.finished.pop_front();
-            inner.tasks.remove(&id);
-            inner.order.retain(|o| *o != id);
+            inner.evict_oldest_finished();
         }
     }
 }
@@ -120,34 +167,33 @@ impl TaskStore for MemoryTaskStore {
         let mut inner = self.lock();
         self.evict(&mut inner, now);
         let done = task.status.state.is_terminal();
-        let id = task.id.clone();
-        match inner.tasks.get(&id) {
-            Some(old) => {
-                let was_done = old.status.state.is_terminal();
-                if done && !was_done {
-                    inner.finished.push_back((id.clone(), now));
-                }
+        if let Some(held) = inner.tasks.get_mut(&task.id) {
+            let newly_done = done && !held.finished;
+            held.finished |= done;
+            *held.task = task;
+            let seq = held.seq;
+            if newly_done {
+                inner.finished.push_back((seq, now));
             }
-            None => {
-                if inner.tasks.len() >= self.limits.max_tasks {
-                    // Make room from the oldest finished task, or refuse.
-                    let Some((old, _)) = inner.finished.pop_front() else {
-                        return Err(StoreError::Full);
-                    };
-                    inner.tasks.remove(&old);
-                    inner.order.retain(|o| *o != old);
-                }
-                inner.order.push_back(id.clone());
-                if done {
-                    inner.finished.push_back((id.clone(), now));
-                }
+        } else {
+            // Make room from the oldest finished task, or refuse.
+            if inner.tasks.len() >= self.limits.max_tasks && !inner.evict_oldest_finished() {
+                return Err(StoreError::Full);
             }
-        }
-        match inner.tasks.get_mut(&id) {
-            Some(held) => **held = task,
-            None => {
-                inner.tasks.insert(id, Box::new(task));
+            let seq = inner.next_seq;
+            inner.next_seq += 1;
+            inner.order.insert(seq, task.id.clone());
+            if done {
+                inner.finished.push_back((seq, now));
             }
+            inner.tasks.insert(
+                task.id.clone(),
+                Held {
+                    seq,
+                    finished: done,
+                    task: Box::new(task),
+                },
+            );
         }
         self.evict(&mut inner, now);
         Ok(())
@@ -156,14 +202,25 @@ impl TaskStore for MemoryTaskStore {
     fn get(&self, id: &str) -> Option<Task> {
         let mut inner = self.lock();
         self.evict(&mut inner, Instant::now());
-        inner.tasks.get(id).map(|t| Task::clone(t))
+        inner.tasks.get(id).map(|held| Task::clone(&held.task))
     }
 
     fn remove(&self, id: &str) {
         let mut inner = self.lock();
-        inner.tasks.remove(id);
-        inner.order.retain(|o| o != id);
-        inner.finished.retain(|(o, _)| o != id);
+        let Some(held) = inner.tasks.remove(id) else {
+            return;
+        };
+        inner.order.remove(&held.seq);
+        if held.finished {
+            inner.stale += 1;
+            if inner.stale > inner.finished.len() / 2 {
+                let Inner {
+                    order, finished, ..
+                } = &mut *inner;
+                finished.retain(|(seq, _)| order.contains_key(seq));
+                inner.stale = 0;
+            }
+        }
     }
 
     fn list(&self, query: &ListTasksRequest, max_page: usize) -> ListTasksResponse {
@@ -178,9 +235,9 @@ impl TaskStore for MemoryTaskStore {
         let skip: usize = query.page_token.parse().unwrap_or(0);
         let matching: Vec<&Task> = inner
             .order
-            .iter()
+            .values()
             .rev()
-            .filter_map(|id| inner.tasks.get(id).map(|t| &**t))
+            .filter_map(|id| inner.tasks.get(id).map(|held| &*held.task))
             .filter(|t| query.context_id.is_empty() || t.context_id == query.context_id)
             .filter(|t| query.status.is_none_or(|s| t.status.state == s))
             .collect();
@@ -294,5 +351,57 @@ mod tests {
             ..q
         };
         assert_eq!(store.list(&q2, 100).tasks[0].id, "t2");
+    }
+
+    #[test]
+    fn removed_finished_tasks_leave_the_counts_right_and_the_memory_bounded() {
+        let store = MemoryTaskStore::new(StoreLimits {
+            max_tasks: 100,
+            max_finished: 3,
+            finished_ttl: Duration::from_secs(60),
+        });
+        for i in 0..10_000 {
+            let id = format!("gone{i}");
+            assert_eq!(store.put(task(&id, TaskState::Completed)), Ok(()));
+            store.remove(&id);
+            let inner = store.lock();
+            assert!(
+                inner.finished.len() <= 8,
+                "{} entries",
+                inner.finished.len()
+            );
+            assert_eq!(inner.finished_held(), 0);
+        }
+        assert!(store.is_empty());
+        // Removed ones do not count towards `max_finished`: the three kept are the newest.
+        for id in ["a", "b", "c", "d"] {
+            assert_eq!(store.put(task(id, TaskState::Completed)), Ok(()));
+        }
+        store.remove("c");
+        assert_eq!(store.put(task("e", TaskState::Failed)), Ok(()));
+        let held: Vec<bool> = ["a", "b", "d", "e"]
+            .iter()
+            .map(|id| store.get(id).is_some())
+            .collect();
+        assert_eq!(held, [false, true, true, true]);
+        // A removed id comes back as a new task, newest in the listing.
+        assert_eq!(store.put(task("a", TaskState::Working)), Ok(()));
+        let all = store.list(&ListTasksRequest::default(), 100);
+        let ids: Vec<&str> = all.tasks.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["a", "e", "d", "b"]);
+    }
+
+    #[test]
+    fn a_task_finishing_twice_is_counted_once() {
+        let store = MemoryTaskStore::new(StoreLimits {
+            max_tasks: 100,
+            max_finished: 2,
+            finished_ttl: Duration::from_secs(60),
+        });
+        assert_eq!(store.put(task("x", TaskState::Completed)), Ok(()));
+        assert_eq!(store.put(task("x", TaskState::Completed)), Ok(()));
+        assert_eq!(store.put(task("y", TaskState::Completed)), Ok(()));
+        assert!(store.get("x").is_some() && store.get("y").is_some());
+        assert_eq!(store.lock().finished.len(), 2);
     }
 }
