@@ -970,6 +970,8 @@ fn put_usize(sink: &mut impl Sink, n: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // Named here too: the module imports it only with `content-length`.
+    use crate::wire::ser::Sink;
 
     #[cfg(feature = "content-length")]
     #[test]
@@ -1062,6 +1064,7 @@ mod tests {
     }
 
     /// Frames of a stream split at one point, as (kind, bytes).
+    #[cfg(feature = "content-length")]
     fn frames_split(
         framing: Framing,
         stream: &[u8],
@@ -1087,6 +1090,7 @@ mod tests {
 
     /// Pushes `input` as the buffer takes it and collects every event; a push that takes
     /// nothing must be followed by an event (the buffer never waits for room it lacks).
+    #[cfg(feature = "content-length")]
     fn events_never_stuck<const N: usize>(
         rx: &mut RxBuffer<[u8; N]>,
         mut input: &[u8],
