@@ -80,7 +80,27 @@ pub async fn back_to_back(addr: SocketAddr, refused: &str, good: &str) -> [(Stri
 /// Sends each request on one keep-alive connection, each after the answer to the one before;
 /// their answers, (head, body).
 pub async fn exchange(addr: SocketAddr, requests: &[String]) -> Vec<(String, String)> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    exchange_on(stream, requests).await
+}
+
+/// [`exchange`] from the local IPv4 address `from` (a loopback one such as `127.0.0.2`: all
+/// of `127.0.0.0/8` is the loopback interface's), to tell clients apart by address.
+pub async fn exchange_from(
+    from: std::net::Ipv4Addr,
+    addr: SocketAddr,
+    requests: &[String],
+) -> Vec<(String, String)> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(SocketAddr::from((from, 0))).unwrap();
+    let stream = socket.connect(addr).await.unwrap();
+    exchange_on(stream, requests).await
+}
+
+async fn exchange_on(
+    mut stream: tokio::net::TcpStream,
+    requests: &[String],
+) -> Vec<(String, String)> {
     let mut buf = Vec::new();
     let mut out = Vec::new();
     for r in requests {

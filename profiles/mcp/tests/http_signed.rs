@@ -83,4 +83,9 @@ async fn a_rate_limit_answers_429_with_retry_after_and_no_session() {
         .unwrap();
     assert!((1..=100).contains(&retry), "retry after {retry} s");
     assert_eq!(service.session_count(), 2);
+    // Anonymous callers are limited by address: another one still has its burst.
+    let from = std::net::Ipv4Addr::new(127, 0, 0, 2);
+    let other = raw_http::exchange_from(from, addr, &[post(&[], INIT)]).await;
+    assert_eq!(status(&other[0].0), 200);
+    assert_eq!(service.session_count(), 3);
 }

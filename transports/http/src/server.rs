@@ -844,12 +844,15 @@ impl Inner {
                 .await
                 .map_err(Box::new)?,
         };
-        let caller = Caller::new(identity, Transport::Http).with_meta(headers.clone());
+        let mut caller = Caller::new(identity, Transport::Http).with_meta(headers.clone());
         if let Some(limiter) = &self.limiter {
+            // Anonymous callers are limited by address (the server asks for it:
+            // `wants_peer`), not all in one bucket.
+            if let Some(peer) = peer {
+                caller = caller.with_peer(peer);
+            }
             crate::guard::rate_limited(limiter, &caller)?;
         }
-        // After the rate limit: its key of an anonymous caller would be the peer's address,
-        // which only tracing makes known here.
         let caller = if traced {
             traced_caller(caller, headers, peer)
         } else {
@@ -1550,7 +1553,8 @@ pub async fn serve_hyper_tls<S: HandlesIncoming>(
                     return;
                 };
                 tokio::spawn(async move {
-                    if let Err(e) = serve_hyper_connection(stream, service, protocol, idle).await {
+                    let served = serve_hyper_connection_from(stream, service, protocol, idle, peer);
+                    if let Err(e) = served.await {
                         tracing::debug!(%peer, error = %e, "connection failed");
                     }
                     drop(permit);
@@ -1674,11 +1678,23 @@ pub(crate) fn http2_builder() -> hyper::server::conn::http2::Builder<hyper_util:
 pub trait HandlesIncoming: Clone + Send + Sync + 'static {
     /// Answers one request.
     fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture;
+
+    /// Whether every request must carry its connection's peer address
+    /// ([`connection_peer`]) even while no subscriber listens to call spans (which always
+    /// get it): a service that rate-limits anonymous callers by address says yes. No by
+    /// default: telling each request costs an allocation.
+    fn wants_peer(&self) -> bool {
+        false
+    }
 }
 
 impl HandlesIncoming for RpcService {
     fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture {
         self.handle(req)
+    }
+
+    fn wants_peer(&self) -> bool {
+        self.inner.limiter.is_some()
     }
 }
 
@@ -1769,7 +1785,8 @@ where
     let idle = service.inner.endpoint.idle_connection;
     // Not an `async fn`: the future is the protocol's own, with no copy of the arguments
     // beside it (every idle connection holds it).
-    match (protocol, peer.filter(|_| telemetry::spans_enabled())) {
+    let told = |_: &std::net::SocketAddr| telemetry::spans_enabled() || service.wants_peer();
+    match (protocol, peer.filter(told)) {
         (Protocol::Http1, None) => {
             tokio_util::either::Either::Left(crate::fast::serve(io, service))
         }
@@ -1860,13 +1877,8 @@ pub async fn serve_hyper<S: HandlesIncoming>(
                     Some(true) => Protocol::Http2,
                     Some(false) => Protocol::Http1,
                 };
-                let served = if telemetry::spans_enabled() {
-                    let service = WithPeer { service, peer };
-                    serve_hyper_connection(stream, service, protocol, idle).await
-                } else {
-                    serve_hyper_connection(stream, service, protocol, idle).await
-                };
-                if let Err(e) = served {
+                let served = serve_hyper_connection_from(stream, service, protocol, idle, peer);
+                if let Err(e) = served.await {
                     tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
                 }
                 drop(permit);
@@ -1891,6 +1903,27 @@ where
     S: HandlesIncoming,
 {
     Ok(run_hyper(io, protocol, idle, hyper_service(service)).await?)
+}
+
+/// [`serve_hyper_connection`] of a connection from `peer`: every request is told its peer
+/// ([`connection_peer`]) while a subscriber listens to call spans or the service
+/// [wants it](HandlesIncoming::wants_peer).
+async fn serve_hyper_connection_from<I, S>(
+    io: I,
+    service: S,
+    protocol: Protocol,
+    idle: Duration,
+    peer: std::net::SocketAddr,
+) -> Result<(), ConnectionError>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: HandlesIncoming,
+{
+    if telemetry::spans_enabled() || service.wants_peer() {
+        serve_hyper_connection(io, WithPeer { service, peer }, protocol, idle).await
+    } else {
+        serve_hyper_connection(io, service, protocol, idle).await
+    }
 }
 
 /// Serves one connection [`serve`] accepted, holding its connection slot while it lives.

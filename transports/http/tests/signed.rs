@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -111,4 +111,10 @@ async fn a_rate_limit_answers_429_with_retry_after_past_its_burst() {
         .and_then(|v| v.trim().parse().ok())
         .unwrap();
     assert!((1..=100).contains(&retry), "retry after {retry} s");
+    // Anonymous callers are limited by address: another one still has its burst.
+    let from = Ipv4Addr::new(127, 0, 0, 2);
+    let other = raw_http::exchange_from(from, addr, &[post(&[], CALL)]).await;
+    assert_eq!(status(&other[0].0), "200");
+    let again = exchange(addr, &[post(&[], CALL)]).await;
+    assert_eq!(status(&again[0].0), "429");
 }

@@ -124,8 +124,8 @@ impl McpHttpServer {
         }
     }
 
-    /// At most `limiter`'s rate of requests per caller (the authenticated subject, or one
-    /// bucket for every unauthenticated caller), checked once the caller is authenticated:
+    /// At most `limiter`'s rate of requests per caller (the authenticated subject; an
+    /// unauthenticated caller by its address), checked once the caller is authenticated:
     /// beyond it, 429 with `Retry-After`, and nothing is created or run for the request.
     pub fn rate_limit(mut self, limiter: rpcwire_tokio::RateLimiter) -> Self {
         self.limiter = Some(Arc::new(limiter));
@@ -480,6 +480,10 @@ where
 impl HandlesIncoming for McpService {
     fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture {
         self.handle(req)
+    }
+
+    fn wants_peer(&self) -> bool {
+        self.inner.limiter.is_some()
     }
 }
 
@@ -840,7 +844,12 @@ impl Inner {
             }
         };
         if let Some(limiter) = &self.limiter {
-            let anonymous = Caller::anonymous();
+            // Anonymous callers by address (`wants_peer`), not all in one bucket.
+            let peer = rpcwire_http::profile::connection_peer(&req);
+            let anonymous = match peer {
+                Some(peer) => Caller::anonymous().with_peer(peer),
+                None => Caller::anonymous(),
+            };
             let who = caller.as_deref().unwrap_or(&anonymous);
             if let Err(r) = rpcwire_http::guard::rate_limited(limiter, who) {
                 return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), *r)
