@@ -4,7 +4,8 @@
 //! shows the live view's rate, latency percentiles and errors after a burst of calls, with its
 //! charts drawn, shows a pushed notification, shows the disconnect message when the server stops and
 //! recovers when it returns; and `serve --http ADDR --console`'s page on /console, over the
-//! HTTP server's WebSocket, with its live view after a burst of POSTs (cli/tests/ws/console.py).
+//! HTTP server's WebSocket, with its live view after a burst of POSTs; and both servers with
+//! `--tokens`, the page connecting once given its token (cli/tests/ws/console.py).
 //!
 //! Skips with a visible `SKIPPED:` line when the tools are missing, unless `CI=true`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -66,6 +67,8 @@ async fn console_in_headless_chromium() {
         "disconnect message",
         "reconnects",
         "over HTTP, the console on /console shows the live view",
+        "with --tokens the page is refused until its token is entered",
+        "over HTTP with --tokens, a #token= fragment connects the console",
     ] {
         assert!(stdout.contains(check), "no `{check}` line in\n{stdout}");
     }

@@ -190,6 +190,66 @@ try:
     finally:
         http_server.kill()
         http_server.wait()
+
+    # Servers that ask for a token (`--tokens`): the page sends it as a subprotocol.
+    tokens = os.path.join(tmp, "tokens")
+    with open(tokens, "w") as f:
+        f.write("console-s3cret @operator admin\n")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        auth_port = sock.getsockname()[1]
+    auth_server = subprocess.Popen(
+        [BIN, "serve", "--ws", f"127.0.0.1:{auth_port}", "--console", "--tokens", tokens],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        line = auth_server.stderr.readline().decode()
+        assert "serving" in line, line
+        driver.execute_script("sessionStorage.clear()")
+        driver.get(f"http://127.0.0.1:{auth_port}/")
+        wait.until(lambda d: "enter it above" in log_text(d))
+        assert status(driver) != "connected", status(driver)
+        token = driver.find_element(By.ID, "token")
+        token.send_keys("wrong-token")
+        driver.execute_script("arguments[0].dispatchEvent(new Event('change'))", token)
+        wait.until(lambda d: log_text(d).count("connection lost") >= 2)
+        assert status(driver) != "connected", status(driver)
+        token.clear()
+        token.send_keys("console-s3cret")
+        driver.execute_script("arguments[0].dispatchEvent(new Event('change'))", token)
+        wait.until(lambda d: status(d) == "connected")
+        driver.find_element(By.ID, "method").clear()
+        driver.find_element(By.ID, "method").send_keys("whoami")
+        driver.find_element(By.ID, "params").clear()
+        driver.execute_script("document.getElementById('result').textContent = ''")
+        driver.find_element(By.ID, "call").click()
+        wait.until(lambda d: '"operator"' in d.find_element(By.ID, "result").text)
+        assert '"authenticated": true' in driver.find_element(By.ID, "result").text.replace('":true', '": true')
+        print("ok: with --tokens the page is refused until its token is entered, then connects "
+              "as the token's subject")
+    finally:
+        auth_server.kill()
+        auth_server.wait()
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        auth_http_port = sock.getsockname()[1]
+    auth_http = subprocess.Popen(
+        [BIN, "serve", "--http", f"127.0.0.1:{auth_http_port}", "--console", "--tokens", tokens],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        line = auth_http.stderr.readline().decode()
+        assert "serving" in line, line
+        driver.execute_script("sessionStorage.clear()")
+        driver.get(f"http://127.0.0.1:{auth_http_port}/console#token=console-s3cret")
+        wait.until(lambda d: status(d) == "connected")
+        assert "#" not in driver.current_url and "s3cret" not in driver.current_url, \
+            driver.current_url
+        call_subtract(driver, wait)
+        print("ok: over HTTP with --tokens, a #token= fragment connects the console (and "
+              "leaves the address bar)")
+    finally:
+        auth_http.kill()
+        auth_http.wait()
 finally:
     if driver is not None:
         driver.quit()

@@ -737,7 +737,7 @@ pub(crate) fn is_json_media_bytes(value: &[u8]) -> bool {
 }
 
 impl Inner {
-    async fn handle<B>(self: Arc<Self>, req: Request<B>) -> Response<Body>
+    async fn handle<B>(self: Arc<Self>, mut req: Request<B>) -> Response<Body>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -770,6 +770,15 @@ impl Inner {
         if self.authenticator.is_some() && crate::challenge::has_query_token(req.uri()) {
             // Never read: a URL ends up in logs and histories.
             let r = crate::challenge::BearerChallenge::default().token_in_query();
+            return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
+        }
+        // A browser's upgrade names its token as a subprotocol (it cannot set the header).
+        #[cfg(feature = "ws")]
+        if self.authenticator.is_some()
+            && crate::ws::is_upgrade(&req)
+            && crate::ws::bearer_to_authorization(req.headers_mut()).is_err()
+        {
+            let r = crate::challenge::unauthenticated(&rpcwire_tokio::AuthError::Malformed);
             return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
         let peer = connection_peer(&req);

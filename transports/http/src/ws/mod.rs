@@ -53,9 +53,12 @@
 //! not affected. tungstenite keeps its read and write buffers at the size of the largest
 //! message the connection carried (at most [`WsConfig::max_message`]) until it ends.
 
+mod browser_token;
 mod io;
 mod server;
 
+pub(crate) use browser_token::bearer_to_authorization;
+pub use browser_token::{BEARER_SUBPROTOCOL_PREFIX, JSONRPC_SUBPROTOCOL};
 pub use server::{is_upgrade, Hub, NotifyError, WsServer};
 
 use std::time::Duration;

@@ -12,7 +12,7 @@ use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rpcwire_tokio::{Builder, Caller, Client};
+use rpcwire_tokio::{AuthError, Builder, Caller, Client};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -285,6 +285,9 @@ impl WsServer {
         if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
             h.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
         }
+        if let Some(protocol) = super::browser_token::chosen(req.headers()) {
+            h.insert(header::SEC_WEBSOCKET_PROTOCOL, protocol);
+        }
         res
     }
 
@@ -365,6 +368,9 @@ impl WsServer {
                 // Never read: a URL ends up in logs and histories.
                 let r = crate::challenge::BearerChallenge::default().token_in_query();
                 return refused(r);
+            }
+            if super::bearer_to_authorization(req.headers_mut()).is_err() {
+                return refused(crate::challenge::unauthenticated(&AuthError::Malformed));
             }
             let transport = rpcwire_tokio::Transport::WebSocket;
             let asked =
