@@ -101,11 +101,34 @@ async fn ws_upgrade(
     authorization: Option<&str>,
     calls: &[&str],
 ) -> Result<Vec<String>, (u16, String)> {
+    let headers: Vec<(&str, String)> = authorization
+        .map(|a| ("authorization", a.to_owned()))
+        .into_iter()
+        .collect();
+    ws_upgrade_with(url, &headers, calls)
+        .await
+        .map(|(answers, _)| answers)
+}
+
+/// The subprotocols a browser offers to carry `token` (what the console sends).
+fn browser_offer(token: &str) -> String {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token);
+    format!("rpcwire.jsonrpc, rpcwire.bearer.{encoded}")
+}
+
+/// [`ws_upgrade`] with these header fields: the answers and the subprotocol the server
+/// chose ("" for none), or the refusal's status and `WWW-Authenticate`.
+async fn ws_upgrade_with(
+    url: &str,
+    headers: &[(&str, String)],
+    calls: &[&str],
+) -> Result<(Vec<String>, String), (u16, String)> {
     let mut request = url.into_client_request().unwrap();
-    if let Some(a) = authorization {
-        request
-            .headers_mut()
-            .insert("authorization", a.parse().unwrap());
+    for (name, value) in headers {
+        let name =
+            tokio_tungstenite::tungstenite::http::HeaderName::from_bytes(name.as_bytes()).unwrap();
+        request.headers_mut().insert(name, value.parse().unwrap());
     }
     let (mut ws, response) = match tokio_tungstenite::connect_async(request).await {
         Ok(connected) => connected,
@@ -121,13 +144,17 @@ async fn ws_upgrade(
         Err(e) => panic!("{e}"),
     };
     assert_eq!(response.status(), 101);
+    let chosen = response
+        .headers()
+        .get("sec-websocket-protocol")
+        .map_or_else(String::new, |v| v.to_str().unwrap().to_owned());
     let mut answers = Vec::new();
     for call in calls {
         ws.send(Message::text(*call)).await.unwrap();
         let answer = ws.next().await.unwrap().unwrap();
         answers.push(answer.into_text().unwrap().to_string());
     }
-    Ok(answers)
+    Ok((answers, chosen))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -264,6 +291,33 @@ async fn jwts_of_a_real_authorization_server_on_the_websocket_server() {
             .unwrap();
         assert!(answers[0].contains(r#""code":-32040"#), "{}", answers[0]);
         assert!(answers[1].contains(r#""subject":"bob""#), "{}", answers[1]);
+
+        // A browser's token, offered as a subprotocol: the same decisions.
+        let offer = |token: &str| vec![("sec-websocket-protocol", browser_offer(token))];
+        let (answers, chosen) = ws_upgrade_with(&url, &offer(&valid), &[whoami])
+            .await
+            .unwrap();
+        assert_eq!(chosen, "rpcwire.jsonrpc");
+        assert!(
+            answers[0].contains(r#""subject":"alice""#),
+            "{}",
+            answers[0]
+        );
+        assert_eq!(
+            ws_upgrade_with(&url, &offer(&bad[0].1), &[CALL])
+                .await
+                .unwrap_err(),
+            (401, "Bearer error=\"invalid_token\"".to_owned()),
+            "{}",
+            bad[0].0
+        );
+        let not_base64 = vec![("sec-websocket-protocol", "rpcwire.bearer.%%".to_owned())];
+        let mut beside = offer(&valid);
+        beside.push(("authorization", bearer(&valid)));
+        for refused in [not_base64, beside] {
+            let got = ws_upgrade_with(&url, &refused, &[CALL]).await;
+            assert_eq!(got.unwrap_err().0, 400, "{refused:?}");
+        }
     })
     .await;
 }
@@ -335,6 +389,12 @@ async fn tokens_never_reach_the_logs() {
         let ws_url = url.replace("http://", "ws://");
         assert!(ws_call(&ws_url, Some(&bearer(&valid))).await.is_ok());
         assert_eq!(ws_call(&ws_url, Some(&bearer(&bad[0].1))).await, Err(401));
+        // The same tokens as a browser offers them (base64url in a subprotocol).
+        let offered: Vec<String> = [&valid, &bad[0].1].map(|t| browser_offer(t)).into();
+        for offer in &offered {
+            let headers = [("sec-websocket-protocol", offer.clone())];
+            let _ = ws_upgrade_with(&ws_url, &headers, &[CALL]).await;
+        }
         let client = common::rpcwire(&[
             "-vv", "call", "--http", &url, "--bearer", &valid, "subtract", "[42, 23]",
         ])
@@ -362,6 +422,13 @@ async fn tokens_never_reach_the_logs() {
                 !text.contains("c2VjcmV0LXBhc3N3b3Jk"),
                 "{who} log holds a Basic credential"
             );
+            for offer in &offered {
+                let encoded = offer.rsplit('.').next().unwrap();
+                assert!(
+                    !text.contains(&encoded[..16]),
+                    "{who} log holds a token offered as a subprotocol"
+                );
+            }
             assert!(
                 !text.to_ascii_lowercase().contains("bearer "),
                 "{who} log holds a bearer value"
