@@ -54,13 +54,22 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, MetricsError> {
 /// sizes in powers of two) and
 /// serves it on `addr`; returns the address bound (port 0 picks one).
 pub async fn serve(addr: SocketAddr) -> Result<SocketAddr, MetricsError> {
+    serve_beside(addr, None).await
+}
+
+/// [`serve`], with `other` recording the same values beside the Prometheus recorder (the OTLP
+/// export's, `serve --metrics ADDR --otlp URL`): one source for both exporters.
+pub async fn serve_beside(
+    addr: SocketAddr,
+    other: Option<Box<dyn metrics::Recorder + Send + Sync>>,
+) -> Result<SocketAddr, MetricsError> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| MetricsError::Bind { addr, source })?;
     let local = listener
         .local_addr()
         .map_err(|source| MetricsError::Bind { addr, source })?;
-    let handle = PrometheusBuilder::new()
+    let recorder = PrometheusBuilder::new()
         .set_buckets_for_metric(
             Matcher::Full(names::SERVER_DURATION.into()),
             &DURATION_BUCKETS,
@@ -75,14 +84,72 @@ pub async fn serve(addr: SocketAddr) -> Result<SocketAddr, MetricsError> {
             b.set_buckets_for_metric(Matcher::Full(names::BATCH_SIZE.into()), &BATCH_SIZE_BUCKETS)
         })
         .map_err(|e| MetricsError::Recorder(e.to_string()))?
-        .install_recorder()
-        .map_err(|e| MetricsError::Recorder(e.to_string()))?;
+        .build_recorder();
+    let handle = recorder.handle();
+    let installed = match other {
+        None => metrics::set_global_recorder(recorder).map_err(|e| e.to_string()),
+        Some(other) => {
+            let both = metrics_util::layers::FanoutBuilder::default()
+                .add_recorder(recorder)
+                .add_recorder(BoxedRecorder(other))
+                .build();
+            metrics::set_global_recorder(both).map_err(|e| e.to_string())
+        }
+    };
+    installed.map_err(MetricsError::Recorder)?;
     // Durations and calls in flight counted in process and rendered below: a fraction of the
     // exporter's cost per sample (a clock read and a queue push each).
     rpcwire_tokio::durations::aggregate();
     rpcwire_tokio::telemetry::enable_metrics();
     tokio::spawn(accept(listener, handle));
     Ok(local)
+}
+
+/// A boxed recorder as a recorder (the fanout takes them by type).
+struct BoxedRecorder(Box<dyn metrics::Recorder + Send + Sync>);
+
+impl metrics::Recorder for BoxedRecorder {
+    fn describe_counter(
+        &self,
+        key: metrics::KeyName,
+        unit: Option<metrics::Unit>,
+        text: metrics::SharedString,
+    ) {
+        self.0.describe_counter(key, unit, text);
+    }
+    fn describe_gauge(
+        &self,
+        key: metrics::KeyName,
+        unit: Option<metrics::Unit>,
+        text: metrics::SharedString,
+    ) {
+        self.0.describe_gauge(key, unit, text);
+    }
+    fn describe_histogram(
+        &self,
+        key: metrics::KeyName,
+        unit: Option<metrics::Unit>,
+        text: metrics::SharedString,
+    ) {
+        self.0.describe_histogram(key, unit, text);
+    }
+    fn register_counter(
+        &self,
+        key: &metrics::Key,
+        meta: &metrics::Metadata<'_>,
+    ) -> metrics::Counter {
+        self.0.register_counter(key, meta)
+    }
+    fn register_gauge(&self, key: &metrics::Key, meta: &metrics::Metadata<'_>) -> metrics::Gauge {
+        self.0.register_gauge(key, meta)
+    }
+    fn register_histogram(
+        &self,
+        key: &metrics::Key,
+        meta: &metrics::Metadata<'_>,
+    ) -> metrics::Histogram {
+        self.0.register_histogram(key, meta)
+    }
 }
 
 async fn accept(listener: TcpListener, handle: PrometheusHandle) {

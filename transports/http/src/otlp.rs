@@ -46,6 +46,12 @@ pub enum OtlpError {
     /// The SDK refused the exporter's settings.
     #[error("OTLP exporter: {0}")]
     Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+    /// A metrics export interval of zero.
+    #[error("OTLP metrics interval must be more than zero")]
+    BadInterval,
+    /// The metrics export's thread could not start.
+    #[error("OTLP metrics thread: {0}")]
+    Thread(std::io::Error),
 }
 
 /// The traces endpoint of `url`: the URL itself when it names `/v1/traces`, otherwise that
@@ -133,12 +139,12 @@ impl Drop for OtlpExport {
 /// The exporter's HTTP client: one blocking HTTP/1.1 POST per batch over a plain TCP
 /// connection (see the module's documentation for why).
 #[derive(Debug)]
-struct PlainHttp {
-    timeout: Duration,
+pub(crate) struct PlainHttp {
+    pub(crate) timeout: Duration,
 }
 
 impl PlainHttp {
-    fn post(&self, request: Request<Bytes>) -> std::io::Result<Response<Bytes>> {
+    pub(crate) fn post(&self, request: Request<Bytes>) -> std::io::Result<Response<Bytes>> {
         use std::io::{Error, ErrorKind};
         let uri = request.uri();
         let host = uri
