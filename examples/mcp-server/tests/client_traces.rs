@@ -61,7 +61,7 @@ async fn the_client_span_is_the_parent_of_the_servers_spans_through_meta() {
         assert!(!seen.is_error, "{seen:?}");
         let seen: Value = serde_json::from_str(&seen.joined_text()).unwrap();
         drop(client);
-        child.wait().await.unwrap();
+        child.kill().await.unwrap();
 
         // The example server, exporting its spans to the same receiver.
         let mut example = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-server"));
@@ -75,9 +75,10 @@ async fn the_client_span_is_the_parent_of_the_servers_spans_through_meta() {
             .await
             .unwrap();
         assert_eq!(sum.joined_text(), "42");
-        // Its stdin closed, it ends and sends the spans it has not sent yet.
-        drop(client);
+        // Stopped with SIGTERM, it sends the spans it has not sent yet.
+        rpcwire_tests::otlp::sigterm(child.id().expect("running"));
         let status = child.wait().await.unwrap();
+        drop(client);
         assert!(status.success(), "{status}");
         seen
     };
@@ -101,7 +102,7 @@ async fn the_client_span_is_the_parent_of_the_servers_spans_through_meta() {
         }
     }
     // Each call's client span: the `tools/call` child of the span the test made around it.
-    let client_span = |parent: &Value| -> Value {
+    let mut client_span = |parent: &Value| -> Value {
         let client = loop {
             if let Some(at) = spans
                 .iter()
