@@ -273,7 +273,6 @@ async fn metrics_and_batch_spans_of_a_tcp_server_are_exported_over_otlp() {
         let answer = exchange(batch).await;
         assert!(answer.contains(r#""result":8"#) && answer.contains(r#""result":6"#), "{answer}");
         assert!(exchange("{not json").await.contains("-32700"));
-        drop(exchange);
         // The connection closed (its gauge back to 0) before the server is stopped.
         write.shutdown().await.unwrap();
         let mut rest = String::new();
@@ -366,9 +365,24 @@ async fn metrics_and_batch_spans_of_a_tcp_server_are_exported_over_otlp() {
         // A call alone is the connection's child, not a batch's.
         assert_eq!(by_id["1"]["parent_span_id"], connection["span_id"]);
 
-        // Sent every interval while the server runs.
-        let (mut server, addr) =
-            common::serve_tcp(&["--otlp", &collector, "--otlp-interval", "0.5"]).await;
+        // Sent every interval while the server runs; with --metrics too, the Prometheus
+        // endpoint and the OTLP export show the same values (one recorder feeds both).
+        let (mut server, mut lines) = spawn_serve(&[
+            "--tcp", "127.0.0.1:0", "--otlp", &collector, "--otlp-interval", "0.5",
+            "--metrics", "127.0.0.1:0",
+        ]);
+        let (mut metrics_url, mut addr) = (None, None);
+        while metrics_url.is_none() || addr.is_none() {
+            let line = lines.next_line().await.unwrap().expect("a line on stderr");
+            let last = line.rsplit(' ').next().unwrap_or_default().to_owned();
+            if line.contains("metrics on") {
+                metrics_url = Some(last);
+            } else if line.contains("serving") {
+                addr = Some(last.parse::<std::net::SocketAddr>().unwrap());
+            }
+        }
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let (metrics_url, addr) = (metrics_url.unwrap(), addr.unwrap());
         let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         let (read, mut write) = stream.into_split();
         let call = "{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[5,3],\"id\":1}\n";
@@ -389,6 +403,23 @@ async fn metrics_and_batch_spans_of_a_tcp_server_are_exported_over_otlp() {
         assert!(server.try_wait().unwrap().is_none(), "sent while running");
         let conns = points(&export, "rpc.server.connections", "{connection}", "gauge");
         assert_eq!(point(&conns, serde_json::json!({"network.transport": "tcp"}))["value"], 1.0);
+        let bytes_in = points(&export, "rpc.bytes_in", "By", "sum");
+        assert_eq!(point(&bytes_in, serde_json::json!({}))["value"], call.len() as u64);
+        let (status, text) = http("GET", &metrics_url, "", "").await;
+        assert_eq!(status, 200, "{text}");
+        let scraped = |prefix: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(prefix))
+                .unwrap_or_else(|| panic!("no {prefix} in {text}"))
+                .trim()
+                .to_owned()
+        };
+        assert_eq!(scraped("rpc_bytes_in "), call.len().to_string(), "{text}");
+        assert_eq!(
+            scraped(r#"rpc_server_call_duration_count{rpc_system_name="jsonrpc",rpc_method="subtract"} "#),
+            "1"
+        );
+        assert_eq!(scraped(r#"rpc_server_connections{network_transport="tcp"} "#), "1");
         stop(server).await;
 
         // An interval of zero is refused.
