@@ -549,12 +549,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
     #[cfg(feature = "metrics")]
     if let Some(addr) = &args.metrics {
         #[cfg(feature = "otlp")]
-        let beside = args
-            .otlp_recorder
-            .clone()
-            .map(|r| Box::new(r) as Box<dyn metrics::Recorder + Send + Sync>);
+        let beside = args.otlp_recorder.clone();
         #[cfg(not(feature = "otlp"))]
-        let beside = None;
+        let beside = None::<metrics::NoopRecorder>;
         let served = match rpcwire_cli::metrics::parse_addr(addr) {
             Ok(addr) => rpcwire_cli::metrics::serve_beside(addr, beside).await,
             Err(e) => Err(e),

@@ -54,15 +54,15 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, MetricsError> {
 /// sizes in powers of two) and
 /// serves it on `addr`; returns the address bound (port 0 picks one).
 pub async fn serve(addr: SocketAddr) -> Result<SocketAddr, MetricsError> {
-    serve_beside(addr, None).await
+    serve_beside(addr, None::<metrics::NoopRecorder>).await
 }
 
 /// [`serve`], with `other` recording the same values beside the Prometheus recorder (the OTLP
 /// export's, `serve --metrics ADDR --otlp URL`): one source for both exporters.
-pub async fn serve_beside(
-    addr: SocketAddr,
-    other: Option<Box<dyn metrics::Recorder + Send + Sync>>,
-) -> Result<SocketAddr, MetricsError> {
+pub async fn serve_beside<R>(addr: SocketAddr, other: Option<R>) -> Result<SocketAddr, MetricsError>
+where
+    R: metrics::Recorder + Send + Sync + 'static,
+{
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| MetricsError::Bind { addr, source })?;
@@ -91,7 +91,7 @@ pub async fn serve_beside(
         Some(other) => {
             let both = metrics_util::layers::FanoutBuilder::default()
                 .add_recorder(recorder)
-                .add_recorder(BoxedRecorder(other))
+                .add_recorder(other)
                 .build();
             metrics::set_global_recorder(both).map_err(|e| e.to_string())
         }
@@ -103,53 +103,6 @@ pub async fn serve_beside(
     rpcwire_tokio::telemetry::enable_metrics();
     tokio::spawn(accept(listener, handle));
     Ok(local)
-}
-
-/// A boxed recorder as a recorder (the fanout takes them by type).
-struct BoxedRecorder(Box<dyn metrics::Recorder + Send + Sync>);
-
-impl metrics::Recorder for BoxedRecorder {
-    fn describe_counter(
-        &self,
-        key: metrics::KeyName,
-        unit: Option<metrics::Unit>,
-        text: metrics::SharedString,
-    ) {
-        self.0.describe_counter(key, unit, text);
-    }
-    fn describe_gauge(
-        &self,
-        key: metrics::KeyName,
-        unit: Option<metrics::Unit>,
-        text: metrics::SharedString,
-    ) {
-        self.0.describe_gauge(key, unit, text);
-    }
-    fn describe_histogram(
-        &self,
-        key: metrics::KeyName,
-        unit: Option<metrics::Unit>,
-        text: metrics::SharedString,
-    ) {
-        self.0.describe_histogram(key, unit, text);
-    }
-    fn register_counter(
-        &self,
-        key: &metrics::Key,
-        meta: &metrics::Metadata<'_>,
-    ) -> metrics::Counter {
-        self.0.register_counter(key, meta)
-    }
-    fn register_gauge(&self, key: &metrics::Key, meta: &metrics::Metadata<'_>) -> metrics::Gauge {
-        self.0.register_gauge(key, meta)
-    }
-    fn register_histogram(
-        &self,
-        key: &metrics::Key,
-        meta: &metrics::Metadata<'_>,
-    ) -> metrics::Histogram {
-        self.0.register_histogram(key, meta)
-    }
 }
 
 async fn accept(listener: TcpListener, handle: PrometheusHandle) {

@@ -57,15 +57,20 @@ pub enum OtlpError {
 /// The traces endpoint of `url`: the URL itself when it names `/v1/traces`, otherwise that
 /// path under it (as `OTEL_EXPORTER_OTLP_ENDPOINT` is read).
 pub fn traces_endpoint(url: &str) -> Result<String, OtlpError> {
+    signal_endpoint(url, "/v1/traces")
+}
+
+/// The endpoint of a signal (`path`: `/v1/traces`, `/v1/metrics`) under an `http://` URL.
+pub(crate) fn signal_endpoint(url: &str, path: &str) -> Result<String, OtlpError> {
     let uri: http::Uri = url.parse().map_err(|_| OtlpError::BadUrl(url.to_owned()))?;
     if uri.scheme_str() != Some("http") || uri.host().is_none() {
         return Err(OtlpError::BadUrl(url.to_owned()));
     }
     let base = url.trim_end_matches('/');
-    Ok(if base.ends_with("/v1/traces") {
+    Ok(if base.ends_with(path) {
         base.to_owned()
     } else {
-        format!("{base}/v1/traces")
+        format!("{base}{path}")
     })
 }
 

@@ -67,16 +67,7 @@ const DEFAULT_BUCKETS: [f64; 15] = [
 /// The metrics endpoint of `url`: the URL itself when it names `/v1/metrics`, otherwise that
 /// path under it (as `OTEL_EXPORTER_OTLP_ENDPOINT` is read).
 pub fn metrics_endpoint(url: &str) -> Result<String, OtlpError> {
-    let uri: http::Uri = url.parse().map_err(|_| OtlpError::BadUrl(url.to_owned()))?;
-    if uri.scheme_str() != Some("http") || uri.host().is_none() {
-        return Err(OtlpError::BadUrl(url.to_owned()));
-    }
-    let base = url.trim_end_matches('/');
-    Ok(if base.ends_with("/v1/metrics") {
-        base.to_owned()
-    } else {
-        format!("{base}/v1/metrics")
-    })
+    crate::otlp::signal_endpoint(url, "/v1/metrics")
 }
 
 /// The unit of each of rpcwire's metrics, in the UCUM form the OpenTelemetry semantic
