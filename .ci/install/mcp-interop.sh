@@ -24,6 +24,15 @@ if ! "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.vers
   "$venv/bin/pip" install --quiet --disable-pip-version-check "$PY_MCP"
 fi
 "$venv/bin/python" -c 'import importlib.metadata as m; print("python mcp", m.version("mcp"))'
+# OpenTelemetry's SDK beside the API that `mcp` 2 depends on: the SDK server's own span of each
+# call (OpenTelemetryMiddleware) is then recorded, and the tool of
+# examples/mcp-server/tests/interop/python_meta_server.py reports it (client_traces.rs). The
+# API pinned with it: the SDK needs the same version.
+PY_OTEL_SDK='opentelemetry-sdk==1.45.2'
+if ! "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("opentelemetry-sdk") != sys.argv[1])' "${PY_OTEL_SDK#*==}" 2>/dev/null; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "$PY_OTEL_SDK" "opentelemetry-api==${PY_OTEL_SDK#*==}"
+fi
+"$venv/bin/python" -c 'import importlib.metadata as m; print("python opentelemetry-sdk", m.version("opentelemetry-sdk"), "api", m.version("opentelemetry-api"))'
 
 node_dir="$dir/node"
 want="${NPM_SDK##*@}"

@@ -217,14 +217,19 @@ struct ServeArgs {
     /// on the JSON-RPC server at this URL (over HTTP) and answers its result.
     #[arg(long, value_name = "URL", requires = "http")]
     upstream: Option<String>,
-    /// Export the calls' and connections' spans over OTLP/HTTP (protobuf) to the collector at
-    /// this `http://` URL (spans go to its /v1/traces), as the service `rpcwire`; a
-    /// `traceparent` header (or `_meta.traceparent`) a call comes with is its span's parent,
-    /// and calls to --upstream carry theirs. What is left is sent when the process stops
-    /// (SIGINT, SIGTERM).
+    /// Export the calls' and connections' spans and metrics over OTLP/HTTP (protobuf) to the
+    /// collector at this `http://` URL (spans go to its /v1/traces, metrics to /v1/metrics),
+    /// as the service `rpcwire`; a `traceparent` header (or `_meta.traceparent`) a call comes
+    /// with is its span's parent, and calls to --upstream carry theirs. The metrics are those
+    /// --metrics serves (cumulative), sent every --otlp-interval. What is left is sent when
+    /// the process stops (SIGINT, SIGTERM).
     #[cfg(feature = "otlp")]
     #[arg(long, value_name = "URL")]
     otlp: Option<String>,
+    /// With --otlp: send the metrics every this many seconds (and once more when stopped).
+    #[cfg(feature = "otlp")]
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, requires = "otlp", value_parser = positive_secs)]
+    otlp_interval: f64,
     /// Log one line per call on stderr: method, id, latency, status, transport and peer
     /// (never a credential: no header, no token; no params unless --log-bodies).
     #[arg(long)]
@@ -245,6 +250,10 @@ struct ServeArgs {
     log_body_limit: usize,
     #[command(flatten)]
     ws: rpcwire_cli::ws::WsServeArgs,
+    /// The OTLP metrics' recorder, for --metrics to record beside its own (not an option).
+    #[cfg(all(feature = "otlp", feature = "metrics"))]
+    #[arg(skip)]
+    otlp_recorder: Option<rpcwire_http::otlp_metrics::OtlpRecorder>,
 }
 
 #[derive(Debug, Args)]
@@ -316,7 +325,8 @@ struct CallArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    #[cfg_attr(not(feature = "otlp"), allow(unused_mut))]
+    let mut cli = Cli::parse();
     let log_calls = matches!(&cli.command, Cmd::Serve(args) if args.log_calls);
     // Started before the subscriber, which holds its layer; dropped (flushed) last.
     #[cfg(feature = "otlp")]
@@ -326,6 +336,30 @@ fn main() -> ExitCode {
         }) => match rpcwire_http::otlp::OtlpExport::start(url, "rpcwire") {
             Ok(export) => Some(export),
             Err(e) => {
+                eprintln!("rpcwire: --otlp: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        _ => None,
+    };
+    // The metrics sent with the spans: their recorder installed now, or beside the Prometheus
+    // one when --metrics is given too (in `serve`). Dropped (the last values sent) after the
+    // runtime.
+    #[cfg(feature = "otlp")]
+    let otlp_metrics = match &mut cli.command {
+        Cmd::Serve(args) => match args.otlp.as_deref().map(|url| {
+            let every = Duration::from_secs_f64(args.otlp_interval);
+            rpcwire_http::otlp_metrics::OtlpMetrics::start(url, "rpcwire", every)
+        }) {
+            None => None,
+            Some(Ok(export)) => {
+                if let Err(e) = otlp_metrics_recorder(args, &export) {
+                    eprintln!("rpcwire: --otlp: metrics recorder: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+                Some(export)
+            }
+            Some(Err(e)) => {
                 eprintln!("rpcwire: --otlp: {e}");
                 return ExitCode::from(EXIT_USAGE);
             }
@@ -382,7 +416,36 @@ fn main() -> ExitCode {
     // A blocking stdin read may still be parked in the runtime's blocking pool: do not wait
     // for it.
     runtime.shutdown_timeout(Duration::from_millis(100));
+    #[cfg(feature = "otlp")]
+    drop(otlp_metrics);
     code
+}
+
+/// A number of seconds more than zero (`--otlp-interval`).
+#[cfg(feature = "otlp")]
+fn positive_secs(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs.is_finite() && secs < 1e9 => Ok(secs),
+        _ => Err(format!(
+            "{text:?} is not a number of seconds more than zero"
+        )),
+    }
+}
+
+/// Installs the OTLP metrics' recorder, or (with --metrics) leaves it for `serve` to put
+/// beside the Prometheus one.
+#[cfg(feature = "otlp")]
+fn otlp_metrics_recorder(
+    args: &mut ServeArgs,
+    export: &rpcwire_http::otlp_metrics::OtlpMetrics,
+) -> Result<(), String> {
+    #[cfg(feature = "metrics")]
+    if args.metrics.is_some() {
+        args.otlp_recorder = Some(export.recorder());
+        return Ok(());
+    }
+    let _ = args;
+    export.install().map_err(|e| e.to_string())
 }
 
 /// Turns on `--log-bodies` with its redactions: the named members, and any string that is
@@ -485,8 +548,12 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     #[cfg(feature = "metrics")]
     if let Some(addr) = &args.metrics {
+        #[cfg(feature = "otlp")]
+        let beside = args.otlp_recorder.clone();
+        #[cfg(not(feature = "otlp"))]
+        let beside = None::<metrics::NoopRecorder>;
         let served = match rpcwire_cli::metrics::parse_addr(addr) {
-            Ok(addr) => rpcwire_cli::metrics::serve(addr).await,
+            Ok(addr) => rpcwire_cli::metrics::serve_beside(addr, beside).await,
             Err(e) => Err(e),
         };
         match served {

@@ -54,13 +54,22 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, MetricsError> {
 /// sizes in powers of two) and
 /// serves it on `addr`; returns the address bound (port 0 picks one).
 pub async fn serve(addr: SocketAddr) -> Result<SocketAddr, MetricsError> {
+    serve_beside(addr, None::<metrics::NoopRecorder>).await
+}
+
+/// [`serve`], with `other` recording the same values beside the Prometheus recorder (the OTLP
+/// export's, `serve --metrics ADDR --otlp URL`): one source for both exporters.
+pub async fn serve_beside<R>(addr: SocketAddr, other: Option<R>) -> Result<SocketAddr, MetricsError>
+where
+    R: metrics::Recorder + Send + Sync + 'static,
+{
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| MetricsError::Bind { addr, source })?;
     let local = listener
         .local_addr()
         .map_err(|source| MetricsError::Bind { addr, source })?;
-    let handle = PrometheusBuilder::new()
+    let recorder = PrometheusBuilder::new()
         .set_buckets_for_metric(
             Matcher::Full(names::SERVER_DURATION.into()),
             &DURATION_BUCKETS,
@@ -75,8 +84,19 @@ pub async fn serve(addr: SocketAddr) -> Result<SocketAddr, MetricsError> {
             b.set_buckets_for_metric(Matcher::Full(names::BATCH_SIZE.into()), &BATCH_SIZE_BUCKETS)
         })
         .map_err(|e| MetricsError::Recorder(e.to_string()))?
-        .install_recorder()
-        .map_err(|e| MetricsError::Recorder(e.to_string()))?;
+        .build_recorder();
+    let handle = recorder.handle();
+    let installed = match other {
+        None => metrics::set_global_recorder(recorder).map_err(|e| e.to_string()),
+        Some(other) => {
+            let both = metrics_util::layers::FanoutBuilder::default()
+                .add_recorder(recorder)
+                .add_recorder(other)
+                .build();
+            metrics::set_global_recorder(both).map_err(|e| e.to_string())
+        }
+    };
+    installed.map_err(MetricsError::Recorder)?;
     // Durations and calls in flight counted in process and rendered below: a fraction of the
     // exporter's cost per sample (a clock read and a queue push each).
     rpcwire_tokio::durations::aggregate();

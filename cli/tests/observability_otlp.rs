@@ -191,3 +191,243 @@ async fn a_trace_crosses_two_servers_and_is_exported_over_otlp() {
     })
     .await;
 }
+
+/// The call-duration buckets of the OpenTelemetry semantic conventions (seconds).
+const DURATION_BOUNDS: [f64; 14] = [
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+];
+/// OTLP's `AGGREGATION_TEMPORALITY_CUMULATIVE`.
+const CUMULATIVE: i64 = 2;
+
+/// The data points of `name` in a metrics export, each checked for its unit and type.
+fn points<'a>(export: &'a Value, name: &str, unit: &str, kind: &str) -> Vec<&'a Value> {
+    let found: Vec<&Value> = export
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] == name)
+        .collect();
+    assert!(!found.is_empty(), "no {name} in {export}");
+    for p in &found {
+        assert_eq!(p["unit"], unit, "{p}");
+        assert_eq!(p["type"], kind, "{p}");
+        assert_eq!(p["service"], "rpcwire", "{p}");
+        assert_eq!(p["scope"], "rpcwire", "{p}");
+        if kind != "gauge" {
+            assert_eq!(p["temporality"], CUMULATIVE, "{p}");
+        }
+    }
+    found
+}
+
+/// The one point of `name` whose attributes are exactly `attributes`.
+fn point<'a>(all: &[&'a Value], attributes: Value) -> &'a Value {
+    let matching: Vec<_> = all
+        .iter()
+        .filter(|p| p["attributes"] == attributes)
+        .collect();
+    assert_eq!(matching.len(), 1, "{attributes} in {all:?}");
+    matching[0]
+}
+
+/// `rpcwire serve --tcp 127.0.0.1:0 --otlp R` sends the metrics that `--metrics` serves over
+/// OTLP when it is stopped (SIGTERM; the interval is the default minute, so no other export
+/// comes first), while a client over TCP makes N = 10 calls (4 that succeed, 2 with invalid
+/// params, 1 of a method that does not exist, a batch of 3) of which M = 3 fail, and sends a
+/// line that is not JSON: the exact names, units, attributes and values. The batch has a span
+/// of its own, the parent of its members' spans (as the HTTP server's batches do). Then a
+/// server with `--otlp-interval 0.5` sends its metrics while it runs.
+#[tokio::test]
+async fn metrics_and_batch_spans_of_a_tcp_server_are_exported_over_otlp() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let Some(receiver) = OtlpReceiver::start() else {
+        return;
+    };
+    let collector = receiver.url.clone();
+    bounded(async {
+        let (server, addr) = common::serve_tcp(&["--otlp", &collector]).await;
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (read, mut write) = stream.into_split();
+        let mut answers = BufReader::new(read);
+        let (mut sent, mut received) = (0usize, 0usize);
+        let mut exchange = async |line: &str| {
+            let line = format!("{line}\n");
+            write.write_all(line.as_bytes()).await.unwrap();
+            sent += line.len();
+            let mut answer = String::new();
+            received += answers.read_line(&mut answer).await.unwrap();
+            answer
+        };
+        for id in 1..=4 {
+            let call = format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[5,3],"id":{id}}}"#);
+            assert!(exchange(&call).await.contains(r#""result":2"#));
+        }
+        for id in 5..=6 {
+            let call = format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":["a"],"id":{id}}}"#);
+            assert!(exchange(&call).await.contains("-32602"));
+        }
+        let unknown = r#"{"jsonrpc":"2.0","method":"nope","id":7}"#;
+        assert!(exchange(unknown).await.contains("-32601"));
+        let batch = r#"[{"jsonrpc":"2.0","method":"subtract","params":[9,1],"id":"b-1"},{"jsonrpc":"2.0","method":"subtract","params":[9,2],"id":"b-2"},{"jsonrpc":"2.0","method":"subtract","params":[9,3],"id":"b-3"}]"#;
+        let answer = exchange(batch).await;
+        assert!(answer.contains(r#""result":8"#) && answer.contains(r#""result":6"#), "{answer}");
+        assert!(exchange("{not json").await.contains("-32700"));
+        // The connection closed (its gauge back to 0) before the server is stopped.
+        write.shutdown().await.unwrap();
+        let mut rest = String::new();
+        assert_eq!(answers.read_line(&mut rest).await.unwrap(), 0, "{rest}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            receiver.next_metrics(Duration::ZERO).is_none(),
+            "an export before the interval or the stop"
+        );
+        stop(server).await;
+        let export = receiver
+            .next_metrics(Duration::from_secs(20))
+            .expect("the metrics sent as the server stopped");
+
+        let durations = points(&export, "rpc.server.call.duration", "s", "histogram");
+        let labels = |method: &str, error: Option<&str>| {
+            let mut a = serde_json::json!({"rpc.system.name": "jsonrpc", "rpc.method": method});
+            if let Some(e) = error {
+                a["error.type"] = e.into();
+            }
+            a
+        };
+        for p in &durations {
+            assert_eq!(p["explicit_bounds"], serde_json::json!(DURATION_BOUNDS), "{p}");
+            let buckets: u64 = p["bucket_counts"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).sum();
+            assert_eq!(Some(buckets), p["count"].as_u64(), "{p}");
+        }
+        assert_eq!(point(&durations, labels("subtract", None))["count"], 7);
+        assert_eq!(point(&durations, labels("subtract", Some("-32602")))["count"], 2);
+        assert_eq!(point(&durations, labels("_OTHER", Some("-32601")))["count"], 1);
+        let count = |errors: bool| -> u64 {
+            durations
+                .iter()
+                .filter(|p| p["attributes"].get("error.type").is_some() == errors)
+                .map(|p| p["count"].as_u64().unwrap())
+                .sum()
+        };
+        assert_eq!((count(false) + count(true), count(true)), (10, 3), "N calls, M errors");
+
+        let in_flight = points(&export, "rpc.server.calls_in_flight", "{call}", "gauge");
+        assert_eq!(point(&in_flight, serde_json::json!({}))["value"], 0.0);
+        let conns = points(&export, "rpc.server.connections", "{connection}", "gauge");
+        assert_eq!(point(&conns, serde_json::json!({"network.transport": "tcp"}))["value"], 0.0);
+        let batches = points(&export, "rpc.server.batch.size", "{message}", "histogram");
+        let batch_sizes = point(&batches, serde_json::json!({}));
+        assert_eq!((&batch_sizes["count"], &batch_sizes["sum"]), (&1.into(), &3.0.into()));
+        assert_eq!(batch_sizes["bucket_counts"][2], 1, "3 is counted under 4: {batch_sizes}");
+        let rejections = points(&export, "rpc.server.rejections", "{message}", "sum");
+        assert!(rejections.iter().all(|p| p["monotonic"] == true));
+        assert_eq!(point(&rejections, serde_json::json!({"reason": "parse"}))["value"], 1);
+        assert_eq!(point(&rejections, serde_json::json!({"reason": "not_found"}))["value"], 1);
+        let bytes_in = points(&export, "rpc.bytes_in", "By", "sum");
+        assert_eq!(point(&bytes_in, serde_json::json!({}))["value"], sent as u64);
+        let bytes_out = points(&export, "rpc.bytes_out", "By", "sum");
+        assert_eq!(point(&bytes_out, serde_json::json!({}))["value"], received as u64);
+
+        // The spans: the batch's, a child of the connection's, its members' parent.
+        let mut by_id: HashMap<String, Value> = HashMap::new();
+        let (mut batch_span, mut connection) = (None, None);
+        while batch_span.is_none()
+            || connection.is_none()
+            || !["1", "b-1", "b-2", "b-3"].iter().all(|id| by_id.contains_key(*id))
+        {
+            let span = receiver.next_span(Duration::from_secs(20));
+            match span["name"].as_str().unwrap() {
+                "batch" => batch_span = Some(span),
+                "rpc.connection" => connection = Some(span),
+                _ => {
+                    if let Some(id) = attr(&span, "jsonrpc.request.id").as_str() {
+                        by_id.insert(id.to_owned(), span);
+                    }
+                }
+            }
+        }
+        let (batch_span, connection) = (batch_span.unwrap(), connection.unwrap());
+        assert_eq!(attr(&connection, "network.transport"), "tcp");
+        assert_eq!(batch_span["kind"], SERVER);
+        assert_eq!(attr(&batch_span, "jsonrpc.batch.size"), 3, "{batch_span}");
+        assert_eq!(attr(&batch_span, "rpc.system.name"), "jsonrpc");
+        assert_eq!(attr(&batch_span, "network.transport"), "tcp");
+        assert_eq!(attr(&batch_span, "network.peer.address"), "127.0.0.1");
+        assert_eq!(batch_span["trace_id"], connection["trace_id"]);
+        assert_eq!(batch_span["parent_span_id"], connection["span_id"]);
+        for id in ["b-1", "b-2", "b-3"] {
+            let call = &by_id[id];
+            assert_eq!(call["name"], "subtract", "{call}");
+            assert_eq!(call["trace_id"], batch_span["trace_id"], "{call}");
+            assert_eq!(call["parent_span_id"], batch_span["span_id"], "{call}");
+        }
+        // A call alone is the connection's child, not a batch's.
+        assert_eq!(by_id["1"]["parent_span_id"], connection["span_id"]);
+
+        // Sent every interval while the server runs; with --metrics too, the Prometheus
+        // endpoint and the OTLP export show the same values (one recorder feeds both).
+        let (mut server, mut lines) = spawn_serve(&[
+            "--tcp", "127.0.0.1:0", "--otlp", &collector, "--otlp-interval", "0.5",
+            "--metrics", "127.0.0.1:0",
+        ]);
+        let (mut metrics_url, mut addr) = (None, None);
+        while metrics_url.is_none() || addr.is_none() {
+            let line = lines.next_line().await.unwrap().expect("a line on stderr");
+            let last = line.rsplit(' ').next().unwrap_or_default().to_owned();
+            if line.contains("metrics on") {
+                metrics_url = Some(last);
+            } else if line.contains("serving") {
+                addr = Some(last.parse::<std::net::SocketAddr>().unwrap());
+            }
+        }
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let (metrics_url, addr) = (metrics_url.unwrap(), addr.unwrap());
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (read, mut write) = stream.into_split();
+        let call = "{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[5,3],\"id\":1}\n";
+        write.write_all(call.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        BufReader::new(read).read_line(&mut answer).await.unwrap();
+        let export = loop {
+            let export = receiver
+                .next_metrics(Duration::from_secs(10))
+                .expect("an export within the interval");
+            let calls = export.as_array().unwrap().iter().any(|p| {
+                p["name"] == "rpc.server.call.duration" && p["count"] == 1
+            });
+            if calls {
+                break export;
+            }
+        };
+        assert!(server.try_wait().unwrap().is_none(), "sent while running");
+        let conns = points(&export, "rpc.server.connections", "{connection}", "gauge");
+        assert_eq!(point(&conns, serde_json::json!({"network.transport": "tcp"}))["value"], 1.0);
+        let bytes_in = points(&export, "rpc.bytes_in", "By", "sum");
+        assert_eq!(point(&bytes_in, serde_json::json!({}))["value"], call.len() as u64);
+        let (status, text) = http("GET", &metrics_url, "", "").await;
+        assert_eq!(status, 200, "{text}");
+        let scraped = |prefix: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(prefix))
+                .unwrap_or_else(|| panic!("no {prefix} in {text}"))
+                .trim()
+                .to_owned()
+        };
+        assert_eq!(scraped("rpc_bytes_in "), call.len().to_string(), "{text}");
+        assert_eq!(
+            scraped(r#"rpc_server_call_duration_count{rpc_system_name="jsonrpc",rpc_method="subtract"} "#),
+            "1"
+        );
+        assert_eq!(scraped(r#"rpc_server_connections{network_transport="tcp"} "#), "1");
+        stop(server).await;
+
+        // An interval of zero is refused.
+        let refused = common::rpcwire(&[
+            "serve", "--tcp", "127.0.0.1:0", "--otlp", &collector, "--otlp-interval", "0",
+        ])
+        .await;
+        assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    })
+    .await;
+}

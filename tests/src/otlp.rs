@@ -1,6 +1,7 @@
-//! An OTLP/HTTP trace receiver for the tests: `py/otlp_receiver.py` (PyPI
+//! An OTLP/HTTP trace and metrics receiver for the tests: `py/otlp_receiver.py` (PyPI
 //! `opentelemetry-proto`, installed by `.ci/install/observability.sh`) decodes each protobuf
-//! export POSTed to `/v1/traces` and prints its spans, one JSON object a line, read here.
+//! export POSTed to `/v1/traces` and `/v1/metrics` and prints its spans, one JSON object a
+//! line, and each metrics export as one line (its data points), read here.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ pub struct OtlpReceiver {
     /// Its base URL (`http://127.0.0.1:PORT`: what `--otlp` takes).
     pub url: String,
     spans: mpsc::Receiver<Value>,
+    metrics: mpsc::Receiver<Value>,
 }
 
 impl OtlpReceiver {
@@ -41,12 +43,23 @@ impl OtlpReceiver {
             .expect("`listening PORT`")
             .to_owned();
         let (tx, spans) = mpsc::channel();
+        let (metrics_tx, metrics) = mpsc::channel();
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
-                let Ok(span) = serde_json::from_str::<Value>(&line) else {
+                let Ok(mut line) = serde_json::from_str::<Value>(&line) else {
                     continue;
                 };
-                if tx.send(span).is_err() {
+                // A metrics export, or a span (or a refused export: given to both readers).
+                let sent = match line.get_mut("metrics").map(Value::take) {
+                    Some(points) => metrics_tx.send(points).is_ok(),
+                    None => {
+                        if line.get("error").is_some() {
+                            let _ = metrics_tx.send(line.clone());
+                        }
+                        tx.send(line).is_ok()
+                    }
+                };
+                if !sent {
                     break;
                 }
             }
@@ -55,6 +68,7 @@ impl OtlpReceiver {
             child,
             url: format!("http://127.0.0.1:{port}"),
             spans,
+            metrics,
         })
     }
 
@@ -70,6 +84,21 @@ impl OtlpReceiver {
             "the receiver refused an export: {span}"
         );
         span
+    }
+}
+
+impl OtlpReceiver {
+    /// The data points of the next metrics export received (an array of objects with `name`,
+    /// `unit`, `type` (`sum`, `gauge`, `histogram`), `attributes`, and `value` or `count`,
+    /// `sum`, `bucket_counts`, `explicit_bounds`); `None` when none came within `limit`.
+    /// Panics when an export was refused (a wrong path or content type).
+    pub fn next_metrics(&self, limit: Duration) -> Option<Value> {
+        let points = self.metrics.recv_timeout(limit).ok()?;
+        assert!(
+            points.get("error").is_none(),
+            "the receiver refused an export: {points}"
+        );
+        Some(points)
     }
 }
 

@@ -140,11 +140,12 @@ struct HttpOptions {
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...] [--otlp URL]]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL]");
     std::process::exit(2);
 }
 
-fn http_options() -> Option<HttpOptions> {
+/// The options, and the `--otlp` URL (which applies over stdio too).
+fn options() -> (Option<HttpOptions>, Option<String>) {
     let mut args = std::env::args().skip(1);
     let mut opts = HttpOptions {
         addr: String::new(),
@@ -195,7 +196,8 @@ fn http_options() -> Option<HttpOptions> {
             other => usage(&format!("unknown argument {other}")),
         }
     }
-    (!opts.addr.is_empty()).then_some(opts)
+    let otlp = opts.otlp.take();
+    ((!opts.addr.is_empty()).then_some(opts), otlp)
 }
 
 async fn serve_http(server: McpServer, opts: HttpOptions) {
@@ -292,13 +294,27 @@ fn authorization(
 
 /// With `--otlp URL` (feature `otlp`): the spans of the calls (their `_meta.traceparent` or
 /// `traceparent` header as their parent, the MCP attributes) exported to that collector,
-/// beside the log on stderr; what is left is sent when the server is stopped (SIGINT,
-/// SIGTERM).
+/// beside the log on stderr, and the metrics (call durations, sessions, ...) every
+/// [`DEFAULT_INTERVAL`](rpcwire_http::otlp_metrics::DEFAULT_INTERVAL); what is left is sent
+/// when the server is stopped (SIGINT, SIGTERM).
 #[cfg(feature = "otlp")]
-fn start_otlp(url: &str) -> rpcwire_http::otlp::OtlpExport {
+fn start_otlp(
+    url: &str,
+) -> (
+    rpcwire_http::otlp::OtlpExport,
+    rpcwire_http::otlp_metrics::OtlpMetrics,
+) {
     use tracing_subscriber::layer::SubscriberExt;
-    let export = rpcwire_http::otlp::OtlpExport::start(url, "rpcwire-example-mcp-server")
+    const SERVICE: &str = "rpcwire-example-mcp-server";
+    let export = rpcwire_http::otlp::OtlpExport::start(url, SERVICE)
         .unwrap_or_else(|e| usage(&e.to_string()));
+    let metrics = rpcwire_http::otlp_metrics::OtlpMetrics::start(
+        url,
+        SERVICE,
+        rpcwire_http::otlp_metrics::DEFAULT_INTERVAL,
+    )
+    .unwrap_or_else(|e| usage(&e.to_string()));
+    metrics.install().unwrap_or_else(|e| usage(&e.to_string()));
     let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(false);
@@ -306,7 +322,7 @@ fn start_otlp(url: &str) -> rpcwire_http::otlp::OtlpExport {
         tracing_subscriber::Layer::with_filter(log, tracing_subscriber::filter::LevelFilter::INFO),
     );
     let _ = tracing::subscriber::set_global_default(registry);
-    export
+    (export, metrics)
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -328,22 +344,33 @@ async fn stopped() {
 
 #[tokio::main]
 async fn main() {
-    let opts = http_options();
+    let (opts, otlp) = options();
     #[cfg(feature = "otlp")]
-    if let Some(url) = opts.as_ref().and_then(|o| o.otlp.clone()) {
+    if let Some(url) = otlp {
         let export = start_otlp(&url);
         let server = tools();
-        if let Some(opts) = opts {
-            tokio::select! {
-                () = serve_http(server, opts) => {}
-                () = stopped() => {}
+        let serve = async {
+            match opts {
+                Some(opts) => serve_http(server, opts).await,
+                // Until stdin ends (the client is gone).
+                None => {
+                    if let Err(e) = server.serve_stdio().await {
+                        eprintln!("mcp-server: {e}");
+                    }
+                }
             }
+        };
+        tokio::select! {
+            () = serve => {}
+            () = stopped() => {}
         }
-        drop(export);
+        // The metrics first (their thread logs through the spans' subscriber), then the spans.
+        drop(export.1);
+        drop(export.0);
         return;
     }
     #[cfg(not(feature = "otlp"))]
-    if opts.as_ref().is_some_and(|o| o.otlp.is_some()) {
+    if otlp.is_some() {
         usage("--otlp needs the feature `otlp`");
     }
     tracing_subscriber::fmt()

@@ -9,6 +9,9 @@
 //! `mcp.method.name`, `gen_ai.tool.name`, `mcp.session.id` (the session the SDK was given),
 //! `mcp.protocol.version`, and `error.type = "tool_error"` for the failing tool.
 //!
+//! Its metrics go to the same receiver when it stops: the two `tools/call` calls counted in
+//! `rpc.server.call.duration`, and the `mcp.server.sessions` gauge.
+//!
 //! Skips with a visible `SKIPPED:` line when the SDK or the receiver is missing, unless
 //! `CI=true`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -93,4 +96,33 @@ fn python_sdk_meta_traceparent_is_the_parent_of_the_tool_call_span() {
     assert_eq!(add["trace_state"], "sdk=1");
     assert!(attr(&add, "error.type").is_null(), "{add}");
     assert_eq!(attr(&fail, "error.type"), "tool_error", "{fail}");
+
+    // The metrics, sent as the server stopped: the two tool calls' durations, the sessions.
+    let export = receiver
+        .next_metrics(Duration::from_secs(20))
+        .expect("the metrics sent as the server stopped");
+    let points = export.as_array().unwrap();
+    assert!(
+        points
+            .iter()
+            .all(|p| p["service"] == "rpcwire-example-mcp-server"),
+        "{export}"
+    );
+    let tool_calls: u64 = points
+        .iter()
+        .filter(|p| {
+            p["name"] == "rpc.server.call.duration" && attr(p, "rpc.method") == "tools/call"
+        })
+        .inspect(|p| assert_eq!(p["unit"], "s", "{p}"))
+        .map(|p| p["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(tool_calls, 2, "{export}");
+    let sessions = points
+        .iter()
+        .find(|p| p["name"] == "mcp.server.sessions")
+        .unwrap_or_else(|| panic!("no mcp.server.sessions in {export}"));
+    assert_eq!(
+        (&sessions["type"], &sessions["unit"]),
+        (&"gauge".into(), &"{session}".into())
+    );
 }

@@ -68,6 +68,8 @@ mod h2_idle;
 pub mod jwks;
 #[cfg(feature = "otlp")]
 pub mod otlp;
+#[cfg(feature = "otlp")]
+pub mod otlp_metrics;
 mod pipe;
 pub mod profile;
 mod resume;

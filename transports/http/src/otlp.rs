@@ -46,20 +46,31 @@ pub enum OtlpError {
     /// The SDK refused the exporter's settings.
     #[error("OTLP exporter: {0}")]
     Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+    /// A metrics export interval of zero.
+    #[error("OTLP metrics interval must be more than zero")]
+    BadInterval,
+    /// The metrics export's thread could not start.
+    #[error("OTLP metrics thread: {0}")]
+    Thread(std::io::Error),
 }
 
 /// The traces endpoint of `url`: the URL itself when it names `/v1/traces`, otherwise that
 /// path under it (as `OTEL_EXPORTER_OTLP_ENDPOINT` is read).
 pub fn traces_endpoint(url: &str) -> Result<String, OtlpError> {
+    signal_endpoint(url, "/v1/traces")
+}
+
+/// The endpoint of a signal (`path`: `/v1/traces`, `/v1/metrics`) under an `http://` URL.
+pub(crate) fn signal_endpoint(url: &str, path: &str) -> Result<String, OtlpError> {
     let uri: http::Uri = url.parse().map_err(|_| OtlpError::BadUrl(url.to_owned()))?;
     if uri.scheme_str() != Some("http") || uri.host().is_none() {
         return Err(OtlpError::BadUrl(url.to_owned()));
     }
     let base = url.trim_end_matches('/');
-    Ok(if base.ends_with("/v1/traces") {
+    Ok(if base.ends_with(path) {
         base.to_owned()
     } else {
-        format!("{base}/v1/traces")
+        format!("{base}{path}")
     })
 }
 
@@ -133,12 +144,12 @@ impl Drop for OtlpExport {
 /// The exporter's HTTP client: one blocking HTTP/1.1 POST per batch over a plain TCP
 /// connection (see the module's documentation for why).
 #[derive(Debug)]
-struct PlainHttp {
-    timeout: Duration,
+pub(crate) struct PlainHttp {
+    pub(crate) timeout: Duration,
 }
 
 impl PlainHttp {
-    fn post(&self, request: Request<Bytes>) -> std::io::Result<Response<Bytes>> {
+    pub(crate) fn post(&self, request: Request<Bytes>) -> std::io::Result<Response<Bytes>> {
         use std::io::{Error, ErrorKind};
         let uri = request.uri();
         let host = uri

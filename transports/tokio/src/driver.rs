@@ -145,6 +145,8 @@ struct Job {
     params: Option<String>,
     /// Bytes it holds (counted against the queue budget).
     cost: usize,
+    /// The batch it came in, when batches are traced (see `batch_trace`).
+    batch: Option<crate::batch_trace::Member>,
 }
 
 /// Why input stopped.
@@ -197,6 +199,8 @@ struct Driver {
     warned_garbage: bool,
     /// Sizes the batches received, for their histogram (while metrics are recorded).
     batch_sizes: telemetry::BatchSizer,
+    /// The span of the batch being received (while spans are listened to).
+    batch_trace: crate::batch_trace::BatchTrace,
     /// Since when nothing is buffered, queued or running (memory is given back after
     /// `Settings::idle_release` of it).
     idle_since: Option<StdInstant>,
@@ -265,6 +269,7 @@ where
         last_method: None,
         warned_garbage: false,
         batch_sizes: telemetry::BatchSizer::default(),
+        batch_trace: crate::batch_trace::BatchTrace::new(),
         idle_since: None,
     };
     let (scope, span) = telemetry::ConnectionScope::open(&d.settings.caller);
@@ -555,6 +560,7 @@ impl Driver {
             last_method,
             warned_garbage,
             batch_sizes,
+            batch_trace,
             ..
         } = self;
         loop {
@@ -569,12 +575,14 @@ impl Driver {
             let item = match conn.handle_input(now, rx, &mut &[][..]) {
                 Input::Item(item) => {
                     batch_sizes.observe(|| conn.stats(), false);
+                    batch_trace.observe(|| conn.stats(), &settings.caller, false);
                     item
                 }
                 Input::Blocked | Input::Closed => return,
                 Input::NeedMore => match *ending {
                     Ending::No => {
                         batch_sizes.observe(|| conn.stats(), true);
+                        batch_trace.observe(|| conn.stats(), &settings.caller, true);
                         return;
                     }
                     Ending::Finish => {
@@ -592,6 +600,9 @@ impl Driver {
                     }
                 },
             };
+            // A batch member's spans are children of its batch's span.
+            let _in_batch = batch_trace.span().map(tracing::Span::enter);
+            let caller = batch_trace.caller().unwrap_or(&settings.caller);
             match item {
                 Inbound::Request(req) => {
                     let found = settings
@@ -615,7 +626,7 @@ impl Driver {
                         let method = req.method.to_str();
                         tracing::debug!(%method, id = %req.id, "method not found");
                         let _ = conn.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
-                        telemetry::not_found(&method, req.id.raw(), &settings.caller);
+                        telemetry::not_found(&method, req.id.raw(), caller);
                         continue;
                     };
                     let params = req.params;
@@ -635,7 +646,7 @@ impl Driver {
                             details: settings.router.as_ref().and_then(|r| r.details()),
                             id: Some(OriginId::Wire(req.id)),
                             method,
-                            caller: &settings.caller,
+                            caller,
                         };
                         // A refused request is answered at once, never queued.
                         let handler = match (permitted, limited) {
@@ -670,6 +681,7 @@ impl Driver {
                         method: method.to_owned(),
                         params,
                         cost,
+                        batch: batch_trace.member(),
                     });
                 }
                 Inbound::Notification(n) => {
@@ -745,7 +757,7 @@ impl Driver {
                             details: settings.router.as_ref().and_then(|r| r.details()),
                             id: None,
                             method: &method,
-                            caller: &settings.caller,
+                            caller,
                         };
                         handlers.start_notification(handler, &origin, params);
                         continue;
@@ -763,6 +775,7 @@ impl Driver {
                         method: method.into_owned(),
                         params,
                         cost,
+                        batch: batch_trace.member(),
                     });
                 }
                 Inbound::Response(resp) => {
@@ -830,6 +843,9 @@ impl Driver {
                 return;
             };
             self.queued_bytes -= job.cost;
+            // A batch member started late is still its batch's child.
+            let _in_batch = job.batch.as_ref().map(|b| b.0.enter());
+            let caller = job.batch.as_ref().and_then(|b| b.1.as_ref());
             let origin = Origin {
                 peer: &peer,
                 cancel: OnceCell::new(),
@@ -837,7 +853,7 @@ impl Driver {
                 details: router.details(),
                 id: job.id.as_deref().map(OriginId::Text),
                 method: &job.method,
-                caller: &self.settings.caller,
+                caller: caller.unwrap_or(&self.settings.caller),
             };
             // Validated when received; parsed again only to get the view back.
             let params = job
@@ -1086,7 +1102,7 @@ mod tests {
     /// the table of outgoing calls' trace contexts (`Builder::outgoing_traces`, a pointer);
     /// the `metrics` feature adds 32 (the connection's place in the open-connections gauge),
     /// then 40 more (the batch sizes' counters, 32, and the connection's place in the live
-    /// view, 8).
+    /// view, 8); then 8 for the span of the batch being received (`batch_trace`, a pointer).
     #[test]
     fn an_open_connection_keeps_a_small_driver() {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -1099,9 +1115,9 @@ mod tests {
         let size = std::mem::size_of_val(&driver);
         println!("the driver's future: {size} bytes");
         let bound = if cfg!(feature = "metrics") {
-            1_880
+            1_888
         } else {
-            1_808
+            1_816
         };
         assert!(
             size <= bound,

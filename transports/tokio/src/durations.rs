@@ -301,6 +301,53 @@ pub fn render_prometheus(out: &mut String) {
     }
 }
 
+/// One histogram counted here, as [`for_each_histogram`] gives it to an exporter that is not
+/// the Prometheus text (OTLP): the same counts [`render_prometheus`] writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DurationCounts<'a> {
+    /// [`names::SERVER_DURATION`] or [`names::CLIENT_DURATION`].
+    pub metric: &'static str,
+    /// The `rpc.method` label.
+    pub method: &'a str,
+    /// The `error.type` label of a failed call's histogram.
+    pub error: Option<&'a str>,
+    /// Samples per bucket of [`DURATION_BUCKETS`] (not cumulative); the last one past the
+    /// last bound.
+    pub buckets: [u64; DURATION_BUCKETS.len() + 1],
+    /// The sum of the samples.
+    pub sum: Duration,
+}
+
+/// Gives every histogram counted here, server's then client's, by method (nothing before
+/// [`aggregate`]).
+pub fn for_each_histogram(mut f: impl FnMut(&DurationCounts<'_>)) {
+    if !on() {
+        return;
+    }
+    for side in [&*SERVER, &*CLIENT] {
+        let methods = side.methods.read().unwrap_or_else(PoisonError::into_inner);
+        for (method, m) in methods.iter() {
+            let counts = |error, h: &Histogram| DurationCounts {
+                metric: side.metric,
+                method,
+                error,
+                buckets: std::array::from_fn(|i| h.buckets[i].load(Ordering::Relaxed)),
+                sum: Duration::from_nanos(h.sum_ns.load(Ordering::Relaxed)),
+            };
+            f(&counts(None, &m.ok));
+            let errors = m.errors.read().unwrap_or_else(PoisonError::into_inner);
+            for (kind, h) in errors.iter() {
+                f(&counts(Some(kind), h));
+            }
+        }
+    }
+}
+
+/// The server calls in flight counted here (`None` before [`aggregate`]).
+pub fn in_flight() -> Option<i64> {
+    on().then(|| IN_FLIGHT.load(Ordering::Relaxed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,6 +77,7 @@
 //! Inbound notifications run in an `rpc.request` span (`method`).
 
 mod access;
+mod batch_trace;
 pub mod body_log;
 mod caller;
 mod client;

@@ -1,0 +1,125 @@
+//! The span of each batch a driver connection (stdio, TCP, WebSocket, child processes)
+//! receives: `rpc.batch` ([`telemetry::batch_span`](crate::telemetry::batch_span), as the
+//! HTTP server makes it), the parent of its members' call spans, with `jsonrpc.batch.size`.
+//!
+//! The core hands a batch out one message at a time; where one starts and ends is told by its
+//! counters, as the batch-size histogram tells it ([`telemetry::BatchSizer`]): a batch opens
+//! when `batches_in` moves (and `batch_rejections` does not: a refused batch hands out no
+//! member), and ends when another frame comes or the input is drained (a batch frame is
+//! handed out whole before the next frame is read). Nothing is done, and nothing is held,
+//! while no subscriber listens to spans.
+//!
+//! The driver drops its handle of the span when the batch ends; the span itself ends when
+//! its last member's span does (a span stays open while it has children), so it covers the
+//! members that wait in tasks or in the queue too.
+
+use std::sync::Arc;
+
+use crate::caller::Caller;
+use crate::telemetry;
+
+/// The batch being handed out, if any, and the counters it is told by (boxed: every open
+/// connection's future holds one; only connections with spans listened to fill it).
+#[derive(Debug, Default)]
+pub(crate) struct BatchTrace(Option<Box<Seen>>);
+
+#[derive(Debug, Default)]
+struct Seen {
+    frames: u64,
+    batches: u64,
+    rejections: u64,
+    open: Option<Open>,
+}
+
+/// An open batch.
+#[derive(Debug)]
+struct Open {
+    span: tracing::Span,
+    /// The caller of its members: the connection's without its W3C trace context, which is
+    /// the batch span's parent instead (a member's `_meta.traceparent` still counts).
+    caller: Option<Arc<Caller>>,
+    /// Messages handed out so far.
+    size: u64,
+}
+
+impl Open {
+    fn close(self) {
+        let size = i64::try_from(self.size).unwrap_or(i64::MAX);
+        self.span.record("jsonrpc.batch.size", size);
+    }
+}
+
+/// An open batch's span and its members' caller, kept by a member that waits in the queue.
+pub(crate) type Member = Box<(tracing::Span, Option<Arc<Caller>>)>;
+
+impl BatchTrace {
+    /// For a connection opening now: batches are traced when a subscriber listens to spans
+    /// now (as the connection's own span is made or not).
+    pub(crate) fn new() -> Self {
+        BatchTrace(telemetry::spans_enabled().then(Box::default))
+    }
+
+    /// After the core handed out an item (`drained` false) or said it needs more input
+    /// (`stats` read only on a traced connection).
+    #[inline]
+    pub(crate) fn observe(
+        &mut self,
+        stats: impl FnOnce() -> rpcwire::Stats,
+        caller: &Arc<Caller>,
+        drained: bool,
+    ) {
+        if let Some(seen) = &mut self.0 {
+            seen.observe(&stats(), caller, drained);
+        }
+    }
+}
+
+impl Seen {
+    fn observe(&mut self, stats: &rpcwire::Stats, caller: &Arc<Caller>, drained: bool) {
+        if stats.frames_in != self.frames {
+            if let Some(open) = self.open.take() {
+                open.close();
+            }
+            let refused = stats.batch_rejections != self.rejections;
+            if stats.batches_in != self.batches && !refused && !drained {
+                let span = telemetry::batch_span(caller);
+                let caller = caller
+                    .trace_context()
+                    .map(|_| Arc::new(caller.as_ref().clone().without_trace_context()));
+                self.open = Some(Open {
+                    span,
+                    caller,
+                    size: 0,
+                });
+            }
+            self.frames = stats.frames_in;
+            self.batches = stats.batches_in;
+            self.rejections = stats.batch_rejections;
+        }
+        if drained {
+            if let Some(open) = self.open.take() {
+                open.close();
+            }
+        } else if let Some(open) = &mut self.open {
+            open.size += 1;
+        }
+    }
+}
+
+impl BatchTrace {
+    /// The open batch's span, to enter while its member is dispatched.
+    pub(crate) fn span(&self) -> Option<&tracing::Span> {
+        self.0.as_ref()?.open.as_ref().map(|o| &o.span)
+    }
+
+    /// The caller of the open batch's members, when it is not the connection's.
+    pub(crate) fn caller(&self) -> Option<&Arc<Caller>> {
+        self.0.as_ref()?.open.as_ref()?.caller.as_ref()
+    }
+
+    /// What a member that waits in the queue keeps of its batch.
+    pub(crate) fn member(&self) -> Option<Member> {
+        let open = self.0.as_ref()?.open.as_ref()?;
+        Some(Box::new((open.span.clone(), open.caller.clone())))
+    }
+}
