@@ -10,7 +10,7 @@ use crate::conn::DuplicateIdPolicy;
 use crate::storage::{Slots, Storage};
 use crate::wire::{
     encode, parse, Batch, BatchIter, Element, FrameEvent, Message, ParseLimits, Parsed, Response,
-    RxBuffer, StoredId, MAX_STORED_ID_LEN,
+    RxBuffer, MAX_STORED_ID_LEN,
 };
 use crate::{ErrorCode, Instant};
 
@@ -166,7 +166,7 @@ impl<S: Storage> Connection<S> {
                     data,
                     Problem::DuplicateId(req.id),
                 )
-            } else if let Some(stored) = StoredId::new(req.id) {
+            } else if req.id.raw_bytes().len() <= MAX_STORED_ID_LEN {
                 if let Some(slot) = self.inflight.alloc() {
                     // Counted once opened below, with this one.
                     high_water(&mut self.stats.inflight_high_water, self.inflight.len() + 1);
@@ -181,7 +181,9 @@ impl<S: Storage> Connection<S> {
                         Answer::Frame | Answer::Done => (false, 0),
                     };
                     return Some(Inbound::Request(InboundRequest {
-                        handle: self.inflight.open(slot, stored, in_batch, reserve),
+                        handle: self
+                            .inflight
+                            .open(slot, req.id.raw_bytes(), in_batch, reserve),
                         id: req.id,
                         method: req.method,
                         params: req.params,
