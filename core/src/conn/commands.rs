@@ -174,48 +174,40 @@ impl<S: Storage> Connection<S> {
         handle: RequestHandle,
         body: impl Fn(&mut SliceSink<'_>, &[u8]) -> Result<(), SerializeError>,
     ) -> Result<(), RespondError> {
-        // The id is read where the table keeps it (fields borrowed apart), not copied out.
-        let Connection {
-            inflight,
-            batch: reply,
-            tx,
-            config,
-            stats,
-            ..
-        } = self;
-        let (slot, batch, id) = inflight.lookup(handle).ok_or(RespondError::UnknownHandle)?;
-        bump(&mut stats.responses_out);
+        let (slot, batch, id) = self
+            .inflight
+            .lookup(handle)
+            .ok_or(RespondError::UnknownHandle)?;
+        // Copied out (the writer needs the whole connection). Reading it in place through
+        // fields borrowed apart saved a dozen instructions on hosts and cost 200 bytes of
+        // firmware flash, where the image has none to spare.
+        let id = *id;
+        bump(&mut self.stats.responses_out);
         match batch {
-            Some(reserve) => match reply.append(reserve, |s| body(s, id.raw())) {
+            Some(reserve) => match self.batch.append(reserve, |s| body(s, id.raw())) {
                 Err(e) => Err(RespondError::Serialize(e)),
                 Ok(Ok(())) => {
                     self.close_batch_member(slot);
                     Ok(())
                 }
                 Ok(Err(required)) => {
-                    let id = *id;
                     self.batch_error(reserve, id.raw(), ErrorCode::INTERNAL_ERROR, None);
                     self.close_batch_member(slot);
                     Err(RespondError::TooLarge { required })
                 }
             },
-            None => {
-                match tx.write_frame(config.framing, config.max_frame, &|s| body(s, id.raw())) {
-                    Ok(_) => {
-                        bump(&mut stats.frames_out);
-                        self.inflight.answered(slot);
-                        Ok(())
-                    }
-                    Err(TxError::Serialize(e)) => Err(RespondError::Serialize(e)),
-                    Err(TxError::WouldBlock { required }) => {
-                        Err(RespondError::WouldBlock { required })
-                    }
-                    Err(TxError::TooLarge { required }) => {
-                        self.reject_alone(slot, ErrorCode::INTERNAL_ERROR);
-                        Err(RespondError::TooLarge { required })
-                    }
+            None => match self.write_tx_frame(&|s| body(s, id.raw())) {
+                Ok(()) => {
+                    self.inflight.answered(slot);
+                    Ok(())
                 }
-            }
+                Err(TxError::Serialize(e)) => Err(RespondError::Serialize(e)),
+                Err(TxError::WouldBlock { required }) => Err(RespondError::WouldBlock { required }),
+                Err(TxError::TooLarge { required }) => {
+                    self.reject_alone(slot, ErrorCode::INTERNAL_ERROR);
+                    Err(RespondError::TooLarge { required })
+                }
+            },
         }
     }
 
