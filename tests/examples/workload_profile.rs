@@ -1,6 +1,8 @@
 //! Runs one shared workload through a server-role connection many times, for instruction
 //! counting: `valgrind --tool=callgrind target/release/examples/workload_profile w1 10000`.
-//! With `floor` as third argument it runs the serde_json validation floor instead.
+//! With `floor` as third argument it runs the serde_json validation floor instead; with `copy`
+//! the core takes the bytes through its receive buffer (`handle_input`) instead of where they
+//! are (`handle_input_borrowed`).
 
 use rpcwire::storage::Inline;
 use rpcwire::wire::RxBuffer;
@@ -11,7 +13,9 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let name = args.next().unwrap_or_else(|| "w1".into());
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10_000);
-    let floor = args.next().as_deref() == Some("floor");
+    let mode = args.next();
+    let floor = mode.as_deref() == Some("floor");
+    let copy = mode.as_deref() == Some("copy");
     let path = format!(
         "{}/../../shared/bench/{name}.json",
         env!("CARGO_MANIFEST_DIR")
@@ -31,7 +35,13 @@ fn main() {
             continue;
         }
         let mut input = &frame[..];
-        while let Input::Item(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
+        loop {
+            let next = if copy {
+                conn.handle_input(Instant::ZERO, &mut rx, &mut input)
+            } else {
+                conn.handle_input_borrowed(Instant::ZERO, &mut rx, &mut input)
+            };
+            let Input::Item(item) = next else { break };
             if let Inbound::Request(req) = item {
                 let _ = rpcwire_demo::answer(&mut conn, &req);
             }

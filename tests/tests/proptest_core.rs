@@ -236,8 +236,17 @@ fn stream_part() -> impl Strategy<Value = String> {
     ]
 }
 
-fn run_stream(stream: &[u8], cuts: &[usize], framing: Framing) -> (Vec<String>, Vec<u8>) {
-    let mut conn: Connection = Connection::new(Config::with_framing(framing));
+/// The items and the bytes out of a connection fed `stream` cut at `cuts`: through
+/// `handle_input`, or `handle_input_borrowed` when `borrowed`. `S` chooses the storage: a
+/// small transmit queue makes replies wait for room (`Input::Blocked`), so that answers may
+/// fail (recorded, not unwrapped).
+fn run_stream_with<S: rpcwire::storage::Storage>(
+    stream: &[u8],
+    cuts: &[usize],
+    framing: Framing,
+    borrowed: bool,
+) -> (Vec<String>, Vec<u8>) {
+    let mut conn: Connection<S> = Connection::new(Config::with_framing(framing));
     let mut rx = RxBuffer::<[u8; 1024]>::new(framing);
     let mut items = Vec::new();
     let mut out = Vec::new();
@@ -249,9 +258,16 @@ fn run_stream(stream: &[u8], cuts: &[usize], framing: Framing) -> (Vec<String>, 
         let mut input = &stream[prev..p];
         prev = p;
         loop {
-            while let Input::Item(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
+            loop {
+                let next = if borrowed {
+                    conn.handle_input_borrowed(Instant::ZERO, &mut rx, &mut input)
+                } else {
+                    conn.handle_input(Instant::ZERO, &mut rx, &mut input)
+                };
+                let Input::Item(item) = next else { break };
                 items.push(format!("{item:?}"));
-                rpcwire_demo::handle(&mut conn, item).unwrap();
+                let answered = rpcwire_demo::handle(&mut conn, item);
+                items.push(format!("{answered:?}"));
             }
             while let Output::Transmit(b) = conn.poll_output() {
                 out.extend_from_slice(b);
@@ -266,6 +282,23 @@ fn run_stream(stream: &[u8], cuts: &[usize], framing: Framing) -> (Vec<String>, 
     (items, out)
 }
 
+fn run_stream(stream: &[u8], cuts: &[usize], framing: Framing) -> (Vec<String>, Vec<u8>) {
+    let run = run_stream_with::<Inline>(stream, cuts, framing, false);
+    // The default transmit queue holds every answer of these streams: none fails.
+    assert!(run.0.iter().all(|i| !i.starts_with("Err(")), "{:?}", run.0);
+    run
+}
+
+/// Lines as `any_split_gives_the_same_messages` frames them.
+fn line_stream(parts: &[String]) -> Vec<u8> {
+    let mut stream = Vec::new();
+    for p in parts {
+        stream.extend_from_slice(p.replace('\n', " ").as_bytes());
+        stream.push(b'\n');
+    }
+    stream
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
@@ -277,18 +310,43 @@ proptest! {
         one_byte in any::<bool>(),
     ) {
         let framing = if cl { Framing::ContentLength } else { Framing::Line };
-        let mut stream = Vec::new();
-        for p in &parts {
-            match framing {
-                Framing::Line => { stream.extend_from_slice(p.replace('\n', " ").as_bytes()); stream.push(b'\n'); }
-                Framing::ContentLength => stream.extend_from_slice(format!("Content-Length: {}\r\n\r\n{p}", p.len()).as_bytes()),
-                other => unreachable!("no test for {other:?}"),
-            }
-        }
+        let stream = match framing {
+            Framing::Line => line_stream(&parts),
+            Framing::ContentLength => parts
+                .iter()
+                .flat_map(|p| format!("Content-Length: {}\r\n\r\n{p}", p.len()).into_bytes())
+                .collect(),
+            other => unreachable!("no test for {other:?}"),
+        };
         let whole = run_stream(&stream, &[], framing);
         let cuts: Vec<usize> = if one_byte { (0..stream.len()).collect() } else { cuts };
         let split = run_stream(&stream, &cuts, framing);
         prop_assert_eq!(whole, split);
+    }
+
+    /// Taking lines where they are (`handle_input_borrowed`) gives what copying them into the
+    /// receive buffer gives, at any split, with room for every reply and with replies that
+    /// wait for transmit room (a 256-byte queue).
+    #[test]
+    fn borrowed_input_gives_what_copied_input_gives(
+        parts in prop::collection::vec(stream_part(), 1..16),
+        cuts in prop::collection::vec(any::<usize>(), 0..20),
+        crlf in any::<bool>(),
+    ) {
+        let mut stream = line_stream(&parts);
+        if crlf {
+            stream = String::from_utf8_lossy(&stream).replace('\n', "\r\n").into_bytes();
+        }
+        let framing = Framing::Line;
+        for cuts in [&[][..], &cuts[..]] {
+            let copied = run_stream_with::<Inline>(&stream, cuts, framing, false);
+            let borrowed = run_stream_with::<Inline>(&stream, cuts, framing, true);
+            prop_assert_eq!(&copied, &borrowed);
+            type Tiny = Inline<256, 64, 4, 4>;
+            let copied = run_stream_with::<Tiny>(&stream, cuts, framing, false);
+            let borrowed = run_stream_with::<Tiny>(&stream, cuts, framing, true);
+            prop_assert_eq!(copied, borrowed);
+        }
     }
 }
 

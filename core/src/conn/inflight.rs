@@ -67,6 +67,8 @@ impl InflightSlot {
 
 /// FNV-1a over the id's bytes. Ids are short; the hash only spreads them over buckets, and
 /// a peer that makes its ids collide only lengthens its own chains (bounded by the table).
+/// Inlined on hosts: for the usual id of a few bytes the call cost more than the hashing.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 fn hash(bytes: &[u8]) -> u32 {
     bytes.iter().fold(0x811C_9DC5u32, |h, &b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
@@ -199,16 +201,18 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
         None
     }
 
-    /// Opens the slot `alloc` returned for a request with this id.
+    /// Opens the slot `alloc` returned for a request with this id (its JSON text, at most
+    /// [`MAX_STORED_ID_LEN`](crate::wire::MAX_STORED_ID_LEN) bytes: the caller checked; a
+    /// longer one is stored empty). The id is copied straight into the slot.
     pub(crate) fn open(
         &mut self,
         slot: usize,
-        id: StoredId,
+        id: &[u8],
         in_batch: bool,
         reserve: usize,
     ) -> RequestHandle {
         let indexed = self.indexed();
-        let h = if indexed { hash(id.raw()) } else { 0 };
+        let h = if indexed { hash(id) } else { 0 };
         let n = self.slots.slots().len();
         let b = bucket_of(h, n);
         let head = if indexed {
@@ -220,7 +224,9 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
         if let Some(s) = self.slot_mut(slot) {
             s.generation = s.generation.wrapping_add(1);
             s.state = InflightState::Open { in_batch, reserve };
-            s.id = id;
+            if !s.id.set(id) {
+                s.id = StoredId::EMPTY;
+            }
             s.hash = h;
             s.next = head;
             generation = s.generation;
@@ -239,13 +245,18 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
     }
 
     /// The open request a handle names: its slot number, its batch reservation when it came
-    /// in a batch (its answer joins the batch reply), and its id.
-    pub(crate) fn lookup(&self, handle: RequestHandle) -> Option<(usize, Option<usize>, StoredId)> {
+    /// in a batch (its answer joins the batch reply), and its id (borrowed: a copy of a
+    /// `StoredId` moves its whole array).
+    #[cfg_attr(target_pointer_width = "64", inline)]
+    pub(crate) fn lookup(
+        &self,
+        handle: RequestHandle,
+    ) -> Option<(usize, Option<usize>, &StoredId)> {
         let slot = handle.slot as usize;
         let s = self.slot(slot)?;
         match s.state {
             InflightState::Open { in_batch, reserve } if s.generation == handle.generation => {
-                Some((slot, in_batch.then_some(reserve), s.id))
+                Some((slot, in_batch.then_some(reserve), &s.id))
             }
             _ => None,
         }
@@ -430,7 +441,7 @@ mod tests {
         for text in &texts {
             assert!(!t.contains(id(text)));
             let slot = t.alloc().unwrap();
-            handles.push(t.open(slot, StoredId::new(id(text)).unwrap(), false, 0));
+            handles.push(t.open(slot, id(text).raw_bytes(), false, 0));
         }
         assert!(t.alloc().is_none());
         for text in &texts {
@@ -449,7 +460,7 @@ mod tests {
         assert_eq!(t.len(), 6);
         // Freed slots are reused; the old handle stays stale.
         let again = t.alloc().unwrap();
-        let h = t.open(again, StoredId::new(id("7")).unwrap(), false, 0);
+        let h = t.open(again, id("7").raw_bytes(), false, 0);
         assert!(t.lookup(h).is_some());
         assert!(handles.iter().all(|old| *old != h));
     }
@@ -473,7 +484,7 @@ mod tests {
         let mut handles = Vec::new();
         for (k, text) in texts.iter().enumerate() {
             let slot = t.alloc().unwrap();
-            handles.push(t.open(slot, StoredId::new(id(text)).unwrap(), false, 0));
+            handles.push(t.open(slot, id(text).raw_bytes(), false, 0));
             if k % 997 == 0 {
                 assert!(texts[..=k].iter().all(|x| t.contains(id(x))));
             }
@@ -487,7 +498,7 @@ mod tests {
         assert_eq!(t.capacity(), 0);
         // The memory went back; handles from before it stay stale.
         let slot = t.alloc().unwrap();
-        let new = t.open(slot, StoredId::new(id("1")).unwrap(), false, 0);
+        let new = t.open(slot, id("1").raw_bytes(), false, 0);
         assert!(handles.iter().all(|old| t.lookup(*old).is_none()));
         assert!(t.lookup(new).is_some());
     }

@@ -428,6 +428,30 @@ impl<B: Slots<u8>> RxBuffer<B> {
         self.push(&mut &b"\n"[..]);
     }
 
+    /// The whole line at the front of `input`, when it can be taken where it is instead of
+    /// through this buffer ([`Connection::handle_input_borrowed`](crate::Connection::handle_input_borrowed)):
+    /// the line without its line end, and the bytes after its newline. `None` sends the bytes
+    /// through the buffer as usual: with content-length framing, while anything is buffered,
+    /// held or under way, and for a line that is not an object (a batch is delivered from the
+    /// buffer element by element; a blank line or a header block is decoded there), has no
+    /// newline yet, or is longer than the maximum frame. What it takes, the buffer would have
+    /// decoded to the same frame.
+    pub(crate) fn split_line<'i>(&self, input: &'i [u8]) -> Option<(&'i [u8], &'i [u8])> {
+        if self.framing != Framing::Line
+            || input.first() != Some(&b'{')
+            || self.start != self.end
+            || self.held.is_some()
+            || !matches!(self.state, State::Seek)
+        {
+            return None;
+        }
+        let nl = find_byte(b'\n', input, 0)?;
+        let (line, rest) = (input.get(..nl)?, input.get(nl + 1..)?);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let line_max = self.max_frame.min(self.max_len().saturating_sub(2));
+        (line.len() <= line_max).then_some((line, rest))
+    }
+
     /// True when no more bytes fit (and the storage cannot grow).
     pub fn is_full(&self) -> bool {
         self.start == 0 && self.end == self.max_len()

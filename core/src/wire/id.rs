@@ -178,6 +178,19 @@ impl StoredId {
         })
     }
 
+    /// Stores `raw` (an id's JSON text) in place, without the temporary a new `StoredId`
+    /// and its copy into a table slot cost; false (nothing changed) when it is longer than
+    /// [`MAX_STORED_ID_LEN`].
+    pub(crate) fn set(&mut self, raw: &[u8]) -> bool {
+        let (Some(dst), Ok(len)) = (self.bytes.get_mut(..raw.len()), u8::try_from(raw.len()))
+        else {
+            return false;
+        };
+        dst.copy_from_slice(raw);
+        self.len = len;
+        true
+    }
+
     /// The id's JSON text.
     pub fn raw(&self) -> &[u8] {
         self.bytes.get(..usize::from(self.len)).unwrap_or(&[])

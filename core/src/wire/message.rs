@@ -642,6 +642,19 @@ fn scan_member_value(
             Some(end) => Ok((start, end)),
             None => Ok((start, scan::scan_string(text, start)?)),
         },
+        // A plain positive integer (ids, counts), as hosts read it inline: the digits, and
+        // `number`'s own verdict when a fraction or exponent follows. The same result as
+        // `scan_number`, without its call and checks.
+        Some(b'1'..=b'9') if scan::WORD_AT_A_TIME => {
+            let mut end = start + 1;
+            while let Some(b'0'..=b'9') = text.get(end) {
+                end += 1;
+            }
+            match text.get(end) {
+                Some(b'.' | b'e' | b'E') => Ok((start, scan::scan_number(text, start)?)),
+                _ => Ok((start, end)),
+            }
+        }
         Some(b'-' | b'0'..=b'9') => Ok((start, scan::scan_number(text, start)?)),
         // The guard is a constant where the flat path is left out (32-bit targets): no code.
         Some(b'[' | b'{') if scan::WORD_AT_A_TIME && max_depth > 0 => {
@@ -775,6 +788,53 @@ mod tests {
         match parse(text.as_bytes(), ParseLimits::default()) {
             Ok(Parsed::Single(element)) => element,
             other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn member_numbers_read_inline_get_the_scanners_verdict() {
+        // Hosts read a plain positive integer member without `scan_number`: every number
+        // shape around that path must come out as the scanner says (id text, or the error).
+        for n in [
+            "1",
+            "7",
+            "10",
+            "123456789012345678901234567890",
+            "1.5",
+            "1e3",
+            "1E+2",
+            "12e-3",
+            "0",
+            "-1",
+            "1.",
+            "1e",
+            "1e+",
+            "1.e3",
+            "01",
+            "1x",
+            "1 ",
+            "1\t",
+        ] {
+            let text = std::format!("{{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"id\":{n}}}");
+            let at = text.len() - 1 - n.len();
+            let scanned = scan::scan_number(text.as_bytes(), at).and_then(|end| {
+                let rest = scan::skip_ws(text.as_bytes(), end);
+                if text.as_bytes().get(rest) == Some(&b'}') {
+                    Ok(end)
+                } else {
+                    Err(ScanError {
+                        kind: ScanErrorKind::UnexpectedByte,
+                        offset: rest,
+                    })
+                }
+            });
+            match (parse(text.as_bytes(), ParseLimits::default()), scanned) {
+                (Ok(Parsed::Single(Ok(Message::Request(req)))), Ok(end)) => {
+                    assert_eq!(req.id.raw_bytes(), &text.as_bytes()[at..end], "{n}");
+                }
+                (Err(e), Err(want)) => assert_eq!(e, want, "{n}"),
+                (got, want) => panic!("{n}: {got:?} against {want:?}"),
+            }
         }
     }
 
