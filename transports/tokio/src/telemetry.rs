@@ -1072,4 +1072,20 @@ mod tests {
         assert_eq!(id_attribute("null"), None);
         assert_eq!(id_attribute(""), None);
     }
+
+    /// A router method's handles are the shared table's entry of its label, found once: the
+    /// calls after the first count into the same histograms as any other holder's.
+    #[cfg(feature = "metrics")]
+    #[test]
+    fn a_method_meter_keeps_the_shared_histograms_of_its_label() {
+        let meter = super::MethodMeter::default();
+        let first = meter.durations("meter.test");
+        assert!(std::ptr::eq(first, meter.durations("other.label")));
+        assert!(std::ptr::eq(
+            first,
+            crate::durations::server_method("meter.test")
+        ));
+        let other = super::MethodMeter::default().durations("meter.other");
+        assert!(!std::ptr::eq(first, other));
+    }
 }
