@@ -7,7 +7,14 @@
 #   metrics  built with it, `--metrics 127.0.0.1:0` (every call recorded by the Prometheus
 #            recorder: a histogram per call, the in-flight gauge, connection gauges).
 # Spans: `rpcwire serve` logs at warn level, so the call spans are created disabled (one
-# cached callsite check each) in all three.
+# cached level check each) in all three.
+# Optional rows:
+#   spans    RPCWIRE_BENCH_SPANS: a binary built with `--features otlp`, run with `--metrics`
+#            and `--otlp` to a sink in this script (python3, answering every export 200): every
+#            call span recorded by the OpenTelemetry layer and exported;
+#   before, before-off   RPCWIRE_BENCH_BEFORE / RPCWIRE_BENCH_BEFORE_OFF: the two builds of an
+#            earlier commit (`before` with `--metrics`, `before-off` the feature off), to compare
+#            a change against in the same run.
 #
 # The margin is (I(BIG) - I(SMALL)) / (BIG - SMALL) calls: start-up and shutdown cancel out.
 #
@@ -15,8 +22,7 @@
 # Environment: RPCWIRE_CALLGRIND_BIG / _SMALL (stdio calls, default 40000 / 4000),
 # RPCWIRE_CALLGRIND_HTTP_BIG / _SMALL (HTTP calls per connection, default 200 / 50),
 # RPCWIRE_BENCH_OFF and RPCWIRE_BENCH_ON (prebuilt binaries of the two builds),
-# RPCWIRE_BENCH_BEFORE (optional: a binary of an earlier commit built with the feature, measured
-# with `--metrics` in the same run as row `before`, to compare a change against).
+# RPCWIRE_BENCH_BEFORE, RPCWIRE_BENCH_BEFORE_OFF, RPCWIRE_BENCH_SPANS (optional rows, above).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,8 +41,10 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 case "$target" in /*) ;; *) target="$root/$target" ;; esac
 work="$(mktemp -d)"
 server=""
+sink=""
 cleanup() {
     [[ -n "$server" ]] && kill "$server" 2>/dev/null || true
+    [[ -n "$sink" ]] && kill "$sink" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -52,7 +60,48 @@ else
     cp "$target/release/rpcwire" "$work/rpcwire-on"
 fi
 
-summary() { sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$1"; }
+# An OTLP/HTTP sink on loopback for the `spans` row: reads each export and answers 200 (an
+# empty protobuf message: no partial failure).
+if [[ -n "${RPCWIRE_BENCH_SPANS:-}" ]]; then
+    python3 - "$work/sink-port" <<'PY' &
+import http.server, sys
+class Sink(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+import os
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+server.serve_forever()
+PY
+    sink=$!
+    for _ in $(seq 1 100); do
+        [[ -f "$work/sink-port" ]] && break
+        sleep 0.1
+    done
+    otlp_url="http://127.0.0.1:$(cat "$work/sink-port")"
+fi
+
+# The instructions of a run, less the start-up work whose amount depends on wall time and so
+# does not cancel out between the two runs of a row: `quanta`'s calibration of the TSC clock
+# (in `quanta::Clock::new`, run once when the Prometheus recorder is installed) reads the clock
+# until enough time has passed, which under valgrind is anywhere between 3 and 7 million
+# instructions, 60 per call at the margin either way (the "once_cell initialize" cost of
+# earlier profiles).
+summary() {
+    local total calib
+    total="$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$1")"
+    calib="$(callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
+        grep -E 'quanta::Clock::new' | head -1 | awk '{ gsub(",", "", $1); print $1 }' || true)"
+    echo $(( total - ${calib:-0} ))
+}
 
 # stdio N PROGRAM ARGS... : total instructions answering N calls (w1-feed appends --stdio).
 stdio() {
@@ -113,6 +162,12 @@ for kind in stdio http; do
     row off "$kind" "$work/rpcwire-off" serve
     row idle "$kind" "$work/rpcwire-on" serve
     row metrics "$kind" "$work/rpcwire-on" serve --metrics 127.0.0.1:0
+    if [[ -n "${RPCWIRE_BENCH_SPANS:-}" ]]; then
+        row spans "$kind" "$RPCWIRE_BENCH_SPANS" serve --metrics 127.0.0.1:0 --otlp "$otlp_url"
+    fi
+    if [[ -n "${RPCWIRE_BENCH_BEFORE_OFF:-}" ]]; then
+        row before-off "$kind" "$RPCWIRE_BENCH_BEFORE_OFF" serve
+    fi
     if [[ -n "${RPCWIRE_BENCH_BEFORE:-}" ]]; then
         row before "$kind" "$RPCWIRE_BENCH_BEFORE" serve --metrics 127.0.0.1:0
     fi
@@ -122,8 +177,10 @@ for kind in stdio http; do
     off="$(cat "$work/$kind-off")"
     awk -v o="$off" -v i="$(cat "$work/$kind-idle")" -v m="$(cat "$work/$kind-metrics")" -v k="$kind" \
         'BEGIN { printf "%s: idle / off %.3fx, metrics / off %.3fx\n", k, i / o, m / o }'
-    if [[ -f "$work/$kind-before" ]]; then
-        awk -v o="$off" -v b="$(cat "$work/$kind-before")" -v k="$kind" \
-            'BEGIN { printf "%s: before (metrics) / off %.3fx\n", k, b / o }'
-    fi
+    for extra in spans before-off before; do
+        if [[ -f "$work/$kind-$extra" ]]; then
+            awk -v o="$off" -v b="$(cat "$work/$kind-$extra")" -v k="$kind" -v n="$extra" \
+                'BEGIN { printf "%s: %s / off %.3fx\n", k, n, b / o }'
+        fi
+    done
 done

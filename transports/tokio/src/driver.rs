@@ -464,7 +464,7 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 /// rpcwire-testkit runs) drives timeouts and idle release as it drives the timers they wait
 /// on. Reading the system clock instead made a timer that fired in virtual time find its
 /// deadline not yet reached in real time, and the loop spin until it was.
-fn clock_now() -> StdInstant {
+pub(crate) fn clock_now() -> StdInstant {
     tokio::time::Instant::now().into_std()
 }
 
@@ -546,7 +546,10 @@ impl Driver {
     /// into the transmit queue. Only handlers that wait get a task; requests beyond the
     /// concurrency limit wait in a queue (as owned copies).
     fn process_input(&mut self) {
-        let now = self.now();
+        // Also the start of the calls handled in place below (their durations are timed from
+        // the read that brought them): one clock read per wakeup, not one per call.
+        let received = clock_now();
+        let now = Instant::from_std(self.origin, received);
         let Driver {
             conn,
             rx,
@@ -611,17 +614,22 @@ impl Driver {
                         .and_then(|r| r.request_handler(req.method.escaped_bytes(), *last_method));
                     let wire_name;
                     let found = match found {
-                        Some(Found::Named { at, name, run }) => {
+                        Some(Found::Named {
+                            at,
+                            name,
+                            run,
+                            meter,
+                        }) => {
                             *last_method = Some(at);
-                            Some((name, run, true))
+                            Some((name, run, Some(meter)))
                         }
                         Some(Found::Fallback(run)) => {
                             wire_name = req.method.to_str();
-                            Some((&*wire_name, run, false))
+                            Some((&*wire_name, run, None))
                         }
                         None => None,
                     };
-                    let (Some((method, handler, registered)), Some(peer)) = (found, peer.as_ref())
+                    let (Some((method, handler, meter)), Some(peer)) = (found, peer.as_ref())
                     else {
                         let method = req.method.to_str();
                         tracing::debug!(%method, id = %req.id, "method not found");
@@ -660,8 +668,9 @@ impl Driver {
                             }
                             (true, false) => handler,
                         };
-                        handlers
-                            .start_request(handler, &origin, params, conn, req.handle, registered);
+                        let handle = req.handle;
+                        let at = Some(received);
+                        handlers.start_request(handler, &origin, params, conn, handle, meter, at);
                         continue;
                     }
                     let id = req.id.raw().to_owned();
@@ -861,15 +870,21 @@ impl Driver {
                 .as_deref()
                 .and_then(|p| RawJson::parse(p, rpcwire::wire::scan::MAX_DEPTH_LIMIT).ok());
             match job.handle {
-                Some(handle) => match router.get_method(&job.method) {
-                    Some(handler) => {
+                Some(handle) => match router.request_handler(job.method.as_bytes(), None) {
+                    Some(found) => {
+                        let meter = match &found {
+                            Found::Named { meter, .. } => Some(*meter),
+                            Found::Fallback(_) => None,
+                        };
+                        // Timed from now: its wait in the queue is not the handler's time.
                         self.handlers.start_request(
-                            handler,
+                            found.run(),
                             &origin,
                             params,
                             &mut self.conn,
                             handle,
-                            router.has_method(&job.method),
+                            meter,
+                            None,
                         );
                     }
                     None => {

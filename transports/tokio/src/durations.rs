@@ -12,12 +12,11 @@
 //! and `_OTHER`; a client's called names, past [`MAX_METHODS`] as `_OTHER`) and per error
 //! type of a method (past [`MAX_ERRORS`] as `_OTHER`).
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, PoisonError, RwLock};
+use std::sync::{Arc, LazyLock, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use crate::telemetry::{names, DURATION_BUCKETS, OTHER_METHOD, SYSTEM};
@@ -53,10 +52,14 @@ impl Histogram {
         }
     }
 
-    fn record(&self, elapsed: Duration) {
-        let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        // The first bound not below the sample (`le` is inclusive).
-        let i = BOUNDS_NS.partition_point(|&b| b < ns);
+    fn record(&self, ns: u64) {
+        // The first bound not below the sample (`le` is inclusive); most calls take less
+        // than the first bound.
+        let i = if ns <= BOUNDS_NS[0] {
+            0
+        } else {
+            BOUNDS_NS.partition_point(|&b| b < ns)
+        };
         self.buckets[i].fetch_add(1, Ordering::Relaxed);
         self.sum_ns.fetch_add(ns, Ordering::Relaxed);
     }
@@ -79,9 +82,20 @@ impl MethodDurations {
 
     /// Counts a call that took `elapsed`, with `error` as its `error.type` if it failed.
     pub(crate) fn record(&self, error: Option<&str>, elapsed: Duration) {
+        self.record_ns(error, u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// [`record`](Self::record) of a duration in nanoseconds.
+    #[inline]
+    pub(crate) fn record_ns(&self, error: Option<&str>, ns: u64) {
         let Some(kind) = error else {
-            return self.ok.record(elapsed);
+            return self.ok.record(ns);
         };
+        self.record_error(kind, ns);
+    }
+
+    #[inline(never)]
+    fn record_error(&self, kind: &str, ns: u64) {
         let known = self
             .errors
             .read()
@@ -104,7 +118,7 @@ impl MethodDurations {
             errors.push((kind.into(), Arc::clone(&h)));
             h
         });
-        h.record(elapsed);
+        h.record(ns);
     }
 }
 
@@ -131,7 +145,10 @@ impl Hasher for Fnv {
     }
 }
 
-type Methods = HashMap<Box<str>, Arc<MethodDurations>, BuildHasherDefault<Fnv>>;
+/// Entries are never removed (the table is bounded), so each is made `'static` once: a call
+/// holds its method's histograms with no reference count, and a router method keeps them
+/// (see `telemetry::MethodMeter`).
+type Methods = HashMap<Box<str>, &'static MethodDurations, BuildHasherDefault<Fnv>>;
 
 /// One side's methods (server or client).
 struct Side {
@@ -147,14 +164,14 @@ impl Side {
         }
     }
 
-    fn method(&self, label: &str) -> Arc<MethodDurations> {
+    fn method(&self, label: &str) -> &'static MethodDurations {
         if let Some(m) = self
             .methods
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(label)
         {
-            return Arc::clone(m);
+            return m;
         }
         let mut methods = self.methods.write().unwrap_or_else(PoisonError::into_inner);
         let label = if methods.len() >= MAX_METHODS - 1 && !methods.contains_key(label) {
@@ -162,28 +179,27 @@ impl Side {
         } else {
             label
         };
-        Arc::clone(
-            methods
-                .entry(label.into())
-                .or_insert_with(|| Arc::new(MethodDurations::new())),
-        )
+        methods
+            .entry(label.into())
+            .or_insert_with(|| Box::leak(Box::new(MethodDurations::new())))
     }
 }
 
 static ON: AtomicBool = AtomicBool::new(false);
+/// The clock of the server calls' durations: the CPU's time-stamp counter where it is
+/// invariant (else the monotonic clock), as the Prometheus exporter's own: a read is a few
+/// instructions and a call's two reads are scaled to nanoseconds once, where the system clock
+/// costs a call into the vDSO per read and a `timespec` subtraction per call. Set by
+/// [`aggregate`] (its calibration, shared with the exporter's, runs then, once per process).
+static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
 static SERVER: LazyLock<Side> = LazyLock::new(|| Side::new(names::SERVER_DURATION));
 static CLIENT: LazyLock<Side> = LazyLock::new(|| Side::new(names::CLIENT_DURATION));
 static IN_FLIGHT: AtomicI64 = AtomicI64::new(0);
 
-thread_local! {
-    /// Each thread's handles of the server's methods: the shared table is read-locked only
-    /// for a method this thread has not seen.
-    static LOCAL: RefCell<Methods> = RefCell::new(HashMap::default());
-}
-
 /// Counts durations and calls in flight here from now on instead of through the facade
 /// (see the module's documentation); call it before [`crate::telemetry::enable_metrics`].
 pub fn aggregate() {
+    CLOCK.get_or_init(quanta::Clock::new);
     ON.store(true, Ordering::Relaxed);
 }
 
@@ -193,26 +209,28 @@ pub(crate) fn on() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
-/// The histograms of the server calls labelled `label`, and the call counted in flight.
-pub(crate) fn server_start(label: &str) -> Arc<MethodDurations> {
-    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
-    LOCAL.with_borrow_mut(|local| {
-        if let Some(m) = local.get(label) {
-            return Arc::clone(m);
-        }
-        if local.len() >= MAX_METHODS {
-            local.clear();
-        }
-        let m = SERVER.method(label);
-        local.insert(label.into(), Arc::clone(&m));
-        m
-    })
+/// The histograms of the server calls labelled `label` (found once per router method: see
+/// `telemetry::MethodMeter`).
+pub(crate) fn server_method(label: &str) -> &'static MethodDurations {
+    SERVER.method(label)
 }
 
-/// A server call started with [`server_start`] ended.
-pub(crate) fn server_end(m: &MethodDurations, error: Option<&str>, elapsed: Duration) {
+/// A server call started: counted in flight until [`server_end`], which is given the clock
+/// reading returned here.
+#[inline]
+pub(crate) fn server_start() -> u64 {
+    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+    CLOCK.get().map_or(0, quanta::Clock::raw)
+}
+
+/// A server call started with [`server_start`] (which read the clock at `started`) ended.
+#[inline]
+pub(crate) fn server_end(m: &MethodDurations, error: Option<&str>, started: u64) {
+    let ns = CLOCK
+        .get()
+        .map_or(0, |clock| clock.delta_as_nanos(started, clock.raw()));
     IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
-    m.record(error, elapsed);
+    m.record_ns(error, ns);
 }
 
 /// Counts a client call of `method`.
@@ -355,10 +373,10 @@ mod tests {
     #[test]
     fn samples_land_in_their_buckets() {
         let h = Histogram::new();
-        h.record(Duration::from_micros(10)); // le 0.005
-        h.record(Duration::from_millis(5)); // le 0.005 (inclusive)
-        h.record(Duration::from_millis(6)); // le 0.01
-        h.record(Duration::from_secs(11)); // +Inf
+        h.record(10_000); // 10 µs: le 0.005
+        h.record(5_000_000); // 5 ms: le 0.005 (inclusive)
+        h.record(6_000_000); // 6 ms: le 0.01
+        h.record(11_000_000_000); // 11 s: +Inf
         let counts: Vec<u64> = h
             .buckets
             .iter()

@@ -15,7 +15,7 @@ use crate::router::{
     guarded, BoxFuture, Cancellation, CatchUnwind, Conn, MethodFn, NotifyFn, Origin, OriginId,
     Outcome,
 };
-use crate::telemetry::ServerCall;
+use crate::telemetry::{MethodMeter, ServerCall};
 use crate::RpcError;
 
 /// A spawned handler's outcome.
@@ -122,8 +122,10 @@ impl Handlers {
     /// wait for) counts against the concurrency limit until written. A panic is answered
     /// Internal error.
     ///
-    /// `registered` is false when the method is not one of the router's names (a fallback
-    /// handler's, or the handler of a refusal): its spans and metrics name it `_OTHER`.
+    /// `meter` is the handles of the router's method, `None` when the method is not one of
+    /// the router's names (a fallback handler's): its spans and metrics name it `_OTHER`.
+    /// `received` is when the request was read, if the transport read the clock then.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn start_request(
         &mut self,
         handler: &MethodFn,
@@ -131,13 +133,13 @@ impl Handlers {
         params: Option<RawJson<'_>>,
         conn: &mut Conn,
         handle: RequestHandle,
-        registered: bool,
+        meter: Option<&MethodMeter>,
+        received: Option<StdInstant>,
     ) {
         let method = origin.method;
         let id = || origin.id.map_or("", OriginId::text);
-        let text = params.as_ref().map(RawJson::as_str);
-        let mut call = ServerCall::start(method, registered, id, origin.caller, text);
-        call.note_params(text);
+        let mut call = ServerCall::start(method, meter, id, origin.caller, params, received);
+        call.note_params(params);
         let outcome = {
             let _entered = call.span().enter();
             guarded(|| handler(origin, params, conn, handle)).unwrap_or_else(|()| {

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -93,7 +93,9 @@ impl MethodStats {
 struct Stats {
     started: Instant,
     connections: AtomicI64,
-    methods: RwLock<HashMap<Box<str>, Arc<MethodStats>>>,
+    /// Entries are never removed (the table is bounded), so each is made `'static` once: a
+    /// router method keeps its own (see `telemetry::MethodMeter`).
+    methods: RwLock<HashMap<Box<str>, &'static MethodStats>>,
 }
 
 static STATS: OnceLock<Stats> = OnceLock::new();
@@ -116,7 +118,7 @@ pub fn enabled() -> bool {
 
 /// The counts of the calls labelled `label` (a registered method or `_OTHER`); `None` when
 /// the live view is off.
-pub(crate) fn method(label: &str) -> Option<Arc<MethodStats>> {
+pub(crate) fn method(label: &str) -> Option<&'static MethodStats> {
     let stats = STATS.get()?;
     if let Some(m) = stats
         .methods
@@ -124,7 +126,7 @@ pub(crate) fn method(label: &str) -> Option<Arc<MethodStats>> {
         .unwrap_or_else(|e| e.into_inner())
         .get(label)
     {
-        return Some(m.clone());
+        return Some(m);
     }
     let mut methods = stats.methods.write().unwrap_or_else(|e| e.into_inner());
     // Past the bound, further names share `_OTHER` (kept room for it: one less).
@@ -136,8 +138,7 @@ pub(crate) fn method(label: &str) -> Option<Arc<MethodStats>> {
     Some(
         methods
             .entry(label.into())
-            .or_insert_with(|| Arc::new(MethodStats::new()))
-            .clone(),
+            .or_insert_with(|| Box::leak(Box::new(MethodStats::new()))),
     )
 }
 

@@ -360,11 +360,13 @@ impl Shared {
                 }
                 let found = found.map(|(found, _)| found);
                 let wire_name;
-                let (method, handler, registered) = match found {
-                    Some(Found::Named { name, run, .. }) => (name, run, true),
+                let (method, handler, meter) = match found {
+                    Some(Found::Named {
+                        name, run, meter, ..
+                    }) => (name, run, Some(meter)),
                     Some(Found::Fallback(run)) => {
                         wire_name = req.method.to_str();
-                        (&*wire_name, run, false)
+                        (&*wire_name, run, None)
                     }
                     None => {
                         let _ = conn.reject(req.handle, ErrorCode::METHOD_NOT_FOUND);
@@ -388,7 +390,8 @@ impl Shared {
                     telemetry::reject(telemetry::Rejection::Authorization);
                     forbidden()
                 };
-                handlers.start_request(handler, &origin, req.params, conn, req.handle, registered);
+                let params = req.params;
+                handlers.start_request(handler, &origin, params, conn, req.handle, meter, None);
             }
             Inbound::Notification(n) => {
                 let method = n.method.to_str();

@@ -227,6 +227,19 @@ impl<V> Names<V> {
 pub(crate) struct Entry<F> {
     pub(crate) run: F,
     pub(crate) context: bool,
+    /// The method's metric handles, found on its first measured call and kept here, so that
+    /// a call finds them with no lookup by name (empty without the feature `metrics`).
+    pub(crate) meter: crate::telemetry::MethodMeter,
+}
+
+impl<F> Entry<F> {
+    fn new(run: F, context: bool) -> Self {
+        Entry {
+            run,
+            context,
+            meter: crate::telemetry::MethodMeter::default(),
+        }
+    }
 }
 
 /// How a request handler ended its first run.
@@ -630,25 +643,13 @@ impl Router {
             let result = origin.scrubbed(handler(params));
             answer(conn, handle, result.as_ref())
         });
-        self.methods.insert(
-            name,
-            Entry {
-                run: f,
-                context: false,
-            },
-        );
+        self.methods.insert(name, Entry::new(f, false));
         self
     }
 
     /// Registers a handler already erased (one that reads no [`Context`]).
     pub(crate) fn insert_method_fn(mut self, name: &str, run: MethodFn) -> Self {
-        self.methods.insert(
-            name,
-            Entry {
-                run,
-                context: false,
-            },
-        );
+        self.methods.insert(name, Entry::new(run, false));
         self
     }
 
@@ -660,13 +661,7 @@ impl Router {
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
         self.docs.typed::<P>(name);
-        self.methods.insert(
-            name,
-            Entry {
-                run: erase(start),
-                context,
-            },
-        );
+        self.methods.insert(name, Entry::new(erase(start), context));
         self
     }
 
@@ -689,10 +684,10 @@ impl Router {
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
         // `Option<Box<RawValue>>` decodes absent params (null) as `None`, any other as raw.
-        self.fallback_method = Some(Entry {
-            run: erase(move |origin: &Origin<'_>, params| handler(origin.context(), params)),
-            context: true,
-        });
+        self.fallback_method = Some(Entry::new(
+            erase(move |origin: &Origin<'_>, params| handler(origin.context(), params)),
+            true,
+        ));
         self
     }
 
@@ -745,7 +740,7 @@ impl Router {
                 Poll::Pending => Some(fut),
             }
         });
-        self.notifications.insert(name, Entry { run: f, context });
+        self.notifications.insert(name, Entry::new(f, context));
         self
     }
 
@@ -773,10 +768,7 @@ impl Router {
                 Poll::Pending => Some(fut),
             }
         });
-        self.fallback = Some(Entry {
-            run: f,
-            context: true,
-        });
+        self.fallback = Some(Entry::new(f, true));
         self
     }
 
@@ -823,6 +815,7 @@ impl Router {
                     at,
                     name,
                     run: &e.run,
+                    meter: &e.meter,
                 },
                 e.context,
             )),
@@ -862,11 +855,6 @@ impl Router {
         }
     }
 
-    pub(crate) fn get_method(&self, name: &str) -> Option<&MethodFn> {
-        self.find_method(name.as_bytes(), None)
-            .map(|(found, _)| found.run())
-    }
-
     pub(crate) fn get_notification(&self, name: &str) -> Option<&NotifyFn> {
         self.notification_entry(name.as_bytes()).map(|e| &e.run)
     }
@@ -879,6 +867,8 @@ pub(crate) enum Found<'a> {
         at: usize,
         name: &'a str,
         run: &'a MethodFn,
+        /// Its metric handles.
+        meter: &'a crate::telemetry::MethodMeter,
     },
     /// The fallback: it runs under the name on the wire.
     Fallback(&'a MethodFn),

@@ -29,9 +29,13 @@
 //! - `mcp.server.sessions` (gauge): the open MCP Streamable HTTP sessions (any gauge a
 //!   session table is counted as, see [`gauge_add`]).
 
-#[cfg(feature = "metrics")]
-use std::time::Duration;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+// The clock of call durations is the driver's (tokio's: a paused test clock times both ends
+// of a call alike), which hands its reading of the input's arrival to `ServerCall::start`.
+use crate::driver::clock_now as clock;
+
+use rpcwire::wire::RawJson;
 
 use crate::caller::Caller;
 
@@ -354,12 +358,19 @@ impl BatchSizer {
         }
     }
 
+    /// Closes the open batch, if any (a call per frame: the check is inlined).
+    #[inline]
     fn close(&mut self, messages: u64) {
         if self.open > 0 {
-            let size = messages.saturating_sub(self.open - 1);
-            self.open = 0;
-            metrics::histogram!(names::BATCH_SIZE).record(size as f64);
+            self.record(messages);
         }
+    }
+
+    #[inline(never)]
+    fn record(&mut self, messages: u64) {
+        let size = messages.saturating_sub(self.open - 1);
+        self.open = 0;
+        metrics::histogram!(names::BATCH_SIZE).record(size as f64);
     }
 }
 
@@ -424,7 +435,7 @@ pub(crate) fn bytes_out(n: usize) {
 /// A request for a method that does not exist: its span (named `_OTHER`) and metrics, and a
 /// rejection.
 pub(crate) fn not_found(method: &str, id: &str, caller: &Caller) {
-    ServerCall::start(method, false, || id, caller, None)
+    ServerCall::start(method, None, || id, caller, None, None)
         .end(Some(rpcwire::ErrorCode::METHOD_NOT_FOUND.0));
     reject(Rejection::NotFound);
 }
@@ -460,12 +471,13 @@ pub(crate) fn id_attribute(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
 }
 
 /// Makes the W3C trace context of the call (its params' `_meta`, else its caller's) the
-/// parent of its span (feature `otel`; the params are not looked at otherwise).
-fn remote_parent(span: &tracing::Span, caller: &Caller, params: Option<&str>) {
+/// parent of its span (feature `otel`; the params are not looked at otherwise, not even
+/// checked as UTF-8).
+fn remote_parent(span: &tracing::Span, caller: &Caller, params: Option<RawJson<'_>>) {
     #[cfg(feature = "otel")]
     {
         use crate::trace_context::TraceContext;
-        let from_meta = params.and_then(TraceContext::from_params_meta);
+        let from_meta = params.and_then(|p| TraceContext::from_params_meta(p.as_str()));
         if let Some(cx) = from_meta.as_ref().or(caller.trace_context()) {
             cx.set_parent_of(span);
         }
@@ -521,38 +533,134 @@ pub fn batch_size(len: usize) {
     }
 }
 
+/// A router method's metric handles (feature `metrics`; empty otherwise): found by its label
+/// on the method's first measured call and kept with the method in the router, so that the
+/// calls after it reach their histograms with no lookup by name (no per-thread table, no
+/// hashing, no reference count).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct MethodMeter {
+    /// Its histograms, when durations are counted in process.
+    #[cfg(feature = "metrics")]
+    durations: std::sync::OnceLock<&'static crate::durations::MethodDurations>,
+    /// Its counts in the live view.
+    #[cfg(feature = "metrics")]
+    live: std::sync::OnceLock<&'static crate::live_stats::MethodStats>,
+}
+
+#[cfg(feature = "metrics")]
+impl MethodMeter {
+    /// The handles of the calls labelled `_OTHER` (a fallback's, a method not found).
+    fn other() -> &'static MethodMeter {
+        static OTHER: MethodMeter = MethodMeter {
+            durations: std::sync::OnceLock::new(),
+            live: std::sync::OnceLock::new(),
+        };
+        &OTHER
+    }
+
+    fn durations(&self, label: &str) -> &'static crate::durations::MethodDurations {
+        self.durations
+            .get_or_init(|| crate::durations::server_method(label))
+    }
+
+    fn live(&self, label: &str) -> Option<&'static crate::live_stats::MethodStats> {
+        if let Some(live) = self.live.get() {
+            return Some(live);
+        }
+        let live = crate::live_stats::method(label)?;
+        Some(*self.live.get_or_init(|| live))
+    }
+}
+
 /// One call on the server: its span, and its start when anything measures it.
 pub(crate) struct ServerCall {
     span: tracing::Span,
     started: Option<Instant>,
     /// What the call log says of it, when the log is on.
     log: Option<Box<CallLine>>,
-    /// The `rpc.method` label, when metrics are recorded.
+    /// The `rpc.method` label, when metrics go through the facade.
     #[cfg(feature = "metrics")]
     label: Option<std::sync::Arc<str>>,
     /// The live view's counts of the method, when it is on.
     #[cfg(feature = "metrics")]
-    live: Option<std::sync::Arc<crate::live_stats::MethodStats>>,
+    live: Option<&'static crate::live_stats::MethodStats>,
     /// The method's histograms, when durations are counted in process
-    /// ([`crate::durations::aggregate`]).
+    /// ([`crate::durations::aggregate`]), and the start on their clock.
     #[cfg(feature = "metrics")]
-    counted: Option<std::sync::Arc<crate::durations::MethodDurations>>,
+    counted: Option<(&'static crate::durations::MethodDurations, u64)>,
 }
 
 impl ServerCall {
-    /// Starts the call of `method` (its registered name, or the name on the wire when
-    /// `registered` is false) with the id's JSON text (`""` for none) and its params' JSON
-    /// text. The id is asked for only when a span or the call log takes it: making it text
-    /// costs a UTF-8 check on every call that nothing listens to. While a subscriber listens,
-    /// the span's remote parent is the W3C trace context of the params' `_meta` (MCP's place
-    /// for it), or else the one the transport received (HTTP headers; see
+    /// Starts the call of `method` (its registered name with its handles `meter`, or the name
+    /// on the wire when `meter` is `None`) with the id's JSON text (`""` for none) and its
+    /// params (made text only for a trace context in their `_meta`); `received` is when its input was read, if the transport read the
+    /// clock then (else the clock is read here, when anything measures the call). The id is
+    /// asked for only when a span or the call log takes it: making it text costs a UTF-8 check
+    /// on every call that nothing listens to. While a subscriber listens, the span's remote
+    /// parent is the W3C trace context of the params' `_meta` (MCP's place for it), or else
+    /// the one the transport received (HTTP headers; see
     /// [`trace_context`](crate::trace_context)).
+    #[inline]
     pub(crate) fn start<'i>(
         method: &str,
-        registered: bool,
+        meter: Option<&MethodMeter>,
         id: impl Fn() -> &'i str,
         caller: &Caller,
-        params: Option<&str>,
+        params: Option<RawJson<'_>>,
+        received: Option<Instant>,
+    ) -> Self {
+        let (metered, live) = recording();
+        // The span and the call log are at info level: below it (the default of `rpcwire
+        // serve`) neither can listen, and neither is built.
+        let listened = tracing::level_filters::STATIC_MAX_LEVEL >= tracing::Level::INFO
+            && tracing::level_filters::LevelFilter::current() >= tracing::Level::INFO;
+        if !metered && !live && !listened {
+            // Nothing takes the call: nothing to build or measure, at the cost of two loads.
+            return Self::untaken();
+        }
+        let mut call = match listened {
+            true => Self::start_listened(method, meter.is_some(), &id, caller, params),
+            false => Self::untaken(),
+        };
+        #[cfg(feature = "metrics")]
+        if metered || live {
+            let label = if meter.is_some() {
+                method
+            } else {
+                OTHER_METHOD
+            };
+            call.meter(label, meter.unwrap_or(MethodMeter::other()), metered, live);
+        }
+        if call.timed() {
+            call.started = Some(received.unwrap_or_else(clock));
+        }
+        call
+    }
+
+    /// A call that nothing takes (yet).
+    #[inline]
+    fn untaken() -> Self {
+        ServerCall {
+            span: tracing::Span::none(),
+            started: None,
+            log: None,
+            #[cfg(feature = "metrics")]
+            label: None,
+            #[cfg(feature = "metrics")]
+            live: None,
+            #[cfg(feature = "metrics")]
+            counted: None,
+        }
+    }
+
+    /// The span and the call log's line of a call, when a subscriber may take them.
+    #[inline(never)]
+    fn start_listened<'i>(
+        method: &str,
+        registered: bool,
+        id: &dyn Fn() -> &'i str,
+        caller: &Caller,
+        params: Option<RawJson<'_>>,
     ) -> Self {
         let label = if registered { method } else { OTHER_METHOD };
         let span = tracing::info_span!(
@@ -590,17 +698,6 @@ impl ServerCall {
             }
             remote_parent(&span, caller, params);
         }
-        let (metered, live) = recording();
-        // Durations through the facade (`metered`), or counted here (`counted`).
-        #[cfg(feature = "metrics")]
-        let (metered, counted) = match metered && crate::durations::on() {
-            true => (false, Some(crate::durations::server_start(label))),
-            false => (metered, None),
-        };
-        #[cfg(feature = "metrics")]
-        if metered {
-            handles::in_flight().increment(1.0);
-        }
         let log = tracing::enabled!(target: CALL_LOG, tracing::Level::INFO).then(|| {
             Box::new(CallLine {
                 method: method.to_owned(),
@@ -610,25 +707,50 @@ impl ServerCall {
                 bodies: crate::body_log::config().map(|_| Bodies::default()),
             })
         });
-        #[cfg(feature = "metrics")]
-        let measured = listening || log.is_some() || metered || live || counted.is_some();
-        #[cfg(not(feature = "metrics"))]
-        let measured = listening || log.is_some() || metered || live;
         ServerCall {
-            span,
-            started: measured.then(Instant::now),
             log,
-            #[cfg(feature = "metrics")]
-            label: metered.then(|| handles::server_label(label)),
-            #[cfg(feature = "metrics")]
-            live: if live {
-                crate::live_stats::method(label)
-            } else {
-                None
-            },
-            #[cfg(feature = "metrics")]
-            counted,
+            span,
+            ..Self::untaken()
         }
+    }
+
+    /// Takes the handles of the metrics recorded (`metered`) and of the live view (`live`).
+    #[cfg(feature = "metrics")]
+    #[inline(never)]
+    fn meter(&mut self, label: &str, meter: &MethodMeter, metered: bool, live: bool) {
+        if metered {
+            if crate::durations::on() {
+                let durations = meter.durations(label);
+                self.counted = Some((durations, crate::durations::server_start()));
+            } else {
+                handles::in_flight().increment(1.0);
+                self.label = Some(handles::server_label(label));
+            }
+        }
+        if live {
+            self.live = meter.live(label);
+        }
+    }
+
+    /// True when anything takes the call's end.
+    #[inline]
+    fn measured(&self) -> bool {
+        #[cfg(feature = "metrics")]
+        let counted = self.counted.is_some();
+        #[cfg(not(feature = "metrics"))]
+        let counted = false;
+        counted || self.timed()
+    }
+
+    /// True when anything takes the call's duration on the system clock (all but the
+    /// durations counted in process, which have a clock of their own).
+    #[inline]
+    fn timed(&self) -> bool {
+        #[cfg(feature = "metrics")]
+        let metered = self.label.is_some() || self.live.is_some();
+        #[cfg(not(feature = "metrics"))]
+        let metered = false;
+        metered || self.log.is_some() || !self.span.is_disabled()
     }
 
     /// The call's span, to enter while its handler runs.
@@ -642,9 +764,17 @@ impl ServerCall {
     }
 
     /// Keeps the params for the call log, when it shows bodies.
-    pub(crate) fn note_params(&mut self, params: Option<&str>) {
+    #[inline]
+    pub(crate) fn note_params(&mut self, params: Option<RawJson<'_>>) {
+        if self.log.is_some() {
+            self.keep_params(params);
+        }
+    }
+
+    #[inline(never)]
+    fn keep_params(&mut self, params: Option<RawJson<'_>>) {
         if let Some(bodies) = self.bodies() {
-            bodies.params = params.map(str::to_owned);
+            bodies.params = params.map(|p| p.as_str().to_owned());
         }
     }
 
@@ -666,9 +796,28 @@ impl ServerCall {
     }
 
     /// Ends the call: `error` is the error code it was answered with, if any.
+    #[inline]
     pub(crate) fn end(self, error: Option<i32>) {
+        if self.measured() {
+            self.finish(error);
+        } else {
+            // Nothing takes it (nothing listens, nothing is recorded): it holds nothing to
+            // let go of either (a span with no subscriber's, no log line, no label), so no
+            // drop glue runs for it.
+            std::mem::forget(self);
+        }
+    }
+
+    /// Ends a call that something takes: its log line, its span's outcome, and its duration
+    /// where it is counted (one read of the system clock for the log, the span and the live
+    /// view; the durations counted in process read their own clock).
+    #[inline(never)]
+    fn finish(self, error: Option<i32>) {
+        let elapsed = self
+            .started
+            .map_or(Duration::ZERO, |t| clock().saturating_duration_since(t));
         if let Some(line) = &self.log {
-            line.write(self.started, error);
+            line.write(elapsed, error);
         }
         if let Some(code) = error {
             if !self.span.is_disabled() {
@@ -679,23 +828,19 @@ impl ServerCall {
             }
         }
         #[cfg(feature = "metrics")]
-        if self.label.is_some() || self.live.is_some() || self.counted.is_some() {
-            // One clock read for all.
-            let elapsed = self.started.map_or(Duration::ZERO, |t| t.elapsed());
+        {
             let code = || error.map(|code| code.to_string());
             if let Some(method) = self.label {
                 handles::in_flight().decrement(1.0);
                 handles::server_duration(&method, code().as_deref(), elapsed.as_secs_f64());
             }
-            if let Some(counted) = self.counted {
-                crate::durations::server_end(&counted, code().as_deref(), elapsed);
+            if let Some((counted, started)) = self.counted {
+                crate::durations::server_end(counted, code().as_deref(), started);
             }
             if let Some(live) = self.live {
                 live.record(elapsed, error.is_some());
             }
         }
-        #[cfg(not(feature = "metrics"))]
-        let _ = self.started;
     }
 }
 
@@ -718,10 +863,8 @@ struct Bodies {
 }
 
 impl CallLine {
-    fn write(&self, started: Option<Instant>, error: Option<i32>) {
-        let latency_us = started.map_or(0, |t| {
-            u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX)
-        });
+    fn write(&self, elapsed: Duration, error: Option<i32>) {
+        let latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
         let status = match error {
             None => "ok".to_owned(),
             Some(code) => code.to_string(),
@@ -928,5 +1071,21 @@ mod tests {
         assert_eq!(id_attribute(r#""w\u0031""#).as_deref(), Some("w1"));
         assert_eq!(id_attribute("null"), None);
         assert_eq!(id_attribute(""), None);
+    }
+
+    /// A router method's handles are the shared table's entry of its label, found once: the
+    /// calls after the first count into the same histograms as any other holder's.
+    #[cfg(feature = "metrics")]
+    #[test]
+    fn a_method_meter_keeps_the_shared_histograms_of_its_label() {
+        let meter = super::MethodMeter::default();
+        let first = meter.durations("meter.test");
+        assert!(std::ptr::eq(first, meter.durations("other.label")));
+        assert!(std::ptr::eq(
+            first,
+            crate::durations::server_method("meter.test")
+        ));
+        let other = super::MethodMeter::default().durations("meter.other");
+        assert!(!std::ptr::eq(first, other));
     }
 }
