@@ -6,10 +6,12 @@
 //! depends on one header alone ([`Authenticator::credential_header`]), the connection keeps
 //! the last value it let in, byte for byte, with the identity it stood for; a later request
 //! with the same bytes gets that identity without asking the authenticator again (no hashing,
-//! no cache lookup) until the identity expires. The request's headers are kept as the head's
-//! bytes and made into an `http::HeaderMap` only for a handler that reads them
-//! ([`RequestHead`]), and the caller itself is renewed in place when the last request's call
-//! let go of it.
+//! no cache lookup) until the identity expires. A head carrying the kept value is parsed
+//! without the value's line ([`crate::kept_line`]): the value is compared once, not checked
+//! byte by byte again, and the head without it (copied once, for the parse) becomes the
+//! caller's. The request's headers are kept as the head's bytes and made into an
+//! `http::HeaderMap` only for a handler that reads them ([`RequestHead`]), and the caller
+//! itself is renewed in place when the last request's call let go of it.
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
@@ -22,7 +24,7 @@ use rpcwire_tokio::{Authenticator, Caller, Identity, LazyMeta, Transport};
 use tokio::time::Instant;
 
 use crate::body::Body;
-use crate::fast::{MAX_HEAD, MAX_HEADERS};
+use crate::fast::{KEEP, MAX_HEADERS};
 use crate::kept_line::{self, KeptLine};
 use crate::server::authenticate;
 
@@ -58,6 +60,7 @@ impl RequestHead {
 
     /// Another request's head, given as `bytes` without its credential line (which stood at
     /// `at`, with `name` and `value`): no copy, `bytes` and the old head's bytes are swapped.
+    #[inline]
     fn renew_without(&mut self, bytes: &mut Vec<u8>, at: usize, name: &HeaderName, value: &Bytes) {
         std::mem::swap(&mut self.bytes, bytes);
         match &mut self.left_out {
@@ -157,7 +160,8 @@ impl Admitted {
 
     /// The kept credential's line in `buf` (a head whose credential header is `name`, lower
     /// case; see [`kept_line`]), and `buf` without it: the bytes before the line, then
-    /// those after it up to [`MAX_HEAD`] of them, and whether that took all of `buf`.
+    /// those after it up to [`KEEP`] of them (the rest of a usual head, and some of the body
+    /// or the next request: the copy stays small), and whether that took all of `buf`.
     pub(crate) fn without_kept_line(
         &mut self,
         name: &[u8],
@@ -165,7 +169,7 @@ impl Admitted {
     ) -> Option<(KeptLine, &[u8], bool)> {
         let key = self.key.as_mut()?;
         let line = kept_line::find(buf, name, &key.value, &mut key.hint)?;
-        let end = buf.len().min(line.end.saturating_add(MAX_HEAD));
+        let end = buf.len().min(line.end.saturating_add(KEEP));
         key.scratch.clear();
         key.scratch.extend_from_slice(&buf[..line.start]);
         key.scratch.extend_from_slice(&buf[line.end..end]);
@@ -188,6 +192,7 @@ impl Admitted {
 /// is the kept one, compared already; the head without the line is the one
 /// [`Admitted::keep_head`] kept, and becomes the caller's without a copy). No allocation when
 /// the last call has let go of the caller.
+#[inline]
 pub(crate) fn kept(
     admitted: &mut Option<Box<Admitted>>,
     head: &[u8],
