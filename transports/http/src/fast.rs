@@ -1055,6 +1055,23 @@ mod tests {
         }
     }
 
+    /// A service at `/rpc` with [`OneToken`].
+    fn one_token_service() -> RpcService {
+        crate::HttpServer::new(rpcwire_tokio::Builder::new().authenticator(OneToken))
+            .path("/rpc")
+            .build()
+    }
+
+    /// A connection's caller let in by the token, from `head`.
+    async fn token_kept(head: &str) -> Option<Box<Admitted>> {
+        let mut admitted = None;
+        let (head, token) = (head.as_bytes(), Some(TOKEN.as_bytes()));
+        admit(&OneToken, &mut admitted, head, token, Instant::now())
+            .await
+            .expect("let in");
+        admitted
+    }
+
     /// What `parse` made of a head, comparable: the credential as its bytes.
     #[derive(Debug, PartialEq)]
     enum Seen {
@@ -1086,22 +1103,11 @@ mod tests {
         use proptest::sample::select;
         use proptest::test_runner::{Config, TestRunner};
 
-        let service = crate::HttpServer::new(rpcwire_tokio::Builder::new().authenticator(OneToken))
-            .path("/rpc")
-            .build();
+        let service = one_token_service();
         let inner = &service.inner;
         let name = inner.credential_header.as_deref();
-        let mut admitted = None;
         let first = format!("POST /rpc HTTP/1.1\r\nAuthorization: {TOKEN}\r\n\r\n");
-        admit(
-            &OneToken,
-            &mut admitted,
-            first.as_bytes(),
-            Some(TOKEN.as_bytes()),
-            Instant::now(),
-        )
-        .await
-        .expect("let in");
+        let admitted = token_kept(&first).await;
 
         let body = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
         let bytes = |s: &str| s.as_bytes().to_vec();
@@ -1271,25 +1277,15 @@ mod tests {
     /// (the head is parsed whole, its credential missing).
     #[tokio::test]
     async fn a_kept_line_after_the_head_is_not_in_it() {
-        let service =
-            crate::HttpServer::new(rpcwire_tokio::Builder::new().authenticator(OneToken)).build();
+        let service = one_token_service();
         let inner = &service.inner;
         let name = inner.credential_header.as_deref();
-        let mut admitted = None;
         let line = format!("Authorization: {TOKEN}\r\n");
         let head = format!(
             "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
              Content-Length: 2\r\nX-Pad: 0123456789ab\r\n{line}\r\n[]"
         );
-        admit(
-            &OneToken,
-            &mut admitted,
-            head.as_bytes(),
-            Some(TOKEN.as_bytes()),
-            Instant::now(),
-        )
-        .await
-        .expect("let in");
+        let mut admitted = token_kept(&head).await;
         let Parsed::Fast(h) = parse(inner, name, admitted.as_deref_mut(), head.as_bytes()) else {
             panic!("taken");
         };

@@ -786,19 +786,11 @@ fn random_request() -> impl Strategy<Value = RandomRequest> {
         )
 }
 
-/// What a server did with one request on a fresh connection, then with a second on the same
-/// connection (written behind it, or after its answer): each answer (`None`: the connection
-/// ended first), with `Date` left out.
+/// What a server did with one request on a fresh connection (after `before`, answered with
+/// status 200 first, if given), then with a second on the same connection (written behind it,
+/// or after its answer): each answer (`None`: the connection ended first), with `Date` left
+/// out.
 async fn outcome(
-    addr: SocketAddr,
-    request: &RandomRequest,
-    next: &RandomRequest,
-) -> (Option<Answer>, Option<Answer>) {
-    outcome_after(addr, None, request, next).await
-}
-
-/// [`outcome`], on a connection that has had `before` answered first (with status 200).
-async fn outcome_after(
     addr: SocketAddr,
     before: Option<&str>,
     request: &RandomRequest,
@@ -865,16 +857,25 @@ fn twin_servers(
 #[test]
 fn the_fast_path_answers_every_request_as_hyper_does() {
     let (rt, fast, hyper) = twin_servers(|s| s.idle_connection_timeout(Duration::from_secs(3)));
-    twins_agree(&rt, fast, hyper, 512, (random_request(), random_request()));
+    twins_agree(
+        &rt,
+        fast,
+        hyper,
+        None,
+        512,
+        (random_request(), random_request()),
+    );
 }
 
 /// `cases` pairs of requests from `pairs`, each sent to both servers (the second written
-/// behind the first, or after its answer): the same answers (status, header fields in order,
+/// behind the first, or after its answer; on connections that have had `before` answered
+/// first): the same answers (status, header fields in order,
 /// `Date` left out, body) and the same end of the connection.
 fn twins_agree(
     rt: &tokio::runtime::Runtime,
     fast: SocketAddr,
     hyper: SocketAddr,
+    before: Option<&str>,
     cases: u32,
     pairs: impl Strategy<Value = (RandomRequest, RandomRequest)>,
 ) {
@@ -888,8 +889,8 @@ fn twins_agree(
         .run(&pairs, |(request, next)| {
             let (a, b) = rt.block_on(async {
                 tokio::join!(
-                    outcome(fast, &request, &next),
-                    outcome(hyper, &request, &next)
+                    outcome(fast, before, &request, &next),
+                    outcome(hyper, before, &request, &next)
                 )
             });
             prop_assert_eq!(a.0, b.0, "first answer");
@@ -1040,6 +1041,25 @@ impl Authenticator for Names {
 
 fn auth_server(names: Names) -> HttpServer {
     HttpServer::new(Builder::new().router(router()).authenticator(names)).path("/rpc")
+}
+
+/// A runtime and two authenticating servers alike but for the fast path (on, off), as
+/// [`twin_servers`] makes them, with `Names::new(memo)`.
+fn auth_twins(memo: bool) -> (tokio::runtime::Runtime, SocketAddr, SocketAddr) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let make = |fast: bool| {
+        auth_server(Names::new(memo))
+            .get_stream(false)
+            .max_body(1024)
+            .idle_connection_timeout(Duration::from_secs(3))
+            .fast_path(fast)
+    };
+    let (fast, hyper) = rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
+    (rt, fast, hyper)
 }
 
 const WHOAMI: &str = r#"{"jsonrpc":"2.0","method":"whoami","id":3}"#;
@@ -1198,23 +1218,10 @@ fn the_fast_path_authenticates_every_request_as_hyper_does() {
             r
         };
     for memo in [true, false] {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let make = |fast: bool| {
-            auth_server(Names::new(memo))
-                .get_stream(false)
-                .max_body(1024)
-                .idle_connection_timeout(Duration::from_secs(3))
-                .fast_path(fast)
-        };
-        let (fast, hyper) =
-            rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
+        let (rt, fast, hyper) = auth_twins(memo);
         let request = (random_request(), authorization()).prop_map(with_auth);
         let next = (random_request(), authorization()).prop_map(with_auth);
-        twins_agree(&rt, fast, hyper, 256, (request, next));
+        twins_agree(&rt, fast, hyper, None, 256, (request, next));
     }
 }
 
@@ -1283,37 +1290,7 @@ fn heads_near_the_kept_credential_are_answered_as_hyper_does() {
         r.fields.push(("Authorization".to_owned(), kept.to_owned()));
         r
     });
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let make = |fast: bool| {
-        auth_server(Names::new(true))
-            .get_stream(false)
-            .max_body(1024)
-            .idle_connection_timeout(Duration::from_secs(3))
-            .fast_path(fast)
-    };
-    let (fast, hyper) = rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
+    let (rt, fast, hyper) = auth_twins(true);
     let first = post(WHOAMI, &format!("Authorization: {kept}\r\n"));
-    use proptest::test_runner::{Config, TestRunner};
-    let mut runner = TestRunner::new(Config {
-        cases: 384,
-        failure_persistence: None,
-        ..Config::default()
-    });
-    runner
-        .run(&(request, next), |(request, next)| {
-            let (a, b) = rt.block_on(async {
-                tokio::join!(
-                    outcome_after(fast, Some(&first), &request, &next),
-                    outcome_after(hyper, Some(&first), &request, &next)
-                )
-            });
-            prop_assert_eq!(a.0, b.0, "first answer");
-            prop_assert_eq!(a.1, b.1, "the second request's answer");
-            Ok(())
-        })
-        .unwrap();
+    twins_agree(&rt, fast, hyper, Some(&first), 384, (request, next));
 }
