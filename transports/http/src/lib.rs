@@ -66,6 +66,7 @@ pub mod guard;
 mod h2_idle;
 #[cfg(feature = "jwks")]
 pub mod jwks;
+mod kept_line;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 #[cfg(feature = "otlp")]

@@ -53,6 +53,22 @@ fn router() -> Router {
                 "length": header("content-length"),
             }))
         })
+        // Every header field the handler sees, in order (values as bytes, lossily).
+        .method_with_context("headers", |cx: Context, _: Value| async move {
+            let fields: Vec<(String, String)> = cx
+                .caller()
+                .meta::<http::HeaderMap>()
+                .map(|h| {
+                    h.iter()
+                        .map(|(n, v)| {
+                            let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                            (n.as_str().to_owned(), value)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok::<_, RpcError>(json!(fields))
+        })
 }
 
 async fn start(server: HttpServer) -> SocketAddr {
@@ -770,11 +786,13 @@ fn random_request() -> impl Strategy<Value = RandomRequest> {
         )
 }
 
-/// What a server did with one request on a fresh connection, then with a second on the same
-/// connection (written behind it, or after its answer): each answer (`None`: the connection
-/// ended first), with `Date` left out.
+/// What a server did with one request on a fresh connection (after `before`, answered with
+/// status 200 first, if given), then with a second on the same connection (written behind it,
+/// or after its answer): each answer (`None`: the connection ended first), with `Date` left
+/// out.
 async fn outcome(
     addr: SocketAddr,
+    before: Option<&str>,
     request: &RandomRequest,
     next: &RandomRequest,
 ) -> (Option<Answer>, Option<Answer>) {
@@ -782,6 +800,11 @@ async fn outcome(
     let wait = Duration::from_secs(5);
     let mut s = connect(addr).await;
     let mut rest = Vec::new();
+    if let Some(before) = before {
+        s.write_all(before.as_bytes()).await.unwrap();
+        let answer = tokio::time::timeout(wait, read_answer(&mut s, &mut rest)).await;
+        assert_eq!(answer.expect("an answer in time").status, 200);
+    }
     let mut bytes = request.bytes();
     if request.pipelined {
         bytes.extend_from_slice(&next.bytes());
@@ -834,16 +857,25 @@ fn twin_servers(
 #[test]
 fn the_fast_path_answers_every_request_as_hyper_does() {
     let (rt, fast, hyper) = twin_servers(|s| s.idle_connection_timeout(Duration::from_secs(3)));
-    twins_agree(&rt, fast, hyper, 512, (random_request(), random_request()));
+    twins_agree(
+        &rt,
+        fast,
+        hyper,
+        None,
+        512,
+        (random_request(), random_request()),
+    );
 }
 
 /// `cases` pairs of requests from `pairs`, each sent to both servers (the second written
-/// behind the first, or after its answer): the same answers (status, header fields in order,
+/// behind the first, or after its answer; on connections that have had `before` answered
+/// first): the same answers (status, header fields in order,
 /// `Date` left out, body) and the same end of the connection.
 fn twins_agree(
     rt: &tokio::runtime::Runtime,
     fast: SocketAddr,
     hyper: SocketAddr,
+    before: Option<&str>,
     cases: u32,
     pairs: impl Strategy<Value = (RandomRequest, RandomRequest)>,
 ) {
@@ -857,8 +889,8 @@ fn twins_agree(
         .run(&pairs, |(request, next)| {
             let (a, b) = rt.block_on(async {
                 tokio::join!(
-                    outcome(fast, &request, &next),
-                    outcome(hyper, &request, &next)
+                    outcome(fast, before, &request, &next),
+                    outcome(hyper, before, &request, &next)
                 )
             });
             prop_assert_eq!(a.0, b.0, "first answer");
@@ -1009,6 +1041,25 @@ impl Authenticator for Names {
 
 fn auth_server(names: Names) -> HttpServer {
     HttpServer::new(Builder::new().router(router()).authenticator(names)).path("/rpc")
+}
+
+/// A runtime and two authenticating servers alike but for the fast path (on, off), as
+/// [`twin_servers`] makes them, with `Names::new(memo)`.
+fn auth_twins(memo: bool) -> (tokio::runtime::Runtime, SocketAddr, SocketAddr) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let make = |fast: bool| {
+        auth_server(Names::new(memo))
+            .get_stream(false)
+            .max_body(1024)
+            .idle_connection_timeout(Duration::from_secs(3))
+            .fast_path(fast)
+    };
+    let (fast, hyper) = rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
+    (rt, fast, hyper)
 }
 
 const WHOAMI: &str = r#"{"jsonrpc":"2.0","method":"whoami","id":3}"#;
@@ -1167,22 +1218,79 @@ fn the_fast_path_authenticates_every_request_as_hyper_does() {
             r
         };
     for memo in [true, false] {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let make = |fast: bool| {
-            auth_server(Names::new(memo))
-                .get_stream(false)
-                .max_body(1024)
-                .idle_connection_timeout(Duration::from_secs(3))
-                .fast_path(fast)
-        };
-        let (fast, hyper) =
-            rt.block_on(async { (start(make(true)).await, start(make(false)).await) });
+        let (rt, fast, hyper) = auth_twins(memo);
         let request = (random_request(), authorization()).prop_map(with_auth);
         let next = (random_request(), authorization()).prop_map(with_auth);
-        twins_agree(&rt, fast, hyper, 256, (request, next));
+        twins_agree(&rt, fast, hyper, None, 256, (request, next));
     }
+}
+
+/// A connection that keeps its caller (the fast path's, for `Bearer alice`) meets, on its
+/// next request, random requests whose `Authorization` field is the kept value (in any case,
+/// with any spaces, anywhere among the fields, perhaps twice) or nearly it: a byte of it
+/// changed, or a control byte, NUL, CR, a bare LF, an obsolete line fold, DEL or a non-ASCII
+/// byte put inside it, spaces after it. The fast path, which parses a head without the kept
+/// value's line when it finds it, answers each as hyper does (and the handler sees the same
+/// header fields in the same order), and the request after it too.
+#[test]
+fn heads_near_the_kept_credential_are_answered_as_hyper_does() {
+    use proptest::sample::select;
+    let kept = "Bearer alice";
+    let authorization = (
+        // The kept value as it is (most often), or changed at `at`: a byte set or put in.
+        proptest::option::weighted(
+            0.6,
+            (
+                select(vec![
+                    "\0", "\u{1}", "\t", " ", "\r", "\n", "\r\n ", "\n\t", "\u{7f}", "é", "x", "A",
+                ]),
+                0usize..=12,
+                any::<bool>(),
+            ),
+        ),
+        select(vec!["", " ", "\t", "  \t"]),
+        any::<u32>(),
+        0usize..5,
+        proptest::bool::weighted(0.1),
+    )
+        .prop_map(move |(change, after, case, at, twice)| {
+            let mut value = kept.to_owned();
+            if let Some((byte, place, set)) = change {
+                let place = place.min(value.len());
+                if set && place < value.len() {
+                    value.replace_range(place..place + 1, byte);
+                } else {
+                    value.insert_str(place, byte);
+                }
+            }
+            value.push_str(after);
+            (cased("authorization", case), value, at, twice)
+        });
+    let headers = r#"{"jsonrpc":"2.0","method":"headers","id":4}"#;
+    let request = (random_request(), authorization, any::<bool>()).prop_map(
+        move |(mut r, (name, value, at, twice), fields)| {
+            let at = at.min(r.fields.len());
+            r.fields.insert(at, (name.clone(), value));
+            if twice {
+                r.fields.push((name, kept.to_owned()));
+            }
+            if fields {
+                // The fields the handler sees, for this request's own body.
+                r.body = headers.to_owned();
+                for (n, v) in &mut r.fields {
+                    if n.eq_ignore_ascii_case("content-length") {
+                        *v = headers.len().to_string();
+                    }
+                }
+            }
+            r
+        },
+    );
+    let next = random_request().prop_map(move |mut r| {
+        r.fields.push(("Authorization".to_owned(), kept.to_owned()));
+        r
+    });
+    let (rt, fast, hyper) = auth_twins(true);
+    let first = post(WHOAMI, &format!("Authorization: {kept}\r\n"));
+    twins_agree(&rt, fast, hyper, Some(&first), 384, (request, next));
 }
