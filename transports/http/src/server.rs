@@ -959,18 +959,22 @@ impl Inner {
                 let span = telemetry::batch_span(caller);
                 let caller = Arc::new(caller.as_ref().clone().without_trace_context());
                 let answer = async move {
-                    self.answer_now(body, owned, json_ok, sse_ok, deadline, Some(&caller))
+                    let caller = Some(&caller);
+                    self.answer_now(body, owned, json_ok, sse_ok, deadline, caller, true)
                         .await
                 };
                 tokio_util::either::Either::Left(Box::pin(answer.instrument(span)))
             }
             None => tokio_util::either::Either::Right(
-                self.answer_now(body, owned, json_ok, sse_ok, deadline, caller),
+                self.answer_now(body, owned, json_ok, sse_ok, deadline, caller, false),
             ),
         }
     }
 
     /// [`answer`](Inner::answer) in the current span.
+    /// `batch_traced`: the body is a batch whose span this server made (its connection, if
+    /// it needs one, makes none).
+    #[allow(clippy::too_many_arguments)]
     async fn answer_now(
         &self,
         body: &[u8],
@@ -979,6 +983,7 @@ impl Inner {
         sse_ok: bool,
         deadline: tokio::time::Instant,
         caller: Option<&Arc<Caller>>,
+        batch_traced: bool,
     ) -> Reply {
         match self
             .answer_at_once(body, json_ok, sse_ok, deadline, caller)
@@ -986,8 +991,17 @@ impl Inner {
         {
             Ok(reply) => reply,
             Err(kind) => {
-                self.answer_on_connection(owned(), kind, json_ok, sse_ok, deadline, caller)
-                    .await
+                let body = owned();
+                self.answer_on_connection(
+                    body,
+                    kind,
+                    json_ok,
+                    sse_ok,
+                    deadline,
+                    caller,
+                    batch_traced,
+                )
+                .await
             }
         }
     }
@@ -1043,7 +1057,9 @@ impl Inner {
         }
     }
 
-    /// Runs a body on a connection of its own, polled in this task.
+    /// Runs a body on a connection of its own, polled in this task (`batch_traced`: as in
+    /// `answer_now`).
+    #[allow(clippy::too_many_arguments)]
     async fn answer_on_connection(
         &self,
         body: Bytes,
@@ -1052,6 +1068,7 @@ impl Inner {
         sse_ok: bool,
         deadline: tokio::time::Instant,
         caller: Option<&Arc<Caller>>,
+        batch_traced: bool,
     ) -> Reply {
         if kind == BodyKind::Responses {
             // Responses to the event stream's calls go to its connection.
@@ -1063,7 +1080,7 @@ impl Inner {
         let calls = kind == BodyKind::Calls;
         let (closer, until) = oneshot::channel::<()>();
         let (tx, rx) = mpsc::channel(8);
-        let mut builder = self.builder.clone();
+        let mut builder = self.builder.clone().batch_spans(!batch_traced);
         if let Some(caller) = caller {
             builder = builder.shared_caller(Arc::clone(caller));
         }

@@ -53,10 +53,11 @@ impl Open {
 pub(crate) type Member = Box<(tracing::Span, Option<Arc<Caller>>)>;
 
 impl BatchTrace {
-    /// For a connection opening now: batches are traced when a subscriber listens to spans
-    /// now (as the connection's own span is made or not).
-    pub(crate) fn new() -> Self {
-        BatchTrace(telemetry::spans_enabled().then(Box::default))
+    /// For a connection opening now: batches are traced when `on` (the builder's
+    /// `batch_spans`) and a subscriber listens to spans now (as the connection's own span is
+    /// made or not).
+    pub(crate) fn new(on: bool) -> Self {
+        BatchTrace((on && telemetry::spans_enabled()).then(Box::default))
     }
 
     /// After the core handed out an item (`drained` false) or said it needs more input

@@ -102,6 +102,8 @@ pub(crate) struct Settings {
     pub(crate) limiter: Option<(Arc<RateLimiter>, Box<str>)>,
     /// Where outgoing calls' trace contexts go ([`Builder::outgoing_traces`](crate::Builder::outgoing_traces)).
     pub(crate) outgoing_traces: Option<crate::trace_context::OutgoingTraces>,
+    /// Whether batches get a span of their own ([`Builder::batch_spans`](crate::Builder::batch_spans)).
+    pub(crate) batch_spans: bool,
 }
 
 impl Settings {
@@ -251,6 +253,7 @@ where
         peer,
     } = channels;
     let handlers = Handlers::new(settings.cancel.as_ref().is_none_or(|c| c.answer));
+    let batch_trace = crate::batch_trace::BatchTrace::new(settings.batch_spans);
     let mut d = Driver {
         conn,
         rx,
@@ -269,7 +272,7 @@ where
         last_method: None,
         warned_garbage: false,
         batch_sizes: telemetry::BatchSizer::default(),
-        batch_trace: crate::batch_trace::BatchTrace::new(),
+        batch_trace,
         idle_since: None,
     };
     let (scope, span) = telemetry::ConnectionScope::open(&d.settings.caller);

@@ -63,6 +63,7 @@ impl Builder {
             caller,
             router: self.router,
             outgoing_traces: self.outgoing_traces,
+            batch_spans: self.batch_spans,
         };
         (client, driver::run(settings, reader, writer, channels))
     }

@@ -180,6 +180,8 @@ pub struct Builder {
     outgoing_traces: Option<trace_context::OutgoingTraces>,
     /// See [`Builder::meta_traces`].
     meta_traces: bool,
+    /// See [`Builder::batch_spans`].
+    batch_spans: bool,
 }
 
 /// A server's authenticator (see [`Builder::authenticator`]).
@@ -241,6 +243,7 @@ impl Builder {
             rate_limit: None,
             outgoing_traces: None,
             meta_traces: false,
+            batch_spans: true,
         }
     }
 
@@ -286,6 +289,16 @@ impl Builder {
     /// ```
     pub fn caller(mut self, caller: Caller) -> Self {
         self.caller = Some(Arc::new(caller));
+        self
+    }
+
+    /// Whether each batch a connection receives gets a span of its own (`rpc.batch`, the
+    /// parent of its calls' spans), made only while a subscriber listens to spans; on by
+    /// default. A transport that makes a batch's span itself around the connection turns it
+    /// off (the HTTP server does, for a batch body it runs on a connection of its own), so
+    /// that a batch has one span.
+    pub fn batch_spans(mut self, on: bool) -> Self {
+        self.batch_spans = on;
         self
     }
 
