@@ -32,6 +32,21 @@ def start():
     return server
 
 
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_other(*args):
+    """`rpcwire serve ARGS...` once it says it serves."""
+    other = subprocess.Popen([BIN, "serve", *args], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    line = other.stderr.readline().decode()
+    assert "serving" in line, line
+    return other
+
+
 def status(d):
     return d.find_element(By.ID, "status").text
 
@@ -173,15 +188,9 @@ try:
     print("ok: when the server returns the page reconnects and calls work again")
 
     # The HTTP server's console: the page on /console, its WebSocket on the JSON-RPC path.
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        http_port = sock.getsockname()[1]
-    http_server = subprocess.Popen(
-        [BIN, "serve", "--http", f"127.0.0.1:{http_port}", "--console"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    http_port = free_port()
+    http_server = start_other("--http", f"127.0.0.1:{http_port}", "--console")
     try:
-        line = http_server.stderr.readline().decode()
-        assert "serving" in line, line
         driver.get(f"http://127.0.0.1:{http_port}/console")
         wait.until(lambda d: status(d) == "connected")
         assert driver.find_element(By.ID, "url").text == f"ws://127.0.0.1:{http_port}/rpc"
@@ -195,15 +204,9 @@ try:
     tokens = os.path.join(tmp, "tokens")
     with open(tokens, "w") as f:
         f.write("console-s3cret @operator admin\n")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        auth_port = sock.getsockname()[1]
-    auth_server = subprocess.Popen(
-        [BIN, "serve", "--ws", f"127.0.0.1:{auth_port}", "--console", "--tokens", tokens],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    auth_port = free_port()
+    auth_server = start_other("--ws", f"127.0.0.1:{auth_port}", "--console", "--tokens", tokens)
     try:
-        line = auth_server.stderr.readline().decode()
-        assert "serving" in line, line
         driver.execute_script("sessionStorage.clear()")
         driver.get(f"http://127.0.0.1:{auth_port}/")
         wait.until(lambda d: "enter it above" in log_text(d))
@@ -230,15 +233,10 @@ try:
         auth_server.kill()
         auth_server.wait()
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        auth_http_port = sock.getsockname()[1]
-    auth_http = subprocess.Popen(
-        [BIN, "serve", "--http", f"127.0.0.1:{auth_http_port}", "--console", "--tokens", tokens],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    auth_http_port = free_port()
+    auth_http = start_other("--http", f"127.0.0.1:{auth_http_port}", "--console",
+                            "--tokens", tokens)
     try:
-        line = auth_http.stderr.readline().decode()
-        assert "serving" in line, line
         driver.execute_script("sessionStorage.clear()")
         driver.get(f"http://127.0.0.1:{auth_http_port}/console#token=console-s3cret")
         wait.until(lambda d: status(d) == "connected")
