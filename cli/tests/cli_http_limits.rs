@@ -10,20 +10,13 @@ use std::time::SystemTime;
 
 use common::{bounded, serve};
 use rpcwire_tests::pki::Scratch;
-use rpcwire_tests::raw_http::exchange;
+use rpcwire_tests::raw_http::{self, exchange};
 use rpcwire_tokio::signing::RequestSigning;
 
 const CALL: &str = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
 
 fn post(headers: &[(String, String)]) -> String {
-    let extra: String = headers
-        .iter()
-        .map(|(n, v)| format!("{n}: {v}\r\n"))
-        .collect();
-    format!(
-        "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\n\r\n{CALL}",
-        CALL.len()
-    )
+    raw_http::json_post("/rpc", headers, CALL)
 }
 
 async fn statuses(addr: SocketAddr, requests: &[String]) -> Vec<String> {

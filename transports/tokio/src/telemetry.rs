@@ -593,8 +593,9 @@ pub(crate) struct ServerCall {
 impl ServerCall {
     /// Starts the call of `method` (its registered name with its handles `meter`, or the name
     /// on the wire when `meter` is `None`) with the id's JSON text (`""` for none) and its
-    /// params (made text only for a trace context in their `_meta`); `received` is when its input was read, if the transport read the
-    /// clock then (else the clock is read here, when anything measures the call). The id is
+    /// params (made text only for a trace context in their `_meta`); `received` is when its
+    /// input was read, if the transport read the clock then (else the clock is read here,
+    /// when anything measures the call). The id is
     /// asked for only when a span or the call log takes it: making it text costs a UTF-8 check
     /// on every call that nothing listens to. While a subscriber listens, the span's remote
     /// parent is the W3C trace context of the params' `_meta` (MCP's place for it), or else
