@@ -473,7 +473,11 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
         let caller = match &inner.authenticator {
             None => None,
             Some(authenticator) => {
-                let value = head.credential(&buf);
+                // A head parsed without the kept line has the kept value: no need to read it.
+                let value = match head.left_out {
+                    Some(_) => None,
+                    None => head.credential(&buf),
+                };
                 if !kept(
                     &mut admitted,
                     &buf[..head.len],

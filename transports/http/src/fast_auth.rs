@@ -60,16 +60,13 @@ impl RequestHead {
 
     /// Another request's head, given as `bytes` without its credential line (which stood at
     /// `at`, with `name` and `value`): no copy, `bytes` and the old head's bytes are swapped.
+    /// A head is renewed only by the connection that keeps its credential, so a line left out
+    /// before is this one's: only its place may differ.
     #[inline]
     fn renew_without(&mut self, bytes: &mut Vec<u8>, at: usize, name: &HeaderName, value: &Bytes) {
         std::mem::swap(&mut self.bytes, bytes);
         match &mut self.left_out {
-            // The same credential as the last request's: only its place may differ.
-            Some((was, _, kept))
-                if kept.as_ptr() == value.as_ptr() && kept.len() == value.len() =>
-            {
-                *was = at;
-            }
+            Some((was, _, _)) => *was = at,
             left_out => *left_out = Some((at, name.clone(), value.clone())),
         }
         if self.headers.get().is_some() {
@@ -145,8 +142,8 @@ struct Key {
     value: Bytes,
     /// The header's name, for the handlers' `HeaderMap`.
     name: HeaderName,
-    /// Where the value's line started in the last head it was found in.
-    hint: usize,
+    /// The value's line as it stood in the last head it was found in.
+    last: kept_line::LastLine,
     /// The last head without the value's line ([`Admitted::without_kept_line`]), swapped
     /// with the caller's (so the head is copied once per request, without the credential).
     scratch: Vec<u8>,
@@ -168,7 +165,7 @@ impl Admitted {
         buf: &[u8],
     ) -> Option<(KeptLine, &[u8], bool)> {
         let key = self.key.as_mut()?;
-        let line = kept_line::find(buf, name, &key.value, &mut key.hint)?;
+        let line = kept_line::find(buf, name, &key.value, &mut key.last)?;
         let end = buf.len().min(line.end.saturating_add(KEEP));
         key.scratch.clear();
         key.scratch.extend_from_slice(&buf[..line.start]);
@@ -256,7 +253,7 @@ pub(crate) async fn admit(
     let key = name.zip(credential).map(|(name, value)| Key {
         value: Bytes::copy_from_slice(value),
         name,
-        hint: 0,
+        last: kept_line::LastLine::default(),
         scratch,
     });
     *admitted = Some(Box::new(Admitted {

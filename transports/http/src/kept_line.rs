@@ -45,34 +45,85 @@ impl KeptLine {
     }
 }
 
-/// The line of `buf` (a request head, perhaps followed by its body) that is `name` (lower
-/// case) with the value `key`, as the module's docs say it must stand; `None` when there is
-/// none (then the head is parsed whole). `hint`: where the line started in the connection's
-/// last request (clients send their fields in the same order), looked at first, and set to
-/// where the line is found.
-#[inline]
-pub(crate) fn find(buf: &[u8], name: &[u8], key: &[u8], hint: &mut usize) -> Option<KeptLine> {
-    if !buf.starts_with(b"POST ") {
-        return None;
+/// Where the kept credential's line stood in the connection's last request, and its bytes
+/// there. Clients send their fields in the same order and spelling from one request to the
+/// next, so the next head most likely has the very same line at the same place: then one
+/// comparison of the whole line (name, colon, spaces, value, CR LF) stands for
+/// [`line_at`]'s checks of each part, which these bytes passed when they were found.
+#[derive(Debug, Default)]
+pub(crate) struct LastLine {
+    /// Where the line started (a hint: heads differ, and are checked anew).
+    at: usize,
+    /// The line's bytes, CR LF included; empty until a line is found.
+    bytes: Vec<u8>,
+    /// Where the value starts in `bytes`.
+    value: usize,
+}
+
+impl LastLine {
+    /// The line at `self.at` in `buf` if it has the last line's bytes and is followed by a
+    /// byte that is not a space or tab: what [`line_at`] would find there, since the bytes
+    /// passed its checks when they were found and the place follows an LF.
+    #[inline(always)] // runs for every request: no call
+    fn again(&self, buf: &[u8]) -> Option<KeptLine> {
+        let (at, len) = (self.at, self.bytes.len());
+        // `at` is 1 or more (0 wraps to a byte that is not there) and follows an LF.
+        if len == 0 || buf.get(at.wrapping_sub(1)) != Some(&b'\n') {
+            return None;
+        }
+        // The line and the byte after it: at `end` (the first byte of the next line).
+        let end = at.checked_add(len)?;
+        if buf.get(at..end)? != self.bytes || matches!(buf.get(end)?, b' ' | b'\t') {
+            return None;
+        }
+        Some(KeptLine {
+            start: at,
+            value: at + self.value,
+            end,
+        })
     }
-    match line_at(buf, *hint, name, key) {
-        Some(line) => Some(line),
-        None => search(buf, name, key, hint),
+
+    /// Keeps `line` of `buf` for the next request.
+    fn keep(&mut self, buf: &[u8], line: KeptLine) {
+        self.at = line.start;
+        self.bytes.clear();
+        self.bytes.extend_from_slice(&buf[line.start..line.end]);
+        self.value = line.value - line.start;
     }
 }
 
-/// [`find`] where the hint fails: line by line from the request line's end, up to the head's
-/// end (an empty line) or [`MAX_HEAD`], beyond which the fast path does not read a head.
+/// The line of `buf` (a request head, perhaps followed by its body) that is `name` (lower
+/// case) with the value `key`, as the module's docs say it must stand; `None` when there is
+/// none (then the head is parsed whole). `last`: the line as it stood in the connection's last
+/// request, looked for first (at its place, byte for byte), and set to the line found.
+#[inline]
+pub(crate) fn find(buf: &[u8], name: &[u8], key: &[u8], last: &mut LastLine) -> Option<KeptLine> {
+    if !buf.starts_with(b"POST ") {
+        return None;
+    }
+    if let Some(line) = last.again(buf) {
+        return Some(line);
+    }
+    let line = match line_at(buf, last.at, name, key) {
+        Some(line) => line,
+        None => search(buf, name, key)?,
+    };
+    last.keep(buf, line);
+    Some(line)
+}
+
+/// [`find`] where the last line is not at its place: line by line from the request line's
+/// end, up to the head's end (an empty line) or [`MAX_HEAD`], beyond which the fast path does
+/// not read a head.
 #[cold]
 #[inline(never)]
-fn search(buf: &[u8], name: &[u8], key: &[u8], hint: &mut usize) -> Option<KeptLine> {
+fn search(buf: &[u8], name: &[u8], key: &[u8]) -> Option<KeptLine> {
     let mut at = memchr::memchr(b'\n', buf)? + 1;
     while at < buf.len().min(MAX_HEAD) {
         if matches!(buf[at], b'\r' | b'\n') {
             return None;
         }
         if let Some(line) = line_at(buf, at, name, key) {
-            *hint = at;
             return Some(line);
         }
         at += memchr::memchr(b'\n', &buf[at..])? + 1;
@@ -155,8 +206,8 @@ mod tests {
     const KEY: &[u8] = b"Bearer abc.def";
 
     fn found(head: &str) -> Option<(usize, usize, usize)> {
-        let mut hint = 0;
-        find(head.as_bytes(), b"authorization", KEY, &mut hint).map(|l| (l.start, l.value, l.end))
+        let mut last = LastLine::default();
+        find(head.as_bytes(), b"authorization", KEY, &mut last).map(|l| (l.start, l.value, l.end))
     }
 
     #[test]
@@ -197,11 +248,11 @@ mod tests {
             assert_eq!(found(head), None, "{head:?}");
         }
         // A name with `-` does not take a CR in its place.
-        let mut hint = 0;
+        let mut last = LastLine::default();
         let head = b"POST / HTTP/1.1\r\nx\rapi\rkey: k\r\n\r\n";
-        assert_eq!(find(head, b"x-api-key", b"k", &mut hint), None);
+        assert_eq!(find(head, b"x-api-key", b"k", &mut last), None);
         let head = b"POST / HTTP/1.1\r\nX-API-KEY: k\r\n\r\n";
-        assert!(find(head, b"x-api-key", b"k", &mut hint).is_some());
+        assert!(find(head, b"x-api-key", b"k", &mut last).is_some());
     }
 
     /// `name_is` agrees with a case-insensitive comparison for every byte against every
@@ -239,16 +290,73 @@ mod tests {
     }
 
     #[test]
-    fn the_hint_is_looked_at_first_and_kept() {
+    fn the_last_line_is_looked_for_at_its_place_and_kept() {
         let head = "POST / HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer abc.def\r\n\r\n";
         let at = head.find("Authorization").unwrap();
-        let mut hint = 0;
-        assert!(find(head.as_bytes(), b"authorization", KEY, &mut hint).is_some());
-        assert_eq!(hint, at);
-        // A hint that is not a line's start, or past the buffer, is passed over.
-        for mut hint in [at + 1, 5, head.len(), usize::MAX] {
-            let line = find(head.as_bytes(), b"authorization", KEY, &mut hint);
+        let mut last = LastLine::default();
+        assert!(find(head.as_bytes(), b"authorization", KEY, &mut last).is_some());
+        assert_eq!(last.at, at);
+        assert_eq!(last.bytes, b"Authorization: Bearer abc.def\r\n");
+        // Found again at its place, by its bytes.
+        assert_eq!(last.again(head.as_bytes()).map(|l| l.start), Some(at));
+        // A place that is not a line's start, or past the buffer, is passed over.
+        for hint in [at + 1, 5, head.len(), usize::MAX] {
+            let mut last = LastLine {
+                at: hint,
+                ..LastLine::default()
+            };
+            let line = find(head.as_bytes(), b"authorization", KEY, &mut last);
             assert_eq!(line.map(|l| l.start), Some(at));
+            assert_eq!(last.at, at);
         }
+    }
+
+    /// The last line's bytes at its place are what `line_at` finds there and nothing else:
+    /// the same line spelt otherwise, moved, cut, followed by a continuation or by nothing,
+    /// or not after an LF, is checked part by part (and found or not as `line_at` says).
+    #[test]
+    fn the_last_line_again_is_what_line_at_finds() {
+        let first = "POST / HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer abc.def\r\n\r\n";
+        let mut last = LastLine::default();
+        assert!(find(first.as_bytes(), b"authorization", KEY, &mut last).is_some());
+        let at = last.at;
+        for head in [
+            first,
+            "POST / HTTP/1.1\r\nHost: h\r\nauthorization:\tBearer abc.def\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer abc.def\r\n x\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer abc.def\r\n\tx\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer abc.def\r\n",
+            "POST / HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer abc.deff\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost:  hAuthorization: Bearer abc.def\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: \rAuthorization: Bearer abc.def\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: hh\r\nAuthorization: Bearer abc.def\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer abc.de",
+        ] {
+            let bytes = head.as_bytes();
+            let again = last.again(bytes);
+            if let Some(line) = again {
+                assert_eq!(
+                    line_at(bytes, at, b"authorization", KEY),
+                    Some(line),
+                    "{head:?}"
+                );
+            }
+            let mut fresh = LastLine::default();
+            let whole = find(bytes, b"authorization", KEY, &mut fresh);
+            let mut kept = LastLine {
+                at,
+                bytes: last.bytes.clone(),
+                value: last.value,
+            };
+            assert_eq!(
+                find(bytes, b"authorization", KEY, &mut kept),
+                whole,
+                "{head:?}"
+            );
+        }
+        // Only the first head is found again by its bytes alone.
+        assert!(last.again(first.as_bytes()).is_some());
+        let spelt = "POST / HTTP/1.1\r\nHost: h\r\nauthorization:\tBearer abc.def\r\n\r\n";
+        assert_eq!(last.again(spelt.as_bytes()), None);
     }
 }
