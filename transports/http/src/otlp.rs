@@ -60,18 +60,24 @@ pub fn traces_endpoint(url: &str) -> Result<String, OtlpError> {
     signal_endpoint(url, "/v1/traces")
 }
 
-/// The endpoint of a signal (`path`: `/v1/traces`, `/v1/metrics`) under an `http://` URL.
+/// The paths of the OTLP/HTTP signals under a collector's base URL.
+const SIGNAL_PATHS: [&str; 3] = ["/v1/traces", "/v1/metrics", "/v1/logs"];
+
+/// The endpoint of a signal (`path`: `/v1/traces`, `/v1/metrics`) under an `http://` URL. A
+/// URL that names a signal's path already (one `--otlp` URL copied from a traces setting,
+/// say) stands for its collector: each signal goes to its own path beside it, never to
+/// `/v1/traces/v1/metrics`.
 pub(crate) fn signal_endpoint(url: &str, path: &str) -> Result<String, OtlpError> {
     let uri: http::Uri = url.parse().map_err(|_| OtlpError::BadUrl(url.to_owned()))?;
     if uri.scheme_str() != Some("http") || uri.host().is_none() {
         return Err(OtlpError::BadUrl(url.to_owned()));
     }
     let base = url.trim_end_matches('/');
-    Ok(if base.ends_with(path) {
-        base.to_owned()
-    } else {
-        format!("{base}{path}")
-    })
+    let base = SIGNAL_PATHS
+        .iter()
+        .find_map(|signal| base.strip_suffix(signal))
+        .unwrap_or(base);
+    Ok(format!("{base}{path}"))
 }
 
 /// The `tracing` layer of an [`OtlpExport`] (see [`OtlpExport::layer`]).

@@ -504,6 +504,25 @@ mod tests {
             metrics_endpoint("http://collector/v1/metrics").unwrap(),
             "http://collector/v1/metrics"
         );
+        // A URL naming another signal's path: its collector's metrics path.
+        for url in [
+            "http://collector:4318/v1/traces",
+            "http://collector:4318/v1/traces/",
+            "http://collector:4318/v1/logs",
+        ] {
+            assert_eq!(
+                metrics_endpoint(url).unwrap(),
+                "http://collector:4318/v1/metrics"
+            );
+        }
+        assert_eq!(
+            crate::otlp::traces_endpoint("http://collector:4318/v1/metrics").unwrap(),
+            "http://collector:4318/v1/traces"
+        );
+        assert_eq!(
+            crate::otlp::traces_endpoint("http://collector:4318/otel").unwrap(),
+            "http://collector:4318/otel/v1/traces"
+        );
         assert!(metrics_endpoint("https://collector:4318").is_err());
         assert!(OtlpMetrics::start("http://127.0.0.1:9", "t", Duration::ZERO).is_err());
     }
