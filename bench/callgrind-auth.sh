@@ -129,11 +129,17 @@ rate() {
 # The last two rows send the same requests as `tokens` and `jwt` (their `Authorization`
 # header included) to the server without authentication: the difference to those rows is
 # what checking the credential costs, apart from the bytes the header adds to every request.
-names=(plain https tokens jwt https-jwt plain+token-header plain+jwt-header)
+# The last three: every head differs from the one before (`HTTP_FEED_VARY`: an `X-Request`
+# field numbered per call), so no head is taken for the connection's last one.
+names=(plain https tokens jwt https-jwt plain+token-header plain+jwt-header
+       plain,heads-vary tokens,heads-vary jwt,heads-vary)
 envs=("" "HTTP_FEED_CA=$work/ca.pem" "HTTP_FEED_BEARER=static-bench-token-0123456789"
       "HTTP_FEED_BEARER=$token" "HTTP_FEED_CA=$work/ca.pem HTTP_FEED_BEARER=$token"
-      "HTTP_FEED_BEARER=static-bench-token-0123456789" "HTTP_FEED_BEARER=$token")
-args=("" "${tls[*]}" "--tokens $work/tokens" "${jwt[*]}" "${tls[*]} ${jwt[*]}" "" "")
+      "HTTP_FEED_BEARER=static-bench-token-0123456789" "HTTP_FEED_BEARER=$token"
+      "HTTP_FEED_VARY=1" "HTTP_FEED_VARY=1 HTTP_FEED_BEARER=static-bench-token-0123456789"
+      "HTTP_FEED_VARY=1 HTTP_FEED_BEARER=$token")
+args=("" "${tls[*]}" "--tokens $work/tokens" "${jwt[*]}" "${tls[*]} ${jwt[*]}" "" ""
+      "" "--tokens $work/tokens" "${jwt[*]}")
 
 echo "W1 POSTs over $conns keep-alive connections, one server thread;"
 echo "instructions at the margin = (I($big calls each) - I($small calls each)) / $(( (big - small) * conns )) calls"
@@ -156,3 +162,5 @@ awk -v t="${per[2]}" -v j="${per[3]}" -v h="${per[1]}" -v hj="${per[4]}" \
     'BEGIN { printf "\ncached JWT / static tokens: %.3f; HTTPS+JWT / HTTPS: %.3f\n", j / t, hj / h }'
 awk -v t="${per[2]}" -v j="${per[3]}" -v th="${per[5]}" -v jh="${per[6]}" \
     'BEGIN { printf "same requests without authentication: static tokens %.3f, cached JWT %.3f\n", t / th, j / jh }'
+awk -v p="${per[7]}" -v t="${per[8]}" -v j="${per[9]}" \
+    'BEGIN { printf "every head other than the last: static tokens %.3f, cached JWT %.3f against plain\n", t / p, j / p }'

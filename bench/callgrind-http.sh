@@ -99,6 +99,13 @@ echo "|---|---:|---:|---:|"
 report rpcwire /rpc "$target/release/rpcwire" serve --http 127.0.0.1:0
 report jsonrpsee / "$target/release/jsonrpsee-http"
 report hyper-floor / "$target/release/hyper-floor"
+# Every head other than the last (an `X-Request` field numbered per call): rpcwire cannot take
+# a head for the connection's last one, and parses each.
+HTTP_FEED_VARY=1 report rpcwire-heads-vary /rpc "$target/release/rpcwire" serve --http 127.0.0.1:0
+HTTP_FEED_VARY=1 report hyper-floor-heads-vary / "$target/release/hyper-floor"
 echo
 awk -v r="$(cat "$work/rpcwire.per")" -v j="$(cat "$work/jsonrpsee.per")" -v f="$(cat "$work/hyper-floor.per")" \
     'BEGIN { printf "jsonrpsee / rpcwire: %.2fx the instructions per call; hyper floor / rpcwire: %.2fx\n", j / r, f / r }'
+awk -v r="$(cat "$work/rpcwire.per")" -v f="$(cat "$work/hyper-floor.per")" \
+    -v rv="$(cat "$work/rpcwire-heads-vary.per")" -v fv="$(cat "$work/hyper-floor-heads-vary.per")" \
+    'BEGIN { printf "rpcwire / hyper floor: %.3fx; with every head other than the last: %.3fx\n", r / f, rv / fv }'

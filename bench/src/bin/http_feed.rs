@@ -7,7 +7,10 @@
 //!
 //! `HTTP_FEED_CA=FILE`: HTTPS instead, trusting that CA (PEM) for the name `localhost`;
 //! `HTTP_FEED_BEARER=TOKEN`: every call carries `Authorization: Bearer TOKEN`
-//! (`callgrind-auth.sh`). The calls per second of the whole run go to stderr.
+//! (`callgrind-auth.sh`); `HTTP_FEED_VARY=1`: every call's head differs from the one before
+//! (an `X-Request` field with the call's number, before `Content-Length`), as with a client
+//! that sends a request id or trace context per call, so that a server cannot take a head
+//! for the last one. The calls per second of the whole run go to stderr.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -42,10 +45,20 @@ fn run() -> Result<u64, String> {
     let auth = std::env::var("HTTP_FEED_BEARER")
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
+    let vary = std::env::var_os("HTTP_FEED_VARY").is_some_and(|v| v == "1");
+    let request_id = if vary { "X-Request: 00000000\r\n" } else { "" };
     let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\n\r\n{BODY}",
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{auth}{request_id}Content-Length: {}\r\n\r\n{BODY}",
         BODY.len()
     );
+    // Where the call's number goes: eight digits.
+    let number_at = vary
+        .then(|| {
+            request
+                .find("X-Request: ")
+                .map(|at| at + "X-Request: ".len())
+        })
+        .flatten();
     let tls = match std::env::var_os("HTTP_FEED_CA") {
         Some(ca) => Some(client_config(std::path::Path::new(&ca))?),
         None => None,
@@ -77,7 +90,7 @@ fn run() -> Result<u64, String> {
     let total = std::thread::scope(|scope| {
         let workers: Vec<_> = streams
             .into_iter()
-            .map(|s| scope.spawn(|| calls_on(s, request.as_bytes(), calls)))
+            .map(|s| scope.spawn(|| calls_on(s, request.as_bytes().to_vec(), number_at, calls)))
             .collect();
         workers
             .into_iter()
@@ -145,13 +158,23 @@ fn client_config(ca: &std::path::Path) -> Result<Arc<rustls::ClientConfig>, Stri
     ))
 }
 
-/// `calls` W1 calls on `stream`, each answer read and checked before the next is sent.
-fn calls_on(mut stream: Stream, request: &[u8], calls: u64) -> Result<u64, String> {
+/// `calls` W1 calls on `stream`, each answer read and checked before the next is sent; with
+/// `number_at`, the call's number is written there first (eight digits).
+fn calls_on(
+    mut stream: Stream,
+    mut request: Vec<u8>,
+    number_at: Option<usize>,
+    calls: u64,
+) -> Result<u64, String> {
     let mut buf = Vec::with_capacity(512);
     let mut chunk = [0u8; 1024];
-    for _ in 0..calls {
+    for call in 0..calls {
+        if let Some(at) = number_at {
+            let digits = format!("{:08}", call % 100_000_000);
+            request[at..at + 8].copy_from_slice(digits.as_bytes());
+        }
         stream
-            .write_all(request)
+            .write_all(&request)
             .map_err(|e| format!("write: {e}"))?;
         buf.clear();
         loop {

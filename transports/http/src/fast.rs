@@ -12,7 +12,7 @@
 
 use std::future::Future;
 use std::io;
-use std::num::NonZeroU32;
+use std::num::NonZeroU16;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -25,9 +25,13 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Instant;
 
 use crate::body::Body;
-use crate::fast_auth::{admit, kept, Admitted};
+use crate::fast_auth::{admit, kept, Admitted, Renew};
 use crate::kept_line::KeptLine;
 use crate::pipe::read_from;
+use last_head::LastHead;
+
+mod last_head;
+
 use crate::server::{
     accepts_values, hyper_service, is_json_media_bytes, run_hyper, ConnectionError, Inner,
     Protocol, Reply, RpcService, BATCH_TOO_LONG,
@@ -98,6 +102,7 @@ where
 }
 
 /// A request head the fast path takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Head {
     /// Bytes of the head, the blank line included.
     len: usize,
@@ -106,13 +111,16 @@ struct Head {
     /// `Connection: close`: answer, then close.
     close: bool,
     /// Where the value of the authenticator's credential header is in the buffer (start and
-    /// end; 32 bits, the start never 0: every idle connection keeps a `Head`'s room in its
-    /// future).
-    credential: Option<(NonZeroU32, u32)>,
+    /// end; 16 bits, the start never 0: every idle connection keeps a `Head`'s room in its
+    /// future, and a head whose places do not fit is hyper's).
+    credential: Option<(NonZeroU16, u16)>,
     /// The head was parsed without its credential line, which starts there (never at 0): the
     /// value is the one the connection keeps ([`crate::kept_line`]), and the head without the
     /// line is in the connection's [`Admitted`].
-    left_out: Option<NonZeroU32>,
+    left_out: Option<NonZeroU16>,
+    /// Where the `Content-Length` value's digits are in the buffer (start and end), for
+    /// [`LastHead`].
+    length: (u16, u16),
 }
 
 impl Head {
@@ -128,9 +136,10 @@ impl Head {
     }
 }
 
-/// A place in the buffer as 32 bits, not 0.
-fn place(at: usize) -> Option<NonZeroU32> {
-    NonZeroU32::new(u32::try_from(at).ok()?)
+/// A place in the buffer as 16 bits, not 0 (a head the fast path takes is shorter than
+/// [`MAX_HEAD`] but for a head read whole at once: one whose places do not fit goes to hyper).
+fn place(at: usize) -> Option<NonZeroU16> {
+    NonZeroU16::new(u16::try_from(at).ok()?)
 }
 
 /// What the buffer starts with.
@@ -268,10 +277,11 @@ fn parse_head(
         return Some(Parsed::Other);
     }
     let (mut length, mut host, mut origin, mut json) = (None, None, None, None);
+    let mut length_at = (0, 0);
     let mut close = false;
     let mut credential_at = match left_out {
         Some(line) => {
-            let (Some(from), Ok(to)) = (place(line.value), u32::try_from(line.end - 2)) else {
+            let (Some(from), Ok(to)) = (place(line.value), u16::try_from(line.end - 2)) else {
                 return Some(Parsed::Other);
             };
             Some((from, to))
@@ -305,7 +315,7 @@ fn parse_head(
                     return Some(Parsed::Other);
                 }
                 let start = h.value.as_ptr() as usize - buf.as_ptr() as usize;
-                let (Some(from), Ok(to)) = (place(start), u32::try_from(start + h.value.len()))
+                let (Some(from), Ok(to)) = (place(start), u16::try_from(start + h.value.len()))
                 else {
                     return Some(Parsed::Other);
                 };
@@ -329,6 +339,12 @@ fn parse_head(
                     Some(n) => length = Some(n),
                     None => return Some(Parsed::Other),
                 }
+                // In the whole buffer: past the line left out, one line's length further.
+                let mut at = value.as_ptr() as usize - buf.as_ptr() as usize;
+                if let Some(line) = left_out.filter(|line| at >= line.start) {
+                    at += line.len();
+                }
+                length_at = (at, at + value.len());
             }
             Field::ContentType => {
                 if json.is_some() {
@@ -395,12 +411,16 @@ fn parse_head(
         Some(line) => Some(place(line.start)?),
         None => None,
     };
+    let (Ok(from), Ok(to)) = (u16::try_from(length_at.0), u16::try_from(length_at.1)) else {
+        return Some(Parsed::Other);
+    };
     Some(Parsed::Fast(Head {
         len,
         body,
         close,
         credential: credential_at,
         left_out,
+        length: (from, to),
     }))
 }
 
@@ -434,9 +454,34 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
     // The caller the connection last let in (boxed: a connection without an authenticator
     // keeps a pointer's worth).
     let mut admitted: Option<Box<Admitted>> = None;
+    // The last head taken (with an authenticator: only once let in), to recognise the next
+    // without parsing it ([`last_head`]). With an authenticator the head must be the same to
+    // the byte (the caller let in keeps it); without, its `Content-Length` may differ.
+    let mut last: Option<Box<LastHead>> = None;
+    let any_length = inner.authenticator.is_none();
     loop {
         let credential = inner.credential_header.as_deref();
-        let head = match parse(inner, credential, admitted.as_deref_mut(), &buf) {
+        // In a block, and kept as a flag: the connection's future holds what lives across
+        // its awaits.
+        let (recognised, parsed) = {
+            let again = match &last {
+                Some(last) => last.again(&buf, inner.endpoint.max_body, any_length),
+                None => None,
+            };
+            match again {
+                Some(head) => (true, Parsed::Fast(head)),
+                None => {
+                    let parsed = parse(inner, credential, admitted.as_deref_mut(), &buf);
+                    // Another head: the last one no longer stands for the caller let in
+                    // (until this one is, if it is). Not yet a head: nothing changes.
+                    if let (Some(last), Parsed::Fast(_) | Parsed::Other) = (&mut last, &parsed) {
+                        last.forget();
+                    }
+                    (false, parsed)
+                }
+            }
+        };
+        let head = match parsed {
             Parsed::Other => return Ok(End::Hyper(buf)),
             Parsed::Fast(head) => head,
             Parsed::Partial => {
@@ -473,18 +518,14 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
         let caller = match &inner.authenticator {
             None => None,
             Some(authenticator) => {
-                // A head parsed without the kept line has the kept value: no need to read it.
-                let value = match head.left_out {
-                    Some(_) => None,
-                    None => head.credential(&buf),
+                // A head parsed without the kept line has the kept value, and the last head
+                // the connection let in has its caller's: no need to read it.
+                let (value, renew) = match (recognised, head.left_out()) {
+                    (true, _) => (None, Renew::Unchanged),
+                    (false, Some(at)) => (None, Renew::WithoutLine(at)),
+                    (false, None) => (head.credential(&buf), Renew::Whole),
                 };
-                if !kept(
-                    &mut admitted,
-                    &buf[..head.len],
-                    value,
-                    head.left_out(),
-                    start,
-                ) {
+                if !kept(&mut admitted, &buf[..head.len], value, renew, start) {
                     // Boxed: the authenticator is asked only on a new credential, refusals are
                     // rare, and every idle connection keeps this future.
                     let asked = Box::pin(ask(
@@ -513,6 +554,12 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
                 Some(admitted.caller())
             }
         };
+        if !recognised {
+            match &mut last {
+                Some(last) => last.renew(&buf, head),
+                None => last = Some(Box::new(LastHead::new(&buf, head))),
+            }
+        }
         match read_body(stream, &mut buf, total, deadline).await? {
             BodyRead::Whole => {}
             BodyRead::Closed => return Ok(End::Close),
@@ -1020,8 +1067,9 @@ mod tests {
     /// call pinned beside a `select!` once did (1 416 bytes). Raise the bound knowingly:
     /// 1 152 until a request's caller (a pointer kept through the nested answering futures,
     /// for authentication and access rules) made it 1 216, 1 240 with authentication on the
-    /// fast path (the connection's remembered caller, the request's start time), and 1 248
-    /// with the choice of a traced batch's span.
+    /// fast path (the connection's remembered caller, the request's start time), 1 248
+    /// with the choice of a traced batch's span, and 1 256 with the last head kept to
+    /// recognise the next (a pointer: `last_head`).
     #[tokio::test]
     async fn an_idle_connection_keeps_a_small_future() {
         let service = crate::HttpServer::new(rpcwire_tokio::Builder::new()).build();
@@ -1030,9 +1078,119 @@ mod tests {
         let size = std::mem::size_of_val(&future);
         println!("the fast path's connection future: {size} bytes");
         assert!(
-            size <= 1_248,
+            size <= 1_256,
             "the fast path's connection future is {size} bytes"
         );
+    }
+
+    /// A head recognised as the last one ([`LastHead::again`]) is the head `parse` makes of
+    /// the same bytes: random heads (the usual fields in any order, a credential before or
+    /// after `Content-Length`, spaces around its value), then the next request's bytes: the
+    /// same, other digits (leading zeros, over the body limit, too many for a `usize`), one
+    /// byte changed, added or removed anywhere, or cut anywhere; with and without an
+    /// authenticator (then only the same bytes are recognised).
+    #[tokio::test]
+    async fn a_head_recognised_again_is_the_parse_of_its_bytes() {
+        use proptest::prelude::*;
+        use proptest::sample::select;
+        use proptest::test_runner::{Config, TestRunner};
+
+        let plain = crate::HttpServer::new(rpcwire_tokio::Builder::new())
+            .path("/rpc")
+            .build();
+        let token = one_token_service();
+        let max_body = plain.inner.endpoint.max_body;
+        let body = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
+        let fields = (
+            proptest::sample::subsequence(
+                vec![
+                    format!("Authorization: {TOKEN}\r\n"),
+                    "Accept: application/json\r\n".to_owned(),
+                    "X-Other: y\r\n".to_owned(),
+                ],
+                0..=3,
+            )
+            .prop_map(|mut lines| {
+                lines.push("Host: 127.0.0.1\r\n".to_owned());
+                lines.push("Content-Type: application/json\r\n".to_owned());
+                lines
+            })
+            .prop_shuffle(),
+            select(vec!["", " ", "  ", "\t"]),
+            select(vec!["", " ", "\t "]),
+            any::<usize>(),
+        );
+        let change = (
+            0..6u8,
+            any::<usize>(),
+            any::<u8>(),
+            prop_oneof![
+                3 => proptest::string::string_regex("[0-9]{1,4}").expect("digits"),
+                1 => proptest::string::string_regex("[0-9]{5,22}").expect("digits"),
+            ],
+        );
+        let (hits, digits_hits) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+        let mut runner = TestRunner::new(Config {
+            cases: 3_000,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let result = runner.run(
+            &(fields, change, any::<bool>()),
+            |((lines, lead, trail, at), (how, place, byte, digits), with_token)| {
+                let service = if with_token { &token } else { &plain };
+                let inner = &service.inner;
+                let credential = inner.credential_header.as_deref();
+                let mut lines = lines;
+                let length = format!("Content-Length:{lead}{}{trail}\r\n", body.len());
+                lines.insert(at % (lines.len() + 1), length);
+                let head = format!("POST /rpc HTTP/1.1\r\n{}\r\n", lines.concat());
+                let first = [head.as_bytes(), body.as_bytes()].concat();
+                let Parsed::Fast(parsed) = parse(inner, credential, None, &first) else {
+                    // Without a host or a type, say: hyper's, never kept.
+                    return Ok(());
+                };
+                let last = LastHead::new(&first, parsed);
+                let (from, to) = (parsed.length.0 as usize, parsed.length.1 as usize);
+                let length = body.len().to_string();
+                prop_assert_eq!(&first[from..to], length.as_bytes());
+                let mut next = first.clone();
+                match how {
+                    0 => {}
+                    1 => {
+                        next.splice(from..to, digits.bytes());
+                    }
+                    2 => next[place % first.len()] = byte,
+                    3 => next.insert(place % (first.len() + 1), byte),
+                    4 => {
+                        next.remove(place % first.len());
+                    }
+                    _ => next.truncate(place % first.len()),
+                }
+                let any_length = !with_token;
+                let Some(again) = last.again(&next, max_body, any_length) else {
+                    // The same head, or (without an authenticator) other digits that fit,
+                    // is recognised.
+                    let fits =
+                        digits.len() <= 19 && digits.parse::<usize>().is_ok_and(|n| n <= max_body);
+                    prop_assert!(how != 0, "the same head");
+                    prop_assert!(!(how == 1 && any_length && fits), "{digits}");
+                    return Ok(());
+                };
+                hits.set(hits.get() + 1);
+                digits_hits.set(digits_hits.get() + usize::from(how == 1 && next != first));
+                let Parsed::Fast(reparsed) = parse(inner, credential, None, &next) else {
+                    panic!("recognised, but not the fast path's: {next:?}");
+                };
+                prop_assert_eq!(again, reparsed);
+                // Recognised with an authenticator: the very same bytes.
+                prop_assert!(any_length || next[..again.len] == first[..parsed.len]);
+                Ok(())
+            },
+        );
+        result.expect("recognised heads are parsed alike");
+        let (hits, digits_hits) = (hits.get(), digits_hits.get());
+        assert!(hits > 1_000 && digits_hits > 100, "{hits} {digits_hits}");
     }
 
     /// Lets in `Bearer ` and the token below, from `Authorization` alone.
@@ -1244,12 +1402,15 @@ mod tests {
                             panic!("a credential");
                         };
                         prop_assert_eq!(&value[..], TOKEN.as_bytes());
-                        let (value, at) = (credential, with.1);
+                        let renew = match with.1 {
+                            Some(at) => crate::fast_auth::Renew::WithoutLine(at),
+                            None => crate::fast_auth::Renew::Whole,
+                        };
                         prop_assert!(kept(
                             &mut admitted,
                             &buf[..head_len],
-                            value,
-                            at,
+                            credential,
+                            renew,
                             Instant::now()
                         ));
                         let caller = admitted.as_deref().expect("kept").caller();

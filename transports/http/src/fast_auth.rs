@@ -182,19 +182,30 @@ impl Admitted {
     }
 }
 
+/// How a request's head is to be given to the caller it is let in as (see [`kept`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Renew {
+    /// The head is the whole of the request's.
+    Whole,
+    /// The head was parsed without the kept credential's line, which started there (the
+    /// value is the kept one, compared already; the head without the line is the one
+    /// [`Admitted::keep_head`] kept, and becomes the caller's without a copy).
+    WithoutLine(usize),
+    /// The head is, byte for byte, the last one the connection let in, which the caller has
+    /// already (see `fast::last_head`): its credential is the kept one, and nothing changes.
+    Unchanged,
+}
+
 /// True when the connection's remembered caller stands for this request too (its credential
 /// header's value `credential` is the one let in, byte for byte, and the identity has not
-/// expired at `now`): the caller is then renewed with the request's head `head`. `left_out`:
-/// the head was parsed without the kept credential's line, which started there (the value
-/// is the kept one, compared already; the head without the line is the one
-/// [`Admitted::keep_head`] kept, and becomes the caller's without a copy). No allocation when
-/// the last call has let go of the caller.
+/// expired at `now`): the caller is then renewed with the request's head `head`, as `renew`
+/// says. No allocation when the last call has let go of the caller.
 #[inline]
 pub(crate) fn kept(
     admitted: &mut Option<Box<Admitted>>,
     head: &[u8],
     credential: Option<&[u8]>,
-    left_out: Option<usize>,
+    renew: Renew,
     now: Instant,
 ) -> bool {
     let Some(a) = admitted.as_deref_mut() else {
@@ -203,12 +214,20 @@ pub(crate) fn kept(
     let Some(key) = &mut a.key else {
         return false;
     };
-    let same = left_out.is_some() || Some(&key.value[..]) == credential;
+    let same = match renew {
+        Renew::Whole => Some(&key.value[..]) == credential,
+        Renew::WithoutLine(_) | Renew::Unchanged => true,
+    };
     if !same || a.until.is_some_and(|until| now >= until) {
         return false;
     }
+    let at = match renew {
+        Renew::Unchanged => return true,
+        Renew::Whole => None,
+        Renew::WithoutLine(at) => Some(at),
+    };
     let lazy = Arc::get_mut(&mut a.caller).and_then(|c| c.lazy_meta_mut::<RequestHead>());
-    match (lazy, left_out) {
+    match (lazy, at) {
         (Some(kept), None) => kept.renew(head),
         (Some(kept), Some(at)) => kept.renew_without(&mut key.scratch, at, &key.name, &key.value),
         // Still held by the last call (a task it spawned, say): a new one.

@@ -1177,6 +1177,83 @@ async fn a_connection_keeps_its_caller_until_it_expires() {
     assert_eq!(every.asked(), 3);
 }
 
+/// Requests repeated on one connection, so that the fast path recognises a head it let in
+/// (the same bytes) and takes it without parsing or asking again: random sequences from a
+/// few requests (two callers, a refused token, none, a malformed header, a body of another
+/// length) get hyper's answers at every step, with identities that never expire and with
+/// ones that expire at once; a caller kept for its head is asked once per credential change.
+#[test]
+fn repeated_heads_are_answered_as_hyper_does() {
+    use proptest::test_runner::{Config, TestRunner};
+    let whoami_10 = r#"{"jsonrpc":"2.0","method":"whoami","id":10}"#;
+    let pool = [
+        post(W1, "Authorization: Bearer alice\r\n"),
+        post(WHOAMI, "Authorization: Bearer alice\r\nX-Trace: one\r\n"),
+        post(whoami_10, "Authorization: Bearer alice\r\nX-Trace: one\r\n"),
+        post(W1, "Authorization: Bearer mallory\r\n"),
+        post(W1, ""),
+        post(WHOAMI, "Authorization: Bearer bob\r\n"),
+        post(W1, "Authorization: Basic YWxpY2U6eA==\r\n"),
+    ];
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for expires_in in [None, Some(Duration::ZERO)] {
+        let names = Names {
+            expires_in,
+            ..Names::new(true)
+        };
+        let (fast, hyper) = rt.block_on(async {
+            (
+                start(auth_server(names.clone())).await,
+                start(auth_server(names.clone()).fast_path(false)).await,
+            )
+        });
+        let mut runner = TestRunner::new(Config {
+            cases: 48,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let steps = proptest::collection::vec(0..pool.len(), 2..12);
+        runner
+            .run(&steps, |steps| {
+                rt.block_on(async {
+                    let (mut f, mut h) = (connect(fast).await, connect(hyper).await);
+                    let (mut frest, mut hrest) = (Vec::new(), Vec::new());
+                    for &step in &steps {
+                        let request = pool[step].as_bytes();
+                        f.write_all(request).await.unwrap();
+                        h.write_all(request).await.unwrap();
+                        let mut a = read_answer(&mut f, &mut frest).await;
+                        let mut b = read_answer(&mut h, &mut hrest).await;
+                        a.headers.retain(|(n, _)| n != "date");
+                        b.headers.retain(|(n, _)| n != "date");
+                        prop_assert_eq!(a, b, "step {} of {:?}", step, steps);
+                    }
+                    Ok(())
+                })
+            })
+            .unwrap();
+    }
+    // Asked once for a head repeated, again when another credential came between.
+    let names = Names::new(true);
+    let addr = rt.block_on(start(auth_server(names.clone())));
+    rt.block_on(async {
+        let mut s = connect(addr).await;
+        let mut rest = Vec::new();
+        for step in [0, 0, 0, 3, 0, 0, 1, 1, 2, 2] {
+            s.write_all(pool[step].as_bytes()).await.unwrap();
+            let status = read_answer(&mut s, &mut rest).await.status;
+            assert_eq!(status, if step == 3 { 401 } else { 200 }, "{step}");
+        }
+    });
+    // alice, mallory (refused: alice is still kept), then alice's heads: her token's line
+    // is found in each other head, so she is not asked about again.
+    assert_eq!(names.asked(), 2);
+}
+
 /// Random requests, each with an `Authorization` field or none (valid, unknown, malformed,
 /// repeated) and a second request behind it on the same connection, get the same answers
 /// with the fast path and without it, with an authenticator that lets a connection keep its
