@@ -464,7 +464,7 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
         // In a block, and kept as a flag: the connection's future holds what lives across
         // its awaits.
         let (recognised, parsed) = {
-            let again = match &last {
+            let again = match &mut last {
                 Some(last) => last.again(&buf, inner.endpoint.max_body, any_length),
                 None => None,
             };
@@ -1150,7 +1150,7 @@ mod tests {
                     // Without a host or a type, say: hyper's, never kept.
                     return Ok(());
                 };
-                let last = LastHead::new(&first, parsed);
+                let mut last = LastHead::new(&first, parsed);
                 let (from, to) = (parsed.length.0 as usize, parsed.length.1 as usize);
                 let length = body.len().to_string();
                 prop_assert_eq!(&first[from..to], length.as_bytes());

@@ -24,13 +24,21 @@ pub(super) struct LastHead {
     bytes: Vec<u8>,
     /// What the parse made of them.
     head: Head,
-    /// False once [`Self::forget`] is called, until the next [`Self::renew`].
+    /// False once [`Self::forget`] is called, until the next head is kept.
     kept: bool,
+    /// Heads parsed since the last one taken again (at most `u8::MAX`).
+    misses: u8,
 }
 
 /// At most this many digits are read as a `Content-Length` (`u64::MAX` has 20): more go to
 /// the parse, which refuses them as it does.
 const MAX_DIGITS: usize = 19;
+
+/// After this many heads in a row that were not the last one (a client that sends a request
+/// id or a trace context per call, say), a connection keeps a head only once in `u8::MAX -
+/// MISSES` (to find out whether its client has settled): the copy and the comparison are
+/// then rarely paid for nothing.
+const MISSES: u8 = 2;
 
 impl LastHead {
     /// Keeps `head`, the parse of the start of `buf`.
@@ -39,6 +47,7 @@ impl LastHead {
             bytes: buf[..head.len].to_vec(),
             head,
             kept: true,
+            misses: 0,
         }
     }
 
@@ -47,8 +56,16 @@ impl LastHead {
         self.kept = false;
     }
 
-    /// Keeps `head` in place of the last one (the buffer is reused).
+    /// Keeps `head`, parsed at the start of `buf` after the last head was not taken again, in
+    /// place of the last one (the buffer is reused): unless the last [`MISSES`] heads were not
+    /// taken again either (see there).
     pub(super) fn renew(&mut self, buf: &[u8], head: Head) {
+        self.misses = self.misses.saturating_add(1);
+        match self.misses {
+            ..=MISSES => {}
+            u8::MAX => self.misses = MISSES,
+            _ => return,
+        }
         self.bytes.clear();
         self.bytes.extend_from_slice(&buf[..head.len]);
         self.head = head;
@@ -60,7 +77,15 @@ impl LastHead {
     /// same): the head the parse would make of it, its body no longer than `max_body`.
     /// `None` when it is another head (or not whole yet): the parse decides.
     #[inline]
-    pub(super) fn again(&self, buf: &[u8], max_body: usize, any_length: bool) -> Option<Head> {
+    pub(super) fn again(&mut self, buf: &[u8], max_body: usize, any_length: bool) -> Option<Head> {
+        let head = self.recognise(buf, max_body, any_length)?;
+        self.misses = 0;
+        Some(head)
+    }
+
+    /// [`Self::again`]'s answer.
+    #[inline(always)] // runs for every request: no call
+    fn recognise(&self, buf: &[u8], max_body: usize, any_length: bool) -> Option<Head> {
         if !self.kept {
             return None;
         }
@@ -103,5 +128,54 @@ impl LastHead {
         head.body = body;
         head.length.1 = u16::try_from(from + n).ok()?;
         Some(head)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection whose heads keep changing keeps one only now and then; one taken again
+    /// makes it keep every head once more.
+    #[test]
+    fn heads_that_keep_changing_are_kept_now_and_then() {
+        let head = |body: usize| Head {
+            len: 4,
+            body,
+            close: false,
+            credential: None,
+            left_out: None,
+            length: (0, 1),
+        };
+        let mut last = LastHead::new(b"1\r\n\r\n", head(1));
+        let mut kept = 0;
+        for _ in 0..1_000 {
+            last.forget();
+            last.renew(b"2\r\n\r\n", head(2));
+            kept += usize::from(last.kept);
+        }
+        // The first MISSES, then one in 253.
+        assert_eq!(
+            kept,
+            usize::from(MISSES) + (1_000 - usize::from(MISSES)) / 253
+        );
+        // Kept just now (the 1 000th is not): taken again, then every head is kept again.
+        last.forget();
+        last.renew(b"2\r\n\r\n", head(2));
+        assert!(!last.kept);
+        for _ in 0..300 {
+            last.forget();
+            last.renew(b"3\r\n\r\n", head(3));
+            if last.kept {
+                break;
+            }
+        }
+        assert!(last.kept);
+        assert_eq!(last.again(b"3\r\n\r\n", 10, true), Some(head(3)));
+        for _ in 0..MISSES {
+            last.forget();
+            last.renew(b"4\r\n\r\n", head(4));
+            assert!(last.kept);
+        }
     }
 }
