@@ -62,7 +62,7 @@ impl RequestHead {
     /// `at`, with `name` and `value`): no copy, `bytes` and the old head's bytes are swapped.
     /// A head is renewed only by the connection that keeps its credential, so a line left out
     /// before is this one's: only its place may differ.
-    #[inline]
+    #[inline(always)] // runs for every request that carries the kept credential: no call
     fn renew_without(&mut self, bytes: &mut Vec<u8>, at: usize, name: &HeaderName, value: &Bytes) {
         std::mem::swap(&mut self.bytes, bytes);
         match &mut self.left_out {
@@ -200,7 +200,7 @@ pub(crate) enum Renew {
 /// header's value `credential` is the one let in, byte for byte, and the identity has not
 /// expired at `now`): the caller is then renewed with the request's head `head`, as `renew`
 /// says. No allocation when the last call has let go of the caller.
-#[inline]
+#[inline(always)] // runs for every authenticated request, from one place: no call
 pub(crate) fn kept(
     admitted: &mut Option<Box<Admitted>>,
     head: &[u8],
