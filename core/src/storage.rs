@@ -21,6 +21,7 @@
 //! ```
 
 use crate::conn::{InflightSlot, PendingSlot};
+use crate::wire::{MemoSlot, MEMO_SLOTS};
 
 /// A run of `T` that is either fixed (an array) or grows and shrinks (a vector).
 ///
@@ -109,11 +110,14 @@ pub trait Storage {
     type Pending: Slots<PendingSlot>;
     /// Inbound requests awaiting an answer.
     type Inflight: Slots<InflightSlot>;
+    /// What validating an inbound batch learned of its first elements, so that delivering
+    /// them needs no second walk (hosts; empty on 32-bit targets).
+    type Memo: Slots<MemoSlot>;
     /// Empty storage (fixed storage: zeroed arrays; heap storage: empty vectors).
     fn parts() -> Parts<Self>;
 }
 
-/// The four parts of a connection's storage, as [`Storage::parts`] builds them.
+/// The parts of a connection's storage, as [`Storage::parts`] builds them.
 #[allow(missing_debug_implementations)]
 pub struct Parts<S: Storage + ?Sized> {
     /// See [`Storage::Tx`].
@@ -124,6 +128,8 @@ pub struct Parts<S: Storage + ?Sized> {
     pub pending: S::Pending,
     /// See [`Storage::Inflight`].
     pub inflight: S::Inflight,
+    /// See [`Storage::Memo`].
+    pub memo: S::Memo,
 }
 
 /// Fixed inline storage: `TX` bytes of transmit buffer, `BATCH` bytes for batch replies,
@@ -144,12 +150,14 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     type Batch = [u8; BATCH];
     type Pending = [PendingSlot; PENDING];
     type Inflight = [InflightSlot; INFLIGHT];
+    type Memo = [MemoSlot; MEMO_SLOTS];
     fn parts() -> Parts<Self> {
         Parts {
             tx: [0; TX],
             batch: [0; BATCH],
             pending: [PendingSlot::FREE; PENDING],
             inflight: [InflightSlot::FREE; INFLIGHT],
+            memo: [MemoSlot::EMPTY; MEMO_SLOTS],
         }
     }
 }
@@ -167,12 +175,14 @@ impl Storage for Heap {
     type Batch = alloc::vec::Vec<u8>;
     type Pending = alloc::vec::Vec<PendingSlot>;
     type Inflight = alloc::vec::Vec<InflightSlot>;
+    type Memo = alloc::vec::Vec<MemoSlot>;
     fn parts() -> Parts<Self> {
         Parts {
             tx: alloc::vec::Vec::new(),
             batch: alloc::vec::Vec::new(),
             pending: alloc::vec::Vec::new(),
             inflight: alloc::vec::Vec::new(),
+            memo: alloc::vec::Vec::new(),
         }
     }
 }

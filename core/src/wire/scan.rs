@@ -647,7 +647,7 @@ pub(crate) fn message_key(input: &[u8], pos: usize) -> Option<(usize, usize)> {
 ///
 /// Most params are such containers (`[42,23]`, `{"minuend":42,"subtrahend":23}`): one tight
 /// loop with no nesting stack. Hosts only ([`WORD_AT_A_TIME`]); elsewhere always `None`.
-#[inline]
+#[inline(always)]
 pub(crate) fn flat_container(input: &[u8], pos: usize) -> Option<usize> {
     if !WORD_AT_A_TIME {
         return None;
