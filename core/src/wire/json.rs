@@ -434,7 +434,7 @@ impl<'a> JsonStr<'a> {
     /// True when the text contains a backslash escape.
     #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn has_escapes(&self) -> bool {
-        crate::bytes::find_byte(b'\\', self.escaped, 0).is_some()
+        crate::bytes::contains_byte(b'\\', self.escaped)
     }
 
     /// The text itself when it has no escapes (the common case for method names).
