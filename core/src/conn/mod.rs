@@ -444,6 +444,16 @@ impl<S: Storage> Connection<S> {
     /// false when the transmit buffer has no room yet. An id so long that the reply could never
     /// fit the buffer is answered with `null`.
     fn try_error(&mut self, id: &[u8], code: ErrorCode, data: Option<&'static str>) -> bool {
+        // Hosts: the reply to peer garbage with no id (a parse error, mostly) is a whole
+        // line known in advance, copied in one piece when it fits as the queue stands.
+        if let (None, b"null", crate::wire::Framing::Line) = (data, id, self.config.framing) {
+            if let Some(line) = encode::null_id_error_line(code) {
+                if self.tx.put_encoded(line) {
+                    bump(&mut self.stats.frames_out);
+                    return true;
+                }
+            }
+        }
         let mut id = id;
         loop {
             let written = self.write_auto_frame(&|s| {
