@@ -169,7 +169,9 @@ impl<S: Storage> Connection<S> {
                 Inbound::Problem(Problem::EmptyBatch)
             }
             Ok((Parsed::Single(element), _)) => self.accept_element(element, Answer::Frame)?,
+            #[cfg_attr(not(target_pointer_width = "64"), allow(unused_variables))]
             Ok((Parsed::Batch(batch), recorded)) => {
+                #[cfg(target_pointer_width = "64")]
                 self.memo
                     .recorded(frame.len(), recorded.slots, recorded.base);
                 return self.open_batch(frame, batch);

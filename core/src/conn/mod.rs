@@ -446,6 +446,7 @@ impl<S: Storage> Connection<S> {
     fn try_error(&mut self, id: &[u8], code: ErrorCode, data: Option<&'static str>) -> bool {
         // Hosts: the reply to peer garbage with no id (a parse error, mostly) is a whole
         // line known in advance, copied in one piece when it fits as the queue stands.
+        #[cfg(target_pointer_width = "64")]
         if let (None, b"null", crate::wire::Framing::Line) = (data, id, self.config.framing) {
             if let Some(line) = encode::null_id_error_line(code) {
                 if self.tx.put_encoded(line) {

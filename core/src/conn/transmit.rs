@@ -99,6 +99,7 @@ impl<T: Slots<u8>> TxQueue<T> {
     /// the free bytes at the end as they are; false (nothing written) otherwise, and the
     /// caller writes it the general way, which makes room.
     #[inline]
+    #[cfg(target_pointer_width = "64")]
     pub(crate) fn put_encoded(&mut self, frame: &[u8]) -> bool {
         match self.tail_mut().get_mut(..frame.len()) {
             Some(dst) => {

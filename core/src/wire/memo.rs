@@ -33,6 +33,7 @@ const LAST: u8 = 1;
 const IS_RESPONSE: u8 = 2;
 
 /// Every [`InvalidReason`], by its discriminant.
+#[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
 const REASONS: [InvalidReason; 12] = [
     InvalidReason::NotAnObject,
     InvalidReason::DuplicateMember,
@@ -191,6 +192,7 @@ impl MemoSlot {
     /// with the length of its text and the position of the next element (`None` after the
     /// last). `None` when it recorded another element or nothing (the caller walks the text).
     #[inline]
+    #[cfg_attr(not(target_pointer_width = "64"), allow(dead_code))]
     pub(crate) fn element<'a>(
         &self,
         text: &'a [u8],

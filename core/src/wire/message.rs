@@ -191,7 +191,7 @@ pub(crate) fn parse_recording<'a, M: Slots<MemoSlot>>(
     limits: ParseLimits,
     memo: &mut M,
 ) -> Result<(Parsed<'a>, Recorded), ScanError> {
-    let mut recorded = Recorded { slots: 0, base: 0 };
+    let mut recorded = Recorded::NONE;
     let start = scan::skip_ws(frame, 0);
     let parsed = match frame.get(start) {
         Some(b'{') => {
@@ -213,7 +213,7 @@ pub(crate) fn parse_recording<'a, M: Slots<MemoSlot>>(
                     _ => &mut [],
                 };
                 let (end, sizes, slots) = scan_batch(frame, start, limits.max_depth, memo)?;
-                recorded = Recorded { slots, base: start };
+                recorded = Recorded::new(slots, start);
                 (end, sizes)
             } else {
                 (scan::scan_value(frame, start, limits.max_depth)?.1, None)
@@ -242,13 +242,29 @@ pub(crate) fn parse_recording<'a, M: Slots<MemoSlot>>(
     Ok((parsed, recorded))
 }
 
-/// What [`parse_recording`] recorded of a batch.
+/// What [`parse_recording`] recorded of a batch (nothing, on targets without a record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Recorded {
     /// Slots filled, one per element from the first.
+    #[cfg(target_pointer_width = "64")]
     pub(crate) slots: usize,
     /// Offset of the batch text (its `[`) in the frame.
+    #[cfg(target_pointer_width = "64")]
     pub(crate) base: usize,
+}
+
+impl Recorded {
+    const NONE: Recorded = Recorded::new(0, 0);
+
+    #[cfg_attr(not(target_pointer_width = "64"), allow(unused_variables))]
+    const fn new(slots: usize, base: usize) -> Self {
+        Recorded {
+            #[cfg(target_pointer_width = "64")]
+            slots,
+            #[cfg(target_pointer_width = "64")]
+            base,
+        }
+    }
 }
 
 /// Validates the array at `start` (which holds `[`) as [`scan::scan_value`] does, with the
