@@ -667,12 +667,18 @@ fn walk_object<'a>(
             // `:"2.0"` right after the name, as nearly every peer writes it.
             (key_end + 1, key_end + VERSION_VALUE.len())
         } else {
-            pos = scan::skip_ws(text, key_end);
-            match text.get(pos) {
-                Some(b':') => pos += 1,
-                Some(_) => return Err(err(ScanErrorKind::UnexpectedByte, pos)),
-                None => return Err(err(ScanErrorKind::UnexpectedEnd, pos)),
-            }
+            // The colon right after the name, as most peers write it, needs no skip.
+            pos = match text.get(key_end) {
+                Some(b':') => key_end + 1,
+                _ => {
+                    pos = scan::skip_ws(text, key_end);
+                    match text.get(pos) {
+                        Some(b':') => pos + 1,
+                        Some(_) => return Err(err(ScanErrorKind::UnexpectedByte, pos)),
+                        None => return Err(err(ScanErrorKind::UnexpectedEnd, pos)),
+                    }
+                }
+            };
             if validate {
                 scan_member_value(text, pos, max_depth - 1)?
             } else {
@@ -683,7 +689,11 @@ fn walk_object<'a>(
             duplicate |= slot.is_some();
             *slot = text.get(vstart..vend);
         }
-        pos = scan::skip_ws(text, vend);
+        // Likewise the comma or the closing brace right after the value.
+        pos = match text.get(vend) {
+            Some(b',' | b'}') => vend,
+            _ => scan::skip_ws(text, vend),
+        };
         match text.get(pos) {
             Some(b',') => pos = scan::skip_ws(text, pos + 1),
             Some(b'}') => return Ok((pos + 1, duplicate)),
@@ -739,7 +749,10 @@ fn scan_member_value(
     pos: usize,
     max_depth: usize,
 ) -> Result<(usize, usize), ScanError> {
-    let start = scan::skip_ws(text, pos);
+    let start = match text.get(pos) {
+        Some(b'"' | b'0'..=b'9' | b'[' | b'{') => pos,
+        _ => scan::skip_ws(text, pos),
+    };
     match text.get(start) {
         Some(b'"') => match scan::short_string(text, start) {
             Some(end) => Ok((start, end)),
