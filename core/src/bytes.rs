@@ -99,23 +99,29 @@ mod tests {
     use super::*;
     use crate::wire::ser::SliceSink;
 
-    /// The word loop, the byte loop and the SIMD search agree with a plain search, whatever
-    /// the length, start and position, with near misses (the needle's neighbours and its
-    /// high-bit twin) around it.
+    /// The needle's neighbours and its high-bit twin.
+    fn near_misses(needle: u8) -> [u8; 4] {
+        [
+            needle ^ 1,
+            needle.wrapping_add(1),
+            needle.wrapping_sub(1),
+            needle ^ 0x80,
+        ]
+    }
+
+    /// 200 bytes of near misses of `needle`, none of them the needle.
+    fn haystack(needle: u8) -> [u8; 200] {
+        let near = near_misses(needle);
+        core::array::from_fn(|i| near[i % near.len()])
+    }
+
+    /// `contains_byte` (two word loads for 8 to 16 bytes, the search otherwise) finds the
+    /// needle wherever it is, and nothing among near misses.
     #[test]
     fn contains_byte_agrees_with_a_plain_search() {
         for needle in [b'\\', b'\n', 0u8, 0x80, 0xff] {
-            let near = [
-                needle ^ 1,
-                needle.wrapping_add(1),
-                needle.wrapping_sub(1),
-                needle ^ 0x80,
-            ];
             for len in 0..40 {
-                let mut hay = [0u8; 40];
-                for (i, b) in hay.iter_mut().enumerate() {
-                    *b = near[i % near.len()];
-                }
+                let mut hay = haystack(needle);
                 let hay = &mut hay[..len];
                 assert!(!contains_byte(needle, hay), "{needle} {len}");
                 for at in 0..len {
@@ -128,20 +134,15 @@ mod tests {
         }
     }
 
+    /// The word loop, the byte loop and the SIMD search agree with a plain search, whatever
+    /// the length, start and position, with near misses (the needle's neighbours and its
+    /// high-bit twin) around it.
     #[test]
     fn find_byte_agrees_with_a_plain_search() {
         for needle in [b'\n', b'\\', 0u8, 0x80, 0xff] {
-            let near = [
-                needle ^ 1,
-                needle.wrapping_add(1),
-                needle.wrapping_sub(1),
-                needle ^ 0x80,
-            ];
+            let near = near_misses(needle);
             for len in 0..200 {
-                let mut hay = [0u8; 200];
-                for (i, b) in hay.iter_mut().enumerate() {
-                    *b = near[i % near.len()];
-                }
+                let mut hay = haystack(needle);
                 let hay = &mut hay[..len];
                 for at in (0..len).step_by(3).map(Some).chain([None]) {
                     if let Some(at) = at {
