@@ -18,9 +18,9 @@ pub(crate) struct BatchMemo<M> {
 #[derive(Clone, Copy)]
 struct Place {
     /// Slots filled for the batch being delivered.
-    filled: u32,
+    filled: u8,
     /// The slot of the next element delivered.
-    next: u32,
+    next: u8,
     /// Offset of the batch text (its `[`) in its frame.
     base: u32,
     /// The frame's length, so that a record is never read against another frame.
@@ -55,7 +55,8 @@ impl<M: Slots<MemoSlot>> BatchMemo<M> {
     pub(crate) fn recorded(&mut self, frame_len: usize, slots: usize, base: usize) {
         self.at = match (u32::try_from(frame_len), u32::try_from(base)) {
             (Ok(frame_len), Ok(base)) => Place {
-                filled: slots as u32,
+                // At most `MEMO_SLOTS` (16).
+                filled: u8::try_from(slots).unwrap_or(0),
                 next: 0,
                 base,
                 frame_len,
