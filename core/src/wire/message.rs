@@ -667,9 +667,10 @@ fn walk_object<'a>(
             // `:"2.0"` right after the name, as nearly every peer writes it.
             (key_end + 1, key_end + VERSION_VALUE.len())
         } else {
-            // The colon right after the name, as most peers write it, needs no skip.
+            // The colon right after the name, as most peers write it, needs no skip (hosts;
+            // firmware keeps the one path, for flash).
             pos = match text.get(key_end) {
-                Some(b':') => key_end + 1,
+                Some(b':') if scan::WORD_AT_A_TIME => key_end + 1,
                 _ => {
                     pos = scan::skip_ws(text, key_end);
                     match text.get(pos) {
@@ -691,7 +692,7 @@ fn walk_object<'a>(
         }
         // Likewise the comma or the closing brace right after the value.
         pos = match text.get(vend) {
-            Some(b',' | b'}') => vend,
+            Some(b',' | b'}') if scan::WORD_AT_A_TIME => vend,
             _ => scan::skip_ws(text, vend),
         };
         match text.get(pos) {
@@ -750,7 +751,7 @@ fn scan_member_value(
     max_depth: usize,
 ) -> Result<(usize, usize), ScanError> {
     let start = match text.get(pos) {
-        Some(b'"' | b'0'..=b'9' | b'[' | b'{') => pos,
+        Some(b'"' | b'0'..=b'9' | b'[' | b'{') if scan::WORD_AT_A_TIME => pos,
         _ => scan::skip_ws(text, pos),
     };
     match text.get(start) {
