@@ -3,6 +3,26 @@
 
 use crate::wire::ser::Sink;
 
+/// True when `needle` is in `hay`. Names of 8 to 16 bytes (most method names) take two word
+/// loads on hosts, overlapping when shorter than 16: a yes or no needs no position, and the
+/// search's call and loop cost several times as much for them.
+#[inline]
+pub(crate) fn contains_byte(needle: u8, hay: &[u8]) -> bool {
+    if crate::wire::scan::WORD_AT_A_TIME && (8..=16).contains(&hay.len()) {
+        const LO: u64 = 0x0101_0101_0101_0101;
+        const HI: u64 = 0x8080_8080_8080_8080;
+        let word = |at: usize| match hay.get(at..at + 8).map(<[u8; 8]>::try_from) {
+            Some(Ok(w)) => u64::from_le_bytes(w) ^ (LO * u64::from(needle)),
+            // Never: both loads are inside. Flagged as a find, so that the answer stays safe.
+            _ => 0,
+        };
+        let (a, b) = (word(0), word(hay.len() - 8));
+        // A zero byte in either word (see `find_byte`; here any flag means found).
+        return (a.wrapping_sub(LO) & !a | b.wrapping_sub(LO) & !b) & HI != 0;
+    }
+    find_byte(needle, hay, 0).is_some()
+}
+
 /// Position of `needle` in `hay[from..]`, as an offset into `hay`.
 pub(crate) fn find_byte(needle: u8, hay: &[u8], from: usize) -> Option<usize> {
     let hay = hay.get(from..)?;
@@ -79,23 +99,50 @@ mod tests {
     use super::*;
     use crate::wire::ser::SliceSink;
 
+    /// The needle's neighbours and its high-bit twin.
+    fn near_misses(needle: u8) -> [u8; 4] {
+        [
+            needle ^ 1,
+            needle.wrapping_add(1),
+            needle.wrapping_sub(1),
+            needle ^ 0x80,
+        ]
+    }
+
+    /// 200 bytes of near misses of `needle`, none of them the needle.
+    fn haystack(needle: u8) -> [u8; 200] {
+        let near = near_misses(needle);
+        core::array::from_fn(|i| near[i % near.len()])
+    }
+
+    /// `contains_byte` (two word loads for 8 to 16 bytes, the search otherwise) finds the
+    /// needle wherever it is, and nothing among near misses.
+    #[test]
+    fn contains_byte_agrees_with_a_plain_search() {
+        for needle in [b'\\', b'\n', 0u8, 0x80, 0xff] {
+            for len in 0..40 {
+                let mut hay = haystack(needle);
+                let hay = &mut hay[..len];
+                assert!(!contains_byte(needle, hay), "{needle} {len}");
+                for at in 0..len {
+                    let was = hay[at];
+                    hay[at] = needle;
+                    assert!(contains_byte(needle, hay), "{needle} {len} {at}");
+                    hay[at] = was;
+                }
+            }
+        }
+    }
+
     /// The word loop, the byte loop and the SIMD search agree with a plain search, whatever
     /// the length, start and position, with near misses (the needle's neighbours and its
     /// high-bit twin) around it.
     #[test]
     fn find_byte_agrees_with_a_plain_search() {
         for needle in [b'\n', b'\\', 0u8, 0x80, 0xff] {
-            let near = [
-                needle ^ 1,
-                needle.wrapping_add(1),
-                needle.wrapping_sub(1),
-                needle ^ 0x80,
-            ];
+            let near = near_misses(needle);
             for len in 0..200 {
-                let mut hay = [0u8; 200];
-                for (i, b) in hay.iter_mut().enumerate() {
-                    *b = near[i % near.len()];
-                }
+                let mut hay = haystack(needle);
                 let hay = &mut hay[..len];
                 for at in (0..len).step_by(3).map(Some).chain([None]) {
                     if let Some(at) = at {

@@ -21,6 +21,7 @@
 //! ```
 
 use crate::conn::{InflightSlot, PendingSlot};
+use crate::wire::{MemoSlot, MEMO_SLOTS};
 
 /// A run of `T` that is either fixed (an array) or grows and shrinks (a vector).
 ///
@@ -109,11 +110,55 @@ pub trait Storage {
     type Pending: Slots<PendingSlot>;
     /// Inbound requests awaiting an answer.
     type Inflight: Slots<InflightSlot>;
+    /// What validating an inbound batch learned of its first elements, so that delivering
+    /// them needs no second walk (hosts; empty on 32-bit targets).
+    type Memo: Slots<MemoSlot>;
     /// Empty storage (fixed storage: zeroed arrays; heap storage: empty vectors).
     fn parts() -> Parts<Self>;
 }
 
-/// The four parts of a connection's storage, as [`Storage::parts`] builds them.
+/// A fixed run of `N` taken from the heap on first use and given back whole: one pointer while
+/// empty (the record of a batch's elements in [`Heap`] storage, which most connections never
+/// use).
+#[cfg(feature = "alloc")]
+impl<T: Copy, const N: usize> Slots<T> for Option<alloc::boxed::Box<[T; N]>> {
+    fn empty(_fill: T) -> Self {
+        None
+    }
+    #[inline(always)]
+    fn slots(&self) -> &[T] {
+        match self {
+            Some(run) => &run[..],
+            None => &[],
+        }
+    }
+    #[inline(always)]
+    fn slots_mut(&mut self) -> &mut [T] {
+        match self {
+            Some(run) => &mut run[..],
+            None => &mut [],
+        }
+    }
+    fn grow_to(&mut self, len: usize, fill: T) -> usize {
+        if self.is_none() && len > 0 {
+            // `try_reserve_exact`: an allocator refusal leaves the run empty, not an abort.
+            let mut run = alloc::vec::Vec::new();
+            if run.try_reserve_exact(N).is_ok() {
+                run.resize(N, fill);
+                *self = run.into_boxed_slice().try_into().ok();
+            }
+        }
+        self.slots().len()
+    }
+    fn shrink_to(&mut self, len: usize) {
+        if len == 0 {
+            *self = None;
+        }
+    }
+    const GROWS: bool = true;
+}
+
+/// The parts of a connection's storage, as [`Storage::parts`] builds them.
 #[allow(missing_debug_implementations)]
 pub struct Parts<S: Storage + ?Sized> {
     /// See [`Storage::Tx`].
@@ -124,6 +169,8 @@ pub struct Parts<S: Storage + ?Sized> {
     pub pending: S::Pending,
     /// See [`Storage::Inflight`].
     pub inflight: S::Inflight,
+    /// See [`Storage::Memo`].
+    pub memo: S::Memo,
 }
 
 /// Fixed inline storage: `TX` bytes of transmit buffer, `BATCH` bytes for batch replies,
@@ -144,12 +191,14 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
     type Batch = [u8; BATCH];
     type Pending = [PendingSlot; PENDING];
     type Inflight = [InflightSlot; INFLIGHT];
+    type Memo = [MemoSlot; MEMO_SLOTS];
     fn parts() -> Parts<Self> {
         Parts {
             tx: [0; TX],
             batch: [0; BATCH],
             pending: [PendingSlot::FREE; PENDING],
             inflight: [InflightSlot::FREE; INFLIGHT],
+            memo: [MemoSlot::EMPTY; MEMO_SLOTS],
         }
     }
 }
@@ -167,12 +216,14 @@ impl Storage for Heap {
     type Batch = alloc::vec::Vec<u8>;
     type Pending = alloc::vec::Vec<PendingSlot>;
     type Inflight = alloc::vec::Vec<InflightSlot>;
+    type Memo = Option<alloc::boxed::Box<[MemoSlot; MEMO_SLOTS]>>;
     fn parts() -> Parts<Self> {
         Parts {
             tx: alloc::vec::Vec::new(),
             batch: alloc::vec::Vec::new(),
             pending: alloc::vec::Vec::new(),
             inflight: alloc::vec::Vec::new(),
+            memo: None,
         }
     }
 }
@@ -209,4 +260,26 @@ pub(crate) fn next_size(current: usize, need: usize, limit: usize) -> usize {
     need.max(current.saturating_mul(2))
         .max(MIN_BYTES)
         .min(limit)
+}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use super::*;
+
+    /// The boxed run is empty until first grown, then all `N` slots, and empty again once
+    /// given back.
+    #[test]
+    fn a_boxed_run_is_taken_whole_and_given_back_whole() {
+        let mut run: Option<alloc::boxed::Box<[u16; 5]>> = Slots::empty(0);
+        assert!(run.slots().is_empty());
+        assert_eq!(run.grow_to(0, 7), 0);
+        assert_eq!(run.grow_to(2, 7), 5);
+        assert_eq!(run.slots(), &[7; 5]);
+        run.slots_mut()[4] = 1;
+        assert_eq!(run.grow_to(9, 0), 5);
+        run.shrink_to(3);
+        assert_eq!(run.slots(), &[7, 7, 7, 7, 1]);
+        run.shrink_to(0);
+        assert!(run.slots_mut().is_empty());
+    }
 }

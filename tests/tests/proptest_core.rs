@@ -246,8 +246,18 @@ fn run_stream_with<S: rpcwire::storage::Storage>(
     framing: Framing,
     borrowed: bool,
 ) -> (Vec<String>, Vec<u8>) {
+    run_stream_in::<S, [u8; 1024]>(stream, cuts, framing, borrowed)
+}
+
+/// [`run_stream_with`] with a receive buffer of storage `B`.
+fn run_stream_in<S: rpcwire::storage::Storage, B: rpcwire::storage::Slots<u8>>(
+    stream: &[u8],
+    cuts: &[usize],
+    framing: Framing,
+    borrowed: bool,
+) -> (Vec<String>, Vec<u8>) {
     let mut conn: Connection<S> = Connection::new(Config::with_framing(framing));
-    let mut rx = RxBuffer::<[u8; 1024]>::new(framing);
+    let mut rx = RxBuffer::<B>::new(framing);
     let mut items = Vec::new();
     let mut out = Vec::new();
     let mut prev = 0;
@@ -347,6 +357,91 @@ proptest! {
             let borrowed = run_stream_with::<Tiny>(&stream, cuts, framing, true);
             prop_assert_eq!(copied, borrowed);
         }
+    }
+}
+
+// ------------------------------------------------------------------ batch element record
+
+/// Inline storage without the record of a batch's elements: every element is walked again
+/// when delivered (as on targets without the record), the reference for the recorded path.
+struct Unrecorded;
+
+/// The storage `Unrecorded` mirrors (room for a reply to 40 elements).
+type Roomy = Inline<16384, 8000, 16, 64>;
+
+impl rpcwire::storage::Storage for Unrecorded {
+    type Tx = <Roomy as rpcwire::storage::Storage>::Tx;
+    type Batch = <Roomy as rpcwire::storage::Storage>::Batch;
+    type Pending = <Roomy as rpcwire::storage::Storage>::Pending;
+    type Inflight = <Roomy as rpcwire::storage::Storage>::Inflight;
+    type Memo = [rpcwire::wire::MemoSlot; 0];
+    fn parts() -> rpcwire::storage::Parts<Self> {
+        let inline = <Roomy as rpcwire::storage::Storage>::parts();
+        rpcwire::storage::Parts {
+            tx: inline.tx,
+            batch: inline.batch,
+            pending: inline.pending,
+            inflight: inline.inflight,
+            memo: [],
+        }
+    }
+}
+
+/// One batch element: every kind of message and of invalid element, some with escapes,
+/// non-ASCII text and nested values.
+fn batch_element() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => (any::<u16>(), prop::sample::select(vec!["subtract", "sum", "echo", "get_data", "nope", "m\\u0065", "\u{e9}t\u{e9}"]))
+            .prop_map(|(id, m)| format!(r#"{{"jsonrpc":"2.0","method":"{m}","params":[{id},1],"id":{id}}}"#)),
+        1 => any::<u16>().prop_map(|id| format!(r#"{{"id":"s{id}","params":{{"a":[1,{{"b":null}}]}},"method":"echo","jsonrpc":"2.0"}}"#)),
+        2 => Just(r#"{"jsonrpc":"2.0","method":"update","params":[1,2]}"#.to_owned()),
+        1 => Just(r#"{"jsonrpc":"2.0","method":"notify_hello"}"#.to_owned()),
+        1 => any::<u8>().prop_map(|id| format!(r#"{{"jsonrpc":"2.0","result":{{"x":"\u00e9"}},"id":{id}}}"#)),
+        1 => Just(r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"m","data":[1]},"id":"e"}"#.to_owned()),
+        1 => Just(r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"no data"},"id":null}"#.to_owned()),
+        1 => Just(r#"{"jsonrpc":"2.0","error":{"code":1.5,"message":"m"},"id":3}"#.to_owned()),
+        1 => Just(r#"{"jsonrpc":"2.0","method":"a","method":"b","id":1}"#.to_owned()),
+        1 => Just(r#"{"jsonrpc":"1.0","method":"a","id":[1]}"#.to_owned()),
+        1 => Just(r#"{"jsonrpc":"2.0","method":"a","params":"x","id":"p"}"#.to_owned()),
+        1 => Just(r#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":""},"id":2}"#.to_owned()),
+        1 => Just(r#"{"method":1,"id":{}}"#.to_owned()),
+        1 => Just(r#"{}"#.to_owned()),
+        1 => prop::sample::select(vec!["1", "\"x\"", "[]", "null", "[{\"jsonrpc\":\"2.0\"}]", "-0.5e3", "true"])
+            .prop_map(str::to_owned),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// A batch's elements as the walk that validated it recorded them are delivered and
+    /// answered exactly as when each is walked again: the same items, the same bytes out,
+    /// for batches shorter and longer than the record (16 elements), with any whitespace.
+    #[test]
+    fn recorded_batch_elements_are_what_a_second_walk_finds(
+        batches in prop::collection::vec(
+            prop::collection::vec((batch_element(), prop::sample::select(vec!["", " ", " \r ", "\t"])), 1..40),
+            1..4,
+        ),
+        cuts in prop::collection::vec(any::<usize>(), 0..6),
+    ) {
+        let mut stream = Vec::new();
+        for batch in &batches {
+            let texts: Vec<String> = batch.iter().map(|(e, ws)| format!("{ws}{e}{ws}")).collect();
+            stream.extend_from_slice(format!(" [{}] \n", texts.join(",")).as_bytes());
+        }
+        let framing = Framing::Line;
+        type Rx = [u8; 8192];
+        let reference = run_stream_in::<Unrecorded, Rx>(&stream, &cuts, framing, false);
+        // Every element was delivered, and every request answered.
+        let elements: usize = batches.iter().map(Vec::len).sum();
+        prop_assert!(reference.0.len() >= 2 * elements, "{:?}", reference.0);
+        prop_assert!(reference.0.iter().all(|i| !i.starts_with("Err(")), "{:?}", reference.0);
+        let recorded = run_stream_in::<Roomy, Rx>(&stream, &cuts, framing, false);
+        prop_assert_eq!(&reference, &recorded);
+        // Growing storage takes its record at the first batch; its handles differ.
+        let heap = run_stream_in::<rpcwire::storage::Heap, Rx>(&stream, &cuts, framing, true);
+        prop_assert_eq!(&reference.1, &heap.1);
     }
 }
 

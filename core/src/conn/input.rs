@@ -9,8 +9,8 @@ use super::{
 use crate::conn::DuplicateIdPolicy;
 use crate::storage::{Slots, Storage};
 use crate::wire::{
-    encode, parse, Batch, BatchIter, Element, FrameEvent, Message, ParseLimits, Parsed, Response,
-    RxBuffer, MAX_STORED_ID_LEN,
+    encode, parse_recording, Batch, BatchIter, Element, FrameEvent, Message, ParseLimits, Parsed,
+    Response, RxBuffer, MAX_STORED_ID_LEN,
 };
 use crate::{ErrorCode, Instant};
 
@@ -157,19 +157,25 @@ impl<S: Storage> Connection<S> {
         let limits = ParseLimits {
             max_depth: self.config.max_depth,
         };
-        let inbound = match parse(frame, limits) {
+        let inbound = match parse_recording(frame, limits, self.memo.slots()) {
             Err(e) => {
                 self.reply_error(Answer::Frame, b"null", ErrorCode::PARSE_ERROR, None)?;
                 bump(&mut self.stats.parse_errors);
                 Inbound::Problem(Problem::ParseError(e))
             }
-            Ok(Parsed::EmptyBatch) => {
+            Ok((Parsed::EmptyBatch, _)) => {
                 self.reply_error(Answer::Frame, b"null", ErrorCode::INVALID_REQUEST, None)?;
                 bump(&mut self.stats.invalid_messages);
                 Inbound::Problem(Problem::EmptyBatch)
             }
-            Ok(Parsed::Single(element)) => self.accept_element(element, Answer::Frame)?,
-            Ok(Parsed::Batch(batch)) => return self.open_batch(frame, batch),
+            Ok((Parsed::Single(element), _)) => self.accept_element(element, Answer::Frame)?,
+            #[cfg_attr(not(target_pointer_width = "64"), allow(unused_variables))]
+            Ok((Parsed::Batch(batch), recorded)) => {
+                #[cfg(target_pointer_width = "64")]
+                self.memo
+                    .recorded(frame.len(), recorded.slots, recorded.base);
+                return self.open_batch(frame, batch);
+            }
         };
         self.retry_held = false;
         bump(&mut self.stats.frames_in);
@@ -454,14 +460,22 @@ impl<S: Storage> Connection<S> {
 
     /// Delivers the batch element at `pos` of the held batch frame.
     fn next_batch_element<'a>(&mut self, frame: &'a [u8], pos: usize) -> Option<Inbound<'a>> {
-        let mut iter = BatchIter::resume(Batch::from_validated(frame), pos);
-        let element = iter.next();
-        let last = iter.is_done();
-        self.cursor = if last { None } else { Some(iter.position()) };
+        // As the validating walk recorded it, else walked again.
+        let (element, len, next) = match self.memo.take(frame, pos) {
+            Some((element, len, next)) => (Some(element), len, next),
+            None => {
+                let mut iter = BatchIter::resume(Batch::from_validated(frame), pos);
+                let element = iter.next();
+                let next = (!iter.is_done()).then_some(iter.position());
+                (element, iter.last_len(), next)
+            }
+        };
+        let last = next.is_none();
+        self.cursor = next;
         let answer = if self.busy_batch {
             Answer::Done
         } else {
-            Answer::Batch(Self::reservation(iter.last_len()))
+            Answer::Batch(Self::reservation(len))
         };
         // A member's reply goes to reserved room (or was written on arrival): never blocked.
         let inbound = match element {

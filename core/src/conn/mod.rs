@@ -15,6 +15,7 @@ mod batch;
 mod commands;
 mod inflight;
 mod input;
+mod memo;
 mod outgoing;
 mod pending;
 mod stats;
@@ -24,6 +25,7 @@ mod types;
 use self::batch::BatchReply;
 pub use self::inflight::InflightSlot;
 use self::inflight::InflightTable;
+use self::memo::BatchMemo;
 pub use self::outgoing::OutgoingBatch;
 pub use self::pending::PendingSlot;
 use self::pending::PendingTable;
@@ -34,7 +36,7 @@ pub use self::types::*;
 use crate::storage::{Inline, Slots, Storage};
 use crate::wire::framing::MAX_HEADER_LEN;
 use crate::wire::ser::{SerializeError, SliceSink};
-use crate::wire::{encode, RxBuffer};
+use crate::wire::{encode, MemoSlot, RxBuffer, MEMO_SLOTS};
 use crate::{ErrorCode, Instant};
 
 /// Where the automatic reply to an inbound message goes.
@@ -82,6 +84,8 @@ pub struct Connection<S: Storage = Inline> {
     pending: PendingTable<S::Pending>,
     inflight: InflightTable<S::Inflight>,
     batch: BatchReply<S::Batch>,
+    /// What validating the batch being delivered learned of its elements.
+    memo: BatchMemo<S::Memo>,
     /// Offset of the next element of the batch being delivered (in the held frame).
     cursor: Option<usize>,
     /// The batch being delivered arrived while another was being answered: its requests were
@@ -175,6 +179,7 @@ impl<const TX: usize, const BATCH: usize, const PENDING: usize, const INFLIGHT: 
                 min(config.max_inflight, INFLIGHT),
             ),
             batch: BatchReply::new([0; BATCH], BATCH),
+            memo: BatchMemo::new([MemoSlot::EMPTY; MEMO_SLOTS]),
             cursor: None,
             busy_batch: false,
             retry_held: false,
@@ -203,6 +208,7 @@ impl<S: Storage> Connection<S> {
             pending: PendingTable::new(parts.pending, pending_limit),
             inflight: InflightTable::new(parts.inflight, inflight_limit),
             batch: BatchReply::new(parts.batch, batch_limit),
+            memo: BatchMemo::new(parts.memo),
             cursor: None,
             busy_batch: false,
             retry_held: false,
@@ -262,6 +268,7 @@ impl<S: Storage> Connection<S> {
             + self.batch.capacity()
             + self.pending.capacity() * core::mem::size_of::<PendingSlot>()
             + self.inflight.capacity() * core::mem::size_of::<InflightSlot>()
+            + self.memo.capacity() * core::mem::size_of::<crate::wire::MemoSlot>()
     }
 
     /// Growing storage: gives back the memory of every buffer and table that holds nothing
@@ -272,6 +279,8 @@ impl<S: Storage> Connection<S> {
     pub fn shrink(&mut self) {
         self.tx.shrink();
         self.batch.shrink();
+        // Safe mid-batch too: the elements not yet delivered are then walked again.
+        self.memo.shrink();
         self.pending.shrink();
         self.inflight.shrink();
     }
@@ -435,6 +444,17 @@ impl<S: Storage> Connection<S> {
     /// false when the transmit buffer has no room yet. An id so long that the reply could never
     /// fit the buffer is answered with `null`.
     fn try_error(&mut self, id: &[u8], code: ErrorCode, data: Option<&'static str>) -> bool {
+        // Hosts: the reply to peer garbage with no id (a parse error, mostly) is a whole
+        // line known in advance, copied in one piece when it fits as the queue stands.
+        #[cfg(target_pointer_width = "64")]
+        if let (None, b"null", crate::wire::Framing::Line) = (data, id, self.config.framing) {
+            if let Some(line) = encode::null_id_error_line(code) {
+                if self.tx.put_encoded(line) {
+                    bump(&mut self.stats.frames_out);
+                    return true;
+                }
+            }
+        }
         let mut id = id;
         loop {
             let written = self.write_auto_frame(&|s| {

@@ -95,6 +95,22 @@ impl<T: Slots<u8>> TxQueue<T> {
         self.buf.slots_mut().get_mut(end..).unwrap_or(&mut [])
     }
 
+    /// Appends a whole frame that is already encoded (its framing included) when it fits
+    /// the free bytes at the end as they are; false (nothing written) otherwise, and the
+    /// caller writes it the general way, which makes room.
+    #[inline]
+    #[cfg(target_pointer_width = "64")]
+    pub(crate) fn put_encoded(&mut self, frame: &[u8]) -> bool {
+        match self.tail_mut().get_mut(..frame.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(frame);
+                self.end += frame.len();
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The buffer from the end of the queue, with the offset of the end.
     pub(crate) fn commit(&mut self, n: usize) {
         self.end = (self.end + n).min(self.buf.slots().len());

@@ -154,6 +154,30 @@ fn standard_head(code: ErrorCode) -> Option<&'static [u8]> {
     })
 }
 
+/// The whole line-framed frame [`auto_error`] writes for `code` with id `null` and no data
+/// (newline included), for the codes the core answers peer garbage with: the reply to a parse
+/// error is copied in one piece. Hosts only, as [`standard_head`].
+#[cfg(target_pointer_width = "64")]
+pub(crate) fn null_id_error_line(code: ErrorCode) -> Option<&'static [u8]> {
+    macro_rules! line {
+        ($code:literal, $message:literal) => {
+            concat!(
+                "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":",
+                $code,
+                ",\"message\":\"",
+                $message,
+                "\"},\"id\":null}\n"
+            )
+            .as_bytes()
+        };
+    }
+    Some(match code.0 {
+        -32700 => line!("-32700", "Parse error"),
+        -32600 => line!("-32600", "Invalid Request"),
+        _ => return None,
+    })
+}
+
 /// Firmware: always the general writer.
 #[cfg(not(target_pointer_width = "64"))]
 fn standard_head(_: ErrorCode) -> Option<&'static [u8]> {
@@ -209,6 +233,23 @@ mod tests {
             match standard_head(code) {
                 Some(head) => assert_eq!(head, general, "{code:?}"),
                 None => assert!(!standard || !cfg!(target_pointer_width = "64"), "{code:?}"),
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn null_id_lines_are_what_the_general_writer_writes() {
+        for code in [-32700, -32600, -32601, -32001, 0] {
+            let code = ErrorCode(code);
+            let mut general = [0u8; 128];
+            let mut sink = SliceSink::new(&mut general);
+            auto_error(&mut sink, b"null", code, None);
+            sink.put(b"\n");
+            let general = sink.written().unwrap();
+            match null_id_error_line(code) {
+                Some(line) => assert_eq!(line, general, "{code:?}"),
+                None => assert!(!matches!(code.0, -32700 | -32600), "{code:?}"),
             }
         }
     }

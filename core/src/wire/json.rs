@@ -267,13 +267,29 @@ fn int_at(t: &[u8], pos: usize) -> Option<(i64, usize)> {
     let negative = t.get(pos) == Some(&b'-');
     let first = pos + usize::from(negative);
     let mut end = first;
-    let mut v: i64 = 0;
+    // No check per digit: up to 18 digits fit (10^18 < 2^63); longer numbers are read again
+    // with checks below.
+    let mut v: u64 = 0;
     while let Some(d) = t.get(end).map(|b| b.wrapping_sub(b'0')).filter(|d| *d < 10) {
-        v = v.checked_mul(10)?.checked_sub(i64::from(d))?;
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
         end += 1;
     }
     if end == first || matches!(t.get(end), Some(b'.' | b'e' | b'E')) {
         return None;
+    }
+    if end - first > 18 {
+        return long_int_at(t, first, end, negative);
+    }
+    let v = v as i64;
+    Some((if negative { -v } else { v }, end))
+}
+
+/// [`int_at`] for more than 18 digits (`first..end`), with every step checked.
+#[cold]
+fn long_int_at(t: &[u8], first: usize, end: usize, negative: bool) -> Option<(i64, usize)> {
+    let mut v: i64 = 0;
+    for &b in t.get(first..end)? {
+        v = v.checked_mul(10)?.checked_sub(i64::from(b - b'0'))?;
     }
     let v = if negative { v } else { v.checked_neg()? };
     Some((v, end))
@@ -418,7 +434,7 @@ impl<'a> JsonStr<'a> {
     /// True when the text contains a backslash escape.
     #[cfg_attr(target_pointer_width = "64", inline)]
     pub fn has_escapes(&self) -> bool {
-        crate::bytes::find_byte(b'\\', self.escaped, 0).is_some()
+        crate::bytes::contains_byte(b'\\', self.escaped)
     }
 
     /// The text itself when it has no escapes (the common case for method names).
@@ -616,6 +632,11 @@ mod tests {
             "[\n42\t,\r-23 ]",
             "[-0,0]",
             "[9223372036854775807,-9223372036854775808]",
+            "[999999999999999999,-999999999999999999]",
+            "[1000000000000000000,-1000000000000000000]",
+            "[9999999999999999999,1]",
+            "[-9999999999999999999,1]",
+            "[18446744073709551616,1]",
             "[9223372036854775808,1]",
             "[-9223372036854775809,1]",
             "[99999999999999999999,1]",

@@ -4,7 +4,9 @@
 
 use super::id::{Id, MAX_STORED_ID_LEN};
 use super::json::{JsonStr, RawJson};
+use super::memo::{MemoSlot, MEMO_SLOTS};
 use super::scan::{self, ScanError, ScanErrorKind};
+use crate::storage::Slots;
 use crate::ErrorCode;
 
 /// A request: expects exactly one response echoing `id`.
@@ -177,6 +179,19 @@ impl Default for ParseLimits {
 /// assert!(b.iter().nth(1).unwrap().is_err());
 /// ```
 pub fn parse(frame: &[u8], limits: ParseLimits) -> Result<Parsed<'_>, ScanError> {
+    let mut none: [MemoSlot; 0] = [];
+    parse_recording(frame, limits, &mut none).map(|(parsed, _)| parsed)
+}
+
+/// [`parse`], and a batch's first elements recorded in `memo` as its validating walk sees them
+/// (hosts only; see [`memo`](super::memo)): with how many were recorded and where the batch
+/// text starts in `frame` (positions in the record are relative to it).
+pub(crate) fn parse_recording<'a, M: Slots<MemoSlot>>(
+    frame: &'a [u8],
+    limits: ParseLimits,
+    memo: &mut M,
+) -> Result<(Parsed<'a>, Recorded), ScanError> {
+    let mut recorded = Recorded::NONE;
     let start = scan::skip_ws(frame, 0);
     let parsed = match frame.get(start) {
         Some(b'{') => {
@@ -188,7 +203,18 @@ pub fn parse(frame: &[u8], limits: ParseLimits) -> Result<Parsed<'_>, ScanError>
             // Hosts measure the batch as they validate it; firmware keeps the one scanner
             // (flash) and measures it when it is opened.
             let (end, sizes) = if scan::WORD_AT_A_TIME {
-                scan_batch(frame, start, limits.max_depth)?
+                // Growing storage gets its slots at the first batch: a connection that
+                // never sees one never holds them. Offsets in the record are `u32`.
+                if M::GROWS && memo.slots().is_empty() {
+                    memo.grow_to(MEMO_SLOTS, MemoSlot::EMPTY);
+                }
+                let memo = match memo.slots_mut() {
+                    slots if frame.len() - start <= u32::MAX as usize => slots,
+                    _ => &mut [],
+                };
+                let (end, sizes, slots) = scan_batch(frame, start, limits.max_depth, memo)?;
+                recorded = Recorded::new(slots, start);
+                (end, sizes)
             } else {
                 (scan::scan_value(frame, start, limits.max_depth)?.1, None)
             };
@@ -213,18 +239,45 @@ pub fn parse(frame: &[u8], limits: ParseLimits) -> Result<Parsed<'_>, ScanError>
             }))
         }
     };
-    Ok(parsed)
+    Ok((parsed, recorded))
+}
+
+/// What [`parse_recording`] recorded of a batch (nothing, on targets without a record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Recorded {
+    /// Slots filled, one per element from the first.
+    #[cfg(target_pointer_width = "64")]
+    pub(crate) slots: usize,
+    /// Offset of the batch text (its `[`) in the frame.
+    #[cfg(target_pointer_width = "64")]
+    pub(crate) base: usize,
+}
+
+impl Recorded {
+    const NONE: Recorded = Recorded::new(0, 0);
+
+    #[cfg_attr(not(target_pointer_width = "64"), allow(unused_variables))]
+    const fn new(slots: usize, base: usize) -> Self {
+        Recorded {
+            #[cfg(target_pointer_width = "64")]
+            slots,
+            #[cfg(target_pointer_width = "64")]
+            base,
+        }
+    }
 }
 
 /// Validates the array at `start` (which holds `[`) as [`scan::scan_value`] does, with the
 /// same verdict and the same error, one element at a time, so that the walk also measures its
-/// elements (what a server reserves for their replies) without a second pass. Returns the
-/// offset past `]` and the measure.
+/// elements (what a server reserves for their replies) without a second pass, and records the
+/// first `memo.len()` of them. Returns the offset past `]`, the measure and the number of
+/// slots filled.
 fn scan_batch(
     text: &[u8],
     start: usize,
     max_depth: usize,
-) -> Result<(usize, Option<BatchSizes>), ScanError> {
+    memo: &mut [MemoSlot],
+) -> Result<(usize, Option<BatchSizes>, usize), ScanError> {
     let err = |kind, offset| Err(ScanError { kind, offset });
     let max_depth = max_depth.min(scan::MAX_DEPTH_LIMIT);
     if max_depth == 0 {
@@ -234,23 +287,70 @@ fn scan_batch(
         elements: 0,
         id_room: 0,
     };
+    // Where the element is delivered from (before its whitespace), relative to `[`.
+    let mut at = 1u32;
     let mut pos = scan::skip_ws(text, start + 1);
     match text.get(pos) {
         None => return err(ScanErrorKind::UnexpectedEnd, text.len()),
-        Some(b']') => return Ok((pos + 1, None)),
+        Some(b']') => return Ok((pos + 1, None, 0)),
         Some(_) => {}
     }
     loop {
         // An element starts here (whitespace skipped); its scan reports what the whole
         // array's would (a missing element, `[1,]`, is an unexpected byte or end there).
-        let (vstart, vend) = scan::scan_value(text, pos, max_depth - 1)?;
+        let index = sizes.elements;
+        let (vstart, vend) = match memo.get_mut(index) {
+            Some(slot) => record_element(text, start, at, pos, max_depth - 1, slot)?,
+            None => scan::scan_value(text, pos, max_depth - 1)?,
+        };
         sizes.add(vend - vstart);
         pos = scan::skip_ws(text, vend);
+        let recorded = memo.len().min(index + 1);
         match text.get(pos) {
-            Some(b',') => pos = scan::skip_ws(text, pos + 1),
-            Some(b']') => return Ok((pos + 1, Some(sizes))),
+            Some(b',') => {
+                at = (pos + 1 - start) as u32;
+                if let Some(slot) = memo.get_mut(index) {
+                    slot.follow(Some(at));
+                }
+                pos = scan::skip_ws(text, pos + 1);
+            }
+            Some(b']') => {
+                if let Some(slot) = memo.get_mut(index) {
+                    slot.follow(None);
+                }
+                return Ok((pos + 1, Some(sizes), recorded));
+            }
             Some(_) => return err(ScanErrorKind::UnexpectedByte, pos),
             None => return err(ScanErrorKind::UnexpectedEnd, text.len()),
+        }
+    }
+}
+
+/// Validates the batch element at `pos` (delivered from `at`) and records it in `slot`. An
+/// object is validated by the message parser itself, which makes out the message on the way;
+/// any error is the scanner's own (the parser and the scanner agree on every verdict, and a
+/// batch reports the scanner's error), and the element is then left unrecorded.
+fn record_element(
+    text: &[u8],
+    base: usize,
+    at: u32,
+    pos: usize,
+    max_depth: usize,
+    slot: &mut MemoSlot,
+) -> Result<(usize, usize), ScanError> {
+    if text.get(pos) != Some(&b'{') {
+        let (vstart, vend) = scan::scan_value(text, pos, max_depth)?;
+        *slot = MemoSlot::not_object(at, vend - vstart);
+        return Ok((vstart, vend));
+    }
+    match parse_object(text, pos, max_depth, true) {
+        Ok((element, end)) => {
+            slot.record(text, base, at, end - pos, &element);
+            Ok((pos, end))
+        }
+        Err(_) => {
+            *slot = MemoSlot::EMPTY;
+            scan::scan_value(text, pos, max_depth)
         }
     }
 }
@@ -567,12 +667,19 @@ fn walk_object<'a>(
             // `:"2.0"` right after the name, as nearly every peer writes it.
             (key_end + 1, key_end + VERSION_VALUE.len())
         } else {
-            pos = scan::skip_ws(text, key_end);
-            match text.get(pos) {
-                Some(b':') => pos += 1,
-                Some(_) => return Err(err(ScanErrorKind::UnexpectedByte, pos)),
-                None => return Err(err(ScanErrorKind::UnexpectedEnd, pos)),
-            }
+            // The colon right after the name, as most peers write it, needs no skip (hosts;
+            // firmware keeps the one path, for flash).
+            pos = match text.get(key_end) {
+                Some(b':') if scan::WORD_AT_A_TIME => key_end + 1,
+                _ => {
+                    pos = scan::skip_ws(text, key_end);
+                    match text.get(pos) {
+                        Some(b':') => pos + 1,
+                        Some(_) => return Err(err(ScanErrorKind::UnexpectedByte, pos)),
+                        None => return Err(err(ScanErrorKind::UnexpectedEnd, pos)),
+                    }
+                }
+            };
             if validate {
                 scan_member_value(text, pos, max_depth - 1)?
             } else {
@@ -583,7 +690,11 @@ fn walk_object<'a>(
             duplicate |= slot.is_some();
             *slot = text.get(vstart..vend);
         }
-        pos = scan::skip_ws(text, vend);
+        // Likewise the comma or the closing brace right after the value.
+        pos = match text.get(vend) {
+            Some(b',' | b'}') if scan::WORD_AT_A_TIME => vend,
+            _ => scan::skip_ws(text, vend),
+        };
         match text.get(pos) {
             Some(b',') => pos = scan::skip_ws(text, pos + 1),
             Some(b'}') => return Ok((pos + 1, duplicate)),
@@ -597,6 +708,7 @@ fn walk_object<'a>(
 }
 
 /// The slot of a message member (the position of its name in [`MESSAGE_MEMBERS`]).
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 fn message_member(key: &[u8]) -> Option<usize> {
     if scan::WORD_AT_A_TIME {
         // Hosts: a `match` compiles to a few word compares per key, several times faster than
@@ -629,14 +741,19 @@ fn member_index(key: &[u8], names: &[&str]) -> Option<usize> {
 }
 
 /// Validates a member value. Strings and numbers (most members) go straight to their scanner;
-/// only containers and literals need the general one.
-#[inline]
+/// only containers and literals need the general one. Inlined on hosts into each walk of
+/// messages (single ones and batch elements), where a call per member showed.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+#[cfg_attr(not(target_pointer_width = "64"), inline)]
 fn scan_member_value(
     text: &[u8],
     pos: usize,
     max_depth: usize,
 ) -> Result<(usize, usize), ScanError> {
-    let start = scan::skip_ws(text, pos);
+    let start = match text.get(pos) {
+        Some(b'"' | b'0'..=b'9' | b'[' | b'{') if scan::WORD_AT_A_TIME => pos,
+        _ => scan::skip_ws(text, pos),
+    };
     match text.get(start) {
         Some(b'"') => match scan::short_string(text, start) {
             Some(end) => Ok((start, end)),
@@ -680,6 +797,8 @@ fn is_version(value: &[u8]) -> bool {
     value == b"\"2.0\"" || as_string(value).is_some_and(|s| s.eq_str("2.0"))
 }
 
+// Inlined on hosts: a call per message showed (and the walks that use it are inlined too).
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 fn classify<'a>(m: &Members<'a, 6>, duplicate: bool) -> Element<'a> {
     let is_response = m[METHOD].is_none() && (m[RESULT].is_some() || m[ERROR].is_some());
     // The id member if there is one; `None` when it is there but not a string, number or null.
@@ -989,27 +1108,49 @@ mod tests {
             b"[1] x",
             b"[tru]",
             b"[01]",
+            b"[{}]",
+            b"[{\"a\":1 x}]",
+            b"[{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"id\":1,\"id\":2}]",
+            b"[{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"params\":[[[1]]],\"id\":1}]",
+            b" [ {\"id\":\"\xc3\xa9\",\"result\":{\"a\":[1,{}]},\"jsonrpc\":\"2.0\"} ,{\"m\":\"\xff\"}]",
+            b"[{\"jsonrpc\":\"2.0\",\"method\":\"a\"} , 1,\n{\"jsonrpc\":\"2.0\",\"error\":{\"code\":1,\"message\":\"m\"},\"id\":null}\t]",
         ];
         for text in texts {
             let start = scan::skip_ws(text, 0);
             for depth in [0, 1, 2, 3, 64, 10_000] {
-                let walked = scan_batch(text, start, depth);
-                let scanned = scan::scan_value(text, start, depth);
-                match (walked, scanned) {
-                    (Ok((end, sizes)), Ok((_, scan_end))) => {
-                        assert_eq!(end, scan_end, "{text:?} {depth}");
-                        let batch = Batch {
-                            text: &text[start..end],
-                            sizes: None,
-                        };
-                        let skimmed = batch.sizes();
-                        match sizes {
-                            Some(sizes) => assert_eq!(sizes, skimmed, "{text:?}"),
-                            None => assert_eq!(skimmed.elements, 0, "{text:?}"),
+                // Without a record, with one shorter than the batch, and with a long one.
+                for slots in [0, 1, MEMO_SLOTS] {
+                    let mut memo = [MemoSlot::EMPTY; MEMO_SLOTS];
+                    let memo = &mut memo[..slots.min(MEMO_SLOTS)];
+                    let walked = scan_batch(text, start, depth, memo);
+                    let scanned = scan::scan_value(text, start, depth);
+                    match (walked, scanned) {
+                        (Ok((end, sizes, recorded)), Ok((_, scan_end))) => {
+                            assert_eq!(end, scan_end, "{text:?} {depth}");
+                            let batch = Batch {
+                                text: &text[start..end],
+                                sizes: None,
+                            };
+                            let skimmed = batch.sizes();
+                            match sizes {
+                                Some(sizes) => assert_eq!(sizes, skimmed, "{text:?}"),
+                                None => assert_eq!(skimmed.elements, 0, "{text:?}"),
+                            }
+                            assert_eq!(recorded, memo.len().min(skimmed.elements));
+                            // Each recorded element is what iteration finds there.
+                            let mut iter = batch.iter();
+                            for slot in &memo[..recorded] {
+                                let at = iter.position();
+                                let element = iter.next().unwrap();
+                                let next = (!iter.is_done()).then_some(iter.position());
+                                let got = slot.element(batch.text, at);
+                                assert_eq!(got, Some((element, iter.last_len(), next)), "{text:?}");
+                                assert_eq!(slot.element(batch.text, at + 1), None);
+                            }
                         }
+                        (Err(w), Err(s)) => assert_eq!(w, s, "{text:?} {depth}"),
+                        (w, s) => panic!("{text:?} {depth}: walk {w:?}, scan {s:?}"),
                     }
-                    (Err(w), Err(s)) => assert_eq!(w, s, "{text:?} {depth}"),
-                    (w, s) => panic!("{text:?} {depth}: walk {w:?}, scan {s:?}"),
                 }
             }
         }

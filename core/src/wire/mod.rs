@@ -7,6 +7,7 @@ pub mod encode;
 pub mod framing;
 pub mod id;
 pub mod json;
+mod memo;
 pub mod message;
 pub mod scan;
 pub mod ser;
@@ -18,6 +19,9 @@ pub use framing::{
 };
 pub use id::{Id, IdKind, StoredId, MAX_STORED_ID_LEN};
 pub use json::{DecodeError, Elements, JsonStr, Members, RawJson};
+pub use memo::MemoSlot;
+pub(crate) use memo::MEMO_SLOTS;
+pub(crate) use message::parse_recording;
 pub use message::{
     parse, Batch, BatchIter, Element, ErrorObject, Invalid, InvalidReason, Message, Notification,
     ParseLimits, Parsed, Request, Response,

@@ -192,6 +192,13 @@ fn load8(input: &[u8], i: usize) -> Option<u64> {
 /// The (fewer than eight) bytes from `i` to the end as a little-endian word, zero-padded.
 #[inline(always)]
 fn load_tail(input: &[u8], i: usize) -> u64 {
+    // The last word of the input shifted down: one load instead of a copy byte by byte.
+    if let Some(last) = input.len().checked_sub(8) {
+        return match (load8(input, last), i.checked_sub(last)) {
+            (Some(x), Some(skip @ 0..=7)) => x >> (8 * skip),
+            _ => 0,
+        };
+    }
     let mut word = [0u8; 8];
     let rest = input.get(i..).unwrap_or_default();
     for (w, b) in word.iter_mut().zip(rest) {
@@ -631,7 +638,11 @@ pub(crate) fn message_key(input: &[u8], pos: usize) -> Option<(usize, usize)> {
         key(b"\"result\0", 7),
         key(b"\"error\0\0", 6),
     ];
-    let x = load8(input, pos)?;
+    // Near the end of the input the word is padded with zero bytes, which no name holds.
+    let x = match load8(input, pos) {
+        Some(x) => x,
+        None => load_tail(input, pos),
+    };
     for (slot, &(word, mask, len)) in KEYS.iter().enumerate() {
         if x & mask == word {
             return (input.get(pos + len) == Some(&b'"')).then_some((slot, pos + len + 1));
@@ -647,7 +658,7 @@ pub(crate) fn message_key(input: &[u8], pos: usize) -> Option<(usize, usize)> {
 ///
 /// Most params are such containers (`[42,23]`, `{"minuend":42,"subtrahend":23}`): one tight
 /// loop with no nesting stack. Hosts only ([`WORD_AT_A_TIME`]); elsewhere always `None`.
-#[inline]
+#[inline(always)]
 pub(crate) fn flat_container(input: &[u8], pos: usize) -> Option<usize> {
     if !WORD_AT_A_TIME {
         return None;
@@ -1124,6 +1135,24 @@ pub fn unescaped_len(escaped: &[u8]) -> Result<usize, UnescapeError> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// The tail word is the bytes from `i` to the end, zero-padded, however it is loaded.
+    #[test]
+    fn tail_words_are_the_last_bytes_padded() {
+        let bytes: [u8; 20] = core::array::from_fn(|k| 0xa0 + k as u8);
+        for len in 0..=20 {
+            let input = &bytes[..len];
+            for i in len.saturating_sub(8)..=len + 1 {
+                let mut word = [0u8; 8];
+                for (w, b) in word.iter_mut().zip(input.get(i..).unwrap_or_default()) {
+                    *w = *b;
+                }
+                if i + 8 > len {
+                    assert_eq!(load_tail(input, i), u64::from_le_bytes(word), "{len} {i}");
+                }
+            }
+        }
+    }
 
     fn err(input: &[u8]) -> (ScanErrorKind, usize) {
         match validate(input, DEFAULT_MAX_DEPTH) {
