@@ -180,6 +180,10 @@ struct Driver {
     rx: RxBuffer<Vec<u8>>,
     /// What was read and not yet given to the core.
     read: ReadBuffer,
+    /// The bytes last given to the core ended with a blank line: with line framing that may
+    /// be the end of a `Content-Length` block, whose body need not end with a line end (so
+    /// the next bytes are given whole, see `process_input`).
+    after_blank_line: bool,
     /// The next read size (adaptive: [`READ_IDLE`], then [`READ_MIN`] to [`READ_MAX`] while
     /// reads fill it).
     read_size: usize,
@@ -263,6 +267,7 @@ where
         conn,
         rx,
         read: ReadBuffer::new(),
+        after_blank_line: false,
         read_size: READ_IDLE,
         origin: clock_now(),
         settings,
@@ -450,6 +455,29 @@ fn preview(frame: &[u8]) -> String {
     shown
 }
 
+/// Whether `bytes` end with a blank line (`None` when empty): with line framing, perhaps the
+/// end of a `Content-Length` block.
+fn ends_with_blank_line(bytes: &[u8]) -> Option<bool> {
+    let last = *bytes.last()?;
+    let before = bytes
+        .len()
+        .checked_sub(1)
+        .map(|n| &bytes[..n])
+        .unwrap_or_default();
+    let before = before.strip_suffix(b"\r").unwrap_or(before);
+    Some(last == b'\n' && (before.is_empty() || before.ends_with(b"\n")))
+}
+
+/// How many bytes of `fed` the core took (those before `left`), noting whether they ended
+/// with a blank line.
+fn given(after_blank_line: &mut bool, fed: &[u8], left: &[u8]) -> usize {
+    let taken = fed.len() - left.len();
+    if let Some(blank) = ends_with_blank_line(&fed[..taken]) {
+        *after_blank_line = blank;
+    }
+    taken
+}
+
 /// Reads at most `max` bytes into the read buffer. An `async fn`, so that the room is made
 /// only when the read is polled (`select!` builds the future of a disabled branch too).
 async fn read_some<R: AsyncRead + Unpin>(
@@ -575,6 +603,7 @@ impl Driver {
             conn,
             rx,
             read,
+            after_blank_line,
             settings,
             peer,
             calls,
@@ -590,12 +619,17 @@ impl Driver {
         } = self;
         // With line framing the core is given whole lines only: a line cut by the end of the
         // last read waits here for the rest (see `read_buffer`), unless it is already longer
-        // than a read may be (the core's receive buffer then takes it, and judges its length)
-        // or input has ended (a last line without its newline is still a line).
+        // than a read may be (the core's receive buffer then takes it, and judges its length),
+        // the core may be in the middle of a frame (part of it in the receive buffer, or a
+        // `Content-Length` block read, which line framing reads too, and its body to come: the
+        // bytes go after it, line end or not), or input has ended (a last line without its
+        // newline is still a line).
         let whole_lines = *ending == Ending::No
             && rx.framing() == rpcwire::wire::Framing::Line
+            && rx.buffered() == 0
+            && !*after_blank_line
             && read.partial() <= READ_MAX;
-        let fed = read.input(whole_lines);
+        let mut fed = read.input(whole_lines);
         let mut input = fed;
         // What the receive buffer holds comes before `input`: it is decoded first, until it
         // asks for more.
@@ -606,7 +640,7 @@ impl Driver {
                 // it has been written out, so that answers never wait as copies. Reading goes
                 // on into the read buffer, up to its limit: a peer that does not read stops
                 // being read then.
-                read.consume(fed.len() - input.len());
+                read.consume(given(after_blank_line, fed, input));
                 return;
             }
             let from_rx = rx_first && rx.buffered() > 0;
@@ -626,7 +660,7 @@ impl Driver {
                     item
                 }
                 Input::Blocked | Input::Closed => {
-                    read.consume(fed.len() - input.len());
+                    read.consume(given(after_blank_line, fed, input));
                     return;
                 }
                 Input::NeedMore if from_rx => {
@@ -635,10 +669,24 @@ impl Driver {
                     continue;
                 }
                 Input::NeedMore => match *ending {
+                    Ending::No
+                        if fed.len() < read.pending()
+                            && (rx.buffered() > 0
+                                || ends_with_blank_line(&fed[..fed.len() - input.len()])
+                                    .unwrap_or(*after_blank_line)) =>
+                    {
+                        // The core may be in the middle of a frame, which need not end with a
+                        // line end (a `Content-Length` block's body, which line framing reads
+                        // too): what is left of the read goes after it.
+                        let taken = fed.len() - input.len();
+                        fed = read.input(false);
+                        input = &fed[taken..];
+                        continue;
+                    }
                     Ending::No => {
                         batch_sizes.observe(|| conn.stats(), true);
                         batch_trace.observe(|| conn.stats(), &settings.caller, true);
-                        read.consume(fed.len() - input.len());
+                        read.consume(given(after_blank_line, fed, input));
                         return;
                     }
                     Ending::Finish => {
@@ -652,7 +700,7 @@ impl Driver {
                         // so that their answers are still written.
                         conn.fail_pending();
                         *ending = Ending::No;
-                        read.consume(fed.len() - input.len());
+                        read.consume(given(after_blank_line, fed, input));
                         return;
                     }
                 },

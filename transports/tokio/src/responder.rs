@@ -271,14 +271,9 @@ impl Responder {
                 })
             });
         let first = answer.len();
-        // Field by field: `batch_mark` is reached through `slot` when needed, so that no
-        // reference to it is kept across the waits below.
-        let (conn, rx, handlers, last) = (
-            &mut slot.conn,
-            &mut slot.rx,
-            &mut slot.handlers,
-            &mut slot.last_method,
-        );
+        // Field by field: `batch_mark` and `last_method` are reached through `slot` when
+        // needed, so that no reference to them is kept across the waits below.
+        let (conn, rx, handlers) = (&mut slot.conn, &mut slot.rx, &mut slot.handlers);
         // The body is one whole frame: handed over as it is, with no framing to find. The
         // buffer of a pooled slot is empty (only clean ones go back to the pool), and an empty
         // buffer takes a whole frame.
@@ -292,6 +287,7 @@ impl Responder {
         loop {
             match conn.handle_input(Instant::ZERO, rx, &mut &[][..]) {
                 Input::Item(item) => {
+                    let last = &mut slot.last_method;
                     if !shared.dispatch(item, conn, handlers, last, only_taken, caller) {
                         // Let go whole: the frame goes too, and the slot back to the pool.
                         rx.clear();
