@@ -12,7 +12,9 @@
 #
 # Usage: bench/callgrind-http.sh          (from anywhere in the workspace)
 # Environment: RPCWIRE_CALLGRIND_BIG (calls per connection, default 400), RPCWIRE_CALLGRIND_SMALL
-# (default 100).
+# (default 100), RPCWIRE_BENCH_RPCWIRE (an rpcwire binary to measure instead of the workspace's
+# build), RPCWIRE_BENCH_BEFORE (another rpcwire binary, an earlier build, measured in the same
+# run as a row `rpcwire-before`).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -49,7 +51,10 @@ instructions() {
     local per="$1" path="$2"
     shift 2
     local out="$work/callgrind.out" log="$work/valgrind.log"
+    # Emptied here, not by the server's redirection: that happens in the background, and the
+    # address search below could read the last run's address first.
     rm -f "$out"
+    : >"$log"
     RPCWIRE_THREADS=1 valgrind --tool=callgrind --callgrind-out-file="$out" "$@" 2>"$log" &
     server=$!
     # The address the server prints (not the 127.0.0.1:0 of its command line).
@@ -96,12 +101,16 @@ echo "margin = (I($big calls each) - I($small calls each)) / $(( (big - small) *
 echo
 echo "| server | instructions, $small calls each | instructions, $big calls each | per call at the margin |"
 echo "|---|---:|---:|---:|"
-report rpcwire /rpc "$target/release/rpcwire" serve --http 127.0.0.1:0
+report rpcwire /rpc "${RPCWIRE_BENCH_RPCWIRE:-$target/release/rpcwire}" serve --http 127.0.0.1:0
+if [[ -n "${RPCWIRE_BENCH_BEFORE:-}" ]]; then
+    report rpcwire-before /rpc "$RPCWIRE_BENCH_BEFORE" serve --http 127.0.0.1:0
+fi
 report jsonrpsee / "$target/release/jsonrpsee-http"
 report hyper-floor / "$target/release/hyper-floor"
 # Every head other than the last (an `X-Request` field numbered per call): rpcwire cannot take
 # a head for the connection's last one, and parses each.
-HTTP_FEED_VARY=1 report rpcwire-heads-vary /rpc "$target/release/rpcwire" serve --http 127.0.0.1:0
+HTTP_FEED_VARY=1 report rpcwire-heads-vary /rpc "${RPCWIRE_BENCH_RPCWIRE:-$target/release/rpcwire}" \
+    serve --http 127.0.0.1:0
 HTTP_FEED_VARY=1 report hyper-floor-heads-vary / "$target/release/hyper-floor"
 echo
 awk -v r="$(cat "$work/rpcwire.per")" -v j="$(cat "$work/jsonrpsee.per")" -v f="$(cat "$work/hyper-floor.per")" \
@@ -109,3 +118,7 @@ awk -v r="$(cat "$work/rpcwire.per")" -v j="$(cat "$work/jsonrpsee.per")" -v f="
 awk -v r="$(cat "$work/rpcwire.per")" -v f="$(cat "$work/hyper-floor.per")" \
     -v rv="$(cat "$work/rpcwire-heads-vary.per")" -v fv="$(cat "$work/hyper-floor-heads-vary.per")" \
     'BEGIN { printf "rpcwire / hyper floor: %.3fx; with every head other than the last: %.3fx\n", r / f, rv / fv }'
+if [[ -f "$work/rpcwire-before.per" ]]; then
+    awk -v r="$(cat "$work/rpcwire.per")" -v b="$(cat "$work/rpcwire-before.per")" -v f="$(cat "$work/hyper-floor.per")" \
+        'BEGIN { printf "rpcwire-before / hyper floor: %.3fx; rpcwire / rpcwire-before: %.3fx\n", b / f, r / b }'
+fi

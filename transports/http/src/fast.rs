@@ -325,9 +325,10 @@ fn parse_head(
             _ => continue,
         };
         // What `HeaderValue::to_str` takes on hyper's path: httparse has let through only
-        // tabs, visible ASCII and bytes over 0x7f, so ASCII is the test.
+        // tabs, visible ASCII and bytes over 0x7f, so ASCII is the test. (`Content-Length`
+        // takes digits only, which `decimal` checks.)
         let value = h.value;
-        if !value.is_ascii() {
+        if !matches!(field, Field::ContentLength) && !value.is_ascii() {
             return Some(Parsed::Other);
         }
         match field {
@@ -798,8 +799,18 @@ fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool, now: Instant) {
     };
     // The head is at most about 160 bytes.
     out.reserve(192 + body.len());
+    if code == StatusCode::OK && content_type == Some("application/json") && !close {
+        // The usual answer: its head up to the length's digits in one piece, then the
+        // digits, the date's lines and the body.
+        out.extend_from_slice(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ",
+        );
+        push_decimal(out, body.len());
+        date_lines(out, now);
+        out.extend_from_slice(&body);
+        return;
+    }
     if code == StatusCode::OK && content_type == Some("application/json") {
-        // The usual answer's first lines, in one piece.
         out.extend_from_slice(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n");
     } else {
         out.extend_from_slice(b"HTTP/1.1 ");
@@ -824,9 +835,7 @@ fn write_tail(out: &mut Vec<u8>, close: bool, body: &[u8], now: Instant) {
     }
     out.extend_from_slice(b"content-length: ");
     push_decimal(out, body.len());
-    out.extend_from_slice(b"\r\ndate: ");
-    date(out, now);
-    out.extend_from_slice(b"\r\n\r\n");
+    date_lines(out, now);
     out.extend_from_slice(body);
 }
 
@@ -924,6 +933,14 @@ fn write_response(out: &mut Vec<u8>, response: Response<Body>, close: bool, now:
 
 /// Appends `n` in decimal (without `fmt`'s machinery: this runs for every answer).
 pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    if n < 100 {
+        // The usual answer's length, without the loop and the copy.
+        if n >= 10 {
+            out.push(b'0' + (n / 10) as u8);
+        }
+        out.push(b'0' + (n % 10) as u8);
+        return;
+    }
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -937,18 +954,36 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
     out.extend_from_slice(&digits[at..]);
 }
 
+/// The bytes [`date_lines`] writes before the date, and after it.
+const DATE_BEFORE: &[u8] = b"\r\ndate: ";
+const DATE_AFTER: &[u8] = b"\r\n\r\n";
+
 /// Appends the current `Date` value: formatted once a second per thread, as hyper does, and
 /// looked up by the monotonic `now` the caller has read anyway (the wall clock is read only
 /// when the second has changed).
 pub(crate) fn date(out: &mut Vec<u8>, now: Instant) {
+    with_date(now, |lines| {
+        out.extend_from_slice(&lines[DATE_BEFORE.len()..lines.len() - DATE_AFTER.len()]);
+    });
+}
+
+/// Appends the end of an answer's head from the line end before its `date` field on: CR LF,
+/// `date: `, the current date ([`date`]), and the blank line, in one piece.
+fn date_lines(out: &mut Vec<u8>, now: Instant) {
+    with_date(now, |lines| out.extend_from_slice(lines));
+}
+
+/// Runs `f` with the current date's lines (`\r\ndate: <date>\r\n\r\n`).
+fn with_date(now: Instant, f: impl FnOnce(&[u8])) {
     struct Cached {
         /// When the text stops being the current second.
         until: Option<Instant>,
-        text: String,
+        /// The date's lines, as [`date_lines`] writes them.
+        text: Vec<u8>,
     }
     thread_local! {
         static CACHED: std::cell::RefCell<Cached> =
-            const { std::cell::RefCell::new(Cached { until: None, text: String::new() }) };
+            const { std::cell::RefCell::new(Cached { until: None, text: Vec::new() }) };
     }
     CACHED.with(|c| {
         let mut c = c.borrow_mut();
@@ -960,12 +995,15 @@ pub(crate) fn date(out: &mut Vec<u8>, now: Instant) {
                 .unwrap_or(0);
             let left =
                 Duration::from_nanos(u64::from(1_000_000_000 - into_second.min(999_999_999)));
+            let mut text = DATE_BEFORE.to_vec();
+            text.extend_from_slice(httpdate::fmt_http_date(wall).as_bytes());
+            text.extend_from_slice(DATE_AFTER);
             *c = Cached {
                 until: Some(now + left),
-                text: httpdate::fmt_http_date(wall),
+                text,
             };
         }
-        out.extend_from_slice(c.text.as_bytes());
+        f(&c.text);
     });
 }
 

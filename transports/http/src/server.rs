@@ -78,10 +78,14 @@ impl HostPolicy {
             HostPolicy::Names(names) => {
                 let name = strip_port(host);
                 // Exact first (clients send names as typed, and loopback ones are digits or
-                // lower case): one comparison, before the byte-wise case folding.
+                // lower case): one comparison, before the byte-wise case folding; the first
+                // bytes and lengths tell most other names apart without either.
                 names.iter().any(|n| {
                     let n = n.as_bytes();
-                    n == name || n.eq_ignore_ascii_case(name)
+                    n.len() == name.len()
+                        && n.first().map(u8::to_ascii_lowercase)
+                            == name.first().map(u8::to_ascii_lowercase)
+                        && (n == name || n.eq_ignore_ascii_case(name))
                 })
             }
         }

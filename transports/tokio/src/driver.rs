@@ -29,6 +29,7 @@ use crate::controls::{Control, ControlInbox};
 use crate::handlers::{id_key, Handlers};
 use crate::ratelimit::RateLimiter;
 use crate::raw::Raw;
+use crate::read_buffer::ReadBuffer;
 use crate::router::{forbidden, rate_limited, Conn, Found, Origin, OriginId};
 use crate::telemetry::{self, Rejection};
 use crate::{CallError, Client, DriverError, Router, RpcError};
@@ -174,7 +175,15 @@ enum Ending {
 
 struct Driver {
     conn: Conn,
+    /// The core's receive buffer: what the core takes the copying way (a batch, a partial
+    /// frame, content-length framing; see `read_buffer`).
     rx: RxBuffer<Vec<u8>>,
+    /// What was read and not yet given to the core.
+    read: ReadBuffer,
+    /// The bytes last given to the core ended with a blank line: with line framing that may
+    /// be the end of a `Content-Length` block, whose body need not end with a line end (so
+    /// the next bytes are given whole, see `process_input`).
+    after_blank_line: bool,
     /// The next read size (adaptive: [`READ_IDLE`], then [`READ_MIN`] to [`READ_MAX`] while
     /// reads fill it).
     read_size: usize,
@@ -257,6 +266,8 @@ where
     let mut d = Driver {
         conn,
         rx,
+        read: ReadBuffer::new(),
+        after_blank_line: false,
         read_size: READ_IDLE,
         origin: clock_now(),
         settings,
@@ -302,7 +313,7 @@ where
             // buffer may hold): two peers that flood each other must not both stop reading.
             let can_read = d.input == InputState::Open
                 && !d.conn.is_input_blocked()
-                && d.rx.reserve(d.read_size) > 0;
+                && d.read.pending() < d.read_limit();
             let deadline = d
                 .conn
                 .poll_timeout()
@@ -343,7 +354,7 @@ where
                         Err(e) => return d.fail(e),
                     }
                 },
-                res = read_some(&mut reader, &mut d.rx, d.read_size), if can_read => match res {
+                res = read_some(&mut reader, &mut d.read, d.read_size), if can_read => match res {
                     Ok(0) => d.end_of_input("end of stream"),
                     Ok(n) => {
                         telemetry::bytes_in(n);
@@ -444,16 +455,37 @@ fn preview(frame: &[u8]) -> String {
     shown
 }
 
-/// Reads at most `max` bytes into the receive buffer's free space (a buffer that grew for a
-/// large frame has more room than one read should fill).
+/// Whether `bytes` end with a blank line (`None` when empty): with line framing, perhaps the
+/// end of a `Content-Length` block.
+fn ends_with_blank_line(bytes: &[u8]) -> Option<bool> {
+    let last = *bytes.last()?;
+    let before = bytes
+        .len()
+        .checked_sub(1)
+        .map(|n| &bytes[..n])
+        .unwrap_or_default();
+    let before = before.strip_suffix(b"\r").unwrap_or(before);
+    Some(last == b'\n' && (before.is_empty() || before.ends_with(b"\n")))
+}
+
+/// How many bytes of `fed` the core took (those before `left`), noting whether they ended
+/// with a blank line.
+fn given(after_blank_line: &mut bool, fed: &[u8], left: &[u8]) -> usize {
+    let taken = fed.len() - left.len();
+    if let Some(blank) = ends_with_blank_line(&fed[..taken]) {
+        *after_blank_line = blank;
+    }
+    taken
+}
+
+/// Reads at most `max` bytes into the read buffer. An `async fn`, so that the room is made
+/// only when the read is polled (`select!` builds the future of a disabled branch too).
 async fn read_some<R: AsyncRead + Unpin>(
     reader: &mut R,
-    rx: &mut RxBuffer<Vec<u8>>,
+    read: &mut ReadBuffer,
     max: usize,
 ) -> io::Result<usize> {
-    let spare = rx.spare();
-    let n = spare.len().min(max);
-    reader.read(&mut spare[..n]).await
+    reader.read(read.spare(max)).await
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
@@ -480,6 +512,7 @@ impl Driver {
     /// anything buffered, queued or running, if it holds more than an idle one needs.
     fn idle_release_at(&mut self) -> Option<StdInstant> {
         let quiet = self.rx.buffered() == 0
+            && self.read.pending() == 0
             && self.conn.poll_transmit().is_empty()
             && self.handlers.running() == 0
             && self.queue.is_empty()
@@ -488,7 +521,9 @@ impl Driver {
             self.idle_since = None;
             return None;
         }
-        let holding = self.rx.capacity() > READ_IDLE || self.conn.storage_bytes() > 0;
+        let holding = self.read.capacity() > READ_IDLE
+            || self.rx.capacity() > 0
+            || self.conn.storage_bytes() > 0;
         if !holding {
             return None;
         }
@@ -500,7 +535,9 @@ impl Driver {
     /// batch buffer entirely, the receive buffer down to one small read.
     fn release_idle(&mut self) {
         self.conn.shrink();
-        self.rx.shrink(READ_IDLE);
+        // Reads go into the read buffer: the receive buffer needs no room of its own.
+        self.rx.shrink(0);
+        self.read.shrink(READ_IDLE);
         self.read_size = READ_IDLE;
         self.idle_since = None;
     }
@@ -519,6 +556,15 @@ impl Driver {
         self.retry_stalled();
     }
 
+    /// The most bytes read and not yet given to the core before reading stops: as many as the
+    /// receive buffer may hold (a frame of the largest size and its line end), and a few
+    /// reads' worth at least. (Counted apart from the receive buffer's: a line longer than a
+    /// read goes there and is skipped only once it is over the maximum, so the two together
+    /// must be able to hold more than a maximum frame.)
+    fn read_limit(&self) -> usize {
+        self.rx.max_frame().saturating_add(2).max(2 * READ_MAX)
+    }
+
     /// Input has ended and everything received is answered and flushed.
     fn finished(&mut self) -> bool {
         self.input == InputState::Draining
@@ -532,7 +578,7 @@ impl Driver {
     /// A read of `n` bytes arrived: commit it, and read more at once next time if it filled
     /// the buffer (a peer that pipelines).
     fn on_read(&mut self, n: usize) {
-        self.rx.commit(n);
+        self.read.commit(n);
         if n >= self.read_size {
             self.read_size = (self.read_size * 2).clamp(READ_MIN, READ_MAX);
         } else if n < self.read_size / 2 {
@@ -556,6 +602,8 @@ impl Driver {
         let Driver {
             conn,
             rx,
+            read,
+            after_blank_line,
             settings,
             peer,
             calls,
@@ -569,26 +617,76 @@ impl Driver {
             batch_trace,
             ..
         } = self;
+        // With line framing the core is given whole lines only: a line cut by the end of the
+        // last read waits here for the rest (see `read_buffer`), unless it is already longer
+        // than a read may be (the core's receive buffer then takes it, and judges its length),
+        // the core may be in the middle of a frame (part of it in the receive buffer, or a
+        // `Content-Length` block read, which line framing reads too, and its body to come: the
+        // bytes go after it, line end or not), or input has ended (a last line without its
+        // newline is still a line).
+        let whole_lines = *ending == Ending::No
+            && rx.framing() == rpcwire::wire::Framing::Line
+            && rx.buffered() == 0
+            && !*after_blank_line
+            && read.partial() <= READ_MAX;
+        let mut fed = read.input(whole_lines);
+        let mut input = fed;
+        // What the receive buffer holds comes before `input`: it is decoded first, until it
+        // asks for more.
+        let mut rx_first = true;
         loop {
             if conn.transmit_len() >= TX_HIGH_WATER {
                 // Answers are written straight into the transmit queue: handle more input once
                 // it has been written out, so that answers never wait as copies. Reading goes
-                // on into the receive buffer, up to its limit: a peer that does not read
-                // stops being read then.
+                // on into the read buffer, up to its limit: a peer that does not read stops
+                // being read then.
+                read.consume(given(after_blank_line, fed, input));
                 return;
             }
+            let from_rx = rx_first && rx.buffered() > 0;
+            // The bytes of a line parsed where it lies (for the log of a parse error).
+            let before = input;
             // Everything buffered is decoded (or input waits for transmit room).
-            let item = match conn.handle_input(now, rx, &mut &[][..]) {
+            let taken = if from_rx {
+                conn.handle_input(now, rx, &mut &[][..])
+            } else {
+                conn.handle_input_borrowed(now, rx, &mut input)
+            };
+            let item = match taken {
                 Input::Item(item) => {
+                    rx_first = true;
                     batch_sizes.observe(|| conn.stats(), false);
                     batch_trace.observe(|| conn.stats(), &settings.caller, false);
                     item
                 }
-                Input::Blocked | Input::Closed => return,
+                Input::Blocked | Input::Closed => {
+                    read.consume(given(after_blank_line, fed, input));
+                    return;
+                }
+                Input::NeedMore if from_rx => {
+                    // The receive buffer holds part of a frame: the read bytes go after it.
+                    rx_first = false;
+                    continue;
+                }
                 Input::NeedMore => match *ending {
+                    Ending::No
+                        if fed.len() < read.pending()
+                            && (rx.buffered() > 0
+                                || ends_with_blank_line(&fed[..fed.len() - input.len()])
+                                    .unwrap_or(*after_blank_line)) =>
+                    {
+                        // The core may be in the middle of a frame, which need not end with a
+                        // line end (a `Content-Length` block's body, which line framing reads
+                        // too): what is left of the read goes after it.
+                        let taken = fed.len() - input.len();
+                        fed = read.input(false);
+                        input = &fed[taken..];
+                        continue;
+                    }
                     Ending::No => {
                         batch_sizes.observe(|| conn.stats(), true);
                         batch_trace.observe(|| conn.stats(), &settings.caller, true);
+                        read.consume(given(after_blank_line, fed, input));
                         return;
                     }
                     Ending::Finish => {
@@ -602,6 +700,7 @@ impl Driver {
                         // so that their answers are still written.
                         conn.fail_pending();
                         *ending = Ending::No;
+                        read.consume(given(after_blank_line, fed, input));
                         return;
                     }
                 },
@@ -807,7 +906,13 @@ impl Driver {
                         tracing::debug!(error = %e, "the peer sent bytes that are not JSON");
                     } else {
                         *warned_garbage = true;
-                        let received = rx.held().map(preview).unwrap_or_default();
+                        // The frame is in the receive buffer, or was parsed where it lay.
+                        let line = || {
+                            let line = &before[..before.len() - input.len()];
+                            let line = line.strip_suffix(b"\n").unwrap_or(line);
+                            line.strip_suffix(b"\r").unwrap_or(line)
+                        };
+                        let received = preview(rx.held().unwrap_or_else(line));
                         tracing::warn!(
                             error = %e,
                             received,
@@ -1104,7 +1209,7 @@ impl Driver {
             queued: self.queue.len(),
             queued_bytes: self.queued_bytes,
             running: self.handlers.running(),
-            buffer_bytes: self.conn.storage_bytes() + self.rx.capacity(),
+            buffer_bytes: self.conn.storage_bytes() + self.rx.capacity() + self.read.capacity(),
         }
     }
 }
@@ -1120,7 +1225,9 @@ mod tests {
     /// the table of outgoing calls' trace contexts (`Builder::outgoing_traces`, a pointer);
     /// the `metrics` feature adds 32 (the connection's place in the open-connections gauge),
     /// then 40 more (the batch sizes' counters, 32, and the connection's place in the live
-    /// view, 8); then 8 for the span of the batch being received (`batch_trace`, a pointer).
+    /// view, 8); then 8 for the span of the batch being received (`batch_trace`, a pointer);
+    /// then 56 for the driver's own read buffer (a `Vec` and three offsets, 48, and the
+    /// read's future), which lets the core parse whole lines where they were read.
     #[test]
     fn an_open_connection_keeps_a_small_driver() {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -1133,9 +1240,9 @@ mod tests {
         let size = std::mem::size_of_val(&driver);
         println!("the driver's future: {size} bytes");
         let bound = if cfg!(feature = "metrics") {
-            1_888
+            1_944
         } else {
-            1_816
+            1_872
         };
         assert!(
             size <= bound,

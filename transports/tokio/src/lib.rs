@@ -95,6 +95,7 @@ pub mod jwt;
 pub mod live_stats;
 mod ratelimit;
 mod raw;
+mod read_buffer;
 mod responder;
 mod router;
 #[cfg(feature = "auth")]

@@ -98,6 +98,9 @@ struct Slot {
     /// Where the body being answered started in the connection's counters (for the batch
     /// size; kept here, not in the answering future, whose size every request pays).
     batch_mark: u64,
+    /// Position in the router of the method called last: tried before the lookup by name
+    /// (most bodies call the method the body before called).
+    last_method: Option<usize>,
 }
 
 impl std::fmt::Debug for Responder {
@@ -264,11 +267,12 @@ impl Responder {
                     // them).
                     handlers: Handlers::new(true),
                     batch_mark: u64::MAX,
+                    last_method: None,
                 })
             });
         let first = answer.len();
-        // Field by field: `batch_mark` is reached through `slot` when needed, so that no
-        // reference to it is kept across the waits below.
+        // Field by field: `batch_mark` and `last_method` are reached through `slot` when
+        // needed, so that no reference to them is kept across the waits below.
         let (conn, rx, handlers) = (&mut slot.conn, &mut slot.rx, &mut slot.handlers);
         // The body is one whole frame: handed over as it is, with no framing to find. The
         // buffer of a pooled slot is empty (only clean ones go back to the pool), and an empty
@@ -283,7 +287,8 @@ impl Responder {
         loop {
             match conn.handle_input(Instant::ZERO, rx, &mut &[][..]) {
                 Input::Item(item) => {
-                    if !shared.dispatch(item, conn, handlers, only_taken, caller) {
+                    let last = &mut slot.last_method;
+                    if !shared.dispatch(item, conn, handlers, last, only_taken, caller) {
                         // Let go whole: the frame goes too, and the slot back to the pool.
                         rx.clear();
                         taken = false;
@@ -346,13 +351,15 @@ impl Shared {
         item: Inbound<'_>,
         conn: &mut Conn,
         handlers: &mut Handlers,
+        last_method: &mut Option<usize>,
         only_taken: bool,
         caller: &Arc<Caller>,
     ) -> bool {
         let router = self.router.as_deref();
         match item {
             Inbound::Request(req) => {
-                let found = router.and_then(|r| r.find_method(req.method.escaped_bytes(), None));
+                let found =
+                    router.and_then(|r| r.find_method(req.method.escaped_bytes(), *last_method));
                 if only_taken && found.as_ref().is_some_and(|(_, context)| *context) {
                     // A handle the connection just gave: releasing it cannot fail.
                     let _ = conn.release(req.handle);
@@ -362,8 +369,14 @@ impl Shared {
                 let wire_name;
                 let (method, handler, meter) = match found {
                     Some(Found::Named {
-                        name, run, meter, ..
-                    }) => (name, run, Some(meter)),
+                        at,
+                        name,
+                        run,
+                        meter,
+                    }) => {
+                        *last_method = Some(at);
+                        (name, run, Some(meter))
+                    }
                     Some(Found::Fallback(run)) => {
                         wire_name = req.method.to_str();
                         (&*wire_name, run, None)
