@@ -127,7 +127,9 @@ impl<T: Target> Harness<T> {
             prelude: Vec::new(),
             stall: Duration::from_secs(60),
             settle: Duration::from_millis(100),
-            idle_after: Duration::from_secs(2),
+            // Longer than the builder's `idle_release` (2 s): at the same virtual instant the
+            // driver's release and this check could come in either order.
+            idle_after: Duration::from_secs(3),
             pipe: 64 << 10,
         }
     }
@@ -152,8 +154,9 @@ impl<T: Target> Harness<T> {
         self
     }
 
-    /// How long (virtual time) the connection is left quiet before its memory is checked:
-    /// longer than the builder's [`idle_release`](Builder::idle_release) (default 2 s).
+    /// How long (virtual time) the connection is left quiet before its memory is checked
+    /// (default 3 s): longer than the builder's [`idle_release`](Builder::idle_release)
+    /// (default 2 s).
     pub fn idle_after(mut self, after: Duration) -> Self {
         self.idle_after = after;
         self

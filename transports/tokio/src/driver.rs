@@ -266,7 +266,9 @@ where
     let mut d = Driver {
         conn,
         rx,
-        read: ReadBuffer::new(),
+        // The first read's storage from the start: a connection holds the same when fresh as
+        // when idle (`release_idle` keeps this much for the read that waits).
+        read: ReadBuffer::with_capacity(READ_IDLE),
         after_blank_line: false,
         read_size: READ_IDLE,
         origin: clock_now(),

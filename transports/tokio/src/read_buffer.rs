@@ -31,6 +31,14 @@ impl ReadBuffer {
         }
     }
 
+    /// An empty buffer with `capacity` bytes of storage.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        ReadBuffer {
+            buf: vec![0; capacity],
+            ..Self::new()
+        }
+    }
+
     /// Bytes of storage held.
     pub(crate) fn capacity(&self) -> usize {
         self.buf.len()
