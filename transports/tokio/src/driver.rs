@@ -460,12 +460,7 @@ fn preview(frame: &[u8]) -> String {
 /// Whether `bytes` end with a blank line (`None` when empty): with line framing, perhaps the
 /// end of a `Content-Length` block.
 fn ends_with_blank_line(bytes: &[u8]) -> Option<bool> {
-    let last = *bytes.last()?;
-    let before = bytes
-        .len()
-        .checked_sub(1)
-        .map(|n| &bytes[..n])
-        .unwrap_or_default();
+    let (&last, before) = bytes.split_last()?;
     let before = before.strip_suffix(b"\r").unwrap_or(before);
     Some(last == b'\n' && (before.is_empty() || before.ends_with(b"\n")))
 }
