@@ -741,7 +741,12 @@ pub(crate) fn is_json_media_bytes(value: &[u8]) -> bool {
 }
 
 impl Inner {
-    async fn handle<B>(self: Arc<Self>, mut req: Request<B>) -> Response<Body>
+    async fn handle<B>(
+        self: Arc<Self>,
+        // Mutable only for the WebSocket upgrade, which moves a subprotocol bearer token into
+        // `Authorization` before the request is authenticated.
+        #[cfg_attr(not(feature = "ws"), allow(unused_mut))] mut req: Request<B>,
+    ) -> Response<Body>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
