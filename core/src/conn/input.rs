@@ -9,8 +9,8 @@ use super::{
 use crate::conn::DuplicateIdPolicy;
 use crate::storage::{Slots, Storage};
 use crate::wire::{
-    encode, parse_recording, Batch, BatchIter, Element, FrameEvent, Message, ParseLimits, Parsed,
-    Response, RxBuffer, MAX_STORED_ID_LEN,
+    encode, parse_recording, parse_single, scan, Batch, BatchIter, Element, FrameEvent, Message,
+    ParseLimits, Parsed, Recorded, Response, RxBuffer, MAX_STORED_ID_LEN,
 };
 use crate::{ErrorCode, Instant};
 
@@ -157,7 +157,13 @@ impl<S: Storage> Connection<S> {
         let limits = ParseLimits {
             max_depth: self.config.max_depth,
         };
-        let inbound = match parse_recording(frame, limits, self.memo.slots()) {
+        // Hosts: a frame that is one object (the usual one) is parsed straight.
+        let parsed = if scan::WORD_AT_A_TIME && frame.first() == Some(&b'{') {
+            parse_single(frame, 0, limits).map(|element| (Parsed::Single(element), Recorded::NONE))
+        } else {
+            parse_recording(frame, limits, self.memo.slots())
+        };
+        let inbound = match parsed {
             Err(e) => {
                 self.reply_error(Answer::Frame, b"null", ErrorCode::PARSE_ERROR, None)?;
                 bump(&mut self.stats.parse_errors);
@@ -186,6 +192,7 @@ impl<S: Storage> Connection<S> {
     /// automatic reply goes, if it gets one. `None` when a single message's reply finds no
     /// transmit room: the held frame is taken again once outputs are drained (counters are
     /// bumped only when a message is taken, so a retry counts once).
+    #[cfg_attr(target_pointer_width = "64", inline(always))]
     fn accept_element<'a>(&mut self, element: Element<'a>, answer: Answer) -> Option<Inbound<'a>> {
         let req = match element {
             Ok(Message::Request(req)) => {

@@ -194,11 +194,7 @@ pub(crate) fn parse_recording<'a, M: Slots<MemoSlot>>(
     let mut recorded = Recorded::NONE;
     let start = scan::skip_ws(frame, 0);
     let parsed = match frame.get(start) {
-        Some(b'{') => {
-            let (element, end) = parse_object(frame, start, limits.max_depth, true)?;
-            expect_end(frame, end)?;
-            Parsed::Single(element)
-        }
+        Some(b'{') => Parsed::Single(parse_single(frame, start, limits)?),
         Some(b'[') => {
             // Hosts measure the batch as they validate it; firmware keeps the one scanner
             // (flash) and measures it when it is opened.
@@ -242,6 +238,21 @@ pub(crate) fn parse_recording<'a, M: Slots<MemoSlot>>(
     Ok((parsed, recorded))
 }
 
+/// The frame whose JSON text is the object at `start` (which holds `{`, whitespace before it
+/// skipped): its element, as [`parse`] makes it. Inlined on hosts into the connection's
+/// handling of a frame that starts with `{`, which then skips the batch machinery and the
+/// copies of the element from layer to layer.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+pub(crate) fn parse_single(
+    frame: &[u8],
+    start: usize,
+    limits: ParseLimits,
+) -> Result<Element<'_>, ScanError> {
+    let (element, end) = parse_object(frame, start, limits.max_depth, true)?;
+    expect_end(frame, end)?;
+    Ok(element)
+}
+
 /// What [`parse_recording`] recorded of a batch (nothing, on targets without a record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Recorded {
@@ -254,7 +265,7 @@ pub(crate) struct Recorded {
 }
 
 impl Recorded {
-    const NONE: Recorded = Recorded::new(0, 0);
+    pub(crate) const NONE: Recorded = Recorded::new(0, 0);
 
     #[cfg_attr(not(target_pointer_width = "64"), allow(unused_variables))]
     const fn new(slots: usize, base: usize) -> Self {
@@ -590,6 +601,11 @@ fn parse_object(
     max_depth: usize,
     validate: bool,
 ) -> Result<(Element<'_>, usize), ScanError> {
+    if scan::WORD_AT_A_TIME && max_depth >= 2 {
+        if let Some(found) = canonical(text, start, max_depth) {
+            return Ok(found);
+        }
+    }
     let mut members: Members<'_, 6> = [None; 6];
     let (end, duplicate) = walk_object(
         text,
@@ -601,6 +617,94 @@ fn parse_object(
         &mut members,
     )?;
     Ok((classify(&members, duplicate), end))
+}
+
+/// The request or notification at `start` (which holds `{`) when it is written as nearly
+/// every peer writes one: compact, its members in the specification's order,
+/// `{"jsonrpc":"2.0","method":M[,"params":P][,"id":I]}`, with a string `M`, an array or
+/// object `P` and an id `I` that is a string, a number or `null`; else `None`, and the caller
+/// walks the object its general way, which makes the same element of every object this
+/// accepts (and reports every error: this one gives up at the first byte it does not expect).
+///
+/// The member names and the punctuation around them are compared as whole literals, a few
+/// word compares each; the values are validated by the same scanners as in the general walk.
+/// No key can appear twice in this shape, so there is nothing to record or check per member.
+/// Hosts only ([`scan::WORD_AT_A_TIME`]): firmware keeps the one walk (flash).
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+fn canonical(text: &[u8], start: usize, max_depth: usize) -> Option<(Element<'_>, usize)> {
+    const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":";
+    const PARAMS: &[u8] = b",\"params\":";
+    const ID: &[u8] = b",\"id\":";
+    let lit = |pos: usize, lit: &[u8]| text.get(pos..pos + lit.len()) == Some(lit);
+    if !lit(start, HEAD) {
+        return None;
+    }
+    let method_at = start + HEAD.len();
+    let method_end = string_end(text, method_at)?;
+    let mut pos = method_end;
+    let mut params = None;
+    if lit(pos, PARAMS) {
+        let at = pos + PARAMS.len();
+        let end = match text.get(at)? {
+            b'[' | b'{' => match scan::flat_container(text, at) {
+                Some(end) => end,
+                None => scan::scan_value(text, at, max_depth - 1).ok()?.1,
+            },
+            _ => return None,
+        };
+        params = RawJson::from_validated(text.get(at..end)?);
+        pos = end;
+    }
+    let mut id = None;
+    if lit(pos, ID) {
+        let at = pos + ID.len();
+        let end = id_end(text, at)?;
+        id = Some(as_id(text.get(at..end)?)?);
+        pos = end;
+    }
+    if text.get(pos) != Some(&b'}') {
+        return None;
+    }
+    let method = as_string(text.get(method_at..method_end)?)?;
+    let message = match id {
+        Some(id) => Message::Request(Request { id, method, params }),
+        None => Message::Notification(Notification { method, params }),
+    };
+    Some((Ok(message), pos + 1))
+}
+
+/// The end of the string at `pos`, if one is there and valid.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+fn string_end(text: &[u8], pos: usize) -> Option<usize> {
+    if text.get(pos) != Some(&b'"') {
+        return None;
+    }
+    match scan::short_string(text, pos) {
+        Some(end) => Some(end),
+        None => scan::scan_string(text, pos).ok(),
+    }
+}
+
+/// The end of the id value at `pos` (a string, a number or `null`), if one is there and
+/// valid; as [`scan_member_value`] reads these.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+fn id_end(text: &[u8], pos: usize) -> Option<usize> {
+    match text.get(pos)? {
+        b'"' => string_end(text, pos),
+        b'1'..=b'9' => {
+            let mut end = pos + 1;
+            while let Some(b'0'..=b'9') = text.get(end) {
+                end += 1;
+            }
+            match text.get(end) {
+                Some(b'.' | b'e' | b'E') => scan::scan_number(text, pos).ok(),
+                _ => Some(end),
+            }
+        }
+        b'-' | b'0' => scan::scan_number(text, pos).ok(),
+        b'n' if text.get(pos..pos + 4) == Some(b"null") => Some(pos + 4),
+        _ => None,
+    }
 }
 
 /// Finds the members of the object at `start` that `member` knows: `member(key)` is the slot
