@@ -85,6 +85,20 @@ impl<S: Storage> Connection<S> {
     ) -> Input<'a> {
         let idle =
             !self.closed && self.deferred.is_none() && self.cursor.is_none() && !self.retry_held;
+        if idle && input.is_empty() && rx.is_drained() {
+            // Everything received is handled (the call after the last item of a read): what
+            // `handle_input` does then, without its call. `advance` only resets the empty
+            // buffer's marks, as it would there.
+            self.handle_timeout(now);
+            self.flush_intents();
+            if !rx.advance() {
+                return if self.is_input_blocked() {
+                    Input::Blocked
+                } else {
+                    Input::NeedMore
+                };
+            }
+        }
         if let Some((frame, rest)) = rx.split_line(input).filter(|_| idle) {
             self.handle_timeout(now);
             self.flush_intents();
