@@ -8,9 +8,10 @@ use super::{
 };
 use crate::conn::DuplicateIdPolicy;
 use crate::storage::{Slots, Storage};
+use crate::wire::scan::ScanError;
 use crate::wire::{
     encode, parse_recording, parse_single, scan, Batch, BatchIter, Element, FrameEvent, Message,
-    ParseLimits, Parsed, Recorded, Response, RxBuffer, MAX_STORED_ID_LEN,
+    ParseLimits, Parsed, Response, RxBuffer, MAX_STORED_ID_LEN,
 };
 use crate::{ErrorCode, Instant};
 
@@ -171,18 +172,18 @@ impl<S: Storage> Connection<S> {
         let limits = ParseLimits {
             max_depth: self.config.max_depth,
         };
-        // Hosts: a frame that is one object (the usual one) is parsed straight.
-        let parsed = if scan::WORD_AT_A_TIME && frame.first() == Some(&b'{') {
-            parse_single(frame, 0, limits).map(|element| (Parsed::Single(element), Recorded::NONE))
-        } else {
-            parse_recording(frame, limits, self.memo.slots())
-        };
-        let inbound = match parsed {
-            Err(e) => {
-                self.reply_error(Answer::Frame, b"null", ErrorCode::PARSE_ERROR, None)?;
-                bump(&mut self.stats.parse_errors);
-                Inbound::Problem(Problem::ParseError(e))
-            }
+        // Hosts: a frame that is one object (the usual one) is parsed and taken straight.
+        if scan::WORD_AT_A_TIME && frame.first() == Some(&b'{') {
+            let inbound = match parse_single(frame, 0, limits) {
+                Ok(element) => self.accept_element(element, Answer::Frame)?,
+                Err(e) => self.parse_error(e)?,
+            };
+            self.retry_held = false;
+            bump(&mut self.stats.frames_in);
+            return Some(inbound);
+        }
+        let inbound = match parse_recording(frame, limits, self.memo.slots()) {
+            Err(e) => self.parse_error(e)?,
             Ok((Parsed::EmptyBatch, _)) => {
                 self.reply_error(Answer::Frame, b"null", ErrorCode::INVALID_REQUEST, None)?;
                 bump(&mut self.stats.invalid_messages);
@@ -200,6 +201,13 @@ impl<S: Storage> Connection<S> {
         self.retry_held = false;
         bump(&mut self.stats.frames_in);
         Some(inbound)
+    }
+
+    /// A frame that is not JSON: answered with a parse error.
+    fn parse_error<'a>(&mut self, e: ScanError) -> Option<Inbound<'a>> {
+        self.reply_error(Answer::Frame, b"null", ErrorCode::PARSE_ERROR, None)?;
+        bump(&mut self.stats.parse_errors);
+        Some(Inbound::Problem(Problem::ParseError(e)))
     }
 
     /// Takes one message: a single one, or a member of a batch. `answer` says where its

@@ -248,9 +248,29 @@ pub(crate) fn parse_single(
     start: usize,
     limits: ParseLimits,
 ) -> Result<Element<'_>, ScanError> {
-    let (element, end) = parse_object(frame, start, limits.max_depth, true)?;
+    let max_depth = limits.max_depth;
+    let (element, end) = if scan::WORD_AT_A_TIME && max_depth >= 2 {
+        // The canonical reader inlined here too: the element is made where it is taken.
+        match canonical(frame, start, max_depth) {
+            Some(found) => found,
+            None => walk_message_outlined(frame, start, max_depth)?,
+        }
+    } else {
+        parse_object(frame, start, max_depth, true)?
+    };
     expect_end(frame, end)?;
     Ok(element)
+}
+
+/// [`walk_message`] as a call, for [`parse_single`] on hosts (which reads canonical objects
+/// itself).
+#[inline(never)]
+fn walk_message_outlined(
+    text: &[u8],
+    start: usize,
+    max_depth: usize,
+) -> Result<(Element<'_>, usize), ScanError> {
+    walk_message(text, start, max_depth, true)
 }
 
 /// What [`parse_recording`] recorded of a batch (nothing, on targets without a record).
@@ -265,7 +285,7 @@ pub(crate) struct Recorded {
 }
 
 impl Recorded {
-    pub(crate) const NONE: Recorded = Recorded::new(0, 0);
+    const NONE: Recorded = Recorded::new(0, 0);
 
     #[cfg_attr(not(target_pointer_width = "64"), allow(unused_variables))]
     const fn new(slots: usize, base: usize) -> Self {
@@ -657,7 +677,18 @@ fn canonical(text: &[u8], start: usize, max_depth: usize) -> Option<(Element<'_>
     if lit(pos, PARAMS) {
         let at = pos + PARAMS.len();
         let end = match text.get(at)? {
-            b'[' | b'{' => match scan::flat_container(text, at) {
+            b'[' => match int_list_end(text, at) {
+                Some(end) => end,
+                None => match scan::flat_container(text, at) {
+                    Some(end) => end,
+                    None => {
+                        scan::scan_value(text, at, max_depth.saturating_sub(1))
+                            .ok()?
+                            .1
+                    }
+                },
+            },
+            b'{' => match scan::flat_container(text, at) {
                 Some(end) => end,
                 None => {
                     scan::scan_value(text, at, max_depth.saturating_sub(1))
@@ -686,6 +717,36 @@ fn canonical(text: &[u8], start: usize, max_depth: usize) -> Option<(Element<'_>
         None => Message::Notification(Notification { method, params }),
     };
     Some((Ok(message), pos + 1))
+}
+
+/// `pos` holds `[`: the end of the array when it holds only integers written plainly (`0`,
+/// or a digit `1`-`9` and more digits, either after an optional `-`), one or more, with
+/// nothing between them but single commas; else `None` (the caller scans it the general way,
+/// which accepts every array this accepts, with the same end). Positional params such as
+/// `[42,23]`: a few instructions a digit, where the flat scan validates each number in full.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+fn int_list_end(text: &[u8], pos: usize) -> Option<usize> {
+    let mut i = pos + 1;
+    loop {
+        if text.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match text.get(i)? {
+            b'0' => i += 1,
+            b'1'..=b'9' => {
+                i += 1;
+                while let Some(b'0'..=b'9') = text.get(i) {
+                    i += 1;
+                }
+            }
+            _ => return None,
+        }
+        match text.get(i)? {
+            b',' => i += 1,
+            b']' => return Some(i + 1),
+            _ => return None,
+        }
+    }
 }
 
 /// The end of the string at `pos`, if one is there and valid.
@@ -1036,6 +1097,9 @@ mod tests {
         r#"{"jsonrpc":"2.0","method":"a long method name past sixteen bytes","id":"an id of more than sixteen bytes"}"#,
         r#"{"jsonrpc":"2.0","method":"\u00e9\n","params":[["nested",{"a":[1]}]],"id":"\"q\""}"#,
         r#"{"jsonrpc":"2.0","method":"x","params":[ 1 , 2 ],"id":7}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":[0,-0,-12,9007199254740993,-1],"id":7}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":[1.5,2e3,-0.0],"id":7}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":[1,"a",2],"id":7}"#,
         r#"{"jsonrpc":"2.0","method":"x","params":{},"id":[]}"#,
         r#"{"jsonrpc":"2.0","method":"x","params":"no","id":1}"#,
         r#"{"jsonrpc":"2.0","method":1,"id":1}"#,

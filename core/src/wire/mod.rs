@@ -25,5 +25,5 @@ pub use message::{
     parse, Batch, BatchIter, Element, ErrorObject, Invalid, InvalidReason, Message, Notification,
     ParseLimits, Parsed, Request, Response,
 };
-pub(crate) use message::{parse_recording, parse_single, Recorded};
+pub(crate) use message::{parse_recording, parse_single};
 pub use scan::{ScanError, ScanErrorKind};
