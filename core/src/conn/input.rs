@@ -86,10 +86,10 @@ impl<S: Storage> Connection<S> {
     ) -> Input<'a> {
         let idle =
             !self.closed && self.deferred.is_none() && self.cursor.is_none() && !self.retry_held;
-        if idle && input.is_empty() && rx.is_drained() {
+        if scan::WORD_AT_A_TIME && idle && input.is_empty() && rx.is_drained() {
             // Everything received is handled (the call after the last item of a read): what
             // `handle_input` does then, without its call. `advance` only resets the empty
-            // buffer's marks, as it would there.
+            // buffer's marks, as it would there. Hosts only (flash).
             self.handle_timeout(now);
             self.flush_intents();
             if !rx.advance() {

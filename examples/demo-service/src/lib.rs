@@ -87,7 +87,7 @@ impl Number {
 }
 
 /// `subtract`'s params: `[minuend, subtrahend]` or `{"minuend": .., "subtrahend": ..}`.
-#[inline]
+#[cfg_attr(target_pointer_width = "64", inline)]
 pub fn subtract_params(params: RawJson<'_>) -> Option<(Number, Number)> {
     // Two integers, the usual call, are read in one walk; anything else (floats, integers
     // beyond `i64`, other members) the general way below, which gives the same for these.
@@ -210,7 +210,7 @@ pub struct Refusal {
 /// Runs the demo method `method` (the name as on the wire) on `params`. The one place the
 /// demo methods are defined: the core-level [`answer`], the CLI's tokio server and the tests
 /// all call it.
-#[inline]
+#[cfg_attr(target_pointer_width = "64", inline)]
 pub fn call<'a>(method: &[u8], params: Option<RawJson<'a>>) -> Result<Answer<'a>, Refusal> {
     let invalid = |expected| Refusal {
         code: ErrorCode::INVALID_PARAMS,
