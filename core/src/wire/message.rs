@@ -194,7 +194,11 @@ pub(crate) fn parse_recording<'a, M: Slots<MemoSlot>>(
     let mut recorded = Recorded::NONE;
     let start = scan::skip_ws(frame, 0);
     let parsed = match frame.get(start) {
-        Some(b'{') => Parsed::Single(parse_single(frame, start, limits)?),
+        Some(b'{') => {
+            let (element, end) = parse_object(frame, start, limits.max_depth, true)?;
+            expect_end(frame, end)?;
+            Parsed::Single(element)
+        }
         Some(b'[') => {
             // Hosts measure the batch as they validate it; firmware keeps the one scanner
             // (flash) and measures it when it is opened.
