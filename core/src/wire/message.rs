@@ -968,10 +968,12 @@ fn scan_member_value(
     }
 }
 
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 fn as_id(value: &[u8]) -> Option<Id<'_>> {
     Id::from_validated(value)
 }
 
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 fn as_string(value: &[u8]) -> Option<JsonStr<'_>> {
     let inner = value.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
     JsonStr::from_validated(inner)
