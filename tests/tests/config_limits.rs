@@ -133,3 +133,35 @@ fn a_response_larger_than_max_frame_is_answered_internal_error() {
         "{out}"
     );
 }
+
+#[test]
+fn an_answer_over_max_frame_is_refused_even_where_the_transmit_buffer_has_room() {
+    // Growing storage grows its transmit buffer up to one frame of `max_frame` bytes with its
+    // framing: after an answer near the limit is written out, the buffer keeps room for a
+    // body a little over `max_frame`, which must still be refused (not written because it
+    // happens to fit).
+    let mut conn = Connection::<Heap>::new(config());
+    let mut rx: RxBuffer<Vec<u8>> = conn.rx_buffer();
+    let mut input: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"id\":1}\n\
+        {\"jsonrpc\":\"2.0\",\"method\":\"m\",\"id\":2}\n";
+    let mut handles = Vec::new();
+    while let Input::Item(item) = conn.handle_input(Instant::ZERO, &mut rx, &mut input) {
+        if let Inbound::Request(req) = item {
+            handles.push(req.handle);
+        }
+    }
+    // `{"jsonrpc":"2.0","result":"..","id":1}`: 36 bytes around the string's 60.
+    conn.respond(handles[0], &"a".repeat(60)).unwrap();
+    let first = sent(&mut conn);
+    assert!(first.len() > 90 && first.len() <= 101, "{first}");
+    // 36 + 66 = 102 bytes of body: over `max_frame` (100), within what the buffer holds.
+    assert!(matches!(
+        conn.respond(handles[1], &"b".repeat(66)),
+        Err(RespondError::TooLarge { .. })
+    ));
+    let out = sent(&mut conn);
+    assert!(
+        out.contains("\"code\":-32603") && out.contains("\"id\":2") && !out.contains("bbb"),
+        "{out}"
+    );
+}

@@ -111,6 +111,39 @@ impl<T: Slots<u8>> TxQueue<T> {
         }
     }
 
+    /// Encodes a line-framed frame (`body`, then the newline) straight at the end of the queue
+    /// when it fits the free bytes there as they are and its body is at most `max_body` bytes
+    /// (growing storage; fixed storage is bounded by its array): `Ok(true)`, committed.
+    /// `Ok(false)` (nothing committed) otherwise, and the caller writes it the general way
+    /// ([`write_frame`](Self::write_frame)), which makes room.
+    ///
+    /// Hosts only: generic over the body, so compiled into each caller, where the general
+    /// writer's indirect calls and framing dispatch cost more than the usual small answer's
+    /// encoding. Firmware keeps the one writer (flash).
+    #[cfg(target_pointer_width = "64")]
+    #[inline(always)]
+    pub(crate) fn put_line(
+        &mut self,
+        max_body: usize,
+        body: impl FnOnce(&mut SliceSink<'_>) -> Result<(), SerializeError>,
+    ) -> Result<bool, SerializeError> {
+        let end = self.end;
+        let region = self.buf.slots_mut().get_mut(end..).unwrap_or(&mut []);
+        let mut sink = SliceSink::new(region);
+        body(&mut sink)?;
+        let len = sink.len();
+        if T::GROWS && len > max_body {
+            return Ok(false);
+        }
+        match region.get_mut(len) {
+            // Past the body only if the body fit.
+            Some(newline) => *newline = b'\n',
+            None => return Ok(false),
+        }
+        self.end = end + len + 1;
+        Ok(true)
+    }
+
     /// The buffer from the end of the queue, with the offset of the end.
     pub(crate) fn commit(&mut self, n: usize) {
         self.end = (self.end + n).min(self.buf.slots().len());

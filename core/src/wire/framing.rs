@@ -452,6 +452,13 @@ impl<B: Slots<u8>> RxBuffer<B> {
         (line.len() <= line_max).then_some((line, rest))
     }
 
+    /// True when nothing is buffered, no frame is held and no frame is under way: an
+    /// [`advance`](Self::advance) now finds nothing.
+    #[inline]
+    pub(crate) fn is_drained(&self) -> bool {
+        self.held.is_none() && self.start == self.end && matches!(self.state, State::Seek)
+    }
+
     /// True when no more bytes fit (and the storage cannot grow).
     pub fn is_full(&self) -> bool {
         self.start == 0 && self.end == self.max_len()

@@ -44,6 +44,7 @@ impl<'a> Id<'a> {
         Self::from_validated(raw.as_bytes())
     }
 
+    #[cfg_attr(target_pointer_width = "64", inline)]
     pub(crate) fn from_validated(raw: &'a [u8]) -> Option<Self> {
         match raw.first()? {
             b'"' | b'-' | b'0'..=b'9' => Some(Id { raw }),

@@ -242,6 +242,41 @@ pub(crate) fn parse_recording<'a, M: Slots<MemoSlot>>(
     Ok((parsed, recorded))
 }
 
+/// The frame whose JSON text is the object at `start` (which holds `{`, whitespace before it
+/// skipped): its element, as [`parse`] makes it. Inlined on hosts into the connection's
+/// handling of a frame that starts with `{`, which then skips the batch machinery and the
+/// copies of the element from layer to layer.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+pub(crate) fn parse_single(
+    frame: &[u8],
+    start: usize,
+    limits: ParseLimits,
+) -> Result<Element<'_>, ScanError> {
+    let max_depth = limits.max_depth;
+    let (element, end) = if scan::WORD_AT_A_TIME && max_depth >= 2 {
+        // The canonical reader inlined here too: the element is made where it is taken.
+        match canonical(frame, start, max_depth) {
+            Some(found) => found,
+            None => walk_message_outlined(frame, start, max_depth)?,
+        }
+    } else {
+        parse_object(frame, start, max_depth, true)?
+    };
+    expect_end(frame, end)?;
+    Ok(element)
+}
+
+/// [`walk_message`] as a call, for [`parse_single`] on hosts (which reads canonical objects
+/// itself).
+#[inline(never)]
+fn walk_message_outlined(
+    text: &[u8],
+    start: usize,
+    max_depth: usize,
+) -> Result<(Element<'_>, usize), ScanError> {
+    walk_message(text, start, max_depth, true)
+}
+
 /// What [`parse_recording`] recorded of a batch (nothing, on targets without a record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Recorded {
@@ -590,6 +625,22 @@ fn parse_object(
     max_depth: usize,
     validate: bool,
 ) -> Result<(Element<'_>, usize), ScanError> {
+    if scan::WORD_AT_A_TIME && max_depth >= 2 {
+        if let Some(found) = canonical(text, start, max_depth) {
+            return Ok(found);
+        }
+    }
+    walk_message(text, start, max_depth, validate)
+}
+
+/// [`parse_object`] by the general walk, for any object.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+fn walk_message(
+    text: &[u8],
+    start: usize,
+    max_depth: usize,
+    validate: bool,
+) -> Result<(Element<'_>, usize), ScanError> {
     let mut members: Members<'_, 6> = [None; 6];
     let (end, duplicate) = walk_object(
         text,
@@ -601,6 +652,139 @@ fn parse_object(
         &mut members,
     )?;
     Ok((classify(&members, duplicate), end))
+}
+
+/// The request or notification at `start` (which holds `{`) when it is written as nearly
+/// every peer writes one: compact, its members in the specification's order,
+/// `{"jsonrpc":"2.0","method":M[,"params":P][,"id":I]}`, with a string `M`, an array or
+/// object `P` and an id `I` that is a string, a number or `null`; else `None`, and the caller
+/// walks the object its general way, which makes the same element of every object this
+/// accepts (and reports every error: this one gives up at the first byte it does not expect).
+///
+/// The member names and the punctuation around them are compared as whole literals, a few
+/// word compares each; the values are validated by the same scanners as in the general walk.
+/// No key can appear twice in this shape, so there is nothing to record or check per member.
+/// Hosts only ([`scan::WORD_AT_A_TIME`]): firmware keeps the one walk (flash).
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+fn canonical(text: &[u8], start: usize, max_depth: usize) -> Option<(Element<'_>, usize)> {
+    const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":";
+    const PARAMS: &[u8] = b",\"params\":";
+    const ID: &[u8] = b",\"id\":";
+    let lit = |pos: usize, lit: &[u8]| text.get(pos..pos + lit.len()) == Some(lit);
+    if !lit(start, HEAD) {
+        return None;
+    }
+    let method_at = start + HEAD.len();
+    let method_end = string_end(text, method_at)?;
+    let mut pos = method_end;
+    let mut params = None;
+    if lit(pos, PARAMS) {
+        let at = pos + PARAMS.len();
+        let end = match text.get(at)? {
+            b'[' => match int_list_end(text, at) {
+                Some(end) => end,
+                None => match scan::flat_container(text, at) {
+                    Some(end) => end,
+                    None => {
+                        scan::scan_value(text, at, max_depth.saturating_sub(1))
+                            .ok()?
+                            .1
+                    }
+                },
+            },
+            b'{' => match scan::flat_container(text, at) {
+                Some(end) => end,
+                None => {
+                    scan::scan_value(text, at, max_depth.saturating_sub(1))
+                        .ok()?
+                        .1
+                }
+            },
+            _ => return None,
+        };
+        params = RawJson::from_validated(text.get(at..end)?);
+        pos = end;
+    }
+    let mut id = None;
+    if lit(pos, ID) {
+        let at = pos + ID.len();
+        let end = id_end(text, at)?;
+        id = Some(as_id(text.get(at..end)?)?);
+        pos = end;
+    }
+    if text.get(pos) != Some(&b'}') {
+        return None;
+    }
+    let method = as_string(text.get(method_at..method_end)?)?;
+    let message = match id {
+        Some(id) => Message::Request(Request { id, method, params }),
+        None => Message::Notification(Notification { method, params }),
+    };
+    Some((Ok(message), pos + 1))
+}
+
+/// `pos` holds `[`: the end of the array when it holds only integers written plainly (`0`,
+/// or a digit `1`-`9` and more digits, either after an optional `-`), one or more, with
+/// nothing between them but single commas; else `None` (the caller scans it the general way,
+/// which accepts every array this accepts, with the same end). Positional params such as
+/// `[42,23]`: a few instructions a digit, where the flat scan validates each number in full.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+fn int_list_end(text: &[u8], pos: usize) -> Option<usize> {
+    let mut i = pos + 1;
+    loop {
+        if text.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        match text.get(i)? {
+            b'0' => i += 1,
+            b'1'..=b'9' => {
+                i += 1;
+                while let Some(b'0'..=b'9') = text.get(i) {
+                    i += 1;
+                }
+            }
+            _ => return None,
+        }
+        match text.get(i)? {
+            b',' => i += 1,
+            b']' => return Some(i + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// The end of the string at `pos`, if one is there and valid.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+fn string_end(text: &[u8], pos: usize) -> Option<usize> {
+    if text.get(pos) != Some(&b'"') {
+        return None;
+    }
+    match scan::short_string(text, pos) {
+        Some(end) => Some(end),
+        None => scan::scan_string(text, pos).ok(),
+    }
+}
+
+/// The end of the id value at `pos` (a string, a number or `null`), if one is there and
+/// valid; as [`scan_member_value`] reads these.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+fn id_end(text: &[u8], pos: usize) -> Option<usize> {
+    match text.get(pos)? {
+        b'"' => string_end(text, pos),
+        b'1'..=b'9' => {
+            let mut end = pos + 1;
+            while let Some(b'0'..=b'9') = text.get(end) {
+                end += 1;
+            }
+            match text.get(end) {
+                Some(b'.' | b'e' | b'E') => scan::scan_number(text, pos).ok(),
+                _ => Some(end),
+            }
+        }
+        b'-' | b'0' => scan::scan_number(text, pos).ok(),
+        b'n' if text.get(pos..pos + 4) == Some(b"null") => Some(pos + 4),
+        _ => None,
+    }
 }
 
 /// Finds the members of the object at `start` that `member` knows: `member(key)` is the slot
@@ -784,10 +968,12 @@ fn scan_member_value(
     }
 }
 
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 fn as_id(value: &[u8]) -> Option<Id<'_>> {
     Id::from_validated(value)
 }
 
+#[cfg_attr(target_pointer_width = "64", inline(always))]
 fn as_string(value: &[u8]) -> Option<JsonStr<'_>> {
     let inner = value.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
     JsonStr::from_validated(inner)
@@ -902,6 +1088,90 @@ fn parse_i32(raw: &[u8]) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The objects the canonical reader is about: requests and notifications as peers write
+    /// them, and shapes a byte away from one.
+    const CANONICAL: &[&str] = &[
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"subtract","params":{"subtrahend":23,"minuend":42},"id":3}"#,
+        r#"{"jsonrpc":"2.0","method":"update","params":[1,2,3,4,5]}"#,
+        r#"{"jsonrpc":"2.0","method":"get_data","id":"9"}"#,
+        r#"{"jsonrpc":"2.0","method":"notify_hello","params":[7]}"#,
+        r#"{"jsonrpc":"2.0","method":"x","id":null}"#,
+        r#"{"jsonrpc":"2.0","method":"x","id":-0.5e3}"#,
+        r#"{"jsonrpc":"2.0","method":"x","id":12.5}"#,
+        r#"{"jsonrpc":"2.0","method":"a long method name past sixteen bytes","id":"an id of more than sixteen bytes"}"#,
+        r#"{"jsonrpc":"2.0","method":"\u00e9\n","params":[["nested",{"a":[1]}]],"id":"\"q\""}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":[ 1 , 2 ],"id":7}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":[0,-0,-12,9007199254740993,-1],"id":7}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":[1.5,2e3,-0.0],"id":7}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":[1,"a",2],"id":7}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":{},"id":[]}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":"no","id":1}"#,
+        r#"{"jsonrpc":"2.0","method":1,"id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"x","id":1,"id":2}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":[],"params":{},"id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"x","result":1,"id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"x","id":01}"#,
+        r#"{"jsonrpc":"2.0","method":"x","id":nul}"#,
+        r#"{"jsonrpc":"2.0","method":"x","id":true}"#,
+        r#"{"jsonrpc":"2.0","method":"x"}"#,
+        r#"{"jsonrpc":"2.0","method":"x","id":1 }"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":[1,2],"id":1,"extra":0}"#,
+        r#"{"jsonrpc":"2.0","method":"foobar,"params":"bar","baz]"#,
+    ];
+
+    /// Every byte of `text` replaced by each of these, and every truncation: the mutants.
+    const MUTATIONS: &[u8] = b" \n\"\\{}[],:0159-.eEnx\x00\x7f\xc3\xff";
+
+    /// The canonical reader makes what the general walk makes, and the parser's verdict
+    /// (element, end or error) is the general walk's, on canonical objects, their mutants
+    /// and truncations, and at every depth limit.
+    #[test]
+    fn canonical_objects_read_as_the_general_walk_reads_them() {
+        let mut taken = 0;
+        let mut check = |text: &[u8]| {
+            for depth in [0, 1, 2, 3, 64] {
+                let general = walk_message(text, 0, depth, true);
+                assert_eq!(
+                    parse_object(text, 0, depth, true),
+                    general,
+                    "{:?} at depth {depth}",
+                    std::string::String::from_utf8_lossy(text)
+                );
+                // As `parse_object` asks it: with room for the object and its params.
+                if let Some(found) = (depth >= 2).then(|| canonical(text, 0, depth)).flatten() {
+                    taken += 1;
+                    assert_eq!(
+                        Ok(found),
+                        general,
+                        "{:?}",
+                        std::string::String::from_utf8_lossy(text)
+                    );
+                }
+            }
+        };
+        for text in CANONICAL {
+            let text = text.as_bytes();
+            check(text);
+            let mut mutant = text.to_vec();
+            for i in 0..text.len() {
+                check(&text[..i]);
+                for &m in MUTATIONS {
+                    mutant[i] = m;
+                    check(&mutant);
+                }
+                mutant[i] = text[i];
+            }
+        }
+        // The shapes it is for are read by it on hosts (it is left out elsewhere).
+        assert_eq!(taken > 0, scan::WORD_AT_A_TIME);
+        if scan::WORD_AT_A_TIME {
+            for text in &CANONICAL[..10] {
+                assert!(canonical(text.as_bytes(), 0, 64).is_some(), "{text}");
+            }
+        }
+    }
 
     fn single(text: &str) -> Element<'_> {
         match parse(text.as_bytes(), ParseLimits::default()) {

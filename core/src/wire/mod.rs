@@ -21,9 +21,9 @@ pub use id::{Id, IdKind, StoredId, MAX_STORED_ID_LEN};
 pub use json::{DecodeError, Elements, JsonStr, Members, RawJson};
 pub use memo::MemoSlot;
 pub(crate) use memo::MEMO_SLOTS;
-pub(crate) use message::parse_recording;
 pub use message::{
     parse, Batch, BatchIter, Element, ErrorObject, Invalid, InvalidReason, Message, Notification,
     ParseLimits, Parsed, Request, Response,
 };
+pub(crate) use message::{parse_recording, parse_single};
 pub use scan::{ScanError, ScanErrorKind};

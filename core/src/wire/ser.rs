@@ -521,9 +521,25 @@ fn put_integer<S, const N: usize>(
     sink.put(&buf[start..]);
 }
 
+/// Writes `n` (below 100) in one `put` of a length the compiler knows: small results, counts
+/// and ids, without the digit buffer and the copy of a length known only at run time. Hosts
+/// only (firmware keeps the one digit writer, for flash).
+#[inline(always)]
+fn put_small<S: Sink + ?Sized>(sink: &mut S, n: u64) {
+    let n = n as usize;
+    if n < 10 {
+        sink.put(&[b'0' + n as u8]);
+    } else if let Some(pair) = DIGIT_PAIRS.get(n * 2..n * 2 + 2) {
+        sink.put(pair);
+    }
+}
+
 #[inline]
 fn put_unsigned<S: Sink + ?Sized>(sink: &mut S, n: impl Into<u64>, quoted: bool) {
     let n = n.into();
+    if super::scan::WORD_AT_A_TIME && !quoted && n < 100 {
+        return put_small(sink, n);
+    }
     put_integer::<S, INT64_BUF_LEN>(sink, false, quoted, |buf, end| format_u64(buf, end, n));
 }
 
@@ -531,6 +547,9 @@ fn put_unsigned<S: Sink + ?Sized>(sink: &mut S, n: impl Into<u64>, quoted: bool)
 fn put_signed<S: Sink + ?Sized>(sink: &mut S, n: impl Into<i64>, quoted: bool) {
     let n: i64 = n.into();
     let magnitude = n.unsigned_abs();
+    if super::scan::WORD_AT_A_TIME && !quoted && (0..100).contains(&n) {
+        return put_small(sink, magnitude);
+    }
     put_integer::<S, INT64_BUF_LEN>(sink, n < 0, quoted, |buf, end| {
         format_u64(buf, end, magnitude)
     });

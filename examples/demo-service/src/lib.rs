@@ -87,6 +87,7 @@ impl Number {
 }
 
 /// `subtract`'s params: `[minuend, subtrahend]` or `{"minuend": .., "subtrahend": ..}`.
+#[cfg_attr(target_pointer_width = "64", inline)]
 pub fn subtract_params(params: RawJson<'_>) -> Option<(Number, Number)> {
     // Two integers, the usual call, are read in one walk; anything else (floats, integers
     // beyond `i64`, other members) the general way below, which gives the same for these.
@@ -209,6 +210,7 @@ pub struct Refusal {
 /// Runs the demo method `method` (the name as on the wire) on `params`. The one place the
 /// demo methods are defined: the core-level [`answer`], the CLI's tokio server and the tests
 /// all call it.
+#[cfg_attr(target_pointer_width = "64", inline)]
 pub fn call<'a>(method: &[u8], params: Option<RawJson<'a>>) -> Result<Answer<'a>, Refusal> {
     let invalid = |expected| Refusal {
         code: ErrorCode::INVALID_PARAMS,
@@ -249,13 +251,9 @@ pub fn answer<S: Storage>(
     conn: &mut Connection<S>,
     req: &InboundRequest<'_>,
 ) -> Result<(), RespondError> {
-    // An escaped method name is no demo method (their names have no escapes).
-    let name = if req.method.has_escapes() {
-        &b""[..]
-    } else {
-        req.method.escaped_bytes()
-    };
-    match call(name, req.params) {
+    // The name as written: one with escapes matches no demo method, whose names have none
+    // (no backslash, so no escaped text equals one), and is not found, as it should be.
+    match call(req.method.escaped_bytes(), req.params) {
         Ok(answer) => conn.respond(req.handle, &answer),
         Err(refusal) => conn.reject(req.handle, refusal.code),
     }
