@@ -934,7 +934,9 @@ impl ServerCall {
     pub(crate) fn end(&mut self, error: Option<i32>) {
         // Anything timed on the system clock ([`timed`](Self::timed)) is ended out of line.
         if self.started.is_some() {
-            return self.finish(error);
+            self.finish(error);
+            #[cfg(feature = "metrics")]
+            return;
         }
         // Else only the durations counted in process may take it: inline.
         #[cfg(feature = "metrics")]
