@@ -184,11 +184,22 @@ impl DescribeDemo for Router {
 }
 
 /// A demo answer that owns what it holds (only `echo`'s params need a copy).
-#[derive(Serialize)]
-#[serde(untagged)]
 enum Reply {
     Answer(Answer<'static>),
     Raw(Box<RawValue>),
+}
+
+/// As `#[serde(untagged)]` would write it, inlined where the answer is encoded: every call's
+/// answer goes through it, and a derived impl left it to the compiler's whims whether it is
+/// (the `metrics` feature's code elsewhere in the binary tipped it).
+impl Serialize for Reply {
+    #[inline]
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Reply::Answer(answer) => answer.serialize(s),
+            Reply::Raw(raw) => raw.serialize(s),
+        }
+    }
 }
 
 /// Resolves when the process is asked to stop (SIGINT, or SIGTERM on Unix): a server that

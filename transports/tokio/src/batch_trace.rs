@@ -12,6 +12,10 @@
 //! The driver drops its handle of the span when the batch ends; the span itself ends when
 //! its last member's span does (a span stays open while it has children), so it covers the
 //! members that wait in tasks or in the queue too.
+//!
+//! The same box holds the batch-size histogram's state ([`telemetry::BatchSizer`], feature
+//! `metrics`) while metrics are recorded: a connection with neither checks one empty pointer
+//! per message, with the feature and without.
 
 use std::sync::Arc;
 
@@ -19,9 +23,19 @@ use crate::caller::Caller;
 use crate::telemetry;
 
 /// The batch being handed out, if any, and the counters it is told by (boxed: every open
-/// connection's future holds one; only connections with spans listened to fill it).
+/// connection's future holds one; only connections with spans listened to or metrics
+/// recorded fill it).
 #[derive(Debug, Default)]
-pub(crate) struct BatchTrace(Option<Box<Seen>>);
+pub(crate) struct BatchTrace(Option<Box<Watched>>);
+
+#[derive(Debug, Default)]
+struct Watched {
+    /// The batch spans' state, while spans are listened to.
+    seen: Option<Seen>,
+    /// The batch sizes' state, while metrics are recorded.
+    #[cfg(feature = "metrics")]
+    sizes: Option<telemetry::BatchSizer>,
+}
 
 #[derive(Debug, Default)]
 struct Seen {
@@ -55,27 +69,47 @@ pub(crate) type Member = Box<(tracing::Span, Option<Arc<Caller>>)>;
 impl BatchTrace {
     /// For a connection opening now: batches are traced when `on` (the builder's
     /// `batch_spans`) and a subscriber listens to spans now (as the connection's own span is
-    /// made or not).
+    /// made or not); their sizes are counted when metrics are recorded now.
     pub(crate) fn new(on: bool) -> Self {
-        BatchTrace((on && telemetry::spans_enabled()).then(Box::default))
+        let seen = (on && telemetry::spans_enabled()).then(Seen::default);
+        #[cfg(feature = "metrics")]
+        let sizes = telemetry::metered().then(telemetry::BatchSizer::default);
+        #[cfg(feature = "metrics")]
+        let any = seen.is_some() || sizes.is_some();
+        #[cfg(not(feature = "metrics"))]
+        let any = seen.is_some();
+        BatchTrace(any.then(|| {
+            Box::new(Watched {
+                seen,
+                #[cfg(feature = "metrics")]
+                sizes,
+            })
+        }))
     }
 
     /// After the core handed out an item (`drained` false) or said it needs more input
-    /// (`stats` read only on a traced connection).
+    /// (`stats` read only on a watched connection).
     #[inline]
     pub(crate) fn observe(
         &mut self,
-        stats: impl FnOnce() -> rpcwire::Stats,
+        stats: impl Fn() -> rpcwire::Stats,
         caller: &Arc<Caller>,
         drained: bool,
     ) {
-        if let Some(seen) = &mut self.0 {
-            seen.observe(&stats(), caller, drained);
+        if let Some(watched) = &mut self.0 {
+            #[cfg(feature = "metrics")]
+            if let Some(sizes) = &mut watched.sizes {
+                sizes.observe(&stats(), drained);
+            }
+            if let Some(seen) = &mut watched.seen {
+                seen.observe(&stats(), caller, drained);
+            }
         }
     }
 }
 
 impl Seen {
+    #[inline(never)]
     fn observe(&mut self, stats: &rpcwire::Stats, caller: &Arc<Caller>, drained: bool) {
         if stats.frames_in != self.frames {
             if let Some(open) = self.open.take() {
@@ -110,17 +144,21 @@ impl Seen {
 impl BatchTrace {
     /// The open batch's span, to enter while its member is dispatched.
     pub(crate) fn span(&self) -> Option<&tracing::Span> {
-        self.0.as_ref()?.open.as_ref().map(|o| &o.span)
+        self.open().map(|o| &o.span)
+    }
+
+    fn open(&self) -> Option<&Open> {
+        self.0.as_ref()?.seen.as_ref()?.open.as_ref()
     }
 
     /// The caller of the open batch's members, when it is not the connection's.
     pub(crate) fn caller(&self) -> Option<&Arc<Caller>> {
-        self.0.as_ref()?.open.as_ref()?.caller.as_ref()
+        self.open()?.caller.as_ref()
     }
 
     /// What a member that waits in the queue keeps of its batch.
     pub(crate) fn member(&self) -> Option<Member> {
-        let open = self.0.as_ref()?.open.as_ref()?;
+        let open = self.open()?;
         Some(Box::new((open.span.clone(), open.caller.clone())))
     }
 }

@@ -4,7 +4,7 @@
 //! `metrics` facade but into fixed histograms with the OpenTelemetry buckets
 //! ([`DURATION_BUCKETS`]), one atomic counter per bucket, which [`render_prometheus`] writes in
 //! the Prometheus text format under the names and labels the facade's Prometheus exporter
-//! gives them. `rpcwire serve --metrics` does so: a recorded sample then costs three relaxed
+//! gives them. `rpcwire serve --metrics` does so: a recorded sample then costs two relaxed
 //! atomic additions instead of the exporter's clock read and queue push per sample (see the
 //! observability cost in `BENCHMARKS.md`). Everything else still goes through the facade.
 //!
@@ -92,6 +92,12 @@ impl MethodDurations {
             return self.ok.record(ns);
         };
         self.record_error(kind, ns);
+    }
+
+    /// Counts a call answered with the error `code` (its `error.type`).
+    #[inline(never)]
+    fn record_code(&self, code: i32, ns: u64) {
+        self.record_error(&code.to_string(), ns);
     }
 
     #[inline(never)]
@@ -215,22 +221,30 @@ pub(crate) fn server_method(label: &str) -> &'static MethodDurations {
     SERVER.method(label)
 }
 
-/// A server call started: counted in flight until [`server_end`], which is given the clock
-/// reading returned here.
+/// A reading of the clock of server call durations, for [`server_end`] (0 before
+/// [`aggregate`]).
 #[inline]
-pub(crate) fn server_start() -> u64 {
-    IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
+pub(crate) fn ticks() -> u64 {
     CLOCK.get().map_or(0, quanta::Clock::raw)
 }
 
-/// A server call started with [`server_start`] (which read the clock at `started`) ended.
+/// A server call whose start the clock read as `started` ([`ticks`]) ended, answered with
+/// the error `error` if any (its `error.type`, made text only then).
 #[inline]
-pub(crate) fn server_end(m: &MethodDurations, error: Option<&str>, started: u64) {
+pub(crate) fn server_end(m: &MethodDurations, error: Option<i32>, started: u64) {
     let ns = CLOCK
         .get()
         .map_or(0, |clock| clock.delta_as_nanos(started, clock.raw()));
-    IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
-    m.record_ns(error, ns);
+    match error {
+        None => m.ok.record(ns),
+        Some(code) => m.record_code(code, ns),
+    }
+}
+
+/// Moves the calls in flight counted here (the calls whose handlers wait: see
+/// `telemetry::ServerCall::waits`).
+pub(crate) fn in_flight_add(delta: i64) {
+    IN_FLIGHT.fetch_add(delta, Ordering::Relaxed);
 }
 
 /// Counts a client call of `method`.

@@ -138,7 +138,8 @@ impl Handlers {
     ) {
         let method = origin.method;
         let id = || origin.id.map_or("", OriginId::text);
-        let mut call = ServerCall::start(method, meter, id, origin.caller, params, received);
+        let mut call = ServerCall::new();
+        call.start(method, meter, id, origin.caller, params, received);
         call.note_params(params);
         let outcome = {
             let _entered = call.span().enter();
@@ -156,10 +157,12 @@ impl Handlers {
                     tracing::debug!(latency_us = 0u64, error, "handled");
                 }
                 call.end(error);
+                call.release();
             }
             Outcome::Ready(reply) => {
                 call.note_reply(&reply);
                 call.end(reply.as_ref().err().map(|e| e.code));
+                call.release();
                 self.running += 1;
                 self.unwritten.push_back((handle, Some(reply)));
             }
@@ -168,6 +171,7 @@ impl Handlers {
                     self.cancels.watch(handle, id(), cancel.clone());
                 }
                 self.running += 1;
+                call.waits();
                 let span = call.span().clone();
                 let mut call = call;
                 self.tasks.spawn(
@@ -183,7 +187,8 @@ impl Handlers {
                         let error = reply.as_ref().err().map(|e| e.code);
                         tracing::debug!(latency_us, error, "handled");
                         call.note_reply(&reply);
-                        call.end(error);
+                        call.end_waited(error);
+                        call.release();
                         Done {
                             handle: Some(handle),
                             reply,

@@ -18,7 +18,8 @@
 //! (`rpcwire serve --metrics` installs the Prometheus one):
 //! - `rpc.server.call.duration`, `rpc.client.call.duration` (histograms, seconds) by
 //!   `rpc.method`, `rpc.system.name` and, for errors, `error.type`;
-//! - `rpc.server.calls_in_flight` (gauge);
+//! - `rpc.server.calls_in_flight` (gauge): the calls whose handlers wait (run in tasks); a
+//!   handler that answers at once runs within its connection's driver and is left out;
 //! - `rpc.server.connections` (gauge) by `network.transport`;
 //! - `rpc.server.rejections` (counter) by `reason` (`limit`, `parse`, `overload`,
 //!   `authentication`, `authorization`, `not_found`);
@@ -58,7 +59,7 @@ pub mod names {
     pub const SERVER_DURATION: &str = "rpc.server.call.duration";
     /// Histogram of client call durations, seconds.
     pub const CLIENT_DURATION: &str = "rpc.client.call.duration";
-    /// Gauge of the server calls running.
+    /// Gauge of the server calls whose handlers wait (run in tasks).
     pub const IN_FLIGHT: &str = "rpc.server.calls_in_flight";
     /// Gauge of the open connections, by `network.transport`.
     pub const CONNECTIONS: &str = "rpc.server.connections";
@@ -125,12 +126,21 @@ static RECORDING: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new
 const METRICS_BIT: u8 = 1;
 #[cfg(feature = "metrics")]
 const LIVE_BIT: u8 = 2;
+/// With [`METRICS_BIT`]: the call durations are counted in process
+/// ([`crate::durations::aggregate`] ran first), the path of a metered call kept inline.
+#[cfg(feature = "metrics")]
+const COUNTED_BIT: u8 = 4;
 
 /// Starts recording metrics (feature `metrics`): call it once a recorder is installed
 /// (`rpcwire serve --metrics` does). Until then every metrics point is one relaxed load.
 #[cfg(feature = "metrics")]
 pub fn enable_metrics() {
-    RECORDING.fetch_or(METRICS_BIT, std::sync::atomic::Ordering::Relaxed);
+    let counted = if crate::durations::on() {
+        COUNTED_BIT
+    } else {
+        0
+    };
+    RECORDING.fetch_or(METRICS_BIT | counted, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Starts feeding the live view (see [`crate::live_stats::enable`]).
@@ -153,8 +163,20 @@ fn recording() -> (bool, bool) {
 
 /// True when metrics are recorded.
 #[inline]
-fn metered() -> bool {
+pub(crate) fn metered() -> bool {
     recording().0
+}
+
+/// What is recorded, as bits (0: nothing; always 0 without the feature): one load, the same
+/// check on every call whatever is on.
+#[inline]
+fn recording_bits() -> u8 {
+    #[cfg(feature = "metrics")]
+    {
+        RECORDING.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    #[cfg(not(feature = "metrics"))]
+    0
 }
 
 /// Metric handles kept once looked up (feature `metrics`): the `metrics!` macros build a key
@@ -287,10 +309,19 @@ mod handles {
 pub fn reject(reason: Rejection) {
     #[cfg(feature = "metrics")]
     if metered() {
-        metrics::counter!(names::REJECTIONS, "reason" => reason.as_str()).increment(1);
+        count_rejection(reason);
     }
     #[cfg(not(feature = "metrics"))]
     let _ = reason;
+}
+
+/// The recording of [`reject`], out of line: the callers (the driver's input loop among them)
+/// keep only the check, and so compile alike with the feature and without.
+#[cfg(feature = "metrics")]
+#[cold]
+#[inline(never)]
+fn count_rejection(reason: Rejection) {
+    metrics::counter!(names::REJECTIONS, "reason" => reason.as_str()).increment(1);
 }
 
 /// Adds `delta` to the gauge `name` (feature `metrics`, when recorded; nothing otherwise):
@@ -299,28 +330,33 @@ pub fn reject(reason: Rejection) {
 pub fn gauge_add(name: &'static str, delta: f64) {
     #[cfg(feature = "metrics")]
     if metered() {
-        metrics::gauge!(name).increment(delta);
+        add_to_gauge(name, delta);
     }
     #[cfg(not(feature = "metrics"))]
     let _ = (name, delta);
 }
 
+#[cfg(feature = "metrics")]
+#[inline(never)]
+fn add_to_gauge(name: &'static str, delta: f64) {
+    metrics::gauge!(name).increment(delta);
+}
+
 /// Measures the batches a driver connection receives from the core's counters (the core
 /// tells messages, not batch boundaries): a batch opens when the batches accepted move with a
 /// new frame, and its size is the messages taken until the next frame or until the input is
-/// drained (a batch is decoded whole from buffered input). Used only while metrics are
-/// recorded; nothing at all without the feature (it lives in every driver's future).
+/// drained (a batch is decoded whole from buffered input). A connection has one while metrics
+/// are recorded when it opens (kept with its batch spans' state, see `batch_trace`: a
+/// connection without either holds and checks one empty pointer).
+#[cfg(feature = "metrics")]
 #[derive(Debug, Default)]
 pub(crate) struct BatchSizer {
-    #[cfg(feature = "metrics")]
     frames: u64,
-    /// Batches received less those refused whole (which hand out nothing to count).
-    #[cfg(feature = "metrics")]
-    accepted: u64,
-    #[cfg(feature = "metrics")]
+    /// Batches received, and of them those refused whole (which hand out nothing to count).
+    batches: u64,
+    rejections: u64,
     messages: u64,
     /// The message count before the open batch's first message, plus one (0: none open).
-    #[cfg(feature = "metrics")]
     open: u64,
 }
 
@@ -330,32 +366,32 @@ impl BatchSizer {
         stats.requests_in + stats.notifications_in + stats.responses_in + stats.invalid_messages
     }
 
-    fn accepted(stats: &rpcwire::Stats) -> u64 {
-        stats.batches_in - stats.batch_rejections
-    }
-
     /// After the core handed out an item (`drained` false) or said it needs more input
-    /// (`stats` read only while metrics are recorded).
+    /// (inlined where the counters are read: only the fields it compares are loaded).
     #[inline]
-    pub(crate) fn observe(&mut self, stats: impl FnOnce() -> rpcwire::Stats, drained: bool) {
-        if !metered() {
-            return;
-        }
-        let stats = &stats();
+    pub(crate) fn observe(&mut self, stats: &rpcwire::Stats, drained: bool) {
         let messages = Self::messages(stats);
         if stats.frames_in != self.frames {
-            self.close(self.messages);
-            let accepted = Self::accepted(stats);
-            if accepted != self.accepted {
-                self.open = self.messages + 1;
-            }
             self.frames = stats.frames_in;
-            self.accepted = accepted;
+            self.close(self.messages);
+            if stats.batches_in != self.batches {
+                self.batch_frame(stats.batches_in, stats.batch_rejections);
+            }
         }
         self.messages = messages;
         if drained {
             self.close(messages);
         }
+    }
+
+    /// A batch came since the last look: it opens unless it was refused whole.
+    #[inline(never)]
+    fn batch_frame(&mut self, batches: u64, rejections: u64) {
+        if batches - self.batches > rejections - self.rejections {
+            self.open = self.messages + 1;
+        }
+        self.batches = batches;
+        self.rejections = rejections;
     }
 
     /// Closes the open batch, if any (a call per frame: the check is inlined).
@@ -372,12 +408,6 @@ impl BatchSizer {
         self.open = 0;
         metrics::histogram!(names::BATCH_SIZE).record(size as f64);
     }
-}
-
-#[cfg(not(feature = "metrics"))]
-impl BatchSizer {
-    #[inline]
-    pub(crate) fn observe(&mut self, _: impl FnOnce() -> rpcwire::Stats, _: bool) {}
 }
 
 /// Where a body answered whole (one frame: an HTTP request's) starts in its connection's
@@ -415,10 +445,17 @@ pub(crate) fn batch_body_done(mark: u64, is_batch: bool, stats: impl FnOnce() ->
 pub(crate) fn bytes_in(n: usize) {
     #[cfg(feature = "metrics")]
     if metered() {
-        handles::bytes_in().increment(n as u64);
+        count_bytes(handles::bytes_in, n);
     }
     #[cfg(not(feature = "metrics"))]
     let _ = n;
+}
+
+/// Adds `n` to a byte counter, out of line (the driver's I/O loop keeps only the check).
+#[cfg(feature = "metrics")]
+#[inline(never)]
+fn count_bytes(counter: fn() -> &'static metrics::Counter, n: usize) {
+    counter().increment(n as u64);
 }
 
 /// Counts bytes written to a peer (feature `metrics`; nothing otherwise).
@@ -426,7 +463,7 @@ pub(crate) fn bytes_in(n: usize) {
 pub(crate) fn bytes_out(n: usize) {
     #[cfg(feature = "metrics")]
     if metered() {
-        handles::bytes_out().increment(n as u64);
+        count_bytes(handles::bytes_out, n);
     }
     #[cfg(not(feature = "metrics"))]
     let _ = n;
@@ -435,8 +472,10 @@ pub(crate) fn bytes_out(n: usize) {
 /// A request for a method that does not exist: its span (named `_OTHER`) and metrics, and a
 /// rejection.
 pub(crate) fn not_found(method: &str, id: &str, caller: &Caller) {
-    ServerCall::start(method, None, || id, caller, None, None)
-        .end(Some(rpcwire::ErrorCode::METHOD_NOT_FOUND.0));
+    let mut call = ServerCall::new();
+    call.start(method, None, || id, caller, None, None);
+    call.end(Some(rpcwire::ErrorCode::METHOD_NOT_FOUND.0));
+    call.release();
     reject(Rejection::NotFound);
 }
 
@@ -558,6 +597,12 @@ impl MethodMeter {
         &OTHER
     }
 
+    /// Its histograms, once its first measured call found them.
+    #[inline]
+    fn counted(&self) -> Option<&'static crate::durations::MethodDurations> {
+        self.durations.get().copied()
+    }
+
     fn durations(&self, label: &str) -> &'static crate::durations::MethodDurations {
         self.durations
             .get_or_init(|| crate::durations::server_method(label))
@@ -572,21 +617,35 @@ impl MethodMeter {
     }
 }
 
-/// One call on the server: its span, and its start when anything measures it.
+/// One call on the server: its span, and what measures it.
+///
+/// Built so that a call nothing takes costs the same with the `metrics` feature as without:
+/// [`start`](Self::start) and [`end`](Self::end) are inlined into the handler's caller as a
+/// few loads and branches, and all the work of a call something takes is out of line
+/// ([`start_taken`](Self::start_taken), [`finish`](Self::finish)), so the feature's code does
+/// not change how the compiler inlines the hot code around them.
 pub(crate) struct ServerCall {
     span: tracing::Span,
+    /// The start on the system clock, when the call log, the span or the live view takes the
+    /// call (the durations counted in process have a clock of their own).
     started: Option<Instant>,
     /// What the call log says of it, when the log is on.
     log: Option<Box<CallLine>>,
-    /// The `rpc.method` label, when metrics go through the facade.
+    /// What measures it, when metrics or the live view are recorded.
     #[cfg(feature = "metrics")]
+    meters: Meters,
+}
+
+/// What measures a server call besides its span and the call log (feature `metrics`).
+#[cfg(feature = "metrics")]
+#[derive(Default)]
+struct Meters {
+    /// The `rpc.method` label, when metrics go through the facade.
     label: Option<std::sync::Arc<str>>,
     /// The live view's counts of the method, when it is on.
-    #[cfg(feature = "metrics")]
     live: Option<&'static crate::live_stats::MethodStats>,
     /// The method's histograms, when durations are counted in process
     /// ([`crate::durations::aggregate`]), and the start on their clock.
-    #[cfg(feature = "metrics")]
     counted: Option<(&'static crate::durations::MethodDurations, u64)>,
 }
 
@@ -601,68 +660,102 @@ impl ServerCall {
     /// parent is the W3C trace context of the params' `_meta` (MCP's place for it), or else
     /// the one the transport received (HTTP headers; see
     /// [`trace_context`](crate::trace_context)).
-    #[inline]
+    ///
+    /// Fills in a call made by [`new`](Self::new) where it lies (the call's place on the
+    /// caller's stack): returning a call moved it, a dozen words per call.
+    #[inline(always)]
     pub(crate) fn start<'i>(
+        &mut self,
         method: &str,
         meter: Option<&MethodMeter>,
         id: impl Fn() -> &'i str,
         caller: &Caller,
         params: Option<RawJson<'_>>,
         received: Option<Instant>,
-    ) -> Self {
-        let (metered, live) = recording();
+    ) {
         // The span and the call log are at info level: below it (the default of `rpcwire
         // serve`) neither can listen, and neither is built.
         let listened = tracing::level_filters::STATIC_MAX_LEVEL >= tracing::Level::INFO
             && tracing::level_filters::LevelFilter::current() >= tracing::Level::INFO;
-        if !metered && !live && !listened {
-            // Nothing takes the call: nothing to build or measure, at the cost of two loads.
-            return Self::untaken();
+        if !listened {
+            let recording = recording_bits();
+            if recording == 0 {
+                // Nothing takes the call: nothing to build or measure, at the cost of two
+                // loads.
+                return;
+            }
+            // Metrics alone, durations counted in process (`rpcwire serve --metrics`): the
+            // method's histograms and one clock reading, inline.
+            #[cfg(feature = "metrics")]
+            if recording == METRICS_BIT | COUNTED_BIT {
+                if let Some(counted) = meter.and_then(MethodMeter::counted) {
+                    self.meters.counted = Some((counted, crate::durations::ticks()));
+                    return;
+                }
+            }
         }
-        let mut call = match listened {
-            true => Self::start_listened(method, meter.is_some(), &id, caller, params),
-            false => Self::untaken(),
-        };
-        #[cfg(feature = "metrics")]
-        if metered || live {
-            let label = if meter.is_some() {
-                method
-            } else {
-                OTHER_METHOD
-            };
-            call.meter(label, meter.unwrap_or(MethodMeter::other()), metered, live);
-        }
-        if call.timed() {
-            call.started = Some(received.unwrap_or_else(clock));
-        }
-        call
+        self.start_taken(method, meter, &id, caller, params, received, listened);
     }
 
-    /// A call that nothing takes (yet).
-    #[inline]
-    fn untaken() -> Self {
+    /// A call that nothing takes (yet): [`start`](Self::start) it.
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
         ServerCall {
             span: tracing::Span::none(),
             started: None,
             log: None,
             #[cfg(feature = "metrics")]
-            label: None,
-            #[cfg(feature = "metrics")]
-            live: None,
-            #[cfg(feature = "metrics")]
-            counted: None,
+            meters: Meters::default(),
+        }
+    }
+
+    /// The start of a call that something may take: its span and log line (`listened`), its
+    /// metric handles, its clock readings.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn start_taken<'i>(
+        &mut self,
+        method: &str,
+        meter: Option<&MethodMeter>,
+        id: &dyn Fn() -> &'i str,
+        caller: &Caller,
+        params: Option<RawJson<'_>>,
+        received: Option<Instant>,
+        listened: bool,
+    ) {
+        let call = self;
+        if listened {
+            call.listen(method, meter.is_some(), id, caller, params);
+        }
+        #[cfg(feature = "metrics")]
+        {
+            let (metered, live) = recording();
+            if metered || live {
+                let label = if meter.is_some() {
+                    method
+                } else {
+                    OTHER_METHOD
+                };
+                call.meter(label, meter.unwrap_or(MethodMeter::other()), metered, live);
+            }
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = meter;
+        if call.timed() {
+            call.started = Some(received.unwrap_or_else(clock));
         }
     }
 
     /// The span and the call log's line of a call, when a subscriber may take them.
     #[inline(never)]
-    fn start_listened<'i>(
+    fn listen<'i>(
+        &mut self,
         method: &str,
         registered: bool,
         id: &dyn Fn() -> &'i str,
         caller: &Caller,
         params: Option<RawJson<'_>>,
-    ) -> Self {
+    ) {
         let label = if registered { method } else { OTHER_METHOD };
         let span = tracing::info_span!(
             "rpc.server.call",
@@ -708,39 +801,24 @@ impl ServerCall {
                 bodies: crate::body_log::config().map(|_| Bodies::default()),
             })
         });
-        ServerCall {
-            log,
-            span,
-            ..Self::untaken()
-        }
+        self.log = log;
+        self.span = span;
     }
 
     /// Takes the handles of the metrics recorded (`metered`) and of the live view (`live`).
     #[cfg(feature = "metrics")]
-    #[inline(never)]
+    #[inline]
     fn meter(&mut self, label: &str, meter: &MethodMeter, metered: bool, live: bool) {
         if metered {
             if crate::durations::on() {
-                let durations = meter.durations(label);
-                self.counted = Some((durations, crate::durations::server_start()));
+                self.meters.counted = Some((meter.durations(label), crate::durations::ticks()));
             } else {
-                handles::in_flight().increment(1.0);
-                self.label = Some(handles::server_label(label));
+                self.meters.label = Some(handles::server_label(label));
             }
         }
         if live {
-            self.live = meter.live(label);
+            self.meters.live = meter.live(label);
         }
-    }
-
-    /// True when anything takes the call's end.
-    #[inline]
-    fn measured(&self) -> bool {
-        #[cfg(feature = "metrics")]
-        let counted = self.counted.is_some();
-        #[cfg(not(feature = "metrics"))]
-        let counted = false;
-        counted || self.timed()
     }
 
     /// True when anything takes the call's duration on the system clock (all but the
@@ -748,7 +826,7 @@ impl ServerCall {
     #[inline]
     fn timed(&self) -> bool {
         #[cfg(feature = "metrics")]
-        let metered = self.label.is_some() || self.live.is_some();
+        let metered = self.meters.label.is_some() || self.meters.live.is_some();
         #[cfg(not(feature = "metrics"))]
         let metered = false;
         metered || self.log.is_some() || !self.span.is_disabled()
@@ -757,6 +835,42 @@ impl ServerCall {
     /// The call's span, to enter while its handler runs.
     pub(crate) fn span(&self) -> &tracing::Span {
         &self.span
+    }
+
+    /// The call's handler waits (it runs in a task): the call counts in the calls in flight
+    /// until [`end_waited`](Self::end_waited). A handler that answers at once is never
+    /// counted: it is in flight only while it runs in its connection's driver, between two
+    /// reads of the same input.
+    pub(crate) fn waits(&self) {
+        #[cfg(feature = "metrics")]
+        if self.metered() {
+            in_flight(1);
+        }
+    }
+
+    /// True when metrics take the call (in process or through the facade).
+    #[cfg(feature = "metrics")]
+    fn metered(&self) -> bool {
+        self.meters.counted.is_some() || self.meters.label.is_some()
+    }
+
+    /// Lets go of an ended call ([`end`](Self::end) took out everything it held): no drop
+    /// glue runs.
+    #[inline(always)]
+    pub(crate) fn release(self) {
+        debug_assert!(self.span.is_disabled() && self.log.is_none());
+        #[cfg(feature = "metrics")]
+        debug_assert!(self.meters.label.is_none());
+        std::mem::forget(self);
+    }
+
+    /// Ends a call whose handler waited ([`waits`](Self::waits)).
+    pub(crate) fn end_waited(&mut self, error: Option<i32>) {
+        #[cfg(feature = "metrics")]
+        if self.metered() {
+            in_flight(-1);
+        }
+        self.end(error);
     }
 
     /// The call log's bodies, when it shows them.
@@ -780,14 +894,30 @@ impl ServerCall {
     }
 
     /// Keeps the answer its handler wrote in place (see [`crate::body_log::note_answer`]).
+    #[inline]
     pub(crate) fn note_answered_in_place(&mut self) {
+        if self.log.is_some() {
+            self.keep_answer_in_place();
+        }
+    }
+
+    #[inline(never)]
+    fn keep_answer_in_place(&mut self) {
         if let Some(bodies) = self.bodies() {
             bodies.answer = crate::body_log::take_answer();
         }
     }
 
     /// Keeps an answer (the result's JSON, or the error) for the call log.
+    #[inline]
     pub(crate) fn note_reply(&mut self, reply: &Result<String, crate::RpcError>) {
+        if self.log.is_some() {
+            self.keep_reply(reply);
+        }
+    }
+
+    #[inline(never)]
+    fn keep_reply(&mut self, reply: &Result<String, crate::RpcError>) {
         if let Some(bodies) = self.bodies() {
             bodies.answer = match reply {
                 Ok(json) => Some(json.clone()),
@@ -796,52 +926,72 @@ impl ServerCall {
         }
     }
 
-    /// Ends the call: `error` is the error code it was answered with, if any.
-    #[inline]
-    pub(crate) fn end(self, error: Option<i32>) {
-        if self.measured() {
+    /// Ends the call: `error` is the error code it was answered with, if any. Once for a
+    /// call; it is left holding nothing, to [`release`](Self::release). (By reference:
+    /// moving the call to end it copied a dozen words per call, and letting the ended call
+    /// drop ran its drop glue, out of line.)
+    #[inline(always)]
+    pub(crate) fn end(&mut self, error: Option<i32>) {
+        // Anything timed on the system clock ([`timed`](Self::timed)) is ended out of line.
+        if self.started.is_some() {
             self.finish(error);
-        } else {
-            // Nothing takes it (nothing listens, nothing is recorded): it holds nothing to
-            // let go of either (a span with no subscriber's, no log line, no label), so no
-            // drop glue runs for it.
-            std::mem::forget(self);
+            #[cfg(feature = "metrics")]
+            return;
+        }
+        // Else only the durations counted in process may take it: inline.
+        #[cfg(feature = "metrics")]
+        if let Some((counted, started)) = self.meters.counted {
+            crate::durations::server_end(counted, error, started);
         }
     }
 
-    /// Ends a call that something takes: its log line, its span's outcome, and its duration
-    /// where it is counted (one read of the system clock for the log, the span and the live
-    /// view; the durations counted in process read their own clock).
+    /// Ends a call timed on the system clock: its duration where it is counted in process
+    /// (on its own clock), its log line, its span's outcome and the rest of its metrics (one
+    /// read of the system clock for all). Takes out (and lets go of) everything the call
+    /// holds.
     #[inline(never)]
-    fn finish(self, error: Option<i32>) {
-        let elapsed = self
-            .started
-            .map_or(Duration::ZERO, |t| clock().saturating_duration_since(t));
-        if let Some(line) = &self.log {
+    fn finish(&mut self, error: Option<i32>) {
+        #[cfg(feature = "metrics")]
+        if let Some((counted, started)) = self.meters.counted {
+            crate::durations::server_end(counted, error, started);
+        }
+        let Some(started) = self.started else {
+            return;
+        };
+        let span = std::mem::replace(&mut self.span, tracing::Span::none());
+        let elapsed = clock().saturating_duration_since(started);
+        if let Some(line) = self.log.take() {
             line.write(elapsed, error);
         }
         if let Some(code) = error {
-            if !self.span.is_disabled() {
+            if !span.is_disabled() {
                 let code = code.to_string();
-                self.span.record("rpc.response.status_code", code.as_str());
-                self.span.record("error.type", code.as_str());
-                self.span.record("otel.status_code", "ERROR");
+                span.record("rpc.response.status_code", code.as_str());
+                span.record("error.type", code.as_str());
+                span.record("otel.status_code", "ERROR");
             }
         }
         #[cfg(feature = "metrics")]
         {
-            let code = || error.map(|code| code.to_string());
-            if let Some(method) = self.label {
-                handles::in_flight().decrement(1.0);
-                handles::server_duration(&method, code().as_deref(), elapsed.as_secs_f64());
+            if let Some(method) = self.meters.label.take() {
+                let code = error.map(|code| code.to_string());
+                handles::server_duration(&method, code.as_deref(), elapsed.as_secs_f64());
             }
-            if let Some((counted, started)) = self.counted {
-                crate::durations::server_end(counted, code().as_deref(), started);
-            }
-            if let Some(live) = self.live {
+            if let Some(live) = self.meters.live {
                 live.record(elapsed, error.is_some());
             }
         }
+    }
+}
+
+/// Moves the calls in flight by `delta`: counted in process after
+/// [`crate::durations::aggregate`], else through the facade's gauge.
+#[cfg(feature = "metrics")]
+fn in_flight(delta: i64) {
+    if crate::durations::on() {
+        crate::durations::in_flight_add(delta);
+    } else {
+        handles::in_flight().increment(delta as f64);
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the `metrics` feature records, read back from `metrics-util`'s debugging recorder
 //! (installed for this test binary alone): the size of each batch a driver connection
-//! receives, refused batches left out, and nothing for single messages.
+//! receives, refused batches left out, and nothing for single messages; and the calls in
+//! flight counted in process (`durations`), which are the calls whose handlers wait.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -66,4 +67,61 @@ async fn batch_sizes_are_recorded() {
         })
         .expect("batch sizes recorded");
     assert_eq!(sizes, [3.0, 6.0, 1.0]);
+}
+
+/// The calls in flight are the calls whose handlers wait (in tasks): one while a handler
+/// waits, none once it answered; a handler that answers at once is never counted (it runs
+/// within its connection's driver). Counted in process (`durations::aggregate`), as
+/// `rpcwire serve --metrics` counts them. The gauge is the process's: the other test of this
+/// binary calls only handlers that answer at once, and notifications, neither counted.
+#[tokio::test(flavor = "current_thread")]
+async fn calls_in_flight_are_the_handlers_that_wait() {
+    rpcwire_tokio::durations::aggregate();
+    telemetry::enable_metrics();
+    let gate = std::sync::Arc::new(tokio::sync::Notify::new());
+    let opened = gate.clone();
+    let router = Router::new()
+        .sync_method("add", |(a, b): (i64, i64)| Ok::<_, RpcError>(a + b))
+        .method("wait", move |_: Option<serde_json::Value>| {
+            let gate = opened.clone();
+            async move {
+                gate.notified().await;
+                Ok::<_, RpcError>(1)
+            }
+        });
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let server = Builder::new().router(router).run_io(theirs);
+    let (read, mut write) = tokio::io::split(ours);
+    let mut lines = BufReader::new(read).lines();
+    let in_flight = || rpcwire_tokio::durations::in_flight().expect("counted in process");
+
+    write
+        .write_all(format!("{}\n", req(1)).as_bytes())
+        .await
+        .unwrap();
+    let answer = lines.next_line().await.unwrap().unwrap();
+    assert!(answer.contains("\"result\":2"), "{answer}");
+    assert_eq!(in_flight(), 0, "a handler that answered at once");
+
+    let wait = r#"{"jsonrpc":"2.0","method":"wait","id":2}"#;
+    write
+        .write_all(format!("{wait}\n").as_bytes())
+        .await
+        .unwrap();
+    // The driver runs on this thread: yield until it has started the handler.
+    for _ in 0..1000 {
+        if in_flight() == 1 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(in_flight(), 1, "a handler that waits");
+    gate.notify_one();
+    let answer = lines.next_line().await.unwrap().unwrap();
+    assert!(answer.contains("\"result\":1"), "{answer}");
+    assert_eq!(in_flight(), 0, "its answer written");
+
+    drop(write);
+    drop(lines);
+    let _ = server.join().await;
 }
