@@ -171,7 +171,7 @@ impl Handlers {
                     self.cancels.watch(handle, id(), cancel.clone());
                 }
                 self.running += 1;
-                call.waits();
+                let in_flight = call.waits();
                 let span = call.span().clone();
                 let mut call = call;
                 self.tasks.spawn(
@@ -187,8 +187,9 @@ impl Handlers {
                         let error = reply.as_ref().err().map(|e| e.code);
                         tracing::debug!(latency_us, error, "handled");
                         call.note_reply(&reply);
-                        call.end_waited(error);
+                        call.end(error);
                         call.release();
+                        drop(in_flight);
                         Done {
                             handle: Some(handle),
                             reply,

@@ -838,13 +838,19 @@ impl ServerCall {
     }
 
     /// The call's handler waits (it runs in a task): the call counts in the calls in flight
-    /// until [`end_waited`](Self::end_waited). A handler that answers at once is never
-    /// counted: it is in flight only while it runs in its connection's driver, between two
-    /// reads of the same input.
-    pub(crate) fn waits(&self) {
+    /// until the returned guard is dropped, which the task does when its handler has
+    /// answered, or its abort does when the connection closes first. A handler that answers
+    /// at once is never counted: it is in flight only while it runs in its connection's
+    /// driver, between two reads of the same input.
+    pub(crate) fn waits(&self) -> InFlight {
         #[cfg(feature = "metrics")]
         if self.metered() {
             in_flight(1);
+            return InFlight { counted: true };
+        }
+        InFlight {
+            #[cfg(feature = "metrics")]
+            counted: false,
         }
     }
 
@@ -862,15 +868,6 @@ impl ServerCall {
         #[cfg(feature = "metrics")]
         debug_assert!(self.meters.label.is_none());
         std::mem::forget(self);
-    }
-
-    /// Ends a call whose handler waited ([`waits`](Self::waits)).
-    pub(crate) fn end_waited(&mut self, error: Option<i32>) {
-        #[cfg(feature = "metrics")]
-        if self.metered() {
-            in_flight(-1);
-        }
-        self.end(error);
     }
 
     /// The call log's bodies, when it shows them.
@@ -980,6 +977,23 @@ impl ServerCall {
             if let Some(live) = self.meters.live {
                 live.record(elapsed, error.is_some());
             }
+        }
+    }
+}
+
+/// A call counted in the calls in flight ([`ServerCall::waits`]): counted out when dropped,
+/// so a handler's task aborted while it waits (its connection closed) leaves no count behind.
+#[must_use = "the call is counted in flight until this is dropped"]
+pub(crate) struct InFlight {
+    #[cfg(feature = "metrics")]
+    counted: bool,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        #[cfg(feature = "metrics")]
+        if self.counted {
+            in_flight(-1);
         }
     }
 }

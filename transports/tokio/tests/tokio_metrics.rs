@@ -121,7 +121,29 @@ async fn calls_in_flight_are_the_handlers_that_wait() {
     assert!(answer.contains("\"result\":1"), "{answer}");
     assert_eq!(in_flight(), 0, "its answer written");
 
-    drop(write);
-    drop(lines);
-    let _ = server.join().await;
+    // A handler still waiting when its connection's driver is stopped (a write to a peer
+    // that has gone fails, or the server shuts down): the driver's tasks are aborted, and
+    // the call is counted out all the same.
+    write
+        .write_all(format!("{wait}\n").as_bytes())
+        .await
+        .unwrap();
+    for _ in 0..1000 {
+        if in_flight() == 1 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(in_flight(), 1, "a second handler that waits");
+    let (_client, driver) = server.into_parts();
+    driver.abort();
+    assert!(driver.await.unwrap_err().is_cancelled());
+    // An aborted task's future is dropped when the runtime next runs it.
+    for _ in 0..1000 {
+        if in_flight() == 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(in_flight(), 0, "a waiting handler whose connection closed");
 }
