@@ -94,6 +94,17 @@ async fn calls_in_flight_are_the_handlers_that_wait() {
     let (read, mut write) = tokio::io::split(ours);
     let mut lines = BufReader::new(read).lines();
     let in_flight = || rpcwire_tokio::durations::in_flight().expect("counted in process");
+    // The calls in flight once they are `want`, or after a bounded number of yields to the
+    // tasks on this thread (the driver and the handlers').
+    let settle = |want: i64| async move {
+        for _ in 0..1000 {
+            if in_flight() == want {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        in_flight()
+    };
 
     write
         .write_all(format!("{}\n", req(1)).as_bytes())
@@ -109,13 +120,7 @@ async fn calls_in_flight_are_the_handlers_that_wait() {
         .await
         .unwrap();
     // The driver runs on this thread: yield until it has started the handler.
-    for _ in 0..1000 {
-        if in_flight() == 1 {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(in_flight(), 1, "a handler that waits");
+    assert_eq!(settle(1).await, 1, "a handler that waits");
     gate.notify_one();
     let answer = lines.next_line().await.unwrap().unwrap();
     assert!(answer.contains("\"result\":1"), "{answer}");
@@ -128,22 +133,14 @@ async fn calls_in_flight_are_the_handlers_that_wait() {
         .write_all(format!("{wait}\n").as_bytes())
         .await
         .unwrap();
-    for _ in 0..1000 {
-        if in_flight() == 1 {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(in_flight(), 1, "a second handler that waits");
+    assert_eq!(settle(1).await, 1, "a second handler that waits");
     let (_client, driver) = server.into_parts();
     driver.abort();
     assert!(driver.await.unwrap_err().is_cancelled());
     // An aborted task's future is dropped when the runtime next runs it.
-    for _ in 0..1000 {
-        if in_flight() == 0 {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(in_flight(), 0, "a waiting handler whose connection closed");
+    assert_eq!(
+        settle(0).await,
+        0,
+        "a waiting handler whose connection closed"
+    );
 }
