@@ -272,10 +272,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     }
     if scan::WORD_AT_A_TIME {
         let n = a.len();
-        let word = |s: &[u8], at: usize| match s.get(at..at + 8).map(<[u8; 8]>::try_from) {
-            Some(Ok(w)) => Some(u64::from_le_bytes(w)),
-            _ => None,
-        };
+        let word = scan::load8;
         let half = |s: &[u8], at: usize| match s.get(at..at + 4).map(<[u8; 4]>::try_from) {
             Some(Ok(w)) => Some(u32::from_le_bytes(w)),
             _ => None,

@@ -180,7 +180,7 @@ const HI: u64 = 0x8080_8080_8080_8080;
 
 /// Reads 8 bytes at `i` as a little-endian word, if that many remain.
 #[inline(always)]
-fn load8(input: &[u8], i: usize) -> Option<u64> {
+pub(crate) fn load8(input: &[u8], i: usize) -> Option<u64> {
     // Callers keep `i <= input.len() + 1 <= isize::MAX`, so `i + 8` cannot overflow.
     let chunk = input.get(i..i + 8)?;
     match <[u8; 8]>::try_from(chunk) {

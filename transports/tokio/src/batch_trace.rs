@@ -92,17 +92,19 @@ impl BatchTrace {
     #[inline]
     pub(crate) fn observe(
         &mut self,
-        stats: impl Fn() -> rpcwire::Stats,
+        stats: impl FnOnce() -> rpcwire::Stats,
         caller: &Arc<Caller>,
         drained: bool,
     ) {
         if let Some(watched) = &mut self.0 {
+            // Read once for both: the sizes and the spans are told by the same counters.
+            let stats = stats();
             #[cfg(feature = "metrics")]
             if let Some(sizes) = &mut watched.sizes {
-                sizes.observe(&stats(), drained);
+                sizes.observe(&stats, drained);
             }
             if let Some(seen) = &mut watched.seen {
-                seen.observe(&stats(), caller, drained);
+                seen.observe(&stats, caller, drained);
             }
         }
     }
