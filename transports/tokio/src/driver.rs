@@ -345,8 +345,13 @@ where
                             d.dirty = true;
                         }
                         // The peer closed both directions after its last message: what is left to
-                        // write has no reader. That is the peer leaving, not a failure.
-                        Err(e) if d.input == InputState::Draining && peer_gone(&e) => {
+                        // write has no reader. That is the peer leaving, not a failure. The write
+                        // may find it gone before the read sees its end of stream (both are ready
+                        // at once), so an open input is looked at once more, without waiting.
+                        Err(e)
+                            if peer_gone(&e)
+                                && (d.input == InputState::Draining || input_ended(&mut reader)) =>
+                        {
                             tracing::debug!(error = %e, "the peer left before reading our last answers");
                             let _ = d.fail(e);
                             return Ok(());
@@ -443,6 +448,27 @@ fn peer_gone(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
     )
+}
+
+/// Whether the peer's input has ended, read without waiting: after a write found the peer
+/// gone, a peer that closed the whole connection shows its end of stream at once; one that
+/// still writes (it closed only its reading side), or reset the connection, does not. What it
+/// sent before its end is dropped unread: no answer to it could reach the peer. At most
+/// `INPUT_ENDED_MAX` bytes are read. Not `async`: the scratch buffer stays off the driver's
+/// future.
+fn input_ended<R: AsyncRead + Unpin>(reader: &mut R) -> bool {
+    const INPUT_ENDED_MAX: usize = 64 << 10;
+    let mut scratch = [0u8; 512];
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    for _ in 0..INPUT_ENDED_MAX / scratch.len() {
+        let mut buf = tokio::io::ReadBuf::new(&mut scratch);
+        match std::pin::Pin::new(&mut *reader).poll_read(&mut cx, &mut buf) {
+            std::task::Poll::Ready(Ok(())) if buf.filled().is_empty() => return true,
+            std::task::Poll::Ready(Ok(())) => {}
+            std::task::Poll::Ready(Err(_)) | std::task::Poll::Pending => return false,
+        }
+    }
+    false
 }
 
 /// The start of a frame, for a log line: at most 80 characters, control characters escaped.

@@ -363,3 +363,109 @@ async fn a_queued_request_cancelled_under_mcps_rule_never_runs() {
     })
     .await;
 }
+
+/// How a peer's input behaves once our write to it has failed.
+#[derive(Clone, Copy)]
+enum AfterWrite {
+    /// It ended: the peer closed the whole connection.
+    Ends,
+    /// It stays open: the peer closed only its reading side.
+    StaysOpen,
+    /// It was reset.
+    Resets,
+}
+
+/// A peer that has sent `input` and then gone: every write to it fails with `BrokenPipe`, and
+/// only after that does its input show how it left. The order is the one a driver meets when
+/// the peer's end of stream and its closed reading side are both there to be found and the
+/// write is tried first.
+struct GonePeer {
+    input: &'static [u8],
+    written_to: Arc<std::sync::atomic::AtomicBool>,
+    after: AfterWrite,
+}
+
+impl tokio::io::AsyncRead for GonePeer {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        if !self.input.is_empty() {
+            let n = self.input.len().min(buf.remaining());
+            buf.put_slice(&self.input[..n]);
+            self.input = &self.input[n..];
+            return Poll::Ready(Ok(()));
+        }
+        if !self.written_to.load(Ordering::SeqCst) {
+            // Woken by nothing: the driver's failed write ends the wait.
+            return Poll::Pending;
+        }
+        match self.after {
+            AfterWrite::Ends => Poll::Ready(Ok(())),
+            AfterWrite::StaysOpen => Poll::Pending,
+            AfterWrite::Resets => Poll::Ready(Err(std::io::ErrorKind::ConnectionReset.into())),
+        }
+    }
+}
+
+struct GoneWriter(Arc<std::sync::atomic::AtomicBool>);
+
+impl tokio::io::AsyncWrite for GoneWriter {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.0.store(true, Ordering::SeqCst);
+        std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()))
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// A peer that closed the whole connection before reading our answer has left: `join` ends
+/// with `Ok` even when the failed write is seen before the end of its input. A peer that only
+/// stopped reading, or reset the connection, is a failure.
+#[tokio::test]
+async fn a_peer_gone_before_our_answer_has_left_unless_its_input_stays_open() {
+    for (after, left) in [
+        (AfterWrite::Ends, true),
+        (AfterWrite::StaysOpen, false),
+        (AfterWrite::Resets, false),
+    ] {
+        bounded(async {
+            let written_to = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let reader = GonePeer {
+                input: b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"one\"}\n",
+                written_to: Arc::clone(&written_to),
+                after,
+            };
+            let server = Builder::new()
+                .router(Router::new().sync_method("one", |_: ()| Ok::<_, RpcError>(1)))
+                .run(reader, GoneWriter(Arc::clone(&written_to)));
+            let ended = server.join().await;
+            assert!(written_to.load(Ordering::SeqCst), "the answer was tried");
+            if left {
+                assert!(ended.is_ok(), "{ended:?}");
+            } else {
+                assert!(
+                    matches!(&ended, Err(rpcwire_tokio::DriverError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe),
+                    "{ended:?}"
+                );
+            }
+        })
+        .await;
+    }
+}
