@@ -197,6 +197,7 @@ pub(crate) fn new_trace_id() -> u128 {
 }
 
 /// A span id drawn for the parent id an unsampled call sends (never zero).
+#[cfg(feature = "otel")]
 pub(crate) fn new_span_id() -> [u8; 8] {
     draw().max(1).to_be_bytes()
 }
@@ -265,7 +266,9 @@ mod tests {
         assert_eq!(SampleRatio::new(1e-300).unwrap().threshold(), 1);
         assert_eq!(SampleRatio::new(f64::MIN_POSITIVE).unwrap().threshold(), 1);
         // Just below 1: not everything.
-        let below = SampleRatio::new(1.0 - f64::EPSILON / 2.0).unwrap().threshold();
+        let below = SampleRatio::new(1.0 - f64::EPSILON / 2.0)
+            .unwrap()
+            .threshold();
         assert!(below < u64::MAX, "{below}");
         // 1/1000 of 2^64.
         let milli = SampleRatio::new(0.001).unwrap().threshold();

@@ -532,7 +532,9 @@ fn remote_parent<'c>(
     params: Option<RawJson<'_>>,
 ) -> Option<std::borrow::Cow<'c, crate::trace_context::TraceContext>> {
     #[cfg(feature = "otel")]
-    if let Some(cx) = params.and_then(|p| crate::trace_context::TraceContext::from_params_meta(p.as_str())) {
+    if let Some(cx) =
+        params.and_then(|p| crate::trace_context::TraceContext::from_params_meta(p.as_str()))
+    {
         return Some(std::borrow::Cow::Owned(cx));
     }
     #[cfg(not(feature = "otel"))]
@@ -785,9 +787,8 @@ impl ServerCall {
         if sampled {
             self.span = Self::span_of(method, label, registered, id, caller, parent.as_deref());
         } else {
-            self.unsampled = parent.map_or_else(crate::sampling::new_trace_id, |cx| {
-                cx.trace_number()
-            });
+            self.unsampled =
+                parent.map_or_else(crate::sampling::new_trace_id, |cx| cx.trace_number());
         }
         let log = tracing::enabled!(target: CALL_LOG, tracing::Level::INFO).then(|| {
             Box::new(CallLine {
@@ -1191,6 +1192,9 @@ impl ClientCall {
         if let Some(trace) = self.unsampled {
             return Some(crate::trace_context::TraceContext::unsampled(trace));
         }
+        // Without OpenTelemetry no context is sent on, sampled or not.
+        #[cfg(not(feature = "otel"))]
+        let _ = self.unsampled;
         crate::trace_context::TraceContext::of_span(&self.span)
     }
 

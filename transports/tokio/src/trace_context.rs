@@ -277,6 +277,7 @@ impl TraceContext {
 
     /// The context an unsampled call sends on: `trace` (a trace id as a number, not 0), a
     /// fresh parent id, the `sampled` flag cleared.
+    #[cfg(feature = "otel")]
     pub(crate) fn unsampled(trace: u128) -> Self {
         TraceContext {
             trace_id: trace.to_be_bytes(),
