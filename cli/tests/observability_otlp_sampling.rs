@@ -22,11 +22,10 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{bounded, http, spawn_serve};
+use common::{bounded, http, serve_http as serve, stop_on_sigterm as stop};
 use rpcwire_tests::otlp::OtlpReceiver;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Child;
 use tokio::sync::mpsc;
 
 /// A sampled incoming trace and its parent span.
@@ -38,28 +37,6 @@ const UNSAMPLED: &str = "6af92f3577b34da6a3ce929d0e0e4736";
 const RELAYED: &str = "7af92f3577b34da6a3ce929d0e0e4736";
 /// B's own sampled call: seen, so B exports what it samples.
 const B_SAMPLED: &str = "8af92f3577b34da6a3ce929d0e0e4736";
-
-/// `rpcwire serve --http 127.0.0.1:0 ARGS...` and its URL.
-async fn serve(args: &[&str]) -> (Child, String) {
-    let mut all = vec!["--http", "127.0.0.1:0"];
-    all.extend_from_slice(args);
-    let (child, mut lines) = spawn_serve(&all);
-    let url = loop {
-        let line = lines.next_line().await.unwrap().expect("a line on stderr");
-        let last = line.rsplit(' ').next().unwrap_or_default();
-        if last.starts_with("http://") {
-            break last.to_owned();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
-}
-
-async fn stop(mut child: Child) {
-    rpcwire_tests::otlp::sigterm(child.id().expect("running"));
-    let status = child.wait().await.unwrap();
-    assert!(status.success(), "the server exited with {status}");
-}
 
 /// A JSON-RPC server over HTTP/1.1 on loopback that answers every call `7` and sends the
 /// `traceparent` header of each request (`None` for none) to the returned channel.
