@@ -531,9 +531,13 @@ fn remote_parent<'c>(
     caller: &'c Caller,
     params: Option<RawJson<'_>>,
 ) -> Option<std::borrow::Cow<'c, crate::trace_context::TraceContext>> {
+    // Only an object with a `_` in it can have a `_meta`: told from the bytes, before the
+    // params are made text (a UTF-8 check) and searched (every call, sampled or not, pays
+    // for what is done here).
     #[cfg(feature = "otel")]
-    if let Some(cx) =
-        params.and_then(|p| crate::trace_context::TraceContext::from_params_meta(p.as_str()))
+    if let Some(cx) = params
+        .filter(|p| p.is_object() && p.as_bytes().contains(&b'_'))
+        .and_then(|p| crate::trace_context::TraceContext::from_params_meta(p.as_str()))
     {
         return Some(std::borrow::Cow::Owned(cx));
     }
