@@ -12,6 +12,11 @@
 #   spans    RPCWIRE_BENCH_SPANS: a binary built with `--features otlp`, run with `--metrics`
 #            and `--otlp` to a sink in this script (python3, answering every export 200): every
 #            call span recorded by the OpenTelemetry layer and exported;
+#   spans-R  with RPCWIRE_BENCH_SPANS_SAMPLE="R1 R2 ..." (ratios in [0, 1]) instead: the same,
+#            run with `--otlp-sample R`, a row per ratio (the W1 calls come without a
+#            `traceparent`: a fraction R of them gets a span), and `otlp-bin-metrics`, the same
+#            binary with `--metrics` alone (no subscriber), the reference of the unsampled
+#            calls' own cost (`spans-0` against it);
 #   before, before-off   RPCWIRE_BENCH_BEFORE / RPCWIRE_BENCH_BEFORE_OFF: the two builds of an
 #            earlier commit (`before` with `--metrics`, `before-off` the feature off), to compare
 #            a change against in the same run.
@@ -22,7 +27,8 @@
 # Environment: RPCWIRE_CALLGRIND_BIG / _SMALL (stdio calls, default 40000 / 4000),
 # RPCWIRE_CALLGRIND_HTTP_BIG / _SMALL (HTTP calls per connection, default 200 / 50),
 # RPCWIRE_BENCH_OFF and RPCWIRE_BENCH_ON (prebuilt binaries of the two builds),
-# RPCWIRE_BENCH_BEFORE, RPCWIRE_BENCH_BEFORE_OFF, RPCWIRE_BENCH_SPANS (optional rows, above).
+# RPCWIRE_BENCH_BEFORE, RPCWIRE_BENCH_BEFORE_OFF, RPCWIRE_BENCH_SPANS,
+# RPCWIRE_BENCH_SPANS_SAMPLE (optional rows, above).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -162,7 +168,13 @@ for kind in stdio http; do
     row off "$kind" "$work/rpcwire-off" serve
     row idle "$kind" "$work/rpcwire-on" serve
     row metrics "$kind" "$work/rpcwire-on" serve --metrics 127.0.0.1:0
-    if [[ -n "${RPCWIRE_BENCH_SPANS:-}" ]]; then
+    if [[ -n "${RPCWIRE_BENCH_SPANS:-}" && -n "${RPCWIRE_BENCH_SPANS_SAMPLE:-}" ]]; then
+        row otlp-bin-metrics "$kind" "$RPCWIRE_BENCH_SPANS" serve --metrics 127.0.0.1:0
+        for ratio in $RPCWIRE_BENCH_SPANS_SAMPLE; do
+            row "spans-$ratio" "$kind" "$RPCWIRE_BENCH_SPANS" serve --metrics 127.0.0.1:0 \
+                --otlp "$otlp_url" --otlp-sample "$ratio"
+        done
+    elif [[ -n "${RPCWIRE_BENCH_SPANS:-}" ]]; then
         row spans "$kind" "$RPCWIRE_BENCH_SPANS" serve --metrics 127.0.0.1:0 --otlp "$otlp_url"
     fi
     if [[ -n "${RPCWIRE_BENCH_BEFORE_OFF:-}" ]]; then
@@ -177,10 +189,18 @@ for kind in stdio http; do
     off="$(cat "$work/$kind-off")"
     awk -v o="$off" -v i="$(cat "$work/$kind-idle")" -v m="$(cat "$work/$kind-metrics")" -v k="$kind" \
         'BEGIN { printf "%s: idle / off %.3fx, metrics / off %.3fx\n", k, i / o, m / o }'
-    for extra in spans before-off before; do
+    extras="spans before-off before otlp-bin-metrics"
+    for ratio in ${RPCWIRE_BENCH_SPANS_SAMPLE:-}; do
+        extras="$extras spans-$ratio"
+    done
+    for extra in $extras; do
         if [[ -f "$work/$kind-$extra" ]]; then
             awk -v o="$off" -v b="$(cat "$work/$kind-$extra")" -v k="$kind" -v n="$extra" \
                 'BEGIN { printf "%s: %s / off %.3fx\n", k, n, b / o }'
         fi
     done
+    if [[ -f "$work/$kind-spans-0" && -f "$work/$kind-otlp-bin-metrics" ]]; then
+        awk -v r="$(cat "$work/$kind-otlp-bin-metrics")" -v z="$(cat "$work/$kind-spans-0")" -v k="$kind" \
+            'BEGIN { printf "%s: unsampled call (spans-0 - otlp-bin-metrics) %d instructions\n", k, z - r }'
+    fi
 done

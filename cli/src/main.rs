@@ -230,6 +230,13 @@ struct ServeArgs {
     #[cfg(feature = "otlp")]
     #[arg(long, value_name = "SECS", default_value_t = 60.0, requires = "otlp", value_parser = positive_secs)]
     otlp_interval: f64,
+    /// With --otlp: record the spans of this fraction (0 to 1) of the calls that come without
+    /// a trace context (and of root client calls). A call with a `traceparent` follows its
+    /// sampled flag; an unsampled call builds no span and sends its trace on unsampled
+    /// (flags 00). Default 1: every call.
+    #[cfg(feature = "otlp")]
+    #[arg(long, value_name = "RATIO", requires = "otlp", value_parser = clap::value_parser!(rpcwire_tokio::telemetry::SampleRatio))]
+    otlp_sample: Option<rpcwire_tokio::telemetry::SampleRatio>,
     /// Log one line per call on stderr: method, id, latency, status, transport and peer
     /// (never a credential: no header, no token; no params unless --log-bodies).
     #[arg(long)]
@@ -332,9 +339,16 @@ fn main() -> ExitCode {
     #[cfg(feature = "otlp")]
     let otlp = match &cli.command {
         Cmd::Serve(ServeArgs {
-            otlp: Some(url), ..
+            otlp: Some(url),
+            otlp_sample,
+            ..
         }) => match rpcwire_http::otlp::OtlpExport::start(url, "rpcwire") {
-            Ok(export) => Some(export),
+            Ok(export) => {
+                if let Some(ratio) = otlp_sample {
+                    rpcwire_tokio::telemetry::set_sample_ratio(*ratio);
+                }
+                Some(export)
+            }
             Err(e) => {
                 eprintln!("rpcwire: --otlp: {e}");
                 return ExitCode::from(EXIT_USAGE);

@@ -17,7 +17,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{bounded, http, spawn_serve};
+use common::{bounded, http, spawn_serve, stop_on_sigterm as stop};
 use rpcwire_tests::otlp::OtlpReceiver;
 use serde_json::Value;
 use tokio::process::Child;
@@ -47,13 +47,6 @@ async fn serve(args: &[&str]) -> (Child, String) {
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, url)
-}
-
-/// Stops a server with SIGTERM (it sends its last spans as it exits).
-async fn stop(mut child: Child) {
-    rpcwire_tests::otlp::sigterm(child.id().expect("running"));
-    let status = child.wait().await.unwrap();
-    assert!(status.success(), "the server exited with {status}");
 }
 
 fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {

@@ -85,6 +85,16 @@ impl OtlpReceiver {
         );
         span
     }
+
+    /// The next span received within `limit`, or `None` (panics when an export was refused).
+    pub fn try_next_span(&self, limit: Duration) -> Option<Value> {
+        let span = self.spans.recv_timeout(limit).ok()?;
+        assert!(
+            span.get("error").is_none(),
+            "the receiver refused an export: {span}"
+        );
+        Some(span)
+    }
 }
 
 impl OtlpReceiver {

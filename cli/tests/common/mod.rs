@@ -59,6 +59,14 @@ pub async fn serve_http(extra: &[&str]) -> (Child, String) {
     (child, url)
 }
 
+/// Stops a server with SIGTERM and waits for a clean exit (a server with `--otlp` sends its
+/// last spans and metrics as it exits).
+pub async fn stop_on_sigterm(mut child: Child) {
+    rpcwire_tests::otlp::sigterm(child.id().expect("running"));
+    let status = child.wait().await.unwrap();
+    assert!(status.success(), "the server exited with {status}");
+}
+
 /// `rpcwire serve --ws 127.0.0.1:0 [extra]`, and the URL it prints.
 pub async fn serve_ws(extra: &[&str]) -> (Child, String) {
     let (child, url) = serve("--ws", extra).await;

@@ -136,11 +136,14 @@ struct HttpOptions {
     tls_key: Option<std::path::PathBuf>,
     /// `--otlp URL`: the spans go to this OTLP/HTTP collector (feature `otlp`).
     otlp: Option<String>,
+    /// `--otlp-sample RATIO` (with `--otlp`): the fraction of calls without a trace context
+    /// whose spans are recorded (see `rpcwire_tokio::telemetry::SampleRatio`).
+    sample: Option<rpcwire_tokio::telemetry::SampleRatio>,
 }
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]]");
     std::process::exit(2);
 }
 
@@ -161,6 +164,7 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
         tls_cert: None,
         tls_key: None,
         otlp: None,
+        sample: None,
     };
     let value = |args: &mut std::iter::Skip<std::env::Args>, flag: &str| {
         args.next()
@@ -179,6 +183,13 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
             "--tls-cert" => opts.tls_cert = Some(value(&mut args, "--tls-cert").into()),
             "--tls-key" => opts.tls_key = Some(value(&mut args, "--tls-key").into()),
             "--otlp" => opts.otlp = Some(value(&mut args, "--otlp")),
+            "--otlp-sample" => {
+                opts.sample = Some(
+                    value(&mut args, "--otlp-sample")
+                        .parse()
+                        .unwrap_or_else(|e| usage(&format!("--otlp-sample: {e}"))),
+                )
+            }
             "--idle-timeout" => {
                 opts.idle = Some(
                     value(&mut args, "--idle-timeout")
@@ -197,6 +208,12 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
         }
     }
     let otlp = opts.otlp.take();
+    if let Some(ratio) = opts.sample {
+        if otlp.is_none() {
+            usage("--otlp-sample needs --otlp");
+        }
+        rpcwire_tokio::telemetry::set_sample_ratio(ratio);
+    }
     ((!opts.addr.is_empty()).then_some(opts), otlp)
 }
 

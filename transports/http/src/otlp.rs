@@ -83,7 +83,7 @@ pub(crate) fn signal_endpoint(url: &str, path: &str) -> Result<String, OtlpError
 /// The `tracing` layer of an [`OtlpExport`] (see [`OtlpExport::layer`]).
 pub type OtlpLayer<S> = tracing_subscriber::filter::Filtered<
     tracing_opentelemetry::OpenTelemetryLayer<S, SdkTracer>,
-    tracing_subscriber::filter::LevelFilter,
+    tracing_subscriber::filter::Targets,
     S,
 >;
 
@@ -121,15 +121,23 @@ impl OtlpExport {
     }
 
     /// The `tracing` layer that turns spans into OpenTelemetry spans for this export (only
-    /// spans at info level and above: rpcwire's call and connection spans are).
+    /// spans at info level and above: rpcwire's call and connection spans are). The call log
+    /// (target [`CALL_LOG`](rpcwire_tokio::telemetry::CALL_LOG)) is left to the layers that
+    /// write it: were it taken here, every call would build its log line and add it as an
+    /// event to the span it ends in (its connection's, for a call answered in place), sampled
+    /// or not, whether the call log is on or not.
     pub fn layer<S>(&self) -> OtlpLayer<S>
     where
         S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
     {
+        use tracing_subscriber::filter::{LevelFilter, Targets};
         use tracing_subscriber::Layer as _;
+        let filter = Targets::new()
+            .with_default(LevelFilter::INFO)
+            .with_target(rpcwire_tokio::telemetry::CALL_LOG, LevelFilter::OFF);
         tracing_opentelemetry::layer()
             .with_tracer(self.tracer.clone())
-            .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+            .with_filter(filter)
     }
 
     /// Exports the spans not yet sent, then stops.

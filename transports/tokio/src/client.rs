@@ -259,7 +259,7 @@ impl Client {
         let token = self.token();
         let call = ClientCall::start(method);
         let span = call.span().clone();
-        let trace = crate::trace_context::TraceContext::of_span(call.span());
+        let trace = call.trace_context();
         let params = match &trace {
             Some(cx) if self.meta_traces => cx.put_in_params_meta(params),
             _ => params,

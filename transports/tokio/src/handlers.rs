@@ -143,6 +143,8 @@ impl Handlers {
         call.note_params(params);
         let outcome = {
             let _entered = call.span().enter();
+            // An unsampled call's trace, for the outgoing calls its handler makes in place.
+            let _unsampled = crate::sampling::UnsampledScope::enter(call.unsampled());
             guarded(|| handler(origin, params, conn, handle)).unwrap_or_else(|()| {
                 tracing::error!(%method, "handler panicked");
                 let _ = conn.reject(handle, ErrorCode::INTERNAL_ERROR);
@@ -173,11 +175,17 @@ impl Handlers {
                 self.running += 1;
                 let in_flight = call.waits();
                 let span = call.span().clone();
+                // An unsampled call's trace, held while its future is polled.
+                let trace = call.unsampled();
                 let mut call = call;
                 self.tasks.spawn(
                     async move {
                         let started = StdInstant::now();
-                        let reply = CatchUnwind(fut).await.unwrap_or_else(|()| {
+                        let fut = crate::sampling::Unsampled {
+                            fut: CatchUnwind(fut),
+                            trace,
+                        };
+                        let reply = fut.await.unwrap_or_else(|()| {
                             // The panic is in the log; the caller learns only that it failed.
                             tracing::error!("handler panicked");
                             Err(RpcError::standard(ErrorCode::INTERNAL_ERROR))

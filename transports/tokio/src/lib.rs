@@ -74,7 +74,8 @@
 //! `rpc.client.call` span, with the attributes of the OpenTelemetry semantic conventions for
 //! JSON-RPC; each connection runs in an `rpc.connection` span; with the feature `metrics`,
 //! calls and connections are measured through the `metrics` facade (see [`telemetry`]).
-//! Inbound notifications run in an `rpc.request` span (`method`).
+//! Inbound notifications run in an `rpc.request` span (`method`). Call spans can be head
+//! sampled ([`telemetry::set_sample_ratio`]): an unsampled call builds no span.
 
 mod access;
 mod batch_trace;
@@ -98,6 +99,7 @@ mod raw;
 mod read_buffer;
 mod responder;
 mod router;
+mod sampling;
 #[cfg(feature = "auth")]
 pub mod signing;
 mod stdio;

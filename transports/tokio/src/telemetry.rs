@@ -29,8 +29,23 @@
 //!   connection received (refused batches left out);
 //! - `mcp.server.sessions` (gauge): the open MCP Streamable HTTP sessions (any gauge a
 //!   session table is counted as, see [`gauge_add`]).
+//!
+//! Call spans are head sampled by [`set_sample_ratio`] (default 1: all): the decision is made
+//! before a call's span is built, parent-based (a remote parent's `sampled` flag, else a draw
+//! against the ratio), and an unsampled call's handler sends its trace on unsampled; see
+//! [`SampleRatio`] and the module `sampling` it comes from for the rules and the known gaps.
+//!
+//! ```
+//! use rpcwire_tokio::telemetry::{set_sample_ratio, SampleRatio};
+//! // `rpcwire serve --otlp URL --otlp-sample 0.01`: one root call in a hundred traced.
+//! set_sample_ratio(SampleRatio::new(0.01)?);
+//! # set_sample_ratio(SampleRatio::ALWAYS);
+//! # Ok::<(), rpcwire_tokio::telemetry::SampleRatioError>(())
+//! ```
 
 use std::time::{Duration, Instant};
+
+pub use crate::sampling::{sample_ratio, set_sample_ratio, SampleRatio, SampleRatioError};
 
 // The clock of call durations is the driver's (tokio's: a paused test clock times both ends
 // of a call alike), which hands its reading of the input's arrival to `ServerCall::start`.
@@ -509,20 +524,26 @@ pub(crate) fn id_attribute(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
     }
 }
 
-/// Makes the W3C trace context of the call (its params' `_meta`, else its caller's) the
-/// parent of its span (feature `otel`; the params are not looked at otherwise, not even
-/// checked as UTF-8).
-fn remote_parent(span: &tracing::Span, caller: &Caller, params: Option<RawJson<'_>>) {
+/// The W3C trace context of the call: its params' `_meta` (feature `otel`; the params are not
+/// looked at otherwise, not even checked as UTF-8), else its caller's (HTTP headers). The
+/// remote parent of its span, and what its sampling follows.
+fn remote_parent<'c>(
+    caller: &'c Caller,
+    params: Option<RawJson<'_>>,
+) -> Option<std::borrow::Cow<'c, crate::trace_context::TraceContext>> {
+    // Only an object with a `_` in it can have a `_meta`: told from the bytes, before the
+    // params are made text (a UTF-8 check) and searched (every call, sampled or not, pays
+    // for what is done here).
     #[cfg(feature = "otel")]
+    if let Some(cx) = params
+        .filter(|p| p.is_object() && p.as_bytes().contains(&b'_'))
+        .and_then(|p| crate::trace_context::TraceContext::from_params_meta(p.as_str()))
     {
-        use crate::trace_context::TraceContext;
-        let from_meta = params.and_then(|p| TraceContext::from_params_meta(p.as_str()));
-        if let Some(cx) = from_meta.as_ref().or(caller.trace_context()) {
-            cx.set_parent_of(span);
-        }
+        return Some(std::borrow::Cow::Owned(cx));
     }
     #[cfg(not(feature = "otel"))]
-    let _ = (span, caller, params);
+    let _ = params;
+    caller.trace_context().map(std::borrow::Cow::Borrowed)
 }
 
 /// True when a subscriber listens to the call spans: a transport then does the work they
@@ -634,6 +655,9 @@ pub(crate) struct ServerCall {
     /// What measures it, when metrics or the live view are recorded.
     #[cfg(feature = "metrics")]
     meters: Meters,
+    /// The trace id of a call not sampled (0 for one sampled, or nothing listened to), held
+    /// while its handler runs (see `sampling`).
+    unsampled: u128,
 }
 
 /// What measures a server call besides its span and the call log (feature `metrics`).
@@ -706,6 +730,7 @@ impl ServerCall {
             log: None,
             #[cfg(feature = "metrics")]
             meters: Meters::default(),
+            unsampled: 0,
         }
     }
 
@@ -757,6 +782,39 @@ impl ServerCall {
         params: Option<RawJson<'_>>,
     ) {
         let label = if registered { method } else { OTHER_METHOD };
+        // Head sampling, before any span is built: a remote parent's flag, else a draw.
+        let parent = remote_parent(caller, params);
+        let sampled = match parent.as_deref() {
+            Some(cx) => cx.sampled(),
+            None => crate::sampling::sample_root(),
+        };
+        if sampled {
+            self.span = Self::span_of(method, label, registered, id, caller, parent.as_deref());
+        } else {
+            self.unsampled =
+                parent.map_or_else(crate::sampling::new_trace_id, |cx| cx.trace_number());
+        }
+        let log = tracing::enabled!(target: CALL_LOG, tracing::Level::INFO).then(|| {
+            Box::new(CallLine {
+                method: method.to_owned(),
+                id: id().to_owned(),
+                transport: caller.transport().network_transport(),
+                peer: caller.peer_addr(),
+                bodies: crate::body_log::config().map(|_| Bodies::default()),
+            })
+        });
+        self.log = log;
+    }
+
+    /// The span of a sampled call.
+    fn span_of<'i>(
+        method: &str,
+        label: &str,
+        registered: bool,
+        id: &dyn Fn() -> &'i str,
+        caller: &Caller,
+        parent: Option<&crate::trace_context::TraceContext>,
+    ) -> tracing::Span {
         let span = tracing::info_span!(
             "rpc.server.call",
             otel.name = label,
@@ -790,19 +848,11 @@ impl ServerCall {
                 // As a signed integer: `tracing-opentelemetry` would export a `u64` as text.
                 span.record("network.peer.port", i64::from(peer.port()));
             }
-            remote_parent(&span, caller, params);
+            if let Some(cx) = parent {
+                cx.set_parent_of(&span);
+            }
         }
-        let log = tracing::enabled!(target: CALL_LOG, tracing::Level::INFO).then(|| {
-            Box::new(CallLine {
-                method: method.to_owned(),
-                id: id().to_owned(),
-                transport: caller.transport().network_transport(),
-                peer: caller.peer_addr(),
-                bodies: crate::body_log::config().map(|_| Bodies::default()),
-            })
-        });
-        self.log = log;
-        self.span = span;
+        span
     }
 
     /// Takes the handles of the metrics recorded (`metered`) and of the live view (`live`).
@@ -835,6 +885,13 @@ impl ServerCall {
     /// The call's span, to enter while its handler runs.
     pub(crate) fn span(&self) -> &tracing::Span {
         &self.span
+    }
+
+    /// The trace id of a call not sampled (0 otherwise): to hold while its handler runs
+    /// (`sampling::UnsampledScope`), so that its outgoing calls send the trace on unsampled.
+    #[inline(always)]
+    pub(crate) fn unsampled(&self) -> u128 {
+        self.unsampled
     }
 
     /// The call's handler waits (it runs in a task): the call counts in the calls in flight
@@ -1080,11 +1137,25 @@ impl CallLine {
 pub(crate) struct ClientCall {
     span: tracing::Span,
     started: Option<Instant>,
+    /// The trace id of a call not sampled (it has no span): sent on with the `sampled` flag
+    /// cleared.
+    unsampled: Option<u128>,
 }
 
 impl ClientCall {
-    /// Starts a call of `method`.
+    /// Starts a call of `method`: no span when it is not sampled (made by the handler of an
+    /// unsampled server call, or a root call the ratio leaves out; see `sampling`).
     pub(crate) fn start(method: &str) -> Self {
+        if let Some(trace) = crate::sampling::current_unsampled() {
+            return Self::unsampled(trace);
+        }
+        if !crate::sampling::always()
+            && spans_enabled()
+            && tracing::Span::current().is_none()
+            && !crate::sampling::sample_root()
+        {
+            return Self::unsampled(crate::sampling::new_trace_id());
+        }
         let span = tracing::info_span!(
             "rpc.client.call",
             otel.name = method,
@@ -1100,12 +1171,35 @@ impl ClientCall {
         ClientCall {
             span,
             started: measured.then(Instant::now),
+            unsampled: None,
+        }
+    }
+
+    /// A call not sampled, of the trace `trace`.
+    fn unsampled(trace: u128) -> Self {
+        ClientCall {
+            span: tracing::Span::none(),
+            started: metered().then(Instant::now),
+            unsampled: Some(trace),
         }
     }
 
     /// The call's span.
     pub(crate) fn span(&self) -> &tracing::Span {
         &self.span
+    }
+
+    /// The trace context the call sends (feature `otel`): its span's, or for a call not
+    /// sampled its trace with a fresh parent id and the `sampled` flag cleared.
+    pub(crate) fn trace_context(&self) -> Option<crate::trace_context::TraceContext> {
+        #[cfg(feature = "otel")]
+        if let Some(trace) = self.unsampled {
+            return Some(crate::trace_context::TraceContext::unsampled(trace));
+        }
+        // Without OpenTelemetry no context is sent on, sampled or not.
+        #[cfg(not(feature = "otel"))]
+        let _ = self.unsampled;
+        crate::trace_context::TraceContext::of_span(&self.span)
     }
 
     /// Ends the call with its outcome: the peer's error code, or the name of a local failure

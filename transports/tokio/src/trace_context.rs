@@ -275,6 +275,23 @@ impl TraceContext {
         self.flags & 1 == 1
     }
 
+    /// The context an unsampled call sends on: `trace` (a trace id as a number, not 0), a
+    /// fresh parent id, the `sampled` flag cleared.
+    #[cfg(feature = "otel")]
+    pub(crate) fn unsampled(trace: u128) -> Self {
+        TraceContext {
+            trace_id: trace.to_be_bytes(),
+            span_id: crate::sampling::new_span_id(),
+            flags: 0,
+            state: None,
+        }
+    }
+
+    /// The trace id as a number (for the thread-local of an unsampled call).
+    pub(crate) fn trace_number(&self) -> u128 {
+        u128::from_be_bytes(self.trace_id)
+    }
+
     /// The `tracestate`, when one came with it and was valid.
     pub fn tracestate(&self) -> Option<&str> {
         self.state.as_deref()

@@ -1,0 +1,334 @@
+//! Head sampling of call spans, decided by rpcwire before any span is built (re-exported from
+//! [`telemetry`](crate::telemetry)).
+//!
+//! Recording every call span costs far more than the call (the OpenTelemetry SDK's per-span
+//! work: ids, attributes, the batch queue, the export). A [`SampleRatio`] below 1 keeps that
+//! cost to the calls sampled: the decision is made per call before the `tracing` span is
+//! created, so an unsampled call builds no span at all (it costs a parent check, a draw and a
+//! few thread-local stores).
+//!
+//! The decision is parent-based, as OpenTelemetry's `ParentBased(TraceIdRatioBased)` makes it:
+//! - a server call with a remote parent (a W3C `traceparent` from the HTTP headers or the
+//!   params' `_meta`; the latter with the feature `otel`) follows the parent's `sampled` flag
+//!   (trace-flags bit 0), whatever the ratio;
+//! - a server call without one, and a client call made outside any span (a root), is sampled
+//!   with probability `ratio`: a draw of a per-thread generator (wyrand; no lock, no system
+//!   call) against a threshold, `ratio * 2^64`;
+//! - a client call made within a span follows that span (and the OpenTelemetry SDK's
+//!   sampler decides as it always did).
+//!
+//! An unsampled call keeps its trace coherent: while its handler runs (in place, or its
+//! future polled in a task) a thread-local holds the call's trace id (its parent's, or one
+//! drawn for it), and a client call made by the handler builds no span either and sends a
+//! `traceparent` of that trace with the `sampled` flag cleared (a fresh parent id, flags `00`;
+//! HTTP header and MCP `_meta` alike), so the next hop does not start a sampled trace of its
+//! own. An unsampled root client call sends one of a trace drawn for it the same way.
+//!
+//! Gaps, known: a `tracestate` that came with an unsampled call is not sent on (only its trace
+//! id is kept); a handler that moves work to a task of its own (`tokio::spawn`) leaves the
+//! thread-local behind, so that task's client calls are roots (sampled by the ratio); the
+//! member calls of a batch without a remote parent draw each on their own (a batch span is not
+//! sampled: it is always recorded while a subscriber listens); connection spans are not
+//! sampled.
+//!
+//! The default ratio is 1: every call span recorded while a subscriber listens (only a remote
+//! parent flagged unsampled is then left out).
+//!
+//! ```
+//! use rpcwire_tokio::telemetry::{set_sample_ratio, sample_ratio, SampleRatio};
+//!
+//! // One call in a hundred without a sampled remote parent gets a span.
+//! let ratio: SampleRatio = "0.01".parse()?;
+//! set_sample_ratio(ratio);
+//! assert_eq!(sample_ratio().get(), 0.01);
+//! assert!("1.5".parse::<SampleRatio>().is_err());
+//! assert!(SampleRatio::new(f64::NAN).is_err());
+//! # set_sample_ratio(SampleRatio::ALWAYS);
+//! # Ok::<(), rpcwire_tokio::telemetry::SampleRatioError>(())
+//! ```
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The fraction of root calls whose spans are recorded: a number in `[0, 1]`.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct SampleRatio(f64);
+
+/// Why a sample ratio was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SampleRatioError {
+    /// Not a number (text that does not parse as one, or NaN).
+    #[error("not a number: {0:?}")]
+    NotANumber(String),
+    /// Below 0 or above 1.
+    #[error("{0} is not within [0, 1]")]
+    OutOfRange(String),
+}
+
+impl SampleRatio {
+    /// Every root call sampled (the default).
+    pub const ALWAYS: SampleRatio = SampleRatio(1.0);
+    /// No root call sampled (a sampled remote parent still is followed).
+    pub const NEVER: SampleRatio = SampleRatio(0.0);
+
+    /// `ratio` when it is a number in `[0, 1]`.
+    pub fn new(ratio: f64) -> Result<Self, SampleRatioError> {
+        if ratio.is_nan() {
+            return Err(SampleRatioError::NotANumber(ratio.to_string()));
+        }
+        if !(0.0..=1.0).contains(&ratio) {
+            return Err(SampleRatioError::OutOfRange(ratio.to_string()));
+        }
+        Ok(SampleRatio(ratio))
+    }
+
+    /// The ratio.
+    pub fn get(self) -> f64 {
+        self.0
+    }
+
+    /// The draw threshold: a draw `d` (uniform over `u64`) samples when `d < threshold`, and
+    /// [`u64::MAX`] samples everything (no draw). `ratio * 2^64`, rounded, but at least 1 for
+    /// any ratio above 0 (however tiny, it samples sometimes) and below `u64::MAX` for any
+    /// ratio below 1.
+    pub(crate) fn threshold(self) -> u64 {
+        if self.0 >= 1.0 {
+            return u64::MAX;
+        }
+        if self.0 <= 0.0 {
+            return 0;
+        }
+        // 2^64 as f64 is exact; a product at or over it saturates in the cast.
+        let t = (self.0 * 18_446_744_073_709_551_616.0).round() as u64;
+        t.clamp(1, u64::MAX - 1)
+    }
+}
+
+impl Default for SampleRatio {
+    fn default() -> Self {
+        Self::ALWAYS
+    }
+}
+
+impl std::str::FromStr for SampleRatio {
+    type Err = SampleRatioError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let ratio: f64 = text
+            .trim()
+            .parse()
+            .map_err(|_| SampleRatioError::NotANumber(text.to_owned()))?;
+        Self::new(ratio)
+    }
+}
+
+impl std::fmt::Display for SampleRatio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The threshold of the ratio in force (see [`SampleRatio::threshold`]).
+static THRESHOLD: AtomicU64 = AtomicU64::new(u64::MAX);
+/// The ratio in force, as `f64` bits (for [`sample_ratio`] only).
+static RATIO_BITS: AtomicU64 = AtomicU64::new(0x3ff0_0000_0000_0000); // 1.0
+
+/// Sets the ratio of root calls whose spans are recorded, for the whole process (calls already
+/// started keep their decision).
+pub fn set_sample_ratio(ratio: SampleRatio) {
+    RATIO_BITS.store(ratio.0.to_bits(), Ordering::Relaxed);
+    THRESHOLD.store(ratio.threshold(), Ordering::Relaxed);
+}
+
+/// The ratio in force.
+pub fn sample_ratio() -> SampleRatio {
+    SampleRatio(f64::from_bits(RATIO_BITS.load(Ordering::Relaxed)))
+}
+
+thread_local! {
+    /// The generator's state (wyrand); 0 until first used on the thread.
+    static RNG: Cell<u64> = const { Cell::new(0) };
+    /// The trace id of the unsampled call whose handler runs now on this thread (0: none).
+    static UNSAMPLED: Cell<u128> = const { Cell::new(0) };
+}
+
+/// The next draw of this thread's generator: wyrand, seeded once per thread from the standard
+/// library's per-thread random hash keys (no system call per draw).
+#[inline]
+pub(crate) fn draw() -> u64 {
+    RNG.with(|state| {
+        let mut s = state.get();
+        if s == 0 {
+            s = seed();
+        }
+        s = s.wrapping_add(0xa076_1d64_78bd_642f);
+        state.set(s);
+        let t = u128::from(s) * u128::from(s ^ 0xe703_7ed1_a0b4_28db);
+        (t >> 64) as u64 ^ t as u64
+    })
+}
+
+#[cold]
+fn seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_usize(&h as *const _ as usize);
+    h.finish() | 1
+}
+
+/// True when a root call is sampled now: no draw while the ratio is 1.
+#[inline]
+pub(crate) fn sample_root() -> bool {
+    let threshold = THRESHOLD.load(Ordering::Relaxed);
+    threshold == u64::MAX || draw() < threshold
+}
+
+/// True when every root call is sampled (the ratio is 1).
+#[inline]
+pub(crate) fn always() -> bool {
+    THRESHOLD.load(Ordering::Relaxed) == u64::MAX
+}
+
+/// A trace id drawn for an unsampled root (never zero).
+pub(crate) fn new_trace_id() -> u128 {
+    let id = u128::from(draw()) << 64 | u128::from(draw());
+    id.max(1)
+}
+
+/// A span id drawn for the parent id an unsampled call sends (never zero).
+#[cfg(feature = "otel")]
+pub(crate) fn new_span_id() -> [u8; 8] {
+    draw().max(1).to_be_bytes()
+}
+
+/// The trace id of the unsampled call whose handler runs now on this thread, if any.
+#[inline]
+pub(crate) fn current_unsampled() -> Option<u128> {
+    let id = UNSAMPLED.with(Cell::get);
+    (id != 0).then_some(id)
+}
+
+/// Holds `trace` (an unsampled call's trace id; 0: none) as the thread's unsampled trace
+/// until dropped, when the one held before is back.
+pub(crate) struct UnsampledScope(Option<u128>);
+
+impl UnsampledScope {
+    #[inline]
+    pub(crate) fn enter(trace: u128) -> Self {
+        if trace == 0 {
+            return UnsampledScope(None);
+        }
+        UnsampledScope(Some(UNSAMPLED.with(|cell| cell.replace(trace))))
+    }
+}
+
+impl Drop for UnsampledScope {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(before) = self.0 {
+            UNSAMPLED.with(|cell| cell.set(before));
+        }
+    }
+}
+
+/// A handler's future that holds its unsampled call's trace ([`UnsampledScope`]) while it is
+/// polled (nothing when `trace` is 0: one check per poll).
+pub(crate) struct Unsampled<F> {
+    pub(crate) fut: F,
+    pub(crate) trace: u128,
+}
+
+impl<F: std::future::Future + Unpin> std::future::Future for Unsampled<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let _scope = UnsampledScope::enter(self.trace);
+        std::pin::Pin::new(&mut self.fut).poll(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_at_the_edges() {
+        assert_eq!(SampleRatio::new(1.0).unwrap().threshold(), u64::MAX);
+        assert_eq!(SampleRatio::new(0.0).unwrap().threshold(), 0);
+        assert_eq!(SampleRatio::new(-0.0).unwrap().threshold(), 0);
+        assert_eq!(SampleRatio::new(0.5).unwrap().threshold(), 1 << 63);
+        assert_eq!(SampleRatio::new(0.25).unwrap().threshold(), 1 << 62);
+        // Tiny, yet above 0: sampled sometimes, never never.
+        assert_eq!(SampleRatio::new(1e-300).unwrap().threshold(), 1);
+        assert_eq!(SampleRatio::new(f64::MIN_POSITIVE).unwrap().threshold(), 1);
+        // Just below 1: not everything.
+        let below = SampleRatio::new(1.0 - f64::EPSILON / 2.0)
+            .unwrap()
+            .threshold();
+        assert!(below < u64::MAX, "{below}");
+        // 1/1000 of 2^64.
+        let milli = SampleRatio::new(0.001).unwrap().threshold();
+        assert_eq!(milli, 18_446_744_073_709_552);
+    }
+
+    #[test]
+    fn refused_ratios() {
+        assert!(matches!(
+            SampleRatio::new(f64::NAN),
+            Err(SampleRatioError::NotANumber(_))
+        ));
+        for r in [-0.1, 1.000_001, f64::INFINITY, f64::NEG_INFINITY] {
+            assert!(
+                matches!(SampleRatio::new(r), Err(SampleRatioError::OutOfRange(_))),
+                "{r}"
+            );
+        }
+        for text in ["NaN", "nan", "x", "", "0.5.1"] {
+            assert!(
+                matches!(
+                    text.parse::<SampleRatio>(),
+                    Err(SampleRatioError::NotANumber(_))
+                ),
+                "{text:?}"
+            );
+        }
+        assert!(matches!(
+            "-1".parse::<SampleRatio>(),
+            Err(SampleRatioError::OutOfRange(_))
+        ));
+        assert_eq!("1".parse::<SampleRatio>(), Ok(SampleRatio::ALWAYS));
+        assert_eq!(" 0 ".parse::<SampleRatio>(), Ok(SampleRatio::NEVER));
+    }
+
+    /// The draws against a threshold sample about the ratio (a loose bound: 100 000 draws at
+    /// 0.01 give 1 000 ± 5 standard deviations, ~157).
+    #[test]
+    fn draws_sample_about_the_ratio() {
+        let t = SampleRatio::new(0.01).unwrap().threshold();
+        let n = (0..100_000).filter(|_| draw() < t).count();
+        assert!((843..=1157).contains(&n), "{n}");
+        let t = SampleRatio::NEVER.threshold();
+        assert_eq!((0..10_000).filter(|_| draw() < t).count(), 0);
+    }
+
+    #[test]
+    fn scopes_nest_and_restore() {
+        assert_eq!(current_unsampled(), None);
+        {
+            let _a = UnsampledScope::enter(7);
+            assert_eq!(current_unsampled(), Some(7));
+            {
+                let _none = UnsampledScope::enter(0);
+                assert_eq!(current_unsampled(), Some(7));
+                let _b = UnsampledScope::enter(9);
+                assert_eq!(current_unsampled(), Some(9));
+            }
+            assert_eq!(current_unsampled(), Some(7));
+        }
+        assert_eq!(current_unsampled(), None);
+    }
+}
