@@ -266,6 +266,37 @@ pub(crate) fn parse_single(
     Ok(element)
 }
 
+/// What the canonical reader makes of the object at the start of `input` (which holds `{`)
+/// before the end of its frame is known: the element and the offset just past `}`, or `None`
+/// (not canonical, or not on this target: hosts only). A line that ends right after that
+/// offset is a frame the reader took whole, with no search for its newline; a string or a
+/// number never holds a raw newline, so the object never runs past the line's end.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+pub(crate) fn read_canonical(input: &[u8], limits: ParseLimits) -> Option<(Element<'_>, usize)> {
+    if scan::WORD_AT_A_TIME && limits.max_depth >= 2 {
+        canonical(input, 0, limits.max_depth)
+    } else {
+        None
+    }
+}
+
+/// [`parse_single`] of the frame at the start of the bytes `read_canonical` was given, with
+/// what it read there: the reader's element when it ended within the frame (the text after
+/// it must then be whitespace only), else the general walk (which reports every error).
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+pub(crate) fn parse_single_read<'a>(
+    frame: &'a [u8],
+    read: Option<(Element<'a>, usize)>,
+    limits: ParseLimits,
+) -> Result<Element<'a>, ScanError> {
+    let (element, end) = match read {
+        Some((element, end)) if end <= frame.len() => (element, end),
+        _ => walk_message_outlined(frame, 0, limits.max_depth)?,
+    };
+    expect_end(frame, end)?;
+    Ok(element)
+}
+
 /// [`walk_message`] as a call, for [`parse_single`] on hosts (which reads canonical objects
 /// itself).
 #[inline(never)]
