@@ -31,11 +31,7 @@ fn core(
     let mut total = 0usize;
     for _ in 0..n {
         let mut input = frame;
-        loop {
-            let Input::Item(item) = conn.handle_input_borrowed(Instant::ZERO, rx, &mut input)
-            else {
-                break;
-            };
+        while let Input::Item(item) = conn.handle_input_borrowed(Instant::ZERO, rx, &mut input) {
             if let Inbound::Request(req) = item {
                 let _ = rpcwire_demo::answer(conn, &req);
             }
