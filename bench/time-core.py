@@ -6,6 +6,10 @@ bench/callgrind-core.sh counts) natively on each shared workload, rpcwire and th
 (`serde_json::from_slice::<IgnoredAny>` plus a copy) alternated, ROUNDS times, and prints the
 fastest and the median run of each as nanoseconds per message and their ratios. The fastest
 run is the one least disturbed by the rest of the machine; the median shows the spread.
+(CPU time, user + system, was tried in its place and moved with the wall time: on this
+shared machine a busy neighbour slows a run down rather than holding its core.)
+`workload_time` (tests/examples/workload_time.rs) times the same loops in one process, in
+alternated chunks of about a millisecond, which escape a busy neighbour more often.
 
 Usage: cargo build --release -p rpcwire-tests --example workload_profile
        bench/time-core.py [ROUNDS]   (default 5)

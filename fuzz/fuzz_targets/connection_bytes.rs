@@ -8,7 +8,8 @@
 //! with the same limits.
 //!
 //! Input: byte 0 = framing and options, bytes 1-2 = chunking seed (the top bit of byte 2:
-//! heap storage), the rest = the stream.
+//! heap storage; the low bit of byte 1: bytes taken where they are, `handle_input_borrowed`,
+//! instead of through the receive buffer), the rest = the stream.
 #![no_main]
 
 use std::collections::BTreeSet;
@@ -141,7 +142,12 @@ fn run<S: Storage, B: Slots<u8>>(
         let mut stalls = 0;
         loop {
             let before = input.len();
-            let item = match conn.handle_input(now, rx, &mut input) {
+            let next = if head[1] & 1 == 1 {
+                conn.handle_input_borrowed(now, rx, &mut input)
+            } else {
+                conn.handle_input(now, rx, &mut input)
+            };
+            let item = match next {
                 Input::Item(item) => item,
                 Input::NeedMore => {
                     assert!(

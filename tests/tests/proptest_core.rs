@@ -360,6 +360,55 @@ proptest! {
     }
 }
 
+/// A canonical object whose line end follows it at once is taken where it is without a search
+/// for the newline; every neighbour of that shape (a `\r\n` end, a space, a stray `\r` or a
+/// second value before the end, no end yet, a line at the maximum frame and one byte over it,
+/// two lines in one read) gives what the receive buffer gives, whole, cut before its last
+/// byte, or one byte at a time.
+#[test]
+fn lines_read_whole_by_the_canonical_reader_split_as_the_buffer_splits_them() {
+    const W1: &str = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
+    // `RxBuffer<[u8; 1024]>` (as `run_stream_with` makes it) takes lines of up to 1022 bytes.
+    const MAX: usize = 1022;
+    let sized = |n: usize| {
+        let (head, tail) = (
+            r#"{"jsonrpc":"2.0","method":"update","params":[""#,
+            r#""],"id":7}"#,
+        );
+        format!("{head}{}{tail}", "x".repeat(n - head.len() - tail.len()))
+    };
+    let streams = [
+        format!("{W1}\n"),
+        format!("{W1}\r\n"),
+        format!("{W1} \n"),
+        format!("{W1}\r\r\n"),
+        format!("{W1}{W1}\n"),
+        format!("{W1}\n{W1}\n"),
+        format!("{W1}\n\n{W1}"),
+        W1.replace("1}", "1 }") + "\n",
+        W1.to_owned(),
+        format!("{}\n", sized(MAX)),
+        format!("{}\r\n", sized(MAX)),
+        format!("{}\n{W1}\n", sized(MAX + 1)),
+        format!("{}\r\n{W1}\n", sized(MAX + 1)),
+    ];
+    for stream in &streams {
+        let bytes = stream.as_bytes();
+        let every: Vec<usize> = (0..bytes.len()).collect();
+        for cuts in [&[][..], &[bytes.len() - 1][..], &every[..]] {
+            let copied = run_stream_with::<Inline>(bytes, cuts, Framing::Line, false);
+            let borrowed = run_stream_with::<Inline>(bytes, cuts, Framing::Line, true);
+            assert_eq!(copied, borrowed, "{stream:?} cut at {cuts:?}");
+        }
+    }
+    // The edges are edges: a line of the maximum is a request, one byte more is too large.
+    let at_max = run_stream_with::<Inline>(streams[9].as_bytes(), &[], Framing::Line, true);
+    assert!(at_max.0[0].starts_with("Request("), "{:?}", at_max.0);
+    let over = run_stream_with::<Inline>(streams[11].as_bytes(), &[], Framing::Line, true);
+    assert!(over.0[0].contains("FrameTooLarge"), "{:?}", over.0);
+    assert!(over.0[2].starts_with("Request("), "{:?}", over.0);
+}
+
 // ------------------------------------------------------------------ batch element record
 
 /// Inline storage without the record of a batch's elements: every element is walked again

@@ -412,14 +412,16 @@ impl<S: Storage> Connection<S> {
     fn flush_intents(&mut self) {
         // Checked on every input and output call, and there is seldom anything to write:
         // hosts look first without a call (firmware saves the flash).
-        if crate::wire::scan::WORD_AT_A_TIME
-            && self.deferred.is_none()
-            && !self.inflight.has_rejected()
-            && !self.batch.complete()
-        {
+        if crate::wire::scan::WORD_AT_A_TIME && self.nothing_to_flush() {
             return;
         }
         self.flush_waiting();
+    }
+
+    /// True when no automatic reply waits for transmit room and no batch reply is complete.
+    #[inline]
+    fn nothing_to_flush(&self) -> bool {
+        self.deferred.is_none() && !self.inflight.has_rejected() && !self.batch.complete()
     }
 
     fn flush_waiting(&mut self) {

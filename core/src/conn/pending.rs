@@ -340,6 +340,17 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
     }
 
     /// Fails every waiting request whose deadline is at or before `now`; returns how many.
+    /// False when no request waits for a deadline (none was ever sent, or the heap is
+    /// empty): [`expire`](Self::expire) would find nothing.
+    #[inline]
+    pub(crate) fn may_expire(&self) -> bool {
+        if self.indexed() {
+            self.heap_len > 0
+        } else {
+            self.fresh > 0
+        }
+    }
+
     pub(crate) fn expire(&mut self, now: Instant) -> u64 {
         let mut expired = 0;
         if !self.indexed() {

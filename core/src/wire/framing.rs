@@ -437,19 +437,49 @@ impl<B: Slots<u8>> RxBuffer<B> {
     /// newline yet, or is longer than the maximum frame. What it takes, the buffer would have
     /// decoded to the same frame.
     pub(crate) fn split_line<'i>(&self, input: &'i [u8]) -> Option<(&'i [u8], &'i [u8])> {
-        if self.framing != Framing::Line
-            || input.first() != Some(&b'{')
-            || self.start != self.end
-            || self.held.is_some()
-            || !matches!(self.state, State::Seek)
-        {
+        if !self.takes_in_place(input) {
             return None;
         }
         let nl = find_byte(b'\n', input, 0)?;
         let (line, rest) = (input.get(..nl)?, input.get(nl + 1..)?);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let line_max = self.max_frame.min(self.max_len().saturating_sub(2));
-        (line.len() <= line_max).then_some((line, rest))
+        (line.len() <= self.line_max()).then_some((line, rest))
+    }
+
+    /// [`split_line`](Self::split_line) where the caller knows that the line's first `end`
+    /// bytes hold no newline (they are a JSON text read without whitespace): the line is
+    /// those bytes when its end (`\n` or `\r\n`) follows them at once, found without a
+    /// search. `None` when it does not (the caller then splits the line the usual way).
+    #[inline]
+    pub(crate) fn split_line_at<'i>(
+        &self,
+        input: &'i [u8],
+        end: usize,
+    ) -> Option<(&'i [u8], &'i [u8])> {
+        let skip = match input.get(end..)? {
+            [b'\n', ..] => 1,
+            [b'\r', b'\n', ..] => 2,
+            _ => return None,
+        };
+        (self.takes_in_place(input) && end <= self.line_max())
+            .then(|| Some((input.get(..end)?, input.get(end + skip..)?)))?
+    }
+
+    /// True when a line at the front of `input` may be taken where it is (see
+    /// [`split_line`](Self::split_line)): line framing, nothing buffered, held or under way,
+    /// and an object.
+    #[inline]
+    pub(crate) fn takes_in_place(&self, input: &[u8]) -> bool {
+        self.framing == Framing::Line
+            && input.first() == Some(&b'{')
+            && self.start == self.end
+            && self.held.is_none()
+            && matches!(self.state, State::Seek)
+    }
+
+    /// The longest line taken, without its line end.
+    fn line_max(&self) -> usize {
+        self.max_frame.min(self.max_len().saturating_sub(2))
     }
 
     /// True when nothing is buffered, no frame is held and no frame is under way: an

@@ -187,7 +187,7 @@ impl StoredId {
         else {
             return false;
         };
-        dst.copy_from_slice(raw);
+        crate::bytes::copy_bytes(dst, raw);
         self.len = len;
         true
     }

@@ -266,6 +266,37 @@ pub(crate) fn parse_single(
     Ok(element)
 }
 
+/// What the canonical reader makes of the object at the start of `input` (which holds `{`)
+/// before the end of its frame is known: the element and the offset just past `}`, or `None`
+/// (not canonical, or not on this target: hosts only). A line that ends right after that
+/// offset is a frame the reader took whole, with no search for its newline; a string or a
+/// number never holds a raw newline, so the object never runs past the line's end.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+pub(crate) fn read_canonical(input: &[u8], limits: ParseLimits) -> Option<(Element<'_>, usize)> {
+    if scan::WORD_AT_A_TIME && limits.max_depth >= 2 {
+        canonical(input, 0, limits.max_depth)
+    } else {
+        None
+    }
+}
+
+/// [`parse_single`] of the frame at the start of the bytes `read_canonical` was given, with
+/// what it read there: the reader's element when it ended within the frame (the text after
+/// it must then be whitespace only), else the general walk (which reports every error).
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+pub(crate) fn parse_single_read<'a>(
+    frame: &'a [u8],
+    read: Option<(Element<'a>, usize)>,
+    limits: ParseLimits,
+) -> Result<Element<'a>, ScanError> {
+    let (element, end) = match read {
+        Some((element, end)) if end <= frame.len() => (element, end),
+        _ => walk_message_outlined(frame, 0, limits.max_depth)?,
+    };
+    expect_end(frame, end)?;
+    Ok(element)
+}
+
 /// [`walk_message`] as a call, for [`parse_single`] on hosts (which reads canonical objects
 /// itself).
 #[inline(never)]
@@ -681,18 +712,13 @@ fn canonical(text: &[u8], start: usize, max_depth: usize) -> Option<(Element<'_>
     if lit(pos, PARAMS) {
         let at = pos + PARAMS.len();
         let end = match text.get(at)? {
-            b'[' => match int_list_end(text, at) {
-                Some(end) => end,
-                None => match scan::flat_container(text, at) {
-                    Some(end) => end,
-                    None => {
-                        scan::scan_value(text, at, max_depth.saturating_sub(1))
-                            .ok()?
-                            .1
-                    }
-                },
-            },
-            b'{' => match scan::flat_container(text, at) {
+            b'[' => int_list_end(text, at, false),
+            b'{' => int_list_end(text, at, true),
+            _ => return None,
+        };
+        let end = match end {
+            Some(end) => end,
+            None => match scan::flat_container(text, at) {
                 Some(end) => end,
                 None => {
                     scan::scan_value(text, at, max_depth.saturating_sub(1))
@@ -700,7 +726,6 @@ fn canonical(text: &[u8], start: usize, max_depth: usize) -> Option<(Element<'_>
                         .1
                 }
             },
-            _ => return None,
         };
         params = RawJson::from_validated(text.get(at..end)?);
         pos = end;
@@ -723,15 +748,29 @@ fn canonical(text: &[u8], start: usize, max_depth: usize) -> Option<(Element<'_>
     Some((Ok(message), pos + 1))
 }
 
-/// `pos` holds `[`: the end of the array when it holds only integers written plainly (`0`,
-/// or a digit `1`-`9` and more digits, either after an optional `-`), one or more, with
-/// nothing between them but single commas; else `None` (the caller scans it the general way,
-/// which accepts every array this accepts, with the same end). Positional params such as
-/// `[42,23]`: a few instructions a digit, where the flat scan validates each number in full.
+/// `pos` holds `[` (or `{`, with `object`): the end of the array when it holds only integers
+/// written plainly (`0`, or a digit `1`-`9` and more digits, either after an optional `-`), one
+/// or more, with nothing between them but single commas (the object: the same, each integer
+/// after a short plain key and a colon, `"k":42`, the key as [`scan::short_string`] takes it);
+/// else `None` (the caller scans it the general way, which accepts every container this
+/// accepts, with the same end). Positional params such as `[42,23]` and named ones such as
+/// `{"subtrahend":23,"minuend":42}`: a few instructions a byte, where the flat scan validates
+/// each number in full.
 #[cfg_attr(target_pointer_width = "64", inline(always))]
-fn int_list_end(text: &[u8], pos: usize) -> Option<usize> {
+fn int_list_end(text: &[u8], pos: usize, object: bool) -> Option<usize> {
+    let close = if object { b'}' } else { b']' };
     let mut i = pos + 1;
     loop {
+        if object {
+            if text.get(i) != Some(&b'"') {
+                return None;
+            }
+            i = scan::short_string(text, i)?;
+            if text.get(i) != Some(&b':') {
+                return None;
+            }
+            i += 1;
+        }
         if text.get(i) == Some(&b'-') {
             i += 1;
         }
@@ -747,7 +786,7 @@ fn int_list_end(text: &[u8], pos: usize) -> Option<usize> {
         }
         match text.get(i)? {
             b',' => i += 1,
-            b']' => return Some(i + 1),
+            &c if c == close => return Some(i + 1),
             _ => return None,
         }
     }
@@ -1119,6 +1158,9 @@ mod tests {
         r#"{"jsonrpc":"2.0","method":"x","id":1 }"#,
         r#"{"jsonrpc":"2.0","method":"x","params":[1,2],"id":1,"extra":0}"#,
         r#"{"jsonrpc":"2.0","method":"foobar,"params":"bar","baz]"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":{"a":0,"b":-0,"c":-12,"a":9007199254740993},"id":7}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":{"k":1.5,"n":"s","l":[1]},"id":7}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":{"a key past fifteen bytes":1,"é":2},"id":7}"#,
     ];
 
     /// Every byte of `text` replaced by each of these, and every truncation: the mutants.

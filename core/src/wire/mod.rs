@@ -25,5 +25,5 @@ pub use message::{
     parse, Batch, BatchIter, Element, ErrorObject, Invalid, InvalidReason, Message, Notification,
     ParseLimits, Parsed, Request, Response,
 };
-pub(crate) use message::{parse_recording, parse_single};
+pub(crate) use message::{parse_recording, parse_single, parse_single_read, read_canonical};
 pub use scan::{ScanError, ScanErrorKind};

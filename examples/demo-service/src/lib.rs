@@ -91,10 +91,12 @@ impl Number {
 pub fn subtract_params(params: RawJson<'_>) -> Option<(Number, Number)> {
     // Two integers, the usual call, are read in one walk; anything else (floats, integers
     // beyond `i64`, other members) the general way below, which gives the same for these.
-    if let Some([a, b]) = params.int_array::<2>() {
-        return Some((Number::Int(a), Number::Int(b)));
-    }
-    if let Some([a, b]) = params.int_members([&b"minuend"[..], b"subtrahend"]) {
+    let ints = if params.is_array() {
+        params.int_array::<2>()
+    } else {
+        params.int_members([&b"minuend"[..], b"subtrahend"])
+    };
+    if let Some([a, b]) = ints {
         return Some((Number::Int(a), Number::Int(b)));
     }
     if params.is_array() {
