@@ -943,7 +943,11 @@ pub fn content_length_header(len: usize, out: &mut [u8; MAX_HEADER_LEN]) -> &[u8
 /// connection's output apart again; the header [`content_length_header`] writes is read
 /// without a general header parse.
 ///
-/// ```
+/// (The examples use `Content-Length` framing: with the feature `content-length` off they
+/// are not run.)
+///
+#[cfg_attr(feature = "content-length", doc = "```")]
+#[cfg_attr(not(feature = "content-length"), doc = "```ignore")]
 /// use rpcwire::wire::framing::split_frame;
 /// use rpcwire::wire::Framing;
 /// let out = b"Content-Length: 2\r\n\r\n{}Content-Length: 4\r\n\r\n[1]\n";
@@ -991,7 +995,11 @@ pub fn split_frame(framing: Framing, data: &[u8]) -> Option<(&[u8], usize)> {
 /// header is added. Returns the frame length, or the exact buffer size required (for
 /// content-length this includes [`MAX_HEADER_LEN`] bytes of header room).
 ///
-/// ```
+/// (The examples use `Content-Length` framing: with the feature `content-length` off they
+/// are not run.)
+///
+#[cfg_attr(feature = "content-length", doc = "```")]
+#[cfg_attr(not(feature = "content-length"), doc = "```ignore")]
 /// use rpcwire::wire::{write_frame, Framing, ser::Sink};
 /// let mut buf = [0u8; 64];
 /// let n = write_frame(Framing::ContentLength, &mut buf, |s| { s.put(b"{}"); Ok(()) }).unwrap();
