@@ -632,10 +632,8 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         // A traced call's caller: the connection's peer and the request's trace context.
-        let traced_caller = match traced {
-            Some(traced) => Some(traced_caller(caller, traced, &mut peer_caller, &head, &buf)),
-            None => None,
-        };
+        let traced_caller =
+            traced.map(|traced| traced_caller(caller, traced, &mut peer_caller, &head, &buf));
         let caller = traced_caller.as_ref().or(caller);
         if !recognised {
             match &mut last {
