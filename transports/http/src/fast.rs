@@ -632,8 +632,13 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         // A traced call's caller: the connection's peer and the request's trace context.
-        let traced_caller =
-            traced.map(|traced| traced_caller(caller, traced, &mut peer_caller, &head, &buf));
+        // A `match`, not `Option::map`: the closure made the connection's future 8 bytes
+        // larger (`an_idle_connection_keeps_a_small_future`).
+        #[allow(clippy::manual_map)]
+        let traced_caller = match traced {
+            Some(traced) => Some(traced_caller(caller, traced, &mut peer_caller, &head, &buf)),
+            None => None,
+        };
         let caller = traced_caller.as_ref().or(caller);
         if !recognised {
             match &mut last {
