@@ -57,12 +57,26 @@ pub(crate) enum End {
     Hyper(Vec<u8>),
 }
 
-/// Serves one HTTP/1 connection: the fast path while requests fit it, then hyper.
-pub(crate) async fn serve<I>(mut stream: I, service: RpcService) -> Result<(), ConnectionError>
+/// A connection whose calls are traced (a subscriber listens to call spans): each request's
+/// caller carries the connection's peer (`network.peer.*`) and the request's W3C trace
+/// context (`traceparent`, `tracestate`), as on hyper's path.
+pub(crate) struct Traced {
+    /// The peer of the connection, when the accept loop told it.
+    peer: Option<std::net::SocketAddr>,
+}
+
+/// Serves one HTTP/1 connection from `peer`: the fast path while requests fit it, then hyper.
+pub(crate) async fn serve<I>(
+    mut stream: I,
+    service: RpcService,
+    peer: Option<std::net::SocketAddr>,
+) -> Result<(), ConnectionError>
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let inner = Arc::clone(&service.inner);
+    // Decided once per connection, as hyper's path decides whether to tell requests their peer.
+    let traced = rpcwire_tokio::telemetry::spans_enabled().then_some(Traced { peer });
     // Profile checks look at every request's parts: hyper's path builds them. Rate limits
     // (a caller's bucket per request) are left to hyper's path too; authentication is the
     // fast path's (`fast_auth`).
@@ -70,17 +84,22 @@ where
         || inner.check.is_some()
         || inner.check_body.is_some()
         || inner.limiter.is_some()
-        // Traced calls need the headers (`traceparent`) and the peer: hyper's path has them.
-        || rpcwire_tokio::telemetry::spans_enabled()
     {
         End::Hyper(Vec::new())
     } else {
-        run(&mut stream, &inner).await?
+        run(&mut stream, &inner, traced.as_ref()).await?
     };
     let idle = inner.endpoint.idle_connection;
     drop(inner);
     if let End::Hyper(read) = end {
-        hyper_rest(read, stream, idle, service).await?;
+        match traced.and_then(|t| t.peer) {
+            // hyper's requests are told their peer as `serve_connection_from` tells them.
+            Some(peer) => {
+                let service = crate::server::WithPeer { service, peer };
+                hyper_rest(read, stream, idle, service).await?;
+            }
+            None => hyper_rest(read, stream, idle, service).await?,
+        }
     }
     Ok(())
 }
@@ -121,6 +140,11 @@ struct Head {
     /// Where the `Content-Length` value's digits are in the buffer (start and end), for
     /// [`LastHead`].
     length: (u16, u16),
+    /// Where the `traceparent` value is in the buffer (start and end), read only on a traced
+    /// connection ([`Traced`]).
+    traceparent: Option<(NonZeroU16, u16)>,
+    /// Where the `tracestate` value is, likewise.
+    tracestate: Option<(NonZeroU16, u16)>,
 }
 
 impl Head {
@@ -128,6 +152,14 @@ impl Head {
     fn credential<'a>(&self, buf: &'a [u8]) -> Option<&'a [u8]> {
         self.credential
             .map(|(from, to)| &buf[from.get() as usize..to as usize])
+    }
+
+    /// The `traceparent` and `tracestate` values, in `buf`.
+    fn trace_context<'a>(&self, buf: &'a [u8]) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
+        let value = |at: Option<(NonZeroU16, u16)>| {
+            at.map(|(from, to)| &buf[from.get() as usize..to as usize])
+        };
+        (value(self.traceparent), value(self.tracestate))
     }
 
     /// Where the line left out of the head started.
@@ -205,12 +237,14 @@ pub(crate) fn field_is(name: &[u8], lower: &[u8]) -> bool {
         .all(|(n, l)| n | 0x20 == *l)
 }
 
+/// `traced`: the connection is [`Traced`] (the trace context's headers are found).
 /// `credential`: the lower-case name of the header whose value the authenticator reads alone
 /// ([`rpcwire_tokio::Authenticator::credential_header`]), found for [`Head::credential`].
 /// `admitted`: the caller the connection keeps; a head carrying its credential is parsed
 /// without that line ([`crate::kept_line`]), with the same outcome.
 fn parse(
     inner: &Inner,
+    traced: bool,
     credential: Option<&[u8]>,
     admitted: Option<&mut Admitted>,
     buf: &[u8],
@@ -221,7 +255,7 @@ fn parse(
     }
     if let (Some(name), Some(admitted)) = (credential, admitted) {
         if let Some((line, rest, whole)) = admitted.without_kept_line(name, buf) {
-            match parse_head(inner, credential, rest, Some(line)) {
+            match parse_head(inner, traced, credential, rest, Some(line)) {
                 Some(Parsed::Fast(head)) => {
                     admitted.keep_head(head.len - line.len());
                     return Parsed::Fast(head);
@@ -234,7 +268,7 @@ fn parse(
             }
         }
     }
-    parse_head(inner, credential, buf, None).unwrap_or(Parsed::Other)
+    parse_head(inner, traced, credential, buf, None).unwrap_or(Parsed::Other)
 }
 
 /// [`parse`] of `buf`, or of the buffer without the line `left_out` (its value the kept one):
@@ -243,6 +277,7 @@ fn parse(
 #[inline(always)] // runs for every request, from two places in `parse`: no call
 fn parse_head(
     inner: &Inner,
+    traced: bool,
     credential: Option<&[u8]>,
     buf: &[u8],
     left_out: Option<KeptLine>,
@@ -288,6 +323,7 @@ fn parse_head(
         }
         None => None,
     };
+    let (mut traceparent, mut tracestate) = (None, None);
     let mut accept = [""; 4];
     let mut accepts = 0;
     for h in req.headers.iter() {
@@ -306,6 +342,21 @@ fn parse_head(
             6 if is(b"expect") => return Some(Parsed::Other),
             7 if is(b"upgrade") => return Some(Parsed::Other),
             17 if is(b"transfer-encoding") => return Some(Parsed::Other),
+            // A traced call's parent (W3C Trace Context); once each, or hyper's path decides.
+            11 if traced && is(b"traceparent") => {
+                match at_in_whole(buf, h.value, left_out) {
+                    Some(at) if traceparent.is_none() => traceparent = Some(at),
+                    _ => return Some(Parsed::Other),
+                }
+                continue;
+            }
+            10 if traced && is(b"tracestate") => {
+                match at_in_whole(buf, h.value, left_out) {
+                    Some(at) if tracestate.is_none() => tracestate = Some(at),
+                    _ => return Some(Parsed::Other),
+                }
+                continue;
+            }
             // `credential` is lower-case letters, digits and `-` (see `Inner`), which
             // `field_is` compares exactly, a word at a time.
             _ if credential.is_some_and(|c| field_is(name, c)) => {
@@ -422,7 +473,19 @@ fn parse_head(
         credential: credential_at,
         left_out,
         length: (from, to),
+        traceparent,
+        tracestate,
     }))
+}
+
+/// Where `value` (in `buf`) is in the whole buffer, as 16-bit places: past the line left out
+/// of `buf`, if any, one line's length further. `None` for places that do not fit.
+fn at_in_whole(buf: &[u8], value: &[u8], left_out: Option<KeptLine>) -> Option<(NonZeroU16, u16)> {
+    let mut at = value.as_ptr() as usize - buf.as_ptr() as usize;
+    if let Some(line) = left_out.filter(|line| at >= line.start) {
+        at += line.len();
+    }
+    Some((place(at)?, u16::try_from(at + value.len()).ok()?))
 }
 
 /// Reads more into `buf` (at least one byte, or `Ok(false)` at the end of the stream);
@@ -442,7 +505,11 @@ async fn fill<I: AsyncRead + Unpin>(
     Ok(n > 0)
 }
 
-async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -> io::Result<End> {
+async fn run<I: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut I,
+    inner: &Inner,
+    traced: Option<&Traced>,
+) -> io::Result<End> {
     let mut buf: Vec<u8> = Vec::new();
     let mut out: Vec<u8> = Vec::new();
     // When the head now in the buffer began (slowloris: a head must be whole in time).
@@ -460,6 +527,9 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
     // the byte (the caller let in keeps it); without, its `Content-Length` may differ.
     let mut last: Option<Box<LastHead>> = None;
     let any_length = inner.authenticator.is_none();
+    // On a traced connection: the caller of its requests with no credential and no trace
+    // context (the peer alone), made once.
+    let mut peer_caller: Option<Arc<rpcwire_tokio::Caller>> = None;
     loop {
         let credential = inner.credential_header.as_deref();
         // In a block, and kept as a flag: the connection's future holds what lives across
@@ -472,7 +542,13 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
             match again {
                 Some(head) => (true, Parsed::Fast(head)),
                 None => {
-                    let parsed = parse(inner, credential, admitted.as_deref_mut(), &buf);
+                    let parsed = parse(
+                        inner,
+                        traced.is_some(),
+                        credential,
+                        admitted.as_deref_mut(),
+                        &buf,
+                    );
                     // Another head: the last one no longer stands for the caller let in
                     // (until this one is, if it is). Not yet a head: nothing changes.
                     if let (Some(last), Parsed::Fast(_) | Parsed::Other) = (&mut last, &parsed) {
@@ -555,6 +631,15 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
                 Some(admitted.caller())
             }
         };
+        // A traced call's caller: the connection's peer and the request's trace context.
+        // A `match`, not `Option::map`: the closure made the connection's future 8 bytes
+        // larger (`an_idle_connection_keeps_a_small_future`).
+        #[allow(clippy::manual_map)]
+        let traced_caller = match traced {
+            Some(traced) => Some(traced_caller(caller, traced, &mut peer_caller, &head, &buf)),
+            None => None,
+        };
+        let caller = traced_caller.as_ref().or(caller);
         if !recognised {
             match &mut last {
                 Some(last) => last.renew(&buf, head),
@@ -628,6 +713,52 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I, inner: &Inner) -
             return Ok(End::Close);
         }
         idle_since = now;
+    }
+}
+
+/// `caller` (anonymous if none) with what a [`Traced`] connection tells its calls: the
+/// fast path's [`crate::server::traced_caller`]. An anonymous request with no trace context
+/// (most, and all of a sampled-out load's) shares `kept`, the connection's, made once: no
+/// allocation per request.
+fn traced_caller(
+    caller: Option<&Arc<rpcwire_tokio::Caller>>,
+    traced: &Traced,
+    kept: &mut Option<Arc<rpcwire_tokio::Caller>>,
+    head: &Head,
+    buf: &[u8],
+) -> Arc<rpcwire_tokio::Caller> {
+    if caller.is_none() && head.traceparent.is_none() {
+        let kept = kept.get_or_insert_with(|| Arc::new(with_trace(None, traced, None, None)));
+        return Arc::clone(kept);
+    }
+    let (traceparent, tracestate) = head.trace_context(buf);
+    Arc::new(with_trace(caller, traced, traceparent, tracestate))
+}
+
+/// `caller` (anonymous if none) with the peer of `traced` and the trace context of these
+/// header values.
+fn with_trace(
+    caller: Option<&Arc<rpcwire_tokio::Caller>>,
+    traced: &Traced,
+    traceparent: Option<&[u8]>,
+    tracestate: Option<&[u8]>,
+) -> rpcwire_tokio::Caller {
+    let mut caller = match caller {
+        Some(caller) => caller.as_ref().clone(),
+        None => rpcwire_tokio::Caller::new(
+            rpcwire_tokio::Identity::anonymous(),
+            rpcwire_tokio::Transport::Http,
+        ),
+    };
+    if let Some(peer) = traced.peer {
+        caller = caller.with_peer(peer);
+    }
+    match rpcwire_tokio::trace_context::TraceContext::from_headers(
+        traceparent.into_iter(),
+        tracestate.into_iter(),
+    ) {
+        Some(cx) => caller.with_trace_context(cx),
+        None => caller,
     }
 }
 
@@ -1106,17 +1237,20 @@ mod tests {
     /// 1 152 until a request's caller (a pointer kept through the nested answering futures,
     /// for authentication and access rules) made it 1 216, 1 240 with authentication on the
     /// fast path (the connection's remembered caller, the request's start time), 1 248
-    /// with the choice of a traced batch's span, and 1 256 with the last head kept to
-    /// recognise the next (a pointer: `last_head`).
+    /// with the choice of a traced batch's span, 1 256 with the last head kept to
+    /// recognise the next (a pointer: `last_head`), and 1 296 with traced calls on the fast
+    /// path (the connection's `Traced`, its peer's caller and the request's, and the trace
+    /// headers' places in the head: 40 bytes, in place of hyper's whole connection state
+    /// per traced connection).
     #[tokio::test]
     async fn an_idle_connection_keeps_a_small_future() {
         let service = crate::HttpServer::new(rpcwire_tokio::Builder::new()).build();
         let (mut stream, _peer) = tokio::io::duplex(64);
-        let future = run(&mut stream, &service.inner);
+        let future = run(&mut stream, &service.inner, None);
         let size = std::mem::size_of_val(&future);
         println!("the fast path's connection future: {size} bytes");
         assert!(
-            size <= 1_256,
+            size <= 1_296,
             "the fast path's connection future is {size} bytes"
         );
     }
@@ -1184,7 +1318,7 @@ mod tests {
                 lines.insert(at % (lines.len() + 1), length);
                 let head = format!("POST /rpc HTTP/1.1\r\n{}\r\n", lines.concat());
                 let first = [head.as_bytes(), body.as_bytes()].concat();
-                let Parsed::Fast(parsed) = parse(inner, credential, None, &first) else {
+                let Parsed::Fast(parsed) = parse(inner, false, credential, None, &first) else {
                     // Without a host or a type, say: hyper's, never kept.
                     return Ok(());
                 };
@@ -1217,7 +1351,7 @@ mod tests {
                 };
                 hits.set(hits.get() + 1);
                 digits_hits.set(digits_hits.get() + usize::from(how == 1 && next != first));
-                let Parsed::Fast(reparsed) = parse(inner, credential, None, &next) else {
+                let Parsed::Fast(reparsed) = parse(inner, false, credential, None, &next) else {
                     panic!("recognised, but not the fast path's: {next:?}");
                 };
                 prop_assert_eq!(again, reparsed);
@@ -1253,6 +1387,84 @@ mod tests {
         fn credential_header(&self) -> Option<&str> {
             Some("authorization")
         }
+    }
+
+    /// A traced connection's fast path serves a call carrying a W3C trace context: its caller
+    /// gets the `traceparent` and `tracestate` values and the connection's peer (what its
+    /// span's parent and `network.peer.*` come from), with and without a kept credential line
+    /// before them; an untraced connection reads neither header; a repeated `traceparent`
+    /// is hyper's.
+    #[tokio::test]
+    async fn a_traced_connection_serves_its_trace_context_on_the_fast_path() {
+        const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let router = rpcwire_tokio::Router::new().method_with_context(
+            "whoami",
+            |cx: rpcwire_tokio::Context, _: Option<serde_json::Value>| async move {
+                let caller = cx.caller();
+                Ok::<_, rpcwire_tokio::RpcError>(serde_json::json!([
+                    caller.trace_context().map(|t| t.traceparent()),
+                    caller.trace_context().and_then(|t| t.tracestate()),
+                    caller.peer_addr().map(|p| p.to_string()),
+                ]))
+            },
+        );
+        let service = crate::HttpServer::new(rpcwire_tokio::Builder::new().router(router))
+            .path("/rpc")
+            .build();
+        let peer: std::net::SocketAddr = "127.0.0.1:4242".parse().unwrap();
+        let body = r#"{"jsonrpc":"2.0","method":"whoami","id":1}"#;
+        // The connection's answer to `extra` header lines, and how the fast path ended.
+        let served = |traced: Option<Traced>, extra: String| {
+            let inner = Arc::clone(&service.inner);
+            async move {
+                let (mut client, mut server) = tokio::io::duplex(1 << 16);
+                let head = format!(
+                    "POST /rpc HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+                     {extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                client.write_all(head.as_bytes()).await.unwrap();
+                let end = run(&mut server, &inner, traced.as_ref()).await.unwrap();
+                drop(server);
+                let mut answer = String::new();
+                client.read_to_string(&mut answer).await.unwrap();
+                let json = answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+                (matches!(end, End::Close), json)
+            }
+        };
+        let result = |json: &str| -> serde_json::Value {
+            serde_json::from_str::<serde_json::Value>(json).unwrap()["result"].clone()
+        };
+        let traced = || Some(Traced { peer: Some(peer) });
+        let with_context = format!("traceparent: {TP}\r\nTraceState: a=1\r\n");
+        let (fast, json) = served(traced(), with_context.clone()).await;
+        assert!(fast, "the fast path answered: {json}");
+        assert_eq!(
+            result(&json),
+            serde_json::json!([TP, "a=1", "127.0.0.1:4242"])
+        );
+        // Without a peer (a connection handed to `serve_connection`): the context alone.
+        let (fast, json) = served(Some(Traced { peer: None }), with_context.clone()).await;
+        assert!(fast);
+        assert_eq!(result(&json), serde_json::json!([TP, "a=1", null]));
+        // Untraced: neither is read.
+        let (fast, json) = served(None, with_context).await;
+        assert!(fast);
+        assert_eq!(result(&json), serde_json::json!([null, null, null]));
+        // Traced, no context: the peer alone.
+        let (fast, json) = served(traced(), String::new()).await;
+        assert!(fast);
+        assert_eq!(
+            result(&json),
+            serde_json::json!([null, null, "127.0.0.1:4242"])
+        );
+        // Twice: hyper's path decides (and ignores it), nothing answered here.
+        let (fast, json) = served(
+            traced(),
+            format!("traceparent: {TP}\r\ntraceparent: {TP}\r\n"),
+        )
+        .await;
+        assert!(!fast && json.is_empty(), "{json}");
     }
 
     /// A service at `/rpc` with [`OneToken`].
@@ -1338,6 +1550,12 @@ mod tests {
                 .flat_map(|i| line(&format!("X-{i}"), b" y"))
                 .collect(),
             [b"Authorization: ", &token()[..], b"\n"].concat(),
+            // A trace context (read on traced connections): its places move with the line.
+            line(
+                "traceparent",
+                b" 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            ),
+            line("TraceState", b" a=1,b=2"),
         ];
         let n = fields.len();
         // `run` takes an `Fn`.
@@ -1423,8 +1641,18 @@ mod tests {
                         buf.truncate(at % (buf.len() + 1));
                     }
                     let mut admitted = admitted.borrow_mut();
-                    let whole = seen(parse(inner, name, None, &buf), &buf);
-                    let with = parse(inner, name, admitted.as_deref_mut(), &buf);
+                    let whole = parse(inner, true, name, None, &buf);
+                    let with = parse(inner, true, name, admitted.as_deref_mut(), &buf);
+                    // The trace context's values, found in the whole buffer either way.
+                    let trace = |parsed: &Parsed| match parsed {
+                        Parsed::Fast(h) => {
+                            let (parent, state) = h.trace_context(&buf);
+                            Some((parent.map(<[u8]>::to_vec), state.map(<[u8]>::to_vec)))
+                        }
+                        _ => None,
+                    };
+                    prop_assert_eq!(trace(&with), trace(&whole));
+                    let whole = seen(whole, &buf);
                     let left_out = matches!(&with, Parsed::Fast(h) if h.left_out.is_some());
                     let (head_len, credential) = match &with {
                         Parsed::Fast(h) => (h.len, h.credential(&buf)),
@@ -1489,7 +1717,8 @@ mod tests {
              Content-Length: 2\r\nX-Pad: 0123456789ab\r\n{line}\r\n[]"
         );
         let mut admitted = token_kept(&head).await;
-        let Parsed::Fast(h) = parse(inner, name, admitted.as_deref_mut(), head.as_bytes()) else {
+        let Parsed::Fast(h) = parse(inner, false, name, admitted.as_deref_mut(), head.as_bytes())
+        else {
             panic!("taken");
         };
         assert!(
@@ -1506,10 +1735,19 @@ mod tests {
         );
         assert_eq!(short.find("Authorization"), head.find("Authorization"));
         let with = seen(
-            parse(inner, name, admitted.as_deref_mut(), short.as_bytes()),
+            parse(
+                inner,
+                false,
+                name,
+                admitted.as_deref_mut(),
+                short.as_bytes(),
+            ),
             short.as_bytes(),
         );
-        let whole = seen(parse(inner, name, None, short.as_bytes()), short.as_bytes());
+        let whole = seen(
+            parse(inner, false, name, None, short.as_bytes()),
+            short.as_bytes(),
+        );
         assert_eq!(with, whole);
         assert_eq!(
             with.0,

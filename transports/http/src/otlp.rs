@@ -125,7 +125,7 @@ impl OtlpExport {
     /// (target [`CALL_LOG`](rpcwire_tokio::telemetry::CALL_LOG)) is left to the layers that
     /// write it: were it taken here, every call would build its log line and add it as an
     /// event to the span it ends in (its connection's, for a call answered in place), sampled
-    /// or not, whether the call log is on or not.
+    /// or not, whether the call log is on or not. Spans carry no `busy_ns`/`idle_ns`.
     pub fn layer<S>(&self) -> OtlpLayer<S>
     where
         S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
@@ -135,8 +135,11 @@ impl OtlpExport {
         let filter = Targets::new()
             .with_default(LevelFilter::INFO)
             .with_target(rpcwire_tokio::telemetry::CALL_LOG, LevelFilter::OFF);
+        // No busy/idle times: they read the clock on every enter and exit of every span,
+        // and a connection's span is entered on every poll of its driver.
         tracing_opentelemetry::layer()
             .with_tracer(self.tracer.clone())
+            .with_tracked_inactivity(false)
             .with_filter(filter)
     }
 

@@ -1243,9 +1243,9 @@ pub fn connection_peer<B>(req: &Request<B>) -> Option<std::net::SocketAddr> {
 
 /// A service that tells each request the peer of its connection.
 #[derive(Clone)]
-struct WithPeer<S> {
-    service: S,
-    peer: std::net::SocketAddr,
+pub(crate) struct WithPeer<S> {
+    pub(crate) service: S,
+    pub(crate) peer: std::net::SocketAddr,
 }
 
 impl<S: HandlesIncoming> HandlesIncoming for WithPeer<S> {
@@ -1805,8 +1805,8 @@ where
 }
 
 /// [`serve_connection`] of a connection from `peer`: while a subscriber listens to call
-/// spans, every request is told its peer (through hyper: the fast path is for untraced
-/// servers), for the `network.peer.*` of its calls' spans.
+/// spans, every request is told its peer (on the fast path as through hyper), for the
+/// `network.peer.*` of its calls' spans.
 pub(crate) fn serve_connection_from<I>(
     io: I,
     service: RpcService,
@@ -1820,18 +1820,21 @@ where
     let idle = service.inner.endpoint.idle_connection;
     // Not an `async fn`: the future is the protocol's own, with no copy of the arguments
     // beside it (every idle connection holds it).
-    let told = |_: &std::net::SocketAddr| telemetry::spans_enabled() || service.wants_peer();
-    match (protocol, peer.filter(told)) {
-        (Protocol::Http1, None) => {
-            tokio_util::either::Either::Left(crate::fast::serve(io, service))
+    // A service that wants the peer of every request (rate limits by address) is hyper's;
+    // traced calls get theirs on the fast path too.
+    let wants_peer = service.wants_peer();
+    let told = |_: &std::net::SocketAddr| wants_peer || telemetry::spans_enabled();
+    match (protocol, peer) {
+        (Protocol::Http1, peer) if !wants_peer => {
+            tokio_util::either::Either::Left(crate::fast::serve(io, service, peer))
         }
-        (_, Some(peer)) => {
+        (_, Some(peer)) if told(&peer) => {
             let service = WithPeer { service, peer };
             tokio_util::either::Either::Right(Box::pin(async move {
                 Ok(run_hyper(io, protocol, idle, hyper_service(service)).await?)
             }) as Boxed)
         }
-        (Protocol::Http2, None) => {
+        _ => {
             // Boxed: an HTTP/1.1 connection's task is not sized for HTTP/2's state.
             tokio_util::either::Either::Right(Box::pin(async move {
                 Ok(run_hyper(io, protocol, idle, hyper_service(service)).await?)

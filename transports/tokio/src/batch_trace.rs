@@ -113,6 +113,14 @@ impl BatchTrace {
 impl Seen {
     #[inline(never)]
     fn observe(&mut self, stats: &rpcwire::Stats, caller: &Arc<Caller>, drained: bool) {
+        // No batch open and none come (nor refused) since the last look: a frame of one
+        // message, which is no batch's; `frames` may lag then, as a batch is a new frame.
+        if self.open.is_none()
+            && stats.batches_in == self.batches
+            && stats.batch_rejections == self.rejections
+        {
+            return;
+        }
         if stats.frames_in != self.frames {
             if let Some(open) = self.open.take() {
                 open.close();

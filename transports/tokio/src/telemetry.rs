@@ -660,6 +660,13 @@ pub(crate) struct ServerCall {
     unsampled: u128,
 }
 
+/// A listened-to call's sampling decision ([`ServerCall::sample`]): its remote parent, and
+/// whether it is sampled (a call not sampled comes this far only when the call log takes it).
+struct Decided<'c> {
+    parent: Option<std::borrow::Cow<'c, crate::trace_context::TraceContext>>,
+    sampled: bool,
+}
+
 /// What measures a server call besides its span and the call log (feature `metrics`).
 #[cfg(feature = "metrics")]
 #[derive(Default)]
@@ -699,8 +706,15 @@ impl ServerCall {
     ) {
         // The span and the call log are at info level: below it (the default of `rpcwire
         // serve`) neither can listen, and neither is built.
-        let listened = tracing::level_filters::STATIC_MAX_LEVEL >= tracing::Level::INFO
+        let mut listened = tracing::level_filters::STATIC_MAX_LEVEL >= tracing::Level::INFO
             && tracing::level_filters::LevelFilter::current() >= tracing::Level::INFO;
+        // Sampling first: a call not sampled and not logged takes the path of a call nobody
+        // listens to (metrics alone inline), holding only its trace id.
+        let mut decided = None;
+        if listened {
+            decided = self.sample(caller, params);
+            listened = decided.is_some();
+        }
         if !listened {
             let recording = recording_bits();
             if recording == 0 {
@@ -718,7 +732,30 @@ impl ServerCall {
                 }
             }
         }
-        self.start_taken(method, meter, &id, caller, params, received, listened);
+        self.start_taken(method, meter, &id, caller, received, decided);
+    }
+
+    /// The head-sampling decision of a listened-to call: `None` when it is neither sampled
+    /// nor logged (its trace id is then kept in `unsampled`: its handler sends the trace on,
+    /// unsampled), else its remote parent and whether it is sampled, for
+    /// [`listen`](Self::listen).
+    #[inline(never)]
+    fn sample<'c>(
+        &mut self,
+        caller: &'c Caller,
+        params: Option<RawJson<'_>>,
+    ) -> Option<Decided<'c>> {
+        let parent = remote_parent(caller, params);
+        let sampled = match parent.as_deref() {
+            Some(cx) => cx.sampled(),
+            None => crate::sampling::sample_root(),
+        };
+        if !sampled && !tracing::enabled!(target: CALL_LOG, tracing::Level::INFO) {
+            self.unsampled =
+                parent.map_or_else(crate::sampling::new_trace_id, |cx| cx.trace_number());
+            return None;
+        }
+        Some(Decided { parent, sampled })
     }
 
     /// A call that nothing takes (yet): [`start`](Self::start) it.
@@ -744,13 +781,12 @@ impl ServerCall {
         meter: Option<&MethodMeter>,
         id: &dyn Fn() -> &'i str,
         caller: &Caller,
-        params: Option<RawJson<'_>>,
         received: Option<Instant>,
-        listened: bool,
+        decided: Option<Decided<'_>>,
     ) {
         let call = self;
-        if listened {
-            call.listen(method, meter.is_some(), id, caller, params);
+        if let Some(decided) = decided {
+            call.listen(method, meter.is_some(), id, caller, decided);
         }
         #[cfg(feature = "metrics")]
         {
@@ -779,15 +815,11 @@ impl ServerCall {
         registered: bool,
         id: &dyn Fn() -> &'i str,
         caller: &Caller,
-        params: Option<RawJson<'_>>,
+        decided: Decided<'_>,
     ) {
         let label = if registered { method } else { OTHER_METHOD };
-        // Head sampling, before any span is built: a remote parent's flag, else a draw.
-        let parent = remote_parent(caller, params);
-        let sampled = match parent.as_deref() {
-            Some(cx) => cx.sampled(),
-            None => crate::sampling::sample_root(),
-        };
+        // Head sampling was decided before any span is built ([`Self::sample`]).
+        let Decided { parent, sampled } = decided;
         if sampled {
             self.span = Self::span_of(method, label, registered, id, caller, parent.as_deref());
         } else {

@@ -89,10 +89,13 @@ impl LastHead {
         if !self.kept {
             return None;
         }
-        // Other digits move the places after them: only a head with none (no credential
-        // read) is taken with them.
-        let any_length =
-            any_length && self.head.credential.is_none() && self.head.left_out.is_none();
+        // Other digits move the places after them: only a head with none (no credential or
+        // trace context read) is taken with them.
+        let any_length = any_length
+            && self.head.credential.is_none()
+            && self.head.left_out.is_none()
+            && self.head.traceparent.is_none()
+            && self.head.tracestate.is_none();
         if !any_length {
             // The whole head, byte for byte.
             return (buf.get(..self.bytes.len())? == self.bytes).then_some(self.head);
@@ -146,6 +149,8 @@ mod tests {
             credential: None,
             left_out: None,
             length: (0, 1),
+            traceparent: None,
+            tracestate: None,
         };
         let mut last = LastHead::new(b"1\r\n\r\n", head(1));
         let mut kept = 0;
