@@ -73,6 +73,11 @@ async fn trace_headers_peer_and_batch_spans() {
     let call = spans.named("rpc.server.call").pop().unwrap();
     assert_eq!(call.fields["network.peer.address"], "127.0.0.1");
     assert!(call.fields["network.peer.port"].parse::<u16>().unwrap() > 0);
+    // The HTTP connection's span is its parent (held as the parent, not entered, while the
+    // connection's task is polled).
+    let connection = spans.get(call.parent.expect("a parent"));
+    assert_eq!(connection.name, "rpc.connection", "{call:?}");
+    assert_eq!(connection.fields["network.peer.address"], "127.0.0.1");
 
     // Ignored: repeated, malformed, oversized. The calls are answered all the same.
     let twice = format!("traceparent: {TP}\r\ntraceparent: {TP}\r\n");

@@ -111,7 +111,9 @@ impl BatchTrace {
 }
 
 impl Seen {
-    #[inline(never)]
+    /// Inline: a frame of one message (nearly every one) costs a few compares here, not a
+    /// call.
+    #[inline(always)]
     fn observe(&mut self, stats: &rpcwire::Stats, caller: &Arc<Caller>, drained: bool) {
         // No batch open and none come (nor refused) since the last look: a frame of one
         // message, which is no batch's; `frames` may lag then, as a batch is a new frame.
@@ -121,6 +123,12 @@ impl Seen {
         {
             return;
         }
+        self.track(stats, caller, drained);
+    }
+
+    /// A batch opens, grows or ends.
+    #[inline(never)]
+    fn track(&mut self, stats: &rpcwire::Stats, caller: &Arc<Caller>, drained: bool) {
         if stats.frames_in != self.frames {
             if let Some(open) = self.open.take() {
                 open.close();

@@ -18,8 +18,8 @@
 //!   sampler decides as it always did).
 //!
 //! An unsampled call keeps its trace coherent: while its handler runs (in place, or its
-//! future polled in a task) a thread-local holds the call's trace id (its parent's, or one
-//! drawn for it), and a client call made by the handler builds no span either and sends a
+//! future polled in a task) a thread-local holds the call's trace id (its parent's, or, for a
+//! root, one drawn at the first outgoing call its handler makes: most make none), and a client call made by the handler builds no span either and sends a
 //! `traceparent` of that trace with the `sampled` flag cleared (a fresh parent id, flags `00`;
 //! HTTP header and MCP `_meta` alike), so the next hop does not start a sampled trace of its
 //! own. An unsampled root client call sends one of a trace drawn for it the same way.
@@ -177,11 +177,11 @@ fn seed() -> u64 {
     h.finish() | 1
 }
 
-/// True when a root call is sampled now: no draw while the ratio is 1.
+/// True when a root call is sampled now: no draw while the ratio is 1 or 0.
 #[inline]
 pub(crate) fn sample_root() -> bool {
     let threshold = THRESHOLD.load(Ordering::Relaxed);
-    threshold == u64::MAX || draw() < threshold
+    threshold == u64::MAX || (threshold != 0 && draw() < threshold)
 }
 
 /// True when every root call is sampled (the ratio is 1).
@@ -190,10 +190,16 @@ pub(crate) fn always() -> bool {
     THRESHOLD.load(Ordering::Relaxed) == u64::MAX
 }
 
-/// A trace id drawn for an unsampled root (never zero).
+/// The trace id an unsampled root call holds until its handler makes an outgoing call: the
+/// id is drawn then ([`current_unsampled`]), so a call whose handler makes none (most) pays
+/// for no draw. A remote parent's trace id of all ones (valid, yet one in 2^128) reads as this
+/// marker too: its calls' outgoing calls then send a trace id drawn for them.
+pub(crate) const LAZY_ROOT: u128 = u128::MAX;
+
+/// A trace id drawn for an unsampled root (never zero, never [`LAZY_ROOT`]).
 pub(crate) fn new_trace_id() -> u128 {
     let id = u128::from(draw()) << 64 | u128::from(draw());
-    id.max(1)
+    id.clamp(1, LAZY_ROOT - 1)
 }
 
 /// A span id drawn for the parent id an unsampled call sends (never zero).
@@ -202,11 +208,20 @@ pub(crate) fn new_span_id() -> [u8; 8] {
     draw().max(1).to_be_bytes()
 }
 
-/// The trace id of the unsampled call whose handler runs now on this thread, if any.
+/// The trace id of the unsampled call whose handler runs now on this thread, if any; drawn
+/// now for an unsampled root that has none yet ([`LAZY_ROOT`]), and kept for the handler's
+/// next outgoing calls (its scope hands it back to the call: [`Unsampled`]).
 #[inline]
 pub(crate) fn current_unsampled() -> Option<u128> {
-    let id = UNSAMPLED.with(Cell::get);
-    (id != 0).then_some(id)
+    UNSAMPLED.with(|cell| match cell.get() {
+        0 => None,
+        LAZY_ROOT => {
+            let id = new_trace_id();
+            cell.set(id);
+            Some(id)
+        }
+        id => Some(id),
+    })
 }
 
 /// Holds `trace` (an unsampled call's trace id; 0: none) as the thread's unsampled trace
@@ -247,7 +262,12 @@ impl<F: std::future::Future + Unpin> std::future::Future for Unsampled<F> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<F::Output> {
         let _scope = UnsampledScope::enter(self.trace);
-        std::pin::Pin::new(&mut self.fut).poll(cx)
+        let poll = std::pin::Pin::new(&mut self.fut).poll(cx);
+        if self.trace == LAZY_ROOT {
+            // A trace id drawn while it was polled: the same for its later polls' calls.
+            self.trace = UNSAMPLED.with(Cell::get);
+        }
+        poll
     }
 }
 
@@ -330,5 +350,47 @@ mod tests {
             assert_eq!(current_unsampled(), Some(7));
         }
         assert_eq!(current_unsampled(), None);
+    }
+
+    /// An unsampled root's trace id is drawn at its first outgoing call, and the same for the
+    /// next ones, in the same poll and in the later polls of its future.
+    #[test]
+    fn lazy_root_drawn_once() {
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+        {
+            let _root = UnsampledScope::enter(LAZY_ROOT);
+            let first = current_unsampled().unwrap();
+            assert_ne!(first, LAZY_ROOT);
+            assert_ne!(first, 0);
+            assert_eq!(current_unsampled(), Some(first));
+        }
+        assert_eq!(current_unsampled(), None);
+
+        // A future polled twice that asks for the trace each time.
+        let mut seen = Vec::new();
+        let mut polls = 0;
+        let fut = std::future::poll_fn(|cx| {
+            seen.push(current_unsampled());
+            polls += 1;
+            if polls < 2 {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        });
+        let mut fut = Unsampled {
+            fut: Box::pin(fut),
+            trace: LAZY_ROOT,
+        };
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(std::pin::Pin::new(&mut fut).poll(&mut cx).is_pending());
+        assert_eq!(current_unsampled(), None);
+        assert!(std::pin::Pin::new(&mut fut).poll(&mut cx).is_ready());
+        drop(fut);
+        assert_eq!(seen.len(), 2);
+        assert!(seen[0].is_some_and(|id| id != LAZY_ROOT));
+        assert_eq!(seen[0], seen[1]);
     }
 }
