@@ -686,7 +686,7 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(
             .await
         };
         let Some(reply) = reply else {
-            tracing::debug!(parent: rpcwire_tokio::telemetry::event_parent(), "the client closed its connection during its call: cancelled");
+            tracing::debug!(parent: rpcwire_tokio::telemetry::span_parent(), "the client closed its connection during its call: cancelled");
             return Ok(End::Close);
         };
         buf.drain(..total);
@@ -844,7 +844,7 @@ pub(crate) async fn read_head<I: AsyncRead + Unpin>(
     match read {
         Ok(more) => Ok(more),
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-            tracing::debug!(parent: rpcwire_tokio::telemetry::event_parent(), "no request, or not its whole head, in time: closed");
+            tracing::debug!(parent: rpcwire_tokio::telemetry::span_parent(), "no request, or not its whole head, in time: closed");
             Ok(false)
         }
         Err(e) => Err(e),

@@ -1205,7 +1205,7 @@ pub(crate) async fn authenticate(
         .await
         .map_err(|reason| {
             telemetry::reject(telemetry::Rejection::Authentication);
-            tracing::debug!(parent: telemetry::event_parent(), %reason, ?transport, "request refused: authentication failed");
+            tracing::debug!(parent: telemetry::span_parent(), %reason, ?transport, "request refused: authentication failed");
             crate::challenge::unauthenticated(&reason)
         })
 }
@@ -1449,7 +1449,7 @@ impl Exchange {
                 biased;
                 r = driving => {
                     if let Err(e) = r {
-                        tracing::debug!(parent: telemetry::event_parent(), error = %e, "a request's connection failed");
+                        tracing::debug!(parent: telemetry::span_parent(), error = %e, "a request's connection failed");
                     }
                     self.driver = None;
                 }

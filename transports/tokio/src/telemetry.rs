@@ -588,23 +588,16 @@ impl Drop for ConnectionParent {
     }
 }
 
-/// The span an event logged now belongs to: the span entered, else the span of the
-/// connection being polled ([`ConnectionParent`]), which is held there rather than entered.
-/// For events logged in a connection's task outside its calls, so that a log line still
-/// shows its connection: `tracing::debug!(parent: event_parent(), ...)` (the parent is looked
-/// up only when the event is enabled).
+/// The parent of a span rpcwire makes now, and of an event logged now: the span entered,
+/// else the span of the connection being polled ([`ConnectionParent`]: held there rather
+/// than entered), else none (a root). For events logged in a connection's task outside its
+/// calls, so that a log line still shows its connection:
+/// `tracing::debug!(parent: span_parent(), ...)` (looked up only when the event is enabled).
 ///
 /// ```
-/// tracing::debug!(parent: rpcwire_tokio::telemetry::event_parent(), "closed");
+/// tracing::debug!(parent: rpcwire_tokio::telemetry::span_parent(), "closed");
 /// ```
-#[inline]
-pub fn event_parent() -> Option<tracing::Id> {
-    span_parent()
-}
-
-/// The parent of a span rpcwire makes now: the span entered, else the span of the
-/// connection being polled ([`ConnectionParent`]), else none (a root).
-fn span_parent() -> Option<tracing::Id> {
+pub fn span_parent() -> Option<tracing::Id> {
     tracing::dispatcher::get_default(|d| d.current_span().id().cloned()).or_else(|| {
         std::num::NonZeroU64::new(CONNECTION_SPAN.with(std::cell::Cell::get))
             .map(tracing::Id::from_non_zero_u64)
