@@ -188,7 +188,7 @@ impl HttpServer {
     /// this server's path (so give the server a WebSocket transport: `websocket`, feature
     /// `ws`), and
     /// with the feature `metrics` draws the live view from `GET /console/stats` (see
-    /// [`WsServer::console`](crate::ws::WsServer::console), which turns it on the same way).
+    /// `ws::WsServer::console`, feature `ws`, which turns it on the same way).
     pub fn console(mut self, on: bool) -> Self {
         self.console = on;
         if on {

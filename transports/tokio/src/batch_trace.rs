@@ -30,6 +30,11 @@ pub(crate) struct BatchTrace(Option<Box<Watched>>);
 
 #[derive(Debug, Default)]
 struct Watched {
+    /// `batches_in` at the last look, and whether a batch was open then: while neither
+    /// moves, each message is a frame of its own (nearly every one), and only the sizes'
+    /// count of messages moves ([`BatchTrace::observe`]).
+    batches: u64,
+    open: bool,
     /// The batch spans' state, while spans are listened to.
     seen: Option<Seen>,
     /// The batch sizes' state, while metrics are recorded.
@@ -80,6 +85,8 @@ impl BatchTrace {
         let any = seen.is_some();
         BatchTrace(any.then(|| {
             Box::new(Watched {
+                batches: 0,
+                open: false,
                 seen,
                 #[cfg(feature = "metrics")]
                 sizes,
@@ -99,14 +106,35 @@ impl BatchTrace {
         if let Some(watched) = &mut self.0 {
             // Read once for both: the sizes and the spans are told by the same counters.
             let stats = stats();
-            #[cfg(feature = "metrics")]
-            if let Some(sizes) = &mut watched.sizes {
-                sizes.observe(&stats, drained);
+            if stats.batches_in == watched.batches && !watched.open {
+                #[cfg(feature = "metrics")]
+                if let Some(sizes) = &mut watched.sizes {
+                    sizes.count(&stats);
+                }
+                return;
             }
-            if let Some(seen) = &mut watched.seen {
-                seen.observe(&stats, caller, drained);
-            }
+            watched.track(&stats, caller, drained);
         }
+    }
+}
+
+impl Watched {
+    /// A batch came (or was refused) since the last look, or one is open: each tracker
+    /// looks.
+    #[inline(never)]
+    fn track(&mut self, stats: &rpcwire::Stats, caller: &Arc<Caller>, drained: bool) {
+        let mut open = false;
+        #[cfg(feature = "metrics")]
+        if let Some(sizes) = &mut self.sizes {
+            sizes.observe(stats, drained);
+            open |= sizes.is_open();
+        }
+        if let Some(seen) = &mut self.seen {
+            seen.observe(stats, caller, drained);
+            open |= seen.open.is_some();
+        }
+        self.batches = stats.batches_in;
+        self.open = open;
     }
 }
 

@@ -624,6 +624,7 @@ impl Driver {
         // the read that brought them): one clock read per wakeup, not one per call.
         let received = clock_now();
         let now = Instant::from_std(self.origin, received);
+        let received = telemetry::Received::at(received);
         let Driver {
             conn,
             rx,
@@ -793,7 +794,7 @@ impl Driver {
                             (true, false) => handler,
                         };
                         let handle = req.handle;
-                        let at = Some(received);
+                        let at = Some(&received);
                         handlers.start_request(handler, &origin, params, conn, handle, meter, at);
                         continue;
                     }

@@ -124,7 +124,7 @@ impl Handlers {
     ///
     /// `meter` is the handles of the router's method, `None` when the method is not one of
     /// the router's names (a fallback handler's): its spans and metrics name it `_OTHER`.
-    /// `received` is when the request was read, if the transport read the clock then.
+    /// `received` is when the request was read, if the transport read the clocks then.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn start_request(
         &mut self,
@@ -134,7 +134,7 @@ impl Handlers {
         conn: &mut Conn,
         handle: RequestHandle,
         meter: Option<&MethodMeter>,
-        received: Option<StdInstant>,
+        received: Option<&crate::telemetry::Received>,
     ) {
         let method = origin.method;
         let id = || origin.id.map_or("", OriginId::text);

@@ -381,8 +381,23 @@ impl BatchSizer {
         stats.requests_in + stats.notifications_in + stats.responses_in + stats.invalid_messages
     }
 
-    /// After the core handed out an item (`drained` false) or said it needs more input
-    /// (inlined where the counters are read: only the fields it compares are loaded).
+    /// After the core handed out an item while no batch is open and none came since the last
+    /// look: the messages so far, the count a batch that comes next starts after (inlined
+    /// where the counters are read: only the fields it adds are loaded).
+    #[inline]
+    pub(crate) fn count(&mut self, stats: &rpcwire::Stats) {
+        self.messages = Self::messages(stats);
+    }
+
+    /// True while a batch is open (its size not yet recorded).
+    pub(crate) fn is_open(&self) -> bool {
+        self.open > 0
+    }
+
+    /// After the core handed out an item (`drained` false) or said it needs more input, when
+    /// a batch came since the last look or one is open (else [`count`](Self::count)). Its
+    /// `frames` may lag behind then (the frames of one message are not looked at): a batch is a
+    /// new frame, so the lag hides none.
     #[inline]
     pub(crate) fn observe(&mut self, stats: &rpcwire::Stats, drained: bool) {
         let messages = Self::messages(stats);
@@ -524,6 +539,35 @@ pub(crate) fn id_attribute(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
     }
 }
 
+/// True when the call log takes calls now (`serve --log-calls`). Inline: a level and the
+/// callsite's cached interest, checked in place (out of line, the call itself cost more).
+#[inline(always)]
+fn call_log_on() -> bool {
+    tracing::enabled!(target: CALL_LOG, tracing::Level::INFO)
+}
+
+/// True when a call may have a remote parent: its transport received a W3C trace context
+/// (HTTP headers), or its params may hold one ([`params_may_hold_meta`]). Inline: a pointer
+/// and the params' bytes, no call.
+#[inline(always)]
+fn may_have_remote_parent(caller: &Caller, params: Option<RawJson<'_>>) -> bool {
+    params_may_hold_meta(params) || caller.trace_context().is_some()
+}
+
+/// Only params that are an object with a `_` in them can have a `_meta` (feature `otel`):
+/// told from the bytes, before the params are made text (a UTF-8 check) and searched (every
+/// call, sampled or not, pays for what is done here).
+#[inline(always)]
+fn params_may_hold_meta(params: Option<RawJson<'_>>) -> bool {
+    #[cfg(feature = "otel")]
+    return params.is_some_and(|p| p.is_object() && p.as_bytes().contains(&b'_'));
+    #[cfg(not(feature = "otel"))]
+    {
+        let _ = params;
+        false
+    }
+}
+
 /// The W3C trace context of the call: its params' `_meta` (feature `otel`; the params are not
 /// looked at otherwise, not even checked as UTF-8), else its caller's (HTTP headers). The
 /// remote parent of its span, and what its sampling follows.
@@ -531,12 +575,9 @@ fn remote_parent<'c>(
     caller: &'c Caller,
     params: Option<RawJson<'_>>,
 ) -> Option<std::borrow::Cow<'c, crate::trace_context::TraceContext>> {
-    // Only an object with a `_` in it can have a `_meta`: told from the bytes, before the
-    // params are made text (a UTF-8 check) and searched (every call, sampled or not, pays
-    // for what is done here).
     #[cfg(feature = "otel")]
     if let Some(cx) = params
-        .filter(|p| p.is_object() && p.as_bytes().contains(&b'_'))
+        .filter(|_| params_may_hold_meta(params))
         .and_then(|p| crate::trace_context::TraceContext::from_params_meta(p.as_str()))
     {
         return Some(std::borrow::Cow::Owned(cx));
@@ -644,6 +685,45 @@ pub fn batch_size(len: usize) {
     }
 }
 
+/// When a transport read the input that brought a call, on each clock a call may be timed
+/// on: the system clock's reading, and the reading of the clock of the durations counted in
+/// process ([`crate::durations::ticks`]; 0 when they are not). Read once per read of input,
+/// not once per call: the calls handled in place after a read are timed from it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Received {
+    at: Instant,
+    #[cfg(feature = "metrics")]
+    ticks: u64,
+}
+
+impl Received {
+    /// Input read at `at` (the system clock's reading the transport took), the clock of the
+    /// counted durations read now if they are counted.
+    #[inline]
+    pub(crate) fn at(at: Instant) -> Self {
+        Received {
+            at,
+            #[cfg(feature = "metrics")]
+            ticks: if crate::durations::on() {
+                crate::durations::ticks()
+            } else {
+                0
+            },
+        }
+    }
+
+    /// The counted durations' clock at the read, or now when it was not read then (durations
+    /// were counted from after the read on).
+    #[cfg(feature = "metrics")]
+    #[inline]
+    fn ticks(received: Option<&Self>) -> u64 {
+        match received {
+            Some(&Received { ticks, .. }) if ticks != 0 => ticks,
+            _ => crate::durations::ticks(),
+        }
+    }
+}
+
 /// A router method's metric handles (feature `metrics`; empty otherwise): found by its label
 /// on the method's first measured call and kept with the method in the router, so that the
 /// calls after it reach their histograms with no lookup by name (no per-thread table, no
@@ -735,10 +815,10 @@ impl ServerCall {
     /// Starts the call of `method` (its registered name with its handles `meter`, or the name
     /// on the wire when `meter` is `None`) with the id's JSON text (`""` for none) and its
     /// params (made text only for a trace context in their `_meta`); `received` is when its
-    /// input was read, if the transport read the clock then (else the clock is read here,
-    /// when anything measures the call). The id is
-    /// asked for only when a span or the call log takes it: making it text costs a UTF-8 check
-    /// on every call that nothing listens to. While a subscriber listens, the span's remote
+    /// input was read, if the transport read the clocks then ([`Received`]; else a clock is
+    /// read here, when anything measures the call). The id is asked for only when a span or
+    /// the call log takes it: making it text costs a UTF-8 check on every call that nothing
+    /// listens to. While a subscriber listens, the span's remote
     /// parent is the W3C trace context of the params' `_meta` (MCP's place for it), or else
     /// the one the transport received (HTTP headers; see
     /// [`trace_context`](crate::trace_context)).
@@ -753,45 +833,72 @@ impl ServerCall {
         id: impl Fn() -> &'i str,
         caller: &Caller,
         params: Option<RawJson<'_>>,
-        received: Option<Instant>,
+        received: Option<&Received>,
     ) {
         // The span and the call log are at info level: below it (the default of `rpcwire
         // serve`) neither can listen, and neither is built.
-        let mut listened = tracing::level_filters::STATIC_MAX_LEVEL >= tracing::Level::INFO
+        let listened = tracing::level_filters::STATIC_MAX_LEVEL >= tracing::Level::INFO
             && tracing::level_filters::LevelFilter::current() >= tracing::Level::INFO;
         // Sampling first: a call not sampled and not logged takes the path of a call nobody
         // listens to (metrics alone inline), holding only its trace id.
-        let mut decided = None;
         if listened {
-            decided = self.sample(caller, params);
-            listened = decided.is_some();
+            if may_have_remote_parent(caller, params) {
+                // Its parent is looked for, and it is decided and started, out of line.
+                return self.start_child(method, meter, &id, caller, params, received);
+            }
+            let sampled = crate::sampling::sample_root();
+            if sampled || call_log_on() {
+                let decided = Decided {
+                    parent: None,
+                    sampled,
+                };
+                return self.start_taken(method, meter, &id, caller, received, Some(decided));
+            }
+            // The common case at a ratio below 1: a root call not sampled, decided inline
+            // with no call (its trace id is drawn only if its handler calls out).
+            self.unsampled = crate::sampling::LAZY_ROOT;
         }
-        if !listened {
-            let recording = recording_bits();
-            if recording == 0 {
-                // Nothing takes the call: nothing to build or measure, at the cost of two
-                // loads.
+        let recording = recording_bits();
+        if recording == 0 {
+            // Nothing takes the call: nothing to build or measure, at the cost of two loads.
+            return;
+        }
+        // Metrics alone, durations counted in process (`rpcwire serve --metrics`): the
+        // method's histograms and one clock reading, inline.
+        #[cfg(feature = "metrics")]
+        if recording == METRICS_BIT | COUNTED_BIT {
+            if let Some(counted) = meter.and_then(MethodMeter::counted) {
+                self.meters.counted = Some((counted, Received::ticks(received)));
                 return;
             }
-            // Metrics alone, durations counted in process (`rpcwire serve --metrics`): the
-            // method's histograms and one clock reading, inline.
-            #[cfg(feature = "metrics")]
-            if recording == METRICS_BIT | COUNTED_BIT {
-                if let Some(counted) = meter.and_then(MethodMeter::counted) {
-                    self.meters.counted = Some((counted, crate::durations::ticks()));
-                    return;
-                }
-            }
         }
-        self.start_taken(method, meter, &id, caller, received, decided);
+        self.start_taken(method, meter, &id, caller, received, None);
     }
 
-    /// The head-sampling decision of a listened-to call: `None` when it is neither sampled
-    /// nor logged (its trace id is then kept in `unsampled`: its handler sends the trace on,
-    /// unsampled), else its remote parent and whether it is sampled, for
-    /// [`listen`](Self::listen).
+    /// The start of a listened-to call that may have a remote parent
+    /// ([`may_have_remote_parent`]): its sampling decided ([`sample_child`](Self::sample_child)),
+    /// then what takes it started.
     #[inline(never)]
-    fn sample<'c>(
+    fn start_child<'i>(
+        &mut self,
+        method: &str,
+        meter: Option<&MethodMeter>,
+        id: &dyn Fn() -> &'i str,
+        caller: &Caller,
+        params: Option<RawJson<'_>>,
+        received: Option<&Received>,
+    ) {
+        let decided = self.sample_child(caller, params);
+        self.start_taken(method, meter, id, caller, received, decided);
+    }
+
+    /// The head-sampling decision of a listened-to call that may have a remote parent
+    /// ([`may_have_remote_parent`]): `None` when it is neither sampled nor logged (its trace id
+    /// is then kept in `unsampled`: its handler sends the trace on, unsampled), else its
+    /// remote parent and whether it is sampled, for [`listen`](Self::listen). Most calls are
+    /// roots, decided in [`start`](Self::start).
+    #[inline]
+    fn sample_child<'c>(
         &mut self,
         caller: &'c Caller,
         params: Option<RawJson<'_>>,
@@ -799,9 +906,10 @@ impl ServerCall {
         let parent = remote_parent(caller, params);
         let sampled = match parent.as_deref() {
             Some(cx) => cx.sampled(),
+            // A `_` in the params that was no `_meta.traceparent`: a root after all.
             None => crate::sampling::sample_root(),
         };
-        if !sampled && !tracing::enabled!(target: CALL_LOG, tracing::Level::INFO) {
+        if !sampled && !call_log_on() {
             self.unsampled = parent.map_or(crate::sampling::LAZY_ROOT, |cx| cx.trace_number());
             return None;
         }
@@ -831,7 +939,7 @@ impl ServerCall {
         meter: Option<&MethodMeter>,
         id: &dyn Fn() -> &'i str,
         caller: &Caller,
-        received: Option<Instant>,
+        received: Option<&Received>,
         decided: Option<Decided<'_>>,
     ) {
         let call = self;
@@ -847,13 +955,14 @@ impl ServerCall {
                 } else {
                     OTHER_METHOD
                 };
-                call.meter(label, meter.unwrap_or(MethodMeter::other()), metered, live);
+                let meter = meter.unwrap_or(MethodMeter::other());
+                call.meter(label, meter, metered, live, received);
             }
         }
         #[cfg(not(feature = "metrics"))]
         let _ = meter;
         if call.timed() {
-            call.started = Some(received.unwrap_or_else(clock));
+            call.started = Some(received.map_or_else(clock, |r| r.at));
         }
     }
 
@@ -875,7 +984,7 @@ impl ServerCall {
         } else {
             self.unsampled = parent.map_or(crate::sampling::LAZY_ROOT, |cx| cx.trace_number());
         }
-        let log = tracing::enabled!(target: CALL_LOG, tracing::Level::INFO).then(|| {
+        let log = call_log_on().then(|| {
             Box::new(CallLine {
                 method: method.to_owned(),
                 id: id().to_owned(),
@@ -940,10 +1049,17 @@ impl ServerCall {
     /// Takes the handles of the metrics recorded (`metered`) and of the live view (`live`).
     #[cfg(feature = "metrics")]
     #[inline]
-    fn meter(&mut self, label: &str, meter: &MethodMeter, metered: bool, live: bool) {
+    fn meter(
+        &mut self,
+        label: &str,
+        meter: &MethodMeter,
+        metered: bool,
+        live: bool,
+        received: Option<&Received>,
+    ) {
         if metered {
             if crate::durations::on() {
-                self.meters.counted = Some((meter.durations(label), crate::durations::ticks()));
+                self.meters.counted = Some((meter.durations(label), Received::ticks(received)));
             } else {
                 self.meters.label = Some(handles::server_label(label));
             }

@@ -52,6 +52,24 @@ async fn batch_sizes_are_recorded() {
         let answer = lines.next_line().await.unwrap().unwrap();
         assert!(answer.contains("\"jsonrpc\""), "{answer}");
     }
+    // Pipelined in one write: frames of one message before, between and after batches, an
+    // invalid element first in a batch (counted: 3 messages), batches back to back.
+    let pipelined = [
+        req(40),
+        format!("[7,{},{}]", req(41), req(42)),
+        req(43),
+        format!("[{}]", req(44)),
+        format!("[{},{}]", req(45), req(46)),
+        req(47),
+    ];
+    write
+        .write_all(format!("{}\n", pipelined.join("\n")).as_bytes())
+        .await
+        .unwrap();
+    for _ in &pipelined {
+        let answer = lines.next_line().await.unwrap().unwrap();
+        assert!(answer.contains("\"jsonrpc\""), "{answer}");
+    }
     drop(write);
     drop(lines);
     let _ = server.join().await;
@@ -66,7 +84,7 @@ async fn batch_sizes_are_recorded() {
             other => panic!("not a histogram: {other:?}"),
         })
         .expect("batch sizes recorded");
-    assert_eq!(sizes, [3.0, 6.0, 1.0]);
+    assert_eq!(sizes, [3.0, 6.0, 1.0, 3.0, 1.0, 2.0]);
 }
 
 /// The calls in flight are the calls whose handlers wait (in tasks): one while a handler
