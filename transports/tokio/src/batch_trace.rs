@@ -1,9 +1,9 @@
 //! The span of each batch a driver connection (stdio, TCP, WebSocket, child processes)
-//! receives: `rpc.batch` ([`telemetry::batch_span`](crate::telemetry::batch_span), as the
+//! receives: `rpc.batch` ([`telemetry::batch_span`], as the
 //! HTTP server makes it), the parent of its members' call spans, with `jsonrpc.batch.size`.
 //!
 //! The core hands a batch out one message at a time; where one starts and ends is told by its
-//! counters, as the batch-size histogram tells it ([`telemetry::BatchSizer`]): a batch opens
+//! counters, as the batch-size histogram tells it (`telemetry::BatchSizer`): a batch opens
 //! when `batches_in` moves (and `batch_rejections` does not: a refused batch hands out no
 //! member), and ends when another frame comes or the input is drained (a batch frame is
 //! handed out whole before the next frame is read). Nothing is done, and nothing is held,
@@ -13,7 +13,7 @@
 //! its last member's span does (a span stays open while it has children), so it covers the
 //! members that wait in tasks or in the queue too.
 //!
-//! The same box holds the batch-size histogram's state ([`telemetry::BatchSizer`], feature
+//! The same box holds the batch-size histogram's state (`telemetry::BatchSizer`, feature
 //! `metrics`) while metrics are recorded: a connection with neither checks one empty pointer
 //! per message, with the feature and without.
 

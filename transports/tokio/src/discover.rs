@@ -10,7 +10,7 @@
 //! with one param named after its Rust type (schema `{}`: without a schema generator the
 //! router knows only the type's name), none for `()`; [`Router::params`] gives them by hand
 //! (the way for [`Router::raw_method`]s), and with feature `schemars`,
-//! [`Router::params_schema`] generates them from the type's JSON Schema.
+//! `Router::params_schema` generates them from the type's JSON Schema.
 
 use serde_json::value::RawValue;
 use serde_json::{json, Value};

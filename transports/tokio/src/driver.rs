@@ -1,5 +1,6 @@
-//! The driver: one task per connection that owns the core [`Connection`] and its receive
-//! buffer and moves bytes, time and commands between tokio and the core.
+//! The driver: one task per connection that owns the core
+//! [`Connection`](rpcwire::Connection) and its receive buffer and moves bytes, time and
+//! commands between tokio and the core.
 //!
 //! It `select!`s on: control messages (cancel, shutdown), handler completions, the socket
 //! being writable (when the core has bytes to send, or a flush is due), the socket being
@@ -168,8 +169,9 @@ enum Ending {
     No,
     /// Mark the receive buffer's end ([`RxBuffer::finish`]), then decode again.
     Finish,
-    /// Fail our pending calls ([`Connection::fail_pending`]): their responses could only have
-    /// been in what was buffered.
+    /// Fail our pending calls
+    /// ([`Connection::fail_pending`](rpcwire::Connection::fail_pending)): their responses
+    /// could only have been in what was buffered.
     FailPending,
 }
 

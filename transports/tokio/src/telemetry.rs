@@ -687,7 +687,7 @@ pub fn batch_size(len: usize) {
 
 /// When a transport read the input that brought a call, on each clock a call may be timed
 /// on: the system clock's reading, and the reading of the clock of the durations counted in
-/// process ([`crate::durations::ticks`]; 0 when they are not). Read once per read of input,
+/// process (`durations::ticks`, feature `metrics`; 0 when they are not). Read once per read of input,
 /// not once per call: the calls handled in place after a read are timed from it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Received {
@@ -791,8 +791,9 @@ pub(crate) struct ServerCall {
     unsampled: u128,
 }
 
-/// A listened-to call's sampling decision ([`ServerCall::sample`]): its remote parent, and
-/// whether it is sampled (a call not sampled comes this far only when the call log takes it).
+/// A listened-to call's sampling decision (made in [`ServerCall::start`], or out of line for a
+/// call that may have a remote parent): its remote parent, and whether it is sampled (a call
+/// not sampled comes this far only when the call log takes it).
 struct Decided<'c> {
     parent: Option<std::borrow::Cow<'c, crate::trace_context::TraceContext>>,
     sampled: bool,
