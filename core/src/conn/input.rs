@@ -139,10 +139,7 @@ impl<S: Storage> Connection<S> {
         } else {
             None
         };
-        let line = match read {
-            Some((_, end)) => rx.split_line_at(input, end),
-            None => None,
-        };
+        let line = read.and_then(|(_, end)| rx.split_line_at(input, end));
         if let Some((frame, rest)) = line.or_else(|| rx.split_line(input)).filter(|_| idle) {
             self.handle_timeout(now);
             self.flush_intents();

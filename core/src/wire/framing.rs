@@ -446,23 +446,24 @@ impl<B: Slots<u8>> RxBuffer<B> {
         (line.len() <= self.line_max()).then_some((line, rest))
     }
 
-    /// [`split_line`](Self::split_line) where the caller knows that the line's first `end`
-    /// bytes hold no newline (they are a JSON text read without whitespace): the line is
-    /// those bytes when its end (`\n` or `\r\n`) follows them at once, found without a
-    /// search. `None` when it does not (the caller then splits the line the usual way).
+    /// [`split_line`](Self::split_line) where the caller knows that the buffer
+    /// [`takes_in_place`](Self::takes_in_place) `input` and that the line's first `end` bytes
+    /// hold no newline (they are a JSON text read without whitespace): the line is those
+    /// bytes when its end (`\n` or `\r\n`) follows them at once, found without a search.
+    /// `None` when it does not (the caller then splits the line the usual way).
     #[inline]
     pub(crate) fn split_line_at<'i>(
         &self,
         input: &'i [u8],
         end: usize,
     ) -> Option<(&'i [u8], &'i [u8])> {
+        debug_assert!(self.takes_in_place(input));
         let skip = match input.get(end..)? {
             [b'\n', ..] => 1,
             [b'\r', b'\n', ..] => 2,
             _ => return None,
         };
-        (self.takes_in_place(input) && end <= self.line_max())
-            .then(|| Some((input.get(..end)?, input.get(end + skip..)?)))?
+        (end <= self.line_max()).then(|| Some((input.get(..end)?, input.get(end + skip..)?)))?
     }
 
     /// True when a line at the front of `input` may be taken where it is (see

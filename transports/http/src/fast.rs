@@ -743,23 +743,19 @@ fn with_trace(
     traceparent: Option<&[u8]>,
     tracestate: Option<&[u8]>,
 ) -> rpcwire_tokio::Caller {
-    let mut caller = match caller {
+    let caller = match caller {
         Some(caller) => caller.as_ref().clone(),
         None => rpcwire_tokio::Caller::new(
             rpcwire_tokio::Identity::anonymous(),
             rpcwire_tokio::Transport::Http,
         ),
     };
-    if let Some(peer) = traced.peer {
-        caller = caller.with_peer(peer);
-    }
-    match rpcwire_tokio::trace_context::TraceContext::from_headers(
+    crate::server::with_trace(
+        caller,
+        traced.peer,
         traceparent.into_iter(),
         tracestate.into_iter(),
-    ) {
-        Some(cx) => caller.with_trace_context(cx),
-        None => caller,
-    }
+    )
 }
 
 pin_project_lite::pin_project! {

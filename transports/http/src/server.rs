@@ -1216,15 +1216,26 @@ pub(crate) async fn authenticate(
 /// ([`telemetry::spans_enabled`](rpcwire_tokio::telemetry::spans_enabled)). `peer` is
 /// [`connection_peer`] of the request.
 pub fn traced_caller(
-    mut caller: Caller,
+    caller: Caller,
     headers: &HeaderMap,
     peer: Option<std::net::SocketAddr>,
+) -> Caller {
+    let values = |name| headers.get_all(name).into_iter().map(HeaderValue::as_bytes);
+    with_trace(caller, peer, values("traceparent"), values("tracestate"))
+}
+
+/// [`traced_caller`] from the values of the `traceparent` and `tracestate` fields, each
+/// field's in order (the HTTP/1.1 fast path finds them in its own head parse).
+pub(crate) fn with_trace<'a>(
+    mut caller: Caller,
+    peer: Option<std::net::SocketAddr>,
+    traceparent: impl Iterator<Item = &'a [u8]>,
+    tracestate: impl Iterator<Item = &'a [u8]>,
 ) -> Caller {
     if let Some(peer) = peer {
         caller = caller.with_peer(peer);
     }
-    let values = |name| headers.get_all(name).into_iter().map(HeaderValue::as_bytes);
-    match TraceContext::from_headers(values("traceparent"), values("tracestate")) {
+    match TraceContext::from_headers(traceparent, tracestate) {
         Some(cx) => caller.with_trace_context(cx),
         None => caller,
     }

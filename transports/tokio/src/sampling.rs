@@ -19,10 +19,11 @@
 //!
 //! An unsampled call keeps its trace coherent: while its handler runs (in place, or its
 //! future polled in a task) a thread-local holds the call's trace id (its parent's, or, for a
-//! root, one drawn at the first outgoing call its handler makes: most make none), and a client call made by the handler builds no span either and sends a
-//! `traceparent` of that trace with the `sampled` flag cleared (a fresh parent id, flags `00`;
-//! HTTP header and MCP `_meta` alike), so the next hop does not start a sampled trace of its
-//! own. An unsampled root client call sends one of a trace drawn for it the same way.
+//! root, one drawn at the first outgoing call its handler makes: most make none), and a
+//! client call made by the handler builds no span either and sends a `traceparent` of that
+//! trace with the `sampled` flag cleared (a fresh parent id, flags `00`; HTTP header and MCP
+//! `_meta` alike), so the next hop does not start a sampled trace of its own. An unsampled
+//! root client call sends one of a trace drawn for it the same way.
 //!
 //! Gaps, known: a `tracestate` that came with an unsampled call is not sent on (only its trace
 //! id is kept); a handler that moves work to a task of its own (`tokio::spawn`) leaves the

@@ -546,14 +546,6 @@ fn call_log_on() -> bool {
     tracing::enabled!(target: CALL_LOG, tracing::Level::INFO)
 }
 
-/// True when a call may have a remote parent: its transport received a W3C trace context
-/// (HTTP headers), or its params may hold one ([`params_may_hold_meta`]). Inline: a pointer
-/// and the params' bytes, no call.
-#[inline(always)]
-fn may_have_remote_parent(caller: &Caller, params: Option<RawJson<'_>>) -> bool {
-    params_may_hold_meta(params) || caller.trace_context().is_some()
-}
-
 /// Only params that are an object with a `_` in them can have a `_meta` (feature `otel`):
 /// told from the bytes, before the params are made text (a UTF-8 check) and searched (every
 /// call, sampled or not, pays for what is done here).
@@ -568,17 +560,17 @@ fn params_may_hold_meta(params: Option<RawJson<'_>>) -> bool {
     }
 }
 
-/// The W3C trace context of the call: its params' `_meta` (feature `otel`; the params are not
-/// looked at otherwise, not even checked as UTF-8), else its caller's (HTTP headers). The
-/// remote parent of its span, and what its sampling follows.
+/// The W3C trace context of the call: its params' `_meta` (feature `otel`; `params` are those
+/// that may hold one, [`params_may_hold_meta`], else `None`: others are not looked at, not
+/// even checked as UTF-8), else its caller's (HTTP headers). The remote parent of its span,
+/// and what its sampling follows.
 fn remote_parent<'c>(
     caller: &'c Caller,
     params: Option<RawJson<'_>>,
 ) -> Option<std::borrow::Cow<'c, crate::trace_context::TraceContext>> {
     #[cfg(feature = "otel")]
-    if let Some(cx) = params
-        .filter(|_| params_may_hold_meta(params))
-        .and_then(|p| crate::trace_context::TraceContext::from_params_meta(p.as_str()))
+    if let Some(cx) =
+        params.and_then(|p| crate::trace_context::TraceContext::from_params_meta(p.as_str()))
     {
         return Some(std::borrow::Cow::Owned(cx));
     }
@@ -687,8 +679,8 @@ pub fn batch_size(len: usize) {
 
 /// When a transport read the input that brought a call, on each clock a call may be timed
 /// on: the system clock's reading, and the reading of the clock of the durations counted in
-/// process (`durations::ticks`, feature `metrics`; 0 when they are not). Read once per read of input,
-/// not once per call: the calls handled in place after a read are timed from it.
+/// process (`durations::ticks`, feature `metrics`; 0 when they are not). Read once per read
+/// of input, not once per call: the calls handled in place after a read are timed from it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Received {
     at: Instant,
@@ -843,11 +835,18 @@ impl ServerCall {
         // Sampling first: a call not sampled and not logged takes the path of a call nobody
         // listens to (metrics alone inline), holding only its trace id.
         if listened {
-            if may_have_remote_parent(caller, params) {
-                // Its parent is looked for, and it is decided and started, out of line.
+            let in_params = params_may_hold_meta(params);
+            if in_params || caller.trace_context().is_some() {
+                // It may have a remote parent: looked for, decided and started out of line.
+                let params = params.filter(|_| in_params);
                 return self.start_child(method, meter, &id, caller, params, received);
             }
+            // A root. The common case at a ratio below 1, not sampled nor logged, is decided
+            // here with no call (its trace id is drawn only if its handler calls out).
             let sampled = crate::sampling::sample_root();
+            if !sampled {
+                self.unsampled = crate::sampling::LAZY_ROOT;
+            }
             if sampled || call_log_on() {
                 let decided = Decided {
                     parent: None,
@@ -855,9 +854,6 @@ impl ServerCall {
                 };
                 return self.start_taken(method, meter, &id, caller, received, Some(decided));
             }
-            // The common case at a ratio below 1: a root call not sampled, decided inline
-            // with no call (its trace id is drawn only if its handler calls out).
-            self.unsampled = crate::sampling::LAZY_ROOT;
         }
         let recording = recording_bits();
         if recording == 0 {
@@ -876,9 +872,11 @@ impl ServerCall {
         self.start_taken(method, meter, &id, caller, received, None);
     }
 
-    /// The start of a listened-to call that may have a remote parent
-    /// ([`may_have_remote_parent`]): its sampling decided ([`sample_child`](Self::sample_child)),
-    /// then what takes it started.
+    /// The start of a listened-to call that may have a remote parent (a trace context
+    /// received by its transport, or `params` that may hold one in their `_meta`: `None`
+    /// otherwise): sampled as its parent is, if it has one, else by the ratio; a call not
+    /// sampled keeps its trace id in `unsampled` (its handler sends the trace on, unsampled).
+    /// Then what takes it is started, unless nothing does.
     #[inline(never)]
     fn start_child<'i>(
         &mut self,
@@ -889,32 +887,19 @@ impl ServerCall {
         params: Option<RawJson<'_>>,
         received: Option<&Received>,
     ) {
-        let decided = self.sample_child(caller, params);
-        self.start_taken(method, meter, id, caller, received, decided);
-    }
-
-    /// The head-sampling decision of a listened-to call that may have a remote parent
-    /// ([`may_have_remote_parent`]): `None` when it is neither sampled nor logged (its trace id
-    /// is then kept in `unsampled`: its handler sends the trace on, unsampled), else its
-    /// remote parent and whether it is sampled, for [`listen`](Self::listen). Most calls are
-    /// roots, decided in [`start`](Self::start).
-    #[inline]
-    fn sample_child<'c>(
-        &mut self,
-        caller: &'c Caller,
-        params: Option<RawJson<'_>>,
-    ) -> Option<Decided<'c>> {
         let parent = remote_parent(caller, params);
         let sampled = match parent.as_deref() {
             Some(cx) => cx.sampled(),
             // A `_` in the params that was no `_meta.traceparent`: a root after all.
             None => crate::sampling::sample_root(),
         };
-        if !sampled && !call_log_on() {
+        let mut decided = None;
+        if sampled || call_log_on() {
+            decided = Some(Decided { parent, sampled });
+        } else {
             self.unsampled = parent.map_or(crate::sampling::LAZY_ROOT, |cx| cx.trace_number());
-            return None;
         }
-        Some(Decided { parent, sampled })
+        self.start_taken(method, meter, id, caller, received, decided);
     }
 
     /// A call that nothing takes (yet): [`start`](Self::start) it.
@@ -978,12 +963,11 @@ impl ServerCall {
         decided: Decided<'_>,
     ) {
         let label = if registered { method } else { OTHER_METHOD };
-        // Head sampling was decided before any span is built ([`Self::sample`]).
+        // Head sampling was decided before any span is built (`start`, `start_child`), and
+        // an unsampled call's trace kept there.
         let Decided { parent, sampled } = decided;
         if sampled {
             self.span = Self::span_of(method, label, registered, id, caller, parent.as_deref());
-        } else {
-            self.unsampled = parent.map_or(crate::sampling::LAZY_ROOT, |cx| cx.trace_number());
         }
         let log = call_log_on().then(|| {
             Box::new(CallLine {
