@@ -37,71 +37,126 @@ const BOUNDS_NS: [u64; DURATION_BUCKETS.len()] = {
     out
 };
 
-/// One histogram: a counter per bucket (the last is `+Inf`), the count and the sum.
+/// How one side's histograms count time: the bucket bounds in its unit, and the clock whose
+/// ticks that unit is (`None`: nanoseconds).
+///
+/// The server side counts in the ticks of its own clock ([`ticks`]): a call's duration is
+/// the difference of two readings, put in its bucket by bounds converted to ticks once (in
+/// [`aggregate`]) and summed in ticks, converted to nanoseconds only when rendered. Scaling
+/// each call's two readings to nanoseconds cost more than the rest of the recording did.
+#[derive(Debug)]
+struct Scale {
+    clock: Option<quanta::Clock>,
+    bounds: [u64; DURATION_BUCKETS.len()],
+}
+
+impl Scale {
+    /// The clock's ticks scaled to nanoseconds.
+    fn nanos(&self, ticks: u64) -> u64 {
+        self.clock
+            .as_ref()
+            .map_or(ticks, |clock| clock.delta_as_nanos(0, ticks))
+    }
+
+    /// The scale of `clock`'s ticks: each bound the most ticks that scale to at most its
+    /// nanoseconds (a sample is in bucket `i` exactly when its ticks scaled would be).
+    fn of_clock(clock: quanta::Clock) -> Self {
+        let bounds = BOUNDS_NS.map(|bound| {
+            // The scaling is monotonic up to here (`2^48` ticks: days at any rate a counter
+            // runs, and no overflow of the scaling for a tick of up to 2^16 ns).
+            let (mut lo, mut hi) = (0u64, 1u64 << 48);
+            while lo < hi {
+                let mid = lo + (hi - lo).div_ceil(2);
+                if clock.delta_as_nanos(0, mid) <= bound {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            lo
+        });
+        Scale {
+            clock: Some(clock),
+            bounds,
+        }
+    }
+}
+
+/// Nanoseconds: the client side's unit (its durations come from the system clock).
+static NANOS: Scale = Scale {
+    clock: None,
+    bounds: BOUNDS_NS,
+};
+
+/// One histogram: a counter per bucket (the last is `+Inf`), the count and the sum, in the
+/// unit of its side's [`Scale`].
 #[derive(Debug)]
 pub(crate) struct Histogram {
     buckets: [AtomicU64; DURATION_BUCKETS.len() + 1],
-    sum_ns: AtomicU64,
+    sum: AtomicU64,
 }
 
 impl Histogram {
     fn new() -> Self {
         Histogram {
             buckets: std::array::from_fn(|_| AtomicU64::new(0)),
-            sum_ns: AtomicU64::new(0),
+            sum: AtomicU64::new(0),
         }
     }
 
-    fn record(&self, ns: u64) {
+    /// Counts a sample of `value` in the unit of `bounds`.
+    #[inline]
+    fn record(&self, value: u64, bounds: &[u64; DURATION_BUCKETS.len()]) {
         // The first bound not below the sample (`le` is inclusive); most calls take less
         // than the first bound.
-        let i = if ns <= BOUNDS_NS[0] {
+        let i = if value <= bounds[0] {
             0
         } else {
-            BOUNDS_NS.partition_point(|&b| b < ns)
+            bounds.partition_point(|&b| b < value)
         };
         self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+        self.sum.fetch_add(value, Ordering::Relaxed);
     }
 }
 
-/// One method's histograms: its successful calls', and one per error type seen.
+/// One method's histograms: its successful calls', and one per error type seen, in the unit
+/// of `scale` (its side's).
 #[derive(Debug)]
 pub(crate) struct MethodDurations {
     ok: Histogram,
     errors: RwLock<Vec<(Box<str>, Arc<Histogram>)>>,
+    scale: &'static Scale,
 }
 
 impl MethodDurations {
-    fn new() -> Self {
+    fn new(scale: &'static Scale) -> Self {
         MethodDurations {
             ok: Histogram::new(),
             errors: RwLock::new(Vec::new()),
+            scale,
         }
     }
 
-    /// Counts a call that took `elapsed`, with `error` as its `error.type` if it failed.
+    /// Counts a call that took `elapsed` (a client's: its side counts nanoseconds), with
+    /// `error` as its `error.type` if it failed.
     pub(crate) fn record(&self, error: Option<&str>, elapsed: Duration) {
-        self.record_ns(error, u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
-    }
-
-    /// [`record`](Self::record) of a duration in nanoseconds.
-    #[inline]
-    pub(crate) fn record_ns(&self, error: Option<&str>, ns: u64) {
-        let Some(kind) = error else {
-            return self.ok.record(ns);
-        };
-        self.record_error(kind, ns);
+        debug_assert!(self.scale.clock.is_none());
+        let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        match error {
+            None => self.ok.record(ns, &self.scale.bounds),
+            Some(kind) => self.record_error(kind, ns),
+        }
     }
 
     /// Counts a call answered with the error `code` (its `error.type`).
     #[inline(never)]
-    fn record_code(&self, code: i32, ns: u64) {
-        self.record_error(&code.to_string(), ns);
+    fn record_code(&self, code: i32, value: u64) {
+        self.record_error(&code.to_string(), value);
     }
 
+    /// Counts a failed call's `value` (in the side's unit) under its error type.
     #[inline(never)]
-    fn record_error(&self, kind: &str, ns: u64) {
+    fn record_error(&self, kind: &str, value: u64) {
         let known = self
             .errors
             .read()
@@ -124,7 +179,7 @@ impl MethodDurations {
             errors.push((kind.into(), Arc::clone(&h)));
             h
         });
-        h.record(ns);
+        h.record(value, &self.scale.bounds);
     }
 }
 
@@ -160,13 +215,15 @@ type Methods = HashMap<Box<str>, &'static MethodDurations, BuildHasherDefault<Fn
 struct Side {
     metric: &'static str,
     methods: RwLock<Methods>,
+    scale: &'static Scale,
 }
 
 impl Side {
-    fn new(metric: &'static str) -> Self {
+    fn new(metric: &'static str, scale: &'static Scale) -> Self {
         Side {
             metric,
             methods: RwLock::new(HashMap::default()),
+            scale,
         }
     }
 
@@ -187,7 +244,7 @@ impl Side {
         };
         methods
             .entry(label.into())
-            .or_insert_with(|| Box::leak(Box::new(MethodDurations::new())))
+            .or_insert_with(|| Box::leak(Box::new(MethodDurations::new(self.scale))))
     }
 }
 
@@ -195,17 +252,23 @@ static ON: AtomicBool = AtomicBool::new(false);
 /// The clock of the server calls' durations: the CPU's time-stamp counter where it is
 /// invariant (else the monotonic clock), as the Prometheus exporter's own: a read is a few
 /// instructions and a call's two reads are scaled to nanoseconds once, where the system clock
-/// costs a call into the vDSO per read and a `timespec` subtraction per call. Set by
-/// [`aggregate`] (its calibration, shared with the exporter's, runs then, once per process).
-static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
-static SERVER: LazyLock<Side> = LazyLock::new(|| Side::new(names::SERVER_DURATION));
-static CLIENT: LazyLock<Side> = LazyLock::new(|| Side::new(names::CLIENT_DURATION));
+/// costs a call into the vDSO per read and a `timespec` subtraction per call; with the bucket
+/// bounds in its ticks (see [`Scale`]). Set by [`aggregate`] (its calibration, shared with the
+/// exporter's, runs then, once per process).
+static TICKS: OnceLock<Scale> = OnceLock::new();
+static SERVER: LazyLock<Side> = LazyLock::new(|| {
+    // Made by `aggregate`, which sets the clock first.
+    let scale = TICKS.get_or_init(|| Scale::of_clock(quanta::Clock::new()));
+    Side::new(names::SERVER_DURATION, scale)
+});
+static CLIENT: LazyLock<Side> = LazyLock::new(|| Side::new(names::CLIENT_DURATION, &NANOS));
 static IN_FLIGHT: AtomicI64 = AtomicI64::new(0);
 
 /// Counts durations and calls in flight here from now on instead of through the facade
 /// (see the module's documentation); call it before [`crate::telemetry::enable_metrics`].
 pub fn aggregate() {
-    CLOCK.get_or_init(quanta::Clock::new);
+    TICKS.get_or_init(|| Scale::of_clock(quanta::Clock::new()));
+    LazyLock::force(&SERVER);
     ON.store(true, Ordering::Relaxed);
 }
 
@@ -225,19 +288,25 @@ pub(crate) fn server_method(label: &str) -> &'static MethodDurations {
 /// [`aggregate`]).
 #[inline]
 pub(crate) fn ticks() -> u64 {
-    CLOCK.get().map_or(0, quanta::Clock::raw)
+    TICKS
+        .get()
+        .and_then(|scale| scale.clock.as_ref())
+        .map_or(0, quanta::Clock::raw)
 }
 
 /// A server call whose start the clock read as `started` ([`ticks`]) ended, answered with
-/// the error `error` if any (its `error.type`, made text only then).
+/// the error `error` if any (its `error.type`, made text only then). Counted in ticks (see
+/// [`Scale`]); a reading before the start (a counter out of step between cores) counts 0.
 #[inline]
 pub(crate) fn server_end(m: &MethodDurations, error: Option<i32>, started: u64) {
-    let ns = CLOCK
-        .get()
-        .map_or(0, |clock| clock.delta_as_nanos(started, clock.raw()));
+    let ticks = m
+        .scale
+        .clock
+        .as_ref()
+        .map_or(0, |clock| clock.raw().saturating_sub(started));
     match error {
-        None => m.ok.record(ns),
-        Some(code) => m.record_code(code, ns),
+        None => m.ok.record(ticks, &m.scale.bounds),
+        Some(code) => m.record_code(code, ticks),
     }
 }
 
@@ -275,6 +344,7 @@ fn render_histogram(
     method: &str,
     error: Option<&str>,
     h: &Histogram,
+    scale: &Scale,
 ) {
     let mut labels = format!("rpc_system_name=\"{SYSTEM}\",rpc_method=\"");
     escape(method, &mut labels);
@@ -296,7 +366,7 @@ fn render_histogram(
             }
         }
     }
-    let sum = h.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+    let sum = scale.nanos(h.sum.load(Ordering::Relaxed)) as f64 / 1e9;
     let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
     let _ = writeln!(out, "{name}_count{{{labels}}} {seen}");
 }
@@ -324,10 +394,10 @@ pub fn render_prometheus(out: &mut String) {
         let mut sorted: Vec<_> = methods.iter().collect();
         sorted.sort_by(|a, b| a.0.cmp(b.0));
         for (method, m) in sorted {
-            render_histogram(out, &name, method, None, &m.ok);
+            render_histogram(out, &name, method, None, &m.ok, m.scale);
             let errors = m.errors.read().unwrap_or_else(PoisonError::into_inner);
             for (kind, h) in errors.iter() {
-                render_histogram(out, &name, method, Some(kind), h);
+                render_histogram(out, &name, method, Some(kind), h, m.scale);
             }
         }
     }
@@ -364,7 +434,7 @@ pub fn for_each_histogram(mut f: impl FnMut(&DurationCounts<'_>)) {
                 method,
                 error,
                 buckets: std::array::from_fn(|i| h.buckets[i].load(Ordering::Relaxed)),
-                sum: Duration::from_nanos(h.sum_ns.load(Ordering::Relaxed)),
+                sum: Duration::from_nanos(m.scale.nanos(h.sum.load(Ordering::Relaxed))),
             };
             f(&counts(None, &m.ok));
             let errors = m.errors.read().unwrap_or_else(PoisonError::into_inner);
@@ -387,10 +457,11 @@ mod tests {
     #[test]
     fn samples_land_in_their_buckets() {
         let h = Histogram::new();
-        h.record(10_000); // 10 µs: le 0.005
-        h.record(5_000_000); // 5 ms: le 0.005 (inclusive)
-        h.record(6_000_000); // 6 ms: le 0.01
-        h.record(11_000_000_000); // 11 s: +Inf
+        let ns = &NANOS.bounds;
+        h.record(10_000, ns); // 10 µs: le 0.005
+        h.record(5_000_000, ns); // 5 ms: le 0.005 (inclusive)
+        h.record(6_000_000, ns); // 6 ms: le 0.01
+        h.record(11_000_000_000, ns); // 11 s: +Inf
         let counts: Vec<u64> = h
             .buckets
             .iter()
@@ -401,16 +472,46 @@ mod tests {
         assert_eq!(counts[DURATION_BUCKETS.len()], 1);
         assert_eq!(counts.iter().sum::<u64>(), 4);
         let mut out = String::new();
-        render_histogram(&mut out, "d", "a\"b", Some("-32602"), &h);
+        render_histogram(&mut out, "d", "a\"b", Some("-32602"), &h, &NANOS);
         assert!(out.contains("d_bucket{rpc_system_name=\"jsonrpc\",rpc_method=\"a\\\"b\",error_type=\"-32602\",le=\"0.005\"} 2\n"), "{out}");
         assert!(out.contains("le=\"0.01\"} 3\n"), "{out}");
         assert!(out.contains("le=\"+Inf\"} 4\n"), "{out}");
         assert!(out.contains("d_count{rpc_system_name=\"jsonrpc\",rpc_method=\"a\\\"b\",error_type=\"-32602\"} 4\n"), "{out}");
+        assert!(out.contains("d_sum{rpc_system_name=\"jsonrpc\",rpc_method=\"a\\\"b\",error_type=\"-32602\"} 11.01101\n"), "{out}");
+    }
+
+    /// Counted in ticks, a sample lands in the bucket its ticks scaled to nanoseconds would:
+    /// each bound in ticks is the last count of ticks at or under the bound in nanoseconds.
+    #[test]
+    fn tick_bounds_bucket_as_nanoseconds_would() {
+        let scale = Scale::of_clock(quanta::Clock::new());
+        let clock = scale.clock.as_ref().unwrap();
+        for (i, (&ticks, &ns)) in scale.bounds.iter().zip(&BOUNDS_NS).enumerate() {
+            assert!(clock.delta_as_nanos(0, ticks) <= ns, "bound {i}");
+            assert!(clock.delta_as_nanos(0, ticks + 1) > ns, "bound {i}");
+            let h = Histogram::new();
+            h.record(ticks, &scale.bounds);
+            h.record(ticks + 1, &scale.bounds);
+            assert_eq!(h.buckets[i].load(Ordering::Relaxed), 1, "bound {i}");
+            assert_eq!(h.buckets[i + 1].load(Ordering::Relaxed), 1, "bound {i}");
+        }
+        // The sum is rendered in seconds.
+        let h = Histogram::new();
+        h.record(scale.bounds[3], &scale.bounds); // 50 ms, less a tick
+        let mut out = String::new();
+        render_histogram(&mut out, "d", "m", None, &h, &scale);
+        let sum: f64 = out
+            .lines()
+            .find_map(|l| l.strip_prefix("d_sum{rpc_system_name=\"jsonrpc\",rpc_method=\"m\"} "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((0.049_99..=0.05).contains(&sum), "{sum}");
     }
 
     #[test]
     fn labels_stay_bounded() {
-        let side = Side::new("x");
+        let side = Side::new("x", &NANOS);
         for i in 0..3 * MAX_METHODS {
             let m = side.method(&format!("m{i}"));
             for e in 0..3 * MAX_ERRORS {

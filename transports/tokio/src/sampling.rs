@@ -4,16 +4,19 @@
 //! Recording every call span costs far more than the call (the OpenTelemetry SDK's per-span
 //! work: ids, attributes, the batch queue, the export). A [`SampleRatio`] below 1 keeps that
 //! cost to the calls sampled: the decision is made per call before the `tracing` span is
-//! created, so an unsampled call builds no span at all (it costs a parent check, a draw and a
-//! few thread-local stores).
+//! created, so an unsampled call builds no span at all (it costs a parent check, a countdown
+//! and a few thread-local stores).
 //!
 //! The decision is parent-based, as OpenTelemetry's `ParentBased(TraceIdRatioBased)` makes it:
 //! - a server call with a remote parent (a W3C `traceparent` from the HTTP headers or the
 //!   params' `_meta`; the latter with the feature `otel`) follows the parent's `sampled` flag
 //!   (trace-flags bit 0), whatever the ratio;
 //! - a server call without one, and a client call made outside any span (a root), is sampled
-//!   with probability `ratio`: a draw of a per-thread generator (wyrand; no lock, no system
-//!   call) against a threshold, `ratio * 2^64`;
+//!   with probability `ratio`, each independently of the others. Rather than a draw per root
+//!   call, each thread counts down the roots it passes over until the next sampled one, a
+//!   count drawn from the geometric distribution of the gaps between successes of that
+//!   Bernoulli process (the same process, one draw per sampled call instead of one per call;
+//!   a per-thread generator, wyrand: no lock, no system call);
 //! - a client call made within a span follows that span (and the OpenTelemetry SDK's
 //!   sampler decides as it always did).
 //!
@@ -150,6 +153,9 @@ pub fn sample_ratio() -> SampleRatio {
 thread_local! {
     /// The generator's state (wyrand); 0 until first used on the thread.
     static RNG: Cell<u64> = const { Cell::new(0) };
+    /// The root calls this thread passes over before it samples one, and the threshold that
+    /// count was drawn for (0: none drawn yet; a new ratio draws again).
+    static COUNTDOWN: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     /// The trace id of the unsampled call whose handler runs now on this thread (0: none).
     static UNSAMPLED: Cell<u128> = const { Cell::new(0) };
 }
@@ -178,11 +184,60 @@ fn seed() -> u64 {
     h.finish() | 1
 }
 
-/// True when a root call is sampled now: no draw while the ratio is 1 or 0.
+/// True when a root call is sampled now: nothing drawn while the ratio is 1 or 0, else a
+/// count down (see [`sample_at`]).
 #[inline]
 pub(crate) fn sample_root() -> bool {
     let threshold = THRESHOLD.load(Ordering::Relaxed);
-    threshold == u64::MAX || (threshold != 0 && draw() < threshold)
+    threshold == u64::MAX || (threshold != 0 && sample_at(threshold))
+}
+
+/// True when this root call is sampled at the ratio of `threshold` (neither 0 nor
+/// [`u64::MAX`]): the thread's count of calls to pass over is taken down by one, and at 0
+/// this call is sampled and the next count drawn ([`next_gap`]). The same process as a draw
+/// per call (`draw() < threshold`: each call sampled with probability `threshold / 2^64`, on
+/// its own), at a load, a compare and a store per call passed over.
+#[inline]
+pub(crate) fn sample_at(threshold: u64) -> bool {
+    COUNTDOWN.with(|cell| {
+        let (drawn_for, left) = cell.get();
+        if drawn_for == threshold && left != 0 {
+            cell.set((threshold, left - 1));
+            return false;
+        }
+        restart(cell, threshold, drawn_for == threshold)
+    })
+}
+
+/// The end of a count (`due`: this call is sampled), or a count not drawn for `threshold`
+/// (a new ratio, or none drawn yet on the thread: the gap before the first sampled call is
+/// drawn as any other, so a new ratio holds from the call after it is set).
+#[cold]
+fn restart(cell: &Cell<(u64, u64)>, threshold: u64, due: bool) -> bool {
+    let sampled = due || {
+        let gap = next_gap(threshold);
+        if gap != 0 {
+            cell.set((threshold, gap - 1));
+        }
+        gap == 0
+    };
+    if sampled {
+        cell.set((threshold, next_gap(threshold)));
+    }
+    sampled
+}
+
+/// The calls passed over before the next one sampled, each sampled with probability
+/// `p = threshold / 2^64`: geometric, `floor(ln(u) / ln(1 - p))` for `u` uniform in (0, 1]
+/// (inverse transform; `ln_1p` keeps `ln(1 - p)` exact for the small `p` a ratio usually
+/// is). A count past `u64::MAX` (a tiny ratio) saturates.
+fn next_gap(threshold: u64) -> u64 {
+    let p = threshold as f64 / 18_446_744_073_709_551_616.0;
+    // 53 random bits, as a float in (0, 1].
+    let u = ((draw() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+    let gap = u.ln() / (-p).ln_1p();
+    // A NaN (not expected: p is in (0, 1)) is 0: sampled.
+    gap as u64
 }
 
 /// True when every root call is sampled (the ratio is 1).
@@ -334,6 +389,44 @@ mod tests {
         assert!((843..=1157).contains(&n), "{n}");
         let t = SampleRatio::NEVER.threshold();
         assert_eq!((0..10_000).filter(|_| draw() < t).count(), 0);
+    }
+
+    /// The countdown samples each call with the ratio's probability, on its own: about the
+    /// ratio in all (1 000 ± 5 standard deviations of 100 000 calls at 0.01), and counts per
+    /// window of 1 000 calls spread as a binomial's do (variance 9.9; a countdown that sampled
+    /// every 100th call would give 10 in each window, variance 0). The sample variance of 200
+    /// windows lies within about ±1 of 9.9 (one standard deviation); the bounds are 4 of them.
+    #[test]
+    fn the_countdown_samples_as_independent_draws() {
+        let t = SampleRatio::new(0.01).unwrap().threshold();
+        let windows: Vec<f64> = (0..200)
+            .map(|_| (0..1000).filter(|_| sample_at(t)).count() as f64)
+            .collect();
+        let total: f64 = windows.iter().sum();
+        assert!((1_686.0..=2_314.0).contains(&total), "{total} of 200 000");
+        let mean = total / windows.len() as f64;
+        let var = windows.iter().map(|n| (n - mean).powi(2)).sum::<f64>() / 199.0;
+        assert!((5.9..=13.9).contains(&var), "variance {var}");
+        // At one half: about half.
+        let half = SampleRatio::new(0.5).unwrap().threshold();
+        let n = (0..10_000).filter(|_| sample_at(half)).count();
+        assert!((4_750..=5_250).contains(&n), "{n}");
+    }
+
+    /// A new ratio holds at once: a countdown drawn for a tiny ratio (a count of about 10^18
+    /// calls) is dropped when the ratio changes.
+    #[test]
+    fn a_new_ratio_drops_the_countdown() {
+        let tiny = SampleRatio::new(1e-18).unwrap().threshold();
+        assert_eq!((0..1_000).filter(|_| sample_at(tiny)).count(), 0);
+        let (_, left) = COUNTDOWN.with(Cell::get);
+        assert!(left > 1_000_000, "{left}");
+        let half = SampleRatio::new(0.5).unwrap().threshold();
+        let n = (0..1_000).filter(|_| sample_at(half)).count();
+        assert!((400..=600).contains(&n), "{n}");
+        // Gaps at a ratio near 1 are mostly 0: nearly every call sampled.
+        let most = SampleRatio::new(0.999).unwrap().threshold();
+        assert!((0..1_000).filter(|_| sample_at(most)).count() > 980);
     }
 
     #[test]
