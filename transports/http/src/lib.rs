@@ -70,6 +70,8 @@ mod kept_line;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 #[cfg(feature = "otlp")]
+mod otlp_encode;
+#[cfg(feature = "otlp")]
 pub mod otlp_metrics;
 mod pipe;
 pub mod profile;
