@@ -233,7 +233,9 @@ struct ServeArgs {
     /// With --otlp: record the spans of this fraction (0 to 1) of the calls that come without
     /// a trace context (and of root client calls). A call with a `traceparent` follows its
     /// sampled flag; an unsampled call builds no span and sends its trace on unsampled
-    /// (flags 00). Default 1: every call.
+    /// (flags 00). Default: what OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG say
+    /// (always_on, always_off, traceidratio and their parentbased_ forms), else 1: every
+    /// call.
     #[cfg(feature = "otlp")]
     #[arg(long, value_name = "RATIO", requires = "otlp", value_parser = clap::value_parser!(rpcwire_tokio::telemetry::SampleRatio))]
     otlp_sample: Option<rpcwire_tokio::telemetry::SampleRatio>,
@@ -331,6 +333,20 @@ struct CallArgs {
     params: Option<String>,
 }
 
+/// The sample ratio OpenTelemetry's environment variables set, if any; a setting rpcwire
+/// cannot follow is warned of and left out (the default then holds), as the OpenTelemetry
+/// specification asks of an SDK.
+#[cfg(feature = "otlp")]
+fn sample_ratio_from_env() -> Option<rpcwire_tokio::telemetry::SampleRatio> {
+    rpcwire_tokio::telemetry::SampleRatio::from_env().unwrap_or_else(|e| {
+        eprintln!(
+            "rpcwire: OpenTelemetry sampler setting ignored ({e}): every call sampled unless \
+             --otlp-sample says otherwise"
+        );
+        None
+    })
+}
+
 fn main() -> ExitCode {
     #[cfg_attr(not(feature = "otlp"), allow(unused_mut))]
     let mut cli = Cli::parse();
@@ -344,8 +360,8 @@ fn main() -> ExitCode {
             ..
         }) => match rpcwire_http::otlp::OtlpExport::start(url, "rpcwire") {
             Ok(export) => {
-                if let Some(ratio) = otlp_sample {
-                    rpcwire_tokio::telemetry::set_sample_ratio(*ratio);
+                if let Some(ratio) = otlp_sample.or_else(sample_ratio_from_env) {
+                    rpcwire_tokio::telemetry::set_sample_ratio(ratio);
                 }
                 Some(export)
             }

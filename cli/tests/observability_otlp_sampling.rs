@@ -11,6 +11,10 @@
 //!   exported, and its call to F carries the same trace id, a parent id of its own and flags
 //!   `00`; one flagged `01` is exported and carries `01` on.
 //! - The flag's value is checked: NaN, below 0, above 1 are usage errors (exit code 2).
+//! - Without the flag, OpenTelemetry's `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`
+//!   set the ratio (`parentbased_traceidratio` at 0 leaves out calls without a trace
+//!   context, yet follows a sampled parent); the flag wins over them; a sampler rpcwire does
+//!   not have is warned of, and every call sampled.
 //!
 //! In a test binary of its own (`tracing` caches callsite interest per process; the servers
 //! are processes anyway). Skips with a visible `SKIPPED:` line when the receiver's venv is
@@ -264,6 +268,96 @@ async fn spans_are_head_sampled_by_ratio_and_by_the_parent_flag() {
             "only the sampled relay's client span: {clients:?}"
         );
         assert!(!traces.iter().any(|t| t == UNSAMPLED), "{traces:?}");
+    })
+    .await;
+}
+
+/// The request ids of the call spans the receiver gets until it has those of `wanted` (then
+/// 2 s more, for any that should not be there), by server (`service.name` is the same: the
+/// ids tell them apart).
+fn exported_call_ids(receiver: &OtlpReceiver, wanted: &[&str]) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    loop {
+        let all = wanted.iter().all(|w| ids.iter().any(|id| id == w));
+        let wait = Duration::from_secs(if all { 2 } else { 30 });
+        let Some(span) = receiver.try_next_span(wait) else {
+            return ids;
+        };
+        if span["name"] == "rpc.connection" {
+            continue;
+        }
+        if let Some(id) = span["attributes"]["jsonrpc.request.id"].as_str() {
+            ids.push(id.to_owned());
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_environment_sets_the_sampler_unless_the_flag_does() {
+    let Some(receiver) = OtlpReceiver::start() else {
+        return;
+    };
+    let collector = receiver.url.clone();
+    bounded(async {
+        let ratio_0 = [
+            ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
+            ("OTEL_TRACES_SAMPLER_ARG", "0"),
+        ];
+        let (e0, e0_url) = common::serve_env("--http", &["--otlp", &collector], &ratio_0).await;
+        // The flag wins over the environment.
+        let off = [("OTEL_TRACES_SAMPLER", "always_off")];
+        let (f1, f1_url) = common::serve_env(
+            "--http",
+            &["--otlp", &collector, "--otlp-sample", "1"],
+            &off,
+        )
+        .await;
+        for i in 0..3 {
+            let id = format!("env-none-{i}");
+            assert_eq!(
+                post(&e0_url, None, &call("subtract", "[5,3]", &id)).await,
+                2
+            );
+        }
+        let sampled = Some((SAMPLED, "01"));
+        assert_eq!(
+            post(&e0_url, sampled, &call("subtract", "[9,1]", "env-sampled")).await,
+            8
+        );
+        assert_eq!(
+            post(&f1_url, None, &call("subtract", "[9,2]", "flag-wins")).await,
+            7
+        );
+        stop(e0).await;
+        stop(f1).await;
+        let ids = exported_call_ids(&receiver, &["env-sampled", "flag-wins"]);
+        assert!(ids.iter().any(|id| id == "env-sampled"), "{ids:?}");
+        assert!(ids.iter().any(|id| id == "flag-wins"), "{ids:?}");
+        assert!(!ids.iter().any(|id| id.starts_with("env-none")), "{ids:?}");
+
+        // A sampler rpcwire does not have: warned of, every call sampled.
+        let (child, mut lines) = common::spawn_serve_env(
+            &["--http", "127.0.0.1:0", "--otlp", &collector],
+            &[("OTEL_TRACES_SAMPLER", "jaeger_remote")],
+        );
+        let mut warned = false;
+        let url = loop {
+            let line = lines.next_line().await.unwrap().expect("a line on stderr");
+            warned |= line.contains("OTEL_TRACES_SAMPLER=\"jaeger_remote\"")
+                && line.contains("every call sampled");
+            if let Some(url) = line.split(' ').find(|w| w.starts_with("http://")) {
+                break url.to_owned();
+            }
+        };
+        assert!(warned, "no warning of the unknown sampler");
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        assert_eq!(
+            post(&url, None, &call("subtract", "[4,1]", "default-ratio")).await,
+            3
+        );
+        stop(child).await;
+        let ids = exported_call_ids(&receiver, &["default-ratio"]);
+        assert!(ids.iter().any(|id| id == "default-ratio"), "{ids:?}");
     })
     .await;
 }

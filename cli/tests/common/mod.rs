@@ -27,9 +27,14 @@ pub async fn bounded<F: Future>(f: F) -> F::Output {
 /// prints on stderr (the address or URL it serves on; a bridge child's lines are skipped). Its stderr is drained after that line,
 /// so the server never blocks on it.
 pub async fn serve(transport: &str, extra: &[&str]) -> (Child, String) {
+    serve_env(transport, extra, &[]).await
+}
+
+/// [`serve`] with these environment variables set for the server.
+pub async fn serve_env(transport: &str, extra: &[&str], env: &[(&str, &str)]) -> (Child, String) {
     let mut args = vec![transport, "127.0.0.1:0"];
     args.extend_from_slice(extra);
-    let (child, mut lines) = spawn_serve(&args);
+    let (child, mut lines) = spawn_serve_env(&args, env);
     // A `--forward` child (`rpcwire bridge`) shares the server's stderr and may speak first.
     let mut line = String::new();
     for _ in 0..50 {
@@ -179,9 +184,21 @@ pub fn spawn_serve(
     Child,
     tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
 ) {
+    spawn_serve_env(args, &[])
+}
+
+/// [`spawn_serve`] with these environment variables set for the server.
+pub fn spawn_serve_env(
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (
+    Child,
+    tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+) {
     let mut child = Command::new(bin())
         .arg("serve")
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -208,10 +208,22 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
         }
     }
     let otlp = opts.otlp.take();
-    if let Some(ratio) = opts.sample {
-        if otlp.is_none() {
-            usage("--otlp-sample needs --otlp");
-        }
+    if opts.sample.is_some() && otlp.is_none() {
+        usage("--otlp-sample needs --otlp");
+    }
+    // Without the flag, OpenTelemetry's OTEL_TRACES_SAMPLER (and _ARG) say, if set; a
+    // setting that cannot be followed is warned of and the default kept (the specification's
+    // rule for an SDK).
+    let from_env = || {
+        rpcwire_tokio::telemetry::SampleRatio::from_env().unwrap_or_else(|e| {
+            eprintln!("mcp-server: OpenTelemetry sampler setting ignored ({e})");
+            None
+        })
+    };
+    if let Some(ratio) = opts
+        .sample
+        .or_else(|| otlp.as_ref().and_then(|_| from_env()))
+    {
         rpcwire_tokio::telemetry::set_sample_ratio(ratio);
     }
     ((!opts.addr.is_empty()).then_some(opts), otlp)

@@ -110,6 +110,12 @@ pub struct OtlpExport {
 impl OtlpExport {
     /// Starts exporting to the collector at `url` (`http://host:port`, spans going to
     /// `/v1/traces`), as the service `service_name`.
+    ///
+    /// Every span rpcwire builds is exported: which calls get one is rpcwire's head sampling
+    /// (`rpcwire_tokio::telemetry::set_sample_ratio`), set from OpenTelemetry's
+    /// `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` by
+    /// `rpcwire_tokio::telemetry::SampleRatio::from_env` if the application asks for it (as
+    /// `rpcwire serve --otlp` does); the SDK's own sampler does not read them.
     pub fn start(url: &str, service_name: &str) -> Result<Self, OtlpError> {
         let endpoint = traces_endpoint(url)?
             .parse()
@@ -126,7 +132,15 @@ impl OtlpExport {
         let resource = opentelemetry_sdk::Resource::builder()
             .with_service_name(service_name.to_owned())
             .build();
+        // Sampling is rpcwire's, decided before a span is built
+        // (`rpcwire_tokio::telemetry::set_sample_ratio`; OpenTelemetry's `OTEL_TRACES_SAMPLER`
+        // through `SampleRatio::from_env`): the SDK records every span it is given, with the
+        // sampler it would take by default, not one of the environment's on top.
+        let sampler = opentelemetry_sdk::trace::Sampler::ParentBased(Box::new(
+            opentelemetry_sdk::trace::Sampler::AlwaysOn,
+        ));
         let provider = SdkTracerProvider::builder()
+            .with_sampler(sampler)
             .with_batch_exporter(exporter)
             .with_resource(resource)
             .build();

@@ -68,6 +68,10 @@ pub enum SampleRatioError {
     /// Below 0 or above 1.
     #[error("{0} is not within [0, 1]")]
     OutOfRange(String),
+    /// An `OTEL_TRACES_SAMPLER` that rpcwire's head sampling cannot be (see
+    /// [`SampleRatio::from_otel_sampler`]).
+    #[error("OTEL_TRACES_SAMPLER={0:?} is not a sampler rpcwire has (always_on, always_off, traceidratio, or their parentbased_ forms)")]
+    UnknownSampler(String),
 }
 
 impl SampleRatio {
@@ -106,6 +110,64 @@ impl SampleRatio {
         // 2^64 as f64 is exact; a product at or over it saturates in the cast.
         let t = (self.0 * 18_446_744_073_709_551_616.0).round() as u64;
         t.clamp(1, u64::MAX - 1)
+    }
+}
+
+impl SampleRatio {
+    /// The ratio that OpenTelemetry's standard sampler settings ask for: the values of the
+    /// environment variables `OTEL_TRACES_SAMPLER` (`sampler`) and `OTEL_TRACES_SAMPLER_ARG`
+    /// (`arg`); `Ok(None)` when no sampler is named (unset or empty).
+    ///
+    /// `always_on` and `parentbased_always_on` are 1, `always_off` and
+    /// `parentbased_always_off` 0, `traceidratio` and `parentbased_traceidratio` the ratio in
+    /// `arg` (1 when it is unset or empty, as the specification says). rpcwire's sampling is
+    /// always parent-based (a call with a `traceparent` follows its sampled flag): the forms
+    /// without `parentbased_` are taken as theirs. Names are read in any case. Any other
+    /// sampler (`jaeger_remote`, `xray`, ...), or an `arg` that is no ratio, is an error.
+    ///
+    /// ```
+    /// use rpcwire_tokio::telemetry::SampleRatio;
+    /// let ratio = SampleRatio::from_otel_sampler(Some("parentbased_traceidratio"), Some("0.25"));
+    /// assert_eq!(ratio, Ok(Some(SampleRatio::new(0.25)?)));
+    /// assert_eq!(SampleRatio::from_otel_sampler(Some("always_off"), None), Ok(Some(SampleRatio::NEVER)));
+    /// assert_eq!(SampleRatio::from_otel_sampler(None, Some("0.5")), Ok(None));
+    /// assert!(SampleRatio::from_otel_sampler(Some("xray"), None).is_err());
+    /// # Ok::<(), rpcwire_tokio::telemetry::SampleRatioError>(())
+    /// ```
+    pub fn from_otel_sampler(
+        sampler: Option<&str>,
+        arg: Option<&str>,
+    ) -> Result<Option<Self>, SampleRatioError> {
+        let Some(sampler) = sampler.map(str::trim).filter(|s| !s.is_empty()) else {
+            return Ok(None);
+        };
+        // Enumerated values are read without regard to case (the specification's rule).
+        let lower = sampler.to_ascii_lowercase();
+        let named = lower.strip_prefix("parentbased_").unwrap_or(&lower);
+        match named {
+            "always_on" => Ok(Some(Self::ALWAYS)),
+            "always_off" => Ok(Some(Self::NEVER)),
+            "traceidratio" => match arg.map(str::trim).filter(|a| !a.is_empty()) {
+                None => Ok(Some(Self::ALWAYS)),
+                Some(ratio) => ratio.parse().map(Some),
+            },
+            _ => Err(SampleRatioError::UnknownSampler(sampler.to_owned())),
+        }
+    }
+
+    /// [`from_otel_sampler`](Self::from_otel_sampler) of this process's environment
+    /// (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`; a value that is not UTF-8 is an
+    /// unknown sampler or a ratio that is not a number).
+    pub fn from_env() -> Result<Option<Self>, SampleRatioError> {
+        let var = |name| {
+            std::env::var_os(name).map(|v| {
+                v.to_str()
+                    .map_or_else(|| "\u{fffd}".to_owned(), str::to_owned)
+            })
+        };
+        let sampler = var("OTEL_TRACES_SAMPLER");
+        let arg = var("OTEL_TRACES_SAMPLER_ARG");
+        Self::from_otel_sampler(sampler.as_deref(), arg.as_deref())
     }
 }
 
@@ -427,6 +489,47 @@ mod tests {
         // Gaps at a ratio near 1 are mostly 0: nearly every call sampled.
         let most = SampleRatio::new(0.999).unwrap().threshold();
         assert!((0..1_000).filter(|_| sample_at(most)).count() > 980);
+    }
+
+    #[test]
+    fn otel_sampler_settings() {
+        let r = |s: Option<&str>, a: Option<&str>| SampleRatio::from_otel_sampler(s, a);
+        assert_eq!(r(None, None), Ok(None));
+        assert_eq!(r(Some(" "), Some("0.5")), Ok(None));
+        for on in ["always_on", "parentbased_always_on"] {
+            assert_eq!(
+                r(Some(on), Some("0.5")),
+                Ok(Some(SampleRatio::ALWAYS)),
+                "{on}"
+            );
+        }
+        for off in ["always_off", "parentbased_always_off"] {
+            assert_eq!(r(Some(off), None), Ok(Some(SampleRatio::NEVER)), "{off}");
+        }
+        for ratio in ["traceidratio", "parentbased_traceidratio"] {
+            assert_eq!(r(Some(ratio), Some("0.001")), Ok(Some(SampleRatio(0.001))));
+            // No argument: 1, as the specification says.
+            assert_eq!(r(Some(ratio), None), Ok(Some(SampleRatio::ALWAYS)));
+            assert_eq!(r(Some(ratio), Some("")), Ok(Some(SampleRatio::ALWAYS)));
+            assert!(matches!(
+                r(Some(ratio), Some("2")),
+                Err(SampleRatioError::OutOfRange(_))
+            ));
+            assert!(matches!(
+                r(Some(ratio), Some("half")),
+                Err(SampleRatioError::NotANumber(_))
+            ));
+        }
+        assert_eq!(
+            r(Some("ParentBased_Always_Off"), None),
+            Ok(Some(SampleRatio::NEVER))
+        );
+        for unknown in ["jaeger_remote", "parentbased_xray", "parentbased_", "on"] {
+            assert_eq!(
+                r(Some(unknown), None),
+                Err(SampleRatioError::UnknownSampler(unknown.to_owned()))
+            );
+        }
     }
 
     #[test]
