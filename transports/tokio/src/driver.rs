@@ -782,6 +782,7 @@ impl Driver {
                             id: Some(OriginId::Wire(req.id)),
                             method,
                             caller,
+                            unsampled: std::cell::Cell::new(0),
                         };
                         // A refused request is answered at once, never queued.
                         let handler = match (permitted, limited) {
@@ -894,6 +895,7 @@ impl Driver {
                             id: None,
                             method: &method,
                             caller,
+                            unsampled: std::cell::Cell::new(0),
                         };
                         handlers.start_notification(handler, &origin, params);
                         continue;
@@ -996,6 +998,7 @@ impl Driver {
                 id: job.id.as_deref().map(OriginId::Text),
                 method: &job.method,
                 caller: caller.unwrap_or(&self.settings.caller),
+                unsampled: std::cell::Cell::new(0),
             };
             // Validated when received; parsed again only to get the view back.
             let params = job

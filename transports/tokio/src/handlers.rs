@@ -141,10 +141,14 @@ impl Handlers {
         let mut call = ServerCall::new();
         call.start(method, meter, id, origin.caller, params, received);
         call.note_params(params);
+        // An unsampled call's trace, for the outgoing calls its handler's future makes: held
+        // around its first poll, in place (`router::erase`), and its later ones (below).
+        let unsampled = call.unsampled();
+        if unsampled != 0 {
+            origin.unsampled.set(unsampled);
+        }
         let outcome = {
             let _entered = call.span().enter();
-            // An unsampled call's trace, for the outgoing calls its handler makes in place.
-            let _unsampled = crate::sampling::UnsampledScope::enter(call.unsampled());
             guarded(|| handler(origin, params, conn, handle)).unwrap_or_else(|()| {
                 tracing::error!(%method, "handler panicked");
                 let _ = conn.reject(handle, ErrorCode::INTERNAL_ERROR);
@@ -175,8 +179,9 @@ impl Handlers {
                 self.running += 1;
                 let in_flight = call.waits();
                 let span = call.span().clone();
-                // An unsampled call's trace, held while its future is polled.
-                let trace = call.unsampled();
+                // An unsampled call's trace (as its first poll left it), held while its
+                // future is polled.
+                let trace = origin.unsampled.get();
                 let mut call = call;
                 self.tasks.spawn(
                     async move {

@@ -395,6 +395,7 @@ impl Shared {
                     id: Some(OriginId::Wire(req.id)),
                     method,
                     caller,
+                    unsampled: std::cell::Cell::new(0),
                 };
                 let permitted = router.is_none_or(|r| r.permits(caller.identity(), method));
                 let handler = if permitted {
@@ -434,6 +435,7 @@ impl Shared {
                     id: None,
                     method: &method,
                     caller,
+                    unsampled: std::cell::Cell::new(0),
                 };
                 match guarded(|| handler(&origin, n.params)) {
                     // Not waited for: a notification has no answer to hold the body's up.

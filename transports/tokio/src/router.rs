@@ -39,6 +39,10 @@ pub(crate) struct Origin<'a> {
     pub(crate) caller: &'a Arc<Caller>,
     /// Who may see the details of internal errors ([`Router::show_error_details`]).
     pub(crate) details: Option<&'a DetailPolicy>,
+    /// The trace id of the call if it is not sampled (0 otherwise; see `sampling`): held
+    /// while an async handler's future is first polled, in place (`erase`), where it may
+    /// start an outgoing call; a root's id drawn then is kept here for the polls after it.
+    pub(crate) unsampled: std::cell::Cell<u128>,
 }
 
 /// A request id as the driver has it: still in the receive buffer, or copied into a queued
@@ -898,8 +902,14 @@ where
             Ok(p) => p,
             Err(e) => return answer::<()>(conn, handle, Err(&e)),
         };
-        let mut fut: BoxFuture<Result<R, RpcError>> = Box::pin(start(origin, p));
-        match poll_once(&mut fut) {
+        // The first poll, in place: in the call's unsampled trace, if it has one (a sync
+        // handler, run in place too, cannot start an outgoing call: none is held for it).
+        let (fut, first) = crate::sampling::in_trace(&origin.unsampled, || {
+            let mut fut: BoxFuture<Result<R, RpcError>> = Box::pin(start(origin, p));
+            let first = poll_once(&mut fut);
+            (fut, first)
+        });
+        match first {
             Poll::Ready(result) => answer(conn, handle, origin.scrubbed(result).as_ref()),
             Poll::Pending => {
                 let show = origin.shows_details();

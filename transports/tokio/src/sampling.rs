@@ -20,8 +20,8 @@
 //! - a client call made within a span follows that span (and the OpenTelemetry SDK's
 //!   sampler decides as it always did).
 //!
-//! An unsampled call keeps its trace coherent: while its handler runs (in place, or its
-//! future polled in a task) a thread-local holds the call's trace id (its parent's, or, for a
+//! An unsampled call keeps its trace coherent: while its handler's future is polled (the
+//! first time in place, then in a task) a thread-local holds the call's trace id (its parent's, or, for a
 //! root, one drawn at the first outgoing call its handler makes: most make none), and a
 //! client call made by the handler builds no span either and sends a `traceparent` of that
 //! trace with the `sampled` flag cleared (a fresh parent id, flags `00`; HTTP header and MCP
@@ -30,10 +30,13 @@
 //!
 //! Gaps, known: a `tracestate` that came with an unsampled call is not sent on (only its trace
 //! id is kept); a handler that moves work to a task of its own (`tokio::spawn`) leaves the
-//! thread-local behind, so that task's client calls are roots (sampled by the ratio); the
-//! member calls of a batch without a remote parent draw each on their own (a batch span is not
-//! sampled: it is always recorded while a subscriber listens); connection spans are not
-//! sampled.
+//! thread-local behind, so that task's client calls are roots (sampled by the ratio), and so
+//! are those of a synchronous handler (`sync_method`, `raw_method`) that blocks on one
+//! (`block_on`, which blocks its connection meanwhile): a synchronous handler cannot
+//! otherwise start one (a client call is a future), and holding the trace around each of
+//! them cost a dozen instructions a call; the member calls of a batch without a remote parent
+//! are sampled each on its own (a batch span is not sampled: it is always recorded while a
+//! subscriber listens); connection spans are not sampled.
 //!
 //! The default ratio is 1: every call span recorded while a subscriber listens (only a remote
 //! parent flagged unsampled is then left out).
@@ -340,6 +343,24 @@ pub(crate) fn current_unsampled() -> Option<u128> {
         }
         id => Some(id),
     })
+}
+
+/// Runs `f` (an async handler's first poll, in place) holding the unsampled trace in
+/// `trace` (0: none, and nothing is held); a trace id drawn meanwhile for an unsampled root
+/// ([`LAZY_ROOT`]) is kept in `trace`, so that the later polls of the handler's future (in
+/// its task: [`Unsampled`]) send the same one.
+#[inline]
+pub(crate) fn in_trace<T>(trace: &Cell<u128>, f: impl FnOnce() -> T) -> T {
+    let held = trace.get();
+    if held == 0 {
+        return f();
+    }
+    let _scope = UnsampledScope::enter(held);
+    let out = f();
+    if held == LAZY_ROOT {
+        trace.set(UNSAMPLED.with(Cell::get));
+    }
+    out
 }
 
 /// Holds `trace` (an unsampled call's trace id; 0: none) as the thread's unsampled trace

@@ -1071,7 +1071,8 @@ impl ServerCall {
     }
 
     /// The trace id of a call not sampled (0 otherwise): to hold while its handler runs
-    /// (`sampling::UnsampledScope`), so that its outgoing calls send the trace on unsampled.
+    /// (`sampling::in_trace`, `sampling::Unsampled`), so that its outgoing calls send the
+    /// trace on unsampled.
     #[inline(always)]
     pub(crate) fn unsampled(&self) -> u128 {
         self.unsampled
