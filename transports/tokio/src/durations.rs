@@ -257,7 +257,6 @@ static ON: AtomicBool = AtomicBool::new(false);
 /// exporter's, runs then, once per process).
 static TICKS: OnceLock<Scale> = OnceLock::new();
 static SERVER: LazyLock<Side> = LazyLock::new(|| {
-    // Made by `aggregate`, which sets the clock first.
     let scale = TICKS.get_or_init(|| Scale::of_clock(quanta::Clock::new()));
     Side::new(names::SERVER_DURATION, scale)
 });
@@ -267,7 +266,7 @@ static IN_FLIGHT: AtomicI64 = AtomicI64::new(0);
 /// Counts durations and calls in flight here from now on instead of through the facade
 /// (see the module's documentation); call it before [`crate::telemetry::enable_metrics`].
 pub fn aggregate() {
-    TICKS.get_or_init(|| Scale::of_clock(quanta::Clock::new()));
+    // The server side's clock and its bounds in ticks, made now rather than on a first call.
     LazyLock::force(&SERVER);
     ON.store(true, Ordering::Relaxed);
 }

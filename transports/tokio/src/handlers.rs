@@ -188,7 +188,7 @@ impl Handlers {
                         let started = StdInstant::now();
                         let fut = crate::sampling::Unsampled {
                             fut: CatchUnwind(fut),
-                            trace,
+                            trace: std::cell::Cell::new(trace),
                         };
                         let reply = fut.await.unwrap_or_else(|()| {
                             // The panic is in the log; the caller learns only that it failed.

@@ -21,12 +21,12 @@
 //!   sampler decides as it always did).
 //!
 //! An unsampled call keeps its trace coherent: while its handler's future is polled (the
-//! first time in place, then in a task) a thread-local holds the call's trace id (its parent's, or, for a
-//! root, one drawn at the first outgoing call its handler makes: most make none), and a
-//! client call made by the handler builds no span either and sends a `traceparent` of that
-//! trace with the `sampled` flag cleared (a fresh parent id, flags `00`; HTTP header and MCP
-//! `_meta` alike), so the next hop does not start a sampled trace of its own. An unsampled
-//! root client call sends one of a trace drawn for it the same way.
+//! first time in place, then in a task) a thread-local holds the call's trace id (its
+//! parent's, or, for a root, one drawn at the first outgoing call its handler makes: most
+//! make none), and a client call made by the handler builds no span either and sends a
+//! `traceparent` of that trace with the `sampled` flag cleared (a fresh parent id, flags
+//! `00`; HTTP header and MCP `_meta` alike), so the next hop does not start a sampled trace
+//! of its own. An unsampled root client call sends one of a trace drawn for it the same way.
 //!
 //! Gaps, known: a `tracestate` that came with an unsampled call is not sent on (only its trace
 //! id is kept); a handler that moves work to a task of its own (`tokio::spawn`) leaves the
@@ -279,17 +279,15 @@ pub(crate) fn sample_at(threshold: u64) -> bool {
 /// drawn as any other, so a new ratio holds from the call after it is set).
 #[cold]
 fn restart(cell: &Cell<(u64, u64)>, threshold: u64, due: bool) -> bool {
-    let sampled = due || {
+    if !due {
         let gap = next_gap(threshold);
         if gap != 0 {
             cell.set((threshold, gap - 1));
+            return false;
         }
-        gap == 0
-    };
-    if sampled {
-        cell.set((threshold, next_gap(threshold)));
     }
-    sampled
+    cell.set((threshold, next_gap(threshold)));
+    true
 }
 
 /// The calls passed over before the next one sampled, each sampled with probability
@@ -345,10 +343,10 @@ pub(crate) fn current_unsampled() -> Option<u128> {
     })
 }
 
-/// Runs `f` (an async handler's first poll, in place) holding the unsampled trace in
-/// `trace` (0: none, and nothing is held); a trace id drawn meanwhile for an unsampled root
-/// ([`LAZY_ROOT`]) is kept in `trace`, so that the later polls of the handler's future (in
-/// its task: [`Unsampled`]) send the same one.
+/// Runs `f` (a poll of a handler's future: the first in place, the others in its task, by
+/// [`Unsampled`]) holding the unsampled trace in `trace` (0: none, and nothing is held); a
+/// trace id drawn meanwhile for an unsampled root ([`LAZY_ROOT`]) is kept in `trace`, so that
+/// the later polls send the same one.
 #[inline]
 pub(crate) fn in_trace<T>(trace: &Cell<u128>, f: impl FnOnce() -> T) -> T {
     let held = trace.get();
@@ -390,7 +388,7 @@ impl Drop for UnsampledScope {
 /// polled (nothing when `trace` is 0: one check per poll).
 pub(crate) struct Unsampled<F> {
     pub(crate) fut: F,
-    pub(crate) trace: u128,
+    pub(crate) trace: Cell<u128>,
 }
 
 impl<F: std::future::Future + Unpin> std::future::Future for Unsampled<F> {
@@ -400,13 +398,9 @@ impl<F: std::future::Future + Unpin> std::future::Future for Unsampled<F> {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<F::Output> {
-        let _scope = UnsampledScope::enter(self.trace);
-        let poll = std::pin::Pin::new(&mut self.fut).poll(cx);
-        if self.trace == LAZY_ROOT {
-            // A trace id drawn while it was polled: the same for its later polls' calls.
-            self.trace = UNSAMPLED.with(Cell::get);
-        }
-        poll
+        // A trace id drawn while it is polled stays for its later polls' calls.
+        let Unsampled { fut, trace } = &mut *self;
+        in_trace(trace, || std::pin::Pin::new(fut).poll(cx))
     }
 }
 
@@ -600,7 +594,7 @@ mod tests {
         });
         let mut fut = Unsampled {
             fut: Box::pin(fut),
-            trace: LAZY_ROOT,
+            trace: Cell::new(LAZY_ROOT),
         };
         let mut cx = Context::from_waker(Waker::noop());
         assert!(std::pin::Pin::new(&mut fut).poll(&mut cx).is_pending());
