@@ -93,8 +93,12 @@ impl ProfileArg {
     fn builder(self, framing: Option<FramingArg>) -> Builder {
         let builder = match self {
             ProfileArg::Plain => Builder::new(),
-            ProfileArg::Lsp => Builder::lsp(),
-            ProfileArg::Mcp => Builder::mcp(),
+            // LSP: `Content-Length` framing, `$/cancelRequest` (`id`) both ways, a cancelled
+            // request still answered.
+            ProfileArg::Lsp => Builder::new()
+                .framing(rpcwire_tokio::Framing::ContentLength)
+                .map_service(|s| s.cancel_notification("$/cancelRequest", "id")),
+            ProfileArg::Mcp => rpcwire_mcp::tokio::mcp_builder().batches(true),
         };
         match framing {
             Some(f) => builder.framing(f.into()),
@@ -237,8 +241,8 @@ struct ServeArgs {
     /// (always_on, always_off, traceidratio and their parentbased_ forms), else 1: every
     /// call.
     #[cfg(feature = "otlp")]
-    #[arg(long, value_name = "RATIO", requires = "otlp", value_parser = clap::value_parser!(rpcwire_tokio::telemetry::SampleRatio))]
-    otlp_sample: Option<rpcwire_tokio::telemetry::SampleRatio>,
+    #[arg(long, value_name = "RATIO", requires = "otlp", value_parser = clap::value_parser!(rpcwire_telemetry::SampleRatio))]
+    otlp_sample: Option<rpcwire_telemetry::SampleRatio>,
     /// Log one line per call on stderr: method, id, latency, status, transport and peer
     /// (never a credential: no header, no token; no params unless --log-bodies).
     #[arg(long)]
@@ -255,14 +259,14 @@ struct ServeArgs {
     redact: Vec<String>,
     /// With --log-bodies: the longest body shown, in bytes; longer ones are cut with a
     /// `…[truncated N bytes]` marker.
-    #[arg(long, value_name = "BYTES", default_value_t = rpcwire_tokio::body_log::DEFAULT_MAX_LEN, requires = "log_bodies")]
+    #[arg(long, value_name = "BYTES", default_value_t = rpcwire_telemetry::body_log::DEFAULT_MAX_LEN, requires = "log_bodies")]
     log_body_limit: usize,
     #[command(flatten)]
     ws: rpcwire_cli::ws::WsServeArgs,
     /// The OTLP metrics' recorder, for --metrics to record beside its own (not an option).
     #[cfg(all(feature = "otlp", feature = "metrics"))]
     #[arg(skip)]
-    otlp_recorder: Option<rpcwire_http::otlp_metrics::OtlpRecorder>,
+    otlp_recorder: Option<rpcwire_telemetry::otlp::metrics::OtlpRecorder>,
 }
 
 #[derive(Debug, Args)]
@@ -337,8 +341,8 @@ struct CallArgs {
 /// cannot follow is warned of and left out (the default then holds), as the OpenTelemetry
 /// specification asks of an SDK.
 #[cfg(feature = "otlp")]
-fn sample_ratio_from_env() -> Option<rpcwire_tokio::telemetry::SampleRatio> {
-    rpcwire_tokio::telemetry::SampleRatio::from_env().unwrap_or_else(|e| {
+fn sample_ratio_from_env() -> Option<rpcwire_telemetry::SampleRatio> {
+    rpcwire_telemetry::SampleRatio::from_env().unwrap_or_else(|e| {
         eprintln!(
             "rpcwire: OpenTelemetry sampler setting ignored ({e}): every call sampled unless \
              --otlp-sample says otherwise"
@@ -358,10 +362,10 @@ fn main() -> ExitCode {
             otlp: Some(url),
             otlp_sample,
             ..
-        }) => match rpcwire_http::otlp::OtlpExport::start(url, "rpcwire") {
+        }) => match rpcwire_telemetry::otlp::OtlpExport::start(url, "rpcwire") {
             Ok(export) => {
                 if let Some(ratio) = otlp_sample.or_else(sample_ratio_from_env) {
-                    rpcwire_tokio::telemetry::set_sample_ratio(ratio);
+                    rpcwire_telemetry::set_sample_ratio(ratio);
                 }
                 Some(export)
             }
@@ -379,7 +383,7 @@ fn main() -> ExitCode {
     let otlp_metrics = match &mut cli.command {
         Cmd::Serve(args) => match args.otlp.as_deref().map(|url| {
             let every = Duration::from_secs_f64(args.otlp_interval);
-            rpcwire_http::otlp_metrics::OtlpMetrics::start(url, "rpcwire", every)
+            rpcwire_telemetry::otlp::metrics::OtlpMetrics::start(url, "rpcwire", every)
         }) {
             None => None,
             Some(Ok(export)) => {
@@ -467,7 +471,7 @@ fn positive_secs(text: &str) -> Result<f64, String> {
 #[cfg(feature = "otlp")]
 fn otlp_metrics_recorder(
     args: &mut ServeArgs,
-    export: &rpcwire_http::otlp_metrics::OtlpMetrics,
+    export: &rpcwire_telemetry::otlp::metrics::OtlpMetrics,
 ) -> Result<(), String> {
     #[cfg(feature = "metrics")]
     if args.metrics.is_some() {
@@ -481,7 +485,7 @@ fn otlp_metrics_recorder(
 /// Turns on `--log-bodies` with its redactions: the named members, and any string that is
 /// one of the `--tokens` file's tokens.
 fn log_bodies(args: &ServeArgs) -> Result<(), ExitCode> {
-    use rpcwire_tokio::body_log::{self, BodyLog};
+    use rpcwire_telemetry::body_log::{self, BodyLog};
     let mut config = BodyLog::default().max_len(args.log_body_limit);
     for name in &args.redact {
         config = config.redact(name);
@@ -515,7 +519,7 @@ where
     };
     let mut targets = tracing_subscriber::filter::Targets::new().with_default(level);
     if log_calls && level < tracing::Level::INFO {
-        targets = targets.with_target(rpcwire_tokio::telemetry::CALL_LOG, tracing::Level::INFO);
+        targets = targets.with_target(rpcwire_telemetry::CALL_LOG, tracing::Level::INFO);
     }
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
@@ -541,7 +545,7 @@ fn open_serial(path: &str, baud: u32) -> Result<rpcwire_serial::AsyncSerialPort,
 fn authenticated(args: &ServeArgs, mut builder: Builder) -> Result<Builder, ExitCode> {
     if let Some(path) = &args.tokens {
         match rpcwire_tokio::StaticTokens::from_file(path) {
-            Ok(tokens) => builder = builder.authenticator(tokens),
+            Ok(tokens) => builder = builder.map_service(|s| s.authenticator(tokens)),
             Err(e) => {
                 eprintln!("rpcwire: {e}");
                 return Err(ExitCode::from(EXIT_USAGE));
@@ -551,11 +555,10 @@ fn authenticated(args: &ServeArgs, mut builder: Builder) -> Result<Builder, Exit
     if let (Some(url), Some(audience), Some(issuer)) = (&args.jwks, &args.audience, &args.issuer) {
         match rpcwire_http::jwks::JwksKeys::new(url) {
             Ok(keys) => {
-                builder = builder.authenticator(
-                    rpcwire_tokio::jwt::JwtAuthenticator::new(keys)
-                        .issuer(issuer)
-                        .audience(audience),
-                )
+                let jwt = rpcwire_tokio::jwt::JwtAuthenticator::new(keys)
+                    .issuer(issuer)
+                    .audience(audience);
+                builder = builder.map_service(|s| s.authenticator(jwt))
             }
             Err(e) => {
                 eprintln!("rpcwire: --jwks: {e}");
@@ -605,7 +608,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         None => None,
     };
     if args.ws.ws.is_some() {
-        let builder = match authenticated(&args, Builder::new().concurrency(args.concurrency)) {
+        let concurrency = args.concurrency;
+        let builder = Builder::new().map_service(|s| s.concurrency(concurrency));
+        let builder = match authenticated(&args, builder) {
             Ok(builder) => builder,
             Err(code) => return code,
         };
@@ -642,18 +647,19 @@ async fn serve(args: ServeArgs) -> ExitCode {
         .profile
         .builder(args.framing)
         .max_frame(args.max_frame)
-        .concurrency(args.concurrency)
         .max_connections(args.max_connections)
         .router(match &policy {
             Some(policy) => policy.apply(demo_router()),
             None => demo_router(),
-        });
+        })
+        .map_service(|s| s.concurrency(args.concurrency));
     let mut builder = match authenticated(&args, builder) {
         Ok(builder) => builder,
         Err(code) => return code,
     };
     if let Some(n) = args.rate_limit {
-        builder = builder.rate_limit(rpcwire_tokio::RateLimiter::new(f64::from(n), n));
+        builder =
+            builder.map_service(|s| s.rate_limit(rpcwire_tokio::RateLimiter::new(f64::from(n), n)));
     }
     if let Some(path) = &args.serial {
         let baud = args.baud.unwrap_or(DEFAULT_BAUD);

@@ -1,5 +1,5 @@
 //! `rpcwire serve --metrics ADDR`: the calls' and connections' metrics (see
-//! `rpcwire_tokio::telemetry`) in the Prometheus text format, on an address of their own
+//! `rpcwire_telemetry`) in the Prometheus text format, on an address of their own
 //! (loopback unless told otherwise), so that scraping needs no access to the RPC port.
 //!
 //! The recorder is `metrics-exporter-prometheus`'s; the endpoint is a small HTTP/1.1 server
@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use rpcwire_tokio::telemetry::{names, BATCH_SIZE_BUCKETS, DURATION_BUCKETS};
+use rpcwire_telemetry::{names, BATCH_SIZE_BUCKETS, DURATION_BUCKETS};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -99,8 +99,8 @@ where
     installed.map_err(MetricsError::Recorder)?;
     // Durations and calls in flight counted in process and rendered below: a fraction of the
     // exporter's cost per sample (a clock read and a queue push each).
-    rpcwire_tokio::durations::aggregate();
-    rpcwire_tokio::telemetry::enable_metrics();
+    rpcwire_telemetry::durations::aggregate();
+    rpcwire_telemetry::enable_metrics();
     tokio::spawn(accept(listener, handle));
     Ok(local)
 }
@@ -150,7 +150,7 @@ async fn answer(mut stream: TcpStream, handle: &PrometheusHandle) -> std::io::Re
     let (status, body) = if target == "/metrics" || target.starts_with("/metrics?") {
         handle.run_upkeep();
         let mut text = handle.render();
-        rpcwire_tokio::durations::render_prometheus(&mut text);
+        rpcwire_telemetry::durations::render_prometheus(&mut text);
         ("200 OK", text)
     } else if complete {
         (

@@ -188,7 +188,7 @@ async fn spans_are_head_sampled_by_ratio_and_by_the_parent_flag() {
         );
         assert_ne!(parts[2], PARENT, "a parent id of its own: {sent}");
         assert!(
-            rpcwire_tokio::trace_context::TraceContext::parse(&sent, None).is_ok(),
+            rpcwire_telemetry::trace_context::TraceContext::parse(&sent, None).is_ok(),
             "{sent}"
         );
         // Flagged 01: exported, and sent on sampled.

@@ -137,8 +137,8 @@ struct HttpOptions {
     /// `--otlp URL`: the spans go to this OTLP/HTTP collector (feature `otlp`).
     otlp: Option<String>,
     /// `--otlp-sample RATIO` (with `--otlp`): the fraction of calls without a trace context
-    /// whose spans are recorded (see `rpcwire_tokio::telemetry::SampleRatio`).
-    sample: Option<rpcwire_tokio::telemetry::SampleRatio>,
+    /// whose spans are recorded (see `rpcwire_telemetry::SampleRatio`).
+    sample: Option<rpcwire_telemetry::SampleRatio>,
 }
 
 fn usage(why: &str) -> ! {
@@ -215,7 +215,7 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
     // setting that cannot be followed is warned of and the default kept (the specification's
     // rule for an SDK).
     let from_env = || {
-        rpcwire_tokio::telemetry::SampleRatio::from_env().unwrap_or_else(|e| {
+        rpcwire_telemetry::SampleRatio::from_env().unwrap_or_else(|e| {
             eprintln!("mcp-server: OpenTelemetry sampler setting ignored ({e})");
             None
         })
@@ -224,7 +224,7 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
         .sample
         .or_else(|| otlp.as_ref().and_then(|_| from_env()))
     {
-        rpcwire_tokio::telemetry::set_sample_ratio(ratio);
+        rpcwire_telemetry::set_sample_ratio(ratio);
     }
     ((!opts.addr.is_empty()).then_some(opts), otlp)
 }
@@ -324,23 +324,23 @@ fn authorization(
 /// With `--otlp URL` (feature `otlp`): the spans of the calls (their `_meta.traceparent` or
 /// `traceparent` header as their parent, the MCP attributes) exported to that collector,
 /// beside the log on stderr, and the metrics (call durations, sessions, ...) every
-/// [`DEFAULT_INTERVAL`](rpcwire_http::otlp_metrics::DEFAULT_INTERVAL); what is left is sent
+/// [`DEFAULT_INTERVAL`](rpcwire_telemetry::otlp::metrics::DEFAULT_INTERVAL); what is left is sent
 /// when the server is stopped (SIGINT, SIGTERM).
 #[cfg(feature = "otlp")]
 fn start_otlp(
     url: &str,
 ) -> (
-    rpcwire_http::otlp::OtlpExport,
-    rpcwire_http::otlp_metrics::OtlpMetrics,
+    rpcwire_telemetry::otlp::OtlpExport,
+    rpcwire_telemetry::otlp::metrics::OtlpMetrics,
 ) {
     use tracing_subscriber::layer::SubscriberExt;
     const SERVICE: &str = "rpcwire-example-mcp-server";
-    let export = rpcwire_http::otlp::OtlpExport::start(url, SERVICE)
+    let export = rpcwire_telemetry::otlp::OtlpExport::start(url, SERVICE)
         .unwrap_or_else(|e| usage(&e.to_string()));
-    let metrics = rpcwire_http::otlp_metrics::OtlpMetrics::start(
+    let metrics = rpcwire_telemetry::otlp::metrics::OtlpMetrics::start(
         url,
         SERVICE,
-        rpcwire_http::otlp_metrics::DEFAULT_INTERVAL,
+        rpcwire_telemetry::otlp::metrics::DEFAULT_INTERVAL,
     )
     .unwrap_or_else(|e| usage(&e.to_string()));
     metrics.install().unwrap_or_else(|e| usage(&e.to_string()));

@@ -1,6 +1,6 @@
 //! rpcwire's MCP client (`rpcwire_mcp::tokio::McpClient`, built on `Builder::mcp()`, which
 //! sends each call's W3C trace context in `params._meta`) calling two real servers over
-//! stdio, with its own spans exported over OTLP/HTTP (`rpcwire_http::otlp`) to a receiver
+//! stdio, with its own spans exported over OTLP/HTTP (`rpcwire_telemetry::otlp`) to a receiver
 //! written with PyPI `opentelemetry-proto` (`rpcwire_tests::otlp`):
 //!
 //! - the official Python MCP SDK (`tests/interop/python_meta_server.py`, PyPI `mcp` and
@@ -42,7 +42,7 @@ async fn the_client_span_is_the_parent_of_the_servers_spans_through_meta() {
         return;
     };
     let export =
-        rpcwire_http::otlp::OtlpExport::start(&receiver.url, "client-traces-test").unwrap();
+        rpcwire_telemetry::otlp::OtlpExport::start(&receiver.url, "client-traces-test").unwrap();
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(export.layer()))
         .unwrap();
 

@@ -84,7 +84,10 @@ impl AcpOptions {
             .max_frame(self.max_message)
             .batches(false)
             .request_timeout(None)
-            .cancel_notification(CANCEL_REQUEST, "requestId")
-            .answer_cancelled(true)
+            .service(
+                rpcwire_tokio::Service::client_only()
+                    .cancel_notification(CANCEL_REQUEST, "requestId")
+                    .answer_cancelled(true),
+            )
     }
 }

@@ -10,7 +10,7 @@ use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use rpcwire::wire::sse::{SseDecoder, SseItem};
 use rpcwire::wire::{parse, Framing, Message, ParseLimits, Parsed};
-use rpcwire_tokio::trace_context::{OutgoingTraces, TraceContext};
+use rpcwire_telemetry::trace_context::{OutgoingTraces, TraceContext};
 use rpcwire_tokio::{Builder, Client};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;

@@ -12,7 +12,7 @@ const HTML: &str = include_str!("../console/index.html");
 /// The tag that tells the page where to open its WebSocket (the path on the page's host).
 const WS_PATH_TAG: &str = r#"<meta name="rpcwire-ws-path" content="/">"#;
 
-/// Where the page reads the live view's numbers (`rpcwire_tokio::live_stats`).
+/// Where the page reads the live view's numbers (`rpcwire_telemetry::live_stats`).
 pub const CONSOLE_STATS: &str = "/console/stats";
 
 /// What a console answers for `path`: the page (its WebSocket on `ws_path`) when `path` is
@@ -40,7 +40,7 @@ pub(crate) fn answer(path: &str, pages: &[&str], ws_path: &str) -> Option<(&'sta
     }
     #[cfg(feature = "metrics")]
     if path == CONSOLE_STATS {
-        let body = rpcwire_tokio::live_stats::snapshot_json();
+        let body = rpcwire_telemetry::live_stats::snapshot_json();
         return Some(("application/json", Bytes::from(body)));
     }
     None
@@ -55,10 +55,10 @@ pub(crate) fn headers(headers: &mut http::HeaderMap, kind: &'static str) {
 }
 
 /// Turns the live view on when a console is (feature `metrics`; see
-/// `rpcwire_tokio::live_stats`): off until then, and never off again.
+/// `rpcwire_telemetry::live_stats`): off until then, and never off again.
 pub(crate) fn enable_live_view() {
     #[cfg(feature = "metrics")]
-    rpcwire_tokio::live_stats::enable();
+    rpcwire_telemetry::live_stats::enable();
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ mod last_head;
 
 use crate::server::{
     accepts_values, hyper_service, is_json_media_bytes, run_hyper, ConnectionError, Inner,
-    Protocol, Reply, RpcService, BATCH_TOO_LONG,
+    Protocol, Reply, RpcService,
 };
 
 /// The longest request head the fast path reads; a longer one goes to hyper (which takes
@@ -76,15 +76,14 @@ where
 {
     let inner = Arc::clone(&service.inner);
     // Decided once per connection, as hyper's path decides whether to tell requests their peer.
-    let traced = rpcwire_tokio::telemetry::spans_enabled().then_some(Traced { peer });
-    // Profile checks look at every request's parts: hyper's path builds them. Rate limits
-    // (a caller's bucket per request) are left to hyper's path too; authentication is the
-    // fast path's (`fast_auth`).
-    let end = if !inner.fast_path
-        || inner.check.is_some()
-        || inner.check_body.is_some()
-        || inner.limiter.is_some()
-    {
+    // Callers carry the connection's peer while spans are listened to (their
+    // `network.peer.*`) and under a rate limit (the key of an anonymous caller's bucket).
+    let traced = (rpcwire_telemetry::spans_enabled()
+        || crate::server::HandlesIncoming::wants_peer(&service))
+    .then_some(Traced { peer });
+    // Profile checks look at every request's parts: hyper's path builds them.
+    // Authentication is the fast path's (`fast_auth`).
+    let end = if !inner.fast_path || inner.check.is_some() || inner.check_body.is_some() {
         End::Hyper(Vec::new())
     } else {
         run(&mut stream, &inner, traced.as_ref()).await?
@@ -95,7 +94,11 @@ where
         match traced.and_then(|t| t.peer) {
             // hyper's requests are told their peer as `serve_connection_from` tells them.
             Some(peer) => {
-                let service = crate::server::WithPeer { service, peer };
+                let info = crate::server::ConnectionInfo {
+                    peer: Some(peer),
+                    certificate: None,
+                };
+                let service = crate::server::WithConnection { service, info };
                 hyper_rest(read, stream, idle, service).await?;
             }
             None => hyper_rest(read, stream, idle, service).await?,
@@ -526,7 +529,7 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(
     // without parsing it ([`last_head`]). With an authenticator the head must be the same to
     // the byte (the caller let in keeps it); without, its `Content-Length` may differ.
     let mut last: Option<Box<LastHead>> = None;
-    let any_length = inner.authenticator.is_none();
+    let any_length = inner.service.authenticator_ref().is_none();
     // On a traced connection: the caller of its requests with no credential and no trace
     // context (the peer alone), made once.
     let mut peer_caller: Option<Arc<rpcwire_tokio::Caller>> = None;
@@ -592,9 +595,9 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(
         let total = head.len + head.body;
         // Authentication first, from the head alone, as on hyper's path: a refused request's
         // body is then read only to be dropped.
-        let caller = match &inner.authenticator {
+        let caller = match inner.service.authenticator_ref() {
             None => None,
-            Some(authenticator) => {
+            Some(_) => {
                 // A head parsed without the kept line has the kept value, and the last head
                 // the connection let in has its caller's: no need to read it.
                 let (value, renew) = match (recognised, head.left_out()) {
@@ -606,7 +609,7 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(
                     // Boxed: the authenticator is asked only on a new credential, refusals are
                     // rare, and every idle connection keeps this future.
                     let asked = Box::pin(ask(
-                        &**authenticator,
+                        &inner.service,
                         &mut admitted,
                         stream,
                         &mut buf,
@@ -669,14 +672,7 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(
         // hyper's path does. `out` (empty between answers) takes what arrives meanwhile: the
         // next pipelined requests, up to a head's worth.
         let reply = {
-            let answer = inner.answer(
-                body,
-                || Bytes::copy_from_slice(body),
-                true,
-                false,
-                deadline,
-                caller,
-            );
+            let answer = inner.answer(body, true, false, deadline, caller);
             UnlessClosed::<_, _, Keep> {
                 stream: &mut *stream,
                 answer,
@@ -686,7 +682,7 @@ async fn run<I: AsyncRead + AsyncWrite + Unpin>(
             .await
         };
         let Some(reply) = reply else {
-            tracing::debug!(parent: rpcwire_tokio::telemetry::span_parent(), "the client closed its connection during its call: cancelled");
+            tracing::debug!(parent: rpcwire_telemetry::span_parent(), "the client closed its connection during its call: cancelled");
             return Ok(End::Close);
         };
         buf.drain(..total);
@@ -745,10 +741,9 @@ fn with_trace(
 ) -> rpcwire_tokio::Caller {
     let caller = match caller {
         Some(caller) => caller.as_ref().clone(),
-        None => rpcwire_tokio::Caller::new(
-            rpcwire_tokio::Identity::anonymous(),
-            rpcwire_tokio::Transport::Http,
-        ),
+        None => {
+            rpcwire_tokio::Caller::new(rpcwire_tokio::Identity::anonymous(), crate::transport::HTTP)
+        }
     };
     crate::server::with_trace(
         caller,
@@ -840,7 +835,7 @@ pub(crate) async fn read_head<I: AsyncRead + Unpin>(
     match read {
         Ok(more) => Ok(more),
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-            tracing::debug!(parent: rpcwire_tokio::telemetry::span_parent(), "no request, or not its whole head, in time: closed");
+            tracing::debug!(parent: rpcwire_telemetry::span_parent(), "no request, or not its whole head, in time: closed");
             Ok(false)
         }
         Err(e) => Err(e),
@@ -911,12 +906,11 @@ fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool, now: Instant) {
             Some("text/plain; charset=utf-8"),
             Bytes::from_static(why.as_bytes()),
         ),
-        Reply::BatchTooLong => (
-            StatusCode::PAYLOAD_TOO_LARGE,
+        Reply::Json(message) => (
+            Reply::json_status(&message),
             Some("application/json"),
-            Bytes::from_static(BATCH_TOO_LONG),
+            message,
         ),
-        Reply::Json(message) => (StatusCode::OK, Some("application/json"), message),
         // Event streams need a client that accepts them, and those are hyper's (see `parse`).
         Reply::OneEvent(_) | Reply::Events(..) => (
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -950,6 +944,9 @@ fn write_reply(out: &mut Vec<u8>, reply: Reply, close: bool, now: Instant) {
             out.extend_from_slice(ct.as_bytes());
             out.extend_from_slice(b"\r\n");
         }
+        if code == StatusCode::TOO_MANY_REQUESTS {
+            out.extend_from_slice(b"retry-after: 1\r\n");
+        }
     }
     write_tail(out, close, body.chunk(), now);
 }
@@ -978,7 +975,7 @@ enum Asked {
 /// in `admitted`, or answers the refusal ([`refuse`]).
 #[allow(clippy::too_many_arguments)] // the connection's state, borrowed for one request
 async fn ask<I: AsyncRead + AsyncWrite + Unpin>(
-    authenticator: &dyn rpcwire_tokio::Authenticator,
+    service: &rpcwire_service::Service,
     admitted: &mut Option<Box<Admitted>>,
     stream: &mut I,
     buf: &mut Vec<u8>,
@@ -988,7 +985,7 @@ async fn ask<I: AsyncRead + AsyncWrite + Unpin>(
     deadline: Instant,
 ) -> io::Result<Asked> {
     let value = head.credential(buf);
-    let refusal = match admit(authenticator, admitted, &buf[..head.len], value, start).await {
+    let refusal = match admit(service, admitted, &buf[..head.len], value, start).await {
         Ok(()) => return Ok(Asked::Admitted),
         Err(refusal) => refusal,
     };
@@ -1465,16 +1462,19 @@ mod tests {
 
     /// A service at `/rpc` with [`OneToken`].
     fn one_token_service() -> RpcService {
-        crate::HttpServer::new(rpcwire_tokio::Builder::new().authenticator(OneToken))
-            .path("/rpc")
-            .build()
+        crate::HttpServer::new(
+            rpcwire_tokio::Builder::new().map_service(|s| s.authenticator(OneToken)),
+        )
+        .path("/rpc")
+        .build()
     }
 
     /// A connection's caller let in by the token, from `head`.
     async fn token_kept(head: &str) -> Option<Box<Admitted>> {
         let mut admitted = None;
         let (head, token) = (head.as_bytes(), Some(TOKEN.as_bytes()));
-        admit(&OneToken, &mut admitted, head, token, Instant::now())
+        let service = rpcwire_service::Service::client_only().authenticator(OneToken);
+        admit(&service, &mut admitted, head, token, Instant::now())
             .await
             .expect("let in");
         admitted

@@ -20,13 +20,14 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Response};
-use rpcwire_tokio::{Authenticator, Caller, Identity, LazyMeta, Transport};
+use rpcwire_service::Service;
+use rpcwire_tokio::{Caller, Identity, LazyMeta};
 use tokio::time::Instant;
 
 use crate::body::Body;
 use crate::fast::{KEEP, MAX_HEADERS};
 use crate::kept_line::{self, KeptLine};
-use crate::server::authenticate;
+use crate::transport::HTTP;
 
 /// A request's head as bytes, its `http::HeaderMap` (the metadata hyper's path gives a
 /// caller) made on the first read. The head may be kept without its credential line (the
@@ -248,14 +249,20 @@ pub(crate) fn kept(
 /// `credential`, read at `now`) and remembers the caller in `admitted`; or the refusal
 /// hyper's path answers with (the same status, challenge and body).
 pub(crate) async fn admit(
-    authenticator: &dyn Authenticator,
+    service: &Service,
     admitted: &mut Option<Box<Admitted>>,
     head: &[u8],
     credential: Option<&[u8]>,
     now: Instant,
 ) -> Result<(), Response<Body>> {
     let head = RequestHead::new(head);
-    let identity = authenticate(authenticator, head.headers(), Transport::Http, None).await?;
+    let identity = crate::server::admit(service, head.headers(), HTTP, None, None)
+        .await?
+        .identity()
+        .clone();
+    let Some(authenticator) = service.authenticator_ref() else {
+        return Ok(());
+    };
     // The expiry on the monotonic clock the connection reads anyway.
     let until = identity
         .expires()
@@ -285,5 +292,5 @@ pub(crate) async fn admit(
 }
 
 fn caller(identity: Identity, head: RequestHead) -> Caller {
-    Caller::new(identity, Transport::Http).with_lazy_meta(head)
+    Caller::new(identity, HTTP).with_lazy_meta(head)
 }

@@ -1,30 +1,13 @@
-//! The refusals a server built on this crate gives past authentication, shared by
+//! The refusal a server built on this crate gives past authentication, shared by
 //! [`HttpServer`](crate::HttpServer) and the profiles' servers (MCP Streamable HTTP): a
-//! caller over its rate limit (429 with `Retry-After`), and a request whose signature does
-//! not hold (feature `signing`: 401, or 429 while the caller's nonce cache is full). The
-//! reason goes to the log only.
+//! request whose signature does not hold (feature `signing`: 401, or 429 while the caller's
+//! nonce cache is full). The reason goes to the log only.
 
-use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
-use rpcwire_tokio::{telemetry, Caller, RateLimiter};
+use rpcwire_tokio::Caller;
 
 use crate::body::Body;
 use crate::server::refuse;
-
-/// Takes one request from `caller`'s bucket of `limiter`, or the 429 answer (with
-/// `Retry-After` in whole seconds, at least 1) when it is empty.
-pub fn rate_limited(limiter: &RateLimiter, caller: &Caller) -> Result<(), Box<Response<Body>>> {
-    let Err(wait) = limiter.check(&RateLimiter::key(caller), std::time::Instant::now()) else {
-        return Ok(());
-    };
-    telemetry::reject(telemetry::Rejection::Overload);
-    let mut r = refuse(StatusCode::TOO_MANY_REQUESTS, "too many requests\n");
-    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-    if let Ok(value) = HeaderValue::from_str(&secs.max(1).to_string()) {
-        r.headers_mut().insert(header::RETRY_AFTER, value);
-    }
-    Err(Box::new(r))
-}
 
 /// Checks the signature of a request body (`X-Rpcwire-*` headers,
 /// [`rpcwire_tokio::signing`]) in constant time, before the body is parsed; nonces are

@@ -25,7 +25,7 @@
 //! let auth = JwtAuthenticator::new(keys)
 //!     .issuer("https://auth.example.com")
 //!     .audience("https://rpc.example.com/mcp");
-//! let builder = rpcwire_tokio::Builder::new().authenticator(auth);
+//! let builder = rpcwire_tokio::Builder::new().map_service(|s| s.authenticator(auth));
 //! # drop(builder);
 //! # Ok(()) }
 //! ```

@@ -3,9 +3,11 @@
 //!
 //! JSON-RPC 2.0 over HTTP for [`rpcwire`], on hyper 1: a server ([`HttpServer`] →
 //! [`RpcService`], a tower `Service` that mounts in axum or runs with [`serve`]) and a client
-//! ([`HttpClient`]). Every protocol rule stays in the core: each POST body runs through a core
-//! connection driven by [`rpcwire_tokio`], with the same [`Router`](rpcwire_tokio::Router) as
-//! over stdio and TCP; this crate maps what comes out to status codes and headers.
+//! ([`HttpClient`]). Every protocol rule stays in the core and every policy in the service
+//! layer: each POST body runs through a core connection and the service's one dispatcher
+//! ([`rpcwire_service::Responder`]), with the same [`Router`](rpcwire_tokio::Router), access
+//! rules and rate limits as over stdio and TCP; this crate maps what comes out to status
+//! codes and headers.
 //!
 //! - POST at a configurable path, `application/json` in and out: a request or batch gets 200
 //!   with its answer; a body of only notifications or responses gets 202 and no body; parse
@@ -67,12 +69,6 @@ mod h2_idle;
 #[cfg(feature = "jwks")]
 pub mod jwks;
 mod kept_line;
-#[cfg(feature = "otlp")]
-pub mod otlp;
-#[cfg(feature = "otlp")]
-mod otlp_encode;
-#[cfg(feature = "otlp")]
-pub mod otlp_metrics;
 mod pipe;
 pub mod profile;
 mod resume;
@@ -82,6 +78,17 @@ mod stream;
 mod whole;
 #[cfg(feature = "ws")]
 pub mod ws;
+
+/// The transports of this crate, as callers' [`Caller::transport`](rpcwire_service::Caller::transport)
+/// names them.
+pub mod transport {
+    use rpcwire_telemetry::Transport;
+
+    /// An HTTP request (a POST, or an event stream).
+    pub const HTTP: Transport = Transport::new("http", "tcp");
+    /// A WebSocket connection.
+    pub const WEBSOCKET: Transport = Transport::new("websocket", "tcp");
+}
 
 pub use body::Body;
 pub use challenge::{has_query_token, unauthenticated, BearerChallenge};

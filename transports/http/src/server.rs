@@ -12,21 +12,16 @@ use bytes::{Buf, Bytes};
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Collected, Limited};
-use rpcwire::wire::Framing;
-use rpcwire_tokio::telemetry::{self, ConnectionScope};
-use rpcwire_tokio::trace_context::TraceContext;
-use rpcwire_tokio::{
-    Authenticator, Builder, Caller, Client, Credentials, RateLimiter, Responder, Transport,
-};
-use tokio::sync::{mpsc, oneshot, watch};
-use tracing::Instrument;
+use rpcwire_service::{ClientSettings, Exchange, Responder, Sent, Service};
+use rpcwire_telemetry::trace_context::TraceContext;
+use rpcwire_telemetry::{self as telemetry, ConnectionScope};
+use rpcwire_tokio::{Builder, Caller, Client, Credentials, Transport};
+use tokio::sync::{mpsc, watch};
 
 use crate::body::Body;
 use crate::endpoint::Endpoint;
-use crate::pipe::{drained, FrameWriter, OnceReader};
 use crate::stream::{EventHub, VecSink};
-use rpcwire::wire::classify::{classify_parsed, is_batch_text, is_response, BodyKind};
-use rpcwire::wire::{parse, ParseLimits};
+use rpcwire::wire::classify::{classify, BodyKind};
 
 /// The default largest request body (4 MiB).
 pub const DEFAULT_MAX_BODY: usize = 4 << 20;
@@ -334,13 +329,16 @@ impl HttpServer {
     /// Makes the service. Starts the event stream's connection, so call it within a tokio
     /// runtime.
     pub fn build(self) -> RpcService {
-        let builder = self
-            .builder
-            .framing(Framing::ContentLength)
-            .max_frame(self.endpoint.max_body)
-            .max_batch_len(self.max_batch)
-            // A request's connection ends with its answer: memory back at once, no timer.
-            .idle_release(Duration::ZERO);
+        let config = rpcwire::Config {
+            max_frame: self.endpoint.max_body,
+            max_batch_len: self.max_batch,
+            ..self.builder.config()
+        };
+        let service = self.builder.service_ref().clone();
+        // Every POST body runs through the service's dispatcher on a pooled core connection
+        // ([`Responder`]), in the request's task.
+        let responder =
+            Responder::with_settings(service.clone(), config, ClientSettings::default());
         let hub = EventHub::start(
             Builder::new(),
             self.endpoint.max_body,
@@ -363,9 +361,7 @@ impl HttpServer {
         });
         RpcService {
             inner: Arc::new(Inner {
-                responder: builder.responder(),
-                authenticator: builder.authenticator_ref().cloned(),
-                credential_header: builder
+                credential_header: service
                     .authenticator_ref()
                     .and_then(|a| a.credential_header())
                     .map(str::to_ascii_lowercase)
@@ -376,11 +372,10 @@ impl HttpServer {
                             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                     })
                     .map(|name| name.into_bytes().into()),
-                limiter: builder.rate_limiter().cloned(),
-                builder,
+                service,
+                responder,
                 path: self.path,
                 endpoint: self.endpoint,
-                max_batch: self.max_batch,
                 sse: self.sse,
                 get_stream: self.get_stream,
                 upgrade: self.upgrade,
@@ -396,20 +391,18 @@ impl HttpServer {
 }
 
 pub(crate) struct Inner {
-    builder: Builder,
-    /// Establishes each request's caller ([`Builder::authenticator`]).
-    pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
-    /// Limits each caller's requests ([`Builder::rate_limit`]): 429 beyond it.
-    pub(crate) limiter: Option<Arc<RateLimiter>>,
-    /// The authenticator's [`Authenticator::credential_header`], lower-case (letters, digits
-    /// and `-` only): the fast path keeps a connection's caller for that header's value.
+    /// The service: its authenticator establishes each request's caller
+    /// ([`Service::admit`]); its dispatcher runs the calls.
+    pub(crate) service: Service,
+    /// The authenticator's [`Authenticator::credential_header`](rpcwire_tokio::Authenticator::credential_header),
+    /// lower-case (letters, digits and `-` only): the fast path keeps a connection's caller
+    /// for that header's value.
     pub(crate) credential_header: Option<Box<[u8]>>,
-    /// Answers bodies whose handlers never talk back to the client, with no connection.
+    /// Answers every POST body, through the service's dispatcher.
     responder: Responder,
     pub(crate) path: Option<String>,
     /// Hosts, body size and time limits, `serve`'s connections.
     pub(crate) endpoint: Endpoint,
-    max_batch: usize,
     sse: bool,
     get_stream: bool,
     pub(crate) upgrade: Option<UpgradeHook>,
@@ -776,14 +769,16 @@ impl Inner {
             let r = refuse(StatusCode::FORBIDDEN, why);
             return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
-        if self.authenticator.is_some() && crate::challenge::has_query_token(req.uri()) {
+        if self.service.authenticator_ref().is_some()
+            && crate::challenge::has_query_token(req.uri())
+        {
             // Never read: a URL ends up in logs and histories.
             let r = crate::challenge::BearerChallenge::default().token_in_query();
             return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
         // A browser's upgrade names its token as a subprotocol (it cannot set the header).
         #[cfg(feature = "ws")]
-        if self.authenticator.is_some()
+        if self.service.authenticator_ref().is_some()
             && crate::ws::is_upgrade(&req)
             && crate::ws::bearer_to_authorization(req.headers_mut()).is_err()
         {
@@ -791,7 +786,8 @@ impl Inner {
             return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
         }
         let peer = connection_peer(&req);
-        let caller = match self.admit(req.headers(), peer).await {
+        let certificate = connection_certificate(&req);
+        let caller = match self.admit(req.headers(), peer, certificate).await {
             Ok(caller) => caller,
             Err(refusal) => {
                 return after_body(req, self.endpoint.max_body, self.endpoint.timeout, *refusal)
@@ -837,42 +833,43 @@ impl Inner {
         }
     }
 
-    /// The request's caller, when the builder has an authenticator or a rate limit (`None`
+    /// The request's caller, when the service has an authenticator or a rate limit, the
+    /// connection a client certificate, or a subscriber listens to call spans (`None`
     /// otherwise: handlers see an anonymous caller, at no cost per request), or the refusal:
     /// 400 for credentials in a form not understood, 401 with `WWW-Authenticate: Bearer` for
-    /// none or invalid ones (RFC 6750), 503 when the authenticator cannot decide, 429 with
-    /// `Retry-After` beyond the caller's rate limit. Why is logged, never the credentials.
+    /// none or invalid ones (RFC 6750), 503 when the authenticator cannot decide. Why is
+    /// logged, never the credentials.
     ///
-    /// While a subscriber listens to call spans there is always a caller: it carries the
-    /// connection's `peer` (their `network.peer.*`) and the request's W3C trace context (the
-    /// `traceparent` and `tracestate` headers, the parent of its calls' spans). Neither is
-    /// read otherwise.
+    /// A caller carries the connection's `peer` (the rate limit's key for anonymous callers,
+    /// and the spans' `network.peer.*`) and, while a subscriber listens to call spans, the
+    /// request's W3C trace context (the `traceparent` and `tracestate` headers, the parent of
+    /// its calls' spans).
     async fn admit(
         &self,
         headers: &HeaderMap,
         peer: Option<std::net::SocketAddr>,
+        certificate: Option<&rpcwire_tokio::PeerCertificate>,
     ) -> Result<Option<Arc<Caller>>, Box<Response<Body>>> {
         let traced = telemetry::spans_enabled();
-        if self.authenticator.is_none() && self.limiter.is_none() && !traced {
+        if self.service.authenticator_ref().is_none()
+            && self.service.rate_limiter().is_none()
+            && certificate.is_none()
+            && !traced
+        {
             return Ok(None);
         }
-        let identity = match &self.authenticator {
-            None => rpcwire_tokio::Identity::anonymous(),
-            Some(authenticator) => authenticate(&**authenticator, headers, Transport::Http, None)
-                .await
-                .map_err(Box::new)?,
-        };
-        let mut caller = Caller::new(identity, Transport::Http).with_meta(headers.clone());
-        if let Some(limiter) = &self.limiter {
-            // Anonymous callers are limited by address (the server asks for it:
-            // `wants_peer`), not all in one bucket.
-            if let Some(peer) = peer {
-                caller = caller.with_peer(peer);
-            }
-            crate::guard::rate_limited(limiter, &caller)?;
-        }
+        let caller = admit(
+            &self.service,
+            headers,
+            crate::transport::HTTP,
+            peer,
+            certificate,
+        )
+        .await
+        .map_err(Box::new)?
+        .with_meta(headers.clone());
         let caller = if traced {
-            traced_caller(caller, headers, peer)
+            traced_caller(caller, headers, None)
         } else {
             caller
         };
@@ -930,290 +927,85 @@ impl Inner {
                 return *response;
             }
         }
-        self.answer(
-            &body,
-            || body.clone(),
-            json_ok,
-            sse_ok,
-            deadline,
-            caller.as_ref(),
-        )
-        .await
-        .into_response()
-    }
-
-    /// The answer to a POST body whose head passed every check: the one place that runs the
-    /// body through a core connection, shared by hyper's path and the fast path. `owned` gives
-    /// the body as `Bytes`, called only when it needs a connection (the fast path's body is
-    /// still in its read buffer: copied then, not before).
-    pub(crate) fn answer<'a>(
-        &'a self,
-        body: &'a [u8],
-        owned: impl FnOnce() -> Bytes + Send + 'a,
-        json_ok: bool,
-        sse_ok: bool,
-        deadline: tokio::time::Instant,
-        caller: Option<&'a Arc<Caller>>,
-    ) -> impl Future<Output = Reply> + Send + 'a {
-        // A traced batch: its calls' spans are children of one span of the batch, the
-        // parent the request's trace context was for them. Boxed, and chosen here rather than
-        // in an `async fn`: an idle connection's future is not made larger by it.
-        let traced = caller.filter(|c| {
-            (c.peer_addr().is_some() || c.trace_context().is_some())
-                && is_batch_text(body)
-                && telemetry::spans_enabled()
-        });
-        match traced {
-            Some(caller) => {
-                let span = telemetry::batch_span(caller);
-                let caller = Arc::new(caller.as_ref().clone().without_trace_context());
-                let answer = async move {
-                    let caller = Some(&caller);
-                    self.answer_now(body, owned, json_ok, sse_ok, deadline, caller, true)
-                        .await
-                };
-                tokio_util::either::Either::Left(Box::pin(answer.instrument(span)))
-            }
-            None => tokio_util::either::Either::Right(
-                self.answer_now(body, owned, json_ok, sse_ok, deadline, caller, false),
-            ),
-        }
-    }
-
-    /// [`answer`](Inner::answer) in the current span.
-    /// `batch_traced`: the body is a batch whose span this server made (its connection, if
-    /// it needs one, makes none).
-    #[allow(clippy::too_many_arguments)]
-    async fn answer_now(
-        &self,
-        body: &[u8],
-        owned: impl FnOnce() -> Bytes,
-        json_ok: bool,
-        sse_ok: bool,
-        deadline: tokio::time::Instant,
-        caller: Option<&Arc<Caller>>,
-        batch_traced: bool,
-    ) -> Reply {
-        match self
-            .answer_at_once(body, json_ok, sse_ok, deadline, caller)
+        self.answer(&body, json_ok, sse_ok, deadline, caller.as_ref())
             .await
-        {
-            Ok(reply) => reply,
-            Err(kind) => {
-                let body = owned();
-                self.answer_on_connection(
-                    body,
-                    kind,
-                    json_ok,
-                    sse_ok,
-                    deadline,
-                    caller,
-                    batch_traced,
-                )
-                .await
-            }
-        }
+            .into_response()
     }
 
-    /// The answer of a body that needs no connection: a batch over the limit, or calls whose
-    /// handlers never talk back to the client (see [`Responder::takes`]). Otherwise what the
-    /// body holds.
-    async fn answer_at_once(
+    /// The answer to a POST body whose head passed every check, shared by hyper's path and
+    /// the fast path: the body runs through the service's dispatcher ([`Responder`]); what its
+    /// handlers send the client before the answer makes it an event stream when the client
+    /// accepts one (else it is dropped).
+    pub(crate) async fn answer(
         &self,
         body: &[u8],
         json_ok: bool,
         sse_ok: bool,
         deadline: tokio::time::Instant,
         caller: Option<&Arc<Caller>>,
-    ) -> Result<Reply, BodyKind> {
-        // Anything but a batch (so no batch limit) goes to the responder with no parse here:
-        // it sorts the message by the core's rules as a connection would, and answers it
-        // unless its handler reads a context. A batch is parsed once here: sorted by the
-        // core's rules, then asked of the responder.
-        let single = !is_batch_text(body);
-        if !single {
-            let parsed = parse(body, ParseLimits { max_depth: 128 });
-            let (kind, batch_len) = classify_parsed(parsed);
-            if let Some(len) = batch_len {
-                telemetry::batch_size(len);
-            }
-            if batch_len.is_some_and(|n| n > self.max_batch) {
-                // The core would answer the same with one Invalid Request; HTTP says it too.
-                return Ok(Reply::BatchTooLong);
-            }
-            if kind != BodyKind::Calls || !self.responder.takes_parsed(parsed) {
-                return Err(kind);
-            }
-        }
-        // No handler it runs can send the client anything before its answer: answered with
-        // no connection, in this task.
-        let sort = |body: &[u8]| classify_parsed(parse(body, ParseLimits { max_depth: 128 })).0;
-        match self
-            .respond(body, single, json_ok, sse_ok, deadline, caller)
-            .await
-        {
-            Some(reply) => {
-                // A message with no answer, the rarer case, is sorted afterwards: a response
-                // goes to the event stream's connection, whose call it answers.
-                if single && matches!(reply, Reply::Accepted) && sort(body) == BodyKind::Responses {
-                    // Boxed: a connection's task holds its largest state for its whole life.
-                    Box::pin(self.hub.deliver(Bytes::copy_from_slice(body))).await;
-                }
-                Ok(reply)
-            }
-            // A message whose handler reads a context: it runs on a connection.
-            None => Err(sort(body)),
-        }
-    }
-
-    /// Runs a body on a connection of its own, polled in this task (`batch_traced`: as in
-    /// `answer_now`).
-    #[allow(clippy::too_many_arguments)]
-    async fn answer_on_connection(
-        &self,
-        body: Bytes,
-        kind: BodyKind,
-        json_ok: bool,
-        sse_ok: bool,
-        deadline: tokio::time::Instant,
-        caller: Option<&Arc<Caller>>,
-        batch_traced: bool,
     ) -> Reply {
-        if kind == BodyKind::Responses {
-            // Responses to the event stream's calls go to its connection.
-            self.hub.deliver(body).await;
-            return Reply::Accepted;
-        }
-        // The body's connection runs in this task (no hand-off between tasks): its driver is
-        // polled beside the channel its messages come out of.
-        let calls = kind == BodyKind::Calls;
-        let (closer, until) = oneshot::channel::<()>();
-        let (tx, rx) = mpsc::channel(8);
-        let mut builder = self.builder.clone().batch_spans(!batch_traced);
-        if let Some(caller) = caller {
-            builder = builder.shared_caller(Arc::clone(caller));
-        }
-        let (_client, driver) = builder.run_inline(
-            OnceReader::new(body, calls.then_some(until)),
-            FrameWriter::new(tx, self.endpoint.max_body),
-        );
-        if !calls {
-            // Notifications alone: accepted at once; their handlers run on.
-            tokio::spawn(drained(driver, rx));
-            return Reply::Accepted;
-        }
-        let mut exchange = Exchange {
-            driver: Some(Box::pin(driver)),
-            rx,
-            closer: Some(closer),
-            deadline,
-            clock: self.clock.clone(),
-        };
+        let caller = caller.unwrap_or_else(|| self.responder.caller());
+        let mut exchange = self.responder.exchange(caller, body);
         let streaming = self.sse && sse_ok;
-        let first = loop {
-            match exchange.next().await {
-                Next::TimedOut => {
+        loop {
+            let next = match before(&self.clock, deadline, exchange.next()).await {
+                Ok(next) => next,
+                Err(()) => {
                     return Reply::Refused(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
                 }
-                Next::End => return Reply::Accepted,
-                Next::Message(message) => {
-                    if is_response(&message) {
-                        return if json_ok || !sse_ok {
-                            Reply::Json(message)
-                        } else {
-                            // Only an event stream is acceptable: one event.
-                            Reply::OneEvent(message)
-                        };
-                    }
-                    if streaming {
-                        break message;
-                    }
-                    // Plain JSON: messages before the answer have no place; drop them.
+            };
+            return match next {
+                Some(Sent::Answer(answer)) if json_ok || !sse_ok => Reply::Json(answer.into()),
+                // Only an event stream is acceptable: one event.
+                Some(Sent::Answer(answer)) => Reply::OneEvent(answer.into()),
+                Some(Sent::Message(message)) if streaming => {
+                    Reply::Events(message.into(), exchange, deadline, self.clock.clone())
                 }
-            }
-        };
-        Reply::Events(first, exchange)
-    }
-
-    /// Answers a body with the [`Responder`]: at once when its handlers finish at once, or
-    /// when they have, within the deadline (checked on the service's clock).
-    async fn respond(
-        &self,
-        body: &[u8],
-        if_taken: bool,
-        json_ok: bool,
-        sse_ok: bool,
-        deadline: tokio::time::Instant,
-        caller: Option<&Arc<Caller>>,
-    ) -> Option<Reply> {
-        let mut answer = Vec::new();
-        let done = {
-            let answer = &mut answer;
-            // One kind of future whoever the caller is: every idle keep-alive connection's
-            // task is sized for it.
-            let caller = caller.unwrap_or_else(|| self.responder.caller());
-            let respond = std::pin::pin!(async move {
-                if if_taken {
-                    self.responder
-                        .respond_if_taken_as(caller, body, answer)
-                        .await
-                } else {
-                    self.responder.respond_as(caller, body, answer).await;
-                    true
+                // Plain JSON: messages before the answer have no place; dropped.
+                Some(Sent::Message(_)) => continue,
+                None => {
+                    // No answer: notifications (their handlers run on), or responses, which
+                    // answer the event stream's calls and go to its connection.
+                    if classify(body, 128) != BodyKind::Notifications {
+                        // Boxed: a connection's task holds its largest state for its whole
+                        // life.
+                        Box::pin(self.hub.deliver(Bytes::copy_from_slice(body))).await;
+                    }
+                    Reply::Accepted
                 }
-            });
-            before(&self.clock, deadline, respond).await
-        };
-        match done {
-            Err(_) => {
-                return Some(Reply::Refused(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "request timed out\n",
-                ))
-            }
-            Ok(false) => return None,
-            Ok(true) => {}
+            };
         }
-        Some(if answer.is_empty() {
-            Reply::Accepted
-        } else if json_ok || !sse_ok {
-            Reply::Json(Bytes::from(answer))
-        } else {
-            // Only an event stream is acceptable: one event.
-            Reply::OneEvent(Bytes::from(answer))
-        })
     }
 }
 
-/// Asks `authenticator` about a request (an HTTP request, a WebSocket upgrade) with these
-/// headers over `transport` from `peer`: the identity, or the refusal (401 with the
-/// challenge, 400, 503: [`crate::challenge::unauthenticated`]), counted and logged with its
-/// reason, never the credentials.
-pub(crate) async fn authenticate(
-    authenticator: &dyn Authenticator,
+/// The caller of a request (an HTTP request, a WebSocket upgrade) with these headers over
+/// `transport` from `peer` (and its TLS client certificate): [`Service::admit`] with the
+/// headers, or the refusal (401 with the challenge, 400, 503:
+/// [`crate::challenge::unauthenticated`]). Counted and logged with its reason by the
+/// service, never the credentials.
+pub(crate) async fn admit(
+    service: &Service,
     headers: &HeaderMap,
     transport: Transport,
     peer: Option<std::net::SocketAddr>,
-) -> Result<rpcwire_tokio::Identity, Response<Body>> {
+    certificate: Option<&rpcwire_tokio::PeerCertificate>,
+) -> Result<Caller, Response<Body>> {
     let lookup = HeaderLookup(headers);
     let credentials = Credentials {
         headers: &lookup,
+        certificate,
         ..Credentials::new(transport, peer)
     };
-    authenticator
-        .authenticate(credentials)
+    service
+        .admit(credentials, rpcwire_tokio::Identity::anonymous)
         .await
-        .map_err(|reason| {
-            telemetry::reject(telemetry::Rejection::Authentication);
-            tracing::debug!(parent: telemetry::span_parent(), %reason, ?transport, "request refused: authentication failed");
-            crate::challenge::unauthenticated(&reason)
-        })
+        .map_err(|reason| crate::challenge::unauthenticated(&reason))
 }
 
 /// `caller` with the connection's `peer` and the request's W3C trace context (a repeated,
 /// malformed or oversized `traceparent` is ignored with a debug log): what a server does for
 /// a request while a subscriber listens to call spans
-/// ([`telemetry::spans_enabled`](rpcwire_tokio::telemetry::spans_enabled)). `peer` is
+/// ([`telemetry::spans_enabled`](rpcwire_telemetry::spans_enabled)). `peer` is
 /// [`connection_peer`] of the request.
 pub fn traced_caller(
     caller: Caller,
@@ -1241,27 +1033,40 @@ pub(crate) fn with_trace<'a>(
     }
 }
 
-/// The peer of the connection a request came on, in the request's extensions while a
-/// subscriber listens to call spans (see [`serve_connection_from`]).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ConnectionPeer(pub(crate) std::net::SocketAddr);
+/// What a request's connection tells it (in the request's extensions, see
+/// [`serve_connection_from`]): its peer, and its TLS client certificate under mutual TLS.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectionInfo {
+    pub(crate) peer: Option<std::net::SocketAddr>,
+    pub(crate) certificate: Option<Arc<rpcwire_tokio::PeerCertificate>>,
+}
 
 /// The peer of the connection `req` came on, when the server's accept loop told it (while a
-/// subscriber listens to call spans: [`serve_hyper`] and the crate's servers do).
+/// subscriber listens to call spans, or the service rate-limits: [`serve_hyper`] and the
+/// crate's servers do).
 pub fn connection_peer<B>(req: &Request<B>) -> Option<std::net::SocketAddr> {
-    req.extensions().get::<ConnectionPeer>().map(|p| p.0)
+    req.extensions().get::<ConnectionInfo>()?.peer
 }
 
-/// A service that tells each request the peer of its connection.
+/// The verified TLS client certificate of the connection `req` came on (mutual TLS: the
+/// crate's TLS servers tell every request of such a connection).
+pub fn connection_certificate<B>(req: &Request<B>) -> Option<&rpcwire_tokio::PeerCertificate> {
+    req.extensions()
+        .get::<ConnectionInfo>()?
+        .certificate
+        .as_deref()
+}
+
+/// A service that tells each request what its connection knows.
 #[derive(Clone)]
-pub(crate) struct WithPeer<S> {
+pub(crate) struct WithConnection<S> {
     pub(crate) service: S,
-    pub(crate) peer: std::net::SocketAddr,
+    pub(crate) info: ConnectionInfo,
 }
 
-impl<S: HandlesIncoming> HandlesIncoming for WithPeer<S> {
+impl<S: HandlesIncoming> HandlesIncoming for WithConnection<S> {
     fn handle_incoming(&self, mut req: Request<hyper::body::Incoming>) -> ResponseFuture {
-        req.extensions_mut().insert(ConnectionPeer(self.peer));
+        req.extensions_mut().insert(self.info.clone());
         self.service.handle_incoming(req)
     }
 }
@@ -1322,48 +1127,63 @@ pub(crate) enum Reply {
     Accepted,
     /// A status with a short plain-text reason.
     Refused(StatusCode, &'static str),
-    /// 413 with [`BATCH_TOO_LONG`].
-    BatchTooLong,
-    /// 200 with this JSON.
+    /// 200 with this JSON (413 for the core's answer to a batch over the limit, 429 with
+    /// `Retry-After` for a call refused by the rate limit alone).
     Json(Bytes),
     /// 200, an event stream of this one message (the client accepts only event streams).
     OneEvent(Bytes),
-    /// 200, an event stream: this message, then the exchange's next ones, the answer last.
-    Events(Bytes, Exchange),
+    /// 200, an event stream: this message, then the exchange's next ones, the answer last,
+    /// within the deadline (seen on the ticks of the clock).
+    Events(Bytes, Exchange, tokio::time::Instant, watch::Receiver<()>),
 }
 
+/// The answer of a single call refused by the rate limit (`-32041`): HTTP says it with 429.
+const RATE_LIMITED_ANSWER: &[u8] = br#"{"jsonrpc":"2.0","error":{"code":-32041,"#;
+
 impl Reply {
+    /// The status of a JSON answer: the body's own for the core's answer to a batch over the
+    /// limit (413) and for a call refused by the rate limit alone (429), else 200.
+    pub(crate) fn json_status(message: &[u8]) -> StatusCode {
+        if message == BATCH_TOO_LONG {
+            StatusCode::PAYLOAD_TOO_LARGE
+        } else if message.starts_with(RATE_LIMITED_ANSWER) {
+            StatusCode::TOO_MANY_REQUESTS
+        } else {
+            StatusCode::OK
+        }
+    }
+
     fn into_response(self) -> Response<Body> {
         match self {
             Reply::Accepted => status(StatusCode::ACCEPTED),
             Reply::Refused(code, why) => refuse(code, why),
-            Reply::BatchTooLong => {
-                let mut r = refuse(StatusCode::PAYLOAD_TOO_LARGE, "");
-                *r.body_mut() = Body::full(Bytes::from_static(BATCH_TOO_LONG));
-                r.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
+            Reply::Json(message) => {
+                let code = Reply::json_status(&message);
+                let mut r = json(message);
+                *r.status_mut() = code;
+                if code == StatusCode::TOO_MANY_REQUESTS {
+                    r.headers_mut()
+                        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                }
                 r
             }
-            Reply::Json(message) => json(message),
             Reply::OneEvent(message) => {
                 let (tx, rx) = mpsc::channel(1);
                 let _ = tx.try_send(sse_event(&message));
                 event_stream(rx)
             }
-            Reply::Events(first, mut exchange) => {
+            Reply::Events(first, mut exchange, deadline, clock) => {
                 // An event stream: these messages first, the answer last, then the end.
                 let (out_tx, out_rx) = mpsc::channel(8);
                 tokio::spawn(async move {
                     let mut message = first;
                     loop {
                         if out_tx.send(sse_event(&message)).await.is_err() {
-                            return; // the client left: dropping the driver ends the handlers
+                            return; // the client left: dropping the exchange ends the handlers
                         }
-                        match exchange.next().await {
-                            Next::Message(m) => message = m,
-                            Next::End | Next::TimedOut => return,
+                        match before(&clock, deadline, exchange.next()).await {
+                            Ok(Some(Sent::Message(m) | Sent::Answer(m))) => message = m.into(),
+                            Ok(None) | Err(()) => return,
                         }
                     }
                 });
@@ -1423,62 +1243,6 @@ async fn expires(mut clock: watch::Receiver<()>, deadline: tokio::time::Instant)
     while clock.changed().await.is_ok() {
         if tokio::time::Instant::now() >= deadline {
             return;
-        }
-    }
-}
-
-type Driver = Pin<Box<dyn Future<Output = Result<(), rpcwire_tokio::DriverError>> + Send>>;
-
-/// One POST body's connection: its driver, the messages it writes, and the end of its input
-/// (held open until the answer, so that handlers can send progress before it).
-pub(crate) struct Exchange {
-    driver: Option<Driver>,
-    rx: mpsc::Receiver<Bytes>,
-    closer: Option<oneshot::Sender<()>>,
-    deadline: tokio::time::Instant,
-    clock: watch::Receiver<()>,
-}
-
-enum Next {
-    Message(Bytes),
-    End,
-    TimedOut,
-}
-
-impl Exchange {
-    /// The next message the connection writes; after the answer, its input ends.
-    async fn next(&mut self) -> Next {
-        loop {
-            let driving = async {
-                match &mut self.driver {
-                    Some(d) => d.await,
-                    None => std::future::pending().await,
-                }
-            };
-            // The driver first: what it writes in this pass is taken in the same pass.
-            tokio::select! {
-                biased;
-                r = driving => {
-                    if let Err(e) = r {
-                        tracing::debug!(parent: telemetry::span_parent(), error = %e, "a request's connection failed");
-                    }
-                    self.driver = None;
-                }
-                m = self.rx.recv() => return match m {
-                    Some(m) => {
-                        if is_response(&m) {
-                            self.closer.take();
-                        }
-                        Next::Message(m)
-                    }
-                    None => Next::End,
-                },
-                tick = self.clock.changed() => {
-                    if tick.is_err() || tokio::time::Instant::now() >= self.deadline {
-                        return Next::TimedOut;
-                    }
-                }
-            }
         }
     }
 }
@@ -1560,13 +1324,18 @@ pub async fn serve_tls(
     accept_loop(listener, limit, move |stream, peer, permit| {
         let (service, tls) = (service.clone(), tls.clone());
         tokio::spawn(async move {
-            let Some((stream, protocol)) = handshake(&tls, stream, peer, handshake_timeout).await
+            let Some((stream, protocol, certificate)) =
+                handshake(&tls, stream, peer, handshake_timeout).await
             else {
                 return;
             };
+            let info = ConnectionInfo {
+                peer: Some(peer),
+                certificate: certificate.map(Arc::new),
+            };
             // A task of its own: it holds only the connection's state, not the handshake's.
             tokio::spawn(async move {
-                if let Err(e) = serve_connection_from(stream, service, protocol, Some(peer)).await {
+                if let Err(e) = serve_connection_from(stream, service, protocol, info).await {
                     tracing::debug!(%peer, error = %e, "connection failed");
                 }
                 drop(permit);
@@ -1593,13 +1362,17 @@ pub async fn serve_hyper_tls<S: HandlesIncoming>(
         move |stream, peer, permit| {
             let (service, tls) = (service.clone(), tls.clone());
             tokio::spawn(async move {
-                let Some((stream, protocol)) =
+                let Some((stream, protocol, certificate)) =
                     handshake(&tls, stream, peer, handshake_timeout).await
                 else {
                     return;
                 };
+                let info = ConnectionInfo {
+                    peer: Some(peer),
+                    certificate: certificate.map(Arc::new),
+                };
                 tokio::spawn(async move {
-                    let served = serve_hyper_connection_from(stream, service, protocol, idle, peer);
+                    let served = serve_hyper_connection_from(stream, service, protocol, idle, info);
                     if let Err(e) = served.await {
                         tracing::debug!(%peer, error = %e, "connection failed");
                     }
@@ -1611,8 +1384,8 @@ pub async fn serve_hyper_tls<S: HandlesIncoming>(
     .await;
 }
 
-/// A TLS handshake within `timeout`: the stream and the protocol ALPN chose, or `None`
-/// (logged).
+/// A TLS handshake within `timeout`: the stream, the protocol ALPN chose and the client's
+/// verified certificate (mutual TLS), or `None` (logged).
 #[cfg(feature = "tls")]
 async fn handshake(
     tls: &rpcwire_tokio::tls::ServerTls,
@@ -1622,6 +1395,7 @@ async fn handshake(
 ) -> Option<(
     rpcwire_tokio::tls::TlsStream<tokio::net::TcpStream>,
     Protocol,
+    Option<rpcwire_tokio::PeerCertificate>,
 )> {
     let (stream, certificate) = match tls.accept(stream, timeout).await {
         Ok(accepted) => accepted,
@@ -1630,11 +1404,8 @@ async fn handshake(
             return None;
         }
     };
-    if let Some(certificate) = &certificate {
-        tracing::debug!(%peer, subject = %certificate.subject, "client certificate");
-    }
     let protocol = Protocol::from_alpn(stream.get_ref().1.alpn_protocol());
-    Some((stream, protocol))
+    Some((stream, protocol, certificate))
 }
 
 /// Accepts connections on `listener` and hands each to `start` with a permit held while it
@@ -1740,7 +1511,7 @@ impl HandlesIncoming for RpcService {
     }
 
     fn wants_peer(&self) -> bool {
-        self.inner.limiter.is_some()
+        self.inner.service.rate_limiter().is_some()
     }
 }
 
@@ -1812,7 +1583,15 @@ pub fn serve_connection<I>(
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    serve_connection_from(io, service, protocol, None)
+    serve_connection_from(
+        io,
+        service,
+        protocol,
+        ConnectionInfo {
+            peer: None,
+            certificate: None,
+        },
+    )
 }
 
 /// [`serve_connection`] of a connection from `peer`: while a subscriber listens to call
@@ -1822,7 +1601,7 @@ pub(crate) fn serve_connection_from<I>(
     io: I,
     service: RpcService,
     protocol: Protocol,
-    peer: Option<std::net::SocketAddr>,
+    info: ConnectionInfo,
 ) -> impl Future<Output = Result<(), ConnectionError>> + Send
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -1831,16 +1610,16 @@ where
     let idle = service.inner.endpoint.idle_connection;
     // Not an `async fn`: the future is the protocol's own, with no copy of the arguments
     // beside it (every idle connection holds it).
-    // A service that wants the peer of every request (rate limits by address) is hyper's;
-    // traced calls get theirs on the fast path too.
-    let wants_peer = service.wants_peer();
-    let told = |_: &std::net::SocketAddr| wants_peer || telemetry::spans_enabled();
-    match (protocol, peer) {
-        (Protocol::Http1, peer) if !wants_peer => {
-            tokio_util::either::Either::Left(crate::fast::serve(io, service, peer))
+    // The fast path tells its calls their peer itself (traced calls, rate limits by
+    // address); a connection with a client certificate is hyper's.
+    let told = info.certificate.is_some()
+        || (info.peer.is_some() && (service.wants_peer() || telemetry::spans_enabled()));
+    match protocol {
+        Protocol::Http1 if info.certificate.is_none() => {
+            tokio_util::either::Either::Left(crate::fast::serve(io, service, info.peer))
         }
-        (_, Some(peer)) if told(&peer) => {
-            let service = WithPeer { service, peer };
+        _ if told => {
+            let service = WithConnection { service, info };
             tokio_util::either::Either::Right(Box::pin(async move {
                 Ok(run_hyper(io, protocol, idle, hyper_service(service)).await?)
             }) as Boxed)
@@ -1926,7 +1705,16 @@ pub async fn serve_hyper<S: HandlesIncoming>(
                     Some(true) => Protocol::Http2,
                     Some(false) => Protocol::Http1,
                 };
-                let served = serve_hyper_connection_from(stream, service, protocol, idle, peer);
+                let served = serve_hyper_connection_from(
+                    stream,
+                    service,
+                    protocol,
+                    idle,
+                    ConnectionInfo {
+                        peer: Some(peer),
+                        certificate: None,
+                    },
+                );
                 if let Err(e) = served.await {
                     tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
                 }
@@ -1962,14 +1750,14 @@ async fn serve_hyper_connection_from<I, S>(
     service: S,
     protocol: Protocol,
     idle: Duration,
-    peer: std::net::SocketAddr,
+    info: ConnectionInfo,
 ) -> Result<(), ConnectionError>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: HandlesIncoming,
 {
-    if telemetry::spans_enabled() || service.wants_peer() {
-        serve_hyper_connection(io, WithPeer { service, peer }, protocol, idle).await
+    if info.certificate.is_some() || telemetry::spans_enabled() || service.wants_peer() {
+        serve_hyper_connection(io, WithConnection { service, info }, protocol, idle).await
     } else {
         serve_hyper_connection(io, service, protocol, idle).await
     }
@@ -1985,8 +1773,12 @@ pub(crate) fn serve_accepted(
 ) -> impl Future<Output = ()> + Send {
     // Boxed and awaited in place: an `async` block that moved it into its `.await` would hold
     // it twice.
-    let connection = Box::pin(serve_connection_from(stream, service, protocol, Some(peer)));
-    let (scope, span) = ConnectionScope::open_on(Transport::Http, Some(peer));
+    let info = ConnectionInfo {
+        peer: Some(peer),
+        certificate: None,
+    };
+    let connection = Box::pin(serve_connection_from(stream, service, protocol, info));
+    let (scope, span) = ConnectionScope::open_on(crate::transport::HTTP, Some(peer));
     Accepted {
         connection,
         span,

@@ -249,13 +249,13 @@ impl<T: SessionState> SessionTable<T> {
     }
 
     /// Counts the sessions held in the gauge `name` through
-    /// [`rpcwire_tokio::telemetry::gauge_add`] (recorded with the feature `metrics` once
+    /// [`rpcwire_telemetry::gauge_add`] (recorded with the feature `metrics` once
     /// metrics are enabled; the MCP server counts its sessions as `mcp.server.sessions`). Set
     /// once: later names are ignored.
     pub fn count_as(&self, name: &'static str) {
         let sessions = self.table.lock();
         if self.table.gauge.set(name).is_ok() {
-            rpcwire_tokio::telemetry::gauge_add(name, sessions.len() as f64);
+            rpcwire_telemetry::gauge_add(name, sessions.len() as f64);
         }
     }
 
@@ -386,7 +386,7 @@ impl<T> Table<T> {
     /// Adds `delta` to the sessions' gauge, if counted.
     fn count(&self, delta: f64) {
         if let Some(name) = self.gauge.get() {
-            rpcwire_tokio::telemetry::gauge_add(name, delta);
+            rpcwire_telemetry::gauge_add(name, delta);
         }
     }
 }
@@ -444,7 +444,7 @@ mod tests {
         const GAUGE: &str = "test.sessions";
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
-        rpcwire_tokio::telemetry::enable_metrics();
+        rpcwire_telemetry::enable_metrics();
         // A snapshot takes what was added since the last one: the level is their sum.
         let level = std::cell::Cell::new(0.0);
         let gauge = || {

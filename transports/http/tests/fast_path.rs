@@ -1040,7 +1040,12 @@ impl Authenticator for Names {
 }
 
 fn auth_server(names: Names) -> HttpServer {
-    HttpServer::new(Builder::new().router(router()).authenticator(names)).path("/rpc")
+    HttpServer::new(
+        Builder::new()
+            .router(router())
+            .map_service(|s| s.authenticator(names)),
+    )
+    .path("/rpc")
 }
 
 /// A runtime and two authenticating servers alike but for the fast path (on, off), as

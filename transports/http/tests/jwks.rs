@@ -11,7 +11,7 @@ use base64::Engine;
 use rpcwire_http::jwks::{JwksError, JwksKeys};
 use rpcwire_tokio::jwt::jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 use rpcwire_tokio::jwt::JwtAuthenticator;
-use rpcwire_tokio::{AuthError, Authenticator, Credentials, Identity, Transport};
+use rpcwire_tokio::{AuthError, Authenticator, Credentials, Identity};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -136,7 +136,7 @@ async fn check(auth: &JwtAuthenticator, token: &str) -> std::result::Result<Iden
     let headers = [("authorization", value.as_str())];
     auth.authenticate(Credentials {
         headers: &headers,
-        ..Credentials::new(Transport::Http, None)
+        ..Credentials::new(rpcwire_http::transport::HTTP, None)
     })
     .await
 }

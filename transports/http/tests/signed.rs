@@ -98,7 +98,7 @@ async fn signed_requests_are_answered_once() {
 async fn a_rate_limit_answers_429_with_retry_after_past_its_burst() {
     let builder = Builder::new()
         .router(router())
-        .rate_limit(RateLimiter::new(0.01, 2));
+        .map_service(|s| s.rate_limit(RateLimiter::new(0.01, 2)));
     let addr = start(HttpServer::new(builder)).await;
     let answers = exchange(addr, &[post(&[], CALL), post(&[], CALL), post(&[], CALL)]).await;
     assert_eq!(status(&answers[0].0), "200");

@@ -2,18 +2,22 @@
 //! # rpcwire-tokio
 //!
 //! Runs an [`rpcwire`] JSON-RPC 2.0 [`Connection`](rpcwire::Connection) over any tokio
-//! `AsyncRead + AsyncWrite`: this process's stdio (MCP servers), TCP (connect or serve), a child
-//! process's stdio (MCP hosts, language clients), or an in-memory duplex pipe. All protocol
-//! logic (framing, validation, id correlation, batches, timeouts, limits) lives in the core;
-//! this crate moves bytes, time and commands between tokio and it.
+//! `AsyncRead + AsyncWrite`: this process's stdio (MCP servers), TCP and TLS (connect or
+//! serve), Unix sockets, a child process's stdio (MCP hosts, language clients), or an
+//! in-memory duplex pipe. All protocol logic (framing, validation, id correlation, batches,
+//! timeouts, limits) lives in the core, and everything about running a request (the router,
+//! identities, access rules, rate limits, handlers, telemetry) in the service layer
+//! ([`rpcwire_service`], whose [`Dispatcher`](rpcwire_service::Dispatcher) every connection
+//! hands its messages to); this crate moves bytes and time between tokio and them.
 //!
-//! - [`Builder`]: framing, limits and the [`Router`]; its constructors start a connection and
-//!   return a [`Session`].
+//! - [`Builder`]: the framing and limits of a connection and the [`Service`] it serves; its
+//!   constructors start a connection and return a [`Session`].
 //! - [`Client`]: a cloneable handle to call the peer (typed [`call`](Client::call) with a
 //!   timeout, [`notify`](Client::notify), [`batch`](Client::batch)); dropping a call's future
 //!   cancels it; when the connection ends every pending call fails with [`CallError::Closed`].
-//! - [`Router`]: async handlers by method name with typed params, run under a per-connection
-//!   concurrency limit. Either side may call the other on the same connection.
+//! - [`Router`]: async handlers by method name with typed params (re-exported from
+//!   [`rpcwire_service`], as are the other service types). Either side may call the other on
+//!   the same connection.
 //!
 //! ```
 //! use rpcwire_tokio::{Builder, Router, RpcError};
@@ -35,29 +39,28 @@
 //!
 //! ## How the driver works
 //!
-//! One task per connection owns the core connection (heap storage) and its receive buffer, and
-//! `select!`s on: the socket being readable (bytes go straight into the core's receive
-//! buffer, so partial frames survive any branch winning), the socket being writable (when the
-//! core has output; all queued frames are written together and flushed only when no more
-//! output is ready), client commands (a bounded channel: a full pending table is
-//! backpressure), handler completions, and the core's next deadline.
+//! One task per connection owns the core connection (heap storage), its receive buffer and
+//! its dispatcher, and `select!`s on: the socket being readable (bytes go straight into the
+//! driver's read buffer, so partial frames survive any branch winning), the socket being
+//! writable (when the core has output; all queued frames are written together and flushed
+//! only when no more output is ready), what the dispatcher waits for (client commands through
+//! a bounded channel, handler completions), and the core's next deadline.
 //!
-//! A request is handled where it lies: its method is looked up once, by the name's bytes;
-//! its params are decoded from the receive buffer; a handler that finishes at once (every
-//! [`Router::raw_method`] and [`Router::sync_method`], and an async one that never waits) runs
+//! A request is handled where it lies: the dispatcher looks its method up once, by the name's
+//! bytes; its params are decoded from the receive buffer; a handler that finishes at once runs
 //! in the driver, with no task, and its result is serialized straight into the transmit
-//! queue. Only a handler that waits is spawned, under the concurrency limit; requests beyond it
-//! wait in a bounded queue. Responses from the peer are read even when every handler slot is
-//! busy, so two peers calling each other never deadlock.
+//! queue. Only a handler that waits is spawned, under the concurrency limit; requests beyond
+//! it wait in a bounded queue. Responses from the peer are read even when every handler slot
+//! is busy, so two peers calling each other never deadlock.
 //!
 //! ## Memory
 //!
 //! A connection costs what it uses: its buffers and tables start empty, grow while a large
 //! frame or a burst needs them (up to [`Builder::max_frame`] and the table limits), give a
 //! large frame's memory back as soon as it has gone, and the rest after the connection has
-//! been idle for [`Builder::idle_release`]: an idle TCP connection holds about 12 KiB of heap.
+//! been idle for [`Builder::idle_release`]: an idle TCP connection holds about 5 KiB of heap.
 //! The command channel is bounded, requests waiting for a handler slot are bounded in bytes
-//! ([`Builder::queue_bytes`]; beyond it they are answered Server busy, -32001), a server holds
+//! ([`Service::queue_bytes`]; beyond it they are answered Server busy, -32001), a server holds
 //! at most [`Builder::max_connections`] connections, and a peer that stops reading makes the
 //! driver stop reading too, never grow.
 //!
@@ -70,131 +73,101 @@
 //!
 //! ## Tracing
 //!
-//! Each inbound request runs in an `rpc.server.call` span and each call in an
-//! `rpc.client.call` span, with the attributes of the OpenTelemetry semantic conventions for
-//! JSON-RPC; each connection runs in an `rpc.connection` span; with the feature `metrics`,
-//! calls and connections are measured through the `metrics` facade (see [`telemetry`]).
-//! Inbound notifications run in an `rpc.request` span (`method`). Call spans can be head
-//! sampled ([`telemetry::set_sample_ratio`]): an unsampled call builds no span.
+//! Each connection runs in an `rpc.connection` span; its calls' spans and metrics are the
+//! dispatcher's (see [`rpcwire_telemetry`]).
 
-mod access;
-mod batch_trace;
-pub mod body_log;
-mod caller;
-mod client;
-mod controls;
-mod discover;
+mod accept;
 mod driver;
-#[cfg(feature = "metrics")]
-pub mod durations;
-mod error;
-mod handlers;
-mod inline;
-#[cfg(feature = "jwt")]
-pub mod jwt;
-#[cfg(feature = "metrics")]
-pub mod live_stats;
-mod ratelimit;
-mod raw;
 mod read_buffer;
-mod responder;
-mod router;
-mod sampling;
-#[cfg(feature = "auth")]
-pub mod signing;
 mod stdio;
-pub mod telemetry;
 #[cfg(feature = "tls")]
 pub mod tls;
-#[cfg(feature = "auth")]
-mod tokens;
-pub mod trace_context;
 
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rpcwire::Config;
+use rpcwire_service::ClientSettings;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
+use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::task::JoinHandle;
 
-pub use access::{Policy, FORBIDDEN, FORBIDDEN_MESSAGE};
-pub use caller::{
-    AuthError, AuthFuture, Authenticator, Caller, Credentials, Headers, Identity, LazyMeta,
-    PeerCertificate, Transport,
-};
-pub use client::{Batch, BatchResults, Client, SessionStats};
-pub use discover::DISCOVER_METHOD;
-pub use error::{CallError, DriverError, RpcError};
-pub use ratelimit::{RateLimiter, RATE_LIMITED, RATE_LIMITED_MESSAGE};
-pub use responder::Responder;
-pub use router::{Cancellation, Context, Router};
 pub use rpcwire::wire::Framing;
 pub use rpcwire::ErrorCode;
+#[cfg(feature = "jwt")]
+pub use rpcwire_service::jwt;
 #[cfg(feature = "auth")]
-pub use tokens::{StaticTokens, TokenFileError, TokenTableError, MAX_TOKEN_LEN};
+pub use rpcwire_service::signing;
+pub use rpcwire_service::{
+    AuthError, AuthFuture, Authenticator, Batch, BatchResults, CallError, Caller, Cancellation,
+    Client, Context, Credentials, Headers, Identity, LazyMeta, PeerCertificate, Policy,
+    RateLimiter, Router, RpcError, Service, SessionStats, Transport, DISCOVER_METHOD, FORBIDDEN,
+    FORBIDDEN_MESSAGE, MAX_INFLIGHT, MAX_PENDING_CALLS, RATE_LIMITED, RATE_LIMITED_MESSAGE,
+};
+#[cfg(feature = "auth")]
+pub use rpcwire_service::{StaticTokens, TokenFileError, TokenTableError, MAX_TOKEN_LEN};
+pub use rpcwire_telemetry::trace_context;
+
+/// The transports of this crate, as callers' [`Caller::transport`] names them.
+pub mod transport {
+    use super::Transport;
+
+    /// This process's stdin and stdout.
+    pub const STDIO: Transport = Transport::new("stdio", "pipe");
+    /// A child process's pipes.
+    pub const CHILD_PROCESS: Transport = Transport::new("child", "pipe");
+    /// A plain TCP connection.
+    pub const TCP: Transport = Transport::new("tcp", "tcp");
+    /// TCP with TLS.
+    pub const TLS: Transport = Transport::new("tls", "tcp");
+    /// A Unix domain socket.
+    pub const UNIX: Transport = Transport::new("unix", "unix");
+}
 
 /// The default maximum frame (4 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 4 << 20;
-/// How many of our calls may be on the wire at once per connection (more wait in line for a
-/// free slot); also the most calls one [`Batch`] may hold.
-pub const MAX_PENDING_CALLS: usize = driver::PENDING;
-/// How many inbound requests may be open at once per connection (more are answered Server
-/// busy); the handler concurrency limit is at most half of it.
-pub const MAX_INFLIGHT: usize = driver::INFLIGHT;
 
-/// Settings of a connection, and its constructors.
+/// The default limit on connections a server holds at once ([`Builder::max_connections`]).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+
+/// Why a connection's driver stopped with an error (a peer closing its side is not an error).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriverError {
+    /// Reading or writing the byte stream failed.
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The driver task panicked or was aborted.
+    #[error("driver task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Settings of a connection, and its constructors: the core's framing and limits, the
+/// [`Service`] it serves (the router and the policies the dispatcher applies), who is at the
+/// other end, and a server's limits.
 ///
 /// ```
 /// use std::time::Duration;
-/// use rpcwire_tokio::{Builder, Framing, Router};
+/// use rpcwire_tokio::{Builder, Framing, Router, Service};
 ///
 /// let builder = Builder::new()
 ///     .framing(Framing::ContentLength)   // LSP style; the default is one JSON text per line
 ///     .max_frame(1 << 20)                // larger frames are answered with an error and skipped
-///     .concurrency(8)                    // handlers running at once
 ///     .request_timeout(Some(Duration::from_secs(5)))
-///     .max_connections(1000)          // a server holds at most this many connections
-///     .router(Router::new());
+///     .max_connections(1000)             // a server holds at most this many connections
+///     .service(Service::new(Router::new()).concurrency(8)); // handlers running at once
 /// ```
 #[derive(Clone, Debug)]
 pub struct Builder {
     config: Config,
-    concurrency: usize,
-    queue_bytes: usize,
-    command_capacity: usize,
+    service: Service,
+    client: ClientSettings,
     max_connections: usize,
     idle_release: Duration,
-    router: Option<Arc<Router>>,
     on_connect: Option<ConnectHook>,
-    cancel: Option<driver::CancelProfile>,
-    /// See [`Builder::answer_cancelled`] (kept apart so that the call order does not matter).
-    answer_cancelled: bool,
     /// Who is at the other end ([`Builder::caller`]); `None`: what the constructor implies.
     caller: Option<Arc<Caller>>,
-    /// Lets callers of a server in ([`Builder::authenticator`]).
-    authenticator: Option<AuthHook>,
-    /// How long a server waits for a new connection's TLS handshake and authentication.
-    handshake_timeout: Duration,
-    /// Rate limits per caller ([`Builder::rate_limit`]).
-    rate_limit: Option<Arc<RateLimiter>>,
-    /// Where outgoing calls' trace contexts go ([`Builder::outgoing_traces`]).
-    outgoing_traces: Option<trace_context::OutgoingTraces>,
-    /// See [`Builder::meta_traces`].
-    meta_traces: bool,
-    /// See [`Builder::batch_spans`].
-    batch_spans: bool,
-}
-
-/// A server's authenticator (see [`Builder::authenticator`]).
-#[derive(Clone)]
-struct AuthHook(Arc<dyn Authenticator>);
-
-impl std::fmt::Debug for AuthHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Authenticator")
-    }
 }
 
 /// What a server calls for each connection it accepts (see [`Builder::on_connect`]).
@@ -207,13 +180,6 @@ impl std::fmt::Debug for ConnectHook {
     }
 }
 
-/// How long a server waits for a new connection's TLS handshake and authentication by
-/// default ([`Builder::handshake_timeout`]).
-pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The default limit on connections a server holds at once ([`Builder::max_connections`]).
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
-
 impl Default for Builder {
     fn default() -> Self {
         Builder::new()
@@ -221,189 +187,90 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// Line framing, 4 MiB frames, 30 s call timeout, 64 concurrent handlers, 16 MiB of queued
-    /// requests, batches accepted, no router.
+    /// Line framing, 4 MiB frames, 30 s call timeout, batches accepted, and a [`Service`]
+    /// with no router (64 concurrent handlers, 16 MiB of queued requests).
     pub fn new() -> Self {
         Builder {
             config: Config {
                 max_frame: DEFAULT_MAX_FRAME,
-                max_pending: driver::PENDING,
-                max_inflight: driver::INFLIGHT,
+                max_pending: MAX_PENDING_CALLS,
+                max_inflight: MAX_INFLIGHT,
                 ..Config::default()
             },
-            concurrency: 64,
-            queue_bytes: 16 << 20,
-            command_capacity: 256,
+            service: Service::client_only(),
+            client: ClientSettings::default(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             idle_release: Duration::from_secs(1),
-            router: None,
             on_connect: None,
-            cancel: None,
-            answer_cancelled: true,
             caller: None,
-            authenticator: None,
-            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
-            rate_limit: None,
-            outgoing_traces: None,
-            meta_traces: false,
-            batch_spans: true,
         }
     }
 
-    /// Limits each caller's calls with `limiter` (off by default), shared by every connection
-    /// this builder starts: callers are told apart by identity (anonymous ones by address). A
-    /// request over the limit is answered [`RATE_LIMITED`] (-32041, `"Too many requests"`)
-    /// without its handler running; a notification over it is dropped.
+    /// The service the connections serve: its router and the policies every call goes through
+    /// (authentication, access, rate limits, handler concurrency, the cancel notification).
     ///
     /// ```
-    /// use rpcwire_tokio::{Builder, RateLimiter};
-    /// let builder = Builder::new().rate_limit(RateLimiter::new(50.0, 100)); // 50/s, bursts of 100
+    /// use rpcwire_tokio::{Builder, RateLimiter, Router, Service};
+    /// let service = Service::new(Router::new()).rate_limit(RateLimiter::new(50.0, 100));
+    /// let builder = Builder::new().service(service);
     /// ```
-    pub fn rate_limit(mut self, limiter: RateLimiter) -> Self {
-        self.rate_limit = Some(Arc::new(limiter));
+    pub fn service(mut self, service: Service) -> Self {
+        self.service = service;
         self
     }
 
-    /// [`rate_limit`](Builder::rate_limit) with a limiter shared with other builders (one
-    /// budget per caller across several servers).
-    pub fn rate_limit_shared(mut self, limiter: Arc<RateLimiter>) -> Self {
-        self.rate_limit = Some(limiter);
+    /// The service changed by `f`: a policy added to what the builder already serves.
+    ///
+    /// ```
+    /// use rpcwire_tokio::{Builder, RateLimiter, Router};
+    /// let builder = Builder::new()
+    ///     .router(Router::new())
+    ///     .map_service(|s| s.concurrency(8).rate_limit(RateLimiter::new(50.0, 100)));
+    /// assert_eq!(builder.service_ref().concurrency_limit(), 8);
+    /// ```
+    pub fn map_service(mut self, f: impl FnOnce(Service) -> Service) -> Self {
+        self.service = f(self.service);
         self
     }
 
-    /// The builder's rate limiter, for transports that apply it themselves (HTTP answers
-    /// 429 with `Retry-After`).
-    pub fn rate_limiter(&self) -> Option<&Arc<RateLimiter>> {
-        self.rate_limit.as_ref()
+    /// The service.
+    pub fn service_ref(&self) -> &Service {
+        &self.service
+    }
+
+    /// The handlers for inbound requests and notifications: the service's router (without
+    /// one, every request is answered Method not found). The router is given an
+    /// `rpc.discover` method unless it has its own ([`Router::discoverable`]).
+    pub fn router(mut self, router: Router) -> Self {
+        self.service = self.service.router(router);
+        self
     }
 
     /// Who is at the other end of the connections this builder starts: handlers read it from
     /// their [`Context`] and the router's access rules ([`Router::require`]) decide by its
     /// identity. Without one, [`stdio`](Builder::stdio) and [`spawn_child`](Builder::spawn_child)
     /// connections are the local process ([`Identity::local`], trusted with every role), a
-    /// server's ([`serve_tcp`](Builder::serve_tcp)) are what its
-    /// [`authenticator`](Builder::authenticator) says (anonymous without one), and any other
-    /// is anonymous.
+    /// server's ([`serve_tcp`](Builder::serve_tcp)) are what the service's authenticator says
+    /// (anonymous without one), and any other is anonymous.
     ///
     /// ```
     /// use rpcwire_tokio::{Builder, Caller, Identity, Transport};
+    /// const SERIAL: Transport = Transport::new("serial", "pipe");
     /// let builder = Builder::new()
-    ///     .caller(Caller::new(Identity::new("device-7").with_roles(["device"]), Transport::Serial));
+    ///     .caller(Caller::new(Identity::new("device-7").with_roles(["device"]), SERIAL));
     /// ```
-    pub fn caller(mut self, caller: Caller) -> Self {
-        self.caller = Some(Arc::new(caller));
-        self
+    pub fn caller(self, caller: Caller) -> Self {
+        self.shared_caller(Arc::new(caller))
     }
 
-    /// Whether each batch a connection receives gets a span of its own (`rpc.batch`, the
-    /// parent of its calls' spans), made only while a subscriber listens to spans; on by
-    /// default. A transport that makes a batch's span itself around the connection turns it
-    /// off (the HTTP server does, for a batch body it runs on a connection of its own), so
-    /// that a batch has one span.
-    pub fn batch_spans(mut self, on: bool) -> Self {
-        self.batch_spans = on;
-        self
-    }
-
-    /// Puts the W3C trace context of each outgoing call's span in `table`, by request id,
-    /// while a subscriber listens (feature `otel`): for a transport that sends it beside the
-    /// message (the HTTP client's `traceparent` header). See
-    /// [`trace_context`].
-    pub fn outgoing_traces(mut self, table: trace_context::OutgoingTraces) -> Self {
-        self.outgoing_traces = Some(table);
-        self
-    }
-
-    /// [`caller`](Builder::caller) already shared (one HTTP request's caller, handed to the
-    /// connection that answers it).
+    /// [`caller`](Builder::caller) already shared.
     pub fn shared_caller(mut self, caller: Arc<Caller>) -> Self {
         self.caller = Some(caller);
         self
     }
 
-    /// Lets a server's callers in: [`serve_tcp`](Builder::serve_tcp) (and the TLS and HTTP
-    /// servers built on this builder) asks `authenticator` for each new connection's
-    /// identity, from what the transport knows (the peer's address, its TLS client
-    /// certificate, HTTP headers), before any handler state exists for it; a connection it
-    /// refuses is closed at once, and the reason logged (never the credentials).
-    pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
-        self.authenticator = Some(AuthHook(Arc::new(authenticator)));
-        self
-    }
-
-    /// The builder's [`authenticator`](Builder::authenticator), for transports built on this
-    /// crate that establish identities themselves (the HTTP server).
-    pub fn authenticator_ref(&self) -> Option<&Arc<dyn Authenticator>> {
-        self.authenticator.as_ref().map(|hook| &hook.0)
-    }
-
-    /// The caller of a connection a server accepted: the authenticator's identity (or the
-    /// builder's, or anonymous), the transport and the peer. `None` when the authenticator
-    /// refuses it or does not answer within the handshake timeout (logged, without the
-    /// credentials).
-    pub async fn admit(&self, credentials: Credentials<'_>) -> Option<Caller> {
-        let identity = match &self.authenticator {
-            Some(hook) => {
-                let decided =
-                    tokio::time::timeout(self.handshake_timeout, hook.0.authenticate(credentials))
-                        .await;
-                match decided {
-                    Ok(Ok(identity)) => identity,
-                    Ok(Err(reason)) => {
-                        tracing::warn!(peer = ?credentials.peer, %reason, "connection refused: authentication failed");
-                        return None;
-                    }
-                    Err(_) => {
-                        tracing::warn!(peer = ?credentials.peer, "connection refused: authentication timed out");
-                        return None;
-                    }
-                }
-            }
-            None => self.identity_without_authenticator(&credentials),
-        };
-        Some(Builder::caller_from(identity, &credentials))
-    }
-
-    /// [`admit`](Builder::admit) when there is no authenticator, at once (`None` when there
-    /// is one: ask it with `admit`).
-    fn admit_at_once(&self, credentials: &Credentials<'_>) -> Option<Caller> {
-        if self.authenticator.is_some() {
-            return None;
-        }
-        let identity = self.identity_without_authenticator(credentials);
-        Some(Builder::caller_from(identity, credentials))
-    }
-
-    /// Without an authenticator: a verified client certificate names the caller; else the
-    /// builder's identity, else anonymous.
-    fn identity_without_authenticator(&self, credentials: &Credentials<'_>) -> Identity {
-        match (credentials.certificate, &self.caller) {
-            (Some(certificate), _) => Identity::new(certificate.subject.clone()),
-            (None, Some(caller)) => caller.identity().clone(),
-            (None, None) => Identity::anonymous(),
-        }
-    }
-
-    fn caller_from(identity: Identity, credentials: &Credentials<'_>) -> Caller {
-        let mut caller = Caller::new(identity, credentials.transport);
-        if let Some(peer) = credentials.peer {
-            caller = caller.with_peer(peer);
-        }
-        if let Some(certificate) = credentials.certificate {
-            caller = caller.with_certificate(certificate.clone());
-        }
-        caller
-    }
-
-    /// How long a server waits for a new connection's TLS handshake and authentication
-    /// before closing it (default 10 s).
-    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
-        self.handshake_timeout = timeout;
-        self
-    }
-
     /// The builder's caller, or the anonymous one (shared: no allocation per connection).
-    pub(crate) fn caller_or_anonymous(&self) -> Arc<Caller> {
+    fn caller_or_anonymous(&self) -> Arc<Caller> {
         static ANONYMOUS: std::sync::OnceLock<Arc<Caller>> = std::sync::OnceLock::new();
         self.caller
             .clone()
@@ -418,41 +285,28 @@ impl Builder {
         self
     }
 
-    /// LSP's settings: `Content-Length` framing and `$/cancelRequest` (`id`) as the cancel
-    /// notification both ways ([`cancel_notification`](Builder::cancel_notification)), so
-    /// that a call that times out or is dropped cancels the peer's handler, and a peer's
-    /// cancel reaches ours ([`Context::cancelled`]); a cancelled request is still answered.
-    ///
-    /// ```
-    /// let lsp = rpcwire_tokio::Builder::lsp().max_frame(1 << 20);
-    /// # let _ = lsp;
-    /// ```
-    pub fn lsp() -> Self {
-        Builder::new()
-            .framing(Framing::ContentLength)
-            .cancel_notification("$/cancelRequest", "id")
+    /// Whether each batch a connection receives gets a span of its own (`rpc.batch`, the
+    /// parent of its calls' spans), made only while a subscriber listens to spans; on by
+    /// default.
+    pub fn batch_spans(mut self, on: bool) -> Self {
+        self.client.batch_spans = on;
+        self
     }
 
-    /// MCP's connection settings over a byte stream (line framing):
-    /// `notifications/cancelled` (`requestId`) as the cancel notification both ways, so that
-    /// a call that times out or is dropped cancels the peer's handler, and a cancelled
-    /// request left unanswered ([`answer_cancelled`](Builder::answer_cancelled)`(false)`).
-    /// `rpcwire_mcp::tokio::mcp_builder` adds MCP's batch rule on top.
-    /// Its calls carry their span's W3C trace context in `params._meta` (MCP's place for it;
-    /// see [`meta_traces`](Builder::meta_traces)).
-    pub fn mcp() -> Self {
-        Builder::new()
-            .cancel_notification("notifications/cancelled", "requestId")
-            .answer_cancelled(false)
-            .meta_traces(true)
+    /// Puts the W3C trace context of each outgoing call's span in `table`, by request id,
+    /// while a subscriber listens (feature `otel`): for a transport that sends it beside the
+    /// message (the HTTP client's `traceparent` header). See [`trace_context`].
+    pub fn outgoing_traces(mut self, table: trace_context::OutgoingTraces) -> Self {
+        self.client.outgoing_traces = Some(table);
+        self
     }
 
     /// Whether the client's calls carry the W3C trace context of their span in
     /// `params._meta` (`traceparent`, `tracestate`), as MCP does: only while a subscriber
     /// listens (feature `otel`); params given as an array, and a `_meta.traceparent` already
-    /// there, are left as they are. [`Builder::mcp`] turns it on.
+    /// there, are left as they are.
     pub fn meta_traces(mut self, on: bool) -> Self {
-        self.meta_traces = on;
+        self.client.meta_traces = on;
         self
     }
 
@@ -492,26 +346,18 @@ impl Builder {
     /// The timeout of a call that gives none (`None`: wait until the connection ends).
     pub fn request_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.config.request_timeout = timeout;
+        self.client.request_timeout = timeout;
         self
     }
 
-    /// How many handlers may run at once on this connection (clamped to
-    /// `1..=`[`MAX_INFLIGHT`]` / 2`). Requests beyond it wait.
-    pub fn concurrency(mut self, limit: usize) -> Self {
-        self.concurrency = limit.clamp(1, MAX_INFLIGHT / 2);
-        self
-    }
-
-    /// Bytes of method names and params that requests waiting for a handler slot may hold;
-    /// a request beyond it is answered Server busy (-32001). Default 16 MiB.
-    pub fn queue_bytes(mut self, bytes: usize) -> Self {
-        self.queue_bytes = bytes;
-        self
+    /// The core's settings of each connection (framing and limits).
+    pub fn config(&self) -> Config {
+        self.config
     }
 
     /// Capacity of the channel from [`Client`]s to the driver (default 256).
     pub fn command_capacity(mut self, capacity: usize) -> Self {
-        self.command_capacity = capacity.max(1);
+        self.client.command_capacity = capacity.max(1);
         self
     }
 
@@ -571,53 +417,47 @@ impl Builder {
         self
     }
 
-    /// The profile's cancel notification: `method` with params `{"<id_member>": <id>}` (for
-    /// example `("$/cancelRequest", "id")` for LSP, `("notifications/cancelled", "requestId")`
-    /// for MCP). Both directions: when one of our calls times out or its future is dropped,
-    /// the peer is sent this notification for it; when the peer sends it for a request whose
-    /// handler is running, that handler's [`Context::cancelled`] completes. Plain JSON-RPC has
-    /// none (the default).
-    ///
-    /// A cancelled request is still answered with whatever its handler returns, as LSP
-    /// requires; [`Builder::answer_cancelled`] turns that off.
-    pub fn cancel_notification(mut self, method: &str, id_member: &str) -> Self {
-        self.cancel = Some(driver::CancelProfile {
-            method: method.to_owned(),
-            id_member: id_member.to_owned(),
-            answer: self.answer_cancelled,
-        });
-        self
-    }
-
-    /// Whether a request the peer cancelled with the profile's cancel notification
-    /// ([`Builder::cancel_notification`]) still gets an answer (default: yes, LSP's rule).
-    /// With `false` (MCP's rule: a receiver should not answer a cancelled request), whatever
-    /// the handler returns after the cancellation is dropped and the request is released
-    /// with nothing written; in a batch, the reply leaves it out. A request still waiting for
-    /// a handler slot ([`Builder::concurrency`]) is released at once, its handler never
-    /// started. A request whose answer was already written is not affected. Without a cancel
-    /// notification this changes nothing.
+    /// Like [`run`](Builder::run), but hands the driver back as a future instead of spawning
+    /// it: the caller polls it in its own task, beside the code that feeds `reader` and
+    /// drains `writer`, with no hand-off between tasks. The future ends as `run`'s task does;
+    /// dropping it ends the connection at once.
     ///
     /// ```
-    /// use rpcwire_tokio::Builder;
-    /// let mcp = Builder::new()
-    ///     .cancel_notification("notifications/cancelled", "requestId")
-    ///     .answer_cancelled(false);
+    /// use rpcwire_tokio::{Builder, Router, RpcError};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let router = Router::new().sync_method("add", |(a, b): (i64, i64)| Ok::<_, RpcError>(a + b));
+    /// let input: &'static [u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"add\",\"params\":[1,2],\"id\":1}\n";
+    /// let (writer, mut output) = tokio::io::duplex(4096);
+    /// let (_client, driver) = Builder::new().router(router).run_inline(input, writer);
+    /// driver.await?; // end of input: answers what it read, then ends
+    /// let mut answer = String::new();
+    /// tokio::io::AsyncReadExt::read_to_string(&mut output, &mut answer).await?;
+    /// assert_eq!(answer, "{\"jsonrpc\":\"2.0\",\"result\":3,\"id\":1}\n");
+    /// # Ok(()) }
     /// ```
-    pub fn answer_cancelled(mut self, answer: bool) -> Self {
-        self.answer_cancelled = answer;
-        if let Some(profile) = &mut self.cancel {
-            profile.answer = answer;
-        }
-        self
-    }
-
-    /// The handlers for inbound requests and notifications (without one, every request is
-    /// answered Method not found). The router is given an `rpc.discover` method (an OpenRPC
-    /// document listing its methods, see [`Router::discoverable`]) unless it has its own.
-    pub fn router(mut self, router: Router) -> Self {
-        self.router = Some(Arc::new(router.discoverable()));
-        self
+    pub fn run_inline<R, W>(
+        self,
+        reader: R,
+        writer: W,
+    ) -> (
+        Client,
+        impl std::future::Future<Output = Result<(), DriverError>> + Send,
+    )
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let caller = self.caller_or_anonymous();
+        let settings = driver::Settings {
+            config: self.config,
+            service: self.service,
+            caller,
+            client: self.client,
+            idle_release: self.idle_release,
+        };
+        driver::run(settings, reader, writer)
     }
 
     /// Starts a connection over a reader and a writer. Must be called inside a tokio runtime.
@@ -697,7 +537,7 @@ impl Builder {
     /// ```
     pub fn stdio(self) -> Session {
         let (reader, writer) = stdio::streams();
-        self.caller_if_unset(|| Caller::local(Transport::Stdio))
+        self.caller_if_unset(|| Caller::local(transport::STDIO))
             .run(reader, writer)
     }
 
@@ -716,78 +556,10 @@ impl Builder {
         let peer = stream.peer_addr()?;
         let (reader, writer) = stream.into_split();
         let mut session = self
-            .caller_if_unset(|| Caller::new(Identity::anonymous(), Transport::Tcp).with_peer(peer))
+            .caller_if_unset(|| Caller::new(Identity::anonymous(), transport::TCP).with_peer(peer))
             .run(reader, writer);
         session.ends_on_join = true;
         Ok(session)
-    }
-
-    /// Serves every connection accepted on `listener`, each with its own driver and these
-    /// settings. Runs until the future is dropped (connections already accepted go on). A
-    /// client that half-closes still gets its answers; the server goes on accepting.
-    ///
-    /// ```no_run
-    /// use rpcwire_tokio::{Builder, Router, RpcError};
-    ///
-    /// # #[tokio::main]
-    /// # async fn main() -> std::io::Result<()> {
-    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:4000").await?;
-    /// let router = Router::new().method("ping", |_: ()| async { Ok::<_, RpcError>("pong") });
-    /// Builder::new().router(router).serve_tcp(listener).await;
-    /// # Ok(()) }
-    /// ```
-    pub async fn serve_tcp(self, listener: TcpListener) {
-        self.accept_loop(listener, |builder, stream, peer, permit| {
-            let credentials = Credentials::new(Transport::Tcp, Some(peer));
-            // Without an authenticator nothing waits: no task beyond the connection's.
-            if let Some(caller) = builder.admit_at_once(&credentials) {
-                let (reader, writer) = stream.into_split();
-                builder.serve_accepted(caller, peer, reader, writer, permit);
-                return;
-            }
-            tokio::spawn(async move {
-                if let Some(caller) = builder.admit(credentials).await {
-                    let (reader, writer) = stream.into_split();
-                    builder.serve_accepted(caller, peer, reader, writer, permit);
-                }
-            });
-        })
-        .await
-    }
-
-    /// Serves JSON-RPC over TLS on every connection accepted on `listener` (feature `tls`),
-    /// as [`serve_tcp`](Builder::serve_tcp) does over plain TCP. Each connection's handshake
-    /// and authentication must finish within [`handshake_timeout`](Builder::handshake_timeout);
-    /// with mutual TLS the client's verified certificate is in its
-    /// [`Caller`](Caller::certificate), and without an [`authenticator`](Builder::authenticator)
-    /// its subject is the caller's identity. Certificates reload as [`tls::ServerTls`] says.
-    #[cfg(feature = "tls")]
-    pub async fn serve_tls(self, listener: TcpListener, tls: tls::ServerTls) {
-        self.accept_loop(listener, move |builder, stream, peer, permit| {
-            let tls = tls.clone();
-            // The handshake and the authenticator wait in a task of their own, which ends
-            // once the connection runs (its future, sized for the handshake, is not kept).
-            tokio::spawn(async move {
-                let (stream, certificate) =
-                    match tls.accept(stream, builder.handshake_timeout).await {
-                        Ok(accepted) => accepted,
-                        Err(e) => {
-                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                            return;
-                        }
-                    };
-                let credentials = Credentials {
-                    certificate: certificate.as_ref(),
-                    ..Credentials::new(Transport::Tls, Some(peer))
-                };
-                let Some(caller) = builder.admit(credentials).await else {
-                    return;
-                };
-                let (reader, writer) = tokio::io::split(stream);
-                builder.serve_accepted(caller, peer, reader, writer, permit);
-            });
-        })
-        .await
     }
 
     /// Connects to a JSON-RPC server over TLS (feature `tls`), checking its certificate for
@@ -802,74 +574,10 @@ impl Builder {
         let stream = tls::connect(addr, server_name, config).await?;
         let (reader, writer) = tokio::io::split(stream);
         let mut session = self
-            .caller_if_unset(|| Caller::new(Identity::anonymous(), Transport::Tls).with_peer(addr))
+            .caller_if_unset(|| Caller::new(Identity::anonymous(), transport::TLS).with_peer(addr))
             .run(reader, writer);
         session.ends_on_join = true;
         Ok(session)
-    }
-
-    /// Accepts connections on `listener` under the connection limit, each handed to `serve`
-    /// with the permit it holds until it ends; runs until dropped.
-    async fn accept_loop<F>(self, listener: TcpListener, serve: F)
-    where
-        F: Fn(Builder, TcpStream, std::net::SocketAddr, tokio::sync::OwnedSemaphorePermit),
-    {
-        let slots = Arc::new(tokio::sync::Semaphore::new(self.max_connections));
-        loop {
-            let permit = match Arc::clone(&slots).try_acquire_owned() {
-                Ok(permit) => permit,
-                Err(_) => {
-                    tracing::warn!(
-                        limit = self.max_connections,
-                        "connection limit reached: new connections wait until one ends"
-                    );
-                    match Arc::clone(&slots).acquire_owned().await {
-                        Ok(permit) => permit,
-                        // The semaphore is never closed.
-                        Err(_) => return,
-                    }
-                }
-            };
-            let (stream, peer) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // Out of descriptors and the like: wait and go on.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let _ = stream.set_nodelay(true);
-            serve(self.clone(), stream, peer, permit);
-        }
-    }
-
-    /// Runs one connection a server accepted and admitted, in tasks of its own: its driver,
-    /// and a small one that waits for it and then gives back its slot.
-    fn serve_accepted<R, W>(
-        mut self,
-        caller: Caller,
-        peer: std::net::SocketAddr,
-        reader: R,
-        writer: W,
-        permit: tokio::sync::OwnedSemaphorePermit,
-    ) where
-        R: AsyncRead + Unpin + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
-        self.caller = Some(Arc::new(caller));
-        let on_connect = self.on_connect.take();
-        let session = self.run(reader, writer);
-        if let Some(hook) = on_connect {
-            (hook.0)(session.client().clone(), peer);
-        }
-        tokio::spawn(async move {
-            match session.join().await {
-                Ok(()) => tracing::debug!(%peer, "connection ended"),
-                Err(e) => tracing::debug!(%peer, error = %e, "connection failed"),
-            }
-            drop(permit);
-        });
     }
 
     /// Spawns a server program and talks to it over its stdin and stdout (as MCP hosts and
@@ -900,7 +608,7 @@ impl Builder {
             return Err(io::Error::other("child stdio not captured"));
         };
         let mut session = self
-            .caller_if_unset(|| Caller::local(Transport::ChildProcess))
+            .caller_if_unset(|| Caller::local(transport::CHILD_PROCESS))
             .run(stdout, stdin);
         session.ends_on_join = true;
         Ok((session, child))

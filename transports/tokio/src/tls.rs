@@ -25,7 +25,7 @@ use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use crate::caller::PeerCertificate;
+use rpcwire_service::PeerCertificate;
 
 /// The rustls version this module uses, for building configurations by hand.
 pub use rustls;

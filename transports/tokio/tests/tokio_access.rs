@@ -42,7 +42,7 @@ fn guarded(runs: &Arc<AtomicUsize>) -> Router {
 fn as_subject(subject: &str, roles: &[&str]) -> Caller {
     Caller::new(
         Identity::new(subject).with_roles(roles.iter().copied()),
-        Transport::Other,
+        Transport::OTHER,
     )
 }
 
@@ -240,7 +240,9 @@ async fn require_by_default_and_a_policy_combine() -> Result {
 #[tokio::test]
 async fn the_responder_checks_each_bodys_caller() -> Result {
     let runs = Arc::new(AtomicUsize::new(0));
-    let responder = Builder::new().router(guarded(&runs)).responder();
+    let builder = Builder::new().router(guarded(&runs));
+    let responder =
+        rpcwire_service::Responder::new(builder.service_ref().clone(), builder.config());
     let body = br#"{"jsonrpc":"2.0","method":"admin.reset","id":7}"#;
     let user = Arc::new(as_subject("bob", &["user"]));
     let admin = Arc::new(as_subject("alice", &["admin"]));
@@ -268,7 +270,10 @@ struct LoopbackUsers;
 impl Authenticator for LoopbackUsers {
     fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a> {
         let decided = match credentials.peer {
-            Some(peer) if peer.ip().is_loopback() && credentials.transport == Transport::Tcp => {
+            Some(peer)
+                if peer.ip().is_loopback()
+                    && credentials.transport == rpcwire_tokio::transport::TCP =>
+            {
                 Ok(Identity::new("tcp-user").with_roles(["user"]))
             }
             _ => Err(AuthError::Invalid("not a loopback TCP peer")),
@@ -302,14 +307,14 @@ async fn a_tcp_server_asks_its_authenticator_once_per_connection() -> Result {
     let server = tokio::spawn(
         Builder::new()
             .router(router)
-            .authenticator(LoopbackUsers)
+            .map_service(|s| s.authenticator(LoopbackUsers))
             .serve_tcp(listener),
     );
     let session = Builder::new().connect_tcp(addr).await?;
     let who: String = bounded(session.client().call("whoami", ())).await?;
     assert_eq!(who, "tcp-user");
     let peer: String = bounded(session.client().call("peer", ())).await?;
-    assert_eq!(peer, "Tcp true");
+    assert_eq!(peer, "tcp true");
     let refused = bounded(session.client().call::<_, String>("admin.reset", ()))
         .await
         .err()
@@ -324,7 +329,7 @@ async fn a_tcp_server_asks_its_authenticator_once_per_connection() -> Result {
     let server = tokio::spawn(
         Builder::new()
             .router(guarded(&runs))
-            .authenticator(Nobody)
+            .map_service(|s| s.authenticator(Nobody))
             .serve_tcp(listener),
     );
     let session = Builder::new().connect_tcp(addr).await?;
@@ -353,7 +358,7 @@ async fn a_caller_over_its_rate_limit_is_answered_rate_limited_and_others_are_no
     let limited = |subject: &str| {
         Builder::new()
             .router(router.clone())
-            .rate_limit_shared(Arc::clone(&limiter))
+            .map_service(|s| s.shared_rate_limit(Arc::clone(&limiter)))
             .caller(as_subject(subject, &[]))
     };
     let bob = exchange(limited("bob"), &lines, 5).await?;

@@ -134,7 +134,7 @@ async fn a_call_given_up_on_cancels_the_peers_handler() {
                 }
             }
         });
-        let lsp = |b: Builder| b.cancel_notification("$/cancelRequest", "id");
+        let lsp = |b: Builder| b.map_service(|s| s.cancel_notification("$/cancelRequest", "id"));
         let (server, client) = lsp(Builder::new().router(router)).duplex(lsp(Builder::new()), 4096);
         let c = client.client();
 
@@ -240,8 +240,8 @@ async fn a_cancelled_request_is_answered_or_released_as_the_profile_says() {
             let (server, mut lines, mut w) = raw_peer(
                 Builder::new()
                     .router(cancellable(started))
-                    .cancel_notification("notifications/cancelled", "requestId")
-                    .answer_cancelled(answer),
+                    .map_service(|s| s.cancel_notification("notifications/cancelled", "requestId"))
+                    .map_service(|s| s.answer_cancelled(answer)),
             );
             // Alone: cancelled (the id written with an escape, the cancellation naming it
             // plainly: the same id), then a request that answers at once.
@@ -332,9 +332,9 @@ async fn a_queued_request_cancelled_under_mcps_rule_never_runs() {
         let (server, mut lines, mut w) = raw_peer(
             Builder::new()
                 .router(cancellable(started_tx))
-                .concurrency(1)
-                .cancel_notification("notifications/cancelled", "requestId")
-                .answer_cancelled(false),
+                .map_service(|s| s.concurrency(1))
+                .map_service(|s| s.cancel_notification("notifications/cancelled", "requestId"))
+                .map_service(|s| s.answer_cancelled(false)),
         );
         let line = |s: &str| format!("{s}\n");
         // 1 runs and holds the only slot; 2 waits for it.

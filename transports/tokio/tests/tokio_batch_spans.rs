@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use rpcwire_tests::spans::{Seen, Spans};
-use rpcwire_tokio::{Builder, Caller, Identity, Router, RpcError, Transport};
+use rpcwire_tokio::{Builder, Caller, Identity, Router, RpcError};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -39,9 +39,9 @@ async fn batch_members_are_children_of_the_batch_span() {
     // One handler at a time: the batch's later members wait in the queue.
     let _server = Builder::new()
         .router(router())
-        .concurrency(1)
+        .map_service(|s| s.concurrency(1))
         .max_batch_len(4)
-        .caller(Caller::new(Identity::anonymous(), Transport::Tcp).with_peer(peer))
+        .caller(Caller::new(Identity::anonymous(), rpcwire_tokio::transport::TCP).with_peer(peer))
         .run_io(theirs);
     let (read, mut write) = tokio::io::split(ours);
     let mut answers = BufReader::new(read).lines();

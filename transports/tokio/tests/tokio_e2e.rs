@@ -125,7 +125,11 @@ async fn fifty_sleeps_return_out_of_order_tcp() {
 async fn flood_each_other(link: Link) {
     // Both sides serve and call, one handler at a time, with payloads far larger than the
     // pipe: a driver that stopped reading while writing would deadlock here.
-    let side = || Builder::new().router(router()).concurrency(1);
+    let side = || {
+        Builder::new()
+            .router(router())
+            .map_service(|s| s.concurrency(1))
+    };
     let (a, b) = match link {
         Link::Duplex => side().duplex(side(), 1024),
         Link::Tcp => pair(link, side(), side()).await,
@@ -166,7 +170,9 @@ async fn responses_are_read_while_every_handler_slot_is_busy() {
     bounded(async {
         // A's only handler slot is taken by `ask`, which waits for B's answer: A must keep
         // reading B's responses while 19 more `ask` requests wait for that slot.
-        let a = Builder::new().router(router()).concurrency(1);
+        let a = Builder::new()
+            .router(router())
+            .map_service(|s| s.concurrency(1));
         let b = Builder::new().router(router());
         let (a, b) = a.duplex(b, 4096);
         let mut set = JoinSet::new();
@@ -642,7 +648,9 @@ async fn more_calls_than_pending_slots_wait_for_room() {
     bounded(async {
         let n = 4 * rpcwire_tokio::MAX_PENDING_CALLS + 10;
         for link in [Link::Duplex, Link::Tcp] {
-            let server = Builder::new().router(router()).concurrency(usize::MAX);
+            let server = Builder::new()
+                .router(router())
+                .map_service(|s| s.concurrency(usize::MAX));
             let (server, client) = pair(link, server, Builder::new()).await;
             let c = client.client().clone();
             let mut set = JoinSet::new();

@@ -58,7 +58,7 @@ async fn check(auth: &JwtAuthenticator, token: &str) -> std::result::Result<Iden
     let headers = [("authorization", value.as_str())];
     auth.authenticate(Credentials {
         headers: &headers,
-        ..Credentials::new(Transport::Http, None)
+        ..Credentials::new(Transport::new("http", "tcp"), None)
     })
     .await
 }
@@ -260,12 +260,12 @@ async fn every_kind_of_bad_token_is_refused() -> Result {
     let basic = auth
         .authenticate(Credentials {
             headers: &basic,
-            ..Credentials::new(Transport::Http, None)
+            ..Credentials::new(Transport::new("http", "tcp"), None)
         })
         .await;
     assert_eq!(basic, Err(AuthError::Malformed));
     let none_given = auth
-        .authenticate(Credentials::new(Transport::Http, None))
+        .authenticate(Credentials::new(Transport::new("http", "tcp"), None))
         .await;
     assert_eq!(none_given, Err(AuthError::Missing));
     let huge = "a".repeat(20_000);

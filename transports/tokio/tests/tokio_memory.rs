@@ -30,8 +30,8 @@ async fn a_peer_that_stops_reading_does_not_grow_our_memory() {
         let builder = Builder::new()
             .router(router())
             .max_frame(MAX_FRAME)
-            .concurrency(CONCURRENCY)
-            .queue_bytes(QUEUE);
+            .map_service(|s| s.concurrency(CONCURRENCY))
+            .map_service(|s| s.queue_bytes(QUEUE));
         // Growing buffers at their largest: a receive buffer for one frame, a transmit
         // queue of one frame plus the 16 KiB shared by queued frames, a batch reply.
         let buffers = 3 * MAX_FRAME + (64 << 10);

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
-use rpcwire_tokio::telemetry::{self, names};
+use rpcwire_telemetry::{self as telemetry, names};
 use rpcwire_tokio::{Builder, Router, RpcError};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -94,7 +94,7 @@ async fn batch_sizes_are_recorded() {
 /// binary calls only handlers that answer at once, and notifications, neither counted.
 #[tokio::test(flavor = "current_thread")]
 async fn calls_in_flight_are_the_handlers_that_wait() {
-    rpcwire_tokio::durations::aggregate();
+    rpcwire_telemetry::durations::aggregate();
     telemetry::enable_metrics();
     let gate = std::sync::Arc::new(tokio::sync::Notify::new());
     let opened = gate.clone();
@@ -111,7 +111,7 @@ async fn calls_in_flight_are_the_handlers_that_wait() {
     let server = Builder::new().router(router).run_io(theirs);
     let (read, mut write) = tokio::io::split(ours);
     let mut lines = BufReader::new(read).lines();
-    let in_flight = || rpcwire_tokio::durations::in_flight().expect("counted in process");
+    let in_flight = || rpcwire_telemetry::durations::in_flight().expect("counted in process");
     // The calls in flight once they are `want`, or after a bounded number of yields to the
     // tasks on this thread (the driver and the handlers').
     let settle = |want: i64| async move {

@@ -1,12 +1,14 @@
-//! The responder: a whole body answered in the caller's task gets the same answer as on a
-//! connection of its own; handlers that wait are awaited within the concurrency limit; bodies
-//! whose handlers read a context are not taken. (A dropped answer: the unit tests.)
+//! The service's responder: a whole body answered in the caller's task gets the same answer
+//! as on a stream connection of its own (both go through the one dispatcher); handlers that
+//! wait are awaited within the concurrency limit; a handler that reads its context gets a
+//! peer whose messages come out before the answer. (A dropped answer: the unit tests.)
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use rpcwire_service::{Responder, Sent};
 use rpcwire_tokio::{Builder, CallError, Framing, Router, RpcError};
 use tokio::io::AsyncReadExt;
 
@@ -42,6 +44,11 @@ fn router(running: Arc<AtomicUsize>, peak: Arc<AtomicUsize>) -> Router {
 fn builder() -> Builder {
     let counters = (Arc::default(), Arc::default());
     Builder::new().router(router(counters.0, counters.1))
+}
+
+/// The responder of `builder`'s service and limits.
+fn responder_of(builder: &Builder) -> Responder {
+    Responder::new(builder.service_ref().clone(), builder.config())
 }
 
 /// The answer a connection of its own gives `body` (framed by its length, as HTTP does).
@@ -86,9 +93,11 @@ const BODIES: &[&str] = &[
 
 #[tokio::test]
 async fn answers_as_a_connection_does() {
-    let responder = builder().responder();
-    for body in BODIES {
-        assert!(responder.takes(body.as_bytes()), "{body}");
+    let responder = responder_of(&builder());
+    for body in BODIES
+        .iter()
+        .chain(&[r#"{"jsonrpc":"2.0","method":"whoami","id":7}"#])
+    {
         let mut answer = b"kept".to_vec();
         responder.respond(body.as_bytes(), &mut answer).await;
         let expected = on_connection(builder(), body.as_bytes()).await;
@@ -118,7 +127,7 @@ fn sum_call(len: usize) -> String {
 
 #[tokio::test]
 async fn the_frame_limit_holds_at_its_edge() {
-    let responder = builder().max_frame(1024).responder();
+    let responder = responder_of(&builder().max_frame(1024));
     let at_limit = sum_call(1024);
     let mut answer = Vec::new();
     responder.respond(at_limit.as_bytes(), &mut answer).await;
@@ -137,10 +146,11 @@ async fn the_frame_limit_holds_at_its_edge() {
 #[tokio::test]
 async fn waiting_handlers_run_within_the_concurrency_limit() {
     let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let responder = Builder::new()
-        .router(router(Arc::clone(&running), Arc::clone(&peak)))
-        .concurrency(2)
-        .responder();
+    let responder = responder_of(
+        &Builder::new()
+            .router(router(Arc::clone(&running), Arc::clone(&peak)))
+            .map_service(|s| s.concurrency(2)),
+    );
     let calls: Vec<String> = (0..6)
         .map(|i| format!(r#"{{"jsonrpc":"2.0","method":"slow","params":[20],"id":{i}}}"#))
         .collect();
@@ -162,69 +172,129 @@ async fn waiting_handlers_run_within_the_concurrency_limit() {
 }
 
 #[tokio::test]
-async fn bodies_whose_handlers_read_a_context_are_not_taken() {
-    let responder = builder().responder();
-    let whoami = br#"{"jsonrpc":"2.0","method":"whoami","id":7}"#;
-    assert!(!responder.takes(whoami));
-    assert!(!responder.takes(
-        br#"[{"jsonrpc":"2.0","method":"subtract","params":[1,2],"id":1},{"jsonrpc":"2.0","method":"whoami","id":7}]"#
-    ));
-    // Answered anyway when asked: the handler's context works, its peer has no connection.
+async fn a_handler_that_reads_its_context_gets_a_peer() {
+    // Its context works, and what it sends the peer comes out before the answer.
+    let responder = responder_of(&Builder::new().router(Router::new().method_with_context(
+        "work",
+        |ctx, (): ()| async move {
+            ctx.peer()
+                .notify("progress", [50])
+                .await
+                .map_err(RpcError::from)?;
+            Ok::<_, RpcError>(ctx.id().unwrap_or("").to_owned())
+        },
+    )));
+    let caller = Arc::clone(responder.caller());
+    let mut exchange = responder.exchange(&caller, br#"{"jsonrpc":"2.0","method":"work","id":7}"#);
+    assert_eq!(
+        exchange.next().await,
+        Some(Sent::Message(
+            br#"{"jsonrpc":"2.0","method":"progress","params":[50]}"#.to_vec()
+        ))
+    );
+    assert_eq!(
+        exchange.next().await,
+        Some(Sent::Answer(
+            br#"{"jsonrpc":"2.0","result":"7","id":7}"#.to_vec()
+        ))
+    );
+    assert_eq!(exchange.next().await, None);
+    drop(exchange);
+    // `respond` drops the messages and keeps the answer.
     let mut answer = Vec::new();
-    responder.respond(whoami, &mut answer).await;
-    assert_eq!(answer, br#"{"jsonrpc":"2.0","result":"7","id":7}"#);
+    responder
+        .respond(br#"{"jsonrpc":"2.0","method":"work","id":8}"#, &mut answer)
+        .await;
+    assert_eq!(answer, br#"{"jsonrpc":"2.0","result":"8","id":8}"#);
 
-    let calls_back = Builder::new()
-        .router(
-            Router::new().method_with_context("ask", |ctx, (): ()| async move {
-                match ctx.peer().call::<_, i64>("x", ()).await {
-                    Err(CallError::Closed) => Ok::<_, RpcError>("closed"),
-                    other => Err(RpcError::internal(format!("{other:?}"))),
-                }
-            }),
-        )
-        .responder();
+    // A call to the peer of a body cannot be answered (nothing brings a response back): it
+    // ends with the connection's default timeout, not never.
+    let calls_back = responder_with_timeout(Router::new().method_with_context(
+        "ask",
+        |ctx, (): ()| async move {
+            match ctx.peer().call::<_, i64>("x", ()).await {
+                Err(CallError::Timeout) => Ok::<_, RpcError>("timed out"),
+                other => Err(RpcError::internal(format!("{other:?}"))),
+            }
+        },
+    ));
     let mut answer = Vec::new();
     calls_back
         .respond(br#"{"jsonrpc":"2.0","method":"ask","id":1}"#, &mut answer)
         .await;
-    assert_eq!(answer, br#"{"jsonrpc":"2.0","result":"closed","id":1}"#);
+    assert_eq!(answer, br#"{"jsonrpc":"2.0","result":"timed out","id":1}"#);
 
-    // The fallback reads a context too; asked anyway, it gets the method as sent.
-    let fallback = Builder::new()
-        .router(Router::new().fallback_method(|ctx, _params| async move {
-            Ok::<_, RpcError>(ctx.method().to_owned())
-        }))
-        .responder();
-    let any = br#"{"jsonrpc":"2.0","method":"any/thing","id":2}"#;
-    assert!(!fallback.takes(any));
+    // The fallback gets the method as sent.
+    let fallback = responder_of(&Builder::new().router(Router::new().fallback_method(
+        |ctx, _params| async move { Ok::<_, RpcError>(ctx.method().to_owned()) },
+    )));
     let mut answer = Vec::new();
-    fallback.respond(any, &mut answer).await;
+    fallback
+        .respond(
+            br#"{"jsonrpc":"2.0","method":"any/thing","id":2}"#,
+            &mut answer,
+        )
+        .await;
     assert_eq!(answer, br#"{"jsonrpc":"2.0","result":"any/thing","id":2}"#);
+}
 
-    // A profile's cancel notification needs the connection its request runs on.
-    let mcp = builder()
-        .cancel_notification("notifications/cancelled", "requestId")
-        .responder();
-    assert!(!mcp.takes(
-        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#
-    ));
-    assert!(mcp.takes(br#"{"jsonrpc":"2.0","method":"subtract","params":[1,2],"id":1}"#));
+/// A responder whose peer's calls time out after 50 ms.
+fn responder_with_timeout(router: Router) -> Responder {
+    let builder = Builder::new()
+        .router(router)
+        .request_timeout(Some(Duration::from_millis(50)));
+    let settings = rpcwire_service::ClientSettings {
+        request_timeout: Some(Duration::from_millis(50)),
+        ..Default::default()
+    };
+    Responder::with_settings(builder.service_ref().clone(), builder.config(), settings)
+}
+
+/// A profile's cancel notification in a later body reaches the handler of a request still
+/// running on the same exchange's connection: it is fed through the exchange's input.
+#[tokio::test]
+async fn a_cancel_notification_stops_its_handler() {
+    let responder = responder_of(
+        &Builder::new()
+            .router(
+                Router::new().method_with_context("wait", |ctx, (): ()| async move {
+                    ctx.cancelled().await;
+                    Ok::<_, RpcError>("stopped")
+                }),
+            )
+            .map_service(|s| s.cancel_notification("$/cancelRequest", "id")),
+    );
+    let caller = Arc::clone(responder.caller());
+    let mut exchange = responder.exchange(&caller, br#"{"jsonrpc":"2.0","method":"wait","id":3}"#);
+    let input = exchange.input();
+    input
+        .send(br#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":3}}"#.to_vec())
+        .await
+        .unwrap();
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(5), exchange.next())
+            .await
+            .unwrap(),
+        Some(Sent::Answer(
+            br#"{"jsonrpc":"2.0","result":"stopped","id":3}"#.to_vec()
+        ))
+    );
 }
 
 #[tokio::test]
 async fn waiting_notification_handlers_run_on() {
     let done = Arc::new(tokio::sync::Notify::new());
     let signal = Arc::clone(&done);
-    let responder = Builder::new()
-        .router(Router::new().notification("later", move |(): ()| {
+    let responder = responder_of(&Builder::new().router(Router::new().notification(
+        "later",
+        move |(): ()| {
             let signal = Arc::clone(&signal);
             async move {
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 signal.notify_one();
             }
-        }))
-        .responder();
+        },
+    )));
     let mut answer = Vec::new();
     responder
         .respond(br#"{"jsonrpc":"2.0","method":"later"}"#, &mut answer)
@@ -233,95 +303,4 @@ async fn waiting_notification_handlers_run_on() {
     tokio::time::timeout(Duration::from_secs(5), done.notified())
         .await
         .unwrap();
-}
-
-/// `respond_if_taken`: one parse for what `takes` and `respond` do in two. A single message
-/// it takes is answered as `respond` answers it; one whose handler reads a context, and a
-/// batch (with such a router), are let go with nothing run or written.
-#[tokio::test]
-async fn respond_if_taken_answers_what_takes_takes_and_lets_the_rest_go() {
-    let responder = builder().responder();
-    assert!(!responder.takes_every_body());
-    for body in BODIES {
-        let mut answer = b"kept".to_vec();
-        let taken = responder
-            .respond_if_taken(body.as_bytes(), &mut answer)
-            .await;
-        if body.starts_with('[') {
-            assert!(!taken, "a batch is let go: {body}");
-            assert_eq!(answer, b"kept");
-            continue;
-        }
-        assert!(taken, "{body}");
-        let expected = on_connection(builder(), body.as_bytes()).await;
-        assert_eq!(
-            String::from_utf8_lossy(&answer[4..]),
-            String::from_utf8_lossy(&expected),
-            "body {body}"
-        );
-    }
-    let whoami = br#"{"jsonrpc":"2.0","method":"whoami","id":7}"#;
-    let mut answer = Vec::new();
-    assert!(!responder.respond_if_taken(whoami, &mut answer).await);
-    assert!(answer.is_empty(), "nothing written for a body let go");
-    // The connection it used answers the next body as if nothing had happened.
-    let w1 = br#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":7}"#;
-    assert!(responder.respond_if_taken(w1, &mut answer).await);
-    assert_eq!(answer, br#"{"jsonrpc":"2.0","result":19,"id":7}"#);
-
-    // Notifications: a handler with a context, and the profile's cancel notification, are
-    // let go without running; a plain one runs.
-    let ran = Arc::new(AtomicUsize::new(0));
-    let (with_context, plain) = (Arc::clone(&ran), Arc::clone(&ran));
-    let responder = Builder::new()
-        .router(
-            Router::new()
-                .notification_with_context("progress", move |_ctx, _: Vec<i64>| {
-                    with_context.fetch_add(100, Ordering::SeqCst);
-                    async {}
-                })
-                .notification("note", move |_: Vec<i64>| {
-                    plain.fetch_add(1, Ordering::SeqCst);
-                    async {}
-                }),
-        )
-        .cancel_notification("$/cancelRequest", "id")
-        .responder();
-    for (body, taken) in [
-        (
-            &br#"{"jsonrpc":"2.0","method":"progress","params":[1]}"#[..],
-            false,
-        ),
-        (
-            br#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#,
-            false,
-        ),
-        (br#"{"jsonrpc":"2.0","method":"note","params":[1]}"#, true),
-    ] {
-        let mut answer = Vec::new();
-        assert_eq!(
-            responder.respond_if_taken(body, &mut answer).await,
-            taken,
-            "{}",
-            String::from_utf8_lossy(body)
-        );
-        assert!(answer.is_empty());
-    }
-    assert_eq!(
-        ran.load(Ordering::SeqCst),
-        1,
-        "only the plain notification ran"
-    );
-
-    // A router that reads no context anywhere takes batches too.
-    let plain = Builder::new()
-        .router(
-            Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b)),
-        )
-        .responder();
-    assert!(plain.takes_every_body());
-    let batch = br#"[{"jsonrpc":"2.0","method":"subtract","params":[3,1],"id":1}]"#;
-    let mut answer = Vec::new();
-    assert!(plain.respond_if_taken(batch, &mut answer).await);
-    assert_eq!(answer, br#"[{"jsonrpc":"2.0","result":2,"id":1}]"#);
 }

@@ -6,8 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use rpcwire_telemetry::{set_sample_ratio, SampleRatio};
 use rpcwire_tests::spans::Spans;
-use rpcwire_tokio::telemetry::{set_sample_ratio, SampleRatio};
 use rpcwire_tokio::{Builder, Router, RpcError};
 use tracing::Instrument;
 use tracing_subscriber::layer::SubscriberExt;

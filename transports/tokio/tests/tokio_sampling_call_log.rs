@@ -7,8 +7,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use rpcwire_telemetry::{set_sample_ratio, SampleRatio, CALL_LOG};
 use rpcwire_tests::spans::Spans;
-use rpcwire_tokio::telemetry::{set_sample_ratio, SampleRatio, CALL_LOG};
 use rpcwire_tokio::{Builder, Router, RpcError};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::Layer;

@@ -7,9 +7,9 @@
 #![cfg(feature = "otel")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use rpcwire_telemetry::trace_context::TraceContext;
+use rpcwire_telemetry::{set_sample_ratio, SampleRatio};
 use rpcwire_tests::spans::Spans;
-use rpcwire_tokio::telemetry::{set_sample_ratio, SampleRatio};
-use rpcwire_tokio::trace_context::TraceContext;
 use rpcwire_tokio::{Builder, Router, RpcError};
 use serde_json::Value;
 use tracing_subscriber::layer::SubscriberExt;

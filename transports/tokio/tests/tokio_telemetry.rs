@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use rpcwire_tests::spans::{Seen, Spans};
-use rpcwire_tokio::{Builder, Caller, ErrorCode, Identity, Router, RpcError, Transport};
+use rpcwire_tokio::{Builder, Caller, ErrorCode, Identity, Router, RpcError};
 use tracing_subscriber::layer::SubscriberExt;
 
 fn router() -> Router {
@@ -32,7 +32,7 @@ async fn spans_carry_the_json_rpc_attributes() {
     let peer = "127.0.0.1:40000".parse().unwrap();
     let server = Builder::new()
         .router(router())
-        .caller(Caller::new(Identity::anonymous(), Transport::Tcp).with_peer(peer))
+        .caller(Caller::new(Identity::anonymous(), rpcwire_tokio::transport::TCP).with_peer(peer))
         .run_io(theirs);
     let client = Builder::new().run_io(ours);
     let c = client.client();

@@ -34,7 +34,7 @@ async fn start(tls: ServerTls) -> Result<(std::net::SocketAddr, tokio::task::Joi
     let addr = listener.local_addr()?;
     let server = Builder::new()
         .router(whoami_router())
-        .handshake_timeout(Duration::from_secs(5))
+        .map_service(|s| s.handshake_timeout(Duration::from_secs(5)))
         .serve_tls(listener, tls);
     Ok((addr, tokio::spawn(server)))
 }
@@ -216,7 +216,7 @@ async fn a_silent_client_is_dropped_at_the_handshake_timeout() -> Result {
     let server = tokio::spawn(
         Builder::new()
             .router(whoami_router())
-            .handshake_timeout(Duration::from_millis(200))
+            .map_service(|s| s.handshake_timeout(Duration::from_millis(200)))
             .serve_tls(listener, tls),
     );
     let mut silent = tokio::net::TcpStream::connect(addr).await?;

@@ -19,7 +19,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Response, Uri};
 use rpcwire_http::profile::{json, Body};
 use rpcwire_http::{has_query_token, BearerChallenge};
-use rpcwire_tokio::{Authenticator, Caller, Credentials, Identity, Transport};
+use rpcwire_tokio::{Caller, Credentials, Identity};
 
 /// The well-known path of RFC 9728 protected resource metadata.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -81,7 +81,8 @@ pub(crate) struct AuthSettings {
 
 /// The authorization a built server applies.
 pub(crate) struct Gate {
-    authenticator: Option<Arc<dyn Authenticator>>,
+    /// Authenticates each request ([`Service::admit`](rpcwire_service::Service::admit)).
+    service: rpcwire_service::Service,
     challenge: BearerChallenge,
     settings: AuthSettings,
     metadata: Option<(Bytes, String)>,
@@ -99,7 +100,7 @@ pub(crate) fn owner_key(identity: &Identity) -> String {
 
 impl Gate {
     pub(crate) fn new(
-        authenticator: Option<Arc<dyn Authenticator>>,
+        service: rpcwire_service::Service,
         settings: AuthSettings,
         endpoint_path: &str,
     ) -> Self {
@@ -115,7 +116,7 @@ impl Gate {
             .as_ref()
             .map(|r| (r.document(), format!("{METADATA_PATH}{endpoint_path}")));
         Gate {
-            authenticator,
+            service,
             challenge,
             settings,
             metadata,
@@ -146,7 +147,7 @@ impl Gate {
         uri: &Uri,
         headers: &HeaderMap,
     ) -> Result<Option<Arc<Caller>>, Box<Response<Body>>> {
-        let Some(authenticator) = &self.authenticator else {
+        if self.service.authenticator_ref().is_none() {
             return Ok(None);
         };
         if has_query_token(uri) {
@@ -156,18 +157,15 @@ impl Gate {
         let lookup = Lookup(headers);
         let credentials = Credentials {
             headers: &lookup,
-            ..Credentials::new(Transport::Http, None)
+            ..Credentials::new(rpcwire_http::transport::HTTP, None)
         };
-        let identity = match authenticator.authenticate(credentials).await {
-            Ok(identity) => identity,
-            Err(reason) => {
-                tracing::debug!(%reason, "MCP request refused: authentication failed");
-                return Err(Box::new(self.challenge.refusal(&reason)));
-            }
+        let identity = match self.service.admit(credentials, Identity::anonymous).await {
+            Ok(caller) => caller.identity().clone(),
+            Err(reason) => return Err(Box::new(self.challenge.refusal(&reason))),
         };
         self.scopes(&identity, &self.settings.required)?;
         Ok(Some(Arc::new(
-            Caller::new(identity, Transport::Http).with_meta(headers.clone()),
+            Caller::new(identity, rpcwire_http::transport::HTTP).with_meta(headers.clone()),
         )))
     }
 

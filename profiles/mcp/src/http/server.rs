@@ -79,7 +79,6 @@ pub struct McpHttpServer {
     auth: AuthSettings,
     /// Each caller's rate of requests; kept apart from the builder's, so that the sessions'
     /// connections do not count the calls a second time.
-    limiter: Option<Arc<rpcwire_tokio::RateLimiter>>,
     /// Every POST signed (feature `signing`).
     #[cfg(feature = "signing")]
     signing: Option<Arc<rpcwire_tokio::signing::RequestSigning>>,
@@ -118,7 +117,6 @@ impl McpHttpServer {
                 idle: Duration::from_secs(600),
             },
             auth: AuthSettings::default(),
-            limiter: None,
             #[cfg(feature = "signing")]
             signing: None,
         }
@@ -128,7 +126,8 @@ impl McpHttpServer {
     /// unauthenticated caller by its address), checked once the caller is authenticated:
     /// beyond it, 429 with `Retry-After`, and nothing is created or run for the request.
     pub fn rate_limit(mut self, limiter: rpcwire_tokio::RateLimiter) -> Self {
-        self.limiter = Some(Arc::new(limiter));
+        let service = self.builder.service_ref().clone().rate_limit(limiter);
+        self.builder = self.builder.service(service);
         self
     }
 
@@ -152,7 +151,12 @@ impl McpHttpServer {
     /// identity that created it (another identity presenting its id gets 404). An access
     /// token in the query string is refused (400), never read.
     pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
-        self.builder = self.builder.authenticator(authenticator);
+        let service = self
+            .builder
+            .service_ref()
+            .clone()
+            .authenticator(authenticator);
+        self.builder = self.builder.service(service);
         self
     }
 
@@ -279,12 +283,11 @@ impl McpHttpServer {
             .max_frame(self.endpoint.max_body())
             .idle_release(Duration::ZERO);
         let sessions = SessionTable::new(&self.prefix, self.sessions);
-        sessions.count_as(rpcwire_tokio::telemetry::names::MCP_SESSIONS);
+        sessions.count_as(rpcwire_telemetry::names::MCP_SESSIONS);
         sessions.start_sweeper();
-        let gate = Gate::new(builder.authenticator_ref().cloned(), self.auth, &self.path);
+        let gate = Gate::new(builder.service_ref().clone(), self.auth, &self.path);
         let inner = Arc::new(Inner {
             gate,
-            limiter: self.limiter,
             #[cfg(feature = "signing")]
             signing: self.signing,
             batch_builder: builder.clone().batches(true),
@@ -349,8 +352,6 @@ struct Pending {
 struct Inner {
     /// Authentication and scopes, before anything else.
     gate: Gate,
-    /// Each caller's rate of requests ([`McpHttpServer::rate_limit`]).
-    limiter: Option<Arc<rpcwire_tokio::RateLimiter>>,
     /// Every POST signed ([`McpHttpServer::signed`]).
     #[cfg(feature = "signing")]
     signing: Option<Arc<rpcwire_tokio::signing::RequestSigning>>,
@@ -483,7 +484,7 @@ impl HandlesIncoming for McpService {
     }
 
     fn wants_peer(&self) -> bool {
-        self.inner.limiter.is_some()
+        self.inner.builder.service_ref().rate_limiter().is_some()
     }
 }
 
@@ -843,27 +844,14 @@ impl Inner {
                 return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), *r).await
             }
         };
-        if let Some(limiter) = &self.limiter {
-            // Anonymous callers by address (`wants_peer`), not all in one bucket.
-            let peer = rpcwire_http::profile::connection_peer(&req);
-            let anonymous = match peer {
-                Some(peer) => Caller::anonymous().with_peer(peer),
-                None => Caller::anonymous(),
-            };
-            let who = caller.as_deref().unwrap_or(&anonymous);
-            if let Err(r) = rpcwire_http::guard::rate_limited(limiter, who) {
-                return after_body(req, self.endpoint.max_body(), self.endpoint.timeout(), *r)
-                    .await;
-            }
-        }
         // Traced: the calls' spans get the peer, the `traceparent` header as their parent and
         // the session id (`mcp.session.id`, read from the headers by the MCP server).
-        let caller = if rpcwire_tokio::telemetry::spans_enabled() {
+        let caller = if rpcwire_telemetry::spans_enabled() {
             let base = caller.map_or_else(
                 || {
                     Caller::new(
                         rpcwire_tokio::Identity::anonymous(),
-                        rpcwire_tokio::Transport::Http,
+                        rpcwire_http::transport::HTTP,
                     )
                     .with_meta(req.headers().clone())
                 },

@@ -193,7 +193,7 @@ impl Shared {
     }
 
     /// Records `mcp.method.name` and `mcp.protocol.version` into the call's span (see
-    /// `rpcwire_tokio::telemetry`); nothing when no subscriber listens.
+    /// `rpcwire_telemetry`); nothing when no subscriber listens.
     fn trace(&self, ctx: &Context) {
         let span = tracing::Span::current();
         if span.is_disabled() {
@@ -593,13 +593,27 @@ pub trait SchemarsFeatureRequired {}
 
 /// A [`Builder`] with MCP's connection settings: `notifications/cancelled` (`requestId`) as
 /// the cancel notification both ways, a cancelled request left unanswered (MCP: a receiver
-/// should not answer it; [`Builder::answer_cancelled`]), and batches refused until
+/// should not answer it; [`Service::answer_cancelled`](rpcwire_tokio::Service::answer_cancelled)),
+/// calls carrying their trace context in `params._meta`, and batches refused until
 /// `initialize` has negotiated a
 /// revision that takes them (2024-11-05, 2025-03-26; every revision from 2025-06-18 on
 /// refuses them): the server's `initialize` handler switches the connection
 /// (`Client::set_batches`).
 pub fn mcp_builder() -> Builder {
-    Builder::mcp().batches(false)
+    Builder::new()
+        .service(mcp_service())
+        .meta_traces(true)
+        .batches(false)
+}
+
+/// MCP's cancellation rule on a [`Service`](rpcwire_tokio::Service) with no router yet:
+/// `notifications/cancelled` (`requestId`) as the cancel notification both ways, a cancelled
+/// request left unanswered. [`mcp_builder`] starts from it; a router is added with
+/// [`Builder::router`].
+pub fn mcp_service() -> rpcwire_tokio::Service {
+    rpcwire_tokio::Service::client_only()
+        .cancel_notification("notifications/cancelled", "requestId")
+        .answer_cancelled(false)
 }
 
 #[derive(Deserialize)]

@@ -12,7 +12,7 @@ use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rpcwire_tokio::{AuthError, Builder, Caller, Client};
+use rpcwire_tokio::{AuthError, Builder, Caller, Client, Identity};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -218,7 +218,7 @@ impl WsServer {
     /// `rpc.discover`, calls them, and shows every message. With the feature `metrics` it
     /// also draws the live view: calls per second, latency percentiles and errors by method,
     /// open connections, read from `/console/stats`; turning the console on turns on the
-    /// process's [`live_stats`](rpcwire_tokio::live_stats) (off until then, and never off
+    /// process's [`live_stats`](rpcwire_telemetry::live_stats) (off until then, and never off
     /// again).
     pub fn console(mut self, on: bool) -> Self {
         self.console = on;
@@ -268,8 +268,19 @@ impl WsServer {
         };
         let on_upgrade = hyper::upgrade::on(&mut req);
         let server = self.clone();
-        // The caller the HTTP server established for this request, if it did.
-        let caller = req.extensions().get::<Arc<Caller>>().cloned();
+        // The caller the HTTP server established for this request, if it did, now over the
+        // WebSocket (the upgrade's `traceparent` stays the parent of the connection's calls).
+        let caller = match req.extensions().get::<Arc<Caller>>() {
+            Some(caller) => Caller::clone(caller).with_transport(crate::transport::WEBSOCKET),
+            None => {
+                let caller = Caller::new(Identity::anonymous(), crate::transport::WEBSOCKET);
+                match crate::server::connection_peer(&req) {
+                    Some(peer) => caller.with_peer(peer),
+                    None => caller,
+                }
+            }
+        };
+        let caller = Some(Arc::new(caller));
         tokio::spawn(async move {
             match on_upgrade.await {
                 Ok(upgraded) => server.run_stream_as(TokioIo::new(upgraded), caller).await,
@@ -359,8 +370,11 @@ impl WsServer {
         mut req: Request<B>,
         peer: std::net::SocketAddr,
     ) -> Response<Full<Bytes>> {
-        let authenticator = self.builder.authenticator_ref();
-        if let (Some(authenticator), true) = (authenticator, is_upgrade(&req)) {
+        let service = self.builder.service_ref();
+        if !is_upgrade(&req) {
+            return self.handle(req);
+        }
+        let caller = if service.authenticator_ref().is_some() {
             let refused = |r: Response<crate::Body>| {
                 r.map(|body| Full::new(body.into_full().unwrap_or_default()))
             };
@@ -372,18 +386,18 @@ impl WsServer {
             if super::bearer_to_authorization(req.headers_mut()).is_err() {
                 return refused(crate::challenge::unauthenticated(&AuthError::Malformed));
             }
-            let transport = rpcwire_tokio::Transport::WebSocket;
-            let asked =
-                crate::server::authenticate(&**authenticator, req.headers(), transport, Some(peer));
-            let identity = match asked.await {
-                Ok(identity) => identity,
+            let transport = crate::transport::WEBSOCKET;
+            let asked = crate::server::admit(service, req.headers(), transport, Some(peer), None);
+            match asked.await {
+                Ok(caller) => caller.with_meta(req.headers().clone()),
                 Err(refusal) => return refused(refusal),
-            };
-            let caller = Caller::new(identity, rpcwire_tokio::Transport::WebSocket)
+            }
+        } else {
+            Caller::new(Identity::anonymous(), crate::transport::WEBSOCKET)
                 .with_peer(peer)
-                .with_meta(req.headers().clone());
-            req.extensions_mut().insert(Arc::new(caller));
-        }
+                .with_meta(req.headers().clone())
+        };
+        req.extensions_mut().insert(Arc::new(caller));
         self.handle(req)
     }
 

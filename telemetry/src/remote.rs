@@ -1,0 +1,117 @@
+//! Where a call came from, as its spans, metrics and log lines say it: what only the
+//! transport knows.
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use crate::trace_context::TraceContext;
+
+/// The transport a caller came by: a name the transport gives itself (`tcp`, `http`,
+/// `websocket`, `nats`, ...) and the OpenTelemetry `network.transport` under it (`tcp`,
+/// `unix`, `pipe`, ...). Each transport crate defines its own; adding a transport touches no
+/// list of its siblings.
+///
+/// ```
+/// use rpcwire_telemetry::Transport;
+/// const SERIAL: Transport = Transport::new("serial", "pipe");
+/// assert_eq!(SERIAL.name(), "serial");
+/// assert_eq!(SERIAL.network_transport(), "pipe");
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Transport {
+    name: &'static str,
+    network: &'static str,
+}
+
+impl Transport {
+    /// A transport named `name` over the `network.transport` `network`.
+    pub const fn new(name: &'static str, network: &'static str) -> Self {
+        Transport { name, network }
+    }
+
+    /// An in-memory pipe, or a stream the application gave (`network.transport = pipe`).
+    pub const OTHER: Transport = Transport::new("other", "pipe");
+
+    /// The transport's own name (the call log's `connection`).
+    pub const fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// The OpenTelemetry `network.transport` value.
+    pub const fn network_transport(self) -> &'static str {
+        self.network
+    }
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// What a transport knows of where a call came from: the [`Transport`], the peer's address,
+/// and the W3C trace context received beside the message (HTTP's `traceparent` header), the
+/// parent of its calls' spans.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Remote {
+    transport: Transport,
+    peer: Option<SocketAddr>,
+    trace: Option<TraceContext>,
+}
+
+impl Remote {
+    /// A caller over `transport`, peer and trace context unknown.
+    pub const fn new(transport: Transport) -> Self {
+        Remote {
+            transport,
+            peer: None,
+            trace: None,
+        }
+    }
+
+    /// This remote over another transport (a WebSocket upgraded from an HTTP request).
+    pub fn with_transport(mut self, transport: Transport) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// This remote with its peer's address.
+    pub fn with_peer(mut self, peer: SocketAddr) -> Self {
+        self.peer = Some(peer);
+        self
+    }
+
+    /// This remote with the trace context received beside its messages.
+    pub fn with_trace_context(mut self, trace: TraceContext) -> Self {
+        self.trace = Some(trace);
+        self
+    }
+
+    /// This remote without a trace context (a batch's members: their parent is the batch's
+    /// span, which took the context).
+    pub fn without_trace_context(mut self) -> Self {
+        self.trace = None;
+        self
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// The peer's address, when the transport has one.
+    pub fn peer(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    /// The trace context received beside the message, if any.
+    pub fn trace_context(&self) -> Option<&TraceContext> {
+        self.trace.as_ref()
+    }
+}
