@@ -24,7 +24,7 @@
 use super::ser::Sink;
 use super::ser::SliceSink;
 use crate::bytes::find_byte;
-use crate::storage::{next_size, Slots, KEEP, SHRINK_ABOVE};
+use crate::slots::{next_size, Slots, KEEP, SHRINK_ABOVE};
 
 /// Shortcuts that save instructions per frame but cost flash: on where the scanner works a
 /// word at a time (64-bit hosts), off in firmware.
@@ -64,6 +64,12 @@ pub enum FrameEvent<'a> {
     /// [`MAX_HEADER_BLOCK`]); it was skipped. Only with content-length framing.
     BadHeader,
 }
+
+/// The maximum frame length when none is configured: 1 MiB ([`Config::DEFAULT`]'s, and a
+/// growing [`RxBuffer`]'s unless told otherwise).
+///
+/// [`Config::DEFAULT`]: crate::Config::DEFAULT
+pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
 
 /// The longest `Content-Length` header block accepted, terminator included.
 pub const MAX_HEADER_BLOCK: usize = 1024;
@@ -225,7 +231,7 @@ impl<B: Slots<u8>> RxBuffer<B> {
     pub fn with_storage(storage: B, framing: Framing, max_frame: usize) -> Self {
         let (max_frame, limit) = if B::GROWS {
             let m = if max_frame == usize::MAX {
-                crate::conn::DEFAULT_MAX_FRAME
+                DEFAULT_MAX_FRAME
             } else {
                 max_frame
             };

@@ -6,7 +6,7 @@ use super::id::{Id, MAX_STORED_ID_LEN};
 use super::json::{JsonStr, RawJson};
 use super::memo::{MemoSlot, MEMO_SLOTS};
 use super::scan::{self, ScanError, ScanErrorKind};
-use crate::storage::Slots;
+use crate::slots::Slots;
 use crate::ErrorCode;
 
 /// A request: expects exactly one response echoing `id`.

@@ -16,6 +16,7 @@ pub mod sse;
 pub use encode::{NoParams, NO_PARAMS};
 pub use framing::{
     finish_frame, frame_reserve, write_frame, EncodeError, FrameEvent, Framing, RxBuffer,
+    DEFAULT_MAX_FRAME,
 };
 pub use id::{Id, IdKind, StoredId, MAX_STORED_ID_LEN};
 pub use json::{DecodeError, Elements, JsonStr, Members, RawJson};
