@@ -136,8 +136,11 @@ extern crate std;
 mod bytes;
 mod code;
 pub mod conn;
+mod records;
+mod slots;
 pub mod storage;
 mod time;
+mod token;
 pub mod wire;
 
 pub use code::ErrorCode;

@@ -6,7 +6,7 @@
 //! element that needs an answer, so an accepted batch can always be completed, even when a
 //! member's real response turns out too large (that member then gets Internal error).
 
-use crate::storage::{next_size, Slots, KEEP, SHRINK_ABOVE};
+use crate::slots::{next_size, Slots, KEEP, SHRINK_ABOVE};
 use crate::wire::ser::{SerializeError, SliceSink};
 
 /// Reply assembly for one inbound batch at a time.

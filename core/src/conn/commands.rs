@@ -4,22 +4,17 @@ use core::time::Duration;
 
 use serde::Serialize;
 
-use super::{
-    bump, high_water, CancelError, Connection, Digits, OutgoingBatch, RequestHandle, RespondError,
-    SendError, Token, TxError,
-};
+use super::connection::{Connection, Digits};
+use super::outgoing::OutgoingBatch;
+use super::stats::{bump, high_water};
+use super::transmit::{send_error, TxError};
+use super::types::{CancelError, RequestHandle, RespondError, SendError};
+use crate::code::ErrorCode;
 use crate::storage::Storage;
+use crate::time::Instant;
+use crate::token::Token;
 use crate::wire::encode;
 use crate::wire::ser::{SerializeError, SliceSink};
-use crate::{ErrorCode, Instant};
-
-pub(super) fn send_error(e: TxError) -> SendError {
-    match e {
-        TxError::WouldBlock { required } => SendError::WouldBlock { required },
-        TxError::TooLarge { required } => SendError::TooLarge { required },
-        TxError::Serialize(e) => SendError::Serialize(e),
-    }
-}
 
 impl<S: Storage> Connection<S> {
     /// The deadline of a request sent at `now` with this timeout (or the configured one).

@@ -10,60 +10,12 @@
 //!
 //! Links are slot numbers plus one, so that 0 means "none".
 
+use super::limits::{MAX_SLOTS, SCAN_MAX, TABLE_KEEP};
+use super::types::RequestHandle;
 use crate::code::ErrorCode;
-use crate::conn::RequestHandle;
-use crate::storage::{next_slots, Slots};
+use crate::records::{link, unlink, InflightSlot, InflightState, Link};
+use crate::slots::{next_slots, Slots};
 use crate::wire::{Id, StoredId};
-
-type Link = u32;
-
-fn link(slot: usize) -> Link {
-    (slot as u32).wrapping_add(1)
-}
-
-fn unlink(l: Link) -> Option<usize> {
-    (l as usize).checked_sub(1)
-}
-
-/// What an inbound request is waiting for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum InflightState {
-    Free,
-    /// Delivered to the application; `reserve` is its batch reservation (0 outside batches).
-    Open {
-        in_batch: bool,
-        reserve: usize,
-    },
-    /// Answered with a standard error that waits for transmit room.
-    Rejected(ErrorCode),
-}
-
-/// One slot of a connection's in-flight table. Opaque: it appears only in the
-/// [`Storage`](crate::storage::Storage) trait.
-#[derive(Debug, Clone, Copy)]
-pub struct InflightSlot {
-    generation: u16,
-    state: InflightState,
-    id: StoredId,
-    /// Hash of the id (to find its bucket when it leaves, and to skip most comparisons).
-    hash: u32,
-    /// Next slot in this slot's hash chain (open), the free list (free) or the rejected list.
-    next: Link,
-    /// Head of the hash chain of bucket number (this slot's number).
-    bucket: Link,
-}
-
-impl InflightSlot {
-    /// All zeros, like [`PendingSlot::FREE`](super::PendingSlot).
-    pub(crate) const FREE: InflightSlot = InflightSlot {
-        generation: 0,
-        state: InflightState::Free,
-        id: StoredId::EMPTY,
-        hash: 0,
-        next: 0,
-        bucket: 0,
-    };
-}
 
 /// FNV-1a over the id's bytes. Ids are short; the hash only spreads them over buckets, and
 /// a peer that makes its ids collide only lengthens its own chains (bounded by the table).
@@ -104,8 +56,8 @@ pub(crate) struct InflightTable<I> {
 impl<I: Slots<InflightSlot>> InflightTable<I> {
     /// A table over `slots`, of at most `limit` slots (clamped to `1..=MAX_SLOTS`).
     pub(crate) const fn new(slots: I, limit: usize) -> Self {
-        let limit = if limit > super::pending::MAX_SLOTS {
-            super::pending::MAX_SLOTS
+        let limit = if limit > MAX_SLOTS {
+            MAX_SLOTS
         } else if limit == 0 {
             1
         } else {
@@ -135,7 +87,7 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
     /// True when ids are found through the hash index (see `SCAN_MAX`).
     #[inline(always)]
     fn indexed(&self) -> bool {
-        I::GROWS || self.slots.slots().len() > super::pending::SCAN_MAX
+        I::GROWS || self.slots.slots().len() > SCAN_MAX
     }
 
     fn slot(&self, i: usize) -> Option<&InflightSlot> {
@@ -418,9 +370,6 @@ impl<I: Slots<InflightSlot>> InflightTable<I> {
         }
     }
 }
-
-/// Growing tables are given back once empty when they hold more slots than this.
-const TABLE_KEEP: usize = 64;
 
 #[cfg(all(test, feature = "alloc"))]
 #[allow(clippy::unwrap_used)]

@@ -1,20 +1,75 @@
 //! Input: frames from the receive buffer, messages validated and delivered one at a time,
 //! automatic replies to peer garbage, inbound batches, responses matched to our requests.
 
-use super::{
-    bump, high_water, Answer, Connection, Inbound, InboundRequest, InboundResponse, Input, Problem,
-    TxError, DATA_BATCH_TOO_LARGE, DATA_DUPLICATE_ID, DATA_FRAME_TOO_LARGE, DATA_ID_TOO_LONG,
-    DATA_NO_BATCHES, WORST_AUTO_REPLY,
-};
-use crate::conn::DuplicateIdPolicy;
-use crate::storage::{Slots, Storage};
+use super::connection::Connection;
+use super::stats::{bump, high_water};
+use super::transmit::TxError;
+use super::types::{DuplicateIdPolicy, Inbound, InboundRequest, InboundResponse, Input, Problem};
+use crate::code::ErrorCode;
+use crate::slots::Slots;
+use crate::storage::Storage;
+use crate::time::Instant;
 use crate::wire::scan::ScanError;
 use crate::wire::{
     encode, parse_recording, parse_single, parse_single_read, read_canonical, scan, Batch,
     BatchIter, Element, FrameEvent, Message, ParseLimits, Parsed, Response, RxBuffer,
     MAX_STORED_ID_LEN,
 };
-use crate::{ErrorCode, Instant};
+
+/// Where the automatic reply to an inbound message goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// A frame of its own in the transmit buffer: the message came alone.
+    Frame,
+    /// The reply to the batch being answered, in the room (bytes) the element reserved.
+    Batch(usize),
+    /// Nowhere: the message is a member of a batch that was answered on arrival
+    /// (`open_busy_batch`).
+    Done,
+}
+
+/// Data strings of automatic replies.
+const DATA_FRAME_TOO_LARGE: &str = "frame too large";
+const DATA_BATCH_TOO_LARGE: &str = "batch too large";
+const DATA_NO_BATCHES: &str = "batches are not supported";
+const DATA_DUPLICATE_ID: &str = "duplicate id";
+const DATA_ID_TOO_LONG: &str = "id too long";
+
+/// Length of an automatic error reply (standard message, optional data string without escapes)
+/// for an id of `id_len` bytes.
+const fn auto_len(id_len: usize, code: ErrorCode, data: Option<&str>) -> usize {
+    let fixed = r#"{"jsonrpc":"2.0","error":{"code":,"message":""},"id":}"#.len();
+    let mut digits = if code.0 < 0 { 2 } else { 1 };
+    let mut v = code.0.unsigned_abs() / 10;
+    while v > 0 {
+        digits += 1;
+        v /= 10;
+    }
+    let data_len = match data {
+        Some(d) => r#","data":"""#.len() + d.len(),
+        None => 0,
+    };
+    fixed + digits + code.message().len() + data_len + id_len
+}
+
+/// The longest reply the connection may write on its own for a batch request, less its id.
+const WORST_AUTO_REPLY: usize = {
+    let candidates = [
+        auto_len(0, ErrorCode::INTERNAL_ERROR, None),
+        auto_len(0, ErrorCode::SERVER_BUSY, None),
+        auto_len(0, ErrorCode::INVALID_REQUEST, Some(DATA_DUPLICATE_ID)),
+        auto_len(0, ErrorCode::INVALID_REQUEST, Some(DATA_ID_TOO_LONG)),
+    ];
+    let mut worst = 0;
+    let mut rest: &[usize] = &candidates;
+    while let [first, tail @ ..] = rest {
+        if *first > worst {
+            worst = *first;
+        }
+        rest = tail;
+    }
+    worst
+};
 
 impl<S: Storage> Connection<S> {
     /// Feeds received bytes and gives back the next inbound item, borrowing the receive

@@ -3,7 +3,7 @@
 //! Hosts only: elsewhere the record has no slots and this keeps nothing (firmware RAM and
 //! flash).
 
-use crate::storage::Slots;
+use crate::slots::Slots;
 use crate::wire::{Element, MemoSlot};
 
 /// A batch's record, with where it applies.

@@ -4,13 +4,16 @@ use core::time::Duration;
 
 use serde::Serialize;
 
-use super::commands::send_error;
-use super::transmit::TxError;
-use super::{bump, high_water, Connection, Digits, SendError, Token};
+use super::connection::{Connection, Digits};
+use super::stats::{bump, high_water};
+use super::transmit::{send_error, TxError};
+use super::types::SendError;
+use crate::slots::Slots;
 use crate::storage::Storage;
+use crate::time::Instant;
+use crate::token::Token;
 use crate::wire::ser::{SerializeError, Sink, SliceSink};
 use crate::wire::{encode, finish_frame, frame_reserve};
-use crate::Instant;
 
 /// An outgoing batch under construction, written in place in the transmit buffer. Its
 /// requests are sent (and their deadlines start) when it is [finished](OutgoingBatch::finish);
@@ -77,7 +80,7 @@ impl<'c, S: Storage> OutgoingBatch<'c, S> {
         };
         // The whole batch, `[` and `]` included, is one frame: at most `max_frame` bytes with
         // growing storage (fixed storage is bounded by its array).
-        let max_body = if <S::Tx as crate::storage::Slots<u8>>::GROWS {
+        let max_body = if <S::Tx as Slots<u8>>::GROWS {
             self.conn.config.max_frame
         } else {
             usize::MAX

@@ -14,69 +14,11 @@
 //!
 //! Links are `u32` slot numbers plus one, so that 0 means "none" and zeroed memory is empty.
 
-use crate::conn::{Failure, Token};
-use crate::storage::{next_slots, Slots};
-use crate::Instant;
-
-/// A slot number plus one; 0 is "none".
-type Link = u32;
-
-fn link(slot: usize) -> Link {
-    // Slot counts are bounded by `MAX_SLOTS`, so this never truncates.
-    (slot as u32).wrapping_add(1)
-}
-
-fn unlink(l: Link) -> Option<usize> {
-    (l as usize).checked_sub(1)
-}
-
-/// The most slots a table may have (ids keep their slot in the low bits of 53).
-pub(crate) const MAX_SLOTS: usize = 1 << 24;
-
-/// Fixed tables up to this many slots are scanned instead of indexed: a bounded scan costs
-/// no more than an index there, and its code is much smaller (firmware flash). Growing
-/// tables are always indexed.
-pub(crate) const SCAN_MAX: usize = 8;
-
-/// What an outgoing request is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PendingState {
-    Free,
-    /// Added to a batch under construction, not yet sent.
-    Staged,
-    Waiting,
-    /// Ended without a response, not yet reported through `poll_event`.
-    Failed(Failure),
-}
-
-/// One slot of a connection's pending-request table. Opaque: it appears only in the
-/// [`Storage`](crate::storage::Storage) trait.
-#[derive(Debug, Clone, Copy)]
-pub struct PendingSlot {
-    state: PendingState,
-    token: Token,
-    id: u64,
-    deadline: Instant,
-    /// Next slot in the free, staged or failed list.
-    next: Link,
-    /// This slot's position in the deadline heap, plus one (0: not in the heap).
-    heap_pos: u32,
-    /// The heap array, kept alongside: the slot at heap position (this slot's number).
-    heap_at: u32,
-}
-
-impl PendingSlot {
-    /// All zeros, so that a new connection's table is cleared rather than copied from flash.
-    pub(crate) const FREE: PendingSlot = PendingSlot {
-        state: PendingState::Free,
-        token: Token(0),
-        id: 0,
-        deadline: Instant::ZERO,
-        next: 0,
-        heap_pos: 0,
-        heap_at: 0,
-    };
-}
+use super::limits::{MAX_SLOTS, SCAN_MAX, TABLE_KEEP};
+use crate::records::{link, unlink, Link, PendingSlot, PendingState};
+use crate::slots::{next_slots, Slots};
+use crate::time::Instant;
+use crate::token::{Failure, Token};
 
 /// A FIFO list of slots.
 #[derive(Debug, Clone, Copy, Default)]
@@ -560,9 +502,6 @@ impl<P: Slots<PendingSlot>> PendingTable<P> {
         }
     }
 }
-
-/// Growing tables are given back once empty when they hold more slots than this.
-const TABLE_KEEP: usize = 64;
 
 #[cfg(all(test, feature = "alloc"))]
 #[allow(clippy::unwrap_used)]

@@ -5,7 +5,8 @@
 //! writes several frames per call), for a single frame up to the configured limit, and gives
 //! its memory back once a large frame has been written.
 
-use crate::storage::{next_size, Slots, KEEP, QUEUE_SOFT, SHRINK_ABOVE};
+use super::types::SendError;
+use crate::slots::{next_size, Slots, KEEP, QUEUE_SOFT, SHRINK_ABOVE};
 use crate::wire::ser::{SerializeError, SliceSink};
 use crate::wire::{finish_frame, frame_reserve, Framing};
 
@@ -20,6 +21,16 @@ pub(crate) enum TxError {
         required: usize,
     },
     Serialize(SerializeError),
+}
+
+/// What a frame of the application's that could not be queued means to the caller that sent
+/// it (`send_request`, `send_notification`, an outgoing batch).
+pub(super) fn send_error(e: TxError) -> SendError {
+    match e {
+        TxError::WouldBlock { required } => SendError::WouldBlock { required },
+        TxError::TooLarge { required } => SendError::TooLarge { required },
+        TxError::Serialize(e) => SendError::Serialize(e),
+    }
 }
 
 pub(crate) struct TxQueue<T> {

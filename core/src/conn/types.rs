@@ -1,11 +1,15 @@
-//! The values a [`Connection`](super::Connection) takes and gives: configuration, tokens,
-//! inbound messages, problems, events, outputs, errors and statistics.
+//! The values a [`Connection`](super::Connection) takes and gives: configuration, request
+//! handles, inbound messages, problems, events, outputs and errors (tokens and failures are
+//! [`token`](crate::token)'s, counters [`stats`](super::stats)').
 
 use core::fmt;
 use core::time::Duration;
 
-use crate::wire::{ErrorObject, Framing, Id, Invalid, JsonStr, RawJson, Response, ScanError};
-use crate::Instant;
+use crate::time::Instant;
+use crate::token::{Failure, Token};
+use crate::wire::{
+    ErrorObject, Framing, Id, Invalid, JsonStr, RawJson, Response, ScanError, DEFAULT_MAX_FRAME,
+};
 
 /// What to do when a request arrives whose id equals that of a request still in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -19,9 +23,6 @@ pub enum DuplicateIdPolicy {
     /// [`Problem::DuplicateId`].
     Reject,
 }
-
-/// The maximum frame of [`Config::DEFAULT`]: 1 MiB.
-pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
 
 /// Runtime settings of a [`Connection`](super::Connection), limits included. With
 /// [`Inline`](crate::storage::Inline) storage the arrays' sizes cap the limits; with
@@ -94,14 +95,6 @@ impl Config {
         Config { max_frame, ..self }
     }
 }
-
-/// The caller's name for an outgoing request; it comes back exactly once: with the response
-/// ([`Inbound::Response`]), or as [`Event::RequestFailed`] (timeout, close), or as the `Ok` of
-/// [`cancel`](super::Connection::cancel).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub struct Token(pub u64);
 
 /// Names an inbound request until it is answered. Stale handles are detected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -244,16 +237,6 @@ impl<'a> Input<'a> {
             _ => None,
         }
     }
-}
-
-/// Why an outgoing request ended without a response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Failure {
-    /// Its deadline passed ([`handle_timeout`](super::Connection::handle_timeout)).
-    TimedOut,
-    /// The connection was closed.
-    Closed,
 }
 
 /// Events from [`poll_event`](super::Connection::poll_event).

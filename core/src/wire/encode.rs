@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use super::ser::{to_sink, SerializeError, Sink};
-use crate::ErrorCode;
+use crate::code::ErrorCode;
 
 /// The type of "no params": pass [`NO_PARAMS`] where a `params` argument is optional.
 pub type NoParams = Option<&'static ()>;

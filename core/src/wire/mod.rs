@@ -7,7 +7,6 @@ pub mod encode;
 pub mod framing;
 pub mod id;
 pub mod json;
-mod memo;
 pub mod message;
 pub mod scan;
 pub mod ser;
@@ -16,14 +15,15 @@ pub mod sse;
 pub use encode::{NoParams, NO_PARAMS};
 pub use framing::{
     finish_frame, frame_reserve, write_frame, EncodeError, FrameEvent, Framing, RxBuffer,
+    DEFAULT_MAX_FRAME,
 };
 pub use id::{Id, IdKind, StoredId, MAX_STORED_ID_LEN};
 pub use json::{DecodeError, Elements, JsonStr, Members, RawJson};
-pub use memo::MemoSlot;
-pub(crate) use memo::MEMO_SLOTS;
 pub use message::{
-    parse, Batch, BatchIter, Element, ErrorObject, Invalid, InvalidReason, Message, Notification,
-    ParseLimits, Parsed, Request, Response,
+    parse, Batch, BatchIter, Element, ErrorObject, Invalid, InvalidReason, MemoSlot, Message,
+    Notification, ParseLimits, Parsed, Request, Response,
 };
-pub(crate) use message::{parse_recording, parse_single, parse_single_read, read_canonical};
+pub(crate) use message::{
+    parse_recording, parse_single, parse_single_read, read_canonical, MEMO_SLOTS,
+};
 pub use scan::{ScanError, ScanErrorKind};

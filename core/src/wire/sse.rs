@@ -28,7 +28,7 @@
 //! assert_eq!(dec.next(&mut input), None);
 //! ```
 
-use crate::storage::Slots;
+use crate::slots::Slots;
 use crate::wire::ser::Sink;
 
 /// A dispatched event. Borrowed from the decoder until the next call.
@@ -246,7 +246,7 @@ impl<B: Slots<u8>> SseDecoder<B> {
         if at >= self.buf.slots().len() {
             let cap = self.buf.slots().len();
             if B::GROWS && cap < self.limit {
-                let size = crate::storage::next_size(cap, at + 1, self.limit);
+                let size = crate::slots::next_size(cap, at + 1, self.limit);
                 self.buf.grow_to(size, 0);
             }
         }
@@ -311,7 +311,7 @@ impl<B: Slots<u8>> SseDecoder<B> {
         if needed > self.buf.slots().len() {
             let cap = self.buf.slots().len();
             if B::GROWS && cap < self.limit {
-                let size = crate::storage::next_size(cap, needed, self.limit);
+                let size = crate::slots::next_size(cap, needed, self.limit);
                 self.buf.grow_to(size, 0);
             }
             if needed > self.buf.slots().len() {

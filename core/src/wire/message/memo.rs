@@ -8,17 +8,21 @@
 //! (request, notification, response or why it is invalid, with the spans of its id, method
 //! and params) is kept here in offsets; delivery rebuilds the views from them.
 
-use super::id::Id;
-use super::json::{JsonStr, RawJson};
-use super::message::{
+use super::views::{
     Element, ErrorObject, Invalid, InvalidReason, Message, Notification, Request, Response,
 };
-use crate::ErrorCode;
+use crate::code::ErrorCode;
+use crate::wire::id::Id;
+use crate::wire::json::{JsonStr, RawJson};
 
 /// The elements a record holds on hosts: batches are short as a rule, and the elements past
 /// these are walked again when delivered, as without a record. None on other targets (the
 /// validating walk there is the plain scanner, for flash).
-pub const MEMO_SLOTS: usize = if super::scan::WORD_AT_A_TIME { 16 } else { 0 };
+pub const MEMO_SLOTS: usize = if crate::wire::scan::WORD_AT_A_TIME {
+    16
+} else {
+    0
+};
 
 /// What a slot holds ([`MemoSlot::kind`]).
 const NOTHING: u8 = 0;

@@ -1,52 +1,18 @@
-//! Framing: newline-delimited JSON and `Content-Length` headers (LSP style).
-//!
-//! `Content-Length` framing is the `content-length` feature (on by default): a firmware that
-//! speaks newline-delimited JSON only turns it off and saves about 1 KiB of flash.
-//!
-//! [`RxBuffer`] is the receive side: a caller-owned, fixed-size buffer that accumulates bytes
-//! and yields complete frames borrowed from itself. Every frame is limited to a configured
-//! maximum; a peer-supplied `Content-Length` is never trusted beyond it (the body is skipped
-//! by counting, never stored). [`write_frame`] is the send side.
-//!
-//! ```
-//! use rpcwire::wire::{FrameEvent, Framing, RxBuffer};
-//!
-//! let mut rx = RxBuffer::<[u8; 64]>::new(Framing::Line);
-//! let mut input: &[u8] = b"{\"a\":1}\r\n\n{\"b\"";
-//! rx.push(&mut input);
-//! assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"{\"a\":1}")));
-//! assert_eq!(rx.next_frame(), None); // blank line skipped, second frame incomplete
-//! rx.push(&mut &b":2}\n"[..]);
-//! assert_eq!(rx.next_frame(), Some(FrameEvent::Frame(b"{\"b\":2}")));
-//! ```
+//! The receive side: [`RxBuffer`], a buffer over caller-chosen storage that accumulates bytes
+//! and decodes frames of either framing, borrowed from itself.
 
+use super::content_length::MAX_HEADER_BLOCK;
 #[cfg(feature = "content-length")]
-use super::ser::Sink;
-use super::ser::SliceSink;
+use super::content_length::{
+    find_header_end, find_header_name, parse_content_length, HEADER_NAME, HEADER_PREFIX,
+};
+use super::kind::{Framing, DEFAULT_MAX_FRAME};
 use crate::bytes::find_byte;
-use crate::storage::{next_size, Slots, KEEP, SHRINK_ABOVE};
+use crate::slots::{next_size, Slots, KEEP, SHRINK_ABOVE};
 
 /// Shortcuts that save instructions per frame but cost flash: on where the scanner works a
 /// word at a time (64-bit hosts), off in firmware.
-const HOST_FAST_PATHS: bool = super::scan::WORD_AT_A_TIME;
-
-/// How messages are delimited on the byte stream.
-///
-/// Non-exhaustive: `Framing::ContentLength` exists only with the `content-length` feature.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-#[non_exhaustive]
-pub enum Framing {
-    /// One compact JSON text per line (`\n` or `\r\n`); blank lines are skipped. MCP stdio and
-    /// most TCP peers.
-    #[default]
-    Line,
-    /// `Content-Length: N\r\n\r\n` followed by N bytes (LSP). `Content-Type` and other headers
-    /// are accepted and ignored. Requires the `content-length` feature.
-    #[cfg(feature = "content-length")]
-    ContentLength,
-}
+const HOST_FAST_PATHS: bool = crate::wire::scan::WORD_AT_A_TIME;
 
 /// What the receive buffer found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,12 +30,6 @@ pub enum FrameEvent<'a> {
     /// [`MAX_HEADER_BLOCK`]); it was skipped. Only with content-length framing.
     BadHeader,
 }
-
-/// The longest `Content-Length` header block accepted, terminator included.
-pub const MAX_HEADER_BLOCK: usize = 1024;
-
-/// The room a `Content-Length` header may take in front of a body when encoding.
-pub const MAX_HEADER_LEN: usize = "Content-Length: 18446744073709551615\r\n\r\n".len();
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -225,7 +185,7 @@ impl<B: Slots<u8>> RxBuffer<B> {
     pub fn with_storage(storage: B, framing: Framing, max_frame: usize) -> Self {
         let (max_frame, limit) = if B::GROWS {
             let m = if max_frame == usize::MAX {
-                crate::conn::DEFAULT_MAX_FRAME
+                DEFAULT_MAX_FRAME
             } else {
                 max_frame
             };
@@ -777,288 +737,9 @@ impl<B: Slots<u8>> RxBuffer<B> {
     }
 }
 
-/// Offset of `\r\n\r\n` in `data`, searching from `from`.
-#[cfg(feature = "content-length")]
-fn find_header_end(data: &[u8], from: usize) -> Option<usize> {
-    // A `\r` search then a check: header blocks are short, and this needs no substring
-    // searcher in firmware.
-    let mut at = from;
-    loop {
-        let cr = find_byte(b'\r', data, at)?;
-        if data.get(cr..cr + 4) == Some(b"\r\n\r\n") {
-            return Some(cr);
-        }
-        at = cr + 1;
-    }
-}
-
-/// How a header block read with line framing starts (see `RxBuffer::seeks_line`).
-#[cfg(feature = "content-length")]
-const HEADER_PREFIX: &[u8] = b"content-length:";
-
-/// How [`content_length_header`] starts its header (and [`split_frame`] reads it back).
-#[cfg(feature = "content-length")]
-const WRITTEN_PREFIX: &[u8] = b"Content-Length: ";
-
-/// The header that resynchronises content-length framing.
-#[cfg(feature = "content-length")]
-const HEADER_NAME: &[u8] = b"content-length";
-
-/// Offset of the first `Content-Length` header name in `data` (any ASCII case).
-#[cfg(feature = "content-length")]
-fn find_header_name(data: &[u8]) -> Option<usize> {
-    data.windows(HEADER_NAME.len())
-        .position(|w| w.eq_ignore_ascii_case(HEADER_NAME))
-}
-
-/// Parses the `Content-Length` of a header block (without its final blank line). Header names
-/// are case-insensitive; other headers are ignored; a missing, repeated or non-numeric length
-/// is an error.
-///
-/// ```
-/// use rpcwire::wire::framing::parse_content_length;
-/// assert_eq!(parse_content_length(b"Content-Type: x\r\ncontent-length: 12"), Some(12));
-/// assert_eq!(parse_content_length(b"Content-Type: x"), None);
-/// ```
-#[cfg(feature = "content-length")]
-pub fn parse_content_length(block: &[u8]) -> Option<usize> {
-    let mut found = None;
-    for line in block.split(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let colon = line.iter().position(|&b| b == b':')?;
-        let (name, value) = line.split_at(colon);
-        let value = value.get(1..).unwrap_or(&[]);
-        if name.eq_ignore_ascii_case(b"content-length") {
-            if found.is_some() {
-                return None;
-            }
-            let value = value.trim_ascii();
-            found = Some(usize::try_from(crate::bytes::parse_u64(value)?).ok()?);
-        }
-    }
-    found
-}
-
-/// Error from encoding a frame into a caller buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum EncodeError {
-    /// The buffer is too small; `required` is the exact frame length.
-    BufferTooSmall {
-        /// Bytes the frame needs.
-        required: usize,
-    },
-    /// A value could not be serialized.
-    Serialize(super::ser::SerializeError),
-}
-
-impl core::fmt::Display for EncodeError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            EncodeError::BufferTooSmall { required } => {
-                write!(f, "buffer too small: {required} bytes required")
-            }
-            EncodeError::Serialize(e) => write!(f, "cannot serialize: {e}"),
-        }
-    }
-}
-
-impl core::error::Error for EncodeError {}
-
-impl From<super::ser::SerializeError> for EncodeError {
-    fn from(e: super::ser::SerializeError) -> Self {
-        EncodeError::Serialize(e)
-    }
-}
-
-/// Bytes to leave in front of a body so that [`finish_frame`] can add the framing's header.
-pub const fn frame_reserve(framing: Framing) -> usize {
-    match framing {
-        Framing::Line => 0,
-        #[cfg(feature = "content-length")]
-        Framing::ContentLength => MAX_HEADER_LEN,
-    }
-}
-
-/// Completes a frame whose body (of `body_len` bytes) was written at `buf[frame_reserve(..)..]`:
-/// adds the newline, or writes the header and moves the body up behind it. Returns the frame
-/// length.
-pub fn finish_frame(
-    framing: Framing,
-    buf: &mut [u8],
-    body_len: usize,
-) -> Result<usize, EncodeError> {
-    match framing {
-        Framing::Line => {
-            let required = body_len + 1;
-            match buf.get_mut(body_len) {
-                Some(b) => {
-                    *b = b'\n';
-                    Ok(required)
-                }
-                None => Err(EncodeError::BufferTooSmall { required }),
-            }
-        }
-        #[cfg(feature = "content-length")]
-        Framing::ContentLength => {
-            let reserve = MAX_HEADER_LEN;
-            let mut header = [0u8; MAX_HEADER_LEN];
-            let header_len = content_length_header(body_len, &mut header).len();
-            let required = header_len + body_len;
-            if reserve + body_len > buf.len() {
-                return Err(EncodeError::BufferTooSmall { required });
-            }
-            buf.copy_within(reserve..reserve + body_len, header_len);
-            if let (Some(dst), Some(src)) = (buf.get_mut(..header_len), header.get(..header_len)) {
-                dst.copy_from_slice(src);
-            }
-            Ok(required)
-        }
-    }
-}
-
-/// The `Content-Length: N\r\n\r\n` header of a body of `len` bytes, written into `out` (room
-/// for any `usize`): what frames a body when the bytes around it are the caller's (a body
-/// handed over whole, a message cut out of another transport).
-///
-/// ```
-/// use rpcwire::wire::framing::{content_length_header, MAX_HEADER_LEN};
-/// let mut out = [0u8; MAX_HEADER_LEN];
-/// assert_eq!(content_length_header(42, &mut out), b"Content-Length: 42\r\n\r\n");
-/// ```
-#[cfg(feature = "content-length")]
-pub fn content_length_header(len: usize, out: &mut [u8; MAX_HEADER_LEN]) -> &[u8] {
-    let written = {
-        let mut sink = SliceSink::new(out);
-        sink.put(WRITTEN_PREFIX);
-        put_usize(&mut sink, len);
-        sink.put(b"\r\n\r\n");
-        sink.len()
-    };
-    out.get(..written).unwrap_or(&[])
-}
-
-/// The first frame of `data`, which starts where a frame that [`finish_frame`] completed
-/// starts: its body and the frame's whole length, or `None` when `data` does not hold a whole
-/// frame. For a transport that carries each message itself (an HTTP body) and takes a
-/// connection's output apart again; the header [`content_length_header`] writes is read
-/// without a general header parse.
-///
-/// (The examples use `Content-Length` framing: with the feature `content-length` off they
-/// are not run.)
-///
-#[cfg_attr(feature = "content-length", doc = "```")]
-#[cfg_attr(not(feature = "content-length"), doc = "```ignore")]
-/// use rpcwire::wire::framing::split_frame;
-/// use rpcwire::wire::Framing;
-/// let out = b"Content-Length: 2\r\n\r\n{}Content-Length: 4\r\n\r\n[1]\n";
-/// assert_eq!(split_frame(Framing::ContentLength, out), Some((&b"{}"[..], 23)));
-/// assert_eq!(split_frame(Framing::ContentLength, &out[23..]), Some((&b"[1]\n"[..], 25)));
-/// assert_eq!(split_frame(Framing::ContentLength, &out[23..40]), None);
-/// // Another writer's header block is read too.
-/// for other in [&b"content-type: x\r\ncontent-length: 1\r\n\r\n7"[..], b"Content-Length: 1\r\nX: y\r\n\r\n7"] {
-///     assert_eq!(split_frame(Framing::ContentLength, other), Some((&b"7"[..], other.len())));
-/// }
-/// assert_eq!(split_frame(Framing::Line, b"{}\n[]\n"), Some((&b"{}"[..], 3)));
-/// ```
-pub fn split_frame(framing: Framing, data: &[u8]) -> Option<(&[u8], usize)> {
-    match framing {
-        Framing::Line => {
-            let nl = find_byte(b'\n', data, 0)?;
-            Some((data.get(..nl)?, nl + 1))
-        }
-        #[cfg(feature = "content-length")]
-        Framing::ContentLength => {
-            // The header this crate writes, read directly: the prefix, digits, the blank line.
-            let written = data.strip_prefix(WRITTEN_PREFIX).and_then(|rest| {
-                let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-                if digits == 0 || rest.get(digits..digits + 4)? != b"\r\n\r\n" {
-                    return None;
-                }
-                let len = usize::try_from(crate::bytes::parse_u64(rest.get(..digits)?)?).ok()?;
-                Some((len, WRITTEN_PREFIX.len() + digits + 4))
-            });
-            let (len, header) = match written {
-                Some(found) => found,
-                // Any other header block.
-                None => {
-                    let term = find_header_end(data, 0)?;
-                    (parse_content_length(data.get(..term)?)?, term + 4)
-                }
-            };
-            let total = header.checked_add(len)?;
-            Some((data.get(header..total)?, total))
-        }
-    }
-}
-
-/// Encodes one frame into `buf`: `body` writes the JSON text, and the framing's delimiter or
-/// header is added. Returns the frame length, or the exact buffer size required (for
-/// content-length this includes [`MAX_HEADER_LEN`] bytes of header room).
-///
-/// (The examples use `Content-Length` framing: with the feature `content-length` off they
-/// are not run.)
-///
-#[cfg_attr(feature = "content-length", doc = "```")]
-#[cfg_attr(not(feature = "content-length"), doc = "```ignore")]
-/// use rpcwire::wire::{write_frame, Framing, ser::Sink};
-/// let mut buf = [0u8; 64];
-/// let n = write_frame(Framing::ContentLength, &mut buf, |s| { s.put(b"{}"); Ok(()) }).unwrap();
-/// assert_eq!(&buf[..n], b"Content-Length: 2\r\n\r\n{}");
-/// ```
-pub fn write_frame(
-    framing: Framing,
-    buf: &mut [u8],
-    body: impl FnOnce(&mut SliceSink<'_>) -> Result<(), super::ser::SerializeError>,
-) -> Result<usize, EncodeError> {
-    let reserve = frame_reserve(framing);
-    let body_len = {
-        let mut sink = SliceSink::new(buf.get_mut(reserve..).unwrap_or(&mut []));
-        body(&mut sink)?;
-        sink.len()
-    };
-    let delimiter = match framing {
-        Framing::Line => 1,
-        #[cfg(feature = "content-length")]
-        Framing::ContentLength => 0,
-    };
-    if reserve + body_len + delimiter > buf.len() {
-        // The body is encoded in place behind the header room, so that room counts too.
-        return Err(EncodeError::BufferTooSmall {
-            required: reserve + body_len + delimiter,
-        });
-    }
-    finish_frame(framing, buf, body_len)
-}
-
-/// Writes `n` in decimal.
-#[cfg(feature = "content-length")]
-fn put_usize(sink: &mut impl Sink, n: usize) {
-    crate::bytes::put_u64(sink, n as u64);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    // Named here too: the module imports it only with `content-length`.
-    use crate::wire::ser::Sink;
-
-    #[cfg(feature = "content-length")]
-    #[test]
-    fn content_length_header_renders_and_parses_back() {
-        let mut out = [0u8; MAX_HEADER_LEN];
-        for n in [0usize, 7, 10, 1234, usize::MAX] {
-            let header = content_length_header(n, &mut out).to_vec();
-            let text = std::str::from_utf8(&header).unwrap();
-            assert_eq!(text, std::format!("Content-Length: {n}\r\n\r\n"));
-            assert_eq!(parse_content_length(&header[..header.len() - 4]), Some(n));
-        }
-        assert_eq!(
-            parse_content_length(b"Content-Type: x\r\ncontent-length: 12"),
-            Some(12)
-        );
-        assert_eq!(parse_content_length(b"Content-Type: x"), None);
-    }
 
     #[test]
     fn finish_ends_a_last_line() {
@@ -1239,24 +920,5 @@ mod tests {
         for at in 1..bad.len() {
             assert_eq!(frames_split(Framing::Line, bad, at), lines, "split at {at}");
         }
-    }
-
-    #[test]
-    fn encode_line_and_too_small() {
-        let mut buf = [0u8; 4];
-        let r = write_frame(Framing::Line, &mut buf, |s| {
-            s.put(b"[1,2]");
-            Ok(())
-        });
-        assert_eq!(r, Err(EncodeError::BufferTooSmall { required: 6 }));
-        let mut buf = [0u8; 6];
-        assert_eq!(
-            write_frame(Framing::Line, &mut buf, |s| {
-                s.put(b"[1,2]");
-                Ok(())
-            }),
-            Ok(6)
-        );
-        assert_eq!(&buf, b"[1,2]\n");
     }
 }
