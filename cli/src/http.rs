@@ -176,14 +176,14 @@ pub async fn serve(
     ExitCode::SUCCESS
 }
 
-/// Connects a client to `url` (trusting the certificates of `ca_cert` for `https://` when
-/// given); progress (any notification) is printed on stderr as `method params` as it
+/// Connects a client to `url` (with `tls` for `https://` when given: a private CA, a client
+/// certificate); progress (any notification) is printed on stderr as `method params` as it
 /// arrives.
 pub fn client(
     url: &str,
     timeout: Duration,
     max_frame: usize,
-    ca_cert: Option<&std::path::Path>,
+    tls: Option<std::sync::Arc<rpcwire_http::tls::rustls::ClientConfig>>,
     headers: &[(String, String)],
 ) -> Result<HttpClient, ExitCode> {
     let mut builder = HttpClient::builder(url);
@@ -197,14 +197,8 @@ pub fn client(
             }
         };
     }
-    if let Some(path) = ca_cert {
-        match rpcwire_cli::tls::trusting(path) {
-            Ok(config) => builder = builder.tls_config(config),
-            Err(e) => {
-                eprintln!("rpcwire: {e}");
-                return Err(ExitCode::from(EXIT_USAGE));
-            }
-        }
+    if let Some(config) = tls {
+        builder = builder.tls_config(config);
     }
     builder
         .rpc(Builder::new().request_timeout(Some(timeout)))

@@ -265,19 +265,30 @@ fn forward_router(command: &str, hub: &Hub) -> Result<(Router, tokio::process::C
     Ok((router, child))
 }
 
-/// Connects for `call --ws URL` (and `listen`), trusting the certificates of `ca_cert` for
-/// a `wss://` URL when given.
+/// Connects for `call --ws URL` (and `listen`), sending `headers` with the upgrade (a bearer
+/// token, say) and using `tls` for a `wss://` URL (`None`: Mozilla's root certificates).
 pub async fn connect(
     url: &str,
+    headers: &[(String, String)],
     builder: Builder,
     config: &WsConfig,
-    ca_cert: Option<&std::path::Path>,
+    tls: Option<std::sync::Arc<rpcwire_http::tls::rustls::ClientConfig>>,
 ) -> Result<Session, String> {
-    let connected = match ca_cert {
-        Some(path) => ws::connect_with_tls(url, builder, config, crate::tls::trusting(path)?).await,
-        None => ws::connect(url, builder, config).await,
-    };
-    connected.map_err(|e| format!("cannot connect to {url}: {e}"))
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = url
+        .into_client_request()
+        .map_err(|e| format!("{url}: {e}"))?;
+    for (name, value) in headers {
+        let name = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("--header {name:?}: not a valid header name"))?;
+        // The value is not shown: it may be a credential.
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|_| format!("--header {name:?}: not a valid header value"))?;
+        request.headers_mut().append(name, value);
+    }
+    ws::connect_request(request, builder, config, tls)
+        .await
+        .map_err(|e| format!("cannot connect to {url}: {e}"))
 }
 
 /// `rpcwire listen --ws URL`: prints each notification the server sends, one JSON object per
@@ -301,17 +312,21 @@ pub async fn listen(args: &ListenArgs) -> ExitCode {
         let _ = tx.send(line.to_string());
         async {}
     });
-    let session = match tokio::time::timeout(
-        timeout,
+    let connected = async {
+        let tls = match &args.ca_cert {
+            Some(path) => Some(crate::tls::trusting(path)?),
+            None => None,
+        };
         connect(
             &args.ws,
+            &[],
             Builder::new().router(router),
             &WsConfig::default(),
-            args.ca_cert.as_deref(),
-        ),
-    )
-    .await
-    {
+            tls,
+        )
+        .await
+    };
+    let session = match tokio::time::timeout(timeout, connected).await {
         Ok(Ok(session)) => session,
         Ok(Err(e)) => {
             eprintln!("rpcwire: {e}");

@@ -126,7 +126,7 @@ impl Caller {
     }
 
     /// With the W3C trace context the request came with (its `traceparent` and `tracestate`
-    /// headers): the parent of its calls' spans (see [`trace_context`](crate::trace_context)).
+    /// headers): the parent of its calls' spans (see [`trace_context`](rpcwire_telemetry::trace_context)).
     pub fn with_trace_context(mut self, trace: TraceContext) -> Self {
         self.remote = self.remote.with_trace_context(trace);
         self
@@ -143,7 +143,7 @@ impl Caller {
         self.remote.trace_context()
     }
 
-    /// With another identity (what an [`Authenticator`] established).
+    /// With another identity (what an [`Authenticator`](crate::Authenticator) established).
     pub fn with_identity(mut self, identity: Identity) -> Self {
         self.identity = identity;
         self

@@ -151,7 +151,7 @@ pub enum CallError {
     #[error("cannot deserialize result: {0}")]
     Decode(#[source] serde_json::Error),
     /// The message can never fit the connection's transmit buffer, whose size is the
-    /// largest frame ([`Builder::max_frame`](crate::Builder::max_frame)).
+    /// largest frame ([`Builder::max_frame`](rpcwire::Config::max_frame)).
     #[error("message of {required} bytes exceeds the largest frame (Builder::max_frame)")]
     TooLarge {
         /// Bytes needed.

@@ -121,7 +121,7 @@ impl Identity {
     }
 
     /// This identity, valid until `at` (a JWT's `exp`, say): a transport that keeps an
-    /// identity for a connection's later requests ([`Authenticator::credential_header`]) asks
+    /// identity for a connection's later requests ([`Authenticator::credential_header`](crate::Authenticator::credential_header)) asks
     /// its authenticator again from then on.
     pub fn with_expiry(self, at: SystemTime) -> Self {
         self.expiring(Some(at))

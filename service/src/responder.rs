@@ -253,6 +253,9 @@ impl Slot {
     }
 }
 
+/// The channel of the bodies handed to a running exchange ([`Exchange::input`]).
+type BodyInput = (mpsc::Sender<Vec<u8>>, mpsc::Receiver<Vec<u8>>);
+
 /// One body being answered ([`Responder::exchange`]): yields what its handlers send, then its
 /// answer. Dropping it before the end drops the handlers still waiting; a body whose requests
 /// are all answered leaves its notification handlers running on their own.
@@ -264,7 +267,7 @@ pub struct Exchange {
     /// What was sent and not yet given out by [`next`](Exchange::next).
     sent: std::collections::VecDeque<Sent>,
     /// More bodies for the same connection while the exchange runs ([`Exchange::input`]).
-    input: Option<(mpsc::Sender<Vec<u8>>, mpsc::Receiver<Vec<u8>>)>,
+    input: Option<BodyInput>,
 }
 
 impl std::fmt::Debug for Exchange {

@@ -1,5 +1,5 @@
-//! Head sampling of call spans, decided by rpcwire before any span is built (re-exported from
-//! [`telemetry`](crate::telemetry)).
+//! Head sampling of call spans, decided by rpcwire before any span is built (the ratio's
+//! setters are re-exported at the crate's root).
 //!
 //! Recording every call span costs far more than the call (the OpenTelemetry SDK's per-span
 //! work: ids, attributes, the batch queue, the export). A [`SampleRatio`] below 1 keeps that
@@ -328,7 +328,7 @@ pub(crate) fn new_span_id() -> [u8; 8] {
 }
 
 /// The trace id of the unsampled call whose handler runs now on this thread, if any; drawn
-/// now for an unsampled root that has none yet ([`LAZY_ROOT`]), and kept for the handler's
+/// now for an unsampled root that has none yet (`LAZY_ROOT`), and kept for the handler's
 /// next outgoing calls (its scope hands it back to the call: [`Unsampled`]).
 #[inline]
 pub(crate) fn current_unsampled() -> Option<u128> {
@@ -345,7 +345,7 @@ pub(crate) fn current_unsampled() -> Option<u128> {
 
 /// Runs `f` (a poll of a handler's future: the first in place, the others in its task, by
 /// [`Unsampled`]) holding the unsampled trace in `trace` (0: none, and nothing is held); a
-/// trace id drawn meanwhile for an unsampled root ([`LAZY_ROOT`]) is kept in `trace`, so that
+/// trace id drawn meanwhile for an unsampled root (`LAZY_ROOT`) is kept in `trace`, so that
 /// the later polls send the same one.
 #[inline]
 pub fn in_trace<T>(trace: &Cell<u128>, f: impl FnOnce() -> T) -> T {
@@ -385,7 +385,7 @@ impl Drop for UnsampledScope {
     }
 }
 
-/// A handler's future that holds its unsampled call's trace ([`UnsampledScope`]) while it is
+/// A handler's future that holds its unsampled call's trace (`UnsampledScope`) while it is
 /// polled (nothing when `trace` is 0: one check per poll).
 pub struct Unsampled<F> {
     /// The handler's future.

@@ -63,7 +63,7 @@ fn params_may_hold_meta(params: Option<RawJson<'_>>) -> bool {
 
 /// The W3C trace context of the call: its params' `_meta` (feature `otel`; `params` are those
 /// that may hold one, [`params_may_hold_meta`], else `None`: others are not looked at, not
-/// even checked as UTF-8), else its remote's (HTTP headers). The remote parent of its span,
+/// even checked as UTF-8), else the one its transport received (HTTP headers). The remote parent of its span,
 /// and what its sampling follows.
 fn remote_parent<'c>(
     remote: &'c Remote,
@@ -167,9 +167,9 @@ impl MethodMeter {
 /// One call on the server: its span, and what measures it.
 ///
 /// Built so that a call nothing takes costs the same with the `metrics` feature as without:
-/// [`start`](Self::start) and [`end`](Self::end) are inlined into the handler's remote as a
+/// [`start`](Self::start) and [`end`](Self::end) are inlined into the handler's caller as a
 /// few loads and branches, and all the work of a call something takes is out of line
-/// ([`start_taken`](Self::start_taken), [`finish`](Self::finish)), so the feature's code does
+/// (`start_taken`, `finish`), so the feature's code does
 /// not change how the compiler inlines the hot code around them.
 pub struct ServerCall {
     span: tracing::Span,
@@ -220,7 +220,7 @@ impl ServerCall {
     /// [`trace_context`](crate::trace_context)).
     ///
     /// Fills in a call made by [`new`](Self::new) where it lies (the call's place on the
-    /// remote's stack): returning a call moved it, a dozen words per call.
+    /// caller's stack): returning a call moved it, a dozen words per call.
     #[inline(always)]
     pub fn start<'i>(
         &mut self,
@@ -622,6 +622,12 @@ impl ServerCall {
                 live.record(elapsed, error.is_some());
             }
         }
+    }
+}
+
+impl Default for ServerCall {
+    fn default() -> Self {
+        ServerCall::new()
     }
 }
 

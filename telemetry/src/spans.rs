@@ -66,7 +66,7 @@ pub fn span_parent() -> Option<tracing::Id> {
 
 /// The span of a batch from `remote` (`rpc.batch`, named `batch`; its calls' spans are its
 /// children): `rpc.system.name`, `jsonrpc.batch.size` (rpcwire's own, recorded by
-/// [`batch_size`] once known), `network.*`; the remote's trace context is its parent. To
+/// [`batch_size`] once known), `network.*`; the trace context received with it is its parent. To
 /// enter while the batch's calls start.
 pub fn batch_span(remote: &Remote) -> tracing::Span {
     let span = tracing::info_span!(

@@ -416,7 +416,7 @@ const MAX_OUTGOING: usize = 1024;
 /// context of each call's span here when the call goes out (only when a subscriber listens),
 /// and a transport that can carry it beside the message (the HTTP client: `traceparent` and
 /// `tracestate` headers) takes it when it sends the message. Give it to the connection with
-/// [`Builder::outgoing_traces`](crate::Builder::outgoing_traces).
+/// `rpcwire_tokio::Builder::outgoing_traces`.
 #[derive(Clone, Default)]
 pub struct OutgoingTraces(Arc<Mutex<HashMap<u64, TraceContext>>>);
 

@@ -371,13 +371,13 @@ impl Client {
 
     /// Graceful shutdown: the connection stops reading, fails our pending calls with
     /// [`CallError::Closed`], finishes answering the requests it already received, flushes,
-    /// and closes its write side. Wait for the end with [`Session::join`](crate::Session::join).
+    /// and closes its write side. Wait for the end with the transport's session (`rpcwire_tokio::Session::join`).
     pub fn shutdown(&self) {
         self.ctl.send(Control::Shutdown);
     }
 
     /// Accepts inbound batches on this connection from now on, or refuses them (each
-    /// answered with one Invalid Request), overriding [`Builder::batches`](crate::Builder::batches)
+    /// answered with one Invalid Request), overriding the transport's setting (`rpcwire_tokio::Builder::batches`)
     /// for this connection: a profile calls it from a handler once the peers have negotiated
     /// (MCP: accepted in revision 2025-03-26, refused from 2025-06-18 on). Takes effect before
     /// the driver reads further input.

@@ -131,7 +131,7 @@ pub(crate) fn scrub(error: RpcError, method: Option<&str>, show: bool) -> RpcErr
     RpcError::standard(ErrorCode::INTERNAL_ERROR)
 }
 
-/// A router's shared state (see [`Router::with_state`]).
+/// A router's shared state (see [`Router::with_state`](crate::Router::with_state)).
 pub(crate) type SharedState = Arc<dyn std::any::Any + Send + Sync>;
 /// What a handler knows about the message it handles, and a handle to call the peer back on
 /// the same connection.
@@ -182,12 +182,12 @@ impl Context {
     }
 
     /// Completes when this request is cancelled: the peer sent the cancel notification of
-    /// the connection's profile for it ([`Builder::cancel_notification`](crate::Builder::cancel_notification):
+    /// the connection's profile for it ([`Builder::cancel_notification`](crate::Service::cancel_notification):
     /// `$/cancelRequest` for LSP, `notifications/cancelled` for MCP; an rpcwire client sends it
     /// when a call times out or its future is dropped), or the connection failed (its handler
     /// tasks are then stopped). A handler that stops then returns whatever it likes: it is
     /// the answer, unless the profile leaves cancelled requests unanswered
-    /// ([`Builder::answer_cancelled`](crate::Builder::answer_cancelled), MCP's rule).
+    /// ([`Builder::answer_cancelled`](crate::Service::answer_cancelled), MCP's rule).
     ///
     /// ```
     /// use rpcwire_service::{Router, RpcError, ErrorCode};
@@ -208,7 +208,7 @@ impl Context {
         self.cancel.is_cancelled()
     }
 
-    /// The router's shared state ([`Router::with_state`]), if it is a `T`.
+    /// The router's shared state ([`Router::with_state`](crate::Router::with_state)), if it is a `T`.
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<&T> {
         self.state.as_deref()?.downcast_ref()
     }

@@ -192,7 +192,7 @@ impl Router {
 
     /// This router with an `rpc.discover` method answering [`openrpc_document`]
     /// (computed now, so register every method first), unless it already has one (then it is
-    /// returned unchanged). [`Builder::router`](crate::Builder::router) calls it, so every
+    /// returned unchanged). [`Service::new`](crate::Service::new) calls it, so every
     /// transport built on this crate answers `rpc.discover`.
     ///
     /// [`openrpc_document`]: Router::openrpc_document

@@ -170,8 +170,40 @@ pub async fn connect_with_tls(
     connect_over(url, builder, config, Some(tls)).await
 }
 
+/// [`connect_with_tls`] for an upgrade request of your own: the URL with headers such as
+/// `Authorization` (build it with `tokio_tungstenite::tungstenite::client::IntoClientRequest`)
+/// and, for `wss://`, TLS settings (`None`: Mozilla's root certificates).
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use rpcwire_http::ws::{connect_request, WsConfig};
+/// use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+///
+/// let mut request = "ws://127.0.0.1:4000/".into_client_request()?;
+/// request.headers_mut().insert("authorization", "Bearer s3cret".parse()?);
+/// let session = connect_request(request, rpcwire_tokio::Builder::new(), &WsConfig::default(), None).await?;
+/// # drop(session);
+/// # Ok(()) }
+/// ```
+pub async fn connect_request(
+    request: tokio_tungstenite::tungstenite::handshake::client::Request,
+    builder: Builder,
+    config: &WsConfig,
+    #[cfg(feature = "tls")] tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    #[cfg(not(feature = "tls"))] tls: Option<std::convert::Infallible>,
+) -> Result<Session, WsError> {
+    #[cfg(feature = "tls")]
+    return connect_over(request, builder, config, tls).await;
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = tls;
+        connect_over(request, builder, config, crate::connect::no_tls()).await
+    }
+}
+
 async fn connect_over(
-    url: &str,
+    url: impl tokio_tungstenite::tungstenite::client::IntoClientRequest + Unpin,
     builder: Builder,
     config: &WsConfig,
     tls: crate::connect::Tls,
