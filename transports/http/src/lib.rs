@@ -64,6 +64,7 @@ mod endpoint;
 mod exchange;
 mod fast;
 mod fast_auth;
+#[cfg(feature = "signing")]
 pub mod guard;
 mod h2_idle;
 #[cfg(feature = "jwks")]
