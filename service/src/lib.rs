@@ -76,3 +76,8 @@ pub use service::{CancelProfile, Service, DEFAULT_HANDSHAKE_TIMEOUT, MAX_INFLIGH
 /// The core connection every transport runs for the service: heap storage that grows on
 /// demand and shrinks back.
 pub type Conn = rpcwire::Connection<rpcwire::storage::Heap>;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
