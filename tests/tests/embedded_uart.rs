@@ -11,12 +11,13 @@ use std::convert::Infallible;
 use std::rc::Rc;
 use std::time::Duration;
 
+use rpcwire::storage::Storage;
 use rpcwire::wire::{RxBuffer, NO_PARAMS};
 use rpcwire::{Config, Connection, ErrorCode, Event, Failure, Instant, Problem, Token};
 use rpcwire_demo::spec::{one_line, SPEC_EXAMPLES};
 use rpcwire_embedded_io::asynch::{block_on, AsyncContext, AsyncDriver};
 use rpcwire_embedded_io::embedded_io_async;
-use rpcwire_embedded_io::{Driver, Error, Incoming};
+use rpcwire_embedded_io::{Driver, Error, Incoming, Inline};
 use rpcwire_tests::normalize;
 
 /// A UART: reads give one byte at a time (0 at the end of the scripted input), writes take at
@@ -34,6 +35,14 @@ struct Uart {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct UartError;
+
+impl std::fmt::Display for UartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UART failure")
+    }
+}
+
+impl std::error::Error for UartError {}
 
 impl embedded_io::Error for UartError {
     fn kind(&self) -> embedded_io::ErrorKind {
@@ -114,6 +123,10 @@ impl embedded_io_async::Write for Uart {
     async fn write(&mut self, buf: &[u8]) -> Result<usize, UartError> {
         embedded_io::Write::write(self, buf)
     }
+
+    async fn flush(&mut self) -> Result<(), UartError> {
+        embedded_io::Write::flush(self)
+    }
 }
 
 /// A clock the test moves by hand.
@@ -143,8 +156,8 @@ fn example_line(request: &str) -> Vec<u8> {
 }
 
 /// The firmware's handler: the demo service through `Context::retry`.
-fn demo<IO: embedded_io::Write, const TX: usize, const B: usize, const P: usize, const I: usize>(
-    ctx: &mut rpcwire_embedded_io::Context<'_, IO, TX, B, P, I>,
+fn demo<IO: embedded_io::Write, S: Storage>(
+    ctx: &mut rpcwire_embedded_io::Context<'_, IO, S>,
     item: Incoming<'_>,
 ) {
     if let Incoming::Request(req) = item {
@@ -223,8 +236,12 @@ impl embedded_io::Write for Silent {
 }
 
 /// `Driver::new` is a `const fn`: a driver can be a constant or a static's initial value.
-const CONST_DRIVER: Driver<Silent, rpcwire_embedded_io::clock::NoClock, 256, 256, 128, 1, 1> =
-    Driver::new(Silent, rpcwire_embedded_io::clock::NoClock, Config::DEFAULT);
+const CONST_DRIVER: Driver<
+    Silent,
+    rpcwire_embedded_io::clock::NoClock,
+    Inline<256, 128, 1, 1>,
+    256,
+> = Driver::new(Silent, rpcwire_embedded_io::clock::NoClock, Config::DEFAULT);
 
 #[test]
 fn drivers_are_built_in_const_context_and_in_place() {
@@ -293,7 +310,7 @@ fn crlf_split_frames_and_garbage_keep_the_connection() {
 #[test]
 fn oversize_frame_is_answered_and_skipped() {
     // A 256-byte receive buffer: frames up to 254 bytes.
-    let mut driver: Driver<Uart, _, 256> =
+    let mut driver: Driver<Uart, _, rpcwire_embedded_io::DefaultStore, 256> =
         Driver::new(Uart::new(4), || Instant::ZERO, Config::default());
     let big = format!(
         "{{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"{}\"],\"id\":1}}\n",
@@ -319,7 +336,7 @@ fn oversize_frame_is_answered_and_skipped() {
 fn commands_in_a_handler_retry_when_the_transmit_buffer_is_full() {
     // TX of 256 bytes: five 120-byte notifications and a 200-byte answer cannot all be queued
     // at once, so `Context` writes out and retries.
-    let mut driver: Driver<Uart, _, 512, 256, 128, 2, 2> =
+    let mut driver: Driver<Uart, _, Inline<256, 128, 2, 2>, 512> =
         Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
     let padding = "p".repeat(80);
     let long = "r".repeat(200);
@@ -359,7 +376,7 @@ fn commands_in_a_handler_retry_when_the_transmit_buffer_is_full() {
 fn blocked_input_resumes_after_writing_out() {
     // Twenty garbage lines at once: their Parse error replies (about 75 bytes each) overflow a
     // 256-byte transmit buffer, so input processing stops until the driver writes out.
-    let mut driver: Driver<Uart, _, 2048, 256, 128, 2, 2> =
+    let mut driver: Driver<Uart, _, Inline<256, 128, 2, 2>, 2048> =
         Driver::new(Uart::new(5), || Instant::ZERO, Config::default());
     let garbage = "}{\n".repeat(20);
     let taken = driver.handle_bytes(garbage.as_bytes(), demo).unwrap();
@@ -375,7 +392,7 @@ fn blocked_input_resumes_after_writing_out() {
 fn batch_replies_collect_in_a_small_batch_buffer() {
     // Every element of a batch reserves room for a fallback error reply (about 150 bytes for
     // these), so a 700-byte batch buffer takes four requests, and refuses six.
-    let mut driver: Driver<Uart, _, 1024, 1024, 700, 2, 2> =
+    let mut driver: Driver<Uart, _, Inline<1024, 700, 2, 2>, 1024> =
         Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
     let batch = |n: usize| {
         "[".to_string()
@@ -468,8 +485,7 @@ fn device_request_times_out_while_the_host_is_silent() {
         )
         .unwrap();
     let mut failures = Vec::new();
-    let mut on_item = |_: &mut rpcwire_embedded_io::Context<'_, Uart, 1024, 960, 4, 4>,
-                       item: Incoming<'_>| {
+    let mut on_item = |_: &mut rpcwire_embedded_io::Context<'_, Uart>, item: Incoming<'_>| {
         if let Incoming::Event(Event::RequestFailed { token, reason }) = item {
             failures.push((token, reason));
         }
@@ -546,7 +562,7 @@ fn transport_errors_are_returned_and_the_driver_recovers() {
 
 #[test]
 fn a_transport_error_inside_a_handler_comes_back_from_the_driver() {
-    let mut driver: Driver<Uart, _, 512, 256, 128, 2, 2> =
+    let mut driver: Driver<Uart, _, Inline<256, 128, 2, 2>, 512> =
         Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
     driver
         .io_mut()
@@ -574,7 +590,7 @@ fn a_transport_error_inside_a_handler_comes_back_from_the_driver() {
 
 #[test]
 fn refused_commands_are_send_errors() {
-    let mut driver: Driver<Uart, _, 256, 256, 128, 1, 1> =
+    let mut driver: Driver<Uart, _, Inline<256, 128, 1, 1>, 256> =
         Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
     driver.send_request(Token(1), "a", NO_PARAMS, None).unwrap();
     assert_eq!(
@@ -660,7 +676,7 @@ fn async_driver_serves_the_spec_examples() {
 
 #[test]
 fn async_driver_client_role_and_backpressure() {
-    let mut driver: AsyncDriver<Uart, _, 512, 256, 128, 2, 2> =
+    let mut driver: AsyncDriver<Uart, _, Inline<256, 128, 2, 2>, 512> =
         AsyncDriver::new(Uart::new(2), || Instant::ZERO, Config::default());
     let padding = "q".repeat(100);
     block_on(async {
@@ -668,7 +684,7 @@ fn async_driver_client_role_and_backpressure() {
         driver
             .io_mut()
             .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"go\",\"id\":1}\n");
-        let mut handler = async |ctx: &mut AsyncContext<'_, Uart, 256, 128, 2, 2>,
+        let mut handler = async |ctx: &mut AsyncContext<'_, Uart, Inline<256, 128, 2, 2>>,
                                  item: Incoming<'_>| {
             if let Incoming::Request(req) = item {
                 for _ in 0..4 {

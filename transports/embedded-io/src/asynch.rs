@@ -49,10 +49,7 @@ use rpcwire::{
 use serde::Serialize;
 
 use crate::session::{retry_after_flush, written, Session, Step, Turn};
-use crate::{
-    Clock, Error, Incoming, Retry, DEFAULT_BATCH, DEFAULT_INFLIGHT, DEFAULT_PENDING, DEFAULT_RX,
-    DEFAULT_TX,
-};
+use crate::{Clock, DefaultStore, Error, Incoming, Retry, DEFAULT_RX};
 
 /// A [`Clock`] that can also wait: lets [`AsyncDriver::serve_with_timer`] expire deadlines
 /// while no input arrives. With embassy: `Timer::at(..).await` on the matching tick.
@@ -66,29 +63,19 @@ pub trait Timer: Clock {
 pub struct AsyncDriver<
     IO: ErrorType,
     C,
+    S: Storage = DefaultStore,
     const RX: usize = { DEFAULT_RX },
-    const TX: usize = { DEFAULT_TX },
-    const BATCH: usize = { DEFAULT_BATCH },
-    const PENDING: usize = { DEFAULT_PENDING },
-    const INFLIGHT: usize = { DEFAULT_INFLIGHT },
 > {
     io: IO,
     /// Everything but the I/O object, and the loop that needs no I/O (shared with the
     /// blocking driver).
-    session: Session<IO::Error, C, Inline<TX, BATCH, PENDING, INFLIGHT>, [u8; RX]>,
+    session: Session<IO::Error, C, S, [u8; RX]>,
 }
 
 /// What an async handler gets besides the item; see [`Context`](crate::Context), whose
 /// commands these are, awaiting the writer instead of blocking on it.
-pub struct AsyncContext<
-    'a,
-    IO: ErrorType,
-    const TX: usize,
-    const BATCH: usize,
-    const PENDING: usize,
-    const INFLIGHT: usize,
-> {
-    turn: Turn<'a, IO::Error, Inline<TX, BATCH, PENDING, INFLIGHT>>,
+pub struct AsyncContext<'a, IO: ErrorType, S: Storage = DefaultStore> {
+    turn: Turn<'a, IO::Error, S>,
     io: &'a mut IO,
 }
 
@@ -118,21 +105,14 @@ async fn transmit<IO: Write, S: Storage>(
     Ok(wrote)
 }
 
-impl<
-        IO: Write,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: Write, S: Storage> AsyncContext<'_, IO, S> {
     /// The time the driver read when it took this item.
     pub fn now(&self) -> Instant {
         self.turn.now
     }
 
     /// The connection, for anything the context does not wrap.
-    pub fn conn(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
+    pub fn conn(&mut self) -> &mut Connection<S> {
         self.turn.conn
     }
 
@@ -150,7 +130,7 @@ impl<
     /// ([`Context::retry`](crate::Context::retry)).
     pub async fn retry<T, R: Retry>(
         &mut self,
-        mut command: impl FnMut(&mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>) -> Result<T, R>,
+        mut command: impl FnMut(&mut Connection<S>) -> Result<T, R>,
     ) -> Result<T, R> {
         loop {
             let outcome = command(self.turn.conn);
@@ -218,12 +198,12 @@ impl<
 impl<
         IO: ErrorType,
         C: Clock,
-        const RX: usize,
         const TX: usize,
         const BATCH: usize,
         const PENDING: usize,
         const INFLIGHT: usize,
-    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+        const RX: usize,
+    > AsyncDriver<IO, C, Inline<TX, BATCH, PENDING, INFLIGHT>, RX>
 {
     /// A driver with a new connection and receive buffer.
     ///
@@ -247,15 +227,12 @@ impl<
     pub fn new_in(slot: &mut MaybeUninit<Self>, io: IO, clock: C, config: Config) -> &mut Self {
         slot.write(Self::new(io, clock, config))
     }
+}
 
+impl<IO: ErrorType, C: Clock, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX> {
     /// A driver over an existing connection and receive buffer (their framings must match).
     #[inline(always)]
-    pub const fn from_parts(
-        io: IO,
-        clock: C,
-        conn: Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
-        rx: RxBuffer<[u8; RX]>,
-    ) -> Self {
+    pub const fn from_parts(io: IO, clock: C, conn: Connection<S>, rx: RxBuffer<[u8; RX]>) -> Self {
         AsyncDriver {
             io,
             session: Session::new(clock, conn, rx),
@@ -263,14 +240,7 @@ impl<
     }
 
     /// Takes the driver apart.
-    pub fn into_parts(
-        self,
-    ) -> (
-        IO,
-        C,
-        Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
-        RxBuffer<[u8; RX]>,
-    ) {
+    pub fn into_parts(self) -> (IO, C, Connection<S>, RxBuffer<[u8; RX]>) {
         let Session {
             clock, conn, rx, ..
         } = self.session;
@@ -288,12 +258,12 @@ impl<
     }
 
     /// The connection.
-    pub fn conn(&self) -> &Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
+    pub fn conn(&self) -> &Connection<S> {
         &self.session.conn
     }
 
     /// The connection, mutably. After commands on it, the next driver call writes out.
-    pub fn conn_mut(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
+    pub fn conn_mut(&mut self) -> &mut Connection<S> {
         &mut self.session.conn
     }
 
@@ -303,24 +273,12 @@ impl<
     }
 }
 
-impl<
-        IO: Write,
-        C: Clock,
-        const RX: usize,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: Write, C: Clock, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX> {
     /// Runs `command`, writing out and retrying while it would block
     /// ([`AsyncContext::retry`]), then writes out what it queued.
     async fn command<T>(
         &mut self,
-        mut command: impl FnMut(
-            &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
-            Instant,
-        ) -> Result<T, SendError>,
+        mut command: impl FnMut(&mut Connection<S>, Instant) -> Result<T, SendError>,
     ) -> Result<T, Error<IO::Error>> {
         let turn = self.session.turn()?;
         let now = turn.now;
@@ -361,7 +319,7 @@ impl<
     /// Expires due deadlines and handles everything already received, without reading.
     pub async fn process<F>(&mut self, handler: F) -> Result<(), Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         self.handle_bytes(&[], handler).await.map(|_| ())
     }
@@ -374,7 +332,7 @@ impl<
         mut handler: F,
     ) -> Result<usize, Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         self.session.begin()?;
         let mut input = bytes;
@@ -397,20 +355,11 @@ impl<
     }
 }
 
-impl<
-        IO: Read + Write,
-        C: Clock,
-        const RX: usize,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: Read + Write, C: Clock, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX> {
     /// Reads once (awaiting at least one byte), then handles everything received.
     pub async fn read_once<F>(&mut self, mut handler: F) -> Result<(), Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         self.process(&mut handler).await?;
         let spare = self.session.rx.spare();
@@ -427,7 +376,7 @@ impl<
     /// [`serve_with_timer`](AsyncDriver::serve_with_timer).
     pub async fn serve<F>(&mut self, mut handler: F) -> Result<Infallible, Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         loop {
             self.read_once(&mut handler).await?;
@@ -435,21 +384,12 @@ impl<
     }
 }
 
-impl<
-        IO: Read + Write,
-        C: Timer,
-        const RX: usize,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: Read + Write, C: Timer, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX> {
     /// Reads once or until the next deadline, whichever comes first, then handles what is
     /// due. The reader's `read` must be cancel-safe.
     pub async fn read_once_or_deadline<F>(&mut self, mut handler: F) -> Result<(), Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         self.process(&mut handler).await?;
         let deadline = self.session.conn.poll_timeout();
@@ -474,7 +414,7 @@ impl<
         mut handler: F,
     ) -> Result<Infallible, Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         loop {
             self.read_once_or_deadline(&mut handler).await?;
@@ -522,5 +462,9 @@ impl embedded_io_async::Read for crate::doc_uart::Uart {
 impl embedded_io_async::Write for crate::doc_uart::Uart {
     async fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
         embedded_io::Write::write(self, buf)
+    }
+
+    async fn flush(&mut self) -> Result<(), Self::Error> {
+        Ok(())
     }
 }

@@ -100,6 +100,9 @@ pub use embedded_io;
 pub use embedded_io_async;
 pub use error::{Error, Retry};
 pub use incoming::Incoming;
+/// Inline connection storage, sized by const parameters: the `S` of [`Driver`] and
+/// [`Context`] (`Inline<TX, BATCH, PENDING, INFLIGHT>`).
+pub use rpcwire::storage::Inline;
 
 /// The receive buffer size of a [`Driver`] when none is given.
 pub const DEFAULT_RX: usize = 1024;
@@ -111,6 +114,11 @@ pub const DEFAULT_BATCH: usize = 960;
 pub const DEFAULT_PENDING: usize = 4;
 /// The in-flight inbound request slots of a [`Driver`] when none is given.
 pub const DEFAULT_INFLIGHT: usize = 4;
+
+/// The connection storage of a [`Driver`] when none is given: [`DEFAULT_TX`] transmit
+/// bytes, [`DEFAULT_BATCH`] batch-reply bytes, [`DEFAULT_PENDING`] pending and
+/// [`DEFAULT_INFLIGHT`] in-flight slots.
+pub type DefaultStore = Inline<DEFAULT_TX, DEFAULT_BATCH, DEFAULT_PENDING, DEFAULT_INFLIGHT>;
 
 /// An in-memory UART for the documentation examples (not part of the API).
 #[doc(hidden)]
