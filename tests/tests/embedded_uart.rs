@@ -16,6 +16,7 @@ use rpcwire::wire::{RxBuffer, NO_PARAMS};
 use rpcwire::{Config, Connection, ErrorCode, Event, Failure, Instant, Problem, Token};
 use rpcwire_demo::spec::{one_line, SPEC_EXAMPLES};
 use rpcwire_embedded_io::asynch::{block_on, AsyncContext, AsyncDriver};
+use rpcwire_embedded_io::clock::Ticker;
 use rpcwire_embedded_io::embedded_io_async;
 use rpcwire_embedded_io::{Driver, Error, Incoming, Inline};
 use rpcwire_tests::normalize;
@@ -704,6 +705,106 @@ fn async_driver_client_role_and_backpressure() {
     assert_eq!(got.len(), 6, "{out}");
     assert_eq!(got[0], r#"{"jsonrpc":"2.0","method":"hello","params":[1]}"#);
     assert_eq!(got[5], r#"{"jsonrpc":"2.0","result":true,"id":1}"#);
+}
+
+/// A device on a schedule: a `Ticker` clock hands the handler a tick every second, the
+/// handler sends a notification from it, and the driver's deadline is the next tick.
+#[test]
+fn ticks_come_on_schedule_and_the_deadline_covers_them() {
+    let clock = TestClock::default();
+    let mut ticker = Ticker::new(clock.clone());
+    ticker.set_period(Some(Duration::from_secs(1)));
+    let mut driver: Driver<Uart, Ticker<TestClock>> =
+        Driver::new(Uart::new(5), ticker, Config::default());
+    assert_eq!(driver.next_deadline(), Some(Instant::from_millis(1000)));
+    let mut ticks = Vec::new();
+    let mut sent = 0;
+    let mut step = |driver: &mut Driver<Uart, Ticker<TestClock>>, ticks: &mut Vec<Instant>| {
+        driver
+            .poll(|ctx, item| match item {
+                Incoming::Tick(due) => {
+                    ticks.push(due);
+                    sent += 1;
+                    ctx.send_notification("telemetry", Some(&[sent])).unwrap();
+                }
+                Incoming::Request(req) => ctx.respond(req.handle, &"pong").unwrap(),
+                _ => {}
+            })
+            .unwrap()
+    };
+
+    assert_eq!(
+        step(&mut driver, &mut ticks),
+        Some(Instant::from_millis(1000))
+    );
+    clock.advance_ms(999);
+    step(&mut driver, &mut ticks);
+    assert!(ticks.is_empty(), "no tick before its time");
+    assert_eq!(driver.io_mut().take_out(), "");
+
+    // Due: one tick, its notification written, the deadline moved a period on.
+    clock.advance_ms(1);
+    assert_eq!(
+        step(&mut driver, &mut ticks),
+        Some(Instant::from_millis(2000))
+    );
+    assert_eq!(ticks, [Instant::from_millis(1000)]);
+    assert_eq!(
+        driver.io_mut().take_out(),
+        "{\"jsonrpc\":\"2.0\",\"method\":\"telemetry\",\"params\":[1]}\n"
+    );
+
+    // A tick and a request at the same time: both handled in one call.
+    clock.advance_ms(1000);
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":7}\n");
+    step(&mut driver, &mut ticks);
+    let out = driver.io_mut().take_out();
+    assert_eq!(
+        frames(&out),
+        [
+            r#"{"jsonrpc":"2.0","method":"telemetry","params":[2]}"#,
+            r#"{"jsonrpc":"2.0","result":"pong","id":7}"#
+        ]
+    );
+
+    // Asleep for 3.5 periods: one late tick, no burst, and the next a period after now.
+    clock.advance_ms(3500);
+    assert_eq!(
+        step(&mut driver, &mut ticks),
+        Some(Instant::from_millis(6500))
+    );
+    assert_eq!(ticks.len(), 3);
+    assert_eq!(ticks[2], Instant::from_millis(3000));
+    step(&mut driver, &mut ticks);
+    assert_eq!(ticks.len(), 3, "the late tick came once");
+
+    // Stopped: no more ticks and no deadline.
+    driver.clock_mut().set_period(None);
+    clock.advance_ms(10_000);
+    assert_eq!(step(&mut driver, &mut ticks), None);
+    assert_eq!(ticks.len(), 3);
+}
+
+/// A period of zero is taken as the shortest one: a driver call still ends, and the next tick
+/// needs the clock to move.
+#[test]
+fn a_zero_period_cannot_keep_a_driver_call_from_ending() {
+    let clock = TestClock::default();
+    let mut ticker = Ticker::new(clock.clone());
+    ticker.set_period(Some(Duration::ZERO));
+    assert_eq!(ticker.period(), Some(rpcwire_embedded_io::clock::MIN_TICK));
+    let mut driver: Driver<Uart, _> = Driver::new(Uart::new(5), ticker, Config::default());
+    let mut ticks = 0;
+    for _ in 0..5 {
+        clock.advance_ms(1);
+        driver
+            .poll(|_, item| ticks += usize::from(matches!(item, Incoming::Tick(_))))
+            .unwrap();
+        driver.process(|_, _| ticks += 1).unwrap();
+    }
+    assert_eq!(ticks, 5, "one tick per millisecond the clock moved");
 }
 
 #[test]

@@ -58,6 +58,13 @@ pub trait Timer: Clock {
     fn sleep_until(&mut self, at: Instant) -> impl Future<Output = ()>;
 }
 
+/// A schedule over a timer waits with the timer: the driver wakes for the next tick too.
+impl<T: Timer> Timer for crate::clock::Ticker<T> {
+    fn sleep_until(&mut self, at: Instant) -> impl Future<Output = ()> {
+        self.inner().sleep_until(at)
+    }
+}
+
 /// Runs one [`Connection`] over an async byte stream. The parameters are those of the
 /// blocking [`Driver`](crate::Driver).
 pub struct AsyncDriver<
@@ -267,9 +274,20 @@ impl<IO: ErrorType, C: Clock, S: Storage, const RX: usize> AsyncDriver<IO, C, S,
         &mut self.session.conn
     }
 
-    /// The earliest deadline of a pending request.
+    /// The earliest deadline of a pending request or of the clock's next tick
+    /// ([`Ticker`](crate::clock::Ticker)).
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.session.conn.poll_timeout()
+        self.session.deadline()
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &C {
+        &self.session.clock
+    }
+
+    /// The clock, mutably: to change the period of a [`Ticker`](crate::clock::Ticker).
+    pub fn clock_mut(&mut self) -> &mut C {
+        &mut self.session.clock
     }
 }
 
@@ -392,7 +410,7 @@ impl<IO: Read + Write, C: Timer, S: Storage, const RX: usize> AsyncDriver<IO, C,
         F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         self.process(&mut handler).await?;
-        let deadline = self.session.conn.poll_timeout();
+        let deadline = self.session.deadline();
         let spare = self.session.rx.spare();
         if spare.is_empty() {
             return Ok(());

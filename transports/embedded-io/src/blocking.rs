@@ -263,10 +263,21 @@ impl<IO: ErrorType, C: Clock, S: Storage, const RX: usize> Driver<IO, C, S, RX> 
         &mut self.session.conn
     }
 
-    /// The earliest deadline of a pending request: call [`poll`](Driver::poll) (or
+    /// The earliest deadline of a pending request or of the clock's next tick
+    /// ([`Ticker`](crate::clock::Ticker)): call [`poll`](Driver::poll) (or
     /// [`process`](Driver::process)) by then.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.session.conn.poll_timeout()
+        self.session.deadline()
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &C {
+        &self.session.clock
+    }
+
+    /// The clock, mutably: to change the period of a [`Ticker`](crate::clock::Ticker).
+    pub fn clock_mut(&mut self) -> &mut C {
+        &mut self.session.clock
     }
 }
 
@@ -409,7 +420,7 @@ impl<IO: Read + Write + ReadReady, C: Clock, S: Storage, const RX: usize> Driver
             self.process(&mut handler)?;
             // Until nothing is ready, or the receive buffer is full (input blocked).
             if !self.io.read_ready().map_err(Error::Io)? || !self.read_some()? {
-                return Ok(self.session.conn.poll_timeout());
+                return Ok(self.session.deadline());
             }
         }
     }

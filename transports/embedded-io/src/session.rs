@@ -103,6 +103,15 @@ impl<E, C, S: Storage, B> Session<E, C, S, B> {
 }
 
 impl<E, C: Clock, S: Storage, B: Slots<u8>> Session<E, C, S, B> {
+    /// The earliest instant the driver must run again: a pending request's deadline or the
+    /// clock's next tick ([`Ticker`](crate::clock::Ticker)).
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        match (self.conn.poll_timeout(), self.clock.next_tick()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Starts a driver call that handles input: reports an earlier transport error and
     /// expires due deadlines (their failures come out of the next steps, before new input).
     pub(crate) fn begin(&mut self) -> Result<(), Error<E>> {
@@ -126,41 +135,38 @@ impl<E, C: Clock, S: Storage, B: Slots<u8>> Session<E, C, S, B> {
     }
 
     /// Feeds the rest of `input` (after what the receive buffer holds) and says what to do
-    /// next. The drain rule, in this order: events first, then queued bytes, then the next
-    /// inbound item; when input stops (handled, blocked for transmit room, closed), the
-    /// events and bytes it left are drained and input resumes, until nothing is left.
+    /// next. The drain rule, in this order: events first, then queued bytes, then a due tick,
+    /// then the next inbound item; when input stops (handled, blocked for transmit room,
+    /// closed), the events and bytes it left are drained and input resumes, until nothing is
+    /// left.
     pub(crate) fn step(&mut self, input: &mut &[u8]) -> Step<'_, E, S> {
         let now = self.clock.now();
-        let output = match output(&mut self.conn) {
-            Some(output) => output,
-            None => match self.conn.handle_input(now, &mut self.rx, input) {
-                Input::Item(item) => {
-                    let turn = Turn {
-                        conn: &mut self.conn,
-                        now,
-                        failed: &mut self.failed,
-                    };
-                    return Step::Handle(turn, item.into());
-                }
-                // Everything buffered is handled, or input waits for transmit room: drain
-                // what that left; after writing something out there may be more to do.
-                Input::NeedMore | Input::Blocked | Input::Closed => match output(&mut self.conn) {
-                    Some(output) => output,
-                    None => return Step::Done,
+        let item = match output(&mut self.conn) {
+            Some(Output::Transmit) => return Step::Transmit,
+            Some(Output::Event(event)) => Incoming::Event(event),
+            // A clock without a schedule says `None` here, inline: no code in its images.
+            None => match self.clock.tick(now) {
+                Some(due) => Incoming::Tick(due),
+                None => match self.conn.handle_input(now, &mut self.rx, input) {
+                    Input::Item(item) => item.into(),
+                    // Everything buffered is handled, or input waits for transmit room: drain
+                    // what that left; after writing something out there may be more to do.
+                    Input::NeedMore | Input::Blocked | Input::Closed => {
+                        match output(&mut self.conn) {
+                            Some(Output::Transmit) => return Step::Transmit,
+                            Some(Output::Event(event)) => Incoming::Event(event),
+                            None => return Step::Done,
+                        }
+                    }
                 },
             },
         };
-        match output {
-            Output::Event(event) => {
-                let turn = Turn {
-                    conn: &mut self.conn,
-                    now,
-                    failed: &mut self.failed,
-                };
-                Step::Handle(turn, Incoming::Event(event))
-            }
-            Output::Transmit => Step::Transmit,
-        }
+        let turn = Turn {
+            conn: &mut self.conn,
+            now,
+            failed: &mut self.failed,
+        };
+        Step::Handle(turn, item)
     }
 
     /// Accounts one read into [`RxBuffer::spare`]: `Ok(0)` is the end of the stream.
