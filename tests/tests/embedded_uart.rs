@@ -12,12 +12,13 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use rpcwire::storage::Storage;
-use rpcwire::wire::{RxBuffer, NO_PARAMS};
+use rpcwire::wire::{RawJson, RxBuffer, NO_PARAMS};
 use rpcwire::{Config, Connection, ErrorCode, Event, Failure, Instant, Problem, Token};
 use rpcwire_demo::spec::{one_line, SPEC_EXAMPLES};
 use rpcwire_embedded_io::asynch::{block_on, AsyncContext, AsyncDriver};
 use rpcwire_embedded_io::clock::Ticker;
 use rpcwire_embedded_io::embedded_io_async;
+use rpcwire_embedded_io::methods::{self, MethodError, MethodList, Methods, NoParams};
 use rpcwire_embedded_io::{Driver, Error, Incoming, Inline};
 use rpcwire_tests::normalize;
 
@@ -815,4 +816,302 @@ fn errors_display() {
         embedded_io::Error::kind(&Error::<UartError>::Eof),
         embedded_io::ErrorKind::BrokenPipe
     );
+}
+
+/// The device of the dispatch-table tests: what its methods did.
+#[derive(Default)]
+struct Board {
+    led: bool,
+    /// Every `count` call's side effect.
+    counted: u32,
+    celsius: f32,
+}
+
+/// The demo methods of `rpcwire serve` as a typed table (integers only; `echo` is answered
+/// before the table, as it borrows its params).
+fn demo_table() -> Methods<Board, impl MethodList<Board>> {
+    fn int(v: RawJson<'_>) -> Option<i64> {
+        v.decode::<i64>().ok()
+    }
+    Methods::new()
+        .raw("subtract", |_: &mut Board, p| {
+            let p = p.ok_or(MethodError::INVALID_PARAMS)?;
+            let (a, b) = if p.is_array() {
+                let mut it = p.elements();
+                (it.next().and_then(int), it.next().and_then(int))
+            } else {
+                let (mut a, mut b) = (None, None);
+                for (k, v) in p.members() {
+                    if k.eq_str("minuend") {
+                        a = int(v);
+                    } else if k.eq_str("subtrahend") {
+                        b = int(v);
+                    }
+                }
+                (a, b)
+            };
+            a.zip(b)
+                .and_then(|(a, b)| a.checked_sub(b))
+                .ok_or(MethodError::INVALID_PARAMS)
+        })
+        .method("sum", |_: &mut Board, v: Vec<i64>| {
+            v.iter()
+                .try_fold(0i64, |s, n| s.checked_add(*n))
+                .ok_or(MethodError::INVALID_PARAMS)
+        })
+        .method("get_data", |_: &mut Board, _: NoParams| Ok(("hello", 5)))
+        .raw("update", |_: &mut Board, _| Ok(()))
+        .raw("notify_hello", |_: &mut Board, _| Ok(()))
+        .raw("notify_sum", |_: &mut Board, _| Ok(()))
+        .method("led.set", |b: &mut Board, (on,): (bool,)| {
+            b.led = on;
+            Ok(on)
+        })
+        .method("count", |b: &mut Board, _: NoParams| {
+            b.counted += 1;
+            Ok(b.counted)
+        })
+        .method("temp.read", |b: &mut Board, _: NoParams| Ok(b.celsius))
+        .method("greet", |_: &mut Board, (name,): (String,)| {
+            Ok(format!("hello {name}"))
+        })
+        .method("fail", |_: &mut Board, _: NoParams| {
+            Err::<(), _>(MethodError::new(ErrorCode(-32001), "sensor busy"))
+        })
+}
+
+/// One handler over the table, as a firmware writes it.
+fn serve_table<IO: embedded_io::Write, S: Storage>(
+    table: &mut Methods<Board, impl MethodList<Board>>,
+    board: &mut Board,
+    ctx: &mut rpcwire_embedded_io::Context<'_, IO, S>,
+    item: Incoming<'_>,
+) {
+    match item {
+        Incoming::Request(req) if req.method.eq_str("echo") => {
+            let _ = ctx.respond(req.handle, &req.params);
+        }
+        item => {
+            table.handle(board, ctx, item);
+        }
+    }
+}
+
+#[test]
+fn a_typed_table_answers_the_spec_examples() {
+    let mut driver: Driver<Uart, _> =
+        Driver::new(Uart::new(3), || Instant::ZERO, Config::default());
+    let mut table = demo_table();
+    let mut board = Board::default();
+    for example in SPEC_EXAMPLES {
+        driver.io_mut().feed(&example_line(example.request));
+        driver
+            .poll(|ctx, item| serve_table(&mut table, &mut board, ctx, item))
+            .unwrap();
+        let out = driver.io_mut().take_out();
+        match example.response {
+            None => assert_eq!(out, "", "{}", example.name),
+            Some(expected) => assert_eq!(
+                normalize(out.trim_end()),
+                normalize(expected),
+                "{}",
+                example.name
+            ),
+        }
+    }
+}
+
+#[test]
+fn a_typed_table_answers_invalid_params_unknown_methods_and_errors() {
+    let mut driver: Driver<Uart, _> =
+        Driver::new(Uart::new(4), || Instant::ZERO, Config::default());
+    let mut table = demo_table();
+    let mut board = Board {
+        celsius: 21.25,
+        ..Board::default()
+    };
+    let calls = [
+        (r#""led.set","params":[true]"#, r#""result":true"#),
+        (
+            r#""led.set","params":[1]"#,
+            r#""error":{"code":-32602,"message":"Invalid params"}"#,
+        ),
+        (
+            r#""led.set","params":[true,false]"#,
+            r#""error":{"code":-32602,"message":"Invalid params"}"#,
+        ),
+        (
+            r#""led.set""#,
+            r#""error":{"code":-32602,"message":"Invalid params"}"#,
+        ),
+        (r#""get_data","params":[]"#, r#""result":["hello",5]"#),
+        (r#""get_data","params":{}"#, r#""result":["hello",5]"#),
+        (
+            r#""get_data","params":[1]"#,
+            r#""error":{"code":-32602,"message":"Invalid params"}"#,
+        ),
+        (r#""temp.read""#, r#""result":21.25"#),
+        (
+            r#""sum","params":[9223372036854775807,1]"#,
+            r#""error":{"code":-32602,"message":"Invalid params"}"#,
+        ),
+        (
+            r#""greet","params":["a\"b\u00e9"]"#,
+            r#""result":"hello a\"bé""#,
+        ),
+        (
+            r#""fail""#,
+            r#""error":{"code":-32001,"message":"sensor busy"}"#,
+        ),
+        (
+            r#""reboot""#,
+            r#""error":{"code":-32601,"message":"Method not found"}"#,
+        ),
+    ];
+    for (i, (call, answer)) in calls.iter().enumerate() {
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"method\":{call},\"id\":{i}}}\n");
+        driver.io_mut().feed(line.as_bytes());
+        driver
+            .poll(|ctx, item| serve_table(&mut table, &mut board, ctx, item))
+            .unwrap();
+        let out = driver.io_mut().take_out();
+        assert_eq!(
+            out,
+            format!("{{\"jsonrpc\":\"2.0\",{answer},\"id\":{i}}}\n"),
+            "{call}"
+        );
+    }
+    assert!(board.led);
+
+    // A string longer than the unescape buffer once decoded: invalid params, no panic.
+    let long = format!(r#"["{}\n"]"#, "x".repeat(methods::UNESCAPE_LEN));
+    let line = format!(r#"{{"jsonrpc":"2.0","method":"greet","params":{long},"id":"l"}}"#);
+    driver.io_mut().feed(format!("{line}\n").as_bytes());
+    driver
+        .poll(|ctx, item| serve_table(&mut table, &mut board, ctx, item))
+        .unwrap();
+    assert!(driver.io_mut().take_out().contains("-32602"));
+
+    // A result that cannot be JSON (NaN) is an Internal error, and the request is done.
+    board.celsius = f32::NAN;
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"temp.read\",\"id\":99}\n");
+    driver
+        .poll(|ctx, item| serve_table(&mut table, &mut board, ctx, item))
+        .unwrap();
+    assert_eq!(
+        driver.io_mut().take_out(),
+        "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32603,\"message\":\"Internal error\"},\"id\":99}\n"
+    );
+    assert_eq!(driver.conn().inflight_len(), 0);
+}
+
+/// Notifications run their method (when its params fit) and are never answered; those of
+/// methods the table lacks come back to the handler.
+#[test]
+fn a_typed_table_runs_notifications_without_answering() {
+    let mut driver: Driver<Uart, _> =
+        Driver::new(Uart::new(4), || Instant::ZERO, Config::default());
+    let mut table = demo_table();
+    let mut board = Board::default();
+    driver.io_mut().feed(
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"led.set\",\"params\":[true]}\n\
+          {\"jsonrpc\":\"2.0\",\"method\":\"count\"}\n\
+          {\"jsonrpc\":\"2.0\",\"method\":\"count\",\"params\":[\"bad\"]}\n\
+          {\"jsonrpc\":\"2.0\",\"method\":\"led.blink\"}\n",
+    );
+    let mut passed_on = Vec::new();
+    driver
+        .poll(|ctx, item| {
+            if let Some(Incoming::Notification(n)) = table.handle(&mut board, ctx, item) {
+                passed_on.push(n.method.as_str().unwrap_or("?").to_owned());
+            }
+        })
+        .unwrap();
+    assert_eq!(driver.io_mut().take_out(), "");
+    assert!(board.led);
+    assert_eq!(board.counted, 1, "bad params: the method did not run");
+    assert_eq!(passed_on, ["led.blink"]);
+}
+
+/// Each request runs its method once even when its answer has to wait for transmit room:
+/// the table keeps the result while the driver writes out and retries.
+#[test]
+fn a_typed_method_runs_once_when_its_answer_waits_for_room() {
+    let mut driver: Driver<Uart, _, Inline<256, 128, 2, 2>, 512> =
+        Driver::new(Uart::new(1), || Instant::ZERO, Config::default());
+    let mut table = demo_table();
+    let mut board = Board::default();
+    let padding = "p".repeat(180);
+    for i in 0..5 {
+        driver
+            .io_mut()
+            .feed(format!("{{\"jsonrpc\":\"2.0\",\"method\":\"count\",\"id\":{i}}}\n").as_bytes());
+    }
+    driver
+        .poll(|ctx, item| {
+            // Fill the transmit buffer first: the answer finds no room.
+            ctx.conn()
+                .send_notification("log", Some(&[padding.as_str()]))
+                .unwrap();
+            table.handle(&mut board, ctx, item);
+        })
+        .unwrap();
+    let out = driver.io_mut().take_out();
+    let results: Vec<String> = frames(&out)
+        .into_iter()
+        .filter(|f| f.contains("result"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(board.counted, 5, "one side effect per request");
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(
+            result,
+            &format!("{{\"jsonrpc\":\"2.0\",\"result\":{},\"id\":{i}}}", i + 1)
+        );
+    }
+    assert_eq!(results.len(), 5);
+}
+
+#[test]
+fn a_typed_table_in_an_async_handler() {
+    let mut driver: AsyncDriver<Uart, _, Inline<256, 128, 2, 2>, 512> =
+        AsyncDriver::new(Uart::new(2), || Instant::ZERO, Config::default());
+    let mut table = demo_table();
+    let mut board = Board::default();
+    let padding = "p".repeat(180);
+    driver.io_mut().feed(
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"count\",\"id\":1}\n\
+          {\"jsonrpc\":\"2.0\",\"method\":\"count\",\"id\":2}\n\
+          {\"jsonrpc\":\"2.0\",\"method\":\"nope\",\"id\":3}\n",
+    );
+    block_on(async {
+        while !driver.io().input.is_empty() {
+            driver
+                .read_once(async |ctx, item| {
+                    // Queued bytes before the table: it writes them out before answering.
+                    ctx.conn()
+                        .send_notification("log", Some(&[padding.as_str()]))
+                        .unwrap();
+                    table.handle_async(&mut board, ctx, item).await;
+                })
+                .await
+                .unwrap();
+        }
+    });
+    let out = driver.io_mut().take_out();
+    let answers: Vec<&str> = frames(&out)
+        .into_iter()
+        .filter(|f| f.contains("\"id\""))
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            r#"{"jsonrpc":"2.0","result":1,"id":1}"#,
+            r#"{"jsonrpc":"2.0","result":2,"id":2}"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":3}"#
+        ]
+    );
+    assert_eq!(board.counted, 2);
 }

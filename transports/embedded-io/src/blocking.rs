@@ -13,6 +13,7 @@ use rpcwire::{
 };
 use serde::Serialize;
 
+use crate::methods::{Answer, MethodError};
 use crate::session::{retry_after_flush, written, Session, Step, Turn};
 use crate::{Clock, DefaultStore, Error, Incoming, Retry, DEFAULT_RX};
 
@@ -222,6 +223,25 @@ impl<
     #[inline(never)]
     pub fn new_in(slot: &mut MaybeUninit<Self>, io: IO, clock: C, config: Config) -> &mut Self {
         slot.write(Self::new(io, clock, config))
+    }
+}
+
+/// A dispatch table's answers, written out and retried like [`Context::respond`].
+impl<IO: Write, S: Storage> Answer for Context<'_, IO, S> {
+    fn result<R: Serialize + ?Sized>(
+        &mut self,
+        handle: RequestHandle,
+        result: &R,
+    ) -> Result<(), RespondError> {
+        self.respond(handle, result)
+    }
+
+    fn error(&mut self, handle: RequestHandle, error: MethodError) -> Result<(), RespondError> {
+        match error.message {
+            // A standard reply: a small record that never waits for transmit room.
+            None => self.reject(handle, error.code),
+            Some(message) => self.respond_error(handle, error.code, Some(message), None::<&()>),
+        }
     }
 }
 

@@ -86,6 +86,7 @@ mod blocking;
 pub mod clock;
 mod error;
 mod incoming;
+pub mod methods;
 mod session;
 
 #[cfg(feature = "async")]
@@ -100,6 +101,7 @@ pub use embedded_io;
 pub use embedded_io_async;
 pub use error::{Error, Retry};
 pub use incoming::Incoming;
+pub use methods::{MethodError, Methods};
 /// Inline connection storage, sized by const parameters: the `S` of [`Driver`] and
 /// [`Context`] (`Inline<TX, BATCH, PENDING, INFLIGHT>`).
 pub use rpcwire::storage::Inline;
