@@ -82,6 +82,15 @@
 //! [`Connection`]: rpcwire::Connection
 //! [`Connection::is_input_blocked`]: rpcwire::Connection::is_input_blocked
 
+/// Logs through `defmt` with feature `defmt`; compiles to nothing without it (the arguments
+/// are not evaluated, so they must have no side effects).
+macro_rules! log {
+    ($level:ident, $($arg:tt)+) => {{
+        #[cfg(feature = "defmt")]
+        defmt::$level!($($arg)+);
+    }};
+}
+
 mod blocking;
 pub mod clock;
 mod error;

@@ -161,6 +161,7 @@ impl<E, C: Clock, S: Storage, B: Slots<u8>> Session<E, C, S, B> {
                 },
             },
         };
+        log_item(&item);
         let turn = Turn {
             conn: &mut self.conn,
             now,
@@ -171,8 +172,15 @@ impl<E, C: Clock, S: Storage, B: Slots<u8>> Session<E, C, S, B> {
 
     /// Accounts one read into [`RxBuffer::spare`]: `Ok(0)` is the end of the stream.
     pub(crate) fn received(&mut self, read: Result<usize, E>) -> Result<(), Error<E>> {
-        match read.map_err(Error::Io)? {
-            0 => Err(Error::Eof),
+        let read = read.map_err(|e| {
+            log!(warn, "rpcwire: read failed");
+            Error::Io(e)
+        });
+        match read? {
+            0 => {
+                log!(warn, "rpcwire: end of stream");
+                Err(Error::Eof)
+            }
             n => {
                 self.rx.commit(n);
                 Ok(())
@@ -204,9 +212,39 @@ impl<E, S: Storage> Turn<'_, E, S> {
 /// none of a non-empty buffer being an error (the drain would never end).
 pub(crate) fn written<E>(write: Result<usize, E>) -> Result<usize, Error<E>> {
     match write {
-        Ok(0) => Err(Error::WriteZero),
+        Ok(0) => {
+            log!(warn, "rpcwire: the writer took no bytes");
+            Err(Error::WriteZero)
+        }
         Ok(n) => Ok(n),
-        Err(e) => Err(Error::Io(e)),
+        Err(e) => {
+            log!(warn, "rpcwire: write failed");
+            Err(Error::Io(e))
+        }
+    }
+}
+
+/// Logs what the handler is about to get (feature `defmt`): peer problems (already answered)
+/// and events at `warn`/`debug`, the rest at `trace`.
+#[cfg_attr(not(feature = "defmt"), allow(unused_variables))]
+fn log_item(item: &Incoming<'_>) {
+    match item {
+        Incoming::Problem(rpcwire::Problem::ParseError(e)) => {
+            log!(warn, "rpcwire: unparseable frame answered: {}", e);
+        }
+        Incoming::Problem(rpcwire::Problem::FrameTooLarge { len }) => {
+            log!(
+                warn,
+                "rpcwire: frame of {} bytes over the limit answered",
+                len
+            );
+        }
+        Incoming::Problem(_) => log!(warn, "rpcwire: invalid message from the peer"),
+        Incoming::Event(event) => log!(debug, "rpcwire: {}", event),
+        Incoming::Request(_) => log!(trace, "rpcwire: request"),
+        Incoming::Notification(_) => log!(trace, "rpcwire: notification"),
+        Incoming::Response(r) => log!(trace, "rpcwire: response for token {}", r.token.0),
+        Incoming::Tick(due) => log!(trace, "rpcwire: tick due at {} us", due.as_micros()),
     }
 }
 
