@@ -18,6 +18,7 @@ use rpcwire_demo::spec::{one_line, SPEC_EXAMPLES};
 use rpcwire_embedded_io::asynch::{block_on, AsyncContext, AsyncDriver};
 use rpcwire_embedded_io::clock::Ticker;
 use rpcwire_embedded_io::embedded_io_async;
+use rpcwire_embedded_io::io06::{Io06, Io06Error};
 use rpcwire_embedded_io::methods::{self, MethodError, MethodList, Methods, NoParams};
 use rpcwire_embedded_io::{Driver, Error, Incoming, Inline};
 use rpcwire_tests::normalize;
@@ -1114,4 +1115,123 @@ fn a_typed_table_in_an_async_handler() {
         ]
     );
     assert_eq!(board.counted, 2);
+}
+
+/// A UART of a HAL still on embedded-io 0.6: one byte per read, two per write.
+#[derive(Default)]
+struct OldUart {
+    input: VecDeque<u8>,
+    out: Vec<u8>,
+    fail: bool,
+}
+
+impl embedded_io_06::ErrorType for OldUart {
+    type Error = embedded_io_06::ErrorKind;
+}
+
+impl embedded_io_06::Read for OldUart {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        if self.fail {
+            return Err(embedded_io_06::ErrorKind::TimedOut);
+        }
+        match (self.input.pop_front(), buf.first_mut()) {
+            (Some(b), Some(slot)) => {
+                *slot = b;
+                Ok(1)
+            }
+            _ => Ok(0),
+        }
+    }
+}
+
+impl embedded_io_06::ReadReady for OldUart {
+    fn read_ready(&mut self) -> Result<bool, Self::Error> {
+        Ok(!self.input.is_empty())
+    }
+}
+
+impl embedded_io_06::Write for OldUart {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        let n = buf.len().min(2);
+        self.out.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+impl embedded_io_async_06::Read for OldUart {
+    async fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        embedded_io_06::Read::read(self, buf)
+    }
+}
+
+impl embedded_io_async_06::Write for OldUart {
+    async fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        embedded_io_06::Write::write(self, buf)
+    }
+}
+
+/// Feature `embedded-io-06`: a 0.6 UART serves the specification's examples through `Io06`,
+/// with both drivers, and its errors keep their kind.
+#[test]
+fn an_embedded_io_06_uart_through_io06() {
+    let mut driver: Driver<Io06<OldUart>, _> = Driver::new(
+        Io06(OldUart::default()),
+        || Instant::ZERO,
+        Config::default(),
+    );
+    let mut async_driver: AsyncDriver<Io06<OldUart>, _> = AsyncDriver::new(
+        Io06(OldUart::default()),
+        || Instant::ZERO,
+        Config::default(),
+    );
+    for example in SPEC_EXAMPLES {
+        let line = example_line(example.request);
+        driver.io_mut().0.input.extend(&line);
+        driver.poll(demo).unwrap();
+        async_driver.io_mut().0.input.extend(&line);
+        block_on(async {
+            while !async_driver.io().0.input.is_empty() {
+                async_driver
+                    .read_once(async |ctx, item| {
+                        if let Incoming::Request(req) = item {
+                            let _ = ctx.retry(|conn| rpcwire_demo::answer(conn, &req)).await;
+                        }
+                    })
+                    .await
+                    .unwrap();
+            }
+        });
+        for out in [
+            std::mem::take(&mut driver.io_mut().0.out),
+            std::mem::take(&mut async_driver.io_mut().0.out),
+        ] {
+            let out = String::from_utf8(out).unwrap();
+            match example.response {
+                None => assert_eq!(out, "", "{}", example.name),
+                Some(expected) => {
+                    assert_eq!(
+                        normalize(out.trim_end()),
+                        normalize(expected),
+                        "{}",
+                        example.name
+                    )
+                }
+            }
+        }
+    }
+    driver.io_mut().0.fail = true;
+    driver.io_mut().0.input.push_back(b'\n');
+    let err = driver.read_once(demo).unwrap_err();
+    assert_eq!(
+        embedded_io::Error::kind(&err),
+        embedded_io::ErrorKind::TimedOut
+    );
+    assert_eq!(
+        err,
+        Error::Io(Io06Error(embedded_io_06::ErrorKind::TimedOut))
+    );
 }

@@ -95,6 +95,8 @@ mod blocking;
 pub mod clock;
 mod error;
 mod incoming;
+#[cfg(feature = "embedded-io-06")]
+pub mod io06;
 pub mod methods;
 mod session;
 
