@@ -8,6 +8,7 @@ use rpcwire::Input;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use rpcwire_embedded_io::clock::Ticker;
 use rpcwire_embedded_io::embedded_io_async;
 use rpcwire_embedded_io::io06::{Io06, Io06Error};
 use rpcwire_embedded_io::methods::{self, MethodError, MethodList, Methods, NoParams};
+use rpcwire_embedded_io::outbox::{NotifyError, Outbox};
 use rpcwire_embedded_io::{Driver, Error, Incoming, Inline};
 use rpcwire_tests::normalize;
 
@@ -34,6 +36,9 @@ struct Uart {
     writes: usize,
     fail_writes: bool,
     zero_writes: bool,
+    /// Async reads wait (pending) while no input is there, as a real UART's do, instead of
+    /// reporting the end of the stream.
+    idle_waits: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +123,9 @@ impl embedded_io::Write for Uart {
 
 impl embedded_io_async::Read for Uart {
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, UartError> {
+        if self.idle_waits && self.input.is_empty() {
+            std::future::pending::<()>().await;
+        }
         embedded_io::Read::read(self, buf)
     }
 }
@@ -140,11 +148,15 @@ impl TestClock {
     fn advance_ms(&self, ms: u64) {
         *self.0.borrow_mut() += ms;
     }
+
+    fn now(&self) -> Instant {
+        Instant::from_millis(*self.0.borrow())
+    }
 }
 
 impl rpcwire_embedded_io::Clock for TestClock {
     fn now(&mut self) -> Instant {
-        Instant::from_millis(*self.0.borrow())
+        TestClock::now(self)
     }
 }
 
@@ -1233,5 +1245,149 @@ fn an_embedded_io_06_uart_through_io06() {
     assert_eq!(
         err,
         Error::Io(Io06Error(embedded_io_06::ErrorKind::TimedOut))
+    );
+}
+
+/// A clock whose `sleep_until` moves time on to the instant asked for (simulated time: a
+/// test's async driver waits in no real time).
+#[derive(Clone, Default)]
+struct SimClock(TestClock);
+
+impl rpcwire_embedded_io::Clock for SimClock {
+    fn now(&mut self) -> Instant {
+        self.0.now()
+    }
+}
+
+impl rpcwire_embedded_io::asynch::Timer for SimClock {
+    async fn sleep_until(&mut self, at: Instant) {
+        let now = self.0.now();
+        if at > now {
+            self.0
+                .advance_ms((at.as_micros() - now.as_micros()).div_ceil(1000));
+        }
+    }
+}
+
+type Outbox4 = Outbox<embassy_sync::blocking_mutex::raw::NoopRawMutex, 4, 48>;
+
+/// Another task's notifications go out through the outbox while the async driver serves:
+/// in order, between the host's calls, with the driver's ticks, and never more than the
+/// outbox holds.
+#[test]
+fn the_outbox_carries_other_tasks_notifications_while_serving() {
+    let outbox = Outbox4::new();
+    let sim = SimClock::default();
+    let mut ticker = Ticker::new(sim.clone());
+    ticker.set_period(Some(Duration::from_secs(1)));
+    let mut uart = Uart::new(3);
+    uart.idle_waits = true;
+    let mut driver: AsyncDriver<Uart, Ticker<SimClock>> =
+        AsyncDriver::new(uart, ticker, Config::default());
+
+    // Queued before the driver runs: sent first, in order.
+    block_on(outbox.notify("button", Some(&["pressed"]))).unwrap();
+    block_on(outbox.notify("button", None::<&()>)).unwrap();
+    assert_eq!(outbox.len(), 2);
+    let ticks = std::cell::Cell::new(0);
+    let mut handler = async |ctx: &mut AsyncContext<'_, Uart>, item: Incoming<'_>| match item {
+        Incoming::Request(req) => {
+            let _ = ctx.respond(req.handle, &"pong").await;
+        }
+        Incoming::Tick(_) => ticks.set(ticks.get() + 1),
+        _ => {}
+    };
+    block_on(async {
+        driver.wait_once(&outbox, &mut handler).await.unwrap();
+        driver.wait_once(&outbox, &mut handler).await.unwrap();
+    });
+    assert!(outbox.is_empty());
+    assert_eq!(
+        frames(&driver.io_mut().take_out()),
+        [
+            r#"{"jsonrpc":"2.0","method":"button","params":["pressed"]}"#,
+            r#"{"jsonrpc":"2.0","method":"button"}"#
+        ]
+    );
+    assert_eq!(
+        sim.0.now(),
+        Instant::ZERO,
+        "no waiting while notes were queued"
+    );
+
+    // A call from the host and a note at once: both done, the call first (input wins).
+    driver
+        .io_mut()
+        .feed(b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}\n");
+    outbox.try_notify("temp", Some(&21.5f32)).unwrap();
+    block_on(async {
+        while !driver.io().input.is_empty() || !outbox.is_empty() {
+            driver.wait_once(&outbox, &mut handler).await.unwrap();
+        }
+    });
+    assert_eq!(
+        frames(&driver.io_mut().take_out()),
+        [
+            r#"{"jsonrpc":"2.0","result":"pong","id":1}"#,
+            r#"{"jsonrpc":"2.0","method":"temp","params":21.5}"#
+        ]
+    );
+
+    // Nothing to read and nothing queued: the driver sleeps until the tick.
+    block_on(async {
+        driver.wait_once(&outbox, &mut handler).await.unwrap();
+    });
+    assert_eq!(sim.0.now(), Instant::from_millis(1000));
+    assert_eq!(ticks.get(), 1);
+
+    // Bounded: a full outbox refuses (try_notify) or waits (notify); params too large or not
+    // JSON are refused before they take a slot.
+    for i in 0..4 {
+        outbox.try_notify("n", Some(&[i])).unwrap();
+    }
+    assert_eq!(outbox.try_notify("n", Some(&[5])), Err(NotifyError::Full));
+    let mut waiting = std::pin::pin!(outbox.notify("n", Some(&[6])));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(waiting.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(
+        outbox.try_notify("n", Some(&"x".repeat(60))),
+        Err(NotifyError::TooLarge { required: 62 })
+    );
+    assert!(matches!(
+        outbox.try_notify("n", Some(&f32::NAN)),
+        Err(NotifyError::Serialize(_))
+    ));
+    block_on(async {
+        driver.wait_once(&outbox, &mut handler).await.unwrap();
+    });
+    assert!(
+        waiting.as_mut().poll(&mut cx).is_ready(),
+        "a slot came free"
+    );
+    assert_eq!(outbox.len(), 4);
+}
+
+/// A note longer than the transmit buffer is the caller's sizing mistake: an error from the
+/// driver call, after which the driver serves on.
+#[test]
+fn an_outbox_note_the_connection_refuses_is_an_error_and_serving_goes_on() {
+    let outbox: Outbox<embassy_sync::blocking_mutex::raw::NoopRawMutex, 2, 400> = Outbox::new();
+    let mut uart = Uart::new(8);
+    uart.idle_waits = true;
+    let mut driver: AsyncDriver<Uart, SimClock, Inline<256, 128, 2, 2>, 256> =
+        AsyncDriver::new(uart, SimClock::default(), Config::default());
+    outbox.try_notify("big", Some(&"y".repeat(300))).unwrap();
+    outbox.try_notify("small", Some(&1)).unwrap();
+    let mut handler =
+        async |_: &mut AsyncContext<'_, Uart, Inline<256, 128, 2, 2>>, _: Incoming<'_>| {};
+    let first = block_on(driver.wait_once(&outbox, &mut handler));
+    assert!(
+        matches!(first, Err(Error::Send(rpcwire::SendError::TooLarge { .. }))),
+        "{first:?}"
+    );
+    block_on(driver.wait_once(&outbox, &mut handler)).unwrap();
+    assert_eq!(
+        frames(&driver.io_mut().take_out()),
+        [r#"{"jsonrpc":"2.0","method":"small","params":1}"#]
     );
 }

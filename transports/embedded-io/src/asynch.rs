@@ -33,7 +33,7 @@
 //! reader's `read` must then be cancel-safe, as `embedded_io_async` asks).
 
 use core::convert::Infallible;
-use core::future::{poll_fn, Future};
+use core::future::{pending, poll_fn, Future};
 use core::mem::MaybeUninit;
 use core::pin::pin;
 use core::task::Poll;
@@ -49,8 +49,10 @@ use rpcwire::{
 use serde::Serialize;
 
 use crate::methods::{Answer, MethodError, MethodList, Methods};
+use crate::outbox::Outbox;
 use crate::session::{retry_after_flush, written, Session, Step, Turn};
 use crate::{Clock, DefaultStore, Error, Incoming, Retry, DEFAULT_RX};
+use embassy_sync::blocking_mutex::raw::RawMutex;
 
 /// A [`Clock`] that can also wait: lets [`AsyncDriver::serve_with_timer`] expire deadlines
 /// while no input arrives. With embassy: `Timer::at(..).await` on the matching tick.
@@ -445,6 +447,39 @@ impl<IO: Read + Write, C: Clock, S: Storage, const RX: usize> AsyncDriver<IO, C,
 }
 
 impl<IO: Read + Write, C: Timer, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX> {
+    /// Waits for whichever comes first: input (read into the receive buffer), the next
+    /// deadline (a pending request's or a tick's), or `other`, whose output it returns. The
+    /// futures that lose are dropped: the reader's `read` must be cancel-safe, as
+    /// `embedded_io_async` asks. While input is blocked (the receive buffer is full until the
+    /// handler answers), nothing is read.
+    async fn wait_for<T>(
+        &mut self,
+        other: impl Future<Output = T>,
+    ) -> Result<Option<T>, Error<IO::Error>> {
+        let deadline = self.session.deadline();
+        let spare = self.session.rx.spare();
+        let blocked = spare.is_empty();
+        let io = &mut self.io;
+        let read = async move {
+            match blocked {
+                true => pending().await,
+                false => io.read(spare).await,
+            }
+        };
+        let clock = &mut self.session.clock;
+        let sleep = async move {
+            match deadline {
+                Some(at) => clock.sleep_until(at).await,
+                None => pending().await,
+            }
+        };
+        match race(read, sleep, other).await {
+            Woke::Read(read) => self.session.received(read).map(|()| None),
+            Woke::Deadline => Ok(None),
+            Woke::Other(out) => Ok(Some(out)),
+        }
+    }
+
     /// Reads once or until the next deadline, whichever comes first, then handles what is
     /// due. The reader's `read` must be cancel-safe.
     pub async fn read_once_or_deadline<F>(&mut self, mut handler: F) -> Result<(), Error<IO::Error>>
@@ -452,19 +487,7 @@ impl<IO: Read + Write, C: Timer, S: Storage, const RX: usize> AsyncDriver<IO, C,
         F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         self.process(&mut handler).await?;
-        let deadline = self.session.deadline();
-        let spare = self.session.rx.spare();
-        if spare.is_empty() {
-            return Ok(());
-        }
-        let read = self.io.read(spare);
-        let got = match deadline {
-            None => Some(read.await),
-            Some(at) => select(read, self.session.clock.sleep_until(at)).await,
-        };
-        if let Some(read) = got {
-            self.session.received(read)?;
-        }
+        self.wait_for(pending::<Infallible>()).await?;
         self.process(&mut handler).await
     }
 
@@ -480,19 +503,75 @@ impl<IO: Read + Write, C: Timer, S: Storage, const RX: usize> AsyncDriver<IO, C,
             self.read_once_or_deadline(&mut handler).await?;
         }
     }
+
+    /// Like [`read_once_or_deadline`](AsyncDriver::read_once_or_deadline), and also wakes
+    /// for a notification another task put in `outbox`, which it sends (writing out what is
+    /// queued first when the transmit buffer is full).
+    ///
+    /// A notification the connection refuses (one longer than the transmit buffer: size the
+    /// outbox's `P` below `TX` less the method and envelope) is returned as
+    /// [`Error::Send`]; the driver keeps serving when called again.
+    pub async fn wait_once<F, M: RawMutex, const N: usize, const P: usize>(
+        &mut self,
+        outbox: &Outbox<M, N, P>,
+        mut handler: F,
+    ) -> Result<(), Error<IO::Error>>
+    where
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
+    {
+        self.process(&mut handler).await?;
+        if let Some(note) = self.wait_for(outbox.next()).await? {
+            log!(trace, "rpcwire: notification from the outbox");
+            self.send_notification(note.method, note.params().as_ref())
+                .await?;
+        }
+        self.process(&mut handler).await
+    }
+
+    /// Serves forever ([`wait_once`](AsyncDriver::wait_once) in a loop): answers the host,
+    /// expires deadlines and ticks on time, and sends what other tasks put in `outbox`.
+    /// Returns on a transport error, or a notification the connection refused.
+    pub async fn serve_with_outbox<F, M: RawMutex, const N: usize, const P: usize>(
+        &mut self,
+        outbox: &Outbox<M, N, P>,
+        mut handler: F,
+    ) -> Result<Infallible, Error<IO::Error>>
+    where
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
+    {
+        loop {
+            self.wait_once(outbox, &mut handler).await?;
+        }
+    }
 }
 
-/// Polls `first` and `second` together: `Some` with the first's output, or `None` when the
-/// second completed first (and `first` was dropped).
-async fn select<A: Future, B: Future<Output = ()>>(first: A, second: B) -> Option<A::Output> {
-    let mut first = pin!(first);
-    let mut second = pin!(second);
+/// Which of [`race`]'s futures completed first.
+enum Woke<R, T> {
+    Read(R),
+    Deadline,
+    Other(T),
+}
+
+/// Polls `read`, `other` and `sleep` together (in that order: a ready input or note goes
+/// before a deadline, which the next driver call expires anyway) until one completes; the
+/// others are dropped.
+async fn race<R, T>(
+    read: impl Future<Output = R>,
+    sleep: impl Future<Output = ()>,
+    other: impl Future<Output = T>,
+) -> Woke<R, T> {
+    let mut read = pin!(read);
+    let mut sleep = pin!(sleep);
+    let mut other = pin!(other);
     poll_fn(|cx| {
-        if let Poll::Ready(v) = first.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
+        if let Poll::Ready(v) = read.as_mut().poll(cx) {
+            return Poll::Ready(Woke::Read(v));
         }
-        if second.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
+        if let Poll::Ready(v) = other.as_mut().poll(cx) {
+            return Poll::Ready(Woke::Other(v));
+        }
+        if sleep.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Woke::Deadline);
         }
         Poll::Pending
     })

@@ -102,6 +102,8 @@ mod session;
 
 #[cfg(feature = "async")]
 pub mod asynch;
+#[cfg(feature = "async")]
+pub mod outbox;
 
 pub use blocking::{Context, Driver};
 pub use clock::Clock;
