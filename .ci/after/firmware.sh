@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The firmware image (examples/firmware) on the emulated Cortex-M3: builds it in release,
-# checks its size against the budget, and runs the qemu end-to-end test.
+# The firmware images on emulated microcontrollers: builds each in release (rustfmt and clippy
+# of its own workspace too), checks its size against its budget, and runs the qemu end-to-end
+# tests: examples/firmware (Cortex-M3), examples/firmware-m0 (Cortex-M0, nRF51 on qemu's
+# microbit).
 #
 # Budgets (issue: a firmware engineer's UART server with 1 KiB receive and 1 KiB transmit
 # buffers): flash = text + data <= 16 KiB, static RAM = data + bss <= 4 KiB. Both are enforced;
@@ -17,11 +19,17 @@ ELF=examples/firmware/target/thumbv7m-none-eabi/release/rpcwire-firmware
 MCP_FLASH_BUDGET=24576
 MCP_RAM_BUDGET=6144
 MCP_ELF=examples/firmware/target/thumbv7m-none-eabi/release/rpcwire-firmware-mcp
+# The Cortex-M0 image: the demo methods in 16 KiB of flash and 4 KiB of RAM (issue 46).
+M0_FLASH_BUDGET=16384
+M0_RAM_BUDGET=4096
+M0_ELF=examples/firmware-m0/target/thumbv6m-none-eabi/release/rpcwire-firmware-m0
 
-echo "--- build (release, thumbv7m-none-eabi), rustfmt, clippy (its own workspace)"
-(cd examples/firmware && cargo fmt --check)
-(cd examples/firmware && CARGO_TARGET_DIR=target cargo build --release)
-(cd examples/firmware && CARGO_TARGET_DIR=target cargo clippy --release -- -D warnings)
+for dir in examples/firmware examples/firmware-m0; do
+  echo "--- $dir: build (release), rustfmt, clippy (its own workspace)"
+  (cd "$dir" && cargo fmt --check)
+  (cd "$dir" && CARGO_TARGET_DIR=target cargo build --release)
+  (cd "$dir" && CARGO_TARGET_DIR=target cargo clippy --release -- -D warnings)
+done
 
 SIZE_TOOL=arm-none-eabi-size
 if ! command -v "$SIZE_TOOL" >/dev/null; then
@@ -34,6 +42,9 @@ ram=$((data + bss))
 read -r mtext mdata mbss _ < <("$SIZE_TOOL" -B "$MCP_ELF" | tail -n 1)
 mflash=$((mtext + mdata))
 mram=$((mdata + mbss))
+read -r m0text m0data m0bss _ < <("$SIZE_TOOL" -B "$M0_ELF" | tail -n 1)
+m0flash=$((m0text + m0data))
+m0ram=$((m0data + m0bss))
 
 echo "--- qemu end-to-end test"
 log=$(mktemp)
@@ -58,6 +69,9 @@ printf '%-26s %7s %s\n' "bss" "$mbss" ""
 printf '%-26s %7s / %s (%d spare)\n' "flash (text+data)" "$mflash" "$MCP_FLASH_BUDGET" "$((MCP_FLASH_BUDGET - mflash))"
 printf '%-26s %7s / %s (%d spare)\n' "static RAM (data+bss)" "$mram" "$MCP_RAM_BUDGET" "$((MCP_RAM_BUDGET - mram))"
 printf '%-26s %7s\n' "stack high-water mark" "${mstack:-unknown}"
+echo "--- Cortex-M0 firmware size (rpcwire-firmware-m0)"
+printf '%-26s %7s / %s (%d spare)\n' "flash (text+data)" "$m0flash" "$M0_FLASH_BUDGET" "$((M0_FLASH_BUDGET - m0flash))"
+printf '%-26s %7s / %s (%d spare)\n' "static RAM (data+bss)" "$m0ram" "$M0_RAM_BUDGET" "$((M0_RAM_BUDGET - m0ram))"
 
 status=0
 if [ "$flash" -gt "$FLASH_BUDGET" ]; then
@@ -74,6 +88,14 @@ if [ "$mflash" -gt "$MCP_FLASH_BUDGET" ]; then
 fi
 if [ "$mram" -gt "$MCP_RAM_BUDGET" ]; then
   echo "error: MCP image static RAM $mram bytes exceeds the budget of $MCP_RAM_BUDGET" >&2
+  status=1
+fi
+if [ "$m0flash" -gt "$M0_FLASH_BUDGET" ]; then
+  echo "error: Cortex-M0 image flash $m0flash bytes exceeds the budget of $M0_FLASH_BUDGET" >&2
+  status=1
+fi
+if [ "$m0ram" -gt "$M0_RAM_BUDGET" ]; then
+  echo "error: Cortex-M0 image static RAM $m0ram bytes exceeds the budget of $M0_RAM_BUDGET" >&2
   status=1
 fi
 if [ -z "$mstack" ]; then

@@ -1,12 +1,13 @@
-//! The firmware (examples/firmware) on an emulated Cortex-M3: qemu's `lm3s6965evb` board with
-//! UART0 on a TCP socket (and, in a second run, on a host pty reached through
-//! rpcwire-serial). Every example of the JSON-RPC 2.0 specification must get exactly the
-//! specification's answer (JSON values compared, batch replies as sets), including batches
-//! and invalid JSON.
+//! The firmware images on emulated microcontrollers, UART0 on a TCP socket: examples/firmware
+//! on a Cortex-M3 (qemu's `lm3s6965evb`; in a second run, on a host pty reached through
+//! rpcwire-serial), examples/firmware-m0 on a Cortex-M0 (qemu's `microbit`, nRF51822) and
+//! examples/firmware-embassy on a Cortex-M4F (qemu's `mps2-an386`). Every example of the
+//! JSON-RPC 2.0 specification must get exactly the specification's answer (JSON values
+//! compared, batch replies as sets), including batches and invalid JSON.
 //!
-//! The test builds the firmware itself (`cargo build --release` in examples/firmware, into
-//! examples/firmware/target). It skips, printing `SKIPPED:`, when qemu-system-arm or the
-//! thumbv7m-none-eabi target is missing, unless CI=true, in which case it fails.
+//! The tests build the images themselves (`cargo build --release` in each image's folder,
+//! into its `target/`). They skip, printing `SKIPPED:`, when qemu-system-arm or an image's
+//! target is missing, unless CI=true, in which case they fail.
 //! It prints `FIRMWARE_STACK_USED=<bytes>` (read by .ci/after/firmware.sh).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
@@ -21,7 +22,7 @@ use rpcwire::wire::RawJson;
 use rpcwire::{Config, Token};
 use rpcwire_demo::spec::{one_line, SPEC_EXAMPLES};
 use rpcwire_embedded_io::Incoming;
-use rpcwire_tests::firmware::{self, qemu};
+use rpcwire_tests::firmware::{self, qemu, Image};
 use rpcwire_tests::normalize;
 use rpcwire_tests::Killed;
 use serde_json::Value;
@@ -91,6 +92,48 @@ fn start_tcp(elf: &Path) -> (Killed, Link) {
     )
 }
 
+/// Builds `image` and starts it with its UART on a socket; `None` when skipped.
+fn start_image(image: &Image) -> Option<(Killed, Link)> {
+    if !firmware::have_qemu() {
+        return None;
+    }
+    let elf = firmware::build_image(image)?;
+    let (guard, stream) = firmware::start_on_socket_of(image.machine, &elf);
+    Some((
+        guard,
+        Link {
+            stream,
+            pending: Vec::new(),
+        },
+    ))
+}
+
+/// Every example of the specification, answered exactly as the specification shows.
+fn check_spec_examples(link: &mut Link) {
+    for example in SPEC_EXAMPLES {
+        let mut line: Vec<u8> = one_line(example.request).collect();
+        line.push(b'\n');
+        link.send(&line);
+        match example.response {
+            Some(expected) => {
+                let reply = link
+                    .line(Duration::from_secs(10))
+                    .unwrap_or_else(|| panic!("{}: no reply", example.name));
+                assert_eq!(normalize(&reply), normalize(expected), "{}", example.name);
+            }
+            None => {
+                // Nothing at all: the next request's answer must be the next line.
+                let probe = link.exchange(r#"{"jsonrpc":"2.0","method":"get_data","id":"probe"}"#);
+                assert_eq!(
+                    probe["id"], "probe",
+                    "{}: answered a notification: {probe}",
+                    example.name
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn firmware_answers_every_spec_example_in_qemu() {
     if !firmware::have_qemu() {
@@ -115,29 +158,32 @@ fn firmware_answers_every_spec_example_in_qemu() {
         "a notification has no id: {booted}"
     );
 
-    for example in SPEC_EXAMPLES {
-        let mut line: Vec<u8> = one_line(example.request).collect();
-        line.push(b'\n');
-        link.send(&line);
-        match example.response {
-            Some(expected) => {
-                let reply = link
-                    .line(Duration::from_secs(10))
-                    .unwrap_or_else(|| panic!("{}: no reply", example.name));
-                assert_eq!(normalize(&reply), normalize(expected), "{}", example.name);
-            }
-            None => {
-                // Nothing at all: the next request's answer must be the next line.
-                let probe = link.exchange(r#"{"jsonrpc":"2.0","method":"get_data","id":"probe"}"#);
-                assert_eq!(
-                    probe["id"], "probe",
-                    "{}: answered a notification: {probe}",
-                    example.name
-                );
-            }
-        }
-    }
+    check_spec_examples(&mut link);
+    check_demo_limits(&mut link);
 
+    let stats = link.exchange(r#"{"jsonrpc":"2.0","method":"rpc.stats","id":"s"}"#);
+    let used = stats["result"]["stack_used"].as_u64().expect("stack_used");
+    assert!(used > 0 && used < 16 * 1024, "{stats}");
+    println!("firmware stats: {}", stats["result"]);
+    println!("FIRMWARE_STACK_USED={used}");
+}
+
+/// The Cortex-M0 image (interrupt-driven UART, `Driver::handle_bytes`) on qemu's micro:bit:
+/// the specification's examples and the demo image's limits, byte for byte the same.
+#[test]
+fn cortex_m0_image_answers_every_spec_example_on_microbit() {
+    let Some((_qemu, mut link)) = start_image(&firmware::M0) else {
+        return;
+    };
+    check_spec_examples(&mut link);
+    check_demo_limits(&mut link);
+    let stats = link.exchange(r#"{"jsonrpc":"2.0","method":"rpc.stats","id":"s"}"#);
+    assert_eq!(stats["error"]["code"], -32601, "not on this image: {stats}");
+}
+
+/// The demo methods beyond the specification's examples, and the limits of an image with a
+/// 1 KiB receive and transmit buffer.
+fn check_demo_limits(link: &mut Link) {
     // The rest of the demo methods, and the firmware's limits.
     let echo = link.exchange(r#"{"jsonrpc":"2.0","method":"echo","params":{"k":[1,2,{"z":null}],"s":"\u00e9\n"},"id":[]}"#);
     assert_eq!(
@@ -222,12 +268,6 @@ fn firmware_answers_every_spec_example_in_qemu() {
     let escaped =
         link.exchange(r#"{"jsonrpc":"2.0","m\u0065thod":"s\u0075m","\u0070arams":[2,3],"id":11}"#);
     assert_eq!(escaped["result"], 5, "{escaped}");
-
-    let stats = link.exchange(r#"{"jsonrpc":"2.0","method":"rpc.stats","id":"s"}"#);
-    let used = stats["result"]["stack_used"].as_u64().expect("stack_used");
-    assert!(used > 0 && used < 16 * 1024, "{stats}");
-    println!("firmware stats: {}", stats["result"]);
-    println!("FIRMWARE_STACK_USED={used}");
 }
 
 /// `rpc.stats` counts exactly what was sent: requests, notifications, garbage lines, invalid

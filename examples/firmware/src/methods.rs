@@ -55,13 +55,13 @@ const METHODS: [&str; 8] = [
     "sum",
     "get_data",
     "echo",
-    crate::stats::METHOD,
+    "rpc.stats",
     "update",
     "notify_hello",
     "notify_sum",
 ];
 
-/// Answers one request: the demo service's methods, and `rpc.stats`.
+/// Answers one request: the demo service's methods, and `rpc.stats` (feature `rpc-stats`).
 pub fn answer(ctx: &mut Ctx<'_>, req: &InboundRequest<'_>) -> Result<(), RespondError> {
     let mut text = Text::new();
     let method = METHODS.iter().position(|m| req.method.eq_str(m));
@@ -75,7 +75,11 @@ pub fn answer(ctx: &mut Ctx<'_>, req: &InboundRequest<'_>) -> Result<(), Respond
             .ok_or(ErrorCode::INVALID_PARAMS),
         Some(2) => Ok(br#"["hello",5]"#),
         Some(3) => Ok(req.params.map_or(&b"null"[..], |p| p.as_bytes())),
+        #[cfg(feature = "rpc-stats")]
         Some(4) => Ok(crate::stats::render(&ctx.conn().stats(), &mut text)),
+        // An image built without `rpc.stats` (the Cortex-M0 one, for flash) lacks it.
+        #[cfg(not(feature = "rpc-stats"))]
+        Some(4) => Err(ErrorCode::METHOD_NOT_FOUND),
         // update, notify_hello, notify_sum
         Some(_) => Ok(b"null"),
         None => Err(ErrorCode::METHOD_NOT_FOUND),
