@@ -888,6 +888,7 @@ fn demo_table() -> Methods<Board, impl MethodList<Board>> {
         .method("greet", |_: &mut Board, (name,): (String,)| {
             Ok(format!("hello {name}"))
         })
+        .method("big", |_: &mut Board, (n,): (usize,)| Ok("z".repeat(n)))
         .method("fail", |_: &mut Board, _: NoParams| {
             Err::<(), _>(MethodError::new(ErrorCode(-32001), "sensor busy"))
         })

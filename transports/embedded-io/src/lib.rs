@@ -98,6 +98,7 @@ mod incoming;
 #[cfg(feature = "embedded-io-06")]
 pub mod io06;
 pub mod methods;
+mod rendered;
 mod session;
 
 #[cfg(feature = "async")]

@@ -30,8 +30,10 @@
 
 use embassy_sync::blocking_mutex::raw::RawMutex;
 use embassy_sync::channel::{Channel, TrySendError};
-use rpcwire::wire::ser::{to_slice, SerializeError, ToSliceError, RAW_JSON_TOKEN};
-use serde::{Serialize, Serializer};
+use rpcwire::wire::ser::{to_slice, SerializeError, ToSliceError};
+use serde::Serialize;
+
+use crate::rendered::Rendered;
 
 /// Why a notification was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,22 +76,6 @@ impl<const P: usize> Note<P> {
     /// The params as JSON text to send verbatim.
     pub(crate) fn params(&self) -> Option<Rendered<'_>> {
         self.len.map(|len| Rendered(&self.params[..len]))
-    }
-}
-
-/// JSON text rendered by rpcwire's own serializer, written verbatim into the frame.
-pub(crate) struct Rendered<'a>(&'a [u8]);
-
-impl Serialize for Rendered<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        /// Bytes, so that the serializer takes them without a UTF-8 check.
-        struct Bytes<'a>(&'a [u8]);
-        impl Serialize for Bytes<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_bytes(self.0)
-            }
-        }
-        s.serialize_newtype_struct(RAW_JSON_TOKEN, &Bytes(self.0))
     }
 }
 
