@@ -2,7 +2,8 @@
 # The firmware images on emulated microcontrollers: builds each in release (rustfmt and clippy
 # of its own workspace too), checks its size against its budget, and runs the qemu end-to-end
 # tests: examples/firmware (Cortex-M3), examples/firmware-m0 (Cortex-M0, nRF51 on qemu's
-# microbit).
+# microbit), examples/firmware-embassy (Cortex-M4F on qemu's mps2-an386: the embassy image and
+# the typed-methods image).
 #
 # Budgets (issue: a firmware engineer's UART server with 1 KiB receive and 1 KiB transmit
 # buffers): flash = text + data <= 16 KiB, static RAM = data + bss <= 4 KiB. Both are enforced;
@@ -23,13 +24,31 @@ MCP_ELF=examples/firmware/target/thumbv7m-none-eabi/release/rpcwire-firmware-mcp
 M0_FLASH_BUDGET=16384
 M0_RAM_BUDGET=4096
 M0_ELF=examples/firmware-m0/target/thumbv6m-none-eabi/release/rpcwire-firmware-m0
+# The embassy and typed images: sizes reported; what an f32 result costs (the typed image
+# against its `integer-temp` build) at most 3 KiB, and its handler code at most 40 lines.
+EMB_DIR=examples/firmware-embassy
+EMB_ELF=$EMB_DIR/target/thumbv7em-none-eabihf/release/rpcwire-firmware-embassy
+TYPED_ELF=$EMB_DIR/target/thumbv7em-none-eabihf/release/rpcwire-firmware-typed
+TYPED_INT_ELF=$EMB_DIR/target/integer-temp/thumbv7em-none-eabihf/release/rpcwire-firmware-typed
+F32_BUDGET=3072
+HANDLER_LINES_BUDGET=40
 
-for dir in examples/firmware examples/firmware-m0; do
+echo "--- rpcwire-embedded-io's own cross builds with its optional features"
+for target in thumbv6m-none-eabi thumbv7em-none-eabihf; do
+  cargo build -p rpcwire-embedded-io --no-default-features --features async,defmt,embedded-io-06 --target "$target"
+done
+
+for dir in examples/firmware examples/firmware-m0 examples/firmware-embassy; do
   echo "--- $dir: build (release), rustfmt, clippy (its own workspace)"
   (cd "$dir" && cargo fmt --check)
   (cd "$dir" && CARGO_TARGET_DIR=target cargo build --release)
   (cd "$dir" && CARGO_TARGET_DIR=target cargo clippy --release -- -D warnings)
 done
+
+echo "--- the typed image with an integer temp.read (what the f32 result costs)"
+(cd "$EMB_DIR" && CARGO_TARGET_DIR=target/integer-temp cargo build --release --bin rpcwire-firmware-typed --features integer-temp)
+handler_lines=$(awk '/^\/\/ --- handler code/{f=1;next} /^\/\/ --- end of handler code/{f=0} f && !/^[[:space:]]*$/ && !/^[[:space:]]*\/\//' \
+  "$EMB_DIR/src/bin/rpcwire-firmware-typed.rs" | wc -l)
 
 SIZE_TOOL=arm-none-eabi-size
 if ! command -v "$SIZE_TOOL" >/dev/null; then
@@ -45,6 +64,14 @@ mram=$((mdata + mbss))
 read -r m0text m0data m0bss _ < <("$SIZE_TOOL" -B "$M0_ELF" | tail -n 1)
 m0flash=$((m0text + m0data))
 m0ram=$((m0data + m0bss))
+flash_of() { local t d b; read -r t d b _ < <("$SIZE_TOOL" -B "$1" | tail -n 1); echo $((t + d)); }
+ram_of() { local t d b; read -r t d b _ < <("$SIZE_TOOL" -B "$1" | tail -n 1); echo $((d + b)); }
+emb_flash=$(flash_of "$EMB_ELF")
+emb_ram=$(ram_of "$EMB_ELF")
+typed_flash=$(flash_of "$TYPED_ELF")
+typed_ram=$(ram_of "$TYPED_ELF")
+typed_int_flash=$(flash_of "$TYPED_INT_ELF")
+f32_cost=$((typed_flash - typed_int_flash))
 
 echo "--- qemu end-to-end test"
 log=$(mktemp)
@@ -72,6 +99,15 @@ printf '%-26s %7s\n' "stack high-water mark" "${mstack:-unknown}"
 echo "--- Cortex-M0 firmware size (rpcwire-firmware-m0)"
 printf '%-26s %7s / %s (%d spare)\n' "flash (text+data)" "$m0flash" "$M0_FLASH_BUDGET" "$((M0_FLASH_BUDGET - m0flash))"
 printf '%-26s %7s / %s (%d spare)\n' "static RAM (data+bss)" "$m0ram" "$M0_RAM_BUDGET" "$((M0_RAM_BUDGET - m0ram))"
+echo "--- embassy firmware size (rpcwire-firmware-embassy)"
+printf '%-26s %7s\n' "flash (text+data)" "$emb_flash"
+printf '%-26s %7s\n' "static RAM (data+bss)" "$emb_ram"
+echo "--- typed firmware size (rpcwire-firmware-typed)"
+printf '%-26s %7s\n' "flash (text+data)" "$typed_flash"
+printf '%-26s %7s\n' "static RAM (data+bss)" "$typed_ram"
+printf '%-26s %7s\n' "flash, integer temp.read" "$typed_int_flash"
+printf '%-26s %7s / %s\n' "f32 result costs" "$f32_cost" "$F32_BUDGET"
+printf '%-26s %7s / %s\n' "handler code lines" "$handler_lines" "$HANDLER_LINES_BUDGET"
 
 status=0
 if [ "$flash" -gt "$FLASH_BUDGET" ]; then
@@ -96,6 +132,14 @@ if [ "$m0flash" -gt "$M0_FLASH_BUDGET" ]; then
 fi
 if [ "$m0ram" -gt "$M0_RAM_BUDGET" ]; then
   echo "error: Cortex-M0 image static RAM $m0ram bytes exceeds the budget of $M0_RAM_BUDGET" >&2
+  status=1
+fi
+if [ "$f32_cost" -gt "$F32_BUDGET" ]; then
+  echo "error: an f32 result costs $f32_cost bytes of flash, over $F32_BUDGET" >&2
+  status=1
+fi
+if [ "$handler_lines" -gt "$HANDLER_LINES_BUDGET" ]; then
+  echo "error: the typed image's handler code is $handler_lines lines, over $HANDLER_LINES_BUDGET" >&2
   status=1
 fi
 if [ -z "$mstack" ]; then

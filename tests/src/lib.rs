@@ -200,6 +200,14 @@ pub mod firmware {
         machine: "mps2-an386",
     };
 
+    /// The typed-methods image beside it (blocking driver, same board).
+    pub const TYPED: Image = Image {
+        dir: "firmware-embassy",
+        bin: "rpcwire-firmware-typed",
+        target: "thumbv7em-none-eabihf",
+        machine: "mps2-an386",
+    };
+
     /// The firmware's folder (its own workspace).
     pub fn dir() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/firmware")

@@ -31,6 +31,10 @@ use serde_json::Value;
 struct Link {
     stream: TcpStream,
     pending: Vec<u8>,
+    /// Notifications of this method are not replies: [`Link::line`] sets them aside in
+    /// `notes`, with the time they arrived.
+    skip: Option<&'static str>,
+    notes: Vec<(Instant, Value)>,
 }
 
 impl Link {
@@ -44,12 +48,19 @@ impl Link {
         loop {
             if let Some(nl) = self.pending.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.pending.drain(..=nl).collect();
-                return Some(
-                    String::from_utf8(line)
-                        .expect("utf-8")
-                        .trim_end()
-                        .to_owned(),
-                );
+                let line = String::from_utf8(line)
+                    .expect("utf-8")
+                    .trim_end()
+                    .to_owned();
+                if let Some(method) = self.skip {
+                    if let Ok(note) = serde_json::from_str::<Value>(&line) {
+                        if note["method"] == method && note.get("id").is_none() {
+                            self.notes.push((Instant::now(), note));
+                            continue;
+                        }
+                    }
+                }
+                return Some(line);
             }
             let left = deadline.checked_duration_since(Instant::now())?;
             self.stream
@@ -88,6 +99,8 @@ fn start_tcp(elf: &Path) -> (Killed, Link) {
         Link {
             stream,
             pending: Vec::new(),
+            skip: None,
+            notes: Vec::new(),
         },
     )
 }
@@ -104,6 +117,8 @@ fn start_image(image: &Image) -> Option<(Killed, Link)> {
         Link {
             stream,
             pending: Vec::new(),
+            skip: None,
+            notes: Vec::new(),
         },
     ))
 }
@@ -179,6 +194,123 @@ fn cortex_m0_image_answers_every_spec_example_on_microbit() {
     check_demo_limits(&mut link);
     let stats = link.exchange(r#"{"jsonrpc":"2.0","method":"rpc.stats","id":"s"}"#);
     assert_eq!(stats["error"]["code"], -32601, "not on this image: {stats}");
+}
+
+/// The embassy image on qemu's mps2-an386 (Cortex-M4F): the async driver answers the
+/// specification's examples and the demo image's checks, while a second embassy task's
+/// `telemetry` notification arrives every second, none lost, between the answers.
+#[test]
+fn embassy_image_answers_while_another_task_notifies_every_second() {
+    let Some((_qemu, mut link)) = start_image(&firmware::EMBASSY) else {
+        return;
+    };
+    link.skip = Some("telemetry");
+    let start = Instant::now();
+    check_spec_examples(&mut link);
+    check_demo_limits(&mut link);
+    // Calls for a few more seconds, each answered at once.
+    let mut calls = 0;
+    while start.elapsed() < Duration::from_secs(5) || link.notes.len() < 4 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{} notes",
+            link.notes.len()
+        );
+        let sum = link.exchange(r#"{"jsonrpc":"2.0","method":"sum","params":[1,2],"id":"t"}"#);
+        assert_eq!(sum["result"], 3, "{sum}");
+        calls += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let notes = &link.notes;
+    println!(
+        "embassy image: {calls} calls, {} telemetry notifications",
+        notes.len()
+    );
+    for pair in notes.windows(2) {
+        let ((t0, a), (t1, b)) = (&pair[0], &pair[1]);
+        assert_eq!(
+            b["params"]["seq"],
+            a["params"]["seq"].as_u64().unwrap() + 1,
+            "none lost"
+        );
+        let guest =
+            b["params"]["uptime_ms"].as_u64().unwrap() - a["params"]["uptime_ms"].as_u64().unwrap();
+        assert!(
+            (990..=1010).contains(&guest),
+            "a second apart on the device: {guest} ms"
+        );
+        let host = t1.duration_since(*t0);
+        assert!(
+            host > Duration::from_millis(300) && host < Duration::from_millis(3000),
+            "about a second apart here: {host:?}"
+        );
+    }
+}
+
+/// The typed-methods image (three methods in a dispatch table, 35 lines of handler code):
+/// typed results (an `f32` among them), Invalid params and Method not found as the
+/// specification words them, and the driver's own schedule sending `telemetry` every second.
+#[test]
+fn typed_image_answers_its_methods_and_ticks_every_second() {
+    let Some((_qemu, mut link)) = start_image(&firmware::TYPED) else {
+        return;
+    };
+    link.skip = Some("telemetry");
+    let cases = [
+        (
+            r#""temp.read""#,
+            r#"{"jsonrpc":"2.0","result":21.5,"id":1}"#,
+        ),
+        (
+            r#""temp.read","params":[]"#,
+            r#"{"jsonrpc":"2.0","result":21.5,"id":1}"#,
+        ),
+        (
+            r#""led.set","params":[true]"#,
+            r#"{"jsonrpc":"2.0","result":true,"id":1}"#,
+        ),
+        (
+            r#""add","params":[40,2]"#,
+            r#"{"jsonrpc":"2.0","result":42,"id":1}"#,
+        ),
+        (
+            r#""add","params":[2147483647,1]"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params"},"id":1}"#,
+        ),
+        (
+            r#""led.set","params":["on"]"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params"},"id":1}"#,
+        ),
+        (
+            r#""led.set""#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params"},"id":1}"#,
+        ),
+        (
+            r#""foobar""#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":1}"#,
+        ),
+    ];
+    for (call, answer) in cases {
+        let line = format!(r#"{{"jsonrpc":"2.0","method":{call},"id":1}}"#);
+        link.send(format!("{line}\n").as_bytes());
+        let reply = link.line(Duration::from_secs(10)).expect("a reply");
+        assert_eq!(reply, answer, "{call}");
+    }
+    let start = Instant::now();
+    while link.notes.len() < 3 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "telemetry every second"
+        );
+        let _ = link.line(Duration::from_millis(200));
+    }
+    for (_, note) in &link.notes {
+        assert_eq!(note["params"]["centi_celsius"], 2150, "{note}");
+    }
+    assert_eq!(
+        link.notes.last().map(|(_, n)| n["params"]["led"].clone()),
+        Some(Value::Bool(true))
+    );
 }
 
 /// The demo methods beyond the specification's examples, and the limits of an image with a
