@@ -296,11 +296,15 @@ pub mod firmware {
             .expect("a free port")
             .port();
         let chardev = format!("socket,id=uart0,host=127.0.0.1,port={port},server=on,wait=on");
-        let child = qemu_on(machine, elf, &["-chardev", &chardev, "-serial", "chardev:uart0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn qemu");
+        let child = qemu_on(
+            machine,
+            elf,
+            &["-chardev", &chardev, "-serial", "chardev:uart0"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn qemu");
         let guard = Killed(child);
         let deadline = Instant::now() + Duration::from_secs(20);
         let stream = loop {
