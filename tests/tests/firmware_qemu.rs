@@ -247,7 +247,7 @@ fn embassy_image_answers_while_another_task_notifies_every_second() {
     }
 }
 
-/// The typed-methods image (three methods in a dispatch table, 35 lines of handler code):
+/// The typed-methods image (three methods in a dispatch table, 34 lines of handler code):
 /// typed results (an `f32` among them), Invalid params and Method not found as the
 /// specification words them, and the driver's own schedule sending `telemetry` every second.
 #[test]

@@ -64,6 +64,21 @@
 //! implements [`embedded_io::ReadReady`] and calls [`Driver::poll`], which never blocks on
 //! reading and returns the next deadline (sleep until an interrupt or that deadline).
 //!
+//! ## Typed methods, schedules, other tasks
+//!
+//! - [`Methods`]: a dispatch table of typed methods (params decoded with serde-json-core,
+//!   results serialized, Method not found and Invalid params answered), for either driver.
+//! - [`clock::Ticker`]: a clock with a schedule; the handler gets [`Incoming::Tick`] every
+//!   period and the driver's deadline covers it.
+//! - `outbox::Outbox` (feature `async`): notifications other tasks send while the async driver
+//!   serves.
+//! - Feature `defmt` logs through defmt; feature `embedded-io-06` runs the drivers over
+//!   embedded-io 0.6 I/O objects (`io06::Io06`).
+//!
+//! Build firmware with `opt-level = "z"`, `lto = true`, `codegen-units = 1` and
+//! `panic = "abort"`: a default release build is about twice as large (the README has the
+//! images' sizes).
+//!
 //! ## Rules the driver follows for you
 //!
 //! After every input and every command it drains the connection's outputs; when input
@@ -76,8 +91,9 @@
 //! All storage is inline: `RX` receive bytes, and the connection's `TX` transmit bytes,
 //! `BATCH` batch-reply bytes and `PENDING`/`INFLIGHT` table slots. The defaults (1 KiB, 1 KiB,
 //! 960 B, 4, 4) take about 3.5 KiB; to keep the driver off the stack, build it in a `static`'s
-//! storage with [`Driver::new_in`] ([`Driver::new`] is also a `const fn`, but a `static`
-//! initialized with it goes to `.data`: its whole image would take flash).
+//! storage with [`Driver::new_in`], for example a `static_cell::StaticCell`'s
+//! (`Driver::new_in(CELL.uninit(), ..)`) ([`Driver::new`] is also a `const fn`, but a
+//! `static` initialized with it goes to `.data`: its whole image would take flash).
 //!
 //! [`Connection`]: rpcwire::Connection
 //! [`Connection::is_input_blocked`]: rpcwire::Connection::is_input_blocked
