@@ -110,38 +110,21 @@ printf '%-26s %7s / %s\n' "f32 result costs" "$f32_cost" "$F32_BUDGET"
 printf '%-26s %7s / %s\n' "handler code lines" "$handler_lines" "$HANDLER_LINES_BUDGET"
 
 status=0
-if [ "$flash" -gt "$FLASH_BUDGET" ]; then
-  echo "error: flash $flash bytes exceeds the budget of $FLASH_BUDGET" >&2
-  status=1
-fi
-if [ "$ram" -gt "$RAM_BUDGET" ]; then
-  echo "error: static RAM $ram bytes exceeds the budget of $RAM_BUDGET" >&2
-  status=1
-fi
-if [ "$mflash" -gt "$MCP_FLASH_BUDGET" ]; then
-  echo "error: MCP image flash $mflash bytes exceeds the budget of $MCP_FLASH_BUDGET" >&2
-  status=1
-fi
-if [ "$mram" -gt "$MCP_RAM_BUDGET" ]; then
-  echo "error: MCP image static RAM $mram bytes exceeds the budget of $MCP_RAM_BUDGET" >&2
-  status=1
-fi
-if [ "$m0flash" -gt "$M0_FLASH_BUDGET" ]; then
-  echo "error: Cortex-M0 image flash $m0flash bytes exceeds the budget of $M0_FLASH_BUDGET" >&2
-  status=1
-fi
-if [ "$m0ram" -gt "$M0_RAM_BUDGET" ]; then
-  echo "error: Cortex-M0 image static RAM $m0ram bytes exceeds the budget of $M0_RAM_BUDGET" >&2
-  status=1
-fi
-if [ "$f32_cost" -gt "$F32_BUDGET" ]; then
-  echo "error: an f32 result costs $f32_cost bytes of flash, over $F32_BUDGET" >&2
-  status=1
-fi
-if [ "$handler_lines" -gt "$HANDLER_LINES_BUDGET" ]; then
-  echo "error: the typed image's handler code is $handler_lines lines, over $HANDLER_LINES_BUDGET" >&2
-  status=1
-fi
+# budget WHAT VALUE LIMIT: the stage fails when VALUE is over LIMIT.
+budget() {
+  if [ "$2" -gt "$3" ]; then
+    echo "error: $1 is $2, over the budget of $3" >&2
+    status=1
+  fi
+}
+budget "the JSON-RPC image's flash" "$flash" "$FLASH_BUDGET"
+budget "the JSON-RPC image's static RAM" "$ram" "$RAM_BUDGET"
+budget "the MCP image's flash" "$mflash" "$MCP_FLASH_BUDGET"
+budget "the MCP image's static RAM" "$mram" "$MCP_RAM_BUDGET"
+budget "the Cortex-M0 image's flash" "$m0flash" "$M0_FLASH_BUDGET"
+budget "the Cortex-M0 image's static RAM" "$m0ram" "$M0_RAM_BUDGET"
+budget "the flash an f32 result costs" "$f32_cost" "$F32_BUDGET"
+budget "the typed image's handler code (lines)" "$handler_lines" "$HANDLER_LINES_BUDGET"
 if [ -z "$mstack" ]; then
   echo "error: the MCP qemu test did not report the stack high-water mark" >&2
   status=1

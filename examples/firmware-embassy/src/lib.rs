@@ -6,6 +6,8 @@
 //! rpcwire's drivers read from it.
 
 pub mod clock;
+#[path = "../../firmware/src/mmio.rs"]
+mod mmio;
 pub mod time;
 pub mod uart;
 

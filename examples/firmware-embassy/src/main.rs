@@ -11,6 +11,12 @@
 //! Run it: `cargo run --release` (UART0 on the terminal).
 
 mod demo;
+#[path = "../../firmware/src/params.rs"]
+mod params;
+// Only `int`, for `params`.
+#[allow(dead_code)]
+#[path = "../../firmware/src/text.rs"]
+mod text;
 
 use embassy_executor::Spawner;
 use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;

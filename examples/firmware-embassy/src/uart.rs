@@ -6,10 +6,11 @@
 //! blocking `read`).
 
 use core::fmt;
-use core::ptr::{read_volatile, write_volatile};
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use cortex_m::peripheral::NVIC;
+
+use crate::mmio::{read, write};
 use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
 use embassy_sync::pipe::Pipe;
 
@@ -45,17 +46,6 @@ static RX: Pipe<CriticalSectionRawMutex, 256> = Pipe::new();
 /// The UART lost a byte (a byte arrived before the previous one was taken).
 static OVERRUN: AtomicBool = AtomicBool::new(false);
 static TAKEN: AtomicBool = AtomicBool::new(false);
-
-fn read(reg: usize) -> u32 {
-    // SAFETY: `reg` is one of UART0's memory-mapped registers above, always readable.
-    unsafe { read_volatile(reg as *const u32) }
-}
-
-fn write(reg: usize, value: u32) {
-    // SAFETY: `reg` is one of UART0's registers; the `Uart0` owner and the receive interrupt
-    // are the only writers, and each writes whole registers.
-    unsafe { write_volatile(reg as *mut u32, value) }
-}
 
 /// Why a read failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

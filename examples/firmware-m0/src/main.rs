@@ -16,6 +16,10 @@
 mod mem;
 #[path = "../../firmware/src/methods.rs"]
 mod methods;
+#[path = "../../firmware/src/mmio.rs"]
+mod mmio;
+#[path = "../../firmware/src/params.rs"]
+mod params;
 #[path = "../../firmware/src/text.rs"]
 mod text;
 mod uart;

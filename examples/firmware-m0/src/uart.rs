@@ -5,10 +5,11 @@
 
 use core::cell::RefCell;
 use core::convert::Infallible;
-use core::ptr::{read_volatile, write_volatile};
 
 use critical_section::Mutex;
 use heapless::spsc::{Consumer, Producer, Queue};
+
+use crate::mmio::{read, write};
 
 const UART0: usize = 0x4000_2000;
 const STARTRX: usize = UART0;
@@ -40,17 +41,6 @@ pub type RxQueue = Queue<u8, 128>;
 
 /// The interrupt's end of the queue.
 static PRODUCER: Mutex<RefCell<Option<Producer<'static, u8>>>> = Mutex::new(RefCell::new(None));
-
-fn read(reg: usize) -> u32 {
-    // SAFETY: `reg` is one of the UART's memory-mapped registers above, always readable.
-    unsafe { read_volatile(reg as *const u32) }
-}
-
-fn write(reg: usize, value: u32) {
-    // SAFETY: `reg` is one of the memory-mapped registers above; the UART's owner (and the
-    // receive interrupt, for the RX event and RXD) are the only writers.
-    unsafe { write_volatile(reg as *mut u32, value) }
-}
 
 /// UART0's transmit side.
 pub struct Uart0 {

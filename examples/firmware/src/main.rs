@@ -13,6 +13,8 @@ mod board;
 mod clock;
 mod mem;
 mod methods;
+mod mmio;
+mod params;
 mod slot;
 mod stack;
 mod stats;

@@ -13,41 +13,9 @@
 use rpcwire::wire::RawJson;
 use rpcwire::{ErrorCode, InboundRequest, RespondError};
 
-use crate::text::{int, Raw, Text};
+use crate::params::{subtract, sum};
+use crate::text::{Raw, Text};
 use crate::Ctx;
-
-/// `subtract`'s params: `[minuend, subtrahend]` or `{"minuend": .., "subtrahend": ..}`.
-fn subtract(params: RawJson<'_>) -> Option<i64> {
-    let (a, b) = if params.is_array() {
-        let mut it = params.elements();
-        let pair = (int(it.next()?)?, int(it.next()?)?);
-        if it.next().is_some() {
-            return None;
-        }
-        pair
-    } else {
-        let (mut minuend, mut subtrahend) = (None, None);
-        for (key, value) in params.members() {
-            if key.eq_str("minuend") {
-                minuend = int(value);
-            } else if key.eq_str("subtrahend") {
-                subtrahend = int(value);
-            }
-        }
-        (minuend?, subtrahend?)
-    };
-    a.checked_sub(b)
-}
-
-/// `sum`'s params: an array of integers.
-fn sum(params: RawJson<'_>) -> Option<i64> {
-    if !params.is_array() {
-        return None;
-    }
-    params
-        .elements()
-        .try_fold(0i64, |acc, e| acc.checked_add(int(e)?))
-}
 
 /// The methods, in the order of [`answer`]'s match.
 const METHODS: [&str; 8] = [

@@ -17,6 +17,8 @@ mod board;
 mod clock;
 #[path = "../../mem.rs"]
 mod mem;
+#[path = "../../mmio.rs"]
+mod mmio;
 #[path = "../../slot.rs"]
 mod slot;
 #[path = "../../stack.rs"]
