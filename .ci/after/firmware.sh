@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The firmware image (examples/firmware) on the emulated Cortex-M3: builds it in release,
-# checks its size against the budget, and runs the qemu end-to-end test.
+# The firmware images on emulated microcontrollers: builds each in release (rustfmt and clippy
+# of its own workspace too), checks its size against its budget, and runs the qemu end-to-end
+# tests: examples/firmware (Cortex-M3), examples/firmware-m0 (Cortex-M0, nRF51 on qemu's
+# microbit), examples/firmware-embassy (Cortex-M4F on qemu's mps2-an386: the embassy image and
+# the typed-methods image).
 #
 # Budgets (issue: a firmware engineer's UART server with 1 KiB receive and 1 KiB transmit
 # buffers): flash = text + data <= 16 KiB, static RAM = data + bss <= 4 KiB. Both are enforced;
@@ -17,11 +20,35 @@ ELF=examples/firmware/target/thumbv7m-none-eabi/release/rpcwire-firmware
 MCP_FLASH_BUDGET=24576
 MCP_RAM_BUDGET=6144
 MCP_ELF=examples/firmware/target/thumbv7m-none-eabi/release/rpcwire-firmware-mcp
+# The Cortex-M0 image: the demo methods in 16 KiB of flash and 4 KiB of RAM (issue 46).
+M0_FLASH_BUDGET=16384
+M0_RAM_BUDGET=4096
+M0_ELF=examples/firmware-m0/target/thumbv6m-none-eabi/release/rpcwire-firmware-m0
+# The embassy and typed images: sizes reported; what an f32 result costs (the typed image
+# against its `integer-temp` build) at most 3 KiB, and its handler code at most 40 lines.
+EMB_DIR=examples/firmware-embassy
+EMB_ELF=$EMB_DIR/target/thumbv7em-none-eabihf/release/rpcwire-firmware-embassy
+TYPED_ELF=$EMB_DIR/target/thumbv7em-none-eabihf/release/rpcwire-firmware-typed
+TYPED_INT_ELF=$EMB_DIR/target/integer-temp/thumbv7em-none-eabihf/release/rpcwire-firmware-typed
+F32_BUDGET=3072
+HANDLER_LINES_BUDGET=40
 
-echo "--- build (release, thumbv7m-none-eabi), rustfmt, clippy (its own workspace)"
-(cd examples/firmware && cargo fmt --check)
-(cd examples/firmware && CARGO_TARGET_DIR=target cargo build --release)
-(cd examples/firmware && CARGO_TARGET_DIR=target cargo clippy --release -- -D warnings)
+echo "--- rpcwire-embedded-io's own cross builds with its optional features"
+for target in thumbv6m-none-eabi thumbv7em-none-eabihf; do
+  cargo build -p rpcwire-embedded-io --no-default-features --features async,defmt,embedded-io-06 --target "$target"
+done
+
+for dir in examples/firmware examples/firmware-m0 examples/firmware-embassy; do
+  echo "--- $dir: build (release), rustfmt, clippy (its own workspace)"
+  (cd "$dir" && cargo fmt --check)
+  (cd "$dir" && CARGO_TARGET_DIR=target cargo build --release)
+  (cd "$dir" && CARGO_TARGET_DIR=target cargo clippy --release -- -D warnings)
+done
+
+echo "--- the typed image with an integer temp.read (what the f32 result costs)"
+(cd "$EMB_DIR" && CARGO_TARGET_DIR=target/integer-temp cargo build --release --bin rpcwire-firmware-typed --features integer-temp)
+handler_lines=$(awk '/^\/\/ --- handler code/{f=1;next} /^\/\/ --- end of handler code/{f=0} f && !/^[[:space:]]*$/ && !/^[[:space:]]*\/\//' \
+  "$EMB_DIR/src/bin/rpcwire-firmware-typed.rs" | wc -l)
 
 SIZE_TOOL=arm-none-eabi-size
 if ! command -v "$SIZE_TOOL" >/dev/null; then
@@ -34,6 +61,17 @@ ram=$((data + bss))
 read -r mtext mdata mbss _ < <("$SIZE_TOOL" -B "$MCP_ELF" | tail -n 1)
 mflash=$((mtext + mdata))
 mram=$((mdata + mbss))
+read -r m0text m0data m0bss _ < <("$SIZE_TOOL" -B "$M0_ELF" | tail -n 1)
+m0flash=$((m0text + m0data))
+m0ram=$((m0data + m0bss))
+flash_of() { local t d b; read -r t d b _ < <("$SIZE_TOOL" -B "$1" | tail -n 1); echo $((t + d)); }
+ram_of() { local t d b; read -r t d b _ < <("$SIZE_TOOL" -B "$1" | tail -n 1); echo $((d + b)); }
+emb_flash=$(flash_of "$EMB_ELF")
+emb_ram=$(ram_of "$EMB_ELF")
+typed_flash=$(flash_of "$TYPED_ELF")
+typed_ram=$(ram_of "$TYPED_ELF")
+typed_int_flash=$(flash_of "$TYPED_INT_ELF")
+f32_cost=$((typed_flash - typed_int_flash))
 
 echo "--- qemu end-to-end test"
 log=$(mktemp)
@@ -58,24 +96,35 @@ printf '%-26s %7s %s\n' "bss" "$mbss" ""
 printf '%-26s %7s / %s (%d spare)\n' "flash (text+data)" "$mflash" "$MCP_FLASH_BUDGET" "$((MCP_FLASH_BUDGET - mflash))"
 printf '%-26s %7s / %s (%d spare)\n' "static RAM (data+bss)" "$mram" "$MCP_RAM_BUDGET" "$((MCP_RAM_BUDGET - mram))"
 printf '%-26s %7s\n' "stack high-water mark" "${mstack:-unknown}"
+echo "--- Cortex-M0 firmware size (rpcwire-firmware-m0)"
+printf '%-26s %7s / %s (%d spare)\n' "flash (text+data)" "$m0flash" "$M0_FLASH_BUDGET" "$((M0_FLASH_BUDGET - m0flash))"
+printf '%-26s %7s / %s (%d spare)\n' "static RAM (data+bss)" "$m0ram" "$M0_RAM_BUDGET" "$((M0_RAM_BUDGET - m0ram))"
+echo "--- embassy firmware size (rpcwire-firmware-embassy)"
+printf '%-26s %7s\n' "flash (text+data)" "$emb_flash"
+printf '%-26s %7s\n' "static RAM (data+bss)" "$emb_ram"
+echo "--- typed firmware size (rpcwire-firmware-typed)"
+printf '%-26s %7s\n' "flash (text+data)" "$typed_flash"
+printf '%-26s %7s\n' "static RAM (data+bss)" "$typed_ram"
+printf '%-26s %7s\n' "flash, integer temp.read" "$typed_int_flash"
+printf '%-26s %7s / %s\n' "f32 result costs" "$f32_cost" "$F32_BUDGET"
+printf '%-26s %7s / %s\n' "handler code lines" "$handler_lines" "$HANDLER_LINES_BUDGET"
 
 status=0
-if [ "$flash" -gt "$FLASH_BUDGET" ]; then
-  echo "error: flash $flash bytes exceeds the budget of $FLASH_BUDGET" >&2
-  status=1
-fi
-if [ "$ram" -gt "$RAM_BUDGET" ]; then
-  echo "error: static RAM $ram bytes exceeds the budget of $RAM_BUDGET" >&2
-  status=1
-fi
-if [ "$mflash" -gt "$MCP_FLASH_BUDGET" ]; then
-  echo "error: MCP image flash $mflash bytes exceeds the budget of $MCP_FLASH_BUDGET" >&2
-  status=1
-fi
-if [ "$mram" -gt "$MCP_RAM_BUDGET" ]; then
-  echo "error: MCP image static RAM $mram bytes exceeds the budget of $MCP_RAM_BUDGET" >&2
-  status=1
-fi
+# budget WHAT VALUE LIMIT: the stage fails when VALUE is over LIMIT.
+budget() {
+  if [ "$2" -gt "$3" ]; then
+    echo "error: $1 is $2, over the budget of $3" >&2
+    status=1
+  fi
+}
+budget "the JSON-RPC image's flash" "$flash" "$FLASH_BUDGET"
+budget "the JSON-RPC image's static RAM" "$ram" "$RAM_BUDGET"
+budget "the MCP image's flash" "$mflash" "$MCP_FLASH_BUDGET"
+budget "the MCP image's static RAM" "$mram" "$MCP_RAM_BUDGET"
+budget "the Cortex-M0 image's flash" "$m0flash" "$M0_FLASH_BUDGET"
+budget "the Cortex-M0 image's static RAM" "$m0ram" "$M0_RAM_BUDGET"
+budget "the flash an f32 result costs" "$f32_cost" "$F32_BUDGET"
+budget "the typed image's handler code (lines)" "$handler_lines" "$HANDLER_LINES_BUDGET"
 if [ -z "$mstack" ]; then
   echo "error: the MCP qemu test did not report the stack high-water mark" >&2
   status=1

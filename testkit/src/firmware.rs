@@ -1,11 +1,16 @@
 //! The harness for a firmware handler: a core [`Connection`] with the storage the firmware
-//! uses (inline, no heap), driven synchronously, byte chunk by byte chunk.
+//! uses (inline, no heap), driven synchronously, byte chunk by byte chunk; or the
+//! rpcwire-embedded-io [`Driver`] itself, running a handler written against its [`Context`].
 
+use std::cell::Cell;
+use std::convert::Infallible;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
 
 use rpcwire::storage::{Inline, Storage};
 use rpcwire::wire::RxBuffer;
 use rpcwire::{Config, Connection, Inbound, Input, Instant, Output};
+use rpcwire_embedded_io::{embedded_io, Clock, Context, Driver, Incoming};
 
 use crate::model::Limits;
 use crate::{check_exchange, panics, Case, Violation};
@@ -14,12 +19,19 @@ use crate::{check_exchange, panics, Case, Violation};
 /// before the harness calls it a stall.
 const MAX_IDLE_SPINS: usize = 64;
 
-/// Runs [`Case`]s through a firmware handler (`handler(&mut conn, item)` for each inbound
-/// item, as a firmware's serve loop calls it) on a core connection with storage `S`
-/// (default [`Inline`]) and a receive buffer of `RX` bytes, and checks the same invariants as
+/// Runs [`Case`]s through a firmware handler on a connection with storage `S` (default
+/// [`Inline`]) and a receive buffer of `RX` bytes, and checks the same invariants as
 /// [`Harness`](crate::Harness): one valid answer per request, none per notification, batches
 /// as the specification says, no stall, no panic, and afterwards no pending or in-flight
 /// entry, nothing left to transmit and no more storage than a fresh connection.
+///
+/// Two kinds of handler:
+/// - [`Firmware::driver`]: a handler written against the rpcwire-embedded-io driver,
+///   `FnMut(&mut Context<'_, IO, S>, Incoming<'_>)`, run as written by a real
+///   [`Driver`] over a [`FirmwareUart`] (bytes fed as an interrupt handler would, with
+///   [`Driver::handle_bytes`]; writes of a few bytes at a time). Each item reaches the
+///   handler once, so side effects run once per request.
+/// - [`Firmware::new`]: a handler over the core connection, `handler(&mut conn, item)`.
 ///
 /// ```
 /// use rpcwire::{Config, Inbound};
@@ -37,6 +49,19 @@ pub struct Firmware<H, S: Storage = Inline, const RX: usize = 1024> {
     _storage: std::marker::PhantomData<S>,
 }
 
+/// A handler written against the embedded-io driver's [`Context`] (see
+/// [`Firmware::driver`]).
+#[derive(Debug)]
+pub struct DriverHandler<H>(H);
+
+/// What runs a case's bytes through a handler: the core connection, or the embedded-io
+/// driver.
+pub trait Serve<S: Storage, const RX: usize> {
+    /// Feeds `case` in its chunks; the bytes written, and whether the connection ended
+    /// idle.
+    fn serve(&mut self, config: Config, case: &Case) -> (Vec<u8>, Result<(), Violation>);
+}
+
 impl<H, S: Storage, const RX: usize> std::fmt::Debug for Firmware<H, S, RX> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Firmware")
@@ -50,7 +75,7 @@ where
     H: FnMut(&mut Connection<S>, Inbound<'_>),
     S: Storage,
 {
-    /// A harness for `handler` on connections made with `config`.
+    /// A harness for `handler` over a core connection made with `config`.
     pub fn new(config: Config, handler: H) -> Self {
         Firmware {
             config,
@@ -58,7 +83,54 @@ where
             _storage: std::marker::PhantomData,
         }
     }
+}
 
+impl<H, S, const RX: usize> Firmware<DriverHandler<H>, S, RX>
+where
+    H: FnMut(&mut Context<'_, FirmwareUart, S>, Incoming<'_>),
+    S: Storage,
+{
+    /// A harness for a handler of the embedded-io driver, run by a [`Driver`] with a
+    /// connection made with `config`. Write the firmware's handler generic over the I/O
+    /// object (`fn handle<IO: embedded_io::Write>(ctx: &mut Context<'_, IO, Store>, item:
+    /// Incoming<'_>)`) and the firmware and this harness run the same code.
+    ///
+    /// ```
+    /// use rpcwire::Config;
+    /// use rpcwire_embedded_io::methods::{MethodError, Methods};
+    /// use rpcwire_embedded_io::{Incoming, Inline};
+    /// use rpcwire_testkit::{Case, Firmware, Frame, Message};
+    ///
+    /// let mut presses = 0u32;
+    /// let mut methods = Methods::new().method("press", |n: &mut u32, _: ()| {
+    ///     *n += 1; // the side effect: once per request
+    ///     Ok::<_, MethodError>(*n)
+    /// });
+    /// let fw: Firmware<_, Inline<1024, 960, 4, 4>> =
+    ///     Firmware::driver(Config::default(), |ctx, item| {
+    ///         methods.handle(&mut presses, ctx, item);
+    ///     });
+    /// let case = Case::new(vec![Frame::Single(Message::Request {
+    ///     method: "press".into(), params: None, id: rpcwire_testkit::Id::Num(1),
+    /// })]);
+    /// assert_eq!(fw.check(&case), Ok(()));
+    /// # drop(fw);
+    /// # assert_eq!(presses, 1);
+    /// ```
+    pub fn driver(config: Config, handler: H) -> Self {
+        Firmware {
+            config,
+            handler: std::cell::RefCell::new(DriverHandler(handler)),
+            _storage: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<H, S, const RX: usize> Firmware<H, S, RX>
+where
+    H: Serve<S, RX>,
+    S: Storage,
+{
     /// The limits the reference model applies: the config's (a frame is also bounded by the
     /// receive buffer).
     pub fn limits(&self) -> Limits {
@@ -92,13 +164,23 @@ where
     }
 
     fn run(&self, case: &Case) -> (Vec<u8>, Result<(), Violation>) {
-        let mut handler = self.handler.borrow_mut();
-        let mut conn: Connection<S> = Connection::new(self.config);
+        self.handler.borrow_mut().serve(self.config, case)
+    }
+}
+
+impl<H, S, const RX: usize> Serve<S, RX> for H
+where
+    H: FnMut(&mut Connection<S>, Inbound<'_>),
+    S: Storage,
+{
+    fn serve(&mut self, config: Config, case: &Case) -> (Vec<u8>, Result<(), Violation>) {
+        let handler = self;
+        let mut conn: Connection<S> = Connection::new(config);
         let fresh = conn.storage_bytes();
         let mut rx: RxBuffer<[u8; RX]> = conn.rx_buffer();
         let mut out = Vec::new();
         let mut now = Instant::ZERO;
-        for write in case.writes(self.config.framing) {
+        for write in case.writes(config.framing) {
             let mut input = &write[..];
             let mut idle_spins = 0;
             loop {
@@ -122,24 +204,112 @@ where
             now = now + std::time::Duration::from_millis(1);
         }
         drain(&mut conn, &mut out);
-        let held = [
-            ("pending requests", conn.pending_len()),
-            ("in-flight requests", conn.inflight_len()),
-            ("bytes to transmit", conn.transmit_len()),
-        ];
-        let after = match held.iter().find(|(_, n)| *n > 0) {
-            Some((what, n)) => Err(Violation::NotIdle {
-                detail: format!("{n} {what} left"),
-            }),
-            None if conn.storage_bytes() > fresh => Err(Violation::NotIdle {
-                detail: format!(
-                    "{} bytes of storage, {fresh} when fresh",
-                    conn.storage_bytes()
-                ),
-            }),
-            None => Ok(()),
-        };
-        (out, after)
+        (out, idle(&conn, fresh))
+    }
+}
+
+impl<H, S, const RX: usize> Serve<S, RX> for DriverHandler<H>
+where
+    H: FnMut(&mut Context<'_, FirmwareUart, S>, Incoming<'_>),
+    S: Storage,
+{
+    fn serve(&mut self, config: Config, case: &Case) -> (Vec<u8>, Result<(), Violation>) {
+        let handler = &mut self.0;
+        let conn: Connection<S> = Connection::new(config);
+        let fresh = conn.storage_bytes();
+        let rx: RxBuffer<[u8; RX]> = conn.rx_buffer();
+        let clock = HarnessClock::default();
+        let mut driver: Driver<FirmwareUart, HarnessClock, S, RX> =
+            Driver::from_parts(FirmwareUart::default(), clock.clone(), conn, rx);
+        for write in case.writes(config.framing) {
+            let mut input = &write[..];
+            let mut idle_spins = 0;
+            while !input.is_empty() {
+                // Bytes as an interrupt handler collects them; fewer are taken while the
+                // handler leaves requests of a batch unanswered.
+                let taken = match driver.handle_bytes(input, &mut *handler) {
+                    Ok(taken) => taken,
+                    Err(e) => return driver_failed(&mut driver, e),
+                };
+                input = &input[taken..];
+                idle_spins = if taken == 0 { idle_spins + 1 } else { 0 };
+                if idle_spins > MAX_IDLE_SPINS {
+                    return (driver.io().out.clone(), Err(Violation::NoEnd));
+                }
+            }
+            clock.0.set(clock.0.get() + 1);
+        }
+        if let Err(e) = driver.process(&mut *handler) {
+            return driver_failed(&mut driver, e);
+        }
+        let after = idle(driver.conn(), fresh);
+        (std::mem::take(&mut driver.io_mut().out), after)
+    }
+}
+
+/// What was written before the driver failed, and the failure (the harness's UART cannot fail:
+/// a command the handler's connection refused, for one).
+fn driver_failed<S: Storage, const RX: usize>(
+    driver: &mut Driver<FirmwareUart, HarnessClock, S, RX>,
+    e: rpcwire_embedded_io::Error<Infallible>,
+) -> (Vec<u8>, Result<(), Violation>) {
+    let out = std::mem::take(&mut driver.io_mut().out);
+    let error = format!("the driver failed: {e}");
+    (out, Err(Violation::ServerFailed { error }))
+}
+
+/// Whether a connection is back to idle after a case: nothing pending, in flight or left to
+/// transmit, and no more storage than `fresh`.
+fn idle<S: Storage>(conn: &Connection<S>, fresh: usize) -> Result<(), Violation> {
+    let held = [
+        ("pending requests", conn.pending_len()),
+        ("in-flight requests", conn.inflight_len()),
+        ("bytes to transmit", conn.transmit_len()),
+    ];
+    match held.iter().find(|(_, n)| *n > 0) {
+        Some((what, n)) => Err(Violation::NotIdle {
+            detail: format!("{n} {what} left"),
+        }),
+        None if conn.storage_bytes() > fresh => Err(Violation::NotIdle {
+            detail: format!(
+                "{} bytes of storage, {fresh} when fresh",
+                conn.storage_bytes()
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The UART of [`Firmware::driver`]'s driver: keeps what the driver writes, taking at most
+/// seven bytes per `write` (as a UART's FIFO does), so that partial writes are exercised.
+#[derive(Debug, Default)]
+pub struct FirmwareUart {
+    out: Vec<u8>,
+}
+
+impl embedded_io::ErrorType for FirmwareUart {
+    type Error = Infallible;
+}
+
+impl embedded_io::Write for FirmwareUart {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
+        let n = buf.len().min(7);
+        self.out.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+/// The driver's clock in the harness: one millisecond per chunk written.
+#[derive(Debug, Clone, Default)]
+struct HarnessClock(Rc<Cell<u64>>);
+
+impl Clock for HarnessClock {
+    fn now(&mut self) -> Instant {
+        Instant::from_millis(self.0.get())
     }
 }
 

@@ -13,8 +13,9 @@
 //!   memory back to its idle size afterwards. [`Harness::check`] returns the first
 //!   [`Violation`]; with feature `proptest`, `Harness::proptest` runs many cases and
 //!   reports the first failing one shrunk.
-//! - [`Firmware`]: the same checks for a firmware handler on a core
-//!   [`Connection`](rpcwire::Connection) with inline storage.
+//! - [`Firmware`]: the same checks for a firmware handler: one written against the
+//!   rpcwire-embedded-io driver, run by the driver itself ([`Firmware::driver`]), or one on a
+//!   core [`Connection`](rpcwire::Connection) with inline storage.
 //! - `strategy` (feature `proptest`) and `Arbitrary` impls (feature `arbitrary`) for
 //!   [`Case`], [`Frame`] and [`Message`]; [`check_exchange`] checks any byte exchange
 //!   against the reference model.
@@ -68,7 +69,7 @@ mod violation;
 
 pub use case::{Case, Frame, Id, Message};
 pub use check::check_exchange;
-pub use firmware::Firmware;
+pub use firmware::{DriverHandler, Firmware, FirmwareUart, Serve};
 pub use harness::{Harness, RawServer, ServerTask, Target};
 #[cfg(feature = "mcp")]
 pub use mcp::MCP_REVISION;

@@ -170,16 +170,66 @@ pub mod firmware {
 
     use super::Killed;
 
+    /// A firmware image: the folder of its own cargo workspace under `examples/`, its binary,
+    /// its target and the qemu board that runs it.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Image {
+        /// The workspace's folder under `examples/`.
+        pub dir: &'static str,
+        /// The binary.
+        pub bin: &'static str,
+        /// The rustup target it is built for.
+        pub target: &'static str,
+        /// `qemu-system-arm -M` board.
+        pub machine: &'static str,
+    }
+
+    /// The Cortex-M0 image (`examples/firmware-m0`, qemu `microbit`).
+    pub const M0: Image = Image {
+        dir: "firmware-m0",
+        bin: "rpcwire-firmware-m0",
+        target: "thumbv6m-none-eabi",
+        machine: "microbit",
+    };
+
+    /// The embassy image (`examples/firmware-embassy`, Cortex-M4F, qemu `mps2-an386`).
+    pub const EMBASSY: Image = Image {
+        dir: "firmware-embassy",
+        bin: "rpcwire-firmware-embassy",
+        target: "thumbv7em-none-eabihf",
+        machine: "mps2-an386",
+    };
+
+    /// The typed-methods image beside it (blocking driver, same board).
+    pub const TYPED: Image = Image {
+        dir: "firmware-embassy",
+        bin: "rpcwire-firmware-typed",
+        target: "thumbv7em-none-eabihf",
+        machine: "mps2-an386",
+    };
+
     /// The firmware's folder (its own workspace).
     pub fn dir() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/firmware")
     }
 
-    /// Builds the firmware binary `bin` in release (into `examples/firmware/target`) and
-    /// returns its ELF; `None` (after [`super::skip`]) when the thumbv7m-none-eabi target is
-    /// not installed. A build failure panics.
+    /// Builds the firmware binary `bin` of `examples/firmware` in release (into
+    /// `examples/firmware/target`) and returns its ELF; `None` (after [`super::skip`]) when
+    /// the thumbv7m-none-eabi target is not installed. A build failure panics.
     pub fn build(bin: &str) -> Option<PathBuf> {
-        let dir = dir();
+        build_in("firmware", bin, "thumbv7m-none-eabi")
+    }
+
+    /// Builds `image` in release (into its workspace's `target/`) and returns its ELF; `None`
+    /// (after [`super::skip`]) when its target is not installed. A build failure panics.
+    pub fn build_image(image: &Image) -> Option<PathBuf> {
+        build_in(image.dir, image.bin, image.target)
+    }
+
+    fn build_in(dir: &str, bin: &str, target: &str) -> Option<PathBuf> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples")
+            .join(dir);
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let output = Command::new(cargo)
             .args(["build", "--release", "--quiet", "--bin", bin])
@@ -191,14 +241,14 @@ pub mod firmware {
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             if stderr.contains("target may not be installed") {
-                super::skip(
-                    "the thumbv7m-none-eabi target is not installed (.ci/install/embedded.sh)",
-                );
+                super::skip(&format!(
+                    "the {target} target is not installed (.ci/install/embedded.sh)"
+                ));
                 return None;
             }
             panic!("firmware build failed:\n{stderr}");
         }
-        Some(dir.join("target/thumbv7m-none-eabi/release").join(bin))
+        Some(dir.join("target").join(target).join("release").join(bin))
     }
 
     /// Whether `qemu-system-arm` runs here ([`super::skip`] when not).
@@ -215,10 +265,16 @@ pub mod firmware {
         found
     }
 
-    /// The qemu command running `elf` with these serial arguments (`-serial ...`).
+    /// The qemu command running `elf` on the `lm3s6965evb` board with these serial arguments
+    /// (`-serial ...`).
     pub fn qemu(elf: &Path, serial: &[&str]) -> Command {
+        qemu_on("lm3s6965evb", elf, serial)
+    }
+
+    /// The qemu command running `elf` on `machine` with these serial arguments.
+    pub fn qemu_on(machine: &str, elf: &Path, serial: &[&str]) -> Command {
         let mut cmd = Command::new("qemu-system-arm");
-        cmd.args(["-M", "lm3s6965evb", "-nographic", "-monitor", "none"])
+        cmd.args(["-M", machine, "-nographic", "-monitor", "none"])
             .args(serial)
             .arg("-kernel")
             .arg(elf)
@@ -226,19 +282,29 @@ pub mod firmware {
         cmd
     }
 
-    /// Starts `elf` with UART0 on a TCP socket qemu listens on, and connects to it: qemu waits
-    /// for the connection before running the guest, so nothing the device sends is lost.
+    /// Starts `elf` on the `lm3s6965evb` board with UART0 on a TCP socket qemu listens on, and
+    /// connects to it: qemu waits for the connection before running the guest, so nothing the
+    /// device sends is lost.
     pub fn start_on_socket(elf: &Path) -> (Killed, TcpStream) {
+        start_on_socket_of("lm3s6965evb", elf)
+    }
+
+    /// [`start_on_socket`] on `machine` (its first UART on the socket).
+    pub fn start_on_socket_of(machine: &str, elf: &Path) -> (Killed, TcpStream) {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
         let chardev = format!("socket,id=uart0,host=127.0.0.1,port={port},server=on,wait=on");
-        let child = qemu(elf, &["-chardev", &chardev, "-serial", "chardev:uart0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn qemu");
+        let child = qemu_on(
+            machine,
+            elf,
+            &["-chardev", &chardev, "-serial", "chardev:uart0"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn qemu");
         let guard = Killed(child);
         let deadline = Instant::now() + Duration::from_secs(20);
         let stream = loop {

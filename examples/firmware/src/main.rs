@@ -13,6 +13,8 @@ mod board;
 mod clock;
 mod mem;
 mod methods;
+mod mmio;
+mod params;
 mod slot;
 mod stack;
 mod stats;
@@ -22,7 +24,7 @@ mod uart;
 use cortex_m_rt::entry;
 use panic_halt as _;
 use rpcwire::Config;
-use rpcwire_embedded_io::{Context, Driver, Incoming};
+use rpcwire_embedded_io::{Context, Driver, Incoming, Inline};
 
 use clock::SysTickClock;
 use slot::Slot;
@@ -39,8 +41,10 @@ const BATCH: usize = 960;
 const PENDING: usize = 2;
 const INFLIGHT: usize = 2;
 
-type Firmware = Driver<Uart0, SysTickClock, RX, TX, BATCH, PENDING, INFLIGHT>;
-type Ctx<'a> = Context<'a, Uart0, TX, BATCH, PENDING, INFLIGHT>;
+/// The connection's storage.
+type Store = Inline<TX, BATCH, PENDING, INFLIGHT>;
+type Firmware = Driver<Uart0, SysTickClock, Store, RX>;
+type Ctx<'a> = Context<'a, Uart0, Store>;
 
 /// The driver's storage, in `.bss`: built there in place at boot (not on the stack).
 static DRIVER: Slot<Firmware> = Slot::new();

@@ -11,6 +11,9 @@
 //! compiler-builtins defines its routines as weak symbols so that they can be replaced: these
 //! strong definitions win at link time. Assembly, not Rust: a Rust loop that copies bytes may
 //! be recognised by the optimiser as a `memcpy` and compiled into a call to itself.
+//!
+//! Thumb-1 instructions only (low registers, register-offset addressing), so that the same
+//! routines serve the Cortex-M3 images and the Cortex-M0 one (`examples/firmware-m0`).
 
 core::arch::global_asm!(
     r#"
@@ -46,18 +49,21 @@ __aeabi_memcpy:
 __aeabi_memcpy4:
     .thumb_func
 __aeabi_memcpy8:
-    mov     r12, r0
-1:  subs    r2, r2, #1
-    bcc     3f                  @ borrow: n was 0
-    ldrb    r3, [r1], #1
-    strb    r3, [r12], #1
+    push    {{r4, lr}}
+    movs    r3, #0              @ index, upwards
+1:  cmp     r3, r2
+    beq     3f
+    ldrb    r4, [r1, r3]
+    strb    r4, [r0, r3]
+    adds    r3, r3, #1
     b       1b
-2:  subs    r2, r2, #1
-    bcc     3f
+3:  pop     {{r4, pc}}
+2:  subs    r2, r2, #1          @ index, downwards
+    bcc     4f                  @ borrow: done
     ldrb    r3, [r1, r2]
     strb    r3, [r0, r2]
     b       2b
-3:  bx      lr
+4:  bx      lr
 
     @ memset(dst, c, n) returns dst; __aeabi_memset(dst, n, c); __aeabi_memclr(dst, n).
     .section .text.rpcwire_firmware_memset,"ax",%progbits
@@ -87,10 +93,11 @@ __aeabi_memset8:
     mov     r2, r3
     .thumb_func
 memset:
-    mov     r12, r0
-1:  subs    r2, r2, #1
-    bcc     2f
-    strb    r1, [r12], #1
+    movs    r3, #0
+1:  cmp     r3, r2
+    beq     2f
+    strb    r1, [r0, r3]
+    adds    r3, r3, #1
     b       1b
 2:  bx      lr
 
@@ -104,15 +111,18 @@ memset:
 memcmp:
     .thumb_func
 bcmp:
-1:  subs    r2, r2, #1
-    bcc     2f
-    ldrb    r3, [r0], #1
-    ldrb    r12, [r1], #1
-    subs    r3, r3, r12
+    push    {{r4, r5, lr}}
+    movs    r3, #0
+1:  cmp     r3, r2
+    beq     2f
+    ldrb    r4, [r0, r3]
+    ldrb    r5, [r1, r3]
+    adds    r3, r3, #1
+    subs    r4, r4, r5
     beq     1b
-    mov     r0, r3
-    bx      lr
+    mov     r0, r4
+    pop     {{r4, r5, pc}}
 2:  movs    r0, #0
-    bx      lr
+    pop     {{r4, r5, pc}}
 "#
 );

@@ -13,41 +13,9 @@
 use rpcwire::wire::RawJson;
 use rpcwire::{ErrorCode, InboundRequest, RespondError};
 
-use crate::text::{int, Raw, Text};
+use crate::params::{subtract, sum};
+use crate::text::{Raw, Text};
 use crate::Ctx;
-
-/// `subtract`'s params: `[minuend, subtrahend]` or `{"minuend": .., "subtrahend": ..}`.
-fn subtract(params: RawJson<'_>) -> Option<i64> {
-    let (a, b) = if params.is_array() {
-        let mut it = params.elements();
-        let pair = (int(it.next()?)?, int(it.next()?)?);
-        if it.next().is_some() {
-            return None;
-        }
-        pair
-    } else {
-        let (mut minuend, mut subtrahend) = (None, None);
-        for (key, value) in params.members() {
-            if key.eq_str("minuend") {
-                minuend = int(value);
-            } else if key.eq_str("subtrahend") {
-                subtrahend = int(value);
-            }
-        }
-        (minuend?, subtrahend?)
-    };
-    a.checked_sub(b)
-}
-
-/// `sum`'s params: an array of integers.
-fn sum(params: RawJson<'_>) -> Option<i64> {
-    if !params.is_array() {
-        return None;
-    }
-    params
-        .elements()
-        .try_fold(0i64, |acc, e| acc.checked_add(int(e)?))
-}
 
 /// The methods, in the order of [`answer`]'s match.
 const METHODS: [&str; 8] = [
@@ -55,13 +23,13 @@ const METHODS: [&str; 8] = [
     "sum",
     "get_data",
     "echo",
-    crate::stats::METHOD,
+    "rpc.stats",
     "update",
     "notify_hello",
     "notify_sum",
 ];
 
-/// Answers one request: the demo service's methods, and `rpc.stats`.
+/// Answers one request: the demo service's methods, and `rpc.stats` (feature `rpc-stats`).
 pub fn answer(ctx: &mut Ctx<'_>, req: &InboundRequest<'_>) -> Result<(), RespondError> {
     let mut text = Text::new();
     let method = METHODS.iter().position(|m| req.method.eq_str(m));
@@ -75,7 +43,11 @@ pub fn answer(ctx: &mut Ctx<'_>, req: &InboundRequest<'_>) -> Result<(), Respond
             .ok_or(ErrorCode::INVALID_PARAMS),
         Some(2) => Ok(br#"["hello",5]"#),
         Some(3) => Ok(req.params.map_or(&b"null"[..], |p| p.as_bytes())),
+        #[cfg(feature = "rpc-stats")]
         Some(4) => Ok(crate::stats::render(&ctx.conn().stats(), &mut text)),
+        // An image built without `rpc.stats` (the Cortex-M0 one, for flash) lacks it.
+        #[cfg(not(feature = "rpc-stats"))]
+        Some(4) => Err(ErrorCode::METHOD_NOT_FOUND),
         // update, notify_hello, notify_sum
         Some(_) => Ok(b"null"),
         None => Err(ErrorCode::METHOD_NOT_FOUND),

@@ -6,7 +6,7 @@ use rpcwire::Stats;
 
 use crate::text::Text;
 
-/// The method's name.
+/// The method's name (the MCP image answers it outside MCP; `methods.rs` lists it too).
 #[allow(dead_code)] // the JSON-RPC image matches it in its method table
 pub const METHOD: &str = "rpc.stats";
 

@@ -58,6 +58,7 @@ impl Text {
     }
 
     /// Drops the last `n` bytes rendered.
+    #[allow(dead_code)] // `rpc.stats` only, which not every image has
     pub fn truncate(&mut self, n: usize) -> &mut Self {
         self.len = self.len.saturating_sub(n);
         self

@@ -3,8 +3,9 @@
 //! Write. No PAC: six registers are enough.
 
 use core::convert::Infallible;
-use core::ptr::{read_volatile, write_volatile};
 use core::sync::atomic::{AtomicBool, Ordering};
+
+use crate::mmio::{read, write};
 
 /// UART0 registers.
 const UART0: usize = 0x4000_C000;
@@ -27,17 +28,6 @@ const GPIOA_AFSEL: usize = 0x4000_4420;
 const GPIOA_DEN: usize = 0x4000_451C;
 
 static TAKEN: AtomicBool = AtomicBool::new(false);
-
-fn read(reg: usize) -> u32 {
-    // SAFETY: `reg` is one of the memory-mapped registers above, always readable.
-    unsafe { read_volatile(reg as *const u32) }
-}
-
-fn write(reg: usize, value: u32) {
-    // SAFETY: `reg` is one of the memory-mapped registers above; only the owner of `Uart0`
-    // (or `take` before handing it out) writes them.
-    unsafe { write_volatile(reg as *mut u32, value) }
-}
 
 /// UART0, 8N1 with the 16-byte FIFOs enabled.
 pub struct Uart0 {

@@ -392,7 +392,8 @@ fn a_firmware_style_loop_over_the_embedded_io_driver() {
         batches: false,
         ..Config::default()
     };
-    let mut driver: Driver<_, _, 512, 512, 256, 2, 2> = Driver::new(uart, || Instant::ZERO, config);
+    let mut driver: Driver<_, _, rpcwire_embedded_io::Inline<512, 256, 2, 2>, 512> =
+        Driver::new(uart, || Instant::ZERO, config);
     let mut server: Server<'static, 2> = Server::new(&INFO, TOOLS);
     while driver.io().at < driver.io().input.len() {
         driver

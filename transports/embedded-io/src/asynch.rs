@@ -33,7 +33,7 @@
 //! reader's `read` must then be cancel-safe, as `embedded_io_async` asks).
 
 use core::convert::Infallible;
-use core::future::{poll_fn, Future};
+use core::future::{pending, poll_fn, Future};
 use core::mem::MaybeUninit;
 use core::pin::pin;
 use core::task::Poll;
@@ -48,11 +48,11 @@ use rpcwire::{
 };
 use serde::Serialize;
 
+use crate::methods::{Answer, MethodError, MethodList, Methods};
+use crate::outbox::Outbox;
 use crate::session::{retry_after_flush, written, Session, Step, Turn};
-use crate::{
-    Clock, Error, Incoming, Retry, DEFAULT_BATCH, DEFAULT_INFLIGHT, DEFAULT_PENDING, DEFAULT_RX,
-    DEFAULT_TX,
-};
+use crate::{Clock, DefaultStore, Error, Incoming, Retry, DEFAULT_RX};
+use embassy_sync::blocking_mutex::raw::RawMutex;
 
 /// A [`Clock`] that can also wait: lets [`AsyncDriver::serve_with_timer`] expire deadlines
 /// while no input arrives. With embassy: `Timer::at(..).await` on the matching tick.
@@ -61,34 +61,31 @@ pub trait Timer: Clock {
     fn sleep_until(&mut self, at: Instant) -> impl Future<Output = ()>;
 }
 
+/// A schedule over a timer waits with the timer: the driver wakes for the next tick too.
+impl<T: Timer> Timer for crate::clock::Ticker<T> {
+    fn sleep_until(&mut self, at: Instant) -> impl Future<Output = ()> {
+        self.inner().sleep_until(at)
+    }
+}
+
 /// Runs one [`Connection`] over an async byte stream. The parameters are those of the
 /// blocking [`Driver`](crate::Driver).
 pub struct AsyncDriver<
     IO: ErrorType,
     C,
+    S: Storage = DefaultStore,
     const RX: usize = { DEFAULT_RX },
-    const TX: usize = { DEFAULT_TX },
-    const BATCH: usize = { DEFAULT_BATCH },
-    const PENDING: usize = { DEFAULT_PENDING },
-    const INFLIGHT: usize = { DEFAULT_INFLIGHT },
 > {
     io: IO,
     /// Everything but the I/O object, and the loop that needs no I/O (shared with the
     /// blocking driver).
-    session: Session<IO::Error, C, Inline<TX, BATCH, PENDING, INFLIGHT>, [u8; RX]>,
+    session: Session<IO::Error, C, S, [u8; RX]>,
 }
 
 /// What an async handler gets besides the item; see [`Context`](crate::Context), whose
 /// commands these are, awaiting the writer instead of blocking on it.
-pub struct AsyncContext<
-    'a,
-    IO: ErrorType,
-    const TX: usize,
-    const BATCH: usize,
-    const PENDING: usize,
-    const INFLIGHT: usize,
-> {
-    turn: Turn<'a, IO::Error, Inline<TX, BATCH, PENDING, INFLIGHT>>,
+pub struct AsyncContext<'a, IO: ErrorType, S: Storage = DefaultStore> {
+    turn: Turn<'a, IO::Error, S>,
     io: &'a mut IO,
 }
 
@@ -118,21 +115,14 @@ async fn transmit<IO: Write, S: Storage>(
     Ok(wrote)
 }
 
-impl<
-        IO: Write,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: Write, S: Storage> AsyncContext<'_, IO, S> {
     /// The time the driver read when it took this item.
     pub fn now(&self) -> Instant {
         self.turn.now
     }
 
     /// The connection, for anything the context does not wrap.
-    pub fn conn(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
+    pub fn conn(&mut self) -> &mut Connection<S> {
         self.turn.conn
     }
 
@@ -150,7 +140,7 @@ impl<
     /// ([`Context::retry`](crate::Context::retry)).
     pub async fn retry<T, R: Retry>(
         &mut self,
-        mut command: impl FnMut(&mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>) -> Result<T, R>,
+        mut command: impl FnMut(&mut Connection<S>) -> Result<T, R>,
     ) -> Result<T, R> {
         loop {
             let outcome = command(self.turn.conn);
@@ -218,12 +208,12 @@ impl<
 impl<
         IO: ErrorType,
         C: Clock,
-        const RX: usize,
         const TX: usize,
         const BATCH: usize,
         const PENDING: usize,
         const INFLIGHT: usize,
-    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+        const RX: usize,
+    > AsyncDriver<IO, C, Inline<TX, BATCH, PENDING, INFLIGHT>, RX>
 {
     /// A driver with a new connection and receive buffer.
     ///
@@ -247,15 +237,53 @@ impl<
     pub fn new_in(slot: &mut MaybeUninit<Self>, io: IO, clock: C, config: Config) -> &mut Self {
         slot.write(Self::new(io, clock, config))
     }
+}
 
+/// A dispatch table's answers, without retrying: [`Methods::handle_async`] writes out what
+/// was queued before it runs a method, so that its one answer finds the transmit buffer empty
+/// and cannot be told to wait (an answer longer than the whole buffer is answered with
+/// Internal error by the connection).
+impl<IO: Write, S: Storage> Answer for AsyncContext<'_, IO, S> {
+    fn result<R: Serialize + ?Sized>(
+        &mut self,
+        handle: RequestHandle,
+        result: &R,
+    ) -> Result<(), RespondError> {
+        self.turn.conn.respond(handle, result)
+    }
+
+    fn error(&mut self, handle: RequestHandle, error: MethodError) -> Result<(), RespondError> {
+        match error.message {
+            None => self.turn.conn.reject(handle, error.code),
+            Some(message) => {
+                self.turn
+                    .conn
+                    .respond_error(handle, error.code, Some(message), None::<&()>)
+            }
+        }
+    }
+}
+
+impl<T, L: MethodList<T>> Methods<T, L> {
+    /// [`dispatch`](Methods::dispatch) for a handler of the async driver: writes out what
+    /// the handler queued before (so that the answer has room), then runs the method.
+    pub async fn handle_async<'i, IO: Write, S: Storage>(
+        &mut self,
+        state: &mut T,
+        ctx: &mut AsyncContext<'_, IO, S>,
+        item: Incoming<'i>,
+    ) -> Option<Incoming<'i>> {
+        if let Incoming::Request(_) = item {
+            ctx.flush().await;
+        }
+        self.dispatch(state, ctx, item)
+    }
+}
+
+impl<IO: ErrorType, C: Clock, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX> {
     /// A driver over an existing connection and receive buffer (their framings must match).
     #[inline(always)]
-    pub const fn from_parts(
-        io: IO,
-        clock: C,
-        conn: Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
-        rx: RxBuffer<[u8; RX]>,
-    ) -> Self {
+    pub const fn from_parts(io: IO, clock: C, conn: Connection<S>, rx: RxBuffer<[u8; RX]>) -> Self {
         AsyncDriver {
             io,
             session: Session::new(clock, conn, rx),
@@ -263,14 +291,7 @@ impl<
     }
 
     /// Takes the driver apart.
-    pub fn into_parts(
-        self,
-    ) -> (
-        IO,
-        C,
-        Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
-        RxBuffer<[u8; RX]>,
-    ) {
+    pub fn into_parts(self) -> (IO, C, Connection<S>, RxBuffer<[u8; RX]>) {
         let Session {
             clock, conn, rx, ..
         } = self.session;
@@ -288,39 +309,38 @@ impl<
     }
 
     /// The connection.
-    pub fn conn(&self) -> &Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
+    pub fn conn(&self) -> &Connection<S> {
         &self.session.conn
     }
 
     /// The connection, mutably. After commands on it, the next driver call writes out.
-    pub fn conn_mut(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
+    pub fn conn_mut(&mut self) -> &mut Connection<S> {
         &mut self.session.conn
     }
 
-    /// The earliest deadline of a pending request.
+    /// The earliest deadline of a pending request or of the clock's next tick
+    /// ([`Ticker`](crate::clock::Ticker)).
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.session.conn.poll_timeout()
+        self.session.deadline()
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &C {
+        &self.session.clock
+    }
+
+    /// The clock, mutably: to change the period of a [`Ticker`](crate::clock::Ticker).
+    pub fn clock_mut(&mut self) -> &mut C {
+        &mut self.session.clock
     }
 }
 
-impl<
-        IO: Write,
-        C: Clock,
-        const RX: usize,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: Write, C: Clock, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX> {
     /// Runs `command`, writing out and retrying while it would block
     /// ([`AsyncContext::retry`]), then writes out what it queued.
     async fn command<T>(
         &mut self,
-        mut command: impl FnMut(
-            &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
-            Instant,
-        ) -> Result<T, SendError>,
+        mut command: impl FnMut(&mut Connection<S>, Instant) -> Result<T, SendError>,
     ) -> Result<T, Error<IO::Error>> {
         let turn = self.session.turn()?;
         let now = turn.now;
@@ -361,7 +381,7 @@ impl<
     /// Expires due deadlines and handles everything already received, without reading.
     pub async fn process<F>(&mut self, handler: F) -> Result<(), Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         self.handle_bytes(&[], handler).await.map(|_| ())
     }
@@ -374,7 +394,7 @@ impl<
         mut handler: F,
     ) -> Result<usize, Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         self.session.begin()?;
         let mut input = bytes;
@@ -397,20 +417,11 @@ impl<
     }
 }
 
-impl<
-        IO: Read + Write,
-        C: Clock,
-        const RX: usize,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: Read + Write, C: Clock, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX> {
     /// Reads once (awaiting at least one byte), then handles everything received.
     pub async fn read_once<F>(&mut self, mut handler: F) -> Result<(), Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         self.process(&mut handler).await?;
         let spare = self.session.rx.spare();
@@ -427,7 +438,7 @@ impl<
     /// [`serve_with_timer`](AsyncDriver::serve_with_timer).
     pub async fn serve<F>(&mut self, mut handler: F) -> Result<Infallible, Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         loop {
             self.read_once(&mut handler).await?;
@@ -435,36 +446,48 @@ impl<
     }
 }
 
-impl<
-        IO: Read + Write,
-        C: Timer,
-        const RX: usize,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > AsyncDriver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: Read + Write, C: Timer, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX> {
+    /// Waits for whichever comes first: input (read into the receive buffer), the next
+    /// deadline (a pending request's or a tick's), or `other`, whose output it returns. The
+    /// futures that lose are dropped: the reader's `read` must be cancel-safe, as
+    /// `embedded_io_async` asks. While input is blocked (the receive buffer is full until the
+    /// handler answers), nothing is read.
+    async fn wait_for<T>(
+        &mut self,
+        other: impl Future<Output = T>,
+    ) -> Result<Option<T>, Error<IO::Error>> {
+        let deadline = self.session.deadline();
+        let spare = self.session.rx.spare();
+        let blocked = spare.is_empty();
+        let io = &mut self.io;
+        let read = async move {
+            match blocked {
+                true => pending().await,
+                false => io.read(spare).await,
+            }
+        };
+        let clock = &mut self.session.clock;
+        let sleep = async move {
+            match deadline {
+                Some(at) => clock.sleep_until(at).await,
+                None => pending().await,
+            }
+        };
+        match race(read, sleep, other).await {
+            Woke::Read(read) => self.session.received(read).map(|()| None),
+            Woke::Deadline => Ok(None),
+            Woke::Other(out) => Ok(Some(out)),
+        }
+    }
+
     /// Reads once or until the next deadline, whichever comes first, then handles what is
     /// due. The reader's `read` must be cancel-safe.
     pub async fn read_once_or_deadline<F>(&mut self, mut handler: F) -> Result<(), Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         self.process(&mut handler).await?;
-        let deadline = self.session.conn.poll_timeout();
-        let spare = self.session.rx.spare();
-        if spare.is_empty() {
-            return Ok(());
-        }
-        let read = self.io.read(spare);
-        let got = match deadline {
-            None => Some(read.await),
-            Some(at) => select(read, self.session.clock.sleep_until(at)).await,
-        };
-        if let Some(read) = got {
-            self.session.received(read)?;
-        }
+        self.wait_for(pending::<Infallible>()).await?;
         self.process(&mut handler).await
     }
 
@@ -474,25 +497,81 @@ impl<
         mut handler: F,
     ) -> Result<Infallible, Error<IO::Error>>
     where
-        F: AsyncFnMut(&mut AsyncContext<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
     {
         loop {
             self.read_once_or_deadline(&mut handler).await?;
         }
     }
+
+    /// Like [`read_once_or_deadline`](AsyncDriver::read_once_or_deadline), and also wakes
+    /// for a notification another task put in `outbox`, which it sends (writing out what is
+    /// queued first when the transmit buffer is full).
+    ///
+    /// A notification the connection refuses (one longer than the transmit buffer: size the
+    /// outbox's `P` below `TX` less the method and envelope) is returned as
+    /// [`Error::Send`]; the driver keeps serving when called again.
+    pub async fn wait_once<F, M: RawMutex, const N: usize, const P: usize>(
+        &mut self,
+        outbox: &Outbox<M, N, P>,
+        mut handler: F,
+    ) -> Result<(), Error<IO::Error>>
+    where
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
+    {
+        self.process(&mut handler).await?;
+        if let Some(note) = self.wait_for(outbox.next()).await? {
+            log!(trace, "rpcwire: notification from the outbox");
+            self.send_notification(note.method, note.params().as_ref())
+                .await?;
+        }
+        self.process(&mut handler).await
+    }
+
+    /// Serves forever ([`wait_once`](AsyncDriver::wait_once) in a loop): answers the host,
+    /// expires deadlines and ticks on time, and sends what other tasks put in `outbox`.
+    /// Returns on a transport error, or a notification the connection refused.
+    pub async fn serve_with_outbox<F, M: RawMutex, const N: usize, const P: usize>(
+        &mut self,
+        outbox: &Outbox<M, N, P>,
+        mut handler: F,
+    ) -> Result<Infallible, Error<IO::Error>>
+    where
+        F: AsyncFnMut(&mut AsyncContext<'_, IO, S>, Incoming<'_>),
+    {
+        loop {
+            self.wait_once(outbox, &mut handler).await?;
+        }
+    }
 }
 
-/// Polls `first` and `second` together: `Some` with the first's output, or `None` when the
-/// second completed first (and `first` was dropped).
-async fn select<A: Future, B: Future<Output = ()>>(first: A, second: B) -> Option<A::Output> {
-    let mut first = pin!(first);
-    let mut second = pin!(second);
+/// Which of [`race`]'s futures completed first.
+enum Woke<R, T> {
+    Read(R),
+    Deadline,
+    Other(T),
+}
+
+/// Polls `read`, `other` and `sleep` together (in that order: a ready input or note goes
+/// before a deadline, which the next driver call expires anyway) until one completes; the
+/// others are dropped.
+async fn race<R, T>(
+    read: impl Future<Output = R>,
+    sleep: impl Future<Output = ()>,
+    other: impl Future<Output = T>,
+) -> Woke<R, T> {
+    let mut read = pin!(read);
+    let mut sleep = pin!(sleep);
+    let mut other = pin!(other);
     poll_fn(|cx| {
-        if let Poll::Ready(v) = first.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
+        if let Poll::Ready(v) = read.as_mut().poll(cx) {
+            return Poll::Ready(Woke::Read(v));
         }
-        if second.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
+        if let Poll::Ready(v) = other.as_mut().poll(cx) {
+            return Poll::Ready(Woke::Other(v));
+        }
+        if sleep.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Woke::Deadline);
         }
         Poll::Pending
     })
@@ -522,5 +601,9 @@ impl embedded_io_async::Read for crate::doc_uart::Uart {
 impl embedded_io_async::Write for crate::doc_uart::Uart {
     async fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
         embedded_io::Write::write(self, buf)
+    }
+
+    async fn flush(&mut self) -> Result<(), Self::Error> {
+        Ok(())
     }
 }

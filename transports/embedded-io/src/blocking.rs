@@ -13,17 +13,30 @@ use rpcwire::{
 };
 use serde::Serialize;
 
+use crate::methods::{Answer, MethodError};
 use crate::session::{retry_after_flush, written, Session, Step, Turn};
-use crate::{
-    Clock, Error, Incoming, Retry, DEFAULT_BATCH, DEFAULT_INFLIGHT, DEFAULT_PENDING, DEFAULT_RX,
-    DEFAULT_TX,
-};
+use crate::{Clock, DefaultStore, Error, Incoming, Retry, DEFAULT_RX};
 
 /// Runs one [`Connection`] over a blocking byte stream.
 ///
-/// `IO` is the stream (a UART, ...), `C` the [`Clock`]. The const parameters size the inline
-/// storage: `RX` receive bytes (the longest inbound frame is `RX - 2` bytes), then the
-/// connection's `TX`, `BATCH`, `PENDING` and `INFLIGHT` (see [`Connection`]).
+/// `IO` is the stream (a UART, ...), `C` the [`Clock`], `S` the connection's storage
+/// ([`Inline`](crate::Inline)`<TX, BATCH, PENDING, INFLIGHT>`: transmit bytes, batch-reply
+/// bytes, pending and in-flight slots; see [`Connection`]) and `RX` the receive buffer's
+/// bytes (the longest inbound frame is `RX - 2` bytes). A firmware names its driver and its
+/// handler's context once:
+///
+/// ```
+/// # use rpcwire_embedded_io::doc_uart::Uart;
+/// use rpcwire_embedded_io::{clock::NoClock, Context, Driver, Inline};
+///
+/// type Store = Inline<1024, 960, 2, 2>;
+/// type Firmware = Driver<Uart, NoClock, Store, 1024>;
+/// type Ctx<'a> = Context<'a, Uart, Store>;
+/// ```
+///
+/// A handler that should also run under a test harness (over another I/O type) is generic
+/// over the I/O only: `fn handle<IO: embedded_io::Write>(ctx: &mut Context<'_, IO, Store>,
+/// item: Incoming<'_>)`.
 ///
 /// Which method to call in the main loop:
 /// - [`serve`](Driver::serve) or [`read_once`](Driver::read_once): a server whose reads may
@@ -34,19 +47,11 @@ use crate::{
 ///   handler's ring buffer, a DMA buffer).
 ///
 /// See the [crate documentation](crate) for an example.
-pub struct Driver<
-    IO: ErrorType,
-    C,
-    const RX: usize = { DEFAULT_RX },
-    const TX: usize = { DEFAULT_TX },
-    const BATCH: usize = { DEFAULT_BATCH },
-    const PENDING: usize = { DEFAULT_PENDING },
-    const INFLIGHT: usize = { DEFAULT_INFLIGHT },
-> {
+pub struct Driver<IO: ErrorType, C, S: Storage = DefaultStore, const RX: usize = { DEFAULT_RX }> {
     io: IO,
     /// Everything but the I/O object, and the loop that needs no I/O (shared with the async
     /// driver).
-    session: Session<IO::Error, C, Inline<TX, BATCH, PENDING, INFLIGHT>, [u8; RX]>,
+    session: Session<IO::Error, C, S, [u8; RX]>,
 }
 
 /// What a handler gets besides the item: the connection, with commands that write out and
@@ -55,15 +60,8 @@ pub struct Driver<
 /// Commands return the core's errors. When the transport fails while writing, the command
 /// returns `WouldBlock` (the request stays open) and the driver call that ran the handler
 /// returns the transport error.
-pub struct Context<
-    'a,
-    IO: ErrorType,
-    const TX: usize,
-    const BATCH: usize,
-    const PENDING: usize,
-    const INFLIGHT: usize,
-> {
-    turn: Turn<'a, IO::Error, Inline<TX, BATCH, PENDING, INFLIGHT>>,
+pub struct Context<'a, IO: ErrorType, S: Storage = DefaultStore> {
+    turn: Turn<'a, IO::Error, S>,
     io: &'a mut IO,
 }
 
@@ -80,15 +78,7 @@ fn transmit<IO: Write, S: Storage>(
     Ok(wrote)
 }
 
-impl<
-        'a,
-        IO: Write,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > Context<'a, IO, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<'a, IO: Write, S: Storage> Context<'a, IO, S> {
     /// The time the driver read when it took this item.
     pub fn now(&self) -> Instant {
         self.turn.now
@@ -97,7 +87,7 @@ impl<
     /// The connection, for anything the context does not wrap (statistics, batches,
     /// configuration). After a command on it that returned `WouldBlock`, use
     /// [`retry`](Context::retry) or [`flush`](Context::flush).
-    pub fn conn(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
+    pub fn conn(&mut self) -> &mut Connection<S> {
         self.turn.conn
     }
 
@@ -133,7 +123,7 @@ impl<
     /// ```
     pub fn retry<T, R: Retry>(
         &mut self,
-        mut command: impl FnMut(&mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>) -> Result<T, R>,
+        mut command: impl FnMut(&mut Connection<S>) -> Result<T, R>,
     ) -> Result<T, R> {
         loop {
             let outcome = command(self.turn.conn);
@@ -199,12 +189,12 @@ impl<
 impl<
         IO: ErrorType,
         C: Clock,
-        const RX: usize,
         const TX: usize,
         const BATCH: usize,
         const PENDING: usize,
         const INFLIGHT: usize,
-    > Driver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
+        const RX: usize,
+    > Driver<IO, C, Inline<TX, BATCH, PENDING, INFLIGHT>, RX>
 {
     /// A driver with a new connection and receive buffer (both use `config.framing`).
     ///
@@ -234,15 +224,31 @@ impl<
     pub fn new_in(slot: &mut MaybeUninit<Self>, io: IO, clock: C, config: Config) -> &mut Self {
         slot.write(Self::new(io, clock, config))
     }
+}
 
+/// A dispatch table's answers, written out and retried like [`Context::respond`].
+impl<IO: Write, S: Storage> Answer for Context<'_, IO, S> {
+    fn result<R: Serialize + ?Sized>(
+        &mut self,
+        handle: RequestHandle,
+        result: &R,
+    ) -> Result<(), RespondError> {
+        self.respond(handle, result)
+    }
+
+    fn error(&mut self, handle: RequestHandle, error: MethodError) -> Result<(), RespondError> {
+        match error.message {
+            // A standard reply: a small record that never waits for transmit room.
+            None => self.reject(handle, error.code),
+            Some(message) => self.respond_error(handle, error.code, Some(message), None::<&()>),
+        }
+    }
+}
+
+impl<IO: ErrorType, C: Clock, S: Storage, const RX: usize> Driver<IO, C, S, RX> {
     /// A driver over an existing connection and receive buffer (their framings must match).
     #[inline(always)]
-    pub const fn from_parts(
-        io: IO,
-        clock: C,
-        conn: Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
-        rx: RxBuffer<[u8; RX]>,
-    ) -> Self {
+    pub const fn from_parts(io: IO, clock: C, conn: Connection<S>, rx: RxBuffer<[u8; RX]>) -> Self {
         Driver {
             io,
             session: Session::new(clock, conn, rx),
@@ -250,14 +256,7 @@ impl<
     }
 
     /// Takes the driver apart.
-    pub fn into_parts(
-        self,
-    ) -> (
-        IO,
-        C,
-        Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
-        RxBuffer<[u8; RX]>,
-    ) {
+    pub fn into_parts(self) -> (IO, C, Connection<S>, RxBuffer<[u8; RX]>) {
         let Session {
             clock, conn, rx, ..
         } = self.session;
@@ -275,40 +274,39 @@ impl<
     }
 
     /// The connection (statistics, configuration).
-    pub fn conn(&self) -> &Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
+    pub fn conn(&self) -> &Connection<S> {
         &self.session.conn
     }
 
     /// The connection, mutably. After commands on it, the next driver call writes out.
-    pub fn conn_mut(&mut self) -> &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>> {
+    pub fn conn_mut(&mut self) -> &mut Connection<S> {
         &mut self.session.conn
     }
 
-    /// The earliest deadline of a pending request: call [`poll`](Driver::poll) (or
+    /// The earliest deadline of a pending request or of the clock's next tick
+    /// ([`Ticker`](crate::clock::Ticker)): call [`poll`](Driver::poll) (or
     /// [`process`](Driver::process)) by then.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.session.conn.poll_timeout()
+        self.session.deadline()
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &C {
+        &self.session.clock
+    }
+
+    /// The clock, mutably: to change the period of a [`Ticker`](crate::clock::Ticker).
+    pub fn clock_mut(&mut self) -> &mut C {
+        &mut self.session.clock
     }
 }
 
-impl<
-        IO: Write,
-        C: Clock,
-        const RX: usize,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > Driver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: Write, C: Clock, S: Storage, const RX: usize> Driver<IO, C, S, RX> {
     /// Runs `command` on the connection, writing out and retrying while it would block
     /// ([`Context::retry`]), then writes out what it queued.
     fn command<T>(
         &mut self,
-        mut command: impl FnMut(
-            &mut Connection<Inline<TX, BATCH, PENDING, INFLIGHT>>,
-            Instant,
-        ) -> Result<T, SendError>,
+        mut command: impl FnMut(&mut Connection<S>, Instant) -> Result<T, SendError>,
     ) -> Result<T, Error<IO::Error>> {
         let turn = self.session.turn()?;
         let now = turn.now;
@@ -350,7 +348,7 @@ impl<
     /// each one.
     pub fn process<F>(&mut self, handler: F) -> Result<(), Error<IO::Error>>
     where
-        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: FnMut(&mut Context<'_, IO, S>, Incoming<'_>),
     {
         self.handle_bytes(&[], handler).map(|_| ())
     }
@@ -365,7 +363,7 @@ impl<
         mut handler: F,
     ) -> Result<usize, Error<IO::Error>>
     where
-        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: FnMut(&mut Context<'_, IO, S>, Incoming<'_>),
     {
         self.session.begin()?;
         let mut input = bytes;
@@ -390,16 +388,7 @@ impl<
     }
 }
 
-impl<
-        IO: Read + Write,
-        C: Clock,
-        const RX: usize,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > Driver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: Read + Write, C: Clock, S: Storage, const RX: usize> Driver<IO, C, S, RX> {
     /// Reads once into the receive buffer; false when it has no room (input is blocked).
     fn read_some(&mut self) -> Result<bool, Error<IO::Error>> {
         let spare = self.session.rx.spare();
@@ -415,7 +404,7 @@ impl<
     /// then handles everything received like [`process`](Driver::process).
     pub fn read_once<F>(&mut self, mut handler: F) -> Result<(), Error<IO::Error>>
     where
-        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: FnMut(&mut Context<'_, IO, S>, Incoming<'_>),
     {
         self.process(&mut handler)?;
         if self.read_some()? {
@@ -428,7 +417,7 @@ impl<
     /// returns only on a transport error.
     pub fn serve<F>(&mut self, mut handler: F) -> Result<Infallible, Error<IO::Error>>
     where
-        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: FnMut(&mut Context<'_, IO, S>, Incoming<'_>),
     {
         loop {
             self.read_once(&mut handler)?;
@@ -436,22 +425,13 @@ impl<
     }
 }
 
-impl<
-        IO: Read + Write + ReadReady,
-        C: Clock,
-        const RX: usize,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > Driver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: Read + Write + ReadReady, C: Clock, S: Storage, const RX: usize> Driver<IO, C, S, RX> {
     /// Expires due deadlines, reads whatever is ready without blocking, and handles it.
     /// Returns the next deadline: call `poll` again by then, or when input arrives (a UART
     /// interrupt), sleeping in between if you like.
     pub fn poll<F>(&mut self, mut handler: F) -> Result<Option<Instant>, Error<IO::Error>>
     where
-        F: FnMut(&mut Context<'_, IO, TX, BATCH, PENDING, INFLIGHT>, Incoming<'_>),
+        F: FnMut(&mut Context<'_, IO, S>, Incoming<'_>),
     {
         // One call of `process`, in the loop: a single call site is compiled inline (in the
         // example firmware, into `main`, where the driver's address is a constant), which
@@ -460,22 +440,13 @@ impl<
             self.process(&mut handler)?;
             // Until nothing is ready, or the receive buffer is full (input blocked).
             if !self.io.read_ready().map_err(Error::Io)? || !self.read_some()? {
-                return Ok(self.session.conn.poll_timeout());
+                return Ok(self.session.deadline());
             }
         }
     }
 }
 
-impl<
-        IO: ErrorType,
-        C,
-        const RX: usize,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-    > core::fmt::Debug for Driver<IO, C, RX, TX, BATCH, PENDING, INFLIGHT>
-{
+impl<IO: ErrorType, C, S: Storage, const RX: usize> core::fmt::Debug for Driver<IO, C, S, RX> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Driver")
             .field("conn", &self.session.conn)

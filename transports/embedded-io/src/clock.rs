@@ -1,5 +1,7 @@
 //! The driver's source of time.
 
+use core::time::Duration;
+
 use rpcwire::Instant;
 
 /// Tells the driver the current time; the connection uses it for request deadlines.
@@ -21,6 +23,20 @@ use rpcwire::Instant;
 pub trait Clock {
     /// The current time.
     fn now(&mut self) -> Instant;
+
+    /// A tick of the device's own schedule that is due at `now` (the instant it was due
+    /// for), which the driver hands to the handler as [`Incoming::Tick`](crate::Incoming::Tick).
+    /// Plain clocks keep no schedule and say `None`, inline, so that images which never tick
+    /// carry no code for it; [`Ticker`] keeps one.
+    fn tick(&mut self, now: Instant) -> Option<Instant> {
+        let _ = now;
+        None
+    }
+
+    /// When the next tick is due, if any (the driver's deadline covers it).
+    fn next_tick(&self) -> Option<Instant> {
+        None
+    }
 }
 
 impl<F: FnMut() -> Instant> Clock for F {
@@ -41,5 +57,104 @@ pub struct NoClock;
 impl Clock for NoClock {
     fn now(&mut self) -> Instant {
         Instant::ZERO
+    }
+}
+
+/// A clock with a periodic schedule: every `period` the driver hands the handler an
+/// [`Incoming::Tick`](crate::Incoming::Tick), with a context to send the device's own
+/// notifications from (telemetry, a heartbeat), and the driver's deadline
+/// ([`Driver::poll`](crate::Driver::poll)'s result) covers the next tick, so a main loop that
+/// sleeps until that deadline wakes in time.
+///
+/// Ticks stay on the period's grid and are never delivered in a burst: a tick served late
+/// (the device was busy) is delivered once, and when the grid's next point has passed too,
+/// the next tick is due a period from now.
+///
+/// ```
+/// use core::time::Duration;
+/// use rpcwire::Instant;
+/// use rpcwire_embedded_io::clock::Ticker;
+/// use rpcwire_embedded_io::Clock;
+///
+/// let mut ms = 0u64;
+/// let mut clock = Ticker::new(move || { ms += 400; Instant::from_millis(ms) });
+/// clock.set_period(Some(Duration::from_secs(1))); // reads 400 ms: first tick at 1 400 ms
+/// assert_eq!(clock.next_tick(), Some(Instant::from_millis(1400)));
+/// assert_eq!(clock.tick(Instant::from_millis(1000)), None);
+/// assert_eq!(clock.tick(Instant::from_millis(1500)), Some(Instant::from_millis(1400)));
+/// assert_eq!(clock.next_tick(), Some(Instant::from_millis(2400)));
+/// // Late by more than a period: one tick, and the next a period after now.
+/// assert_eq!(clock.tick(Instant::from_millis(5000)), Some(Instant::from_millis(2400)));
+/// assert_eq!(clock.next_tick(), Some(Instant::from_millis(6000)));
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ticker<C> {
+    clock: C,
+    /// When the next tick is due, in microseconds (`Instant`'s unit).
+    next: u64,
+    /// The period in microseconds, at least one millisecond; 0: no schedule. Converted once,
+    /// when set: adding a `Duration` to an `Instant` on every driver call would link a 64-bit
+    /// division.
+    period: u64,
+}
+
+/// The shortest period of a [`Ticker`]: a tick is due only once the clock has moved, so a
+/// driver call that ticks always ends, however fast the clock's resolution lets it run.
+pub const MIN_TICK: Duration = Duration::from_millis(1);
+
+impl<C: Clock> Ticker<C> {
+    /// `clock` with no schedule yet ([`set_period`](Ticker::set_period) starts one).
+    pub const fn new(clock: C) -> Self {
+        Ticker {
+            clock,
+            next: 0,
+            period: 0,
+        }
+    }
+
+    /// Starts a schedule of one tick every `period` (at least [`MIN_TICK`]), the first a
+    /// period from now, or stops it with `None`.
+    pub fn set_period(&mut self, period: Option<Duration>) {
+        let now = self.clock.now().as_micros();
+        self.period = match period {
+            Some(p) => u64::try_from(p.max(MIN_TICK).as_micros()).unwrap_or(u64::MAX),
+            None => 0,
+        };
+        self.next = now.saturating_add(self.period);
+    }
+
+    /// The period, if a schedule runs.
+    pub fn period(&self) -> Option<Duration> {
+        (self.period > 0).then(|| Duration::from_micros(self.period))
+    }
+
+    /// The clock inside.
+    pub fn inner(&mut self) -> &mut C {
+        &mut self.clock
+    }
+}
+
+impl<C: Clock> Clock for Ticker<C> {
+    fn now(&mut self) -> Instant {
+        self.clock.now()
+    }
+
+    fn tick(&mut self, now: Instant) -> Option<Instant> {
+        let now = now.as_micros();
+        if self.period == 0 || now < self.next {
+            return None;
+        }
+        let due = self.next;
+        // On the period's grid, so that a tick served a little late does not make the
+        // schedule drift; a period from now when the grid's next point has passed already.
+        self.next = due.saturating_add(self.period);
+        if self.next <= now {
+            self.next = now.saturating_add(self.period);
+        }
+        Some(Instant::from_micros(due))
+    }
+
+    fn next_tick(&self) -> Option<Instant> {
+        (self.period > 0).then_some(Instant::from_micros(self.next))
     }
 }

@@ -11,6 +11,7 @@ use rpcwire::{RespondError, SendError};
 /// refused commands. After an error the connection keeps its state: a driver may be polled
 /// again once the transport recovers (for example after a UART overrun).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Error<E> {
     /// The I/O object failed.
     Io(E),

@@ -1,7 +1,7 @@
 //! What the driver hands to the handler.
 
 use rpcwire::wire::Notification;
-use rpcwire::{Event, Inbound, InboundRequest, InboundResponse, Problem};
+use rpcwire::{Event, Inbound, InboundRequest, InboundResponse, Instant, Problem};
 
 /// One thing for the handler: an inbound message from the peer, or an event of the
 /// connection. Everything borrowed points into the driver's receive buffer and lives for
@@ -19,6 +19,11 @@ pub enum Incoming<'a> {
     Problem(Problem<'a>),
     /// An event of the connection, such as an outgoing request that timed out.
     Event(Event),
+    /// The clock's schedule ([`Ticker`](crate::clock::Ticker)) is due (the instant it was
+    /// due for): the time to send the device's periodic notifications through the context.
+    /// The driver's deadline ([`Driver::poll`](crate::Driver::poll)'s result,
+    /// `next_deadline`) includes the next tick.
+    Tick(Instant),
 }
 
 impl<'a> From<Inbound<'a>> for Incoming<'a> {

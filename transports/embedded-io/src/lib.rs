@@ -64,6 +64,21 @@
 //! implements [`embedded_io::ReadReady`] and calls [`Driver::poll`], which never blocks on
 //! reading and returns the next deadline (sleep until an interrupt or that deadline).
 //!
+//! ## Typed methods, schedules, other tasks
+//!
+//! - [`Methods`]: a dispatch table of typed methods (params decoded with serde-json-core,
+//!   results serialized, Method not found and Invalid params answered), for either driver.
+//! - [`clock::Ticker`]: a clock with a schedule; the handler gets [`Incoming::Tick`] every
+//!   period and the driver's deadline covers it.
+//! - `outbox::Outbox` (feature `async`): notifications other tasks send while the async driver
+//!   serves.
+//! - Feature `defmt` logs through defmt; feature `embedded-io-06` runs the drivers over
+//!   embedded-io 0.6 I/O objects (`io06::Io06`).
+//!
+//! Build firmware with `opt-level = "z"`, `lto = true`, `codegen-units = 1` and
+//! `panic = "abort"`: a default release build is about twice as large (the README has the
+//! images' sizes).
+//!
 //! ## Rules the driver follows for you
 //!
 //! After every input and every command it drains the connection's outputs; when input
@@ -76,20 +91,36 @@
 //! All storage is inline: `RX` receive bytes, and the connection's `TX` transmit bytes,
 //! `BATCH` batch-reply bytes and `PENDING`/`INFLIGHT` table slots. The defaults (1 KiB, 1 KiB,
 //! 960 B, 4, 4) take about 3.5 KiB; to keep the driver off the stack, build it in a `static`'s
-//! storage with [`Driver::new_in`] ([`Driver::new`] is also a `const fn`, but a `static`
-//! initialized with it goes to `.data`: its whole image would take flash).
+//! storage with [`Driver::new_in`], for example a `static_cell::StaticCell`'s
+//! (`Driver::new_in(CELL.uninit(), ..)`) ([`Driver::new`] is also a `const fn`, but a
+//! `static` initialized with it goes to `.data`: its whole image would take flash).
 //!
 //! [`Connection`]: rpcwire::Connection
 //! [`Connection::is_input_blocked`]: rpcwire::Connection::is_input_blocked
+
+/// Logs through `defmt` with feature `defmt`; compiles to nothing without it (the arguments
+/// are not evaluated, so they must have no side effects).
+macro_rules! log {
+    ($level:ident, $($arg:tt)+) => {{
+        #[cfg(feature = "defmt")]
+        defmt::$level!($($arg)+);
+    }};
+}
 
 mod blocking;
 pub mod clock;
 mod error;
 mod incoming;
+#[cfg(feature = "embedded-io-06")]
+pub mod io06;
+pub mod methods;
+mod rendered;
 mod session;
 
 #[cfg(feature = "async")]
 pub mod asynch;
+#[cfg(feature = "async")]
+pub mod outbox;
 
 pub use blocking::{Context, Driver};
 pub use clock::Clock;
@@ -100,6 +131,10 @@ pub use embedded_io;
 pub use embedded_io_async;
 pub use error::{Error, Retry};
 pub use incoming::Incoming;
+pub use methods::{MethodError, Methods};
+/// Inline connection storage, sized by const parameters: the `S` of [`Driver`] and
+/// [`Context`] (`Inline<TX, BATCH, PENDING, INFLIGHT>`).
+pub use rpcwire::storage::Inline;
 
 /// The receive buffer size of a [`Driver`] when none is given.
 pub const DEFAULT_RX: usize = 1024;
@@ -111,6 +146,11 @@ pub const DEFAULT_BATCH: usize = 960;
 pub const DEFAULT_PENDING: usize = 4;
 /// The in-flight inbound request slots of a [`Driver`] when none is given.
 pub const DEFAULT_INFLIGHT: usize = 4;
+
+/// The connection storage of a [`Driver`] when none is given: [`DEFAULT_TX`] transmit
+/// bytes, [`DEFAULT_BATCH`] batch-reply bytes, [`DEFAULT_PENDING`] pending and
+/// [`DEFAULT_INFLIGHT`] in-flight slots.
+pub type DefaultStore = Inline<DEFAULT_TX, DEFAULT_BATCH, DEFAULT_PENDING, DEFAULT_INFLIGHT>;
 
 /// An in-memory UART for the documentation examples (not part of the API).
 #[doc(hidden)]

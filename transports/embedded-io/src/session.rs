@@ -103,6 +103,15 @@ impl<E, C, S: Storage, B> Session<E, C, S, B> {
 }
 
 impl<E, C: Clock, S: Storage, B: Slots<u8>> Session<E, C, S, B> {
+    /// The earliest instant the driver must run again: a pending request's deadline or the
+    /// clock's next tick ([`Ticker`](crate::clock::Ticker)).
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        match (self.conn.poll_timeout(), self.clock.next_tick()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Starts a driver call that handles input: reports an earlier transport error and
     /// expires due deadlines (their failures come out of the next steps, before new input).
     pub(crate) fn begin(&mut self) -> Result<(), Error<E>> {
@@ -126,47 +135,52 @@ impl<E, C: Clock, S: Storage, B: Slots<u8>> Session<E, C, S, B> {
     }
 
     /// Feeds the rest of `input` (after what the receive buffer holds) and says what to do
-    /// next. The drain rule, in this order: events first, then queued bytes, then the next
-    /// inbound item; when input stops (handled, blocked for transmit room, closed), the
-    /// events and bytes it left are drained and input resumes, until nothing is left.
+    /// next. The drain rule, in this order: events first, then queued bytes, then a due tick,
+    /// then the next inbound item; when input stops (handled, blocked for transmit room,
+    /// closed), the events and bytes it left are drained and input resumes, until nothing is
+    /// left.
     pub(crate) fn step(&mut self, input: &mut &[u8]) -> Step<'_, E, S> {
         let now = self.clock.now();
-        let output = match output(&mut self.conn) {
-            Some(output) => output,
-            None => match self.conn.handle_input(now, &mut self.rx, input) {
-                Input::Item(item) => {
-                    let turn = Turn {
-                        conn: &mut self.conn,
-                        now,
-                        failed: &mut self.failed,
-                    };
-                    return Step::Handle(turn, item.into());
-                }
-                // Everything buffered is handled, or input waits for transmit room: drain
-                // what that left; after writing something out there may be more to do.
-                Input::NeedMore | Input::Blocked | Input::Closed => match output(&mut self.conn) {
-                    Some(output) => output,
-                    None => return Step::Done,
+        let item = match output(&mut self.conn) {
+            Some(Output::Transmit) => return Step::Transmit,
+            Some(Output::Event(event)) => Incoming::Event(event),
+            // A clock without a schedule says `None` here, inline: no code in its images.
+            None => match self.clock.tick(now) {
+                Some(due) => Incoming::Tick(due),
+                None => match self.conn.handle_input(now, &mut self.rx, input) {
+                    Input::Item(item) => item.into(),
+                    // Everything buffered is handled, or input waits for transmit room: drain
+                    // what that left; after writing something out there may be more to do.
+                    Input::NeedMore | Input::Blocked | Input::Closed => {
+                        match output(&mut self.conn) {
+                            Some(Output::Transmit) => return Step::Transmit,
+                            Some(Output::Event(event)) => Incoming::Event(event),
+                            None => return Step::Done,
+                        }
+                    }
                 },
             },
         };
-        match output {
-            Output::Event(event) => {
-                let turn = Turn {
-                    conn: &mut self.conn,
-                    now,
-                    failed: &mut self.failed,
-                };
-                Step::Handle(turn, Incoming::Event(event))
-            }
-            Output::Transmit => Step::Transmit,
-        }
+        log_item(&item);
+        let turn = Turn {
+            conn: &mut self.conn,
+            now,
+            failed: &mut self.failed,
+        };
+        Step::Handle(turn, item)
     }
 
     /// Accounts one read into [`RxBuffer::spare`]: `Ok(0)` is the end of the stream.
     pub(crate) fn received(&mut self, read: Result<usize, E>) -> Result<(), Error<E>> {
-        match read.map_err(Error::Io)? {
-            0 => Err(Error::Eof),
+        let read = read.map_err(|e| {
+            log!(warn, "rpcwire: read failed");
+            Error::Io(e)
+        });
+        match read? {
+            0 => {
+                log!(warn, "rpcwire: end of stream");
+                Err(Error::Eof)
+            }
             n => {
                 self.rx.commit(n);
                 Ok(())
@@ -198,9 +212,39 @@ impl<E, S: Storage> Turn<'_, E, S> {
 /// none of a non-empty buffer being an error (the drain would never end).
 pub(crate) fn written<E>(write: Result<usize, E>) -> Result<usize, Error<E>> {
     match write {
-        Ok(0) => Err(Error::WriteZero),
+        Ok(0) => {
+            log!(warn, "rpcwire: the writer took no bytes");
+            Err(Error::WriteZero)
+        }
         Ok(n) => Ok(n),
-        Err(e) => Err(Error::Io(e)),
+        Err(e) => {
+            log!(warn, "rpcwire: write failed");
+            Err(Error::Io(e))
+        }
+    }
+}
+
+/// Logs what the handler is about to get (feature `defmt`): peer problems (already answered)
+/// and events at `warn`/`debug`, the rest at `trace`.
+#[cfg_attr(not(feature = "defmt"), allow(unused_variables))]
+fn log_item(item: &Incoming<'_>) {
+    match item {
+        Incoming::Problem(rpcwire::Problem::ParseError(e)) => {
+            log!(warn, "rpcwire: unparseable frame answered: {}", e);
+        }
+        Incoming::Problem(rpcwire::Problem::FrameTooLarge { len }) => {
+            log!(
+                warn,
+                "rpcwire: frame of {} bytes over the limit answered",
+                len
+            );
+        }
+        Incoming::Problem(_) => log!(warn, "rpcwire: invalid message from the peer"),
+        Incoming::Event(event) => log!(debug, "rpcwire: {}", event),
+        Incoming::Request(_) => log!(trace, "rpcwire: request"),
+        Incoming::Notification(_) => log!(trace, "rpcwire: notification"),
+        Incoming::Response(r) => log!(trace, "rpcwire: response for token {}", r.token.0),
+        Incoming::Tick(due) => log!(trace, "rpcwire: tick due at {} us", due.as_micros()),
     }
 }
 

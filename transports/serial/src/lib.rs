@@ -60,11 +60,8 @@ pub const HOST_INFLIGHT: usize = 32;
 pub type HostDriver = rpcwire_embedded_io::Driver<
     SerialPort,
     StdClock,
+    rpcwire_embedded_io::Inline<HOST_TX, HOST_BATCH, HOST_PENDING, HOST_INFLIGHT>,
     HOST_RX,
-    HOST_TX,
-    HOST_BATCH,
-    HOST_PENDING,
-    HOST_INFLIGHT,
 >;
 
 /// A port could not be opened or configured.

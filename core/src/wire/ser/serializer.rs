@@ -829,6 +829,40 @@ mod tests {
         }
     }
 
+    /// `f32`s are written exactly as serde_json writes them, over edge cases and a spread of
+    /// bit patterns (every exponent, many mantissas).
+    #[test]
+    fn f32_text_matches_serde_json() {
+        let mut values = vec![
+            0.0f32,
+            -0.0,
+            1.0,
+            0.1,
+            21.5,
+            1e16,
+            1e-7,
+            f32::MIN_POSITIVE,
+            f32::MAX,
+            f32::MIN,
+            f32::EPSILON,
+            1.0e-45, // smallest subnormal
+            16_777_216.0,
+            3.4028235e38,
+        ];
+        let mut bits = 0x1234_5678u32;
+        for _ in 0..200_000 {
+            // xorshift32: a spread of sign, exponent and mantissa bits.
+            bits ^= bits << 13;
+            bits ^= bits >> 17;
+            bits ^= bits << 5;
+            values.push(f32::from_bits(bits));
+        }
+        for v in values.into_iter().filter(|v| v.is_finite()) {
+            let expected = serde_json::to_string(&v).expect("finite");
+            assert_eq!(text(&v), expected, "{v:e} ({:#010x})", v.to_bits());
+        }
+    }
+
     #[test]
     fn every_ascii_and_some_unicode_escapes_like_serde_json() {
         for b in 0u8..=0x7f {

@@ -17,6 +17,8 @@ mod board;
 mod clock;
 #[path = "../../mem.rs"]
 mod mem;
+#[path = "../../mmio.rs"]
+mod mmio;
 #[path = "../../slot.rs"]
 mod slot;
 #[path = "../../stack.rs"]
@@ -32,7 +34,7 @@ mod uart;
 use cortex_m_rt::entry;
 use panic_halt as _;
 use rpcwire::Config;
-use rpcwire_embedded_io::{Context, Driver};
+use rpcwire_embedded_io::{Context, Driver, Inline};
 
 use clock::SysTickClock;
 use slot::Slot;
@@ -51,9 +53,11 @@ const PENDING: usize = 2;
 /// In-flight requests, and the MCP request-tracking table's size.
 pub const INFLIGHT: usize = 2;
 
-type Firmware = Driver<Uart0, SysTickClock, RX, TX, BATCH, PENDING, INFLIGHT>;
+/// The connection's storage.
+type Store = Inline<TX, BATCH, PENDING, INFLIGHT>;
+type Firmware = Driver<Uart0, SysTickClock, Store, RX>;
 /// The driver's context inside the handler.
-pub type Ctx<'a> = Context<'a, Uart0, TX, BATCH, PENDING, INFLIGHT>;
+pub type Ctx<'a> = Context<'a, Uart0, Store>;
 
 /// The driver's storage, in `.bss`: built there in place at boot (not on the stack).
 static DRIVER: Slot<Firmware> = Slot::new();
