@@ -175,6 +175,7 @@ impl Responder {
             done: false,
             sent: std::collections::VecDeque::new(),
             input: None,
+            waiting: std::collections::VecDeque::new(),
         }
     }
 }
@@ -236,17 +237,33 @@ impl Slot {
             rx.clear();
             rx.push_frame(body);
         }
+        let _ = (conn, dispatcher);
+        self.resume();
+    }
+
+    /// Hands the messages of the body in the receive buffer to the dispatcher, until the body
+    /// is done or the transmit queue is full (the answers written so far are read out as the
+    /// exchange goes on, and the rest of the body waits). True when anything was taken.
+    fn resume(&mut self) -> bool {
+        let Slot {
+            conn,
+            rx,
+            dispatcher,
+            ..
+        } = self;
         let received = Received::at(telemetry::now());
         let now = dispatcher.now();
+        let mut taken = false;
         loop {
             match conn.handle_input(now, rx, &mut &[][..]) {
-                Input::Item(item) => dispatcher.inbound(conn, item, &received),
-                // The answers written so far fill the transmit queue: they are read out as
-                // the exchange goes on; the rest of the body waits here.
-                Input::Blocked => break,
+                Input::Item(item) => {
+                    taken = true;
+                    dispatcher.inbound(conn, item, &received);
+                }
+                Input::Blocked => return taken,
                 Input::NeedMore | Input::Closed => {
                     dispatcher.input_waits(conn);
-                    break;
+                    return taken;
                 }
             }
         }
@@ -268,6 +285,8 @@ pub struct Exchange {
     sent: std::collections::VecDeque<Sent>,
     /// More bodies for the same connection while the exchange runs ([`Exchange::input`]).
     input: Option<BodyInput>,
+    /// Bodies handed in and not yet taken (one is taken at a time, whole).
+    waiting: std::collections::VecDeque<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -340,10 +359,16 @@ impl Exchange {
             } = slot;
             dispatcher.settle(conn);
             let sent = drain(conn, answer, first, message);
-            if rx.buffered() > 0 && !conn.is_input_blocked() {
+            if rx.buffered() > 0 && !conn.is_input_blocked() && slot.resume() {
                 // Transmit room again: the rest of the body.
-                slot.feed(&[]);
                 continue;
+            }
+            if slot.rx.buffered() == 0 {
+                if let Some(body) = self.waiting.pop_front() {
+                    // A body handed in while the last was still being taken: its turn now.
+                    slot.feed(&body);
+                    continue;
+                }
             }
             let (conn, dispatcher) = (&mut slot.conn, &mut slot.dispatcher);
             if conn.inflight_len() == 0 {
@@ -365,7 +390,7 @@ impl Exchange {
                     let now = dispatcher.now();
                     conn.handle_timeout(now);
                 }
-                Some(body) = recv(input) => slot.feed(&body),
+                Some(body) = recv(input) => self.waiting.push_back(body),
             }
         }
     }

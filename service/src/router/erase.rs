@@ -19,23 +19,19 @@ use crate::{Conn, RpcError};
 /// A boxed, sendable future.
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-/// A registered handler, and whether it reads a [`Context`] (a handler that does may call or
-/// notify the peer, so it needs a connection; one that does not can also run in a
-/// [`Responder`](crate::Responder)).
+/// A registered handler.
 #[derive(Clone)]
 pub(crate) struct Entry<F> {
     pub(crate) run: F,
-    pub(crate) context: bool,
     /// The method's metric handles, found on its first measured call and kept here, so that
     /// a call finds them with no lookup by name (empty without the feature `metrics`).
     pub(crate) meter: rpcwire_telemetry::MethodMeter,
 }
 
 impl<F> Entry<F> {
-    pub(crate) fn new(run: F, context: bool) -> Self {
+    pub(crate) fn new(run: F) -> Self {
         Entry {
             run,
-            context,
             meter: rpcwire_telemetry::MethodMeter::default(),
         }
     }

@@ -215,7 +215,7 @@ impl Router {
         F: Fn(P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
-        self.register(name, false, move |_: &Origin<'_>, p: P| handler(p))
+        self.register(name, move |_: &Origin<'_>, p: P| handler(p))
     }
 
     /// Registers a request handler that also receives the [`Context`] (to call the peer back,
@@ -227,7 +227,7 @@ impl Router {
         F: Fn(Context, P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
-        self.register(name, true, move |origin: &Origin<'_>, p: P| {
+        self.register(name, move |origin: &Origin<'_>, p: P| {
             handler(origin.context(), p)
         })
     }
@@ -275,17 +275,17 @@ impl Router {
             let result = origin.scrubbed(handler(params));
             answer(conn, handle, result.as_ref())
         });
-        self.methods.insert(name, Entry::new(f, false));
+        self.methods.insert(name, Entry::new(f));
         self
     }
 
     /// Registers a handler already erased (one that reads no [`Context`]).
     pub(crate) fn insert_method_fn(mut self, name: &str, run: MethodFn) -> Self {
-        self.methods.insert(name, Entry::new(run, false));
+        self.methods.insert(name, Entry::new(run));
         self
     }
 
-    fn register<P, R, F, Fut>(mut self, name: &str, context: bool, start: F) -> Self
+    fn register<P, R, F, Fut>(mut self, name: &str, start: F) -> Self
     where
         P: DeserializeOwned + Send + 'static,
         R: Serialize + 'static,
@@ -293,7 +293,7 @@ impl Router {
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
         self.docs.typed::<P>(name);
-        self.methods.insert(name, Entry::new(erase(start), context));
+        self.methods.insert(name, Entry::new(erase(start)));
         self
     }
 
@@ -316,10 +316,9 @@ impl Router {
         Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
         // `Option<Box<RawValue>>` decodes absent params (null) as `None`, any other as raw.
-        self.fallback_method = Some(Entry::new(
-            erase(move |origin: &Origin<'_>, params| handler(origin.context(), params)),
-            true,
-        ));
+        self.fallback_method = Some(Entry::new(erase(move |origin: &Origin<'_>, params| {
+            handler(origin.context(), params)
+        })));
         self
     }
 
@@ -332,7 +331,7 @@ impl Router {
         F: Fn(P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.register_notification(name, false, move |_: &Origin<'_>, p: P| handler(p))
+        self.register_notification(name, move |_: &Origin<'_>, p: P| handler(p))
     }
 
     /// Registers a notification handler that also receives the [`Context`].
@@ -342,12 +341,12 @@ impl Router {
         F: Fn(Context, P) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.register_notification(name, true, move |origin: &Origin<'_>, p: P| {
+        self.register_notification(name, move |origin: &Origin<'_>, p: P| {
             handler(origin.context(), p)
         })
     }
 
-    fn register_notification<P, F, Fut>(mut self, name: &str, context: bool, start: F) -> Self
+    fn register_notification<P, F, Fut>(mut self, name: &str, start: F) -> Self
     where
         P: DeserializeOwned + Send + 'static,
         F: Fn(&Origin<'_>, P) -> Fut + Send + Sync + 'static,
@@ -372,7 +371,7 @@ impl Router {
                 Poll::Pending => Some(fut),
             }
         });
-        self.notifications.insert(name, Entry::new(f, context));
+        self.notifications.insert(name, Entry::new(f));
         self
     }
 
@@ -400,7 +399,7 @@ impl Router {
                 Poll::Pending => Some(fut),
             }
         });
-        self.fallback = Some(Entry::new(f, true));
+        self.fallback = Some(Entry::new(f));
         self
     }
 
@@ -423,16 +422,6 @@ impl Router {
     /// one registered under it, else the fallback. `last` is a position to try first, by a
     /// byte comparison before the index: pipelined traffic calls one method again and again.
     pub(crate) fn request_handler(&self, name: &[u8], last: Option<usize>) -> Option<Found<'_>> {
-        self.find_method(name, last).map(|(found, _)| found)
-    }
-
-    /// [`request_handler`](Self::request_handler), and whether that handler reads a
-    /// [`Context`].
-    pub(crate) fn find_method(
-        &self,
-        name: &[u8],
-        last: Option<usize>,
-    ) -> Option<(Found<'_>, bool)> {
         let named = last
             .filter(|&at| {
                 self.methods
@@ -442,19 +431,16 @@ impl Router {
             .or_else(|| self.methods.find(name))
             .and_then(|at| self.methods.at(at).map(|(n, e)| (at, n, e)));
         match named {
-            Some((at, name, e)) => Some((
-                Found::Named {
-                    at,
-                    name,
-                    run: &e.run,
-                    meter: &e.meter,
-                },
-                e.context,
-            )),
+            Some((at, name, e)) => Some(Found::Named {
+                at,
+                name,
+                run: &e.run,
+                meter: &e.meter,
+            }),
             None => self
                 .fallback_method
                 .as_ref()
-                .map(|e| (Found::Fallback(&e.run), e.context)),
+                .map(|e| Found::Fallback(&e.run)),
         }
     }
 
