@@ -525,6 +525,65 @@ mod tests {
         }
     }
 
+    /// A body whose messages answer more than the transmit queue holds at once is taken in
+    /// steps, each message once: a batch of 64 results of 1 KiB, and 300 requests in later
+    /// bodies whose handlers each send the peer a notification first.
+    #[tokio::test]
+    async fn a_body_larger_than_the_transmit_queue_is_answered_whole() {
+        let router = Router::new()
+            .sync_method("big", |(i,): (u32,)| {
+                Ok::<_, RpcError>(format!("{i:0>1024}"))
+            })
+            .method_with_context("chatty", |ctx, (i,): (u32,)| async move {
+                let _ = ctx.peer().notify("note", [i]).await;
+                Ok::<_, RpcError>(i)
+            });
+        let responder = Responder::new(Service::new(router), Config::default());
+        let calls: Vec<String> = (0..64)
+            .map(|i| format!(r#"{{"jsonrpc":"2.0","method":"big","params":[{i}],"id":{i}}}"#))
+            .collect();
+        let mut answer = Vec::new();
+        responder
+            .respond(format!("[{}]", calls.join(",")).as_bytes(), &mut answer)
+            .await;
+        let answer: Vec<serde_json::Value> = serde_json::from_slice(&answer).expect("an array");
+        assert_eq!(answer.len(), 64);
+        let caller = Arc::clone(responder.caller());
+        let mut exchange = responder.exchange(
+            &caller,
+            br#"{"jsonrpc":"2.0","method":"chatty","params":[0],"id":0}"#,
+        );
+        let input = exchange.input();
+        // Handed in while the exchange runs (the input holds a few bodies at a time).
+        tokio::spawn(async move {
+            for i in 1..300 {
+                let body =
+                    format!(r#"{{"jsonrpc":"2.0","method":"chatty","params":[{i}],"id":{i}}}"#);
+                if input.send(body.into_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let (mut notes, mut answers) = (0, 0);
+        while let Some(sent) = exchange.next().await {
+            match sent {
+                Sent::Message(m) if m.starts_with(br#"{"jsonrpc":"2.0","method":"note""#) => {
+                    notes += 1
+                }
+                Sent::Message(m) | Sent::Answer(m) => {
+                    assert!(m.starts_with(br#"{"jsonrpc":"2.0","result":"#), "{m:?}");
+                    answers += 1;
+                }
+            }
+        }
+        // Every body handed in before the first answer is taken; the first answer may come
+        // before the last of them, which are then dropped (the exchange has answered).
+        assert!(
+            answers >= 1 && notes >= answers,
+            "{notes} notes, {answers} answers"
+        );
+    }
+
     #[tokio::test]
     async fn what_a_handler_sends_before_its_answer_comes_out_first() {
         let router = Router::new().method_with_context("work", |ctx, (): ()| async move {
