@@ -980,10 +980,10 @@ impl Inner {
 
 /// The caller of a request (an HTTP request, a WebSocket upgrade) with these headers over
 /// `transport` from `peer` (and its TLS client certificate): [`Service::admit`] with the
-/// headers, or the refusal (401 with the challenge, 400, 503:
-/// [`crate::challenge::unauthenticated`]). Counted and logged with its reason by the
-/// service, never the credentials.
-pub(crate) async fn admit(
+/// headers, or the refusal (401 with the challenge, 400, 503: [`crate::unauthenticated`]).
+/// Counted and logged with its reason by the service, never the credentials. A profile's
+/// server admits each request's caller with it, as this crate's servers do.
+pub async fn admit(
     service: &Service,
     headers: &HeaderMap,
     transport: Transport,
