@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use rpcwire_service::{Caller, Identity};
 use tokio::sync::{broadcast, watch};
 
 use crate::store::TaskStore;
@@ -69,6 +70,9 @@ pub(crate) struct TurnState {
     pub(crate) reply: Option<Message>,
     /// The turn reached a final or interrupted state.
     pub(crate) ended: bool,
+    /// The turn's future was dropped unfinished (it panicked): the request waiting for it
+    /// answers Internal error.
+    pub(crate) unfinished: bool,
 }
 
 /// Where a running turn is.
@@ -102,6 +106,15 @@ impl Running {
             store,
             limits,
         })
+    }
+
+    /// The task's id.
+    pub(crate) fn id(&self) -> String {
+        self.task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .id
+            .clone()
     }
 
     pub(crate) fn snapshot(&self) -> Task {
@@ -246,6 +259,8 @@ pub struct TaskContext {
     pub(crate) running: Arc<Running>,
     pub(crate) message: Message,
     pub(crate) continuation: bool,
+    /// Who sent the message, as the server's authenticator established it.
+    pub(crate) caller: Arc<Caller>,
     pub(crate) ids: Arc<dyn Fn() -> String + Send + Sync>,
 }
 
@@ -254,6 +269,7 @@ impl std::fmt::Debug for TaskContext {
         f.debug_struct("TaskContext")
             .field("message", &self.message)
             .field("continuation", &self.continuation)
+            .field("caller", &self.caller)
             .finish_non_exhaustive()
     }
 }
@@ -262,6 +278,19 @@ impl TaskContext {
     /// The client's message of this turn.
     pub fn message(&self) -> &Message {
         &self.message
+    }
+
+    /// Who sent this turn's message: the [`Identity`] the server's authenticator established
+    /// ([`A2aServer::authenticator`](crate::A2aServer::authenticator); anonymous without
+    /// one).
+    pub fn identity(&self) -> &Identity {
+        self.caller.identity()
+    }
+
+    /// What the server knows about the sender of this turn's message: its identity, the
+    /// transport, the peer's address and TLS client certificate when known.
+    pub fn caller(&self) -> &Caller {
+        &self.caller
     }
 
     /// The text of the message's text parts.
@@ -276,12 +305,7 @@ impl TaskContext {
 
     /// The task's id.
     pub fn task_id(&self) -> String {
-        self.running
-            .task
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .id
-            .clone()
+        self.running.id()
     }
 
     /// True when this turn answers an earlier `input-required`.
