@@ -6,12 +6,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rpcwire_a2a::{
-    A2aClient, A2aServer, AgentCard, AgentInterface, Authenticator, ClientError, Identity,
-    ListTasksRequest, Message, RateLimiter, Role, StreamResponse, TaskContext, TaskState,
+    A2aClient, A2aServer, Authenticator, ClientError, Identity, ListTasksRequest, Message,
+    RateLimiter, Role, StreamResponse, TaskContext, TaskState,
 };
 use rpcwire_service::{AuthError, AuthFuture, Credentials};
-use rpcwire_tests::raw_http::{exchange, header, json_post, listen, status};
+use rpcwire_tests::raw_http::{exchange, header, json_post, status};
 use serde_json::{json, Value};
+
+mod common;
 
 /// Bearer tokens: `alice` (a user), `olga` (an operator).
 struct Tokens;
@@ -43,22 +45,9 @@ async fn agent(ctx: TaskContext) {
     ctx.complete(None);
 }
 
-/// A server built by `configure`, and its JSON-RPC URL.
+/// A server built by `configure`: its address and its JSON-RPC URL.
 async fn start(configure: impl FnOnce(A2aServer) -> A2aServer) -> (std::net::SocketAddr, String) {
-    let (listener, addr) = listen().await;
-    let url = format!("http://{addr}/");
-    let card = AgentCard {
-        name: "policies".into(),
-        supported_interfaces: vec![AgentInterface {
-            url: url.clone(),
-            protocol_binding: "JSONRPC".into(),
-            protocol_version: "1.0".into(),
-            ..AgentInterface::default()
-        }],
-        ..AgentCard::default()
-    };
-    let service = configure(A2aServer::new(card, agent)).build();
-    tokio::spawn(rpcwire_a2a::serve(listener, service));
+    let (addr, url, _) = common::serve("policies", agent, configure).await;
     (addr, url)
 }
 

@@ -6,13 +6,13 @@
 //! a global subscriber.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use rpcwire_a2a::{
-    A2aClient, A2aServer, AgentCard, AgentInterface, Message, Role, TaskContext, TaskState,
-};
-use rpcwire_tests::raw_http::{exchange, json_post, listen};
+use rpcwire_a2a::{A2aClient, Message, Role, TaskContext, TaskState};
+use rpcwire_tests::raw_http::{exchange, json_post};
 use rpcwire_tests::spans::Spans;
 use serde_json::{json, Value};
 use tracing_subscriber::layer::SubscriberExt;
+
+mod common;
 
 const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -28,22 +28,7 @@ async fn one_server_span_per_call_with_the_callers_trace_context() {
     let spans = Spans::default();
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(spans.clone()))
         .unwrap();
-    let (listener, addr) = listen().await;
-    let url = format!("http://{addr}/");
-    let card = AgentCard {
-        name: "spans".into(),
-        supported_interfaces: vec![AgentInterface {
-            url: url.clone(),
-            protocol_binding: "JSONRPC".into(),
-            protocol_version: "1.0".into(),
-            ..AgentInterface::default()
-        }],
-        ..AgentCard::default()
-    };
-    tokio::spawn(rpcwire_a2a::serve(
-        listener,
-        A2aServer::new(card, agent).build(),
-    ));
+    let (addr, url, _) = common::serve("spans", agent, |s| s).await;
 
     // SendMessage with a `traceparent`: the agent sees it.
     let headers = [
