@@ -119,6 +119,19 @@ async fn a_role_restricted_method_is_forbidden_without_running() {
         let (code, _, answer) = call(addr, Some("alice"), method, params.clone()).await;
         assert_eq!((code, &answer["error"]), (200, &forbidden), "{method}");
     }
+    // `rpc.discover` shows each caller what it may call.
+    for (token, shown) in [("alice", false), ("olga", true)] {
+        let (_, _, doc) = call(addr, Some(token), "rpc.discover", json!({})).await;
+        let names: Vec<&str> = doc["result"]["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["name"].as_str())
+            .collect();
+        assert!(names.contains(&"SendMessage"), "{names:?}");
+        assert_eq!(names.contains(&"CancelTask"), shown, "{token}: {names:?}");
+        assert_eq!(doc["result"]["info"]["title"], "policies");
+    }
     // Refused before it ran: alice's streaming message started no task.
     let (_, _, page) = call(addr, Some("alice"), "ListTasks", json!({})).await;
     assert_eq!(page["result"]["totalSize"], 0, "{page}");

@@ -11,6 +11,7 @@ use std::sync::{Arc, PoisonError};
 use rpcwire_service::{Context, Router, RpcError};
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Serialize, Serializer};
+use serde_json::json;
 use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 
@@ -35,12 +36,25 @@ pub(crate) struct Methods {
     pub(crate) max_page: usize,
 }
 
-/// The push notification methods: answered -32003 (not supported).
-const PUSH: [&str; 4] = [
-    "CreateTaskPushNotificationConfig",
-    "GetTaskPushNotificationConfig",
-    "ListTaskPushNotificationConfigs",
-    "DeleteTaskPushNotificationConfig",
+/// The push notification methods, with their params' message: answered -32003 (not
+/// supported).
+const PUSH: [(&str, &str); 4] = [
+    (
+        "CreateTaskPushNotificationConfig",
+        "TaskPushNotificationConfig",
+    ),
+    (
+        "GetTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfigRequest",
+    ),
+    (
+        "ListTaskPushNotificationConfigs",
+        "ListTaskPushNotificationConfigsRequest",
+    ),
+    (
+        "DeleteTaskPushNotificationConfig",
+        "DeleteTaskPushNotificationConfigRequest",
+    ),
 ];
 
 /// `router` with every method of the binding (and their 0.3 names when `compat_v03`).
@@ -51,15 +65,19 @@ pub(crate) fn router(router: Router, methods: Methods, compat_v03: bool) -> Rout
         compat_v03,
     };
     let mut m = m
-        .route("SendMessage", send_message)
-        .route("SendStreamingMessage", send_streaming)
-        .route("GetTask", get_task)
-        .route("ListTasks", list_tasks)
-        .route("CancelTask", cancel_task)
-        .route("SubscribeToTask", subscribe)
-        .route("GetExtendedAgentCard", extended_card);
-    for name in PUSH {
-        m = m.route(name, push_config);
+        .route("SendMessage", "SendMessageRequest", send_message)
+        .route("SendStreamingMessage", "SendMessageRequest", send_streaming)
+        .route("GetTask", "GetTaskRequest", get_task)
+        .route("ListTasks", "ListTasksRequest", list_tasks)
+        .route("CancelTask", "CancelTaskRequest", cancel_task)
+        .route("SubscribeToTask", "SubscribeToTaskRequest", subscribe)
+        .route(
+            "GetExtendedAgentCard",
+            "GetExtendedAgentCardRequest",
+            extended_card,
+        );
+    for (name, request) in PUSH {
+        m = m.route(name, request, push_config);
     }
     m.router
 }
@@ -99,8 +117,9 @@ impl Call {
 impl Routes {
     /// Registers `op` as `name` (1.0: the `A2A-Version` must be 1.x) and, in the
     /// compatibility mode, under its 0.3 name (any version: 0.3 clients send none, and the
-    /// SDKs' 0.3 transports their own).
-    fn route<P, R, F, Fut>(mut self, name: &'static str, op: F) -> Self
+    /// SDKs' 0.3 transports their own). `rpc.discover` names its params by `request`, their
+    /// message in `a2a.proto`.
+    fn route<P, R, F, Fut>(mut self, name: &'static str, request: &str, op: F) -> Self
     where
         P: DeserializeOwned + Send + 'static,
         R: Serialize + Send + 'static,
@@ -109,13 +128,21 @@ impl Routes {
     {
         let v03 = method_v03(name).filter(|_| self.compat_v03);
         let names = [(Some(name), Dialect::V1), (v03, Dialect::V03)];
-        for (name, dialect) in names {
-            let Some(name) = name else { continue };
+        for (wire, dialect) in names {
+            let Some(wire) = wire else { continue };
+            let (description, params_doc) = match dialect {
+                Dialect::V1 => (format!("A2A 1.0 {name}"), format!("{request} (a2a.proto)")),
+                Dialect::V03 => (
+                    format!("A2A 0.3 name of {name}, in the 0.3 shapes"),
+                    format!("{request} in its A2A 0.3 shape"),
+                ),
+            };
+            let params_doc = json!([{"name": "params", "description": params_doc, "schema": {"type": "object"}}]);
             let methods = Arc::clone(&self.methods);
             // Params taken raw: A2A's Invalid params carries its `ErrorInfo`, and 0.3 params
             // are reshaped before they are read.
             self.router = self.router.method_with_context(
-                name,
+                wire,
                 move |ctx: Context, params: Option<Box<RawValue>>| {
                     let call = Call {
                         methods: Arc::clone(&methods),
@@ -132,6 +159,10 @@ impl Routes {
                     }
                 },
             );
+            self.router = self
+                .router
+                .params(wire, params_doc)
+                .describe(wire, &description);
         }
         self
     }

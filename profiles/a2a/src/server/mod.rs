@@ -260,7 +260,9 @@ impl A2aServer {
             extended: self.extended,
             max_page: self.max_page,
         };
-        let router = methods::router(Router::new(), methods, self.compat_v03);
+        // `rpc.discover` names the agent.
+        let named = Router::new().info(&self.card.name, &self.card.version);
+        let router = methods::router(named, methods, self.compat_v03);
         let router = match self.router_hook {
             Some(hook) => hook(router),
             None => router,
