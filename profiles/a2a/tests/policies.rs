@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use rpcwire_a2a::{
-    A2aClient, A2aServer, Authenticator, ClientError, Identity, ListTasksRequest, Message,
-    RateLimiter, Role, StreamResponse, TaskContext, TaskState,
+    A2aClient, A2aServer, Agent, Authenticator, ClientError, Identity, ListTasksRequest, Message,
+    RateLimiter, Role, StreamResponse, TaskContext, TaskState, TurnFuture,
 };
 use rpcwire_service::{AuthError, AuthFuture, Credentials};
 use rpcwire_tests::raw_http::{exchange, header, json_post, status};
@@ -215,4 +215,27 @@ async fn a_panicking_agent_answers_the_generic_internal_error() {
         matches!(&last, Some(StreamResponse::StatusUpdate(s)) if s.status.state == TaskState::Failed),
         "{last:?}"
     );
+}
+
+/// An agent that panics before its turn's future exists.
+struct Broken;
+
+impl Agent for Broken {
+    fn execute(&self, _: TaskContext) -> TurnFuture {
+        panic!("the agent's bug, before any future")
+    }
+}
+
+#[tokio::test]
+async fn an_agent_that_panics_at_once_leaves_no_turn_running() {
+    let (addr, _, service) = common::serve("broken", Broken, |s| s).await;
+    let (_, _, answer) = call(addr, None, "SendMessage", send("hi")).await;
+    assert_eq!(
+        answer["error"],
+        json!({"code": -32603, "message": "Internal error"})
+    );
+    assert_eq!(service.running_tasks(), 0);
+    let (_, _, page) = call(addr, None, "ListTasks", json!({})).await;
+    let task = &page["result"]["tasks"][0];
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{page}");
 }

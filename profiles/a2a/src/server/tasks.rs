@@ -95,13 +95,15 @@ impl Tasks {
             caller,
             ids: Arc::new(|| new_id("msg")),
         };
-        let turn = self.agent.execute(ctx);
+        // The guard first: an agent whose `execute` panics ends the turn it began too (and
+        // the dispatcher answers the request with the generic internal error).
         let mut end = TurnEnd {
             tasks: Arc::clone(self),
             run: Arc::clone(&running),
             task_id,
             how: Ended::Unfinished,
         };
+        let turn = self.agent.execute(ctx);
         tokio::spawn(async move {
             let mut phase = end.run.phase.subscribe();
             end.ended(tokio::select! {
