@@ -75,7 +75,11 @@ async fn call(
 }
 
 fn send(text: &str) -> Value {
-    json!({"message": {"messageId": format!("m-{text}"), "role": "ROLE_USER", "parts": [{"text": text}]}})
+    json!({"message": {
+        "messageId": format!("m-{text}"),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+    }})
 }
 
 #[tokio::test]
@@ -211,10 +215,9 @@ async fn a_panicking_agent_answers_the_generic_internal_error() {
     while let Some(event) = stream.next().await {
         last = Some(event.unwrap());
     }
-    assert!(
-        matches!(&last, Some(StreamResponse::StatusUpdate(s)) if s.status.state == TaskState::Failed),
-        "{last:?}"
-    );
+    let failed = matches!(&last, Some(StreamResponse::StatusUpdate(s))
+        if s.status.state == TaskState::Failed);
+    assert!(failed, "{last:?}");
 }
 
 /// An agent that panics before its turn's future exists.

@@ -137,7 +137,11 @@ impl Routes {
                     format!("{request} in its A2A 0.3 shape"),
                 ),
             };
-            let params_doc = json!([{"name": "params", "description": params_doc, "schema": {"type": "object"}}]);
+            let params_doc = json!([{
+                "name": "params",
+                "description": params_doc,
+                "schema": {"type": "object"},
+            }]);
             let methods = Arc::clone(&self.methods);
             // Params taken raw: A2A's Invalid params carries its `ErrorInfo`, and 0.3 params
             // are reshaped before they are read.
