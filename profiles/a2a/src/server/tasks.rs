@@ -4,8 +4,12 @@
 //! however it ends (returned, cancelled, panicked), and cancelling.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Waker;
 use std::time::Duration;
 
 use rpcwire_service::Caller;
@@ -95,23 +99,34 @@ impl Tasks {
             caller,
             ids: Arc::new(|| new_id("msg")),
         };
-        // The guard first: an agent whose `execute` panics ends the turn it began too (and
-        // the dispatcher answers the request with the generic internal error).
-        let mut end = TurnEnd {
+        let end = TurnEnd {
             tasks: Arc::clone(self),
             run: Arc::clone(&running),
             task_id,
             how: Ended::Unfinished,
         };
-        let turn = self.agent.execute(ctx);
-        tokio::spawn(async move {
-            let mut phase = end.run.phase.subscribe();
-            end.ended(tokio::select! {
-                () = turn => Ended::Returned,
-                _ = phase.wait_for(|p| p.cancel) => Ended::Cancelled,
+        let agent = Arc::clone(&self.agent);
+        // The turn's first poll, here in the request's task: a turn that ends without
+        // waiting (most turns of simple agents) costs no task, and its request no wait. One
+        // that waits goes on in a task of its own, which polls it again at once with a real
+        // waker (the no-op one given here loses nothing). A panic of the agent's here is
+        // caught as tokio catches one in the turn's task: the guard, dropped, fails the task.
+        let first = catch_unwind(AssertUnwindSafe(move || {
+            let turn = agent.execute(ctx);
+            let mut run: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
+                let mut end = end;
+                let mut phase = end.run.phase.subscribe();
+                end.ended(tokio::select! {
+                    () = turn => Ended::Returned,
+                    _ = phase.wait_for(|p| p.cancel) => Ended::Cancelled,
+                });
             });
-            // `end` is dropped here, or with the future when the turn panicked.
-        });
+            let mut cx = std::task::Context::from_waker(Waker::noop());
+            run.as_mut().poll(&mut cx).is_pending().then_some(run)
+        }));
+        if let Ok(Some(run)) = first {
+            tokio::spawn(run);
+        }
         Ok((running, events))
     }
 
@@ -218,13 +233,12 @@ impl Tasks {
             }
             Ended::Returned => {}
             Ended::Unfinished => {
-                // What went wrong is in the log (the panic's message, printed by the panic
+                // What went wrong is in the log (a panic's message, printed by the panic
                 // hook); the client learns only that the turn failed.
-                if std::thread::panicking() {
-                    tracing::warn!(task = task_id, "an agent's turn panicked: the task failed");
-                } else {
-                    tracing::debug!(task = task_id, "an agent's turn was dropped unfinished");
-                }
+                tracing::warn!(
+                    task = task_id,
+                    "an agent's turn did not finish (it panicked, or the server stopped): the task failed"
+                );
                 run.turn
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -244,14 +258,13 @@ enum Ended {
     Returned,
     /// A client cancelled the task: its future was dropped.
     Cancelled,
-    /// Its future was dropped before either: it panicked (tokio drops a panicking task's
-    /// future while unwinding), or the runtime shut down.
+    /// Its future was dropped before either: the agent panicked, or the runtime shut down.
     Unfinished,
 }
 
-/// Ends a turn when dropped, however its task ends: after its future completes or is
-/// cancelled, and when the future is dropped unfinished. A guard in the turn's own task sees
-/// a panic without a second task per running turn.
+/// Ends a turn when dropped, however it ends: after its future completes or is cancelled, and
+/// when the agent panics (the future is dropped unfinished). A guard in the turn's own future
+/// sees a panic without a second task per running turn.
 struct TurnEnd {
     tasks: Arc<Tasks>,
     run: Arc<Running>,
