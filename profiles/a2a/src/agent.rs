@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rpcwire_service::{Caller, Identity};
+use rpcwire_service::Identity;
 use tokio::sync::{broadcast, watch};
 
 use crate::store::TaskStore;
@@ -259,8 +259,10 @@ pub struct TaskContext {
     pub(crate) running: Arc<Running>,
     pub(crate) message: Message,
     pub(crate) continuation: bool,
-    /// Who sent the message, as the server's authenticator established it.
-    pub(crate) caller: Arc<Caller>,
+    /// Who sent the message, as the server's authenticator established it (only the
+    /// identity: a turn keeps it while it runs, and the request's caller is some hundreds of
+    /// bytes more per open stream).
+    pub(crate) identity: Identity,
     pub(crate) ids: Arc<dyn Fn() -> String + Send + Sync>,
 }
 
@@ -269,7 +271,7 @@ impl std::fmt::Debug for TaskContext {
         f.debug_struct("TaskContext")
             .field("message", &self.message)
             .field("continuation", &self.continuation)
-            .field("caller", &self.caller)
+            .field("identity", &self.identity)
             .finish_non_exhaustive()
     }
 }
@@ -284,13 +286,7 @@ impl TaskContext {
     /// ([`A2aServer::authenticator`](crate::A2aServer::authenticator); anonymous without
     /// one).
     pub fn identity(&self) -> &Identity {
-        self.caller.identity()
-    }
-
-    /// What the server knows about the sender of this turn's message: its identity, the
-    /// transport, the peer's address and TLS client certificate when known.
-    pub fn caller(&self) -> &Caller {
-        &self.caller
+        &self.identity
     }
 
     /// The text of the message's text parts.

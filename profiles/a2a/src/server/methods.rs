@@ -214,7 +214,7 @@ async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageRe
         .as_ref()
         .is_some_and(|c| c.return_immediately);
     let tasks = &call.methods.tasks;
-    let (running, mut events) = tasks.start_turn(p.message, Arc::new(call.ctx.caller().clone()))?;
+    let (running, mut events) = tasks.start_turn(p.message, call.ctx.identity().clone())?;
     let wait = async {
         let mut phase = running.phase.subscribe();
         if immediately {
@@ -239,8 +239,8 @@ async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageRe
 /// `SendStreamingMessage`: starts the turn and hands its events over to be streamed.
 async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aError> {
     let post = call.post()?;
-    let caller = Arc::new(call.ctx.caller().clone());
-    let (running, events) = call.methods.tasks.start_turn(p.message, caller)?;
+    let identity = call.ctx.identity().clone();
+    let (running, events) = call.methods.tasks.start_turn(p.message, identity)?;
     post.hand_over(Handover::Open(Box::new(Opened {
         id: call.id(),
         task_id: running.id(),

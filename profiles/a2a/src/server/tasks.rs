@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Waker;
 use std::time::Duration;
 
-use rpcwire_service::Caller;
+use rpcwire_service::Identity;
 use tokio::sync::broadcast;
 
 use crate::agent::{push_history, Agent, Running, TaskContext, TaskLimits};
@@ -63,13 +63,13 @@ impl Tasks {
         self.table().get(id).cloned()
     }
 
-    /// Starts a turn for `message` from `caller`: a new task, or the next turn of one waiting
+    /// Starts a turn for `message` from `identity`: a new task, or the next turn of one waiting
     /// for input. The events receiver is subscribed before the turn runs, so that it misses
     /// none.
     pub(crate) fn start_turn(
         self: &Arc<Self>,
         mut message: Message,
-        caller: Arc<Caller>,
+        identity: Identity,
     ) -> Result<Started, A2aError> {
         // Read with room for more parts than came; the message is kept while the task lives.
         message.parts.shrink_to_fit();
@@ -96,7 +96,7 @@ impl Tasks {
             running: Arc::clone(&running),
             message,
             continuation,
-            caller,
+            identity,
             ids: Arc::new(|| new_id("msg")),
         };
         let end = TurnEnd {
