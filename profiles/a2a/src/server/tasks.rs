@@ -237,7 +237,7 @@ impl Tasks {
                 // hook); the client learns only that the turn failed.
                 tracing::warn!(
                     task = task_id,
-                    "an agent's turn did not finish (it panicked, or the server stopped): the task failed"
+                    "an agent's turn did not finish (a panic, or the server stopping): failed"
                 );
                 run.turn
                     .lock()
