@@ -10,6 +10,10 @@
 //! - Reading a POST: [`read_post_body`] (415, 406, 413, 408 as every server answers them),
 //!   [`after_body`] (a refusal that keeps the keep-alive connection), [`AcceptedMedia`]
 //!   (what `Accept` allows).
+//! - Who is calling: [`admit`] (the service's authenticator asked with the request's headers,
+//!   peer and TLS client certificate, or the 401 / 400 / 503 refusal), [`connection_peer`]
+//!   and [`connection_certificate`] (what the serve loop told the request), [`traced_caller`]
+//!   (the request's W3C trace context for the calls' spans).
 //! - Answering: [`status`], [`refuse`], [`json`], [`event_stream`] (a `text/event-stream`
 //!   response fed through a channel), [`sse_event`]; the response [`Body`].
 //! - A POST answered as an event stream: [`PostExchange`] runs the body through a core
@@ -82,9 +86,9 @@ pub use crate::resume::{
 #[cfg(feature = "tls")]
 pub use crate::server::serve_hyper_tls;
 pub use crate::server::{
-    accepted_media, after_body, connection_peer, event_stream, json, read_post_body, refuse,
-    serve_hyper, serve_hyper_connection, sse_event, status, traced_caller, AcceptedMedia,
-    HandlesIncoming,
+    accepted_media, admit, after_body, connection_certificate, connection_peer, event_stream, json,
+    read_post_body, refuse, serve_hyper, serve_hyper_connection, sse_event, status, traced_caller,
+    AcceptedMedia, HandlesIncoming,
 };
 pub use crate::sessions::{
     clean_prefix, random_id, Session, SessionError, SessionHold, SessionLimits, SessionState,

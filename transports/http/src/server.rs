@@ -980,10 +980,28 @@ impl Inner {
 
 /// The caller of a request (an HTTP request, a WebSocket upgrade) with these headers over
 /// `transport` from `peer` (and its TLS client certificate): [`Service::admit`] with the
-/// headers, or the refusal (401 with the challenge, 400, 503:
-/// [`crate::challenge::unauthenticated`]). Counted and logged with its reason by the
-/// service, never the credentials.
-pub(crate) async fn admit(
+/// headers, or the refusal (401 with the challenge, 400, 503: [`crate::unauthenticated`]).
+/// Counted and logged with its reason by the service, never the credentials. A profile's
+/// server admits each request's caller with it, as this crate's servers do.
+///
+/// ```
+/// use rpcwire_http::profile::admit;
+/// use rpcwire_tokio::{Router, Service};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // No authenticator: every caller is let in, anonymous.
+/// let service = Service::new(Router::new());
+/// let headers = http::HeaderMap::new();
+/// let peer = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 4711)));
+/// let Ok(caller) = admit(&service, &headers, rpcwire_http::transport::HTTP, peer, None).await else {
+///     panic!("refused")
+/// };
+/// assert!(!caller.identity().is_authenticated());
+/// assert_eq!(caller.peer_addr(), peer);
+/// # }
+/// ```
+pub async fn admit(
     service: &Service,
     headers: &HeaderMap,
     transport: Transport,
