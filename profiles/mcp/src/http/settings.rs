@@ -100,8 +100,8 @@ impl McpHttpServer {
         self
     }
 
-    /// Authenticates every request with `authenticator` (a
-    /// [`JwtAuthenticator`](rpcwire_tokio::jwt::JwtAuthenticator) for OAuth access tokens),
+    /// Authenticates every request with `authenticator` (a `JwtAuthenticator` for OAuth
+    /// access tokens: `rpcwire_tokio::jwt`, feature `jwt` of `rpcwire-tokio`),
     /// before anything else is done for it: a request refused gets 401 (400 for a malformed
     /// `Authorization` header, 503 when the authenticator cannot decide) with a
     /// `WWW-Authenticate: Bearer` challenge, and no session or handler state exists for it.
@@ -144,14 +144,14 @@ impl McpHttpServer {
         self
     }
 
-    /// The most connections [`serve`] holds at once (default 10 000, at least 1); more wait
+    /// The most connections [`serve`](super::serve) holds at once (default 10 000, at least 1); more wait
     /// in the listen backlog.
     pub fn max_connections(mut self, limit: usize) -> Self {
         self.endpoint.set_max_connections(limit);
         self
     }
 
-    /// How long [`serve`] keeps a connection with no request under way (default 90 s, as
+    /// How long [`serve`](super::serve) keeps a connection with no request under way (default 90 s, as
     /// [`HttpServer::idle_connection_timeout`](rpcwire_http::HttpServer::idle_connection_timeout)):
     /// one that sends nothing after connecting, an idle keep-alive connection, or an HTTP/2
     /// connection with no stream under way (shut down with GOAWAY; an open event stream
