@@ -243,9 +243,9 @@ impl<T: SessionState> SessionTable<T> {
         });
     }
 
-    /// A new session with a [`random_id`](rpcwire_http::profile::random_id), its state made from the id. At the limit, idle
-    /// sessions are ended first, then the oldest inactive one; `Err` when every session is
-    /// active, or when no id could be made.
+    /// A new session with a [`random_id`](rpcwire_http::profile::random_id), its state made
+    /// from the id. At the limit, idle sessions are ended first, then the oldest inactive
+    /// one; `Err` when every session is active, or when no id could be made.
     pub(crate) fn create(
         &self,
         state: impl FnOnce(&str) -> T,

@@ -144,15 +144,15 @@ impl McpHttpServer {
         self
     }
 
-    /// The most connections [`serve`](super::serve) holds at once (default 10 000, at least 1); more wait
-    /// in the listen backlog.
+    /// The most connections [`serve`](super::serve) holds at once (default 10 000, at least
+    /// 1); more wait in the listen backlog.
     pub fn max_connections(mut self, limit: usize) -> Self {
         self.endpoint.set_max_connections(limit);
         self
     }
 
-    /// How long [`serve`](super::serve) keeps a connection with no request under way (default 90 s, as
-    /// [`HttpServer::idle_connection_timeout`](rpcwire_http::HttpServer::idle_connection_timeout)):
+    /// How long [`serve`](super::serve) keeps a connection with no request under way
+    /// (default 90 s, as [`HttpServer::idle_connection_timeout`](rpcwire_http::HttpServer::idle_connection_timeout)):
     /// one that sends nothing after connecting, an idle keep-alive connection, or an HTTP/2
     /// connection with no stream under way (shut down with GOAWAY; an open event stream
     /// counts as a stream). The same timer bounds a request's head (hyper's header read
