@@ -510,8 +510,9 @@ async fn cancelled_notification_stops_the_call() {
     }
 }
 
-#[tokio::test]
-async fn get_stream_resumes_after_last_event_id() {
+/// A server with a session, its GET stream open: (URL, session id, the stream, a client
+/// that sends on it).
+async fn get_stream() -> (String, String, Incoming, rpcwire_tokio::Client) {
     let (url, service, _) = start(|s| s).await;
     let id = initialize(&url, "2025-11-25").await;
     let get = [
@@ -520,8 +521,13 @@ async fn get_stream_resumes_after_last_event_id() {
     ];
     let r = send("GET", &url, &get, "").await;
     assert_eq!(r.status(), StatusCode::OK);
-    let mut body = r.into_body();
     let client = service.session_client(&id).expect("session");
+    (url, id, r.into_body(), client)
+}
+
+#[tokio::test]
+async fn get_stream_resumes_after_last_event_id() {
+    let (url, id, mut body, client) = get_stream().await;
     for i in 1..=3 {
         client
             .notify("notifications/message", json!({"level": "info", "data": i}))
@@ -565,16 +571,7 @@ async fn get_stream_resumes_after_last_event_id() {
 /// answered by a POST, which reaches the stream's connection and the call waiting for it.
 #[tokio::test]
 async fn get_stream_requests_are_answered_by_post() {
-    let (url, service, _) = start(|s| s).await;
-    let id = initialize(&url, "2025-11-25").await;
-    let get = [
-        ("accept", "text/event-stream"),
-        ("mcp-session-id", id.as_str()),
-    ];
-    let r = send("GET", &url, &get, "").await;
-    assert_eq!(r.status(), StatusCode::OK);
-    let mut body = r.into_body();
-    let client = service.session_client(&id).expect("session");
+    let (url, id, mut body, client) = get_stream().await;
     let call = tokio::spawn(async move {
         client
             .call::<_, Value>("roots/list", json!({}))
