@@ -207,6 +207,14 @@ struct Meters {
     counted: Option<(&'static crate::durations::MethodDurations, u64)>,
 }
 
+impl Default for ServerCall {
+    /// [`ServerCall::new`].
+    #[inline(always)]
+    fn default() -> Self {
+        ServerCall::new()
+    }
+}
+
 impl ServerCall {
     /// Starts the call of `method` (its registered name with its handles `meter`, or the name
     /// on the wire when `meter` is `None`) with the id's JSON text (`""` for none) and its
@@ -622,12 +630,6 @@ impl ServerCall {
                 live.record(elapsed, error.is_some());
             }
         }
-    }
-}
-
-impl Default for ServerCall {
-    fn default() -> Self {
-        ServerCall::new()
     }
 }
 

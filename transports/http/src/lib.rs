@@ -31,9 +31,8 @@
 //!   ([`BearerChallenge`] answers the refusals); JWT keys from a JWKS URL (feature `jwks`,
 //!   module `jwks`); signed and replay-proof requests (feature `signing`,
 //!   `HttpServer::signed`).
-//! - Building blocks for profiles ([`profile`]): a POST answered as an event stream, resumable
-//!   streams, the event hub, a bounded session table, the `Host` / `Origin` check, the serve
-//!   plumbing. The crate knows no profile: MCP Streamable HTTP lives in `rpcwire-mcp`
+//! - Building blocks for profiles ([`profile`]): reading a POST, resumable streams, the event
+//!   hub, ids no client can guess, the `Host` / `Origin` check, the serve plumbing. The crate knows no profile: MCP Streamable HTTP lives in `rpcwire-mcp`
 //!   (feature `http`), built from these.
 //!
 //! ```
@@ -61,12 +60,12 @@ mod console;
 pub use console::CONSOLE_STATS;
 mod connect;
 mod endpoint;
-mod exchange;
 mod fast;
 mod fast_auth;
 #[cfg(feature = "signing")]
 pub mod guard;
 mod h2_idle;
+mod ids;
 #[cfg(feature = "jwks")]
 pub mod jwks;
 mod kept_line;
@@ -74,7 +73,6 @@ mod pipe;
 pub mod profile;
 mod resume;
 mod server;
-mod sessions;
 mod stream;
 mod whole;
 #[cfg(feature = "ws")]
