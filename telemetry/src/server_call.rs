@@ -27,7 +27,7 @@ pub fn not_found(method: &str, id: &str, remote: &Remote) {
 
 /// A JSON-RPC id's text as `jsonrpc.request.id` gives it: a string without its quotes, a
 /// number as written; `None` for `null` (left out).
-pub fn id_attribute(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
+pub(crate) fn id_attribute(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
     match raw.as_bytes().first() {
         None => None,
         Some(b'n') => None,
