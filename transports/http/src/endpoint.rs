@@ -9,9 +9,15 @@ use std::time::Duration;
 
 use http::{header, Request};
 
-use crate::server::{DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY};
+use crate::hosts::HostPolicy;
 use crate::stream::StreamLimits;
-use crate::HostPolicy;
+
+/// The default largest request body (4 MiB).
+pub const DEFAULT_MAX_BODY: usize = 4 << 20;
+
+/// The default of [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout)
+/// (and of [`Endpoint`]).
+pub const DEFAULT_IDLE_CONNECTION: Duration = Duration::from_secs(90);
 
 /// The settings every server shares, bounds applied, and the `Host` / `Origin` check
 /// ([`refusal`](Endpoint::refusal)).

@@ -7,7 +7,7 @@ use http::{Response, StatusCode};
 use rpcwire_tokio::Caller;
 
 use crate::body::Body;
-use crate::server::refuse;
+use crate::response::refuse;
 
 /// Checks the signature of a request body (`X-Rpcwire-*` headers,
 /// [`rpcwire_tokio::signing`]) in constant time, before the body is parsed; nonces are
@@ -22,7 +22,7 @@ pub fn signature_refused(
 ) -> Result<(), Box<Response<Body>>> {
     use rpcwire_tokio::signing::SignatureError;
     let subject = caller.map_or("anonymous", |c| c.identity().subject());
-    let lookup = crate::server::HeaderLookup(headers);
+    let lookup = crate::caller::HeaderLookup(headers);
     let Err(reason) = signing.verify(subject, &lookup, body, std::time::SystemTime::now()) else {
         return Ok(());
     };

@@ -55,27 +55,32 @@
 //! ```
 
 mod body;
+mod caller;
 mod challenge;
 mod client;
-mod console;
-pub use console::CONSOLE_STATS;
 mod connect;
+mod console;
+mod deadline;
 mod endpoint;
 mod exchange;
 mod fast;
-mod fast_auth;
 pub mod guard;
 mod h2_idle;
+mod handles;
+mod hosts;
 #[cfg(feature = "jwks")]
 pub mod jwks;
-mod kept_line;
+mod listen;
+mod media;
+mod on_hyper;
 mod pipe;
+mod post;
 pub mod profile;
+mod response;
 mod resume;
 mod server;
 mod sessions;
 mod stream;
-mod whole;
 #[cfg(feature = "ws")]
 pub mod ws;
 
@@ -94,13 +99,16 @@ pub use body::Body;
 pub use challenge::{has_query_token, unauthenticated, BearerChallenge};
 pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_ERROR_CODE};
 pub use connect::UrlError;
+pub use console::CONSOLE_STATS;
+pub use endpoint::{DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY};
+pub use handles::ResponseFuture;
+pub use hosts::HostPolicy;
+pub use on_hyper::{ConnectionError, Protocol};
 pub use rpcwire::wire::classify::{classify, BodyKind};
 #[cfg(feature = "tls")]
 pub use server::serve_tls;
 pub use server::{
-    serve, serve_connection, BodyCheck, ConnectionError, HostPolicy, HttpServer, Protocol,
-    RequestCheck, ResponseFuture, RpcService, UpgradeHook, DEFAULT_IDLE_CONNECTION,
-    DEFAULT_MAX_BODY,
+    serve, serve_connection, BodyCheck, HttpServer, RequestCheck, RpcService, UpgradeHook,
 };
 
 /// TLS for the clients' `https://` URLs (feature `tls`): rustls with the `ring` provider.

@@ -274,7 +274,7 @@ impl WsServer {
             Some(caller) => Caller::clone(caller).with_transport(crate::transport::WEBSOCKET),
             None => {
                 let caller = Caller::new(Identity::anonymous(), crate::transport::WEBSOCKET);
-                match crate::server::connection_peer(&req) {
+                match crate::caller::connection_peer(&req) {
                     Some(peer) => caller.with_peer(peer),
                     None => caller,
                 }
@@ -387,7 +387,7 @@ impl WsServer {
                 return refused(crate::challenge::unauthenticated(&AuthError::Malformed));
             }
             let transport = crate::transport::WEBSOCKET;
-            let asked = crate::server::admit(service, req.headers(), transport, Some(peer), None);
+            let asked = crate::caller::admit(service, req.headers(), transport, Some(peer), None);
             match asked.await {
                 Ok(caller) => caller.with_meta(req.headers().clone()),
                 Err(refusal) => return refused(refusal),
@@ -409,7 +409,7 @@ impl WsServer {
         // No bound on TCP connections here: the limit applies to upgrades (503 past it).
         let unbounded = tokio::sync::Semaphore::MAX_PERMITS;
         let handshake = self.config.handshake_timeout;
-        crate::server::accept_loop(listener, unbounded, move |stream, peer, permit| {
+        crate::listen::accept_loop(listener, unbounded, move |stream, peer, permit| {
             let server = self.clone();
             tokio::spawn(async move {
                 let _permit = permit;
@@ -417,7 +417,7 @@ impl WsServer {
                     let server = server.clone();
                     async move { Ok::<_, Infallible>(server.handle_from(req, peer).await) }
                 });
-                let conn = crate::server::http1_builder(handshake)
+                let conn = crate::on_hyper::http1_builder(handshake)
                     .serve_connection(TokioIo::new(stream), service)
                     .with_upgrades();
                 if let Err(e) = conn.await {
