@@ -3,11 +3,13 @@
 //! request whose signature does not hold (feature `signing`: 401, or 429 while the caller's
 //! nonce cache is full). The reason goes to the log only.
 
-use http::{Response, StatusCode};
-use rpcwire_tokio::Caller;
-
-use crate::body::Body;
-use crate::response::refuse;
+#[cfg(feature = "signing")]
+use {
+    crate::body::Body,
+    crate::response::refuse,
+    http::{Response, StatusCode},
+    rpcwire_tokio::Caller,
+};
 
 /// Checks the signature of a request body (`X-Rpcwire-*` headers,
 /// [`rpcwire_tokio::signing`]) in constant time, before the body is parsed; nonces are

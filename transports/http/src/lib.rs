@@ -67,7 +67,6 @@ mod fast;
 pub mod guard;
 mod h2_idle;
 mod handles;
-mod hosts;
 #[cfg(feature = "jwks")]
 pub mod jwks;
 mod listen;
@@ -100,9 +99,8 @@ pub use challenge::{has_query_token, unauthenticated, BearerChallenge};
 pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_ERROR_CODE};
 pub use connect::UrlError;
 pub use console::CONSOLE_STATS;
-pub use endpoint::{DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY};
+pub use endpoint::{HostPolicy, DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY};
 pub use handles::ResponseFuture;
-pub use hosts::HostPolicy;
 pub use on_hyper::{ConnectionError, Protocol};
 pub use rpcwire::wire::classify::{classify, BodyKind};
 #[cfg(feature = "tls")]

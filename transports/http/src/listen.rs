@@ -18,21 +18,33 @@ use crate::fast::{self, Posts};
 use crate::handles::{HandlesIncoming, HandlesWhole};
 use crate::on_hyper::{serve_hyper_told, ConnectionError, Protocol};
 
-/// What an accept loop does with the connections it accepts.
-pub(crate) trait Connections: Clone + Send + Sync + 'static {
-    /// The most connections open at once (more wait in the listen backlog).
-    fn max_connections(&self) -> usize;
+/// How an accept loop takes connections: at most `max_connections` at once (more wait in the
+/// listen backlog), each given `idle` to show its protocol, over TLS (each handshake within
+/// its time) or not, and whether each is reported (counted among the open ones, with a span
+/// of its own: the parent of its calls' spans).
+pub(crate) struct Listen {
+    pub(crate) max_connections: usize,
+    pub(crate) idle: Duration,
+    pub(crate) reported: bool,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<(rpcwire_tokio::tls::ServerTls, Duration)>,
+}
 
-    /// How long a connection may send nothing (and, on TCP, the time it has to show its
-    /// protocol).
-    fn idle(&self) -> Duration;
-
-    /// Whether each connection is counted among the open ones and has a span of its own (the
-    /// parent of its calls' spans).
-    fn reported(&self) -> bool {
-        false
+impl Listen {
+    /// Plain TCP, connections not reported.
+    pub(crate) fn tcp(max_connections: usize, idle: Duration) -> Self {
+        Listen {
+            max_connections: max_connections.max(1),
+            idle,
+            reported: false,
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
     }
+}
 
+/// What an accept loop does with each connection it accepts.
+pub(crate) trait Connections: Clone + Send + Sync + 'static {
     /// Serves one connection until it ends.
     fn serve<I>(
         self,
@@ -44,23 +56,15 @@ pub(crate) trait Connections: Clone + Send + Sync + 'static {
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static;
 }
 
-/// A service served through hyper alone.
+/// A service served through hyper alone, its connections closed after `idle` with no request
+/// under way.
 #[derive(Clone)]
 pub(crate) struct OnHyper<S> {
     pub(crate) service: S,
-    pub(crate) max_connections: usize,
     pub(crate) idle: Duration,
 }
 
 impl<S: HandlesIncoming> Connections for OnHyper<S> {
-    fn max_connections(&self) -> usize {
-        self.max_connections
-    }
-
-    fn idle(&self) -> Duration {
-        self.idle
-    }
-
     fn serve<I>(
         self,
         io: I,
@@ -82,8 +86,6 @@ pub(crate) struct Fast<S, P> {
     pub(crate) service: S,
     pub(crate) posts: Option<Arc<P>>,
     pub(crate) on: bool,
-    /// Whether the connections are [reported](Connections::reported).
-    pub(crate) reported: bool,
 }
 
 impl<S: Clone, P> Clone for Fast<S, P> {
@@ -92,24 +94,11 @@ impl<S: Clone, P> Clone for Fast<S, P> {
             service: self.service.clone(),
             posts: self.posts.clone(),
             on: self.on,
-            reported: self.reported,
         }
     }
 }
 
 impl<S: HandlesWhole, P: Posts> Connections for Fast<S, P> {
-    fn max_connections(&self) -> usize {
-        self.service.endpoint().max_connections()
-    }
-
-    fn idle(&self) -> Duration {
-        self.service.endpoint().idle_connection()
-    }
-
-    fn reported(&self) -> bool {
-        self.reported
-    }
-
     fn serve<I>(
         self,
         io: I,
@@ -125,7 +114,7 @@ impl<S: HandlesWhole, P: Posts> Connections for Fast<S, P> {
         if self.on && protocol == Protocol::Http1 && info.certificate.is_none() {
             tokio_util::either::Either::Left(fast::serve(io, self.service, self.posts, info))
         } else {
-            let idle = self.idle();
+            let idle = self.service.endpoint().idle_connection();
             // Boxed: an HTTP/1.1 connection's task is not sized for HTTP/2's state.
             let hyper = serve_hyper_told(io, self.service, protocol, idle, info);
             tokio_util::either::Either::Right(Box::pin(hyper) as Boxed)
@@ -133,56 +122,67 @@ impl<S: HandlesWhole, P: Posts> Connections for Fast<S, P> {
     }
 }
 
-/// Serves `connections` on every connection accepted on `listener` (HTTP/1.1, or HTTP/2 with
-/// prior knowledge, told from the first bytes), until the future is dropped.
-pub(crate) async fn listen<C: Connections>(listener: tokio::net::TcpListener, connections: C) {
-    let limit = connections.max_connections();
-    accept_loop(listener, limit, move |stream, peer, permit| {
-        let connections = connections.clone();
-        tokio::spawn(async move {
-            let protocol = match is_h2(&stream, connections.idle()).await {
-                Some(true) => Protocol::Http2,
-                Some(false) => Protocol::Http1,
-                None => return,
-            };
-            // A task of its own: it holds only that protocol's state, not the sniffing's.
-            let info = ConnectionInfo::of_peer(Some(peer));
-            tokio::spawn(accepted(connections, stream, protocol, info, permit));
-        });
-    })
-    .await;
-}
-
-/// [`listen`] over TLS: each connection's handshake within `handshake_timeout`, HTTP/2 or
-/// HTTP/1.1 as ALPN chose; a client certificate verified under mutual TLS is told to every
-/// request of its connection.
-#[cfg(feature = "tls")]
-pub(crate) async fn listen_tls<C: Connections>(
+/// Serves `connections` on every connection accepted on `listener` as `how` says (on TCP,
+/// HTTP/1.1 or HTTP/2 with prior knowledge, told from the first bytes; on TLS, as ALPN
+/// chose, a client certificate verified under mutual TLS told to every request of its
+/// connection), until the future is dropped.
+pub(crate) async fn listen<C: Connections>(
     listener: tokio::net::TcpListener,
+    how: Listen,
     connections: C,
-    tls: rpcwire_tokio::tls::ServerTls,
-    handshake_timeout: Duration,
 ) {
-    let limit = connections.max_connections();
-    accept_loop(listener, limit, move |stream, peer, permit| {
-        let (connections, tls) = (connections.clone(), tls.clone());
-        tokio::spawn(async move {
-            let (stream, certificate) = match tls.accept(stream, handshake_timeout).await {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+    let (idle, reported) = (how.idle, how.reported);
+    accept_loop(
+        listener,
+        how.max_connections,
+        move |stream, peer, permit| {
+            let connections = connections.clone();
+            #[cfg(feature = "tls")]
+            let tls = how.tls.clone();
+            tokio::spawn(async move {
+                #[cfg(feature = "tls")]
+                if let Some((tls, timeout)) = tls {
+                    let (stream, certificate) = match tls.accept(stream, timeout).await {
+                        Ok(accepted) => accepted,
+                        Err(e) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                    };
+                    let protocol = Protocol::from_alpn(stream.get_ref().1.alpn_protocol());
+                    let info = ConnectionInfo {
+                        peer: Some(peer),
+                        certificate: certificate.map(Arc::new),
+                    };
+                    // A task of its own: it holds only the connection's state, not the handshake's.
+                    tokio::spawn(accepted(
+                        connections,
+                        stream,
+                        protocol,
+                        info,
+                        permit,
+                        reported,
+                    ));
                     return;
                 }
-            };
-            let protocol = Protocol::from_alpn(stream.get_ref().1.alpn_protocol());
-            let info = ConnectionInfo {
-                peer: Some(peer),
-                certificate: certificate.map(Arc::new),
-            };
-            // A task of its own: it holds only the connection's state, not the handshake's.
-            tokio::spawn(accepted(connections, stream, protocol, info, permit));
-        });
-    })
+                let protocol = match is_h2(&stream, idle).await {
+                    Some(true) => Protocol::Http2,
+                    Some(false) => Protocol::Http1,
+                    None => return,
+                };
+                // A task of its own: it holds only that protocol's state, not the sniffing's.
+                let info = ConnectionInfo::of_peer(Some(peer));
+                tokio::spawn(accepted(
+                    connections,
+                    stream,
+                    protocol,
+                    info,
+                    permit,
+                    reported,
+                ));
+            });
+        },
+    )
     .await;
 }
 
@@ -193,15 +193,14 @@ fn accepted<C, I>(
     protocol: Protocol,
     info: ConnectionInfo,
     permit: OwnedSemaphorePermit,
+    reported: bool,
 ) -> impl Future<Output = ()> + Send
 where
     C: Connections,
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let peer = info.peer;
-    let reported = connections
-        .reported()
-        .then(|| ConnectionScope::open_on(crate::transport::HTTP, peer));
+    let reported = reported.then(|| ConnectionScope::open_on(crate::transport::HTTP, peer));
     // Boxed and awaited in place: an `async` block that moved it into its `.await` would hold
     // it twice.
     let connection = Box::pin(connections.serve(io, protocol, info));
@@ -324,16 +323,8 @@ pub async fn serve_hyper<S: HandlesIncoming>(
     max_connections: usize,
     idle: Duration,
 ) {
-    let max_connections = max_connections.max(1);
-    listen(
-        listener,
-        OnHyper {
-            service,
-            max_connections,
-            idle,
-        },
-    )
-    .await;
+    let how = Listen::tcp(max_connections, idle);
+    listen(listener, how, OnHyper { service, idle }).await;
 }
 
 /// [`serve_hyper`] over TLS (feature `tls`): each connection's handshake within
@@ -347,13 +338,11 @@ pub async fn serve_hyper_tls<S: HandlesIncoming>(
     max_connections: usize,
     idle: Duration,
 ) {
-    let max_connections = max_connections.max(1);
-    let connections = OnHyper {
-        service,
-        max_connections,
-        idle,
+    let how = Listen {
+        tls: Some((tls, handshake_timeout)),
+        ..Listen::tcp(max_connections, idle)
     };
-    listen_tls(listener, connections, tls, handshake_timeout).await;
+    listen(listener, how, OnHyper { service, idle }).await;
 }
 
 /// Serves `service` on every connection accepted on `listener` until dropped: HTTP/1.1
@@ -365,11 +354,17 @@ pub async fn serve_hyper_tls<S: HandlesIncoming>(
 /// [`Endpoint::max_connections`]: crate::profile::Endpoint::max_connections
 /// [`Endpoint::idle_connection`]: crate::profile::Endpoint::idle_connection
 pub async fn serve_profile<S: HandlesWhole>(listener: tokio::net::TcpListener, service: S) {
-    let connections = Fast {
-        service,
-        posts: None::<Arc<fast::NoPosts>>,
-        on: true,
-        reported: false,
-    };
-    listen(listener, connections).await;
+    let endpoint = service.endpoint();
+    let how = Listen::tcp(endpoint.max_connections(), endpoint.idle_connection());
+    let posts = None::<Arc<fast::NoPosts>>;
+    listen(
+        listener,
+        how,
+        Fast {
+            service,
+            posts,
+            on: true,
+        },
+    )
+    .await;
 }

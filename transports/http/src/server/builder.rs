@@ -8,7 +8,7 @@ use rpcwire_service::{ClientSettings, Responder};
 use rpcwire_tokio::Builder;
 
 use crate::endpoint::Endpoint;
-use crate::hosts::HostPolicy;
+use crate::endpoint::HostPolicy;
 use crate::stream::EventHub;
 
 use super::rpc::{BodyCheck, Inner, RequestCheck, RpcService, UpgradeHook};

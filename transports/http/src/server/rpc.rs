@@ -185,19 +185,19 @@ impl Inner {
         if let Some(path) = &self.path {
             if req.uri().path() != path {
                 let r = refuse(StatusCode::NOT_FOUND, "no JSON-RPC endpoint here\n");
-                return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
+                return self.after_body(req, r).await;
             }
         }
         if let Some(why) = self.endpoint.refusal(&req) {
             let r = refuse(StatusCode::FORBIDDEN, why);
-            return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
+            return self.after_body(req, r).await;
         }
         if self.service.authenticator_ref().is_some()
             && crate::challenge::has_query_token(req.uri())
         {
             // Never read: a URL ends up in logs and histories.
             let r = crate::challenge::BearerChallenge::default().token_in_query();
-            return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
+            return self.after_body(req, r).await;
         }
         // A browser's upgrade names its token as a subprotocol (it cannot set the header).
         #[cfg(feature = "ws")]
@@ -206,16 +206,13 @@ impl Inner {
             && crate::ws::bearer_to_authorization(req.headers_mut()).is_err()
         {
             let r = crate::challenge::unauthenticated(&rpcwire_tokio::AuthError::Malformed);
-            return after_body(req, self.endpoint.max_body, self.endpoint.timeout, r).await;
+            return self.after_body(req, r).await;
         }
         let peer = connection_peer(&req);
         let certificate = connection_certificate(&req);
         let caller = match self.admit(req.headers(), peer, certificate).await {
             Ok(caller) => caller,
-            Err(refusal) => {
-                return after_body(req, self.endpoint.max_body, self.endpoint.timeout, *refusal)
-                    .await
-            }
+            Err(refusal) => return self.after_body(req, *refusal).await,
         };
         let (mut parts, body) = req.into_parts();
         if let Some(caller) = &caller {
@@ -245,15 +242,21 @@ impl Inner {
                 let allow = if self.get_stream { "GET, POST" } else { "POST" };
                 r.headers_mut()
                     .insert(header::ALLOW, HeaderValue::from_static(allow));
-                after_body(
-                    Request::from_parts(parts, body),
-                    self.endpoint.max_body,
-                    self.endpoint.timeout,
-                    r,
-                )
-                .await
+                self.after_body(Request::from_parts(parts, body), r).await
             }
         }
+    }
+
+    /// [`after_body`] within the server's limits: `response`, once `req`'s body has been read
+    /// past (or `connection: close`).
+    async fn after_body<B>(&self, req: Request<B>, response: Response<Body>) -> Response<Body>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (max, timeout) = (self.endpoint.max_body, self.endpoint.timeout);
+        after_body(req, max, timeout, response).await
     }
 
     /// The request's caller, when the service has an authenticator or a rate limit, the

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::caller::ConnectionInfo;
-use crate::listen::{listen, Connections, Fast};
+use crate::listen::{listen, Connections, Fast, Listen};
 use crate::on_hyper::{ConnectionError, Protocol};
 
 use super::rpc::{Inner, RpcService};
@@ -26,7 +26,7 @@ use super::rpc::{Inner, RpcService};
 /// request under way (on HTTP/2: no stream) is closed after
 /// [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout).
 pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
-    listen(listener, connections(service)).await;
+    listen(listener, how(&service), connections(service)).await;
 }
 
 /// [`serve`] over TLS (feature `tls`): HTTPS with HTTP/2 or HTTP/1.1 by ALPN, and WSS on the
@@ -58,7 +58,11 @@ pub async fn serve_tls(
     tls: rpcwire_tokio::tls::ServerTls,
     handshake_timeout: std::time::Duration,
 ) {
-    crate::listen::listen_tls(listener, connections(service), tls, handshake_timeout).await;
+    let how = Listen {
+        tls: Some((tls, handshake_timeout)),
+        ..how(&service)
+    };
+    listen(listener, how, connections(service)).await;
 }
 
 /// Serves `service` on one connection accepted by your own code, until it ends: a TLS stream
@@ -95,17 +99,25 @@ where
     connections(service).serve(io, protocol, ConnectionInfo::of_peer(None))
 }
 
+/// How the server takes connections: as many as its settings say, each reported (counted,
+/// with a span of its own).
+fn how(service: &RpcService) -> Listen {
+    let endpoint = &service.inner.endpoint;
+    Listen {
+        reported: true,
+        ..Listen::tcp(endpoint.max_connections, endpoint.idle_connection)
+    }
+}
+
 /// How the server's connections are served: HTTP/1.1 on the fast path (unless
 /// [`HttpServer::fast_path`](crate::HttpServer::fast_path) is off), its plain lane taking the
-/// server's POSTs unless profile checks look at every request's parts; each connection
-/// reported (counted, with a span of its own).
+/// server's POSTs unless profile checks look at every request's parts.
 fn connections(service: RpcService) -> Fast<RpcService, Inner> {
     let inner = &service.inner;
     let plain = inner.check.is_none() && inner.check_body.is_none();
     Fast {
         posts: plain.then(|| Arc::clone(inner)),
         on: inner.fast_path,
-        reported: true,
         service,
     }
 }
