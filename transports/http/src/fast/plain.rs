@@ -56,8 +56,9 @@ pub(crate) trait Posts: Send + Sync + 'static {
 pub(crate) enum Answer {
     /// 200 with this JSON body: the usual answer, written with no `Response` made.
     Json(Bytes),
-    /// Any other answer (202, a refusal, 413, 429...).
-    Other(Response<Body>),
+    /// Any other answer (202, a refusal, 413, 429...). Boxed: the usual answer is moved
+    /// about as a pointer and a length, not as a whole response.
+    Other(Box<Response<Body>>),
 }
 
 /// No plain lane: a profile's service, whose requests are all read whole.
@@ -233,7 +234,12 @@ impl Lane {
                     None => self.last = Some(Box::new(LastHead::new(buf, *head))),
                 }
             }
-            match read_body(stream, buf, total, deadline).await? {
+            // Most bodies came with their heads: no read, and no future made for one.
+            let read = match buf.len() >= total {
+                true => BodyRead::Whole,
+                false => read_body(stream, buf, total, deadline).await?,
+            };
+            match read {
                 BodyRead::Whole => {}
                 BodyRead::Closed => return Ok(None),
                 BodyRead::TooSlow => {
@@ -275,7 +281,7 @@ impl Lane {
                         write_json(written, &message, head.close, now);
                         None
                     }
-                    Answer::Other(response) => Some(prepare(response, head.close)),
+                    Answer::Other(response) => Some(prepare(*response, head.close)),
                 };
                 (now, other)
             };

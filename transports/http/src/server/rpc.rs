@@ -443,7 +443,7 @@ impl Inner {
             Reply::Json(message) if Reply::json_status(&message) == StatusCode::OK => {
                 Answer::Json(message)
             }
-            reply => Answer::Other(reply.into_response()),
+            reply => Answer::Other(Box::new(reply.into_response())),
         }
     }
 }
