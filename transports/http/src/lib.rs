@@ -80,19 +80,9 @@ mod resume;
 mod server;
 mod sessions;
 mod stream;
+pub mod transport;
 #[cfg(feature = "ws")]
 pub mod ws;
-
-/// The transports of this crate, as callers' [`Caller::transport`](rpcwire_service::Caller::transport)
-/// names them.
-pub mod transport {
-    use rpcwire_telemetry::Transport;
-
-    /// An HTTP request (a POST, or an event stream).
-    pub const HTTP: Transport = Transport::new("http", "tcp");
-    /// A WebSocket connection.
-    pub const WEBSOCKET: Transport = Transport::new("websocket", "tcp");
-}
 
 pub use body::Body;
 pub use challenge::{has_query_token, unauthenticated, BearerChallenge};

@@ -228,6 +228,35 @@ impl HttpServer {
         self
     }
 
+    /// Serves WebSocket on the same port and path as the POST transport: a request with
+    /// `Upgrade: websocket` becomes a WebSocket connection run by `ws` (its own `Router`,
+    /// limits and hub), every other request is answered as before.
+    ///
+    /// ```
+    /// use rpcwire_http::ws::{WsConfig, WsServer};
+    /// use rpcwire_http::HttpServer;
+    /// use rpcwire_tokio::{Builder, Router};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let router = || Router::new().sync_method("ping", |(): ()| Ok::<_, rpcwire_tokio::RpcError>("pong"));
+    /// let ws = WsServer::new(Builder::new().router(router()), WsConfig::default());
+    /// let service = HttpServer::new(Builder::new().router(router()))
+    ///     .path("/rpc")
+    ///     .websocket(ws) // ws://host/rpc and POST http://host/rpc
+    ///     .build();
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// tokio::spawn(rpcwire_http::serve(listener, service));
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "ws")]
+    pub fn websocket(self, ws: crate::ws::WsServer) -> Self {
+        self.upgrade(Arc::new(move |req: http::Request<()>| {
+            let answer = ws.answer_upgrade(req).map(crate::body::Body::full);
+            Box::pin(std::future::ready(answer))
+        }))
+    }
+
     /// Makes the service. Starts the event stream's connection, so call it within a tokio
     /// runtime.
     pub fn build(self) -> RpcService {

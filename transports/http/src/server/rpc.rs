@@ -202,8 +202,8 @@ impl Inner {
         // A browser's upgrade names its token as a subprotocol (it cannot set the header).
         #[cfg(feature = "ws")]
         if self.service.authenticator_ref().is_some()
-            && crate::ws::is_upgrade(&req)
-            && crate::ws::bearer_to_authorization(req.headers_mut()).is_err()
+            && crate::ws::handshake::is_upgrade(&req)
+            && crate::ws::handshake::bearer_to_authorization(req.headers_mut()).is_err()
         {
             let r = crate::challenge::unauthenticated(&rpcwire_tokio::AuthError::Malformed);
             return self.after_body(req, r).await;
