@@ -85,48 +85,11 @@ pub enum ConnectionError {
     Http(#[from] hyper::Error),
 }
 
-/// hyper's connection of `protocol` over `io`, serving `service`: what every server of the
-/// crate runs once a connection is not (or no longer) on the fast path.
-pub(crate) async fn run_hyper<I, S>(
-    io: I,
-    protocol: Protocol,
-    idle: Duration,
-    service: S,
-) -> Result<(), hyper::Error>
-where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    S: hyper::service::Service<Request<hyper::body::Incoming>, Response = Response<Body>>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let io = hyper_util::rt::TokioIo::new(io);
-    match protocol {
-        Protocol::Http1 => {
-            http1_builder(idle)
-                .serve_connection(io, service)
-                .with_upgrades()
-                .await
-        }
-        Protocol::Http2 => {
-            let activity = crate::h2_idle::Activity::new();
-            let service = crate::h2_idle::CountStreams {
-                service,
-                activity: Arc::clone(&activity),
-            };
-            let conn = http2_builder().serve_connection(io, service);
-            crate::h2_idle::serve_until_idle(conn, activity, idle, |conn| conn.graceful_shutdown())
-                .await
-        }
-    }
-}
-
 /// Serves `service` through hyper on one connection accepted by your own code (a TLS stream,
 /// with [`Protocol::from_alpn`]), until it ends; `idle` as in
-/// [`serve_hyper`](crate::profile::serve_hyper). See [`serve_connection`](crate::serve_connection) for the accept loop
-/// around it.
+/// [`serve_hyper`](crate::profile::serve_hyper). See [`serve_connection`](crate::serve_connection)
+/// for the accept loop around it. What every server of the crate runs once a connection is
+/// not (or no longer) on the fast path.
 pub async fn serve_hyper_connection<I, S>(
     io: I,
     service: S,
@@ -137,7 +100,26 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: HandlesIncoming,
 {
-    Ok(run_hyper(io, protocol, idle, hyper_service(service)).await?)
+    let (io, service) = (hyper_util::rt::TokioIo::new(io), hyper_service(service));
+    match protocol {
+        Protocol::Http1 => {
+            http1_builder(idle)
+                .serve_connection(io, service)
+                .with_upgrades()
+                .await?
+        }
+        Protocol::Http2 => {
+            let activity = crate::h2_idle::Activity::new();
+            let service = crate::h2_idle::CountStreams {
+                service,
+                activity: Arc::clone(&activity),
+            };
+            let conn = http2_builder().serve_connection(io, service);
+            crate::h2_idle::serve_until_idle(conn, activity, idle, |conn| conn.graceful_shutdown())
+                .await?
+        }
+    }
+    Ok(())
 }
 
 /// [`serve_hyper_connection`] of a connection that tells its requests what it knows
