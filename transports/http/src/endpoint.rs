@@ -14,8 +14,9 @@ use crate::stream::StreamLimits;
 /// The default largest request body (4 MiB).
 pub const DEFAULT_MAX_BODY: usize = 4 << 20;
 
-/// The default of [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout)
-/// (and of [`Endpoint`]).
+/// The default of
+/// [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout) (and of
+/// [`Endpoint`]).
 pub const DEFAULT_IDLE_CONNECTION: Duration = Duration::from_secs(90);
 
 /// Which `Host` and `Origin` headers are accepted (DNS-rebinding protection).

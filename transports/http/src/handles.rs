@@ -22,9 +22,9 @@ pub trait HandlesIncoming: Clone + Send + Sync + 'static {
     fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture;
 
     /// Whether every request must carry its connection's peer address
-    /// ([`connection_peer`](crate::profile::connection_peer)) even while no subscriber listens to call spans (which always
-    /// get it): a service that rate-limits anonymous callers by address says yes. No by
-    /// default: telling each request costs an allocation.
+    /// ([`connection_peer`](crate::profile::connection_peer)) even while no subscriber listens to
+    /// call spans (which always get it): a service that rate-limits anonymous callers by address
+    /// says yes. No by default: telling each request costs an allocation.
     fn wants_peer(&self) -> bool {
         false
     }

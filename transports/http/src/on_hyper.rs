@@ -73,8 +73,8 @@ impl Protocol {
     }
 }
 
-/// Why a connection served by [`serve_connection`](crate::serve_connection) ended with an error (a peer that resets
-/// its connection, say).
+/// Why a connection served by [`serve_connection`](crate::serve_connection) ended with an error (a
+/// peer that resets its connection, say).
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectionError {
     /// Reading or writing the connection failed on the HTTP/1.1 fast path.

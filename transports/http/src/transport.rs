@@ -1,5 +1,5 @@
-//! The transports of this crate, as callers' [`Caller::transport`](rpcwire_service::Caller::transport)
-//! names them.
+//! The transports of this crate, as callers'
+//! [`Caller::transport`](rpcwire_service::Caller::transport) names them.
 
 use rpcwire_telemetry::Transport;
 

@@ -113,8 +113,8 @@ impl HttpServer {
         self
     }
 
-    /// The time a request may take, body reading and handlers included; past it the answer
-    /// is 503 (or an event stream ends) and the handlers are dropped. With [`serve`](crate::serve), a
+    /// The time a request may take, body reading and handlers included; past it the answer is 503
+    /// (or an event stream ends) and the handlers are dropped. With [`serve`](crate::serve), a
     /// request head begun and not whole within it closes the connection.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.endpoint.timeout = timeout;
@@ -192,37 +192,36 @@ impl HttpServer {
         }))
     }
 
-    /// The most connections [`serve`](crate::serve) holds at once (default 10 000); more wait in the
-    /// listen backlog.
+    /// The most connections [`serve`](crate::serve) holds at once (default 10 000); more wait in
+    /// the listen backlog.
     pub fn max_connections(mut self, limit: usize) -> Self {
         self.endpoint.set_max_connections(limit);
         self
     }
 
-    /// How long [`serve`](crate::serve) keeps an HTTP/1.1 connection that has no request under way (default
-    /// 90 s): one that sends nothing after connecting, or an idle keep-alive connection. It
-    /// is closed then, so that idle clients cannot hold every slot of
+    /// How long [`serve`](crate::serve) keeps an HTTP/1.1 connection that has no request under way
+    /// (default 90 s): one that sends nothing after connecting, or an idle keep-alive connection.
+    /// It is closed then, so that idle clients cannot hold every slot of
     /// [`max_connections`](HttpServer::max_connections). The default outlasts the idle time of
-    /// proxies' upstream connections (nginx and AWS load balancers: 60 s), so that a proxy
-    /// never sends a request on a connection the server is closing; clients' pools give idle
-    /// connections up sooner (undici 4 s, httpx 5 s) or send again on a fresh one when the
-    /// server has closed theirs (hyper, reqwest). On a connection hyper serves (after the
-    /// first request the fast path does not take), this one timer also bounds the next
-    /// request's head (hyper's header read timeout). An HTTP/2 connection is shut down
-    /// gracefully (GOAWAY) once it has had no stream under way for this long; an open event
-    /// stream counts as one.
+    /// proxies' upstream connections (nginx and AWS load balancers: 60 s), so that a proxy never
+    /// sends a request on a connection the server is closing; clients' pools give idle connections
+    /// up sooner (undici 4 s, httpx 5 s) or send again on a fresh one when the server has closed
+    /// theirs (hyper, reqwest). On a connection hyper serves (after the first request the fast path
+    /// does not take), this one timer also bounds the next request's head (hyper's header read
+    /// timeout). An HTTP/2 connection is shut down gracefully (GOAWAY) once it has had no stream
+    /// under way for this long; an open event stream counts as one.
     pub fn idle_connection_timeout(mut self, idle: Duration) -> Self {
         self.endpoint.set_idle_connection(idle);
         self
     }
 
-    /// Whether [`serve`](crate::serve) and [`serve_connection`](crate::serve_connection) serve HTTP/1.1 on their fast path (default
-    /// on): plain-JSON POSTs answered with no HTTP machinery in between, and the other
-    /// requests read whole (an event stream then holds no hyper buffers). Off, hyper serves
-    /// every request: the answers are the same (a test compares the two over random
-    /// requests), but each call costs more CPU and an idle keep-alive connection holds
-    /// hyper's connection state, which is larger than the fast path's 2 KiB buffer. For
-    /// comparing the two, or to rule the fast path out when chasing a problem.
+    /// Whether [`serve`](crate::serve) and [`serve_connection`](crate::serve_connection) serve
+    /// HTTP/1.1 on their fast path (default on): plain-JSON POSTs answered with no HTTP machinery
+    /// in between, and the other requests read whole (an event stream then holds no hyper buffers).
+    /// Off, hyper serves every request: the answers are the same (a test compares the two over
+    /// random requests), but each call costs more CPU and an idle keep-alive connection holds
+    /// hyper's connection state, which is larger than the fast path's 2 KiB buffer. For comparing
+    /// the two, or to rule the fast path out when chasing a problem.
     pub fn fast_path(mut self, on: bool) -> Self {
         self.fast_path = on;
         self

@@ -53,9 +53,10 @@ pub(crate) struct Inner {
     /// The service: its authenticator establishes each request's caller
     /// ([`Service::admit`]); its dispatcher runs the calls.
     pub(crate) service: Service,
-    /// The authenticator's [`Authenticator::credential_header`](rpcwire_tokio::Authenticator::credential_header),
-    /// lower-case (letters, digits and `-` only): the fast path keeps a connection's caller
-    /// for that header's value.
+    /// The authenticator's
+    /// [`Authenticator::credential_header`](rpcwire_tokio::Authenticator::credential_header),
+    /// lower-case (letters, digits and `-` only): the fast path keeps a connection's caller for
+    /// that header's value.
     pub(crate) credential_header: Option<Box<[u8]>>,
     /// Answers every POST body, through the service's dispatcher.
     pub(super) responder: Responder,

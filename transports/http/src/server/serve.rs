@@ -12,19 +12,19 @@ use crate::on_hyper::{ConnectionError, Protocol};
 use super::rpc::{Inner, RpcService};
 
 /// Serves `service` on every connection accepted on `listener` (HTTP/1.1 with keep-alive and
-/// upgrades, and HTTP/2 with prior knowledge), at most [`HttpServer::max_connections`](crate::HttpServer::max_connections) at
-/// once. Runs until the future is dropped.
+/// upgrades, and HTTP/2 with prior knowledge), at most
+/// [`HttpServer::max_connections`](crate::HttpServer::max_connections) at once. Runs until the
+/// future is dropped.
 ///
-/// Each connection's protocol is told from its first bytes, then the connection runs in a
-/// task holding only that protocol's state. HTTP/1.1 runs on the fast path, in the
-/// connection's own task (the same answers as through hyper, with no hyper state: an idle
-/// keep-alive connection holds its socket and a 2 KiB buffer): plain-JSON POSTs are answered
-/// with no HTTP machinery in between, other requests are read whole; the first request it
-/// does not take (upgrades, chunked bodies, bodies over the limit...) hands the connection,
-/// with the bytes already read, to hyper. A request head, once begun, must
-/// arrive whole within [`HttpServer::timeout`](crate::HttpServer::timeout) on the fast path, and a connection with no
-/// request under way (on HTTP/2: no stream) is closed after
-/// [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout).
+/// Each connection's protocol is told from its first bytes, then the connection runs in a task
+/// holding only that protocol's state. HTTP/1.1 runs on the fast path, in the connection's own task
+/// (the same answers as through hyper, with no hyper state: an idle keep-alive connection holds its
+/// socket and a 2 KiB buffer): plain-JSON POSTs are answered with no HTTP machinery in between,
+/// other requests are read whole; the first request it does not take (upgrades, chunked bodies,
+/// bodies over the limit...) hands the connection, with the bytes already read, to hyper. A request
+/// head, once begun, must arrive whole within [`HttpServer::timeout`](crate::HttpServer::timeout)
+/// on the fast path, and a connection with no request under way (on HTTP/2: no stream) is closed
+/// after [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout).
 pub async fn serve(listener: tokio::net::TcpListener, service: RpcService) {
     listen(listener, how(&service), connections(service)).await;
 }
@@ -66,10 +66,12 @@ pub async fn serve_tls(
 }
 
 /// Serves `service` on one connection accepted by your own code, until it ends: a TLS stream
-/// (tokio-rustls, with [`Protocol::from_alpn`]), a Unix socket, an in-memory pipe. HTTP/1.1
-/// runs as on [`serve`]'s connections: the fast path for plain-JSON POSTs, hyper for the rest;
-/// the idle limit is [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout). Bound the number of connections
-/// in the accept loop, as [`serve`] does with [`HttpServer::max_connections`](crate::HttpServer::max_connections).
+/// (tokio-rustls, with [`Protocol::from_alpn`]), a Unix socket, an in-memory pipe. HTTP/1.1 runs as
+/// on [`serve`]'s connections (the fast path, then hyper past the first request it does not take;
+/// hyper alone for a connection with a client certificate); the idle limit is
+/// [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout).
+/// Bound the number of connections in the accept loop, as [`serve`] does with
+/// [`HttpServer::max_connections`](crate::HttpServer::max_connections).
 ///
 /// ```no_run
 /// use rpcwire_http::{serve_connection, HttpServer, Protocol};

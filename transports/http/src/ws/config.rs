@@ -28,9 +28,9 @@ pub struct WsConfig {
     /// Output is gathered up to this many bytes before it is written to the socket (a flush
     /// writes at once). Default 16 KiB.
     pub write_buffer: usize,
-    /// With [`WsServer::serve_tcp`](super::WsServer::serve_tcp): how long a connection may go without its upgrade
-    /// request's whole head (from the moment it connects, or after an answer that was not
-    /// an upgrade) before it is closed. Default 30 s.
+    /// With [`WsServer::serve_tcp`](super::WsServer::serve_tcp): how long a connection may go
+    /// without its upgrade request's whole head (from the moment it connects, or after an answer
+    /// that was not an upgrade) before it is closed. Default 30 s.
     pub handshake_timeout: Duration,
 }
 

@@ -19,9 +19,9 @@ use base64::Engine as _;
 use http::header::{AUTHORIZATION, SEC_WEBSOCKET_PROTOCOL};
 use http::{HeaderMap, HeaderValue, Request};
 
-/// True when `req` asks to become a WebSocket (`Upgrade: websocket` with `Connection:
-/// upgrade`), so that an HTTP service can hand it to [`WsServer::upgrade`] on the same port
-/// and path as its other requests.
+/// True when `req` asks to become a WebSocket (`Upgrade: websocket` with `Connection: upgrade`), so
+/// that an HTTP service can hand it to [`WsServer::upgrade`](super::WsServer::upgrade) on the same
+/// port and path as its other requests.
 pub fn is_upgrade<B>(req: &Request<B>) -> bool {
     let has_token = |name: http::header::HeaderName, token: &str| {
         req.headers().get_all(name).iter().any(|v| {

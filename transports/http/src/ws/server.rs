@@ -389,7 +389,7 @@ impl WsServer {
 
     /// Accepts connections on `listener` and serves each over HTTP/1.1 with
     /// [`handle`](WsServer::handle) (WebSocket upgrades on any path), the builder's
-    /// [`authenticator`](Builder::authenticator) asked about each upgrade first. Runs until the future is
+    /// [`authenticator`](rpcwire_service::Service::authenticator) asked about each upgrade first. Runs until the future is
     /// dropped; connections already open go on.
     pub async fn serve_tcp(self, listener: TcpListener) {
         // No bound on TCP connections here: the limit applies to upgrades (503 past it).
