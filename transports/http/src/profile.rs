@@ -73,23 +73,24 @@
 //! ```
 
 pub use crate::body::Body;
+pub use crate::caller::{admit, connection_certificate, connection_peer, traced_caller};
 pub use crate::client::{failure, is_event_stream};
 pub use crate::connect::{
     error_chain, http_client, parse_url, ClientTls, Connector, HyperClient, TlsError,
 };
 pub use crate::endpoint::Endpoint;
+pub use crate::handles::{HandlesIncoming, HandlesWhole};
 pub use crate::ids::random_id;
+#[cfg(feature = "tls")]
+pub use crate::listen::serve_hyper_tls;
+pub use crate::listen::{serve_hyper, serve_profile};
+pub use crate::media::{accepted_media, AcceptedMedia};
+pub use crate::on_hyper::serve_hyper_connection;
 pub use crate::pipe::{send_body, ChannelReader, FrameWriter};
+pub use crate::post::{after_body, read_post_body};
+pub use crate::response::{event_stream, json, refuse, sse_event, status};
 pub use crate::resume::{
     parse_event_id, priming_event, stream_event, ParkedStreams, ResumableStream, StreamRelay,
     DEFAULT_MAX_PARKED,
 };
-#[cfg(feature = "tls")]
-pub use crate::server::serve_hyper_tls;
-pub use crate::server::{
-    accepted_media, admit, after_body, connection_certificate, connection_peer, event_stream, json,
-    read_post_body, refuse, serve_hyper, serve_hyper_connection, sse_event, status, traced_caller,
-    AcceptedMedia, HandlesIncoming,
-};
 pub use crate::stream::{EventHub, StreamLimits, VecSink};
-pub use crate::whole::{serve_profile, HandlesWhole};
