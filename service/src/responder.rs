@@ -297,8 +297,10 @@ pub struct Exchange {
     /// The answer drained and not yet given out (after `sent`), kept here for the same
     /// reason.
     answer: Vec<u8>,
-    /// More bodies for the same connection while the exchange runs ([`Exchange::input`]).
-    input: Option<InputChannel>,
+    /// More bodies for the same connection while the exchange runs ([`Exchange::input`]);
+    /// boxed, as few exchanges have one and an HTTP connection's task holds room for an
+    /// exchange for its whole life.
+    input: Option<Box<InputChannel>>,
 }
 
 /// The channel of [`Exchange::input`]: its sender (cloned out), its receiver, and the bodies
@@ -357,9 +359,9 @@ impl Exchange {
     /// exchange's answer, as a [`Sent::Message`]). Once the exchange has answered, what comes
     /// is dropped.
     pub fn input(&mut self) -> mpsc::Sender<Vec<u8>> {
-        let (tx, _, _) = self.input.get_or_insert_with(|| {
+        let (tx, _, _) = &**self.input.get_or_insert_with(|| {
             let (tx, rx) = mpsc::channel(8);
-            (tx, rx, std::collections::VecDeque::new())
+            Box::new((tx, rx, std::collections::VecDeque::new()))
         });
         tx.clone()
     }
@@ -386,7 +388,7 @@ impl Exchange {
 async fn run_until(
     slot: &mut Option<Box<Slot>>,
     done: &mut bool,
-    input: &mut Option<InputChannel>,
+    input: &mut Option<Box<InputChannel>>,
     answer: &mut Vec<u8>,
     message: &mut (dyn FnMut(&[u8]) + Send),
 ) {
@@ -413,7 +415,7 @@ async fn run_until(
         }
         if slot.rx.buffered() == 0 {
             if let Some(body) = input
-                .as_mut()
+                .as_deref_mut()
                 .and_then(|(_, _, waiting)| waiting.pop_front())
             {
                 // A body handed in while the last was still being taken: its turn now.
@@ -432,7 +434,7 @@ async fn run_until(
         let deadline = conn
             .poll_timeout()
             .map(|at| tokio::time::Instant::from_std(at.to_std(dispatcher.origin())));
-        let (receiver, waiting) = match input.as_mut() {
+        let (receiver, waiting) = match input.as_deref_mut() {
             Some((_, rx, waiting)) => (Some(rx), Some(waiting)),
             None => (None, None),
         };

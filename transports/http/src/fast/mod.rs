@@ -231,7 +231,8 @@ mod tests {
     /// path (the connection's `Traced`, its peer's caller and the request's, and the trace
     /// headers' places in the head: 40 bytes, in place of hyper's whole connection state
     /// per traced connection); 1 240 since the lanes are futures of their own that keep
-    /// nothing across two waits that one would do.
+    /// nothing across two waits that one would do; 1 232 with a responder's exchange whose
+    /// input channel, which few have, is boxed.
     #[tokio::test]
     async fn an_idle_connection_keeps_a_small_future() {
         let service = crate::HttpServer::new(rpcwire_tokio::Builder::new()).build();
@@ -240,7 +241,7 @@ mod tests {
         let size = std::mem::size_of_val(&future);
         println!("the fast path's connection future: {size} bytes");
         assert!(
-            size <= 1_240,
+            size <= 1_232,
             "the fast path's connection future is {size} bytes"
         );
     }
