@@ -235,21 +235,14 @@ impl Shared {
 impl Slot {
     /// Hands every message of `body` to the dispatcher.
     fn feed(&mut self, body: &[u8]) {
-        let Slot {
-            conn,
-            rx,
-            dispatcher,
-            ..
-        } = self;
         // The body is one whole frame: handed over as it is, with no framing to find. The
         // buffer of a pooled slot is empty (only clean ones go back to the pool), and an empty
         // buffer takes a whole frame.
-        if !rx.push_frame(body) {
+        if !self.rx.push_frame(body) {
             // Not seen: emptied, a buffer takes any whole frame.
-            rx.clear();
-            rx.push_frame(body);
+            self.rx.clear();
+            self.rx.push_frame(body);
         }
-        let _ = (conn, dispatcher);
         self.resume();
     }
 
@@ -263,8 +256,10 @@ impl Slot {
             dispatcher,
             ..
         } = self;
-        let received = Received::at(telemetry::now());
-        let now = dispatcher.now();
+        // One reading of the clock for both: the time the body came, and the core's now.
+        let at = telemetry::now();
+        let received = Received::at(at);
+        let now = rpcwire::Instant::from_std(dispatcher.origin(), at);
         let mut taken = false;
         loop {
             match conn.handle_input(now, rx, &mut &[][..]) {
