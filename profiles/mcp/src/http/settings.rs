@@ -4,6 +4,7 @@
 
 use std::prelude::rust_2021::*;
 
+#[cfg(feature = "signing")]
 use std::sync::Arc;
 use std::time::Duration;
 
