@@ -165,24 +165,28 @@ fn message(m: &Message, uses: &mut Uses) -> String {
     }
 }
 
-/// Bytes as a byte string literal: printable ASCII as it is, the rest escaped.
-fn bytes(b: &[u8]) -> String {
-    let mut out = String::from("b\"");
+/// Bytes between double quotes with printable ASCII as it is and the rest `\xNN`-escaped
+/// (`"` and `\` backslash-escaped): a Rust byte string's body, and a libFuzzer dictionary
+/// entry's.
+pub(crate) fn escaped(b: &[u8]) -> String {
+    let mut out = String::from("\"");
     for &c in b {
         match c {
             b'"' => out.push_str("\\\""),
             b'\\' => out.push_str("\\\\"),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
             0x20..=0x7e => out.push(char::from(c)),
             _ => {
-                let _ = write!(out, "\\x{c:02x}");
+                let _ = write!(out, "\\x{c:02X}");
             }
         }
     }
     out.push('"');
     out
+}
+
+/// Bytes as a byte string literal.
+fn bytes(b: &[u8]) -> String {
+    format!("b{}", escaped(b))
 }
 
 fn frame(f: &Frame, uses: &mut Uses) -> String {
@@ -288,7 +292,7 @@ mod tests {
             out,
             "{\"a\": [1, 5000000000i64, 18446744073709551615u64, 0.5, \"q\\\"\\u{1}é\"], \"b\": null}"
         );
-        assert_eq!(bytes(b"{\"a\xff\n"), "b\"{\\\"a\\xff\\n\"");
+        assert_eq!(bytes(b"{\"a\xff\n"), "b\"{\\\"a\\xFF\\x0A\"");
     }
 
     #[test]
