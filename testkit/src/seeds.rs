@@ -80,13 +80,17 @@ pub struct FuzzSeeds {
     tokens: BTreeSet<String>,
 }
 
-/// An example value for a JSON Schema (as `rpc.discover` documents a param).
-fn example(schema: &Value) -> Value {
+/// Example values for a JSON Schema (as `rpc.discover` documents a param): a typical one and
+/// a boundary one (`1` and `0` for an integer, `"a"` and `""` for a string, ...), the values
+/// a service's edge cases hide behind.
+fn examples(schema: &Value) -> [Value; 2] {
     if let Some(v) = schema.get("const") {
-        return v.clone();
+        return [v.clone(), v.clone()];
     }
-    if let Some(first) = schema.get("enum").and_then(|e| e.as_array()?.first()) {
-        return first.clone();
+    if let Some(all) = schema.get("enum").and_then(Value::as_array) {
+        if let (Some(first), Some(last)) = (all.first(), all.last()) {
+            return [first.clone(), last.clone()];
+        }
     }
     let kind = match schema.get("type") {
         Some(Value::Array(kinds)) => kinds
@@ -98,20 +102,21 @@ fn example(schema: &Value) -> Value {
         _ => "",
     };
     match kind {
-        "string" => json!("a"),
-        "integer" => json!(1),
-        "number" => json!(1.5),
-        "boolean" => json!(true),
-        "array" => json!([]),
-        "object" => json!({}),
-        _ => Value::Null,
+        "string" => [json!("a"), json!("")],
+        "integer" => [json!(1), json!(0)],
+        "number" => [json!(1.5), json!(0)],
+        "boolean" => [json!(true), json!(false)],
+        "array" => [json!([1]), json!([])],
+        "object" => [json!({"a": 1}), json!({})],
+        _ => [Value::Null, Value::Null],
     }
 }
 
 impl FuzzSeeds {
-    /// Seeds for every method and notification of `router`: each called with no params,
-    /// `[]`, `{}`, and, where `rpc.discover` documents its params ([`Router::params`], or a
-    /// schema), with an example of them by name and by position. The dictionary holds
+    /// Seeds for every method and notification of `router`: where `rpc.discover` documents
+    /// its params ([`Router::params`], or a schema), called with typical examples of them by
+    /// name and by position and with boundary ones (`0`, `""`, `false`, `[]`, `{}`) by
+    /// position; otherwise with no params, `[]` and `{}`. The dictionary holds
     /// JSON-RPC's tokens ([`JSONRPC_TOKENS`]), the names, and the documented param names.
     pub fn from_router(router: &Router) -> Self {
         let doc = router.openrpc_document();
@@ -129,7 +134,7 @@ impl FuzzSeeds {
         let names = router.method_names().into_iter().map(|n| (n, true));
         let notes = router.notification_names().into_iter().map(|n| (n, false));
         for (name, request) in names.chain(notes) {
-            let mut params = vec![None, Some(json!([])), Some(json!({}))];
+            let mut params = Vec::new();
             let described = documented(name);
             // Descriptors named after a Rust type ("params") say nothing of the shape.
             let usable: Vec<&Value> = described
@@ -137,18 +142,25 @@ impl FuzzSeeds {
                 .filter(|d| d["name"].as_str().is_some_and(|n| n != "params"))
                 .collect();
             if !usable.is_empty() {
+                // Typical values by name and by position, boundary values by position.
                 let mut by_name = Map::new();
-                let mut by_position = Vec::new();
+                let (mut typical, mut boundary) = (Vec::new(), Vec::new());
                 for d in &usable {
-                    let value = example(&d["schema"]);
+                    let [usual, edge] = examples(&d["schema"]);
                     if let Some(n) = d["name"].as_str() {
                         seeds.tokens.insert(Value::from(n).to_string());
-                        by_name.insert(n.to_owned(), value.clone());
+                        by_name.insert(n.to_owned(), usual.clone());
                     }
-                    by_position.push(value);
+                    typical.push(usual);
+                    boundary.push(edge);
                 }
                 params.push(Some(Value::Object(by_name)));
-                params.push(Some(Value::Array(by_position)));
+                params.push(Some(Value::Array(typical)));
+                params.push(Some(Value::Array(boundary)));
+            } else {
+                // Shapes only: a few seeds, for every seed more dilutes the fuzzer's attention
+                // once the corpus grows.
+                params.extend([None, Some(json!([])), Some(json!({}))]);
             }
             seeds.tokens.insert(Value::from(name).to_string());
             seeds.methods.push(Seeded {
@@ -287,6 +299,10 @@ mod tests {
         );
         assert!(
             text.iter().any(|t| t.contains("\"params\":[\"a\"]")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter().any(|t| t.contains("\"params\":[\"\"]")),
             "{text:?}"
         );
         assert!(
