@@ -73,7 +73,13 @@ mod client;
 #[doc = include_str!("../README.md")]
 struct ReadmeExamples;
 mod error;
+mod handlers;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod options;
+mod server;
+mod sessions;
+mod terminals;
 mod turn;
 
 /// The official ACP message types (`agent-client-protocol-schema`, protocol version 1).
@@ -82,9 +88,12 @@ pub mod schema {
     pub use agent_client_protocol_schema::ProtocolVersion;
 }
 
-pub use agent::{negotiate, Agent, AgentServer};
-pub use client::{AcpClient, ClientHandlers, ClientOptions, PromptTurn, TurnEvent};
+pub use agent::{negotiate, Agent};
+pub use client::{AcpClient, ClientOptions, PromptTurn, TurnEvent};
 pub use error::{request_cancelled, AcpError};
+pub use handlers::ClientHandlers;
 pub use options::{AcpOptions, CANCEL_REQUEST, REQUEST_CANCELLED};
 pub use rpcwire_tokio::{CallError, DriverError, ErrorCode, RpcError};
+pub use server::AgentServer;
+pub use terminals::{LocalTerminals, Terminals};
 pub use turn::{SessionHandle, Terminal};
