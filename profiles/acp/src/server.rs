@@ -94,6 +94,23 @@ impl<A: Agent> Shared<A> {
         )
     }
 
+    /// A handle on a session taken up again (`session/load`, `session/resume`), with the MCP
+    /// servers the request gives connected for it.
+    async fn reopen(
+        &self,
+        session: &SessionId,
+        servers: &[agent_client_protocol_schema::v1::McpServer],
+        ctx: &Context,
+    ) -> Result<crate::SessionHandle, RpcError> {
+        #[cfg(feature = "mcp")]
+        if let Some(mcp) = self.connect_mcp(servers).await {
+            self.state.keep_mcp(session.clone(), mcp);
+        }
+        #[cfg(not(feature = "mcp"))]
+        let _ = servers;
+        self.handle(session, ctx)
+    }
+
     /// Connects the MCP servers a request gives and keeps them for `session` (feature `mcp`,
     /// [`AcpOptions::connect_mcp_servers`]); the ones that fail are logged and left out.
     #[cfg(feature = "mcp")]
@@ -194,11 +211,7 @@ impl<A: Agent> AgentServer<A> {
             router,
             names.session_load,
             |s, ctx, r: LoadSessionRequest| async move {
-                #[cfg(feature = "mcp")]
-                if let Some(mcp) = s.connect_mcp(&r.mcp_servers).await {
-                    s.state.keep_mcp(r.session_id.clone(), mcp);
-                }
-                let session = s.handle(&r.session_id, &ctx)?;
+                let session = s.reopen(&r.session_id, &r.mcp_servers, &ctx).await?;
                 s.agent.load_session(session, r).await
             },
         );
@@ -206,11 +219,7 @@ impl<A: Agent> AgentServer<A> {
             router,
             names.session_resume,
             |s, ctx, r: ResumeSessionRequest| async move {
-                #[cfg(feature = "mcp")]
-                if let Some(mcp) = s.connect_mcp(&r.mcp_servers).await {
-                    s.state.keep_mcp(r.session_id.clone(), mcp);
-                }
-                let session = s.handle(&r.session_id, &ctx)?;
+                let session = s.reopen(&r.session_id, &r.mcp_servers, &ctx).await?;
                 s.agent.resume_session(session, r).await
             },
         );

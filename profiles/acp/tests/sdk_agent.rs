@@ -60,6 +60,17 @@ fn agent_command(node_dir: &Path) -> tokio::process::Command {
     cmd
 }
 
+/// The SDK agent, started and initialized.
+async fn spawn(
+    node_dir: &Path,
+    options: ClientOptions,
+    handlers: ClientHandlers,
+) -> (AcpClient, tokio::process::Child) {
+    AcpClient::spawn(&mut agent_command(node_dir), options, handlers)
+        .await
+        .expect("spawn and initialize")
+}
+
 fn text_of(update: &SessionUpdate) -> Option<String> {
     match update {
         SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
@@ -135,13 +146,7 @@ async fn rust_client_drives_the_typescript_sdk_agent() {
         .on_update(move |_| s3.lock().unwrap().late += 1);
 
     let run = async {
-        let (client, _child) = AcpClient::spawn(
-            &mut agent_command(&node_dir),
-            ClientOptions::default(),
-            handlers,
-        )
-        .await
-        .expect("spawn and initialize");
+        let (client, _child) = spawn(&node_dir, ClientOptions::default(), handlers).await;
         let init = client.initialize_response();
         assert_eq!(init.protocol_version.as_u16(), 1);
         assert_eq!(
@@ -230,13 +235,7 @@ async fn a_message_over_the_limit_from_the_sdk_agent_is_skipped() {
     let options =
         ClientOptions::default().acp(rpcwire_acp::AcpOptions::new().max_message(64 << 10));
     let run = async {
-        let (client, _child) = AcpClient::spawn(
-            &mut agent_command(&node_dir),
-            options,
-            ClientHandlers::new(),
-        )
-        .await
-        .expect("spawn and initialize");
+        let (client, _child) = spawn(&node_dir, options, ClientHandlers::new()).await;
         let session = client
             .new_session(NewSessionRequest::new("/"))
             .await
@@ -290,13 +289,7 @@ async fn rust_client_drives_every_stable_method_of_the_typescript_sdk_agent() {
         })
         .terminals(LocalTerminals::new());
     let run = async {
-        let (client, _child) = AcpClient::spawn(
-            &mut agent_command(&node_dir),
-            ClientOptions::default(),
-            handlers,
-        )
-        .await
-        .expect("spawn and initialize");
+        let (client, _child) = spawn(&node_dir, ClientOptions::default(), handlers).await;
         let caps = client.agent_capabilities();
         assert!(
             caps.session_capabilities.list.is_some() && caps.session_capabilities.delete.is_some()

@@ -107,6 +107,14 @@ async fn connect(handlers: ClientHandlers) -> (AcpClient, Arc<Mutex<Vec<usize>>>
     (client, mcp_tools)
 }
 
+async fn new_session(client: &AcpClient) -> SessionId {
+    client
+        .new_session(NewSessionRequest::new("/"))
+        .await
+        .unwrap()
+        .session_id
+}
+
 /// The turn's message texts and its stop reason.
 async fn turn(client: &AcpClient, session: &SessionId, text: &str) -> (Vec<String>, StopReason) {
     let prompt = PromptRequest::new(session.clone(), vec![ContentBlock::from(text)]);
@@ -190,11 +198,7 @@ async fn methods_an_agent_does_not_implement_are_method_not_found() {
 #[tokio::test]
 async fn closing_a_session_ends_its_running_turn() {
     let (client, _) = connect(ClientHandlers::new()).await;
-    let s = client
-        .new_session(NewSessionRequest::new("/"))
-        .await
-        .unwrap()
-        .session_id;
+    let s = new_session(&client).await;
     let prompt = PromptRequest::new(s.clone(), vec![ContentBlock::from("wait")]);
     let mut running = client.prompt(prompt).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -238,11 +242,7 @@ async fn elicitation_terminals_and_extensions_reach_the_client() {
             |method, params| async move { Ok(json!({"pong": method, "n": params["n"]})) },
         );
     let (client, _) = connect(handlers).await;
-    let s = client
-        .new_session(NewSessionRequest::new("/"))
-        .await
-        .unwrap()
-        .session_id;
+    let s = new_session(&client).await;
     let (texts, stop) = turn(&client, &s, "ask").await;
     assert_eq!(
         (texts, stop),
@@ -258,11 +258,7 @@ async fn elicitation_terminals_and_extensions_reach_the_client() {
 #[tokio::test]
 async fn what_the_client_does_not_offer_fails_without_a_call() {
     let (client, _) = connect(ClientHandlers::new()).await;
-    let s = client
-        .new_session(NewSessionRequest::new("/"))
-        .await
-        .unwrap()
-        .session_id;
+    let s = new_session(&client).await;
     let prompt = PromptRequest::new(s, vec![ContentBlock::from("ask")]);
     let mut running = client.prompt(prompt).await.unwrap();
     let mut last = None;
