@@ -127,7 +127,11 @@ impl Turn<'_> {
     }
 
     async fn message(&self, text: String) -> Result<(), RpcError> {
-        let text = if self.shout { text.to_uppercase() } else { text };
+        let text = if self.shout {
+            text.to_uppercase()
+        } else {
+            text
+        };
         self.session.message(text).await?;
         Ok(())
     }
@@ -312,25 +316,20 @@ impl Turn<'_> {
         self.start(started).await?;
         let scope = ElicitationSessionScope::new(self.session.session_id().clone())
             .tool_call_id(rpcwire_acp::schema::ToolCallId::new(self.call.clone()));
-        let form = ElicitationFormMode::new(
-            scope,
-            ElicitationSchema::new().string("answer", true),
-        );
+        let form = ElicitationFormMode::new(scope, ElicitationSchema::new().string("answer", true));
         let request = CreateElicitationRequest::new(form, question);
         let answer = match self.session.elicit(request).await {
             Ok(answer) => answer,
             Err(e) => return self.conclude("ask", Err(e.to_string())).await,
         };
         let said = match answer.action {
-            ElicitationAction::Accept(accepted) => match accepted
-                .content
-                .as_ref()
-                .and_then(|c| c.get("answer"))
-            {
-                Some(ElicitationContentValue::String(s)) => format!("you answered: {s}"),
-                Some(other) => format!("you answered: {other:?}"),
-                None => "you answered nothing".to_owned(),
-            },
+            ElicitationAction::Accept(accepted) => {
+                match accepted.content.as_ref().and_then(|c| c.get("answer")) {
+                    Some(ElicitationContentValue::String(s)) => format!("you answered: {s}"),
+                    Some(other) => format!("you answered: {other:?}"),
+                    None => "you answered nothing".to_owned(),
+                }
+            }
             ElicitationAction::Decline => "you declined to answer".to_owned(),
             ElicitationAction::Cancel => {
                 self.progress(ToolCallStatus::Failed, "cancelled").await?;
@@ -353,7 +352,9 @@ impl Turn<'_> {
             Ok(t) => t,
             Err(e) => return self.conclude("run", Err(e.to_string())).await,
         };
-        let shown = vec![ToolCallContent::Terminal(Terminal::new(terminal.id().clone()))];
+        let shown = vec![ToolCallContent::Terminal(Terminal::new(
+            terminal.id().clone(),
+        ))];
         self.update(
             ToolCallUpdateFields::new()
                 .status(ToolCallStatus::InProgress)
@@ -405,7 +406,10 @@ impl Turn<'_> {
         let mcp = self.session.mcp();
         let Some(server) = mcp.server_of(&name) else {
             return self
-                .conclude(&format!("call {name}"), Err("no MCP server offers it".into()))
+                .conclude(
+                    &format!("call {name}"),
+                    Err("no MCP server offers it".into()),
+                )
                 .await;
         };
         let outcome = match mcp.call_tool(server, &name, arguments).await {

@@ -74,7 +74,12 @@ fn config(style: &str) -> Vec<SessionConfigOption> {
         .iter()
         .map(|(id, name)| SessionConfigSelectOption::new(*id, *name))
         .collect();
-    vec![SessionConfigOption::select("style", "Answer style", style.to_owned(), values)]
+    vec![SessionConfigOption::select(
+        "style",
+        "Answer style",
+        style.to_owned(),
+        values,
+    )]
 }
 
 fn prompt_text(prompt: &[ContentBlock]) -> String {
@@ -105,7 +110,10 @@ impl Example {
 
     /// Runs `f` on a session, or answers Resource not found.
     fn session<T>(&self, id: &SessionId, f: impl FnOnce(&mut Session) -> T) -> Result<T, RpcError> {
-        self.sessions().get_mut(id).map(f).ok_or_else(|| not_found(id))
+        self.sessions()
+            .get_mut(id)
+            .map(f)
+            .ok_or_else(|| not_found(id))
     }
 
     pub(crate) fn tool_call_id(&self) -> String {
@@ -216,7 +224,9 @@ impl Agent for Example {
         request: ListSessionsRequest,
     ) -> Result<ListSessionsResponse, RpcError> {
         let after: u64 = match &request.cursor {
-            Some(c) => c.parse().map_err(|_| RpcError::invalid_params("bad cursor"))?,
+            Some(c) => c
+                .parse()
+                .map_err(|_| RpcError::invalid_params("bad cursor"))?,
             None => 0,
         };
         let sessions = self.sessions();

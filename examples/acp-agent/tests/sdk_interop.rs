@@ -43,13 +43,7 @@ fn python_sdk_session_against_the_example_agent() {
         Command::new(python)
             .env("MCP_URL", &http.url)
             .arg(script("python_client.py"))
-            .args([
-            AGENT,
-            "--step-ms",
-            "100",
-            "--log",
-            "warn",
-        ]),
+            .args([AGENT, "--step-ms", "100", "--log", "warn"]),
         Duration::from_secs(60),
     );
     assert_passed(&out, "python-sdk: all checks passed");

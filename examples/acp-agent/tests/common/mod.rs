@@ -64,7 +64,8 @@ pub use rpcwire_tests::interop::{assert_passed, run_bounded};
 /// `cargo test --workspace`); otherwise `None` after a visible skip line (a failure under
 /// `CI=true`).
 pub fn mcp_server(agent: &str) -> Option<PathBuf> {
-    let path = Path::new(agent).with_file_name(format!("mcp-server{}", std::env::consts::EXE_SUFFIX));
+    let path =
+        Path::new(agent).with_file_name(format!("mcp-server{}", std::env::consts::EXE_SUFFIX));
     if path.exists() {
         Some(path)
     } else {
