@@ -7,6 +7,9 @@
 #
 #   nice -n 19 fuzz/campaign.sh connection_bytes     # FIRST=1200 PLATEAU=600 MAX=3600 seconds
 #
+# RESUME=1 goes on from the work corpus a stopped campaign left (no first run). Do not edit
+# this file while it runs: bash reads it as it goes.
+#
 # Each target's dictionary is named in dict/map (which fuzz.sh reads too).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -45,13 +48,18 @@ targets=("$@")
 mkdir -p "$work"
 for target in "${targets[@]}"; do
   corpus="$work/$target"
-  rm -rf "$corpus" "$work/$target.log"
-  mkdir -p "$corpus"
-  cp corpus/"$target"/* "$corpus"/ 2>/dev/null || true
   before=$(edges "$target" "corpus/$target")
-  read -r _ end runs < <(fuzz "$target" "$corpus" "$FIRST")
-  spent=$FIRST
-  total_runs=$runs
+  if [ "${RESUME:-0}" = 1 ] && [ -n "$(ls -A "$corpus" 2>/dev/null)" ]; then
+    spent=0
+    total_runs=0
+  else
+    rm -rf "$corpus" "$work/$target.log"
+    mkdir -p "$corpus"
+    cp corpus/"$target"/* "$corpus"/ 2>/dev/null || true
+    read -r _ end runs < <(fuzz "$target" "$corpus" "$FIRST")
+    spent=$FIRST
+    total_runs=$runs
+  fi
   while :; do
     read -r start end runs < <(fuzz "$target" "$corpus" "$PLATEAU")
     spent=$((spent + PLATEAU))
