@@ -225,6 +225,21 @@ impl Case {
     pub fn to_rust(&self) -> String {
         case(self).0
     }
+
+    /// The case as a `#[test]` that checks it with `harness` (an expression giving a
+    /// [`Harness`](crate::Harness) or [`Firmware`](crate::Firmware)), its `use` lines
+    /// included, and `note` (what failed) as its comment: what a fuzz target prints with a
+    /// crash.
+    ///
+    /// ```
+    /// use rpcwire_testkit::{Case, Frame, Message};
+    /// let case = Case::new(vec![Frame::Single(Message::request("div", serde_json::json!([1, 0]), 1))]);
+    /// let test = case.to_test("harness()", "a handler panicked");
+    /// assert!(test.contains("assert_eq!(harness().check(&case), Ok(()));"));
+    /// ```
+    pub fn to_test(&self, harness: &str, note: &str) -> String {
+        test(self, harness, note, None)
+    }
 }
 
 /// A test name from the case's first call: `regression_<method>`.
