@@ -35,10 +35,11 @@ fuzz() {
   cargo +nightly fuzz run -s none "$1" "$2" -- -dict="$(dict_for "$1")" \
     -max_total_time="$3" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -print_pcs=0 >>"$log" 2>&1 || { echo "crash: see $log" >&2; exit 1; }
+  # The last run's figures (tail reads everything: no broken pipe under pipefail).
   local start end runs
-  start=$(tac "$log" | sed -n 's/.*INITED cov: \([0-9]*\).*/\1/p' | head -n 1)
-  end=$(tac "$log" | sed -n 's/.*cov: \([0-9]*\).*/\1/p' | head -n 1)
-  runs=$(tac "$log" | sed -n 's/^stat::number_of_executed_units: *\([0-9]*\)/\1/p' | head -n 1)
+  start=$(sed -n 's/.*INITED cov: \([0-9]*\).*/\1/p' "$log" | tail -n 1)
+  end=$(sed -n 's/^#[0-9]*.*cov: \([0-9]*\).*/\1/p' "$log" | tail -n 1)
+  runs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\)/\1/p' "$log" | tail -n 1)
   echo "$start $end $runs"
 }
 
