@@ -144,8 +144,14 @@ fn python_sdk_runs_a_session_against_the_mcp_firmware_through_the_bridge() {
     }
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/firmware_mcp_client.py");
+    // Created once the bridge has reported the device's boot: the script initializes only
+    // then, so the boot is never seen while a call waits (under load a fixed wait was not
+    // enough).
+    let booted = std::env::temp_dir().join(format!("rpcwire-fw-mcp-booted-{}", std::process::id()));
+    let _ = std::fs::remove_file(&booted);
     let mut child = Killed(
         Command::new(&python)
+            .env("RPCWIRE_DEVICE_BOOTED", &booted)
             .arg(&script)
             .arg(env!("CARGO_BIN_EXE_rpcwire"))
             .arg(&host_end)
@@ -171,13 +177,17 @@ fn python_sdk_runs_a_session_against_the_mcp_firmware_through_the_bridge() {
         },
         {
             let (sink, release) = (Arc::clone(&err_lines), Arc::clone(&release));
+            let booted = booted.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                     // The bridge has opened its end of the pty: let the device's frames
-                    // (its boot notification first) through. The script waits 1.5 s
-                    // before `initialize`, so the boot is seen before any call waits.
+                    // (its boot notification first) through.
                     if line.contains("bridging stdio to") {
                         release.store(true, Ordering::Release);
+                    }
+                    // The bridge has seen the boot: the script may initialize.
+                    if line.contains("the device reset (boot notification") {
+                        let _ = std::fs::write(&booted, b"booted");
                     }
                     sink.lock().unwrap().push(line);
                 }
@@ -200,6 +210,7 @@ fn python_sdk_runs_a_session_against_the_mcp_firmware_through_the_bridge() {
     for reader in readers {
         let _ = reader.join();
     }
+    let _ = std::fs::remove_file(&booted);
     let stdout = out_lines.lock().unwrap().join("\n");
     let stderr = err_lines.lock().unwrap().join("\n");
     println!("{stdout}\n--- stderr (the bridge's reports)\n{stderr}");

@@ -151,8 +151,8 @@ pub enum CallError {
     #[error("cannot deserialize result: {0}")]
     Decode(#[source] serde_json::Error),
     /// The message can never fit the connection's transmit buffer, whose size is the
-    /// largest frame ([`Builder::max_frame`](rpcwire::Config::max_frame)).
-    #[error("message of {required} bytes exceeds the largest frame (Builder::max_frame)")]
+    /// largest frame ([`Config::max_frame`](rpcwire::Config::max_frame)).
+    #[error("message of {required} bytes exceeds the largest frame (Config::max_frame)")]
     TooLarge {
         /// Bytes needed.
         required: usize,

@@ -1,6 +1,6 @@
 //! Rate limits per caller: a token bucket for each identity (off by default; see
-//! [`Builder::rate_limit`](crate::Builder::rate_limit)). A request over the limit is answered
-//! [`RATE_LIMITED`] on stream transports (HTTP answers 429 with `Retry-After`) and its
+//! [`Service::rate_limit`](crate::Service::rate_limit)). A request over the limit is answered
+//! [`RATE_LIMITED`] on stream transports (HTTP answers a single call 429 with `Retry-After`) and its
 //! handler does not run; a notification over the limit is dropped.
 
 use std::collections::HashMap;

@@ -19,7 +19,7 @@ use rpcwire_telemetry::{self as telemetry, Received};
 use tokio::sync::mpsc;
 
 use crate::caller::Caller;
-use crate::dispatch::{ClientSettings, Dispatcher};
+use crate::dispatch::{ClientSettings, Dispatcher, Woke};
 use crate::service::Service;
 use crate::{Client, Conn};
 
@@ -174,8 +174,8 @@ impl Responder {
             slot: Some(slot),
             done: false,
             sent: std::collections::VecDeque::new(),
+            answer: Vec::new(),
             input: None,
-            waiting: std::collections::VecDeque::new(),
         }
     }
 }
@@ -200,7 +200,19 @@ impl Shared {
 
     /// Puts a slot back in the pool if it is clean (nothing open, buffered or running, and
     /// no handler kept its client), after giving back what a large body made it take.
+    ///
+    /// The next body starts as it would on a new connection: a setting a handler changed
+    /// through its peer ([`Client::set_batches`]: MCP's `initialize` does, for the rest of
+    /// *its* connection) is put back to the responder's own, and a slot whose handler asked
+    /// for its connection to end ([`Client::shutdown`]) is not reused. A body from another
+    /// caller must not inherit what one caller's handler set.
     fn recycle(&self, mut slot: Box<Slot>) {
+        // Controls a handler queued after the last wake-up are applied now, so that none of
+        // them reaches the next body.
+        if let Woke::EndOfInput(_) = slot.dispatcher.take_controls(&mut slot.conn) {
+            return;
+        }
+        slot.conn.set_batches(self.config.batches);
         let clean = slot.conn.inflight_len() == 0
             && slot.rx.buffered() == 0
             && slot.dispatcher.is_quiet()
@@ -223,21 +235,14 @@ impl Shared {
 impl Slot {
     /// Hands every message of `body` to the dispatcher.
     fn feed(&mut self, body: &[u8]) {
-        let Slot {
-            conn,
-            rx,
-            dispatcher,
-            ..
-        } = self;
         // The body is one whole frame: handed over as it is, with no framing to find. The
         // buffer of a pooled slot is empty (only clean ones go back to the pool), and an empty
         // buffer takes a whole frame.
-        if !rx.push_frame(body) {
+        if !self.rx.push_frame(body) {
             // Not seen: emptied, a buffer takes any whole frame.
-            rx.clear();
-            rx.push_frame(body);
+            self.rx.clear();
+            self.rx.push_frame(body);
         }
-        let _ = (conn, dispatcher);
         self.resume();
     }
 
@@ -251,8 +256,10 @@ impl Slot {
             dispatcher,
             ..
         } = self;
-        let received = Received::at(telemetry::now());
-        let now = dispatcher.now();
+        // One reading of the clock for both: the time the body came, and the core's now.
+        let at = telemetry::now();
+        let received = Received::at(at);
+        let now = rpcwire::Instant::from_std(dispatcher.origin(), at);
         let mut taken = false;
         loop {
             match conn.handle_input(now, rx, &mut &[][..]) {
@@ -270,9 +277,6 @@ impl Slot {
     }
 }
 
-/// The channel of the bodies handed to a running exchange ([`Exchange::input`]).
-type BodyInput = (mpsc::Sender<Vec<u8>>, mpsc::Receiver<Vec<u8>>);
-
 /// One body being answered ([`Responder::exchange`]): yields what its handlers send, then its
 /// answer. Dropping it before the end drops the handlers still waiting; a body whose requests
 /// are all answered leaves its notification handlers running on their own.
@@ -281,13 +285,26 @@ pub struct Exchange {
     slot: Option<Box<Slot>>,
     /// Every request is answered (the answer may still wait in `sent`).
     done: bool,
-    /// What was sent and not yet given out by [`next`](Exchange::next).
+    /// What was sent and not yet given out by [`next`](Exchange::next). Messages go here
+    /// as they are drained, not into a local of `next`'s future, so that dropping that
+    /// future loses none of them.
     sent: std::collections::VecDeque<Sent>,
-    /// More bodies for the same connection while the exchange runs ([`Exchange::input`]).
-    input: Option<BodyInput>,
-    /// Bodies handed in and not yet taken (one is taken at a time, whole).
-    waiting: std::collections::VecDeque<Vec<u8>>,
+    /// The answer drained and not yet given out (after `sent`), kept here for the same
+    /// reason.
+    answer: Vec<u8>,
+    /// More bodies for the same connection while the exchange runs ([`Exchange::input`]);
+    /// boxed, as few exchanges have one and an HTTP connection's task holds room for an
+    /// exchange for its whole life.
+    input: Option<Box<InputChannel>>,
 }
+
+/// The channel of [`Exchange::input`]: its sender (cloned out), its receiver, and the bodies
+/// received and not yet taken (one body is taken at a time, whole).
+type InputChannel = (
+    mpsc::Sender<Vec<u8>>,
+    mpsc::Receiver<Vec<u8>>,
+    std::collections::VecDeque<Vec<u8>>,
+);
 
 impl std::fmt::Debug for Exchange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -300,28 +317,34 @@ impl std::fmt::Debug for Exchange {
 impl Exchange {
     /// The next message a handler sends, or the answer (the last), or `None` once the body
     /// is answered (or needs no answer: notifications and responses only).
+    ///
+    /// Cancel-safe: it may be raced against something else (the client going away, a
+    /// deadline) in `tokio::select!` and called again; what was drained before its future
+    /// was dropped comes out of the next call.
     pub async fn next(&mut self) -> Option<Sent> {
         loop {
             if let Some(sent) = self.sent.pop_front() {
                 return Some(sent);
             }
+            if !self.answer.is_empty() {
+                return Some(Sent::Answer(std::mem::take(&mut self.answer)));
+            }
             if self.done {
                 return None;
             }
-            let mut answer = Vec::new();
+            let Exchange {
+                slot,
+                done,
+                sent,
+                answer,
+                input,
+                ..
+            } = self;
             // Messages wait in `sent` (allocated only when a handler sends one).
-            let mut sent = std::mem::take(&mut self.sent);
-            self.run_until(&mut answer, &mut |m: &[u8]| {
+            run_until(slot, done, input, answer, &mut |m: &[u8]| {
                 sent.push_back(Sent::Message(m.to_vec()));
             })
             .await;
-            self.sent = sent;
-            if !answer.is_empty() {
-                if self.sent.is_empty() {
-                    return Some(Sent::Answer(answer));
-                }
-                self.sent.push_back(Sent::Answer(answer));
-            }
         }
     }
 
@@ -331,7 +354,10 @@ impl Exchange {
     /// exchange's answer, as a [`Sent::Message`]). Once the exchange has answered, what comes
     /// is dropped.
     pub fn input(&mut self) -> mpsc::Sender<Vec<u8>> {
-        let (tx, _) = self.input.get_or_insert_with(|| mpsc::channel(8));
+        let (tx, _, _) = &**self.input.get_or_insert_with(|| {
+            let (tx, rx) = mpsc::channel(8);
+            Box::new((tx, rx, std::collections::VecDeque::new()))
+        });
         tx.clone()
     }
 
@@ -339,58 +365,86 @@ impl Exchange {
     /// handler sends before it to `message`.
     pub async fn run(&mut self, answer: &mut Vec<u8>, message: &mut (dyn FnMut(&[u8]) + Send)) {
         while !self.done {
-            self.run_until(answer, message).await;
+            run_until(
+                &mut self.slot,
+                &mut self.done,
+                &mut self.input,
+                answer,
+                message,
+            )
+            .await;
         }
     }
+}
 
-    /// Runs until something is sent (a message, or the answer, which ends the exchange).
-    async fn run_until(&mut self, answer: &mut Vec<u8>, message: &mut (dyn FnMut(&[u8]) + Send)) {
-        let Some(slot) = self.slot.as_deref_mut() else {
-            self.done = true;
-            return;
-        };
-        let first = answer.len();
-        loop {
-            let Slot {
-                conn,
-                rx,
-                dispatcher,
-                ..
-            } = slot;
-            dispatcher.settle(conn);
-            let sent = drain(conn, answer, first, message);
-            if rx.buffered() > 0 && !conn.is_input_blocked() && slot.resume() {
-                // Transmit room again: the rest of the body.
+/// Runs an exchange's slot until something is sent (a message, or the answer, which ends the
+/// exchange: `done`). What is drained goes to `answer` and `message` at once, so that a
+/// future of this dropped at an await loses nothing.
+async fn run_until(
+    slot: &mut Option<Box<Slot>>,
+    done: &mut bool,
+    input: &mut Option<Box<InputChannel>>,
+    answer: &mut Vec<u8>,
+    message: &mut (dyn FnMut(&[u8]) + Send),
+) {
+    let Some(slot) = slot.as_deref_mut() else {
+        *done = true;
+        return;
+    };
+    let first = answer.len();
+    // Anything sent since the call began (over several turns of the loop, when the rest of
+    // a body is taken in between): then the call returns rather than wait.
+    let mut sent = false;
+    loop {
+        let Slot {
+            conn,
+            rx,
+            dispatcher,
+            ..
+        } = slot;
+        dispatcher.settle(conn);
+        sent |= drain(conn, answer, first, message);
+        if rx.buffered() > 0 && !conn.is_input_blocked() && slot.resume() {
+            // Transmit room again: the rest of the body.
+            continue;
+        }
+        if slot.rx.buffered() == 0 {
+            if let Some(body) = input
+                .as_deref_mut()
+                .and_then(|(_, _, waiting)| waiting.pop_front())
+            {
+                // A body handed in while the last was still being taken: its turn now.
+                slot.feed(&body);
                 continue;
             }
-            if slot.rx.buffered() == 0 {
-                if let Some(body) = self.waiting.pop_front() {
-                    // A body handed in while the last was still being taken: its turn now.
-                    slot.feed(&body);
-                    continue;
-                }
+        }
+        let (conn, dispatcher) = (&mut slot.conn, &mut slot.dispatcher);
+        if conn.inflight_len() == 0 {
+            *done = true;
+            return;
+        }
+        if sent {
+            return;
+        }
+        let deadline = conn
+            .poll_timeout()
+            .map(|at| tokio::time::Instant::from_std(at.to_std(dispatcher.origin())));
+        let (receiver, waiting) = match input.as_deref_mut() {
+            Some((_, rx, waiting)) => (Some(rx), Some(waiting)),
+            None => (None, None),
+        };
+        tokio::select! {
+            wake = dispatcher.wait() => {
+                let _ = dispatcher.on_wake(conn, wake, 0);
             }
-            let (conn, dispatcher) = (&mut slot.conn, &mut slot.dispatcher);
-            if conn.inflight_len() == 0 {
-                self.done = true;
-                return;
+            () = sleep_until(deadline), if deadline.is_some() => {
+                let now = dispatcher.now();
+                conn.handle_timeout(now);
             }
-            if sent {
-                return;
-            }
-            let deadline = conn
-                .poll_timeout()
-                .map(|at| tokio::time::Instant::from_std(at.to_std(dispatcher.origin())));
-            let input = self.input.as_mut().map(|(_, rx)| rx);
-            tokio::select! {
-                wake = dispatcher.wait() => {
-                    let _ = dispatcher.on_wake(conn, wake, 0);
+            Some(body) = recv(receiver) => {
+                if let Some(waiting) = waiting {
+                    waiting.push_back(body);
                 }
-                () = sleep_until(deadline), if deadline.is_some() => {
-                    let now = dispatcher.now();
-                    conn.handle_timeout(now);
-                }
-                Some(body) = recv(input) => self.waiting.push_back(body),
             }
         }
     }
@@ -608,5 +662,85 @@ mod tests {
             ))
         );
         assert_eq!(exchange.next().await, None);
+    }
+
+    #[tokio::test]
+    async fn next_is_cancel_safe() {
+        let router = Router::new().method_with_context("steps", |ctx, (): ()| async move {
+            let _ = ctx.peer().notify("step", [1]).await;
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+            let _ = ctx.peer().notify("step", [2]).await;
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+            Ok::<_, RpcError>("done")
+        });
+        let responder = Responder::new(Service::new(router), Config::default());
+        let caller = Arc::clone(responder.caller());
+        let mut exchange =
+            responder.exchange(&caller, br#"{"jsonrpc":"2.0","method":"steps","id":1}"#);
+        let mut got = Vec::new();
+        // Each `next` raced against a timer that fires long before the handler is done: the
+        // futures dropped on the way lose nothing.
+        loop {
+            tokio::select! {
+                sent = exchange.next() => match sent {
+                    Some(sent) => got.push(sent),
+                    None => break,
+                },
+                () = tokio::time::sleep(std::time::Duration::from_millis(1)) => {}
+            }
+        }
+        assert_eq!(
+            got,
+            [
+                Sent::Message(br#"{"jsonrpc":"2.0","method":"step","params":[1]}"#.to_vec()),
+                Sent::Message(br#"{"jsonrpc":"2.0","method":"step","params":[2]}"#.to_vec()),
+                Sent::Answer(br#"{"jsonrpc":"2.0","result":"done","id":1}"#.to_vec()),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pooled_connection_forgets_what_a_handler_changed() {
+        // `no_batches` turns batches off for the rest of its connection, as MCP's `initialize`
+        // does for a revision that refuses them; the next bodies, on the same pooled
+        // connection, may be another caller's. `later` waits, so that its exchange takes the
+        // connection's queued control requests.
+        let router = Router::new()
+            .method_with_context("no_batches", |ctx, (): ()| async move {
+                ctx.peer().set_batches(false);
+                Ok::<_, RpcError>(())
+            })
+            .method("later", |(): ()| async {
+                tokio::task::yield_now().await;
+                Ok::<_, RpcError>(2)
+            })
+            .sync_method("one", |(): ()| Ok::<_, RpcError>(1));
+        let responder = Responder::new(Service::new(router), Config::default());
+        let pooled = || responder.shared.pool.lock().map_or(0, |p| p.len());
+        let answer_to = |body: &'static [u8]| {
+            let responder = responder.clone();
+            async move {
+                let mut answer = Vec::new();
+                responder.respond(body, &mut answer).await;
+                String::from_utf8(answer).unwrap_or_default()
+            }
+        };
+        let batch =
+            br#"[{"jsonrpc":"2.0","method":"one","id":1},{"jsonrpc":"2.0","method":"one","id":2}]"#;
+        for _ in 0..2 {
+            assert_eq!(
+                answer_to(br#"{"jsonrpc":"2.0","method":"no_batches","id":0}"#).await,
+                r#"{"jsonrpc":"2.0","result":null,"id":0}"#
+            );
+            assert_eq!(
+                answer_to(br#"{"jsonrpc":"2.0","method":"later","id":9}"#).await,
+                r#"{"jsonrpc":"2.0","result":2,"id":9}"#
+            );
+            assert_eq!(pooled(), 1, "one connection answers every body");
+            assert_eq!(
+                answer_to(batch).await,
+                r#"[{"jsonrpc":"2.0","result":1,"id":1},{"jsonrpc":"2.0","result":1,"id":2}]"#
+            );
+        }
     }
 }

@@ -73,12 +73,10 @@ pub use clock::now;
 pub use recording::enable_metrics;
 #[cfg(feature = "metrics")]
 pub use recording::BatchSizer;
-pub use recording::{
-    batch_body_done, batch_body_mark, bytes_in, bytes_out, gauge_add, metered, problem, reject,
-};
+pub use recording::{bytes_in, bytes_out, gauge_add, metered, problem, reject};
 pub use remote::{Remote, Transport};
 pub use sampling::{sample_ratio, set_sample_ratio, SampleRatio, SampleRatioError};
-pub use server_call::{id_attribute, not_found, InFlight, MethodMeter, Received, ServerCall};
+pub use server_call::{not_found, InFlight, MethodMeter, Received, ServerCall};
 pub use spans::{
     batch_size, batch_span, span_parent, spans_enabled, ConnectionParent, ConnectionScope,
 };

@@ -313,36 +313,6 @@ impl BatchSizer {
     }
 }
 
-/// Where a body answered whole (one frame: an HTTP request's) starts in its connection's
-/// counters, for [`batch_body_done`]; `u64::MAX` while metrics are not recorded.
-#[inline]
-pub fn batch_body_mark(stats: impl FnOnce() -> rpcwire::Stats) -> u64 {
-    #[cfg(feature = "metrics")]
-    if metered() {
-        let s = stats();
-        // A refused batch counts one invalid message and one rejection: it nets out.
-        return BatchSizer::messages(&s) - s.batch_rejections;
-    }
-    let _ = stats;
-    u64::MAX
-}
-
-/// Records the size of the batch a body was (`is_batch`: it is a JSON array) from its
-/// connection's counters after it (`mark` from [`batch_body_mark`]).
-#[inline]
-pub fn batch_body_done(mark: u64, is_batch: bool, stats: impl FnOnce() -> rpcwire::Stats) {
-    #[cfg(feature = "metrics")]
-    if mark != u64::MAX && is_batch {
-        let s = stats();
-        let size = (BatchSizer::messages(&s) - s.batch_rejections).saturating_sub(mark);
-        if size > 0 {
-            metrics::histogram!(names::BATCH_SIZE).record(size as f64);
-        }
-    }
-    #[cfg(not(feature = "metrics"))]
-    let _ = (mark, is_batch, stats);
-}
-
 /// Counts bytes read from a peer (feature `metrics`; nothing otherwise).
 #[inline]
 pub fn bytes_in(n: usize) {

@@ -27,7 +27,7 @@ pub fn not_found(method: &str, id: &str, remote: &Remote) {
 
 /// A JSON-RPC id's text as `jsonrpc.request.id` gives it: a string without its quotes, a
 /// number as written; `None` for `null` (left out).
-pub fn id_attribute(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
+pub(crate) fn id_attribute(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
     match raw.as_bytes().first() {
         None => None,
         Some(b'n') => None,
@@ -205,6 +205,14 @@ struct Meters {
     /// The method's histograms, when durations are counted in process
     /// ([`crate::durations::aggregate`]), and the start on their clock.
     counted: Option<(&'static crate::durations::MethodDurations, u64)>,
+}
+
+impl Default for ServerCall {
+    /// [`ServerCall::new`].
+    #[inline(always)]
+    fn default() -> Self {
+        ServerCall::new()
+    }
 }
 
 impl ServerCall {
@@ -622,12 +630,6 @@ impl ServerCall {
                 live.record(elapsed, error.is_some());
             }
         }
-    }
-}
-
-impl Default for ServerCall {
-    fn default() -> Self {
-        ServerCall::new()
     }
 }
 

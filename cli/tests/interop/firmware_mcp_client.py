@@ -5,10 +5,11 @@ failure; the last line printed is `firmware-mcp: all checks passed`.
 
 Usage: firmware_mcp_client.py RPCWIRE_BINARY PTY [BRIDGE_ARGS...]
 
-It waits a moment after starting the bridge before initializing: the test lets the device's
-boot notification through once the bridge has opened the pty, and a boot seen while a call
-waits would fail that call, as a device reset must."""
+It waits after starting the bridge until the test says the bridge has seen the device's boot
+notification (the file named by RPCWIRE_DEVICE_BOOTED exists; at most 60 s) before
+initializing: a boot seen while a call waits would fail that call, as a device reset must."""
 
+import os
 import re
 import sys
 
@@ -34,7 +35,13 @@ def text(result):
 async def main(rpcwire, pty, extra):
     params = StdioServerParameters(command=rpcwire, args=["bridge", "--serial", pty, *extra])
     async with stdio_client(params) as (read, write):
-        await anyio.sleep(1.5)
+        booted = os.environ.get("RPCWIRE_DEVICE_BOOTED")
+        for _ in range(600):
+            if booted is None or os.path.exists(booted):
+                break
+            await anyio.sleep(0.1)
+        else:
+            raise AssertionError("the bridge never reported the device's boot")
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             check(init.server_info.name == "rpcwire-firmware-mcp", f"initialize: serverInfo {init.server_info.name}")

@@ -201,6 +201,13 @@ impl<S: Storage> Connection<S> {
         self.stats
     }
 
+    /// The counters where they are kept: for a driver that looks at a few of them after every
+    /// message (batch boundaries), with no copy of the whole set.
+    #[inline]
+    pub fn counters(&self) -> &Stats {
+        &self.stats
+    }
+
     /// Outgoing requests awaiting a response (or an unreported failure).
     pub fn pending_len(&self) -> usize {
         self.pending.len()

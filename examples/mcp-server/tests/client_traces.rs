@@ -1,4 +1,4 @@
-//! rpcwire's MCP client (`rpcwire_mcp::tokio::McpClient`, built on `Builder::mcp()`, which
+//! rpcwire's MCP client (`rpcwire_mcp::tokio::McpClient`, built on `rpcwire_mcp::tokio::mcp_builder()`, which
 //! sends each call's W3C trace context in `params._meta`) calling two real servers over
 //! stdio, with its own spans exported over OTLP/HTTP (`rpcwire_telemetry::otlp`) to a receiver
 //! written with PyPI `opentelemetry-proto` (`rpcwire_tests::otlp`):

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use rpcwire_service::Identity;
 use tokio::sync::{broadcast, watch};
 
 use crate::store::TaskStore;
@@ -69,6 +70,9 @@ pub(crate) struct TurnState {
     pub(crate) reply: Option<Message>,
     /// The turn reached a final or interrupted state.
     pub(crate) ended: bool,
+    /// The turn's future was dropped unfinished (it panicked): the request waiting for it
+    /// answers Internal error.
+    pub(crate) unfinished: bool,
 }
 
 /// Where a running turn is.
@@ -102,6 +106,15 @@ impl Running {
             store,
             limits,
         })
+    }
+
+    /// The task's id.
+    pub(crate) fn id(&self) -> String {
+        self.task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .id
+            .clone()
     }
 
     pub(crate) fn snapshot(&self) -> Task {
@@ -246,6 +259,10 @@ pub struct TaskContext {
     pub(crate) running: Arc<Running>,
     pub(crate) message: Message,
     pub(crate) continuation: bool,
+    /// Who sent the message, as the server's authenticator established it (only the
+    /// identity: a turn keeps it while it runs, and the request's caller is some hundreds of
+    /// bytes more per open stream).
+    pub(crate) identity: Identity,
     pub(crate) ids: Arc<dyn Fn() -> String + Send + Sync>,
 }
 
@@ -254,6 +271,7 @@ impl std::fmt::Debug for TaskContext {
         f.debug_struct("TaskContext")
             .field("message", &self.message)
             .field("continuation", &self.continuation)
+            .field("identity", &self.identity)
             .finish_non_exhaustive()
     }
 }
@@ -262,6 +280,13 @@ impl TaskContext {
     /// The client's message of this turn.
     pub fn message(&self) -> &Message {
         &self.message
+    }
+
+    /// Who sent this turn's message: the [`Identity`] the server's authenticator established
+    /// ([`A2aServer::authenticator`](crate::A2aServer::authenticator); anonymous without
+    /// one).
+    pub fn identity(&self) -> &Identity {
+        &self.identity
     }
 
     /// The text of the message's text parts.
@@ -276,12 +301,7 @@ impl TaskContext {
 
     /// The task's id.
     pub fn task_id(&self) -> String {
-        self.running
-            .task
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .id
-            .clone()
+        self.running.id()
     }
 
     /// True when this turn answers an earlier `input-required`.

@@ -8,21 +8,44 @@
 
 use serde_json::{json, Map, Value};
 
-/// The 1.0 method a 0.3 method is served by.
-pub(crate) fn method_v1(method: &str) -> Option<&'static str> {
-    Some(match method {
-        "message/send" => "SendMessage",
-        "message/stream" => "SendStreamingMessage",
-        "tasks/get" => "GetTask",
-        "tasks/cancel" => "CancelTask",
-        "tasks/resubscribe" => "SubscribeToTask",
-        "tasks/pushNotificationConfig/set" => "CreateTaskPushNotificationConfig",
-        "tasks/pushNotificationConfig/get" => "GetTaskPushNotificationConfig",
-        "tasks/pushNotificationConfig/list" => "ListTaskPushNotificationConfigs",
-        "tasks/pushNotificationConfig/delete" => "DeleteTaskPushNotificationConfig",
-        "agent/getAuthenticatedExtendedCard" => "GetExtendedAgentCard",
-        _ => return None,
-    })
+/// Which shapes a request is read in and its answers written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// A2A 1.0.
+    V1,
+    /// A2A 0.3 (the compatibility mode).
+    V03,
+}
+
+/// The 0.3 method names and the 1.0 methods that serve them.
+const NAMES: [(&str, &str); 10] = [
+    ("message/send", "SendMessage"),
+    ("message/stream", "SendStreamingMessage"),
+    ("tasks/get", "GetTask"),
+    ("tasks/cancel", "CancelTask"),
+    ("tasks/resubscribe", "SubscribeToTask"),
+    (
+        "tasks/pushNotificationConfig/set",
+        "CreateTaskPushNotificationConfig",
+    ),
+    (
+        "tasks/pushNotificationConfig/get",
+        "GetTaskPushNotificationConfig",
+    ),
+    (
+        "tasks/pushNotificationConfig/list",
+        "ListTaskPushNotificationConfigs",
+    ),
+    (
+        "tasks/pushNotificationConfig/delete",
+        "DeleteTaskPushNotificationConfig",
+    ),
+    ("agent/getAuthenticatedExtendedCard", "GetExtendedAgentCard"),
+];
+
+/// The 0.3 name of a 1.0 method, when 0.3 has it.
+pub(crate) fn method_v03(v1: &str) -> Option<&'static str> {
+    NAMES.iter().find(|(_, v)| *v == v1).map(|(old, _)| *old)
 }
 
 fn take_str(o: &mut Map<String, Value>, key: &str) -> Option<Value> {

@@ -1,8 +1,11 @@
 //! The A2A errors of the JSON-RPC binding: codes -32001 to -32009 beside JSON-RPC's own, each
 //! sent with a `google.rpc.ErrorInfo` in `data` (reason, domain `a2a-protocol.org`, metadata),
-//! as the SDKs send and read them.
+//! as the SDKs send and read them. A handler's [`A2aError`] becomes the service layer's
+//! [`RpcError`] (code, message, that `data`), which the dispatcher answers with.
 
-use serde_json::{json, Value};
+use rpcwire_service::{ErrorCode, RpcError};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// The `@type` of an `ErrorInfo` detail.
 pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
@@ -159,16 +162,35 @@ impl A2aError {
 
     /// The JSON-RPC `error` object, `data` carrying the `ErrorInfo`.
     pub fn to_json(&self) -> Value {
-        json!({
-            "code": self.kind.code(),
-            "message": self.message,
-            "data": [{
-                "@type": ERROR_INFO_TYPE,
-                "reason": self.kind.reason(),
-                "domain": ERROR_DOMAIN,
-                "metadata": {},
-            }],
-        })
+        serde_json::to_value(RpcError::from(self.clone())).unwrap_or_default()
+    }
+
+    /// The `data` of its error object: one `google.rpc.ErrorInfo`.
+    pub(crate) fn details(&self) -> [ErrorInfo; 1] {
+        [ErrorInfo {
+            kind: ERROR_INFO_TYPE,
+            reason: self.kind.reason(),
+            domain: ERROR_DOMAIN,
+            metadata: Map::new(),
+        }]
+    }
+}
+
+/// A `google.rpc.ErrorInfo` in its ProtoJSON form (`Any`'s `@type` beside the fields).
+#[derive(Debug, Serialize)]
+pub(crate) struct ErrorInfo {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    reason: &'static str,
+    domain: &'static str,
+    metadata: Map<String, Value>,
+}
+
+/// What the dispatcher answers for a handler that failed with `error`.
+impl From<A2aError> for RpcError {
+    fn from(error: A2aError) -> Self {
+        let details = error.details();
+        RpcError::new(ErrorCode(error.kind.code()), error.message).with_data(&details)
     }
 }
 

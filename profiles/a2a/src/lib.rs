@@ -2,9 +2,11 @@
 //! # rpcwire-a2a
 //!
 //! The A2A (Agent2Agent) protocol 1.0, JSON-RPC binding, as a profile over rpcwire: a server
-//! ([`A2aServer`] → [`A2aService`], served with [`serve`]) and a client ([`A2aClient`]), both
-//! built from `rpcwire_http::profile`'s building blocks; the JSON-RPC envelope is read by the
-//! core's wire layer.
+//! ([`A2aServer`] → [`A2aService`], served with [`serve`]) and a client ([`A2aClient`]). The
+//! server's methods are handlers on the service layer's [`Router`], served by a [`Service`]
+//! through its one dispatcher (the core reads the envelopes): the caller's identity, access
+//! rules, rate limits, spans and error hygiene hold for A2A as for any rpcwire service. Its
+//! HTTP side is built from `rpcwire_http::profile`'s building blocks.
 //!
 //! - The Agent Card at [`AGENT_CARD_PATH`]; `GetExtendedAgentCard` (or -32007).
 //! - `SendMessage` (a task, or a direct message), `SendStreamingMessage` and `SubscribeToTask`
@@ -18,6 +20,10 @@
 //! - An agent is a handler ([`Agent`], any `Fn(TaskContext) -> impl Future`) over a bounded
 //!   [`TaskStore`] ([`MemoryTaskStore`] by default): states, artifacts, `input-required`
 //!   turns; cancelling drops the running turn; finished tasks are evicted past a count or age.
+//! - Policies: [`A2aServer::authenticator`] (every POST authenticated, the card public;
+//!   [`TaskContext::identity`]), [`A2aServer::rate_limit`], access rules with
+//!   [`A2aServer::map_router`] (-32040), [`A2aServer::map_service`]; each checked once per
+//!   call, streaming calls included; an agent that panics answers the generic internal error.
 //! - Beyond the SDKs: a streaming client that goes away does not cancel the task, and its
 //!   stream is kept (bounded) so that it comes back with `SubscribeToTask` and
 //!   `Last-Event-ID` and gets exactly the events it missed.
@@ -66,6 +72,8 @@ mod types;
 pub use agent::{Agent, TaskContext, TaskLimits, TurnFuture};
 pub use client::{fetch_card, A2aClient, ClientError, EventStream};
 pub use error::{A2aError, ErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
+/// The service layer's types the server's builder and the agent's context speak of.
+pub use rpcwire_service::{Authenticator, Identity, RateLimiter, Router, Service};
 pub use server::{serve, A2aServer, A2aService, VERSION_HEADER};
 pub use store::{MemoryTaskStore, StoreError, StoreLimits, TaskStore};
 pub use types::*;

@@ -7,10 +7,11 @@
 use std::time::Duration;
 
 use rpcwire_a2a::{
-    A2aClient, A2aServer, A2aService, AgentCard, AgentInterface, ErrorKind, ListTasksRequest,
-    Message, Role, SendMessageResponse, StoreLimits, StreamResponse, TaskContext, TaskLimits,
-    TaskState,
+    A2aClient, A2aServer, A2aService, ErrorKind, ListTasksRequest, Message, Role,
+    SendMessageResponse, StoreLimits, StreamResponse, TaskContext, TaskLimits, TaskState,
 };
+
+mod common;
 
 /// An agent: `reply` answers with a message, `ask` asks for input, `quit` ends its turn with
 /// no state, `slow N` counts N steps of 30 ms, anything else completes at once.
@@ -52,20 +53,7 @@ async fn turn(ctx: TaskContext) {
 }
 
 async fn start(configure: impl FnOnce(A2aServer) -> A2aServer) -> (A2aClient, A2aService) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    let card = AgentCard {
-        name: "test".into(),
-        supported_interfaces: vec![AgentInterface {
-            url: url.clone(),
-            protocol_binding: "JSONRPC".into(),
-            protocol_version: "1.0".into(),
-            ..AgentInterface::default()
-        }],
-        ..AgentCard::default()
-    };
-    let service = configure(A2aServer::new(card, turn)).build();
-    tokio::spawn(rpcwire_a2a::serve(listener, service.clone()));
+    let (_, url, service) = common::serve("test", turn, configure).await;
     (A2aClient::new(&url).unwrap(), service)
 }
 

@@ -510,8 +510,9 @@ async fn cancelled_notification_stops_the_call() {
     }
 }
 
-#[tokio::test]
-async fn get_stream_resumes_after_last_event_id() {
+/// A server with a session, its GET stream open: (URL, session id, the stream, a client
+/// that sends on it).
+async fn get_stream() -> (String, String, Incoming, rpcwire_tokio::Client) {
     let (url, service, _) = start(|s| s).await;
     let id = initialize(&url, "2025-11-25").await;
     let get = [
@@ -520,8 +521,13 @@ async fn get_stream_resumes_after_last_event_id() {
     ];
     let r = send("GET", &url, &get, "").await;
     assert_eq!(r.status(), StatusCode::OK);
-    let mut body = r.into_body();
     let client = service.session_client(&id).expect("session");
+    (url, id, r.into_body(), client)
+}
+
+#[tokio::test]
+async fn get_stream_resumes_after_last_event_id() {
+    let (url, id, mut body, client) = get_stream().await;
     for i in 1..=3 {
         client
             .notify("notifications/message", json!({"level": "info", "data": i}))
@@ -559,6 +565,33 @@ async fn get_stream_resumes_after_last_event_id() {
     )
     .await;
     assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+}
+
+/// A request the server sends on a session's GET stream (`McpService::session_client`) is
+/// answered by a POST, which reaches the stream's connection and the call waiting for it.
+#[tokio::test]
+async fn get_stream_requests_are_answered_by_post() {
+    let (url, id, mut body, client) = get_stream().await;
+    let call = tokio::spawn(async move {
+        client
+            .call::<_, Value>("roots/list", json!({}))
+            .await
+            .map_err(|e| e.to_string())
+    });
+    let ev = events(&mut body, 1).await;
+    let request: Value = serde_json::from_str(&ev[0].0).unwrap();
+    assert_eq!(request["method"], "roots/list");
+    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": {"roots": []}});
+    let r = send(
+        "POST",
+        &url,
+        &with(&[("mcp-session-id", &id)]),
+        &answer.to_string(),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let result = tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
+    assert_eq!(result, Ok(json!({"roots": []})));
 }
 
 #[tokio::test]

@@ -31,7 +31,7 @@ pub(crate) struct CallCmd {
     pub(crate) timeout: Option<Duration>,
     pub(crate) reply: oneshot::Sender<Reply>,
     /// The trace context of the call's span, to send beside it (see
-    /// [`Builder::outgoing_traces`](crate::Builder::outgoing_traces)); only while a
+    /// [`ClientSettings::outgoing_traces`](crate::ClientSettings::outgoing_traces)); only while a
     /// subscriber listens.
     pub(crate) trace: Option<Box<rpcwire_telemetry::trace_context::TraceContext>>,
 }
@@ -145,7 +145,7 @@ pub struct Client {
     default_timeout: Option<Duration>,
     /// Names the connection within this process (see [`Client::connection_id`]).
     connection: u64,
-    /// Calls carry their trace context in `params._meta` ([`Builder::meta_traces`](crate::Builder::meta_traces)).
+    /// Calls carry their trace context in `params._meta` ([`ClientSettings::meta_traces`](crate::ClientSettings::meta_traces)).
     meta_traces: bool,
 }
 

@@ -95,25 +95,18 @@ impl BatchTrace {
     }
 
     /// After the core handed out an item (`drained` false) or said it needs more input
-    /// (`stats` read only on a watched connection).
+    /// (`stats`, the connection's counters, read only on a watched connection).
     #[inline]
-    pub(crate) fn observe(
-        &mut self,
-        stats: impl FnOnce() -> rpcwire::Stats,
-        caller: &Arc<Caller>,
-        drained: bool,
-    ) {
+    pub(crate) fn observe(&mut self, stats: &rpcwire::Stats, caller: &Arc<Caller>, drained: bool) {
         if let Some(watched) = &mut self.0 {
-            // Read once for both: the sizes and the spans are told by the same counters.
-            let stats = stats();
             if stats.batches_in == watched.batches && !watched.open {
                 #[cfg(feature = "metrics")]
                 if let Some(sizes) = &mut watched.sizes {
-                    sizes.count(&stats);
+                    sizes.count(stats);
                 }
                 return;
             }
-            watched.track(&stats, caller, drained);
+            watched.track(stats, caller, drained);
         }
     }
 }

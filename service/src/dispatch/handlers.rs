@@ -84,7 +84,7 @@ pub(crate) struct Handlers {
     unwritten: VecDeque<(RequestHandle, Option<Result<String, RpcError>>)>,
     /// Cancellation signals of the handlers running in tasks, by request id.
     cancels: Cancels,
-    /// A request the peer cancelled is still answered (see `Builder::answer_cancelled`).
+    /// A request the peer cancelled is still answered (see `Service::answer_cancelled`).
     answer_cancelled: bool,
 }
 

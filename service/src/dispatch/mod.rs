@@ -291,7 +291,7 @@ impl Dispatcher {
     #[inline]
     pub fn input_waits(&mut self, conn: &Conn) {
         self.batch_trace
-            .observe(|| conn.stats(), &self.caller, true);
+            .observe(conn.counters(), &self.caller, true);
     }
 
     /// Runs one inbound message the core gave out: the one place every request, on every
@@ -302,7 +302,7 @@ impl Dispatcher {
     #[inline(always)]
     pub fn inbound(&mut self, conn: &mut Conn, item: Inbound<'_>, received: &Received) {
         self.batch_trace
-            .observe(|| conn.stats(), &self.caller, false);
+            .observe(conn.counters(), &self.caller, false);
         let Dispatcher {
             service,
             caller,

@@ -182,12 +182,12 @@ impl Context {
     }
 
     /// Completes when this request is cancelled: the peer sent the cancel notification of
-    /// the connection's profile for it ([`Builder::cancel_notification`](crate::Service::cancel_notification):
+    /// the connection's profile for it ([`Service::cancel_notification`](crate::Service::cancel_notification):
     /// `$/cancelRequest` for LSP, `notifications/cancelled` for MCP; an rpcwire client sends it
     /// when a call times out or its future is dropped), or the connection failed (its handler
     /// tasks are then stopped). A handler that stops then returns whatever it likes: it is
     /// the answer, unless the profile leaves cancelled requests unanswered
-    /// ([`Builder::answer_cancelled`](crate::Service::answer_cancelled), MCP's rule).
+    /// ([`Service::answer_cancelled`](crate::Service::answer_cancelled), MCP's rule).
     ///
     /// ```
     /// use rpcwire_service::{Router, RpcError, ErrorCode};

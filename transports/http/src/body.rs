@@ -50,6 +50,7 @@ impl Body {
 
 impl Body {
     /// The whole body, when it is one buffer (empty or not); `None` for a stream.
+    #[cfg(feature = "ws")]
     pub(crate) fn into_full(self) -> Option<Bytes> {
         match self.kind {
             Kind::Full(bytes) => Some(bytes.unwrap_or_default()),

@@ -8,7 +8,7 @@ use http::{Response, StatusCode, Uri};
 use rpcwire_tokio::AuthError;
 
 use crate::body::Body;
-use crate::server::refuse;
+use crate::response::refuse;
 
 /// What a `Bearer` challenge names besides the error: the URL of the protected-resource
 /// metadata (`resource_metadata`, RFC 9728 section 5.1) and the scope needed (`scope`).

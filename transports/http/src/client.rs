@@ -210,7 +210,7 @@ impl HttpClient {
             rpc: Builder::new(),
             headers: HeaderMap::new(),
             timeout: Duration::from_secs(60),
-            max_body: crate::DEFAULT_MAX_BODY,
+            max_body: crate::endpoint::DEFAULT_MAX_BODY,
             on_notification: None,
             tls: no_tls(),
         }

@@ -9,9 +9,81 @@ use std::time::Duration;
 
 use http::{header, Request};
 
-use crate::server::{DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY};
 use crate::stream::StreamLimits;
-use crate::HostPolicy;
+
+/// The default largest request body (4 MiB).
+pub const DEFAULT_MAX_BODY: usize = 4 << 20;
+
+/// The default of
+/// [`HttpServer::idle_connection_timeout`](crate::HttpServer::idle_connection_timeout) (and of
+/// [`Endpoint`]).
+pub const DEFAULT_IDLE_CONNECTION: Duration = Duration::from_secs(90);
+
+/// Which `Host` and `Origin` headers are accepted (DNS-rebinding protection).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPolicy {
+    /// Any host and origin.
+    Any,
+    /// Only these host names (without port; `localhost`, `127.0.0.1`, `[::1]` and the like),
+    /// in `Host` and, when present, in `Origin`.
+    Names(Vec<String>),
+}
+
+impl HostPolicy {
+    /// `localhost`, `127.0.0.1` and `[::1]`, any port: the default.
+    pub fn loopback() -> Self {
+        HostPolicy::Names(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()])
+    }
+
+    pub(crate) fn allows_host(&self, host: &str) -> bool {
+        self.allows_host_bytes(host.as_bytes())
+    }
+
+    /// [`allows_host`](Self::allows_host) of a header value's bytes.
+    pub(crate) fn allows_host_bytes(&self, host: &[u8]) -> bool {
+        match self {
+            HostPolicy::Any => true,
+            HostPolicy::Names(names) => {
+                let name = strip_port(host);
+                // Exact first (clients send names as typed, and loopback ones are digits or
+                // lower case): one comparison, before the byte-wise case folding; the first
+                // bytes and lengths tell most other names apart without either.
+                names.iter().any(|n| {
+                    let n = n.as_bytes();
+                    n.len() == name.len()
+                        && n.first().map(u8::to_ascii_lowercase)
+                            == name.first().map(u8::to_ascii_lowercase)
+                        && (n == name || n.eq_ignore_ascii_case(name))
+                })
+            }
+        }
+    }
+
+    pub(crate) fn allows_origin(&self, origin: &str) -> bool {
+        match self {
+            HostPolicy::Any => true,
+            HostPolicy::Names(_) => match origin.split_once("://") {
+                Some((scheme, rest)) if scheme == "http" || scheme == "https" => {
+                    self.allows_host(rest.split('/').next().unwrap_or(""))
+                }
+                _ => false,
+            },
+        }
+    }
+}
+
+/// `host:port` → `host` (IPv6 literals keep their brackets). Byte searches: this runs for
+/// every request.
+fn strip_port(host: &[u8]) -> &[u8] {
+    let end = if host.first() == Some(&b'[') {
+        host.iter()
+            .position(|&b| b == b']')
+            .map_or(host.len(), |e| e + 1)
+    } else {
+        host.iter().position(|&b| b == b':').unwrap_or(host.len())
+    };
+    host.get(..end).unwrap_or(host)
+}
 
 /// The settings every server shares, bounds applied, and the `Host` / `Origin` check
 /// ([`refusal`](Endpoint::refusal)).

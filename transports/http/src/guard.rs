@@ -3,11 +3,13 @@
 //! request whose signature does not hold (feature `signing`: 401, or 429 while the caller's
 //! nonce cache is full). The reason goes to the log only.
 
-use http::{Response, StatusCode};
-use rpcwire_tokio::Caller;
-
-use crate::body::Body;
-use crate::server::refuse;
+#[cfg(feature = "signing")]
+use {
+    crate::body::Body,
+    crate::response::refuse,
+    http::{Response, StatusCode},
+    rpcwire_tokio::Caller,
+};
 
 /// Checks the signature of a request body (`X-Rpcwire-*` headers,
 /// [`rpcwire_tokio::signing`]) in constant time, before the body is parsed; nonces are
@@ -22,7 +24,7 @@ pub fn signature_refused(
 ) -> Result<(), Box<Response<Body>>> {
     use rpcwire_tokio::signing::SignatureError;
     let subject = caller.map_or("anonymous", |c| c.identity().subject());
-    let lookup = crate::server::HeaderLookup(headers);
+    let lookup = crate::caller::HeaderLookup(headers);
     let Err(reason) = signing.verify(subject, &lookup, body, std::time::SystemTime::now()) else {
         return Ok(());
     };

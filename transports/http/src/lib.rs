@@ -31,9 +31,8 @@
 //!   ([`BearerChallenge`] answers the refusals); JWT keys from a JWKS URL (feature `jwks`,
 //!   module `jwks`); signed and replay-proof requests (feature `signing`,
 //!   `HttpServer::signed`).
-//! - Building blocks for profiles ([`profile`]): a POST answered as an event stream, resumable
-//!   streams, the event hub, a bounded session table, the `Host` / `Origin` check, the serve
-//!   plumbing. The crate knows no profile: MCP Streamable HTTP lives in `rpcwire-mcp`
+//! - Building blocks for profiles ([`profile`]): reading a POST, resumable streams, the event
+//!   hub, ids no client can guess, the `Host` / `Origin` check, the serve plumbing. The crate knows no profile: MCP Streamable HTTP lives in `rpcwire-mcp`
 //!   (feature `http`), built from these.
 //!
 //! ```
@@ -55,53 +54,48 @@
 //! ```
 
 mod body;
+mod caller;
 mod challenge;
 mod client;
-mod console;
-pub use console::CONSOLE_STATS;
 mod connect;
+mod console;
+mod deadline;
 mod endpoint;
-mod exchange;
 mod fast;
-mod fast_auth;
 #[cfg(feature = "signing")]
 pub mod guard;
 mod h2_idle;
+mod handles;
+mod ids;
 #[cfg(feature = "jwks")]
 pub mod jwks;
-mod kept_line;
+mod listen;
+mod media;
+mod on_hyper;
 mod pipe;
+mod post;
 pub mod profile;
+mod response;
 mod resume;
 mod server;
-mod sessions;
 mod stream;
-mod whole;
+pub mod transport;
 #[cfg(feature = "ws")]
 pub mod ws;
-
-/// The transports of this crate, as callers' [`Caller::transport`](rpcwire_service::Caller::transport)
-/// names them.
-pub mod transport {
-    use rpcwire_telemetry::Transport;
-
-    /// An HTTP request (a POST, or an event stream).
-    pub const HTTP: Transport = Transport::new("http", "tcp");
-    /// A WebSocket connection.
-    pub const WEBSOCKET: Transport = Transport::new("websocket", "tcp");
-}
 
 pub use body::Body;
 pub use challenge::{has_query_token, unauthenticated, BearerChallenge};
 pub use client::{ClientError, EventStream, HttpClient, HttpClientBuilder, HTTP_ERROR_CODE};
 pub use connect::UrlError;
+pub use console::CONSOLE_STATS;
+pub use endpoint::{HostPolicy, DEFAULT_IDLE_CONNECTION, DEFAULT_MAX_BODY};
+pub use handles::ResponseFuture;
+pub use on_hyper::{ConnectionError, Protocol};
 pub use rpcwire::wire::classify::{classify, BodyKind};
 #[cfg(feature = "tls")]
 pub use server::serve_tls;
 pub use server::{
-    serve, serve_connection, BodyCheck, ConnectionError, HostPolicy, HttpServer, Protocol,
-    RequestCheck, ResponseFuture, RpcService, UpgradeHook, DEFAULT_IDLE_CONNECTION,
-    DEFAULT_MAX_BODY,
+    serve, serve_connection, BodyCheck, HttpServer, RequestCheck, RpcService, UpgradeHook,
 };
 
 /// TLS for the clients' `https://` URLs (feature `tls`): rustls with the `ring` provider.

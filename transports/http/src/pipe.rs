@@ -5,9 +5,13 @@
 //! framing, so a body may hold any JSON text (pretty-printed, with newlines) and every message
 //! the driver writes comes out whole. The framing rules are the core's (`RxBuffer`).
 //!
-//! A profile runs a connection over these with `Builder::run_inline` (or `run`), its framing
-//! set to `Framing::ContentLength`: input from [`OnceReader`] (one body) or [`ChannelReader`]
-//! (bodies handed over with [`send_body`]), output through [`FrameWriter`].
+//! A long-lived connection runs over these with `Builder::run` (or `run_inline`), its framing
+//! set to `Framing::ContentLength`: input from [`ChannelReader`] (bodies handed over with
+//! [`send_body`]), output through [`FrameWriter`]. The server's GET stream ([`EventHub`]) and
+//! the clients (this crate's, a profile's) use them; a POST body is answered by the service's
+//! `Responder`, with no pipes.
+//!
+//! [`EventHub`]: crate::profile::EventHub
 
 use std::collections::VecDeque;
 use std::io;
@@ -17,9 +21,8 @@ use std::task::{ready, Context, Poll};
 use bytes::{Buf, Bytes};
 use rpcwire::wire::framing::{content_length_header, MAX_HEADER_LEN};
 use rpcwire::wire::{FrameEvent, Framing, RxBuffer};
-use std::future::Future;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::PollSender;
 
 /// The `Content-Length` header that frames `body` for the driver.
@@ -34,50 +37,6 @@ pub(crate) fn read_from(from: &mut Bytes, buf: &mut ReadBuf<'_>) -> bool {
     buf.put_slice(&from[..n]);
     from.advance(n);
     n > 0
-}
-
-/// Reads one framed body, then end of stream once `until` fires or its sender is dropped:
-/// the driver answers what it read and ends. Until then the peer counts as present, so
-/// handlers can still send it messages (progress) before their answer.
-#[derive(Debug)]
-pub struct OnceReader {
-    header: Bytes,
-    body: Bytes,
-    until: Option<oneshot::Receiver<()>>,
-}
-
-impl OnceReader {
-    /// Reads `body`, then waits for `until` (none: ends at once) before the end of stream.
-    pub fn new(body: Bytes, until: Option<oneshot::Receiver<()>>) -> Self {
-        OnceReader {
-            header: frame_header(body.len()),
-            body,
-            until,
-        }
-    }
-}
-
-impl AsyncRead for OnceReader {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        // Header and body in one read when they fit: one step of the driver, not two.
-        let mut gave = false;
-        for part in [&mut this.header, &mut this.body] {
-            gave |= read_from(part, buf);
-        }
-        if gave {
-            return Poll::Ready(Ok(()));
-        }
-        if let Some(until) = &mut this.until {
-            ready!(Pin::new(until).poll(cx)).ok();
-            this.until = None;
-        }
-        Poll::Ready(Ok(()))
-    }
 }
 
 /// Reads framed bodies from a channel, for a long-lived driver (a server's stream hub, a
@@ -96,14 +55,6 @@ impl ChannelReader {
             current: Bytes::new(),
         }
     }
-}
-
-/// Runs a connection whose messages have nobody to read them (a POST of notifications: it
-/// has no way back) to its end, dropping what it writes, so that its handlers run to their
-/// end even when they send messages on the way.
-pub async fn drained<D: Future>(driver: D, mut written: mpsc::Receiver<Bytes>) {
-    let drain = async { while written.recv().await.is_some() {} };
-    let _ = tokio::join!(driver, drain);
 }
 
 /// Sends one body into a [`ChannelReader`] (header and body as two chunks, kept in order by

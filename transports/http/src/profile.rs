@@ -10,20 +10,27 @@
 //! - Reading a POST: [`read_post_body`] (415, 406, 413, 408 as every server answers them),
 //!   [`after_body`] (a refusal that keeps the keep-alive connection), [`AcceptedMedia`]
 //!   (what `Accept` allows).
+//! - Who is calling: [`admit`] (the service's authenticator asked with the request's headers,
+//!   peer and TLS client certificate, or the 401 / 400 / 503 refusal), [`connection_peer`]
+//!   and [`connection_certificate`] (what the serve loop told the request), [`traced_caller`]
+//!   (the request's W3C trace context for the calls' spans).
 //! - Answering: [`status`], [`refuse`], [`json`], [`event_stream`] (a `text/event-stream`
 //!   response fed through a channel), [`sse_event`]; the response [`Body`].
-//! - A POST answered as an event stream: [`PostExchange`] runs the body through a core
-//!   connection of its own and yields each message its handlers send, the answer last.
+//! - A POST answered as an event stream: the service's
+//!   [`Responder::exchange`](rpcwire_service::Responder::exchange) runs the body through a
+//!   pooled core connection and the service's dispatcher and yields each message its handlers
+//!   send, the answer last ([`Exchange::input`](rpcwire_service::Exchange::input) takes the
+//!   client's later bodies for it); [`event_stream`] and [`sse_event`] answer with them.
 //! - Resumable POST streams: [`StreamRelay`] (a POST's events sent to its client and kept;
 //!   parked when the client goes away, the work going on), [`ResumableStream`] (a bounded
 //!   buffer of one stream's events, resumed after the `Last-Event-ID` a client sends),
 //!   [`ParkedStreams`] (those whose clients went away, bounded), event ids [`stream_event`],
 //!   [`priming_event`], [`parse_event_id`].
 //! - The GET event stream with resumption: [`EventHub`], bounded by [`StreamLimits`].
-//! - Sessions (or any state a client comes back to by id): [`SessionTable`], bounded in
-//!   number, with idle expiry and ids no one can guess.
-//! - The pipes between HTTP bodies and a `rpcwire-tokio` driver: [`OnceReader`],
-//!   [`ChannelReader`], [`send_body`], [`FrameWriter`], [`drained`].
+//! - State a client comes back to by id (a session, a task): [`random_id`], ids no one can
+//!   guess.
+//! - The pipes between HTTP bodies and a long-lived `rpcwire-tokio` driver (a GET stream's, a
+//!   client's): [`ChannelReader`], [`send_body`], [`FrameWriter`].
 //! - Serving: [`HandlesIncoming`] (the service hyper calls), [`serve_hyper`] (an accept loop
 //!   with a connection limit and idle timeout, HTTP/1.1 and HTTP/2), [`serve_hyper_connection`]
 //!   (one connection you accepted, TLS say); [`serve_profile`] for a service that also answers
@@ -37,10 +44,9 @@
 //! A POST whose handler streams progress, answered as events:
 //!
 //! ```
-//! use bytes::Bytes;
-//! use rpcwire_http::profile::{event_stream, sse_event, ExchangeEvent, PostExchange};
-//! use rpcwire_tokio::{Builder, Context, Router, RpcError};
-//! use std::time::Duration;
+//! use rpcwire_http::profile::{event_stream, sse_event};
+//! use rpcwire_service::{Responder, Sent, Service};
+//! use rpcwire_tokio::{Context, Router, RpcError};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
@@ -48,18 +54,17 @@
 //!     let _ = ctx.peer().notify("progress", [50]).await;
 //!     Ok::<_, RpcError>("done")
 //! });
-//! let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"work"}"#);
-//! let mut exchange =
-//!     PostExchange::start(Builder::new().router(router), body, 1 << 20, Duration::from_secs(30)).await;
+//! // Built once, for every POST.
+//! let responder = Responder::new(Service::new(router), rpcwire::Config::default());
+//! // Per POST: the caller `Service::admit` established (anonymous here) and the body.
+//! let caller = std::sync::Arc::clone(responder.caller());
+//! let mut exchange = responder.exchange(&caller, br#"{"jsonrpc":"2.0","id":1,"method":"work"}"#);
 //! let (tx, rx) = tokio::sync::mpsc::channel(8);
 //! let response = event_stream(rx); // sent to the client at once; events follow
 //! tokio::spawn(async move {
-//!     loop {
-//!         match exchange.next().await {
-//!             ExchangeEvent::Message(m) => { let _ = tx.send(sse_event(&m)).await; }
-//!             ExchangeEvent::Answer(a) => { let _ = tx.send(sse_event(&a)).await; return; }
-//!             ExchangeEvent::Cancelled => {}
-//!             ExchangeEvent::End | ExchangeEvent::TimedOut => return,
+//!     while let Some(Sent::Message(m) | Sent::Answer(m)) = exchange.next().await {
+//!         if tx.send(sse_event(&m)).await.is_err() {
+//!             return; // the client left: dropping the exchange stops its handlers
 //!         }
 //!     }
 //! });
@@ -68,27 +73,24 @@
 //! ```
 
 pub use crate::body::Body;
+pub use crate::caller::{admit, connection_certificate, connection_peer, traced_caller};
 pub use crate::client::{failure, is_event_stream};
 pub use crate::connect::{
     error_chain, http_client, parse_url, ClientTls, Connector, HyperClient, TlsError,
 };
 pub use crate::endpoint::Endpoint;
-pub use crate::exchange::{ExchangeEvent, PostExchange};
-pub use crate::pipe::{drained, send_body, ChannelReader, FrameWriter, OnceReader};
+pub use crate::handles::{HandlesIncoming, HandlesWhole};
+pub use crate::ids::random_id;
+#[cfg(feature = "tls")]
+pub use crate::listen::serve_hyper_tls;
+pub use crate::listen::{serve_hyper, serve_profile};
+pub use crate::media::{accepted_media, AcceptedMedia};
+pub use crate::on_hyper::serve_hyper_connection;
+pub use crate::pipe::{send_body, ChannelReader, FrameWriter};
+pub use crate::post::{after_body, read_post_body};
+pub use crate::response::{event_stream, json, refuse, sse_event, status};
 pub use crate::resume::{
     parse_event_id, priming_event, stream_event, ParkedStreams, ResumableStream, StreamRelay,
     DEFAULT_MAX_PARKED,
 };
-#[cfg(feature = "tls")]
-pub use crate::server::serve_hyper_tls;
-pub use crate::server::{
-    accepted_media, after_body, connection_peer, event_stream, json, read_post_body, refuse,
-    serve_hyper, serve_hyper_connection, sse_event, status, traced_caller, AcceptedMedia,
-    HandlesIncoming,
-};
-pub use crate::sessions::{
-    clean_prefix, random_id, Session, SessionError, SessionHold, SessionLimits, SessionState,
-    SessionTable,
-};
 pub use crate::stream::{EventHub, StreamLimits, VecSink};
-pub use crate::whole::{serve_profile, HandlesWhole};

@@ -355,6 +355,15 @@ impl Builder {
         self.config
     }
 
+    /// The settings of each connection's own [`Client`] (the peer handlers get): its call
+    /// timeout, command capacity, trace context in `_meta` or beside the message, batch
+    /// spans. With [`service_ref`](Builder::service_ref) and [`config`](Builder::config), what
+    /// a [`Responder`](rpcwire_service::Responder) needs to answer bodies as this builder's
+    /// connections would.
+    pub fn client_settings(&self) -> &ClientSettings {
+        &self.client
+    }
+
     /// Capacity of the channel from [`Client`]s to the driver (default 256).
     pub fn command_capacity(mut self, capacity: usize) -> Self {
         self.client.command_capacity = capacity.max(1);

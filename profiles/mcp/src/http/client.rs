@@ -22,11 +22,11 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::server::{
-    name_member, Mode, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID,
-    STATELESS_VERSION,
-};
+use super::posted::name_member;
 use super::stateless::encode_value;
+use super::wire::{
+    Mode, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSION,
+};
 use crate::methods::CANCELLED;
 use crate::tokio::{ClientOptions, McpClient, McpError};
 

@@ -15,20 +15,34 @@
 //!   [`UNSUPPORTED_PROTOCOL_VERSION`], answering the request's id); a method the server does
 //!   not have gets 404; closing a request's stream cancels it; GET and DELETE get 405.
 //!
-//! In both, each POST runs through its own core connection with the server's router (as the
-//! plain HTTP server does), so whatever a handler sends before its answer (progress, log
-//! messages, and requests to the client such as `sampling/createMessage` or
-//! `elicitation/create`) goes out on that POST's event stream; the client's answers to those
-//! requests, POSTed separately, are routed back to the connection that asked. `Host` and
-//! `Origin` are checked (DNS-rebinding protection; loopback names by default).
+//! In both, each POST body is answered by the service's
+//! [`Responder`](rpcwire_service::Responder) (as the plain HTTP server's are): one of a small
+//! pool of core connections with the service's one dispatcher, in the POST's own task, so
+//! that authentication, access rules, rate limits, spans and error hygiene hold as on every
+//! other transport. Whatever a handler sends before its answer (progress, log messages, and
+//! requests to the client such as `sampling/createMessage` or `elicitation/create`) goes out
+//! on that POST's event stream; the client's answers to those requests, and its
+//! cancellations, POSTed separately, are routed back to the exchange that runs the request
+//! ([`Exchange::input`](rpcwire_service::Exchange::input)). A session's GET stream has a
+//! connection of its own (its server-initiated messages, numbered for resumption). `Host`
+//! and `Origin` are checked (DNS-rebinding protection; loopback names by default).
 //!
 //! `https://` for the client is feature `tls`; a server serves TLS connections you accept
 //! yourself with [`serve_connection`].
 //!
-//! The module is built from `rpcwire-http`'s building blocks ([`rpcwire_http::profile`]: the
-//! POST exchange, the body pipes, the event hub and the resumable streams, the session table,
-//! the `Host` / `Origin` check, the serve loop), so the transport knows nothing of MCP; the
-//! feature is off by default, so that the crate stays free of hyper for its no_std users.
+//! The module is built from the service's `Responder` and `rpcwire-http`'s building blocks
+//! ([`rpcwire_http::profile`]: reading a POST, the event hub and the resumable streams, the
+//! `Host` / `Origin` check, the serve loop), so the transport knows nothing of MCP; the
+//! session table is MCP's own. The feature is off by default, so that the crate stays free
+//! of hyper for its no_std users.
+//!
+//! The modules: `settings` ([`McpHttpServer`] and `build`), `server` ([`McpService`], what
+//! every request goes through, GET and DELETE, the serve loops), `post` (a POST read,
+//! checked and answered), `exchange` (one POST's exchange with MCP's additions), `routes`
+//! (answers and cancellations routed to the exchange they name), `session` and
+//! `session_table` (what a session keeps; the bounded table), `stateless` (the 2026-07-28
+//! headers), `posted` (a body sorted by the core's parser), `replies` (answers that carry
+//! JSON-RPC), `wire` (the shared names), `auth` (OAuth resource server), `client`.
 //!
 //! ```
 //! use rpcwire_mcp::http::{McpHttpServer, McpHttpClient};
@@ -58,8 +72,17 @@
 
 mod auth;
 mod client;
+mod exchange;
+mod post;
+mod posted;
+mod replies;
+mod routes;
 mod server;
+mod session;
+mod session_table;
+mod settings;
 mod stateless;
+mod wire;
 
 /// The `Host` / `Origin` policy ([`McpHttpServer::hosts`]) and the protocol of a connection
 /// handed to [`serve_connection`], as `rpcwire-http` defines them.
@@ -69,8 +92,10 @@ pub use auth::{ProtectedResource, METADATA_PATH};
 pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
 #[cfg(feature = "tls")]
 pub use server::serve_tls;
-pub use server::{
-    serve, serve_connection, McpHttpServer, McpService, Mode, CLOSE_STREAM, HEADER_METHOD,
-    HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSION,
-};
+pub use server::{serve, serve_connection, McpService};
+pub use settings::McpHttpServer;
 pub use stateless::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
+pub use wire::{
+    Mode, CLOSE_STREAM, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID,
+    STATELESS_VERSION,
+};

@@ -1,7 +1,7 @@
 //! The stateless revision's request metadata (2026-07-28 Streamable HTTP, "Request Metadata"
 //! and "Server Validation"): the headers that mirror a POST's body, the sentinel encoding of
-//! their values, and the errors a server answers when they are missing or disagree with the
-//! body.
+//! their values, and the server's check of them against the body, with the errors it answers
+//! when they are missing or disagree with it.
 
 use std::prelude::rust_2021::*;
 
@@ -9,7 +9,16 @@ use std::borrow::Cow;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
+use http::header::HeaderMap;
+use http::{Response, StatusCode};
 use rpcwire::ErrorCode;
+use rpcwire_http::profile::Body;
+use serde_json::json;
+
+use super::posted::{member, member_str, name_member, Posted};
+use super::replies::{rpc_error, rpc_error_to};
+use super::wire::{HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, STATELESS_VERSION};
+use crate::methods::META_PROTOCOL_VERSION;
 
 /// `HeaderMismatch`: a required header (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) is
 /// missing or malformed, or does not say what the body says. Answered with HTTP 400.
@@ -55,6 +64,109 @@ fn is_sentinel(value: &str) -> bool {
     value.len() >= SENTINEL_START.len() + SENTINEL_END.len()
         && value.starts_with(SENTINEL_START)
         && value.ends_with(SENTINEL_END)
+}
+
+/// Stateless mode: the headers that mirror the body ("Server Validation" of the 2026-07-28
+/// Streamable HTTP transport). A request needs `MCP-Protocol-Version` naming this revision
+/// (any other: [`UNSUPPORTED_PROTOCOL_VERSION`]), which `_meta`'s protocol version, when
+/// there, must repeat; `Mcp-Method`; and `Mcp-Name` for the methods that name a target,
+/// compared after decoding its sentinel form. Every other failure is [`HEADER_MISMATCH`].
+/// All are answered 400, with the request's id. The revision defines no header rules for
+/// notifications: theirs are checked only when sent.
+pub(crate) fn stateless_headers(
+    headers: &HeaderMap,
+    posted: &Posted<'_>,
+) -> Result<(), Box<Response<Body>>> {
+    if matches!(posted, Posted::Batch) {
+        return Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "Invalid Request: this MCP revision does not take JSON-RPC batches",
+        )));
+    }
+    let Some(method) = posted.method() else {
+        // An answer to a server request, or an invalid message the core answers: no method
+        // to name.
+        return Ok(());
+    };
+    let id = match posted {
+        Posted::Request { id, .. } => Some(id),
+        _ => None,
+    };
+    let required = id.is_some();
+    let refuse = |code, message: &str, data| {
+        Box::new(rpc_error_to(
+            StatusCode::BAD_REQUEST,
+            id,
+            code,
+            message,
+            data,
+        ))
+    };
+    let mismatch = |message: &str| refuse(HEADER_MISMATCH, message, None);
+    // `to_str` refuses what is not visible ASCII: such a value is malformed, like a missing one.
+    let header = |name| {
+        let mut values = headers.get_all(name).iter();
+        match (values.next(), values.next()) {
+            (Some(v), None) => Some(v.to_str().map_err(|_| ())),
+            (Some(_), Some(_)) => Some(Err(())),
+            (None, _) => None,
+        }
+    };
+
+    match header(HEADER_PROTOCOL_VERSION) {
+        Some(Ok(v)) if v == STATELESS_VERSION => {}
+        Some(Ok(v)) => {
+            return Err(refuse(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                &format!(
+                    "Unsupported protocol version {v}: this server speaks {STATELESS_VERSION}"
+                ),
+                Some(json!({"supported": [STATELESS_VERSION], "requested": v})),
+            ))
+        }
+        Some(Err(())) => return Err(mismatch("MCP-Protocol-Version header is malformed")),
+        None if required => return Err(mismatch("MCP-Protocol-Version header is required")),
+        None => {}
+    }
+    let meta = member(posted.params(), "_meta");
+    if let Some(v) = meta.and_then(|m| member_str(Some(m), META_PROTOCOL_VERSION)) {
+        if v != STATELESS_VERSION {
+            return Err(mismatch(&format!(
+                "Header mismatch: MCP-Protocol-Version is {STATELESS_VERSION}, _meta's is {v}"
+            )));
+        }
+    }
+    match header(HEADER_METHOD) {
+        Some(Ok(h)) if h == method => {}
+        Some(Ok(h)) => {
+            return Err(mismatch(&format!(
+                "Header mismatch: Mcp-Method is '{h}', the body's method '{method}'"
+            )))
+        }
+        Some(Err(())) => return Err(mismatch("Mcp-Method header is malformed")),
+        None if required => return Err(mismatch("Mcp-Method header is required")),
+        None => {}
+    }
+    let want = name_member(method).and_then(|key| member_str(posted.params(), key));
+    match (want, header(HEADER_NAME)) {
+        (None, None) => Ok(()),
+        (Some(_), None) if !required => Ok(()),
+        (Some(want), Some(Ok(got))) => match decode_value(got) {
+            Some(got) if got == want => Ok(()),
+            Some(got) => Err(mismatch(&format!(
+                "Header mismatch: Mcp-Name is '{got}', the body's target '{want}'"
+            ))),
+            None => Err(mismatch(
+                "Mcp-Name header holds no valid Base64 in its =?base64?...?= form",
+            )),
+        },
+        (Some(_), None) => Err(mismatch("Mcp-Name header is required for this method")),
+        (_, Some(Err(()))) => Err(mismatch("Mcp-Name header is malformed")),
+        (None, Some(Ok(_))) => Err(mismatch(&format!(
+            "Header mismatch: Mcp-Name header sent, but {method} names no target"
+        ))),
+    }
 }
 
 #[cfg(test)]

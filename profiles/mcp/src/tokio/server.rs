@@ -141,7 +141,8 @@ impl<E: std::error::Error> From<E> for ToolError {
     }
 }
 
-/// One connection's MCP state.
+/// One connection's MCP state, kept only where a connection is a session (a strict
+/// handshake, see [`McpServer::strict_handshake`]).
 struct SessionState {
     handshake: Handshake,
     level: LogLevel,
@@ -159,6 +160,7 @@ struct Shared {
     tools: HashMap<String, ToolFn>,
     /// Capabilities declared besides `tools` and `logging`.
     capabilities: Vec<(String, Value)>,
+    /// Each connection is one session: its handshake is checked and its state kept here.
     strict: bool,
     sessions: Mutex<HashMap<u64, SessionState>>,
 }
@@ -200,7 +202,10 @@ impl Shared {
             return;
         }
         span.record("mcp.method.name", ctx.method());
-        let version = self.with_session(ctx.peer(), |s| s.handshake.version());
+        let version = self
+            .strict
+            .then(|| self.with_session(ctx.peer(), |s| s.handshake.version()))
+            .flatten();
         if let Some(version) = version {
             span.record("mcp.protocol.version", version.as_str());
         }
@@ -218,7 +223,12 @@ impl Shared {
         }
     }
 
+    /// The level the client set on this connection; every level where the transport keeps
+    /// the sessions (it filters log messages by its session's level).
     fn level(&self, peer: &Client) -> LogLevel {
+        if !self.strict {
+            return LogLevel::Debug;
+        }
         self.with_session(peer, |s| s.level)
     }
 }
@@ -391,9 +401,14 @@ impl McpServer {
         self
     }
 
-    /// Refuse requests other than `ping` before `initialize` on each connection (default
-    /// true). Turn it off where one MCP session spans several connections (a transport that
-    /// runs each HTTP request on its own connection and checks the session itself).
+    /// Refuse requests other than `ping` before `initialize` on each connection, and keep
+    /// each connection's revision and log level (default true): a connection is a session.
+    /// Turn it off where the transport keeps the sessions: where one session's requests
+    /// reach several connections and one connection answers several sessions' requests in
+    /// turn (MCP Streamable HTTP answers each POST on a pooled connection, checks the
+    /// session itself, and filters log messages by the session's level). Nothing is then
+    /// kept per connection: `logging/setLevel` is answered but leaves the filtering to the
+    /// transport, and no session's state can reach another's requests.
     pub fn strict_handshake(mut self, strict: bool) -> Self {
         self.strict = strict;
         self
@@ -509,7 +524,11 @@ impl McpServer {
         let router =
             router.notification_with_context(methods::INITIALIZED, move |ctx, _: Value| {
                 let s = Arc::clone(&s);
-                async move { s.with_session(ctx.peer(), |st| st.handshake.initialized()) }
+                async move {
+                    if s.strict {
+                        s.with_session(ctx.peer(), |st| st.handshake.initialized());
+                    }
+                }
             });
         let router = router.sync_method(methods::PING, |_: Value| Ok::<_, RpcError>(json!({})));
         let s = Arc::clone(&shared);
@@ -529,7 +548,9 @@ impl McpServer {
                     let level = LogLevel::from_bytes(p.level.as_bytes()).ok_or_else(|| {
                         RpcError::invalid_params(format!("unknown log level {:?}", p.level))
                     })?;
-                    s.with_session(ctx.peer(), |st| st.level = level);
+                    if s.strict {
+                        s.with_session(ctx.peer(), |st| st.level = level);
+                    }
                     Ok::<_, RpcError>(json!({}))
                 }
             });
@@ -639,17 +660,12 @@ struct CallParams {
 fn initialize(s: &Shared, ctx: &Context, params: &Value) -> Result<Value, RpcError> {
     let requested = params["protocolVersion"].as_str().map(str::as_bytes);
     let version = ProtocolVersion::negotiate(requested);
-    s.with_session(ctx.peer(), |st| {
-        if s.strict {
-            st.handshake.start(version)
-        } else {
-            // Not strict: every initialize starts over (one session may reach this server
-            // over several connections, or reconnect).
-            st.handshake = Handshake::new();
-            st.handshake.start(version)
-        }
-    })
-    .map_err(|r| RpcError::new(r.code(), r.message()))?;
+    // Not strict: the transport keeps the sessions (over Streamable HTTP, each `initialize`
+    // starts a new one), and nothing is kept per connection.
+    if s.strict {
+        s.with_session(ctx.peer(), |st| st.handshake.start(version))
+            .map_err(|r| RpcError::new(r.code(), r.message()))?;
+    }
     // Batches as the revision says, for the rest of this connection (applied before the
     // driver reads on; the answer to initialize is no batch).
     ctx.peer().set_batches(!version.refuses_batches());

@@ -7,7 +7,7 @@
 //! comparison of the bytes costs a tenth of that.
 //!
 //! Why the outcome is the parse's: httparse reads a head up to its blank line and carries
-//! nothing else, and [`super::parse`] decides from the head's bytes and the connection's
+//! nothing else, and [`parse`](super::head::parse) decides from the head's bytes and the connection's
 //! fixed settings alone. A buffer that starts with the last head's bytes has the same head,
 //! parsed alike. With the `Content-Length` value's digits changed (other digits, as many as
 //! fit a `usize`, followed by the same bytes as before), httparse takes the value as it took
@@ -15,9 +15,9 @@
 //! fast path reads it as it would: the body's length is the new digits', checked against the
 //! same limit, and the places after the digits move by the difference in their number.
 
-use super::{decimal, Head};
+use super::head::{decimal, Head};
 
-/// The last head, as received, and what [`super::parse`] made of it.
+/// The last head, as received, and what [`parse`](super::head::parse) made of it.
 #[derive(Debug)]
 pub(super) struct LastHead {
     /// The head's bytes, its blank line included.

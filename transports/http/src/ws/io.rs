@@ -23,7 +23,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::{CloseFrame, Utf8Bytes};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-use super::WsConfig;
+use super::config::WsConfig;
 
 /// The reason sent with close code 1003 when a binary message arrives.
 pub(crate) const BINARY_REFUSED: &str =

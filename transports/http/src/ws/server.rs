@@ -22,23 +22,9 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::WebSocketStream;
 
+use super::config::WsConfig;
+use super::handshake::{bearer_to_authorization, chosen, is_upgrade};
 use super::io::WsIo;
-use super::WsConfig;
-
-/// True when `req` asks to become a WebSocket (`Upgrade: websocket` with `Connection:
-/// upgrade`), so that an HTTP service can hand it to [`WsServer::upgrade`] on the same port
-/// and path as its other requests.
-pub fn is_upgrade<B>(req: &Request<B>) -> bool {
-    let has_token = |name: header::HeaderName, token: &str| {
-        req.headers().get_all(name).iter().any(|v| {
-            v.to_str().is_ok_and(|v| {
-                v.split(',')
-                    .any(|part| part.trim().eq_ignore_ascii_case(token))
-            })
-        })
-    };
-    has_token(header::CONNECTION, "upgrade") && has_token(header::UPGRADE, "websocket")
-}
 
 /// The connections a server holds, to notify all of them (or look one up).
 ///
@@ -244,7 +230,7 @@ impl WsServer {
     }
 
     /// [`upgrade`](Self::upgrade) with the answer's body as plain bytes, for any body type.
-    fn answer_upgrade<B>(&self, mut req: Request<B>) -> Response<Bytes> {
+    pub(crate) fn answer_upgrade<B>(&self, mut req: Request<B>) -> Response<Bytes> {
         let version_ok = req
             .headers()
             .get(header::SEC_WEBSOCKET_VERSION)
@@ -274,7 +260,7 @@ impl WsServer {
             Some(caller) => Caller::clone(caller).with_transport(crate::transport::WEBSOCKET),
             None => {
                 let caller = Caller::new(Identity::anonymous(), crate::transport::WEBSOCKET);
-                match crate::server::connection_peer(&req) {
+                match crate::caller::connection_peer(&req) {
                     Some(peer) => caller.with_peer(peer),
                     None => caller,
                 }
@@ -296,7 +282,7 @@ impl WsServer {
         if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
             h.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
         }
-        if let Some(protocol) = super::browser_token::chosen(req.headers()) {
+        if let Some(protocol) = chosen(req.headers()) {
             h.insert(header::SEC_WEBSOCKET_PROTOCOL, protocol);
         }
         res
@@ -375,7 +361,7 @@ impl WsServer {
             return self.handle(req);
         }
         let caller = if service.authenticator_ref().is_some() {
-            let refused = |r: Response<crate::Body>| {
+            let refused = |r: Response<crate::body::Body>| {
                 r.map(|body| Full::new(body.into_full().unwrap_or_default()))
             };
             if crate::challenge::has_query_token(req.uri()) {
@@ -383,11 +369,11 @@ impl WsServer {
                 let r = crate::challenge::BearerChallenge::default().token_in_query();
                 return refused(r);
             }
-            if super::bearer_to_authorization(req.headers_mut()).is_err() {
+            if bearer_to_authorization(req.headers_mut()).is_err() {
                 return refused(crate::challenge::unauthenticated(&AuthError::Malformed));
             }
             let transport = crate::transport::WEBSOCKET;
-            let asked = crate::server::admit(service, req.headers(), transport, Some(peer), None);
+            let asked = crate::caller::admit(service, req.headers(), transport, Some(peer), None);
             match asked.await {
                 Ok(caller) => caller.with_meta(req.headers().clone()),
                 Err(refusal) => return refused(refusal),
@@ -403,13 +389,14 @@ impl WsServer {
 
     /// Accepts connections on `listener` and serves each over HTTP/1.1 with
     /// [`handle`](WsServer::handle) (WebSocket upgrades on any path), the builder's
-    /// service's [`authenticator`](rpcwire_tokio::Service::authenticator) asked about each upgrade first. Runs until the future is
+    /// service's [`authenticator`](rpcwire_tokio::Service::authenticator) asked about each
+    /// upgrade first. Runs until the future is
     /// dropped; connections already open go on.
     pub async fn serve_tcp(self, listener: TcpListener) {
         // No bound on TCP connections here: the limit applies to upgrades (503 past it).
         let unbounded = tokio::sync::Semaphore::MAX_PERMITS;
         let handshake = self.config.handshake_timeout;
-        crate::server::accept_loop(listener, unbounded, move |stream, peer, permit| {
+        crate::listen::accept_loop(listener, unbounded, move |stream, peer, permit| {
             let server = self.clone();
             tokio::spawn(async move {
                 let _permit = permit;
@@ -417,7 +404,7 @@ impl WsServer {
                     let server = server.clone();
                     async move { Ok::<_, Infallible>(server.handle_from(req, peer).await) }
                 });
-                let conn = crate::server::http1_builder(handshake)
+                let conn = crate::on_hyper::http1_builder(handshake)
                     .serve_connection(TokioIo::new(stream), service)
                     .with_upgrades();
                 if let Err(e) = conn.await {
@@ -437,34 +424,4 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Bytes> {
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     res
-}
-
-impl crate::HttpServer {
-    /// Serves WebSocket on the same port and path as the POST transport: a request with
-    /// `Upgrade: websocket` becomes a WebSocket connection run by `ws` (its own `Router`,
-    /// limits and hub), every other request is answered as before.
-    ///
-    /// ```
-    /// use rpcwire_http::ws::{WsConfig, WsServer};
-    /// use rpcwire_http::HttpServer;
-    /// use rpcwire_tokio::{Builder, Router};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> std::io::Result<()> {
-    /// let router = || Router::new().sync_method("ping", |(): ()| Ok::<_, rpcwire_tokio::RpcError>("pong"));
-    /// let ws = WsServer::new(Builder::new().router(router()), WsConfig::default());
-    /// let service = HttpServer::new(Builder::new().router(router()))
-    ///     .path("/rpc")
-    ///     .websocket(ws) // ws://host/rpc and POST http://host/rpc
-    ///     .build();
-    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// tokio::spawn(rpcwire_http::serve(listener, service));
-    /// # Ok(()) }
-    /// ```
-    pub fn websocket(self, ws: WsServer) -> Self {
-        self.upgrade(Arc::new(move |req: Request<()>| {
-            let answer = ws.answer_upgrade(req).map(crate::Body::full);
-            Box::pin(std::future::ready(answer))
-        }))
-    }
 }

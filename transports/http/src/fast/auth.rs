@@ -1,4 +1,4 @@
-//! Authentication on the HTTP/1.1 fast path ([`crate::fast`]): each request's caller, made as
+//! Authentication on the fast path's plain lane: each request's caller, made as
 //! hyper's path makes it (the builder's authenticator asked with the request's headers; the
 //! headers themselves in the caller's metadata), and refused with the same answer.
 //!
@@ -7,7 +7,7 @@
 //! the last value it let in, byte for byte, with the identity it stood for; a later request
 //! with the same bytes gets that identity without asking the authenticator again (no hashing,
 //! no cache lookup) until the identity expires. A head carrying the kept value is parsed
-//! without the value's line ([`crate::kept_line`]): the value is compared once, not checked
+//! without the value's line ([`kept_line`]): the value is compared once, not checked
 //! byte by byte again, and the head without it (copied once, for the parse) becomes the
 //! caller's. The request's headers are kept as the head's bytes and made into an
 //! `http::HeaderMap` only for a handler that reads them ([`RequestHead`]), and the caller
@@ -25,13 +25,14 @@ use rpcwire_tokio::{Caller, Identity, LazyMeta};
 use tokio::time::Instant;
 
 use crate::body::Body;
-use crate::fast::{KEEP, MAX_HEADERS};
-use crate::kept_line::{self, KeptLine};
 use crate::transport::HTTP;
+
+use super::kept_line::{self, KeptLine};
+use super::limits::{KEEP, MAX_HEADERS};
 
 /// A request's head as bytes, its `http::HeaderMap` (the metadata hyper's path gives a
 /// caller) made on the first read. The head may be kept without its credential line (the
-/// fast path parses it so, see [`crate::kept_line`]): the line's field is then put back in
+/// fast path parses it so, see [`kept_line`]): the line's field is then put back in
 /// its place when the map is made.
 pub(crate) struct RequestHead {
     bytes: Vec<u8>,
@@ -256,7 +257,7 @@ pub(crate) async fn admit(
     now: Instant,
 ) -> Result<(), Response<Body>> {
     let head = RequestHead::new(head);
-    let identity = crate::server::admit(service, head.headers(), HTTP, None, None)
+    let identity = crate::caller::admit(service, head.headers(), HTTP, None, None)
         .await?
         .identity()
         .clone();

@@ -1,5 +1,5 @@
 //! Finding, in a request head on the fast path, the credential line whose value is the one the
-//! connection keeps ([`crate::fast_auth`]), so that the head is parsed without it.
+//! connection keeps ([`super::auth`]), so that the head is parsed without it.
 //!
 //! Why: a JWT is several hundred bytes, and httparse checks every byte of a header value it
 //! parses (~650 instructions for a 690-byte token, more than the rest of the head). A value
@@ -25,7 +25,7 @@
 //! `L` missing and the head `L`'s length shorter. Every byte of `A` and `B` is still checked
 //! by httparse exactly as before; only the kept value is taken on the comparison's word.
 
-use crate::fast::MAX_HEAD;
+use super::limits::MAX_HEAD;
 
 /// A credential line found in a head: byte offsets in the buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,7 +165,7 @@ fn line_at(buf: &[u8], at: usize, name: &[u8], key: &[u8]) -> Option<KeptLine> {
 /// instructions a byte, and this runs for every request). Or-ing 0x20 into a byte folds
 /// `A`-`Z` onto `a`-`z`; the only other bytes it folds onto a letter, a digit or `-` are
 /// control bytes (below 0x20: 0x0D onto `-`, 0x10-0x19 onto the digits), which are refused
-/// apart ([`crate::fast::field_is`] has no such test: httparse has checked its names).
+/// apart ([`field_is`](super::head::field_is) has no such test: httparse has checked its names).
 fn name_is(bytes: &[u8], lower: &[u8]) -> bool {
     const FOLD: u64 = u64::from_ne_bytes([0x20; 8]);
     const SPACES: u64 = u64::from_ne_bytes([0x20; 8]);

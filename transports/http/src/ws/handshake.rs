@@ -1,4 +1,5 @@
-//! A bearer token on a browser's WebSocket upgrade.
+//! What a WebSocket upgrade request says: whether it is one ([`is_upgrade`]), and the bearer
+//! token a browser names as a subprotocol.
 //!
 //! A browser's `WebSocket` cannot set `Authorization`, and a token in the URL is refused (URLs
 //! end up in logs and histories). So a browser client (the console does) names its token as
@@ -16,7 +17,22 @@
 
 use base64::Engine as _;
 use http::header::{AUTHORIZATION, SEC_WEBSOCKET_PROTOCOL};
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderValue, Request};
+
+/// True when `req` asks to become a WebSocket (`Upgrade: websocket` with `Connection: upgrade`), so
+/// that an HTTP service can hand it to [`WsServer::upgrade`](super::WsServer::upgrade) on the same
+/// port and path as its other requests.
+pub fn is_upgrade<B>(req: &Request<B>) -> bool {
+    let has_token = |name: http::header::HeaderName, token: &str| {
+        req.headers().get_all(name).iter().any(|v| {
+            v.to_str().is_ok_and(|v| {
+                v.split(',')
+                    .any(|part| part.trim().eq_ignore_ascii_case(token))
+            })
+        })
+    };
+    has_token(http::header::CONNECTION, "upgrade") && has_token(http::header::UPGRADE, "websocket")
+}
 
 /// The subprotocol a server picks when a client offers it: JSON-RPC over the WebSocket, as
 /// the server speaks without any.

@@ -1,6 +1,7 @@
-//! A bounded table of sessions: what a profile keeps per client (MCP's sessions) or per piece
-//! of work (a task's event buffers), bounded in number, ended when idle, each with an id a
-//! client cannot guess.
+//! The bounded table of MCP sessions (the 2025-11-25 revision's `Mcp-Session-Id`): bounded in
+//! number, ended when idle, each with an id a client cannot guess
+//! ([`rpcwire_http::profile::random_id`]) that starts with the server's prefix (so that a load
+//! balancer can route a session to the server that holds it).
 //!
 //! A session is active while something holds it ([`Session::hold`]: a running request, an
 //! open event stream); an inactive one ends once it has been idle past the table's idle time
@@ -8,13 +9,17 @@
 //! oldest inactive one makes room for a new one. A table full of active sessions refuses new
 //! ones ([`SessionError::Full`]).
 
+// Named, not the std prelude's glob: its `panic` would be ambiguous in the tests.
+use std::string::String;
+use std::vec::Vec;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-/// What a profile keeps in a session, and what it does when the session ends.
-pub trait SessionState: Send + Sync + 'static {
+/// What a session keeps, and what it does when the session ends.
+pub(crate) trait SessionState: Send + Sync + 'static {
     /// Called once when the session leaves the table (removed, idle past its time, or
     /// evicted to make room), with the table's lock held: end what outlives it (its open
     /// event streams, say), without calling back into the table.
@@ -23,11 +28,11 @@ pub trait SessionState: Send + Sync + 'static {
 
 /// The bounds of a [`SessionTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SessionLimits {
+pub(crate) struct SessionLimits {
     /// The most sessions held at once (at least 1).
-    pub max_sessions: usize,
+    pub(crate) max_sessions: usize,
     /// How long an inactive session lives (at least 10 ms).
-    pub idle: Duration,
+    pub(crate) idle: Duration,
 }
 
 impl Default for SessionLimits {
@@ -52,20 +57,20 @@ impl SessionLimits {
 
 /// Why a [`SessionTable`] made no session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum SessionError {
+pub(crate) enum SessionError {
     /// The table is full of active sessions.
     #[error("too many sessions")]
     Full,
     /// The operating system gave no randomness for an id.
     #[error("no session id could be made")]
     NoRandomness,
-    /// [`SessionTable::insert`] with an id already in the table.
+    /// A session id already in the table (never overwritten).
     #[error("the session id is in use")]
     Taken,
 }
 
 /// One session: its id, its state, and what keeps it alive.
-pub struct Session<T> {
+pub(crate) struct Session<T> {
     id: String,
     state: T,
     last_seen: Mutex<Instant>,
@@ -84,17 +89,17 @@ impl<T> std::fmt::Debug for Session<T> {
 
 impl<T> Session<T> {
     /// The session's id.
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         &self.id
     }
 
     /// What the profile keeps in it.
-    pub fn state(&self) -> &T {
+    pub(crate) fn state(&self) -> &T {
         &self.state
     }
 
     /// Notes that the session was used now (its idle time starts again).
-    pub fn touch(&self) {
+    pub(crate) fn touch(&self) {
         *self
             .last_seen
             .lock()
@@ -103,14 +108,14 @@ impl<T> Session<T> {
 
     /// Holds the session active (never ended for idleness nor evicted) until the returned
     /// guard is dropped: take one for each running request and open event stream.
-    pub fn hold(self: &Arc<Self>) -> SessionHold<T> {
+    pub(crate) fn hold(self: &Arc<Self>) -> SessionHold<T> {
         self.active.fetch_add(1, Ordering::SeqCst);
         self.touch();
         SessionHold(Arc::clone(self))
     }
 
     /// True while a [`hold`](Self::hold) guard lives.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.active.load(Ordering::SeqCst) > 0
     }
 
@@ -131,18 +136,11 @@ impl<T> std::ops::Deref for Session<T> {
 }
 
 /// Keeps a session active while it lives ([`Session::hold`]); its drop counts as a use.
-pub struct SessionHold<T>(Arc<Session<T>>);
+pub(crate) struct SessionHold<T>(Arc<Session<T>>);
 
 impl<T> std::fmt::Debug for SessionHold<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("SessionHold").field(&self.0.id).finish()
-    }
-}
-
-impl<T> SessionHold<T> {
-    /// The session held.
-    pub fn session(&self) -> &Arc<Session<T>> {
-        &self.0
     }
 }
 
@@ -162,23 +160,7 @@ struct Table<T> {
 }
 
 /// A bounded table of sessions by id (cheap to clone: clones share the table).
-///
-/// ```
-/// use rpcwire_http::profile::{SessionLimits, SessionState, SessionTable};
-///
-/// struct Chat;
-/// impl SessionState for Chat {}
-///
-/// let table = SessionTable::new("east_1", SessionLimits { max_sessions: 2, ..Default::default() });
-/// let a = table.create(|_id| Chat)?;
-/// assert!(a.id().starts_with("east_1-"));
-/// let _busy = a.hold(); // a running request: `a` cannot be evicted
-/// let b = table.create(|_id| Chat)?;
-/// let c = table.create(|_id| Chat)?; // full: the oldest inactive session (`b`) made room
-/// assert!(table.get(b.id()).is_none() && table.get(c.id()).is_some());
-/// # Ok::<(), rpcwire_http::profile::SessionError>(())
-/// ```
-pub struct SessionTable<T> {
+pub(crate) struct SessionTable<T> {
     table: Arc<Table<T>>,
 }
 
@@ -202,7 +184,7 @@ impl<T> std::fmt::Debug for SessionTable<T> {
 
 /// A session id prefix with every character other than ASCII letters, digits, `.` and `_`
 /// replaced with `_` (so that it fits a header value and a load balancer's routing rule).
-pub fn clean_prefix(prefix: &str) -> String {
+pub(crate) fn clean_prefix(prefix: &str) -> String {
     prefix
         .chars()
         .map(|c| {
@@ -215,29 +197,10 @@ pub fn clean_prefix(prefix: &str) -> String {
         .collect()
 }
 
-/// An id no client can guess: `prefix`, `-`, and 128 bits from the operating system's secure
-/// random source as 32 hex digits; `None` when the system gives no randomness.
-pub fn random_id(prefix: &str) -> Option<String> {
-    use std::fmt::Write as _;
-    let mut bytes = [0u8; 16];
-    if let Err(e) = getrandom::fill(&mut bytes) {
-        tracing::error!(error = %e, "no randomness for a session id");
-        return None;
-    }
-    let mut id = String::with_capacity(prefix.len() + 1 + 2 * bytes.len());
-    id.push_str(prefix);
-    id.push('-');
-    for b in bytes {
-        // Writing into a String cannot fail.
-        let _ = write!(id, "{b:02x}");
-    }
-    Some(id)
-}
-
 impl<T: SessionState> SessionTable<T> {
     /// An empty table whose ids start with `prefix` (cleaned: [`clean_prefix`]), within
     /// `limits` (bounds applied).
-    pub fn new(prefix: &str, limits: SessionLimits) -> Self {
+    pub(crate) fn new(prefix: &str, limits: SessionLimits) -> Self {
         SessionTable {
             table: Arc::new(Table {
                 sessions: Mutex::new(HashMap::new()),
@@ -252,7 +215,7 @@ impl<T: SessionState> SessionTable<T> {
     /// [`rpcwire_telemetry::gauge_add`] (recorded with the feature `metrics` once
     /// metrics are enabled; the MCP server counts its sessions as `mcp.server.sessions`). Set
     /// once: later names are ignored.
-    pub fn count_as(&self, name: &'static str) {
+    pub(crate) fn count_as(&self, name: &'static str) {
         let sessions = self.table.lock();
         if self.table.gauge.set(name).is_ok() {
             rpcwire_telemetry::gauge_add(name, sessions.len() as f64);
@@ -260,19 +223,14 @@ impl<T: SessionState> SessionTable<T> {
     }
 
     /// The prefix of the ids, cleaned.
-    pub fn prefix(&self) -> &str {
+    pub(crate) fn prefix(&self) -> &str {
         &self.table.prefix
-    }
-
-    /// The table's limits, bounds applied.
-    pub fn limits(&self) -> SessionLimits {
-        self.table.limits
     }
 
     /// Starts the task that ends idle sessions (a few times per idle time, between every
     /// 5 ms and every 30 s); it stops when the last clone of the table is dropped. Call it
     /// within a tokio runtime.
-    pub fn start_sweeper(&self) {
+    pub(crate) fn start_sweeper(&self) {
         let weak: Weak<Table<T>> = Arc::downgrade(&self.table);
         let every =
             (self.table.limits.idle / 4).clamp(Duration::from_millis(5), Duration::from_secs(30));
@@ -285,22 +243,20 @@ impl<T: SessionState> SessionTable<T> {
         });
     }
 
-    /// A new session with a [`random_id`], its state made from the id. At the limit, idle
-    /// sessions are ended first, then the oldest inactive one; `Err` when every session is
-    /// active, or when no id could be made.
-    pub fn create(&self, state: impl FnOnce(&str) -> T) -> Result<Arc<Session<T>>, SessionError> {
-        let id = random_id(&self.table.prefix).ok_or(SessionError::NoRandomness)?;
+    /// A new session with a [`random_id`](rpcwire_http::profile::random_id), its state made
+    /// from the id. At the limit, idle sessions are ended first, then the oldest inactive
+    /// one; `Err` when every session is active, or when no id could be made.
+    pub(crate) fn create(
+        &self,
+        state: impl FnOnce(&str) -> T,
+    ) -> Result<Arc<Session<T>>, SessionError> {
+        let id = rpcwire_http::profile::random_id(&self.table.prefix)
+            .ok_or(SessionError::NoRandomness)?;
         self.insert_with(id, state)
     }
 
-    /// A new session under an id of the caller's (a task's id, say), as
-    /// [`create`](Self::create) makes room for it; [`SessionError::Taken`] when the id is in
-    /// use.
-    pub fn insert(&self, id: String, state: T) -> Result<Arc<Session<T>>, SessionError> {
-        self.insert_with(id, |_| state)
-    }
-
-    /// Makes room, then the session; its state is made only once there is room for it.
+    /// Makes room, then the session under `id`; its state is made only once there is room
+    /// for it. [`SessionError::Taken`] when the id is in use (never overwritten).
     fn insert_with(
         &self,
         id: String,
@@ -341,12 +297,12 @@ impl<T: SessionState> SessionTable<T> {
     }
 
     /// The session with this id.
-    pub fn get(&self, id: &str) -> Option<Arc<Session<T>>> {
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session<T>>> {
         self.table.lock().get(id).cloned()
     }
 
     /// Ends the session with this id; false when there is none.
-    pub fn remove(&self, id: &str) -> bool {
+    pub(crate) fn remove(&self, id: &str) -> bool {
         let mut sessions = self.table.lock();
         match sessions.remove(id) {
             Some(s) => {
@@ -357,23 +313,13 @@ impl<T: SessionState> SessionTable<T> {
         }
     }
 
-    /// Ends every inactive session idle past the limit (the sweeper calls it).
-    pub fn end_idle(&self) {
-        self.table.end_idle();
-    }
-
     /// The number of sessions held.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.table.lock().len()
     }
 
-    /// True when no session is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The ids of the sessions held.
-    pub fn ids(&self) -> Vec<String> {
+    pub(crate) fn ids(&self) -> Vec<String> {
         self.table.lock().keys().cloned().collect()
     }
 }
@@ -488,7 +434,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(gauge(), Some(2.0));
             std::thread::sleep(Duration::from_millis(30));
-            t.end_idle();
+            t.table.end_idle();
             assert_eq!(t.len(), 0);
             assert_eq!(gauge(), Some(0.0));
             let _e = t
@@ -540,10 +486,10 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let _held = a.hold();
         let b = t
-            .insert("b".into(), Flag::default())
+            .insert_with("b".into(), |_| Flag::default())
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
-            t.insert("b".into(), Flag::default()).err(),
+            t.insert_with("b".into(), |_| Flag::default()).err(),
             Some(SessionError::Taken)
         );
         let c = t
@@ -579,11 +525,11 @@ mod tests {
         assert!(t.get(b.id()).is_some(), "held: never idle");
         drop(held);
         for _ in 0..200 {
-            if t.is_empty() {
+            if t.len() == 0 {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        assert!(t.is_empty());
+        assert!(t.len() == 0);
     }
 }

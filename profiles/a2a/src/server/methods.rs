@@ -1,0 +1,333 @@
+//! The JSON-RPC binding's methods as handlers on a [`Router`]: the dispatcher runs each call
+//! (the caller's access, its rate limit, the call's span, error hygiene), the handler checks
+//! the `A2A-Version`, reads its params in the request's dialect and answers with a typed
+//! result or an [`A2aError`] (which the dispatcher sends with its code and `ErrorInfo`).
+//! With the 0.3 compatibility mode, the 0.3 names are registered too, reading and writing
+//! the 0.3 shapes.
+
+use std::future::Future;
+use std::sync::{Arc, PoisonError};
+
+use rpcwire_service::{Context, Router, RpcError};
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Serialize, Serializer};
+use serde_json::json;
+use serde_json::value::RawValue;
+use tokio::sync::broadcast;
+
+use crate::compat::{method_v03, params_to_v1, result_to_v03, Dialect};
+use crate::error::{A2aError, ErrorKind};
+use crate::types::{
+    AgentCard, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest,
+    SendMessageResponse, StreamResponse, Task, TaskIdRequest,
+};
+
+use super::post::{Handover, Opened, Post};
+use super::streams::Streams;
+use super::tasks::{check_history_length, with_history, Tasks};
+
+/// What the methods work with.
+pub(crate) struct Methods {
+    pub(crate) tasks: Arc<Tasks>,
+    pub(crate) streams: Arc<Streams>,
+    /// The card `GetExtendedAgentCard` answers with.
+    pub(crate) extended: Option<AgentCard>,
+    /// The most tasks a `ListTasks` page holds.
+    pub(crate) max_page: usize,
+}
+
+/// The push notification methods, with their params' message: answered -32003 (not
+/// supported).
+const PUSH: [(&str, &str); 4] = [
+    (
+        "CreateTaskPushNotificationConfig",
+        "TaskPushNotificationConfig",
+    ),
+    (
+        "GetTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfigRequest",
+    ),
+    (
+        "ListTaskPushNotificationConfigs",
+        "ListTaskPushNotificationConfigsRequest",
+    ),
+    (
+        "DeleteTaskPushNotificationConfig",
+        "DeleteTaskPushNotificationConfigRequest",
+    ),
+];
+
+/// `router` with every method of the binding (and their 0.3 names when `compat_v03`).
+pub(crate) fn router(router: Router, methods: Methods, compat_v03: bool) -> Router {
+    let m = Routes {
+        router,
+        methods: Arc::new(methods),
+        compat_v03,
+    };
+    let mut m = m
+        .route("SendMessage", "SendMessageRequest", send_message)
+        .route("SendStreamingMessage", "SendMessageRequest", send_streaming)
+        .route("GetTask", "GetTaskRequest", get_task)
+        .route("ListTasks", "ListTasksRequest", list_tasks)
+        .route("CancelTask", "CancelTaskRequest", cancel_task)
+        .route("SubscribeToTask", "SubscribeToTaskRequest", subscribe)
+        .route(
+            "GetExtendedAgentCard",
+            "GetExtendedAgentCardRequest",
+            extended_card,
+        );
+    for (name, request) in PUSH {
+        m = m.route(name, request, push_config);
+    }
+    m.router
+}
+
+/// A router being given the binding's methods.
+struct Routes {
+    router: Router,
+    methods: Arc<Methods>,
+    compat_v03: bool,
+}
+
+/// One call of a method: the server's methods, the call's context, and its dialect.
+struct Call {
+    methods: Arc<Methods>,
+    ctx: Context,
+    dialect: Dialect,
+}
+
+impl Call {
+    /// The A2A side of the request's POST.
+    fn post(&self) -> Result<&Post, A2aError> {
+        self.ctx.caller().meta::<Post>().ok_or_else(|| {
+            // Only the server's own HTTP edge calls these handlers, and it always tells.
+            A2aError::with_message(
+                ErrorKind::UnsupportedOperation,
+                "A2A methods are served at the agent's HTTP endpoint only",
+            )
+        })
+    }
+
+    /// The request's id, as JSON text.
+    fn id(&self) -> Box<str> {
+        Box::from(self.ctx.id().unwrap_or("null"))
+    }
+}
+
+impl Routes {
+    /// Registers `op` as `name` (1.0: the `A2A-Version` must be 1.x) and, in the
+    /// compatibility mode, under its 0.3 name (any version: 0.3 clients send none, and the
+    /// SDKs' 0.3 transports their own). `rpc.discover` names its params by `request`, their
+    /// message in `a2a.proto`.
+    fn route<P, R, F, Fut>(mut self, name: &'static str, request: &str, op: F) -> Self
+    where
+        P: DeserializeOwned + Send + 'static,
+        R: Serialize + Send + 'static,
+        F: Fn(Call, P) -> Fut + Copy + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, A2aError>> + Send + 'static,
+    {
+        let v03 = method_v03(name).filter(|_| self.compat_v03);
+        let names = [(Some(name), Dialect::V1), (v03, Dialect::V03)];
+        for (wire, dialect) in names {
+            let Some(wire) = wire else { continue };
+            let (description, params_doc) = match dialect {
+                Dialect::V1 => (format!("A2A 1.0 {name}"), format!("{request} (a2a.proto)")),
+                Dialect::V03 => (
+                    format!("A2A 0.3 name of {name}, in the 0.3 shapes"),
+                    format!("{request} in its A2A 0.3 shape"),
+                ),
+            };
+            let params_doc = json!([{
+                "name": "params",
+                "description": params_doc,
+                "schema": {"type": "object"},
+            }]);
+            let methods = Arc::clone(&self.methods);
+            // Params taken raw: A2A's Invalid params carries its `ErrorInfo`, and 0.3 params
+            // are reshaped before they are read.
+            self.router = self.router.method_with_context(
+                wire,
+                move |ctx: Context, params: Option<Box<RawValue>>| {
+                    let call = Call {
+                        methods: Arc::clone(&methods),
+                        ctx,
+                        dialect,
+                    };
+                    async move {
+                        if dialect == Dialect::V1 {
+                            call.post()?.version_supported()?;
+                        }
+                        let params = decode(params.as_deref(), dialect)?;
+                        let result = op(call, params).await?;
+                        Ok::<_, RpcError>(Shaped { result, dialect })
+                    }
+                },
+            );
+            self.router = self
+                .router
+                .params(wire, params_doc)
+                .describe(wire, &description);
+        }
+        self
+    }
+}
+
+/// A method's params in its dialect's shapes (absent params read as `{}`).
+fn decode<P: DeserializeOwned>(params: Option<&RawValue>, dialect: Dialect) -> Result<P, A2aError> {
+    let text = params.map_or("{}", RawValue::get);
+    let read = match dialect {
+        Dialect::V1 => serde_json::from_str(text),
+        Dialect::V03 => serde_json::from_str(text)
+            .map(params_to_v1)
+            .and_then(serde_json::from_value),
+    };
+    read.map_err(|e| {
+        A2aError::with_message(ErrorKind::InvalidParams, format!("Invalid params: {e}"))
+    })
+}
+
+/// A result, written in its request's dialect.
+struct Shaped<R> {
+    result: R,
+    dialect: Dialect,
+}
+
+impl<R: Serialize> Serialize for Shaped<R> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.dialect {
+            Dialect::V1 => self.result.serialize(s),
+            Dialect::V03 => serde_json::to_value(&self.result)
+                .map(result_to_v03)
+                .map_err(serde::ser::Error::custom)?
+                .serialize(s),
+        }
+    }
+}
+
+/// `SendMessage`: runs the turn and answers with the task once it stops (or at once with
+/// `returnImmediately`), or with the agent's direct message.
+async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageResponse, A2aError> {
+    let history = p.configuration.as_ref().and_then(|c| c.history_length);
+    check_history_length(history)?;
+    let immediately = p
+        .configuration
+        .as_ref()
+        .is_some_and(|c| c.return_immediately);
+    let tasks = &call.methods.tasks;
+    let (running, mut events) = tasks.start_turn(p.message, call.ctx.identity().clone())?;
+    let wait = async {
+        let mut phase = running.phase.subscribe();
+        if immediately {
+            // The first event is enough: the task exists.
+            let _ = events.recv().await;
+        } else {
+            let _ = phase.wait_for(|p| p.done).await;
+        }
+    };
+    let _ = tokio::time::timeout(tasks.send_wait, wait).await;
+    let turn = running.turn.lock().unwrap_or_else(PoisonError::into_inner);
+    if turn.unfinished {
+        // Its panic is in the log; the caller gets the generic internal error.
+        return Err(ErrorKind::Internal.into());
+    }
+    Ok(match turn.reply.clone() {
+        Some(m) => SendMessageResponse::Message(m),
+        None => SendMessageResponse::Task(with_history(running.snapshot(), history)),
+    })
+}
+
+/// `SendStreamingMessage`: starts the turn and hands its events over to be streamed.
+async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aError> {
+    let post = call.post()?;
+    let identity = call.ctx.identity().clone();
+    let (running, events) = call.methods.tasks.start_turn(p.message, identity)?;
+    post.hand_over(Handover::Open(Box::new(Opened {
+        id: call.id(),
+        task_id: running.id(),
+        first: None,
+        events,
+        dialect: call.dialect,
+    })));
+    Ok(())
+}
+
+/// `SubscribeToTask`: the task as it is, then its events; with `Last-Event-ID`, the rest of
+/// a stream the client lost.
+async fn subscribe(call: Call, p: TaskIdRequest) -> Result<(), A2aError> {
+    let post = call.post()?;
+    let methods = &call.methods;
+    if let Some((n, after)) = post.last_event {
+        let key = (p.id.clone(), n);
+        if let Some(stream) = methods.streams.parked.get(&key) {
+            post.hand_over(Handover::Resume { key, stream, after });
+            return Ok(());
+        }
+    }
+    let task = methods
+        .tasks
+        .store
+        .get(&p.id)
+        .ok_or(ErrorKind::TaskNotFound)?;
+    if task.status.state.is_terminal() {
+        return Err(A2aError::with_message(
+            ErrorKind::UnsupportedOperation,
+            format!("Task {} is in a terminal state", p.id),
+        ));
+    }
+    let (task, events) = match methods.tasks.running(&p.id) {
+        Some(running) => (running.snapshot(), running.events.subscribe()),
+        // Waiting for input: the task as it is is the whole stream.
+        None => (task, broadcast::channel(1).1),
+    };
+    post.hand_over(Handover::Open(Box::new(Opened {
+        id: call.id(),
+        task_id: p.id,
+        first: Some(StreamResponse::Task(task)),
+        events,
+        dialect: call.dialect,
+    })));
+    Ok(())
+}
+
+/// `GetTask`, with at most `historyLength` history messages.
+async fn get_task(call: Call, p: GetTaskRequest) -> Result<Task, A2aError> {
+    check_history_length(p.history_length)?;
+    let task = call
+        .methods
+        .tasks
+        .store
+        .get(&p.id)
+        .ok_or(ErrorKind::TaskNotFound)?;
+    Ok(with_history(task, p.history_length))
+}
+
+/// `ListTasks`: a page, newest first.
+async fn list_tasks(call: Call, p: ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
+    check_history_length(p.history_length)?;
+    let mut page = call.methods.tasks.store.list(&p, call.methods.max_page);
+    for t in &mut page.tasks {
+        *t = with_history(std::mem::take(t), p.history_length);
+        if !p.include_artifacts {
+            t.artifacts.clear();
+        }
+    }
+    Ok(page)
+}
+
+/// `CancelTask`: the task, canceled.
+async fn cancel_task(call: Call, p: TaskIdRequest) -> Result<Task, A2aError> {
+    call.methods.tasks.cancel(&p.id).await
+}
+
+/// `GetExtendedAgentCard`: the card configured, or -32007.
+async fn extended_card(call: Call, _: IgnoredAny) -> Result<AgentCard, A2aError> {
+    call.methods
+        .extended
+        .clone()
+        .ok_or_else(|| ErrorKind::ExtendedAgentCardNotConfigured.into())
+}
+
+/// The push notification config methods: not supported.
+async fn push_config(_: Call, _: IgnoredAny) -> Result<(), A2aError> {
+    Err(ErrorKind::PushNotificationNotSupported.into())
+}

@@ -1,0 +1,356 @@
+//! The A2A server: the binding's methods registered on a [`Router`] and served by a
+//! [`Service`] (so its authenticator, access rules, rate limit, spans and error hygiene hold
+//! for A2A as for any service), each POST body answered through the service's
+//! [`Responder`](rpcwire_service::Responder), and the Agent Card at [`AGENT_CARD_PATH`].
+//!
+//! - `edge`: the HTTP edge (checks, the card, authentication, the POST and its answer);
+//! - `methods`: the methods on the router;
+//! - `post`: what the edge and a method pass each other for one POST (its A2A headers, the
+//!   stream a streaming method hands back);
+//! - `streams`: the event streams, parked and resumed;
+//! - `tasks`: the running turns.
+
+mod edge;
+mod methods;
+mod post;
+mod streams;
+mod tasks;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::Request;
+use rpcwire_http::profile::{serve_profile, Body, Endpoint, HandlesIncoming, HandlesWhole};
+use rpcwire_http::{HostPolicy, ResponseFuture};
+use rpcwire_service::{Authenticator, RateLimiter, Responder, Router, Service};
+
+use crate::agent::{Agent, TaskLimits};
+use crate::store::{MemoryTaskStore, StoreLimits, TaskStore};
+use crate::types::AgentCard;
+
+pub use post::VERSION_HEADER;
+
+use edge::Edge;
+use methods::Methods;
+use streams::Streams;
+use tasks::Tasks;
+
+/// What [`A2aServer::map_router`] was given.
+type RouterHook = Box<dyn FnOnce(Router) -> Router + Send>;
+
+/// Builds an [`A2aService`]: an agent, its card, the service's policies, and limits.
+pub struct A2aServer {
+    card: AgentCard,
+    extended: Option<AgentCard>,
+    agent: Arc<dyn Agent>,
+    store: Option<Arc<dyn TaskStore>>,
+    store_limits: StoreLimits,
+    task_limits: TaskLimits,
+    endpoint: Endpoint,
+    path: String,
+    max_parked: usize,
+    resume_window: Duration,
+    send_wait: Duration,
+    max_page: usize,
+    compat_v03: bool,
+    /// The policies the methods are served with (its router is the server's own).
+    service: Service,
+    router_hook: Option<RouterHook>,
+}
+
+impl std::fmt::Debug for A2aServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aServer")
+            .field("card", &self.card.name)
+            .field("path", &self.path)
+            .field("service", &self.service)
+            .finish_non_exhaustive()
+    }
+}
+
+impl A2aServer {
+    /// A server for `agent`, publishing `card`. Defaults: the JSON-RPC endpoint at `/`, an
+    /// in-memory store ([`StoreLimits::default`]), [`TaskLimits::default`], 4 MiB bodies,
+    /// 64 events (1 MiB) kept per stream for resumption, 1 024 streams parked for
+    /// resumption for 60 s, `SendMessage` waiting at most 60 s for a turn to end; callers
+    /// anonymous, no rate limit, no access rules.
+    pub fn new(card: AgentCard, agent: impl Agent) -> Self {
+        A2aServer {
+            card,
+            extended: None,
+            agent: Arc::new(agent),
+            store: None,
+            store_limits: StoreLimits::default(),
+            task_limits: TaskLimits::default(),
+            endpoint: Endpoint::new(Duration::from_secs(60), 64),
+            path: "/".to_owned(),
+            max_parked: 1024,
+            resume_window: Duration::from_secs(60),
+            send_wait: Duration::from_secs(60),
+            max_page: 100,
+            compat_v03: false,
+            service: Service::default(),
+            router_hook: None,
+        }
+    }
+
+    /// Serves the A2A 0.3 method names too (`message/send`, `message/stream`, `tasks/get`,
+    /// `tasks/cancel`, `tasks/resubscribe`, ...), reading and writing the 0.3 shapes; off by
+    /// default.
+    pub fn compat_v03(mut self, on: bool) -> Self {
+        self.compat_v03 = on;
+        self
+    }
+
+    /// The path of the JSON-RPC endpoint (the card's interface URL should name it).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// The card `GetExtendedAgentCard` answers with (without one it answers -32007).
+    pub fn extended_card(mut self, card: AgentCard) -> Self {
+        self.extended = Some(card);
+        self
+    }
+
+    /// Keeps tasks in `store` instead of memory.
+    pub fn store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The limits of the in-memory store.
+    pub fn store_limits(mut self, limits: StoreLimits) -> Self {
+        self.store_limits = limits;
+        self
+    }
+
+    /// What one task holds.
+    pub fn task_limits(mut self, limits: TaskLimits) -> Self {
+        self.task_limits = limits;
+        self
+    }
+
+    /// Lets callers in with `authenticator` ([`Service::authenticator`]): every POST to the
+    /// endpoint is authenticated before its body is read (401 with a `Bearer` challenge for
+    /// missing or bad credentials, 400 for a token in the query string); the agent sees the
+    /// identity in [`TaskContext::identity`](crate::TaskContext::identity). The Agent Card
+    /// stays public.
+    pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
+        self.service = self.service.authenticator(authenticator);
+        self
+    }
+
+    /// Limits each caller's calls ([`Service::rate_limit`]): a call over the limit is
+    /// answered -32041 without running; each call counts once, streaming ones included.
+    pub fn rate_limit(mut self, limiter: RateLimiter) -> Self {
+        self.service = self.service.rate_limit(limiter);
+        self
+    }
+
+    /// Sets any of the service's policies: `f` gets the service the server would serve
+    /// with and returns the one it serves with (an authenticator, a rate limit shared with
+    /// other services, handler concurrency, the handshake timeout). Its router is replaced
+    /// by the server's own: give methods and access rules with
+    /// [`map_router`](Self::map_router).
+    ///
+    /// ```
+    /// use rpcwire_a2a::{A2aServer, AgentCard, RateLimiter, TaskContext};
+    ///
+    /// let server = A2aServer::new(AgentCard::default(), |ctx: TaskContext| async move {
+    ///     ctx.complete(None);
+    /// })
+    /// .map_service(|s| s.rate_limit(RateLimiter::new(10.0, 20)).concurrency(16));
+    /// # let _ = server.build();
+    /// ```
+    pub fn map_service(mut self, f: impl FnOnce(Service) -> Service) -> Self {
+        self.service = f(self.service);
+        self
+    }
+
+    /// Adds to the router once the binding's methods are on it: access rules
+    /// ([`Router::require`], [`Router::policy`]), who sees internal errors' details
+    /// ([`Router::show_error_details`]), methods of your own. A later call adds to an earlier
+    /// one's.
+    ///
+    /// ```
+    /// use rpcwire_a2a::{A2aServer, AgentCard, TaskContext};
+    ///
+    /// // Only operators may cancel tasks; the others get -32040 (Forbidden).
+    /// let server = A2aServer::new(AgentCard::default(), |ctx: TaskContext| async move {
+    ///     ctx.complete(None);
+    /// })
+    /// .map_router(|r| r.require("CancelTask", ["operator"]));
+    /// # let _ = server.build();
+    /// ```
+    pub fn map_router(mut self, f: impl FnOnce(Router) -> Router + Send + 'static) -> Self {
+        self.router_hook = Some(match self.router_hook.take() {
+            Some(earlier) => Box::new(move |r| f(earlier(r))),
+            None => Box::new(f),
+        });
+        self
+    }
+
+    /// Accepted `Host` / `Origin` values (loopback names by default).
+    pub fn hosts(mut self, hosts: HostPolicy) -> Self {
+        self.endpoint.set_hosts(hosts);
+        self
+    }
+
+    /// The largest request body (413 beyond; at least 1 KiB).
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.endpoint.set_max_body(bytes);
+        self
+    }
+
+    /// How long a request body may take to arrive.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.endpoint.set_timeout(timeout);
+        self
+    }
+
+    /// The events (and bytes) kept per stream for a client resuming with `Last-Event-ID`.
+    pub fn stream_buffer(mut self, events: usize, bytes: usize) -> Self {
+        self.endpoint.set_stream_buffer(events, bytes);
+        self
+    }
+
+    /// The most streams kept for resumption after their client went away, and for how long
+    /// after they end.
+    pub fn parked_streams(mut self, max: usize, window: Duration) -> Self {
+        self.max_parked = max.max(1);
+        self.resume_window = window;
+        self
+    }
+
+    /// How long `SendMessage` waits for a turn to end before answering with the task as it
+    /// is (the work goes on).
+    pub fn send_wait(mut self, wait: Duration) -> Self {
+        self.send_wait = wait;
+        self
+    }
+
+    /// The most connections served at once.
+    pub fn max_connections(mut self, limit: usize) -> Self {
+        self.endpoint.set_max_connections(limit);
+        self
+    }
+
+    /// The service.
+    pub fn build(self) -> A2aService {
+        let store = self
+            .store
+            .unwrap_or_else(|| Arc::new(MemoryTaskStore::new(self.store_limits)));
+        let tasks = Arc::new(Tasks::new(
+            self.agent,
+            store,
+            self.task_limits,
+            self.send_wait,
+        ));
+        let streams = Arc::new(Streams::new(
+            self.max_parked,
+            self.resume_window,
+            self.endpoint.streams(),
+        ));
+        let methods = Methods {
+            tasks: Arc::clone(&tasks),
+            streams: Arc::clone(&streams),
+            extended: self.extended,
+            max_page: self.max_page,
+        };
+        // `rpc.discover` names the agent.
+        let named = Router::new().info(&self.card.name, &self.card.version);
+        let router = methods::router(named, methods, self.compat_v03);
+        let router = match self.router_hook {
+            Some(hook) => hook(router),
+            None => router,
+        };
+        // One body is one request: A2A has no batches, and the core refuses them with one
+        // Invalid Request, as the SDKs' servers do.
+        let config = rpcwire::Config {
+            max_frame: self.endpoint.max_body(),
+            batches: false,
+            ..rpcwire::Config::default()
+        };
+        let responder = Responder::new(self.service.router(router), config);
+        let card = Bytes::from(serde_json::to_vec(&self.card).unwrap_or_default());
+        A2aService {
+            edge: Arc::new(Edge {
+                card,
+                path: self.path,
+                endpoint: self.endpoint,
+                responder,
+                streams,
+                tasks,
+            }),
+        }
+    }
+}
+
+/// A built A2A server: mount it with [`serve`] or call [`handle`](A2aService::handle).
+#[derive(Clone)]
+pub struct A2aService {
+    edge: Arc<Edge>,
+}
+
+impl std::fmt::Debug for A2aService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aService")
+            .field("running", &self.running_tasks())
+            .field("parked_streams", &self.parked_streams())
+            .finish()
+    }
+}
+
+/// Serves `service` on every connection accepted on `listener` until dropped (HTTP/1.1
+/// requests within the body limit read whole and answered without a hyper connection under
+/// each: an open stream holds no hyper buffers; HTTP/2 and the rest through hyper).
+pub async fn serve(listener: tokio::net::TcpListener, service: A2aService) {
+    serve_profile(listener, service).await;
+}
+
+impl HandlesIncoming for A2aService {
+    fn handle_incoming(&self, req: Request<hyper::body::Incoming>) -> ResponseFuture {
+        self.handle(req)
+    }
+}
+
+impl HandlesWhole for A2aService {
+    fn endpoint(&self) -> &Endpoint {
+        &self.edge.endpoint
+    }
+
+    fn handle_whole(&self, req: Request<Body>) -> ResponseFuture {
+        self.handle(req)
+    }
+}
+
+impl A2aService {
+    /// Answers one HTTP request.
+    pub fn handle<B>(&self, req: Request<B>) -> ResponseFuture
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let edge = Arc::clone(&self.edge);
+        Box::pin(async move { edge.handle(req).await })
+    }
+
+    /// The service the methods are served with (its router, authenticator, rate limit).
+    pub fn service(&self) -> &Service {
+        self.edge.responder.service()
+    }
+
+    /// How many tasks have a turn running.
+    pub fn running_tasks(&self) -> usize {
+        self.edge.tasks.running_count()
+    }
+
+    /// How many streams are kept for resumption.
+    pub fn parked_streams(&self) -> usize {
+        self.edge.streams.parked.len()
+    }
+}

@@ -1,0 +1,331 @@
+//! The task runtime behind the methods: which tasks have a turn running, starting a turn for
+//! a client's message (a new task, or the next turn of one waiting for input), running it in a
+//! task of its own (so that it outlives the request and the client's connection), ending it
+//! however it ends (returned, cancelled, panicked), and cancelling.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Waker;
+use std::time::Duration;
+
+use rpcwire_service::Identity;
+use tokio::sync::broadcast;
+
+use crate::agent::{push_history, Agent, Running, TaskContext, TaskLimits};
+use crate::error::{A2aError, ErrorKind};
+use crate::store::TaskStore;
+use crate::types::{Message, Role, StreamResponse, Task, TaskState, TaskStatus};
+
+/// The tasks of one server: the agent, the store, and the turns running.
+pub(crate) struct Tasks {
+    agent: Arc<dyn Agent>,
+    pub(crate) store: Arc<dyn TaskStore>,
+    limits: TaskLimits,
+    /// How long a request waits for a turn (`SendMessage`'s answer, a cancellation).
+    pub(crate) send_wait: Duration,
+    running: Mutex<HashMap<String, Arc<Running>>>,
+}
+
+/// A turn just started: the turn, and its events from the first on.
+pub(crate) type Started = (Arc<Running>, broadcast::Receiver<Arc<StreamResponse>>);
+
+impl Tasks {
+    pub(crate) fn new(
+        agent: Arc<dyn Agent>,
+        store: Arc<dyn TaskStore>,
+        limits: TaskLimits,
+        send_wait: Duration,
+    ) -> Self {
+        Tasks {
+            agent,
+            store,
+            limits,
+            send_wait,
+            running: Mutex::default(),
+        }
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Running>>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many tasks have a turn running.
+    pub(crate) fn running_count(&self) -> usize {
+        self.table().len()
+    }
+
+    /// The running turn of task `id`.
+    pub(crate) fn running(&self, id: &str) -> Option<Arc<Running>> {
+        self.table().get(id).cloned()
+    }
+
+    /// Starts a turn for `message` from `identity`: a new task, or the next turn of one waiting
+    /// for input. The events receiver is subscribed before the turn runs, so that it misses
+    /// none.
+    pub(crate) fn start_turn(
+        self: &Arc<Self>,
+        mut message: Message,
+        identity: Identity,
+    ) -> Result<Started, A2aError> {
+        // Read with room for more parts than came; the message is kept while the task lives.
+        message.parts.shrink_to_fit();
+        if message.message_id.is_empty() {
+            return Err(A2aError::with_message(
+                ErrorKind::InvalidParams,
+                "message.messageId is required",
+            ));
+        }
+        message.role = Role::User;
+        let (task, continuation) = if message.task_id.is_empty() {
+            (self.new_task(&mut message), false)
+        } else {
+            (self.next_turn(&mut message)?, true)
+        };
+        self.store.put(task.clone()).map_err(|e| {
+            A2aError::with_message(ErrorKind::Internal, format!("Task not accepted: {e}"))
+        })?;
+        let task_id = task.id.clone();
+        let running = Running::new(task, Arc::clone(&self.store), self.limits);
+        let events = running.events.subscribe();
+        self.table().insert(task_id.clone(), Arc::clone(&running));
+        let ctx = TaskContext {
+            running: Arc::clone(&running),
+            message,
+            continuation,
+            identity,
+            ids: Arc::new(|| new_id("msg")),
+        };
+        let end = TurnEnd {
+            tasks: Arc::clone(self),
+            run: Arc::clone(&running),
+            task_id,
+            how: Ended::Unfinished,
+        };
+        let agent = Arc::clone(&self.agent);
+        // The turn's first poll, here in the request's task: a turn that ends without
+        // waiting (most turns of simple agents) costs no task, and its request no wait. One
+        // that waits goes on in a task of its own, which polls it again at once with a real
+        // waker (the no-op one given here loses nothing). A panic of the agent's here is
+        // caught as tokio catches one in the turn's task: the guard, dropped, fails the task.
+        let first = catch_unwind(AssertUnwindSafe(move || {
+            let turn = agent.execute(ctx);
+            let mut run: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(async move {
+                let mut end = end;
+                let mut phase = end.run.phase.subscribe();
+                end.ended(tokio::select! {
+                    () = turn => Ended::Returned,
+                    _ = phase.wait_for(|p| p.cancel) => Ended::Cancelled,
+                });
+            });
+            let mut cx = std::task::Context::from_waker(Waker::noop());
+            run.as_mut().poll(&mut cx).is_pending().then_some(run)
+        }));
+        if let Ok(Some(run)) = first {
+            tokio::spawn(run);
+        }
+        Ok((running, events))
+    }
+
+    /// A new task for `message`, which names none.
+    fn new_task(&self, message: &mut Message) -> Task {
+        let id = new_id("task");
+        if message.context_id.is_empty() {
+            message.context_id = new_id("ctx");
+        }
+        message.task_id.clone_from(&id);
+        Task {
+            id,
+            context_id: message.context_id.clone(),
+            status: TaskStatus {
+                state: TaskState::Submitted,
+                ..Default::default()
+            },
+            history: vec![message.clone()],
+            ..Task::default()
+        }
+    }
+
+    /// The task `message` names, taking it as its next turn's input.
+    fn next_turn(&self, message: &mut Message) -> Result<Task, A2aError> {
+        let mut task = self
+            .store
+            .get(&message.task_id)
+            .ok_or(ErrorKind::TaskNotFound)?;
+        if !message.context_id.is_empty() && message.context_id != task.context_id {
+            return Err(A2aError::with_message(
+                ErrorKind::InvalidParams,
+                format!(
+                    "Context {} does not match context {} of task {}",
+                    message.context_id, task.context_id, task.id
+                ),
+            ));
+        }
+        if task.status.state.is_terminal() {
+            return Err(A2aError::with_message(
+                ErrorKind::UnsupportedOperation,
+                format!("Task {} is in a terminal state", task.id),
+            ));
+        }
+        if self.running(&task.id).is_some() {
+            return Err(A2aError::with_message(
+                ErrorKind::UnsupportedOperation,
+                format!("Task {} is running; send when it asks for input", task.id),
+            ));
+        }
+        message.context_id.clone_from(&task.context_id);
+        push_history(&mut task, message.clone(), self.limits.max_history);
+        Ok(task)
+    }
+
+    /// Cancels task `id`: its running turn is dropped, or the task waiting for input is
+    /// cancelled here.
+    pub(crate) async fn cancel(&self, id: &str) -> Result<Task, A2aError> {
+        if let Some(running) = self.running(id) {
+            let mut phase = running.phase.subscribe();
+            running.phase.send_modify(|p| p.cancel = true);
+            // The turn's future is dropped at its next await; a turn that never yields
+            // still answers the request, as it is now.
+            let _ = tokio::time::timeout(self.send_wait, phase.wait_for(|p| p.done)).await;
+            let task = running.snapshot();
+            if task.status.state == TaskState::Canceled {
+                return Ok(task);
+            }
+            return Err(ErrorKind::TaskNotCancelable.into());
+        }
+        let mut task = self.store.get(id).ok_or(ErrorKind::TaskNotFound)?;
+        if task.status.state.is_terminal() {
+            return Err(ErrorKind::TaskNotCancelable.into());
+        }
+        // Waiting for input, no turn running: cancelled here.
+        task.status = TaskStatus {
+            state: TaskState::Canceled,
+            message: None,
+            timestamp: Some(crate::types::now_rfc3339()),
+        };
+        let _ = self.store.put(task.clone());
+        Ok(task)
+    }
+
+    /// A turn is over: the task's state settled, the turn forgotten, its waiters woken.
+    fn end_turn(&self, run: &Running, task_id: &str, how: Ended) {
+        let replied = run
+            .turn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .reply
+            .is_some();
+        let failed = |why: &str| {
+            let msg = Message::text(Role::Agent, new_id("msg"), why);
+            run.set_status(TaskState::Failed, Some(msg));
+        };
+        match how {
+            // A direct message: no task remains.
+            _ if replied => self.store.remove(task_id),
+            Ended::Cancelled => {
+                run.set_status(TaskState::Canceled, None);
+            }
+            Ended::Returned if !run.ended() => {
+                failed("the agent ended its turn without a final state");
+            }
+            Ended::Returned => {}
+            Ended::Unfinished => {
+                // What went wrong is in the log (a panic's message, printed by the panic
+                // hook); the client learns only that the turn failed.
+                tracing::warn!(
+                    task = task_id,
+                    "an agent's turn did not finish (a panic, or the server stopping): failed"
+                );
+                run.turn
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .unfinished = true;
+                failed("the agent failed");
+            }
+        }
+        self.table().remove(task_id);
+        run.phase.send_modify(|p| p.done = true);
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// Its future completed.
+    Returned,
+    /// A client cancelled the task: its future was dropped.
+    Cancelled,
+    /// Its future was dropped before either: the agent panicked, or the runtime shut down.
+    Unfinished,
+}
+
+/// Ends a turn when dropped, however it ends: after its future completes or is cancelled, and
+/// when the agent panics (the future is dropped unfinished). A guard in the turn's own future
+/// sees a panic without a second task per running turn.
+struct TurnEnd {
+    tasks: Arc<Tasks>,
+    run: Arc<Running>,
+    task_id: String,
+    how: Ended,
+}
+
+impl TurnEnd {
+    /// Records how the turn ended (without this, it did not finish).
+    fn ended(&mut self, how: Ended) {
+        self.how = how;
+    }
+}
+
+impl Drop for TurnEnd {
+    fn drop(&mut self) {
+        self.tasks.end_turn(&self.run, &self.task_id, self.how);
+    }
+}
+
+/// `task` with at most the latest `n` history messages.
+pub(crate) fn with_history(mut task: Task, n: Option<i32>) -> Task {
+    if let Some(n) = n.and_then(|n| usize::try_from(n).ok()) {
+        let over = task.history.len().saturating_sub(n);
+        task.history.drain(..over);
+    }
+    task
+}
+
+/// A history length a request may ask for: none, or not negative.
+pub(crate) fn check_history_length(n: Option<i32>) -> Result<(), A2aError> {
+    if n.is_some_and(|n| n < 0) {
+        return Err(A2aError::with_message(
+            ErrorKind::InvalidParams,
+            "history length must be non-negative",
+        ));
+    }
+    Ok(())
+}
+
+/// A fresh id no client can guess.
+pub(crate) fn new_id(prefix: &str) -> String {
+    rpcwire_http::profile::random_id(prefix).unwrap_or_else(|| {
+        static FALLBACK: AtomicU64 = AtomicU64::new(1);
+        format!("{prefix}-{}", FALLBACK.fetch_add(1, Ordering::Relaxed))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_trimmed_to_latest() {
+        let mut t = Task::default();
+        for i in 0..5 {
+            t.history
+                .push(Message::text(Role::User, i.to_string(), "x"));
+        }
+        let t = with_history(t, Some(2));
+        assert_eq!(t.history.len(), 2);
+        assert_eq!(t.history[0].message_id, "3");
+    }
+}
