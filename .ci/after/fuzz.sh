@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzing stage: builds every cargo-fuzz target (fuzz/, its own workspace, nightly) and runs
-# each for 30 seconds on a scratch copy of its committed corpus; any crash fails the stage.
-# About 4 minutes on 2 cores once cargo-fuzz is installed (the build is most of it).
+# each for 30 seconds from its committed corpus (at its plateau: fuzz/README.md) with its
+# dictionary (fuzz/dict/map); any crash fails the stage. About 4 minutes on 2 cores once
+# cargo-fuzz is installed (the build is most of it). Every target must have a corpus and a
+# dictionary.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -31,10 +33,15 @@ for target in $(cargo +nightly fuzz list); do
   echo "--- fuzz $target for ${SECONDS_PER_TARGET}s"
   mkdir -p "$scratch/$target"
   seeds="corpus/$target"
-  [ -d "$seeds" ] || seeds=""
+  dict="dict/$(awk -v t="$target" '$1 == t { print $2 }' dict/map)"
+  if [ ! -d "$seeds" ] || [ ! -f "$dict" ]; then
+    echo "fuzz: $target has no corpus in $seeds or no dictionary in dict/map" >&2
+    failed+=("$target")
+    continue
+  fi
   # The scratch directory comes first: new inputs go there, the committed corpus is read-only.
-  if ! cargo +nightly fuzz run -s none "$target" "$scratch/$target" $seeds -- \
-      -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
+  if ! cargo +nightly fuzz run -s none "$target" "$scratch/$target" "$seeds" -- \
+      -dict="$dict" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 2>"$scratch/$target.log"; then
     failed+=("$target")
     tail -n 60 "$scratch/$target.log"

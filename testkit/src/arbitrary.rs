@@ -105,20 +105,6 @@ impl Case {
         let chunks = items(u, |u| u.int_in_range(1..=64usize))?;
         Ok(Case { frames, chunks })
     }
-
-    /// Raw bytes (a fuzzer's input as it is) sent as one frame stream: the first byte picks a
-    /// chunk length (0: one write), the rest is the stream, in any framing the harness uses.
-    pub fn from_fuzz_bytes(data: &[u8]) -> Self {
-        let (chunk, rest) = data.split_first().map_or((0, data), |(c, r)| (*c, r));
-        Case {
-            frames: vec![Frame::Raw(rest.to_vec())],
-            chunks: if chunk == 0 {
-                Vec::new()
-            } else {
-                vec![usize::from(chunk)]
-            },
-        }
-    }
 }
 
 impl<'a> Arbitrary<'a> for Message {

@@ -51,7 +51,10 @@ pub enum Message {
 }
 
 impl Message {
-    /// A request with params.
+    /// A request with params. Params must be an array or an object: anything else (a
+    /// `json!(null)`, say) makes an Invalid Request the core answers itself, and the harness
+    /// refuses the case ([`Violation::Vacuous`](crate::Violation::Vacuous)); for no params use
+    /// [`request_without_params`](Message::request_without_params).
     pub fn request(method: &str, params: Value, id: i64) -> Self {
         Message::Request {
             method: method.to_owned(),
@@ -60,12 +63,40 @@ impl Message {
         }
     }
 
-    /// A notification with params.
+    /// A request without a `params` member.
+    pub fn request_without_params(method: &str, id: i64) -> Self {
+        Message::Request {
+            method: method.to_owned(),
+            params: None,
+            id: Id::Num(id),
+        }
+    }
+
+    /// A notification with params (an array or an object, as for
+    /// [`request`](Message::request)).
     pub fn notification(method: &str, params: Value) -> Self {
         Message::Notification {
             method: method.to_owned(),
             params: Some(params),
         }
+    }
+
+    /// True for a request or notification whose params are neither an array nor an object:
+    /// it never reaches a handler (see [`Violation::Vacuous`](crate::Violation::Vacuous)).
+    pub fn is_vacuous(&self) -> bool {
+        match self {
+            Message::Request { params, .. } | Message::Notification { params, .. } => params
+                .as_ref()
+                .is_some_and(|p| !p.is_array() && !p.is_object()),
+            Message::Json(_) => false,
+        }
+    }
+
+    /// The message's JSON text.
+    pub fn text(&self) -> String {
+        let mut out = Vec::new();
+        self.write(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
     }
 
     fn write(&self, out: &mut Vec<u8>) {
@@ -170,6 +201,34 @@ impl Case {
         out
     }
 
+    /// The first request or notification that can test nothing (see
+    /// [`Message::is_vacuous`]), as a [`Violation::Vacuous`](crate::Violation::Vacuous).
+    pub fn vacuous(&self) -> Result<(), crate::Violation> {
+        let vacuous = self.frames.iter().find_map(|frame| match frame {
+            Frame::Single(m) => Some(m).filter(|m| m.is_vacuous()),
+            Frame::Batch(items) => items.iter().find(|m| m.is_vacuous()),
+            Frame::Raw(_) => None,
+        });
+        match vacuous {
+            Some(m) => Err(crate::Violation::Vacuous { message: m.text() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Raw bytes (a fuzzer's input as it is) sent as one frame stream: the first byte picks a
+    /// chunk length (0: one write), the rest is the stream, in any framing the harness uses.
+    pub fn from_fuzz_bytes(data: &[u8]) -> Self {
+        let (chunk, rest) = data.split_first().map_or((0, data), |(c, r)| (*c, r));
+        Case {
+            frames: vec![Frame::Raw(rest.to_vec())],
+            chunks: if chunk == 0 {
+                Vec::new()
+            } else {
+                vec![usize::from(chunk)]
+            },
+        }
+    }
+
     /// The byte stream cut into the writes the harness makes.
     pub fn writes(&self, framing: Framing) -> Vec<Vec<u8>> {
         let bytes = self.bytes(framing);
@@ -192,7 +251,8 @@ impl Case {
     }
 }
 
-/// Shows each frame as text (invalid UTF-8 escaped), one a line: what a failing case prints.
+/// Shows each frame as it goes on the wire, one a line (control characters escaped, invalid
+/// UTF-8 replaced): what a failing case prints beside its Rust form.
 impl fmt::Debug for Case {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -202,11 +262,15 @@ impl fmt::Debug for Case {
             self.chunks
         )?;
         for frame in &self.frames {
-            writeln!(
-                f,
-                "  {}",
-                String::from_utf8_lossy(&frame.payload()).escape_debug()
-            )?;
+            let text = String::from_utf8_lossy(&frame.payload()).into_owned();
+            let shown: String = text
+                .chars()
+                .map(|c| match c {
+                    c if c.is_control() => c.escape_default().to_string(),
+                    c => c.to_string(),
+                })
+                .collect();
+            writeln!(f, "  {shown}")?;
         }
         Ok(())
     }

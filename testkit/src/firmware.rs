@@ -6,14 +6,18 @@ use std::cell::Cell;
 use std::convert::Infallible;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use rpcwire::storage::{Inline, Storage};
 use rpcwire::wire::RxBuffer;
 use rpcwire::{Config, Connection, Inbound, Input, Instant, Output};
 use rpcwire_embedded_io::{embedded_io, Clock, Context, Driver, Incoming};
 
-use crate::model::Limits;
-use crate::{check_exchange, panics, Case, Violation};
+use crate::check::{exchange, Seen};
+use crate::model::{owed, Limits};
+use crate::oracle::Oracle;
+use crate::report::Reproduce;
+use crate::{panics, Case, Model, Violation};
 
 /// How many times in a row the input may report [`Input::Blocked`] with nothing to write
 /// before the harness calls it a stall.
@@ -43,10 +47,15 @@ const MAX_IDLE_SPINS: usize = 64;
 /// let case = Case::new(vec![Frame::Single(Message::request("sum", serde_json::json!([1, 2]), 1))]);
 /// assert_eq!(fw.check(&case), Ok(()));
 /// ```
+///
+/// The same [`Model`] checks as [`Harness`](crate::Harness) ([`Firmware::model`]), and with
+/// feature `proptest` the same helpers: `Firmware::run_proptest` and `Firmware::proptest`.
 pub struct Firmware<H, S: Storage = Inline, const RX: usize = 1024> {
     config: Config,
     handler: std::cell::RefCell<H>,
     _storage: std::marker::PhantomData<S>,
+    model: Option<Arc<dyn Oracle>>,
+    pub(crate) reproduce: Reproduce,
 }
 
 /// A handler written against the embedded-io driver's [`Context`] (see
@@ -81,6 +90,8 @@ where
             config,
             handler: std::cell::RefCell::new(handler),
             _storage: std::marker::PhantomData,
+            model: None,
+            reproduce: Reproduce::new("firmware()"),
         }
     }
 }
@@ -122,6 +133,8 @@ where
             config,
             handler: std::cell::RefCell::new(DriverHandler(handler)),
             _storage: std::marker::PhantomData,
+            model: None,
+            reproduce: Reproduce::new("firmware()"),
         }
     }
 }
@@ -143,8 +156,42 @@ where
         }
     }
 
+    /// Checks every answer to the methods `model` names against it (see [`Model`]). The
+    /// handler runs the calls in the order sent, as the model does.
+    pub fn model<M: Clone + Send + Sync + 'static>(mut self, model: Model<M>) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+
+    /// The expression a printed regression test gets its harness from (default
+    /// `firmware()`).
+    pub fn reproduce_with(mut self, expression: &str) -> Self {
+        self.reproduce.expression = expression.to_owned();
+        self
+    }
+
+    /// The seed of `run_proptest` when the environment variable `RPCWIRE_TESTKIT_SEED` does
+    /// not give one (default 0).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.reproduce.seed = Some(seed);
+        self
+    }
+
+    /// The method names the [`Coverage`](crate::Coverage) summary lists as never called when
+    /// the traffic did not reach them (a firmware handler has no list of its own).
+    pub fn methods(mut self, names: &[&str]) -> Self {
+        self.reproduce.methods = names.iter().map(|n| (*n).to_owned()).collect();
+        self
+    }
+
     /// Runs one case; the first broken invariant, if any.
     pub fn check(&self, case: &Case) -> Result<(), Violation> {
+        self.check_seen(case).map(drop)
+    }
+
+    /// Runs one case; what it showed, or the first broken invariant.
+    pub(crate) fn check_seen(&self, case: &Case) -> Result<Seen, Violation> {
+        case.vacuous()?;
         let limits = self.limits();
         let input = case.bytes(limits.framing);
         let (outcome, panic) = panics::watch(|| catch_unwind(AssertUnwindSafe(|| self.run(case))));
@@ -156,11 +203,15 @@ where
                 })
             }
         };
-        check_exchange(&input, &output, &limits)?;
+        let mut owed = owed(&input, &limits);
+        if let Some(model) = &self.model {
+            owed.expect(&mut *model.start());
+        }
+        let seen = exchange(owed, &output, limits.framing)?;
         if let Some(message) = panic {
             return Err(Violation::Panic { message });
         }
-        after
+        after.map(|()| seen)
     }
 
     fn run(&self, case: &Case) -> (Vec<u8>, Result<(), Violation>) {

@@ -2,6 +2,7 @@
 //! clock, fed a [`Case`] and checked against the reference model.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rpcwire_tokio::{Builder, Client, Router, SessionStats};
@@ -11,8 +12,11 @@ use tokio::task::JoinHandle;
 use tokio::time::{timeout, timeout_at, Instant};
 
 use crate::case::Frame;
-use crate::model::{owed, split_frames, Limits};
-use crate::{check_exchange, panics, Case, Violation};
+use crate::check::{exchange, Seen};
+use crate::model::{owed, split_frames, Limits, Owed};
+use crate::oracle::Oracle;
+use crate::report::Reproduce;
+use crate::{panics, Case, Model, Violation};
 
 /// A server task, as a [`Target`] starts it.
 pub type ServerTask = JoinHandle<Result<(), String>>;
@@ -37,6 +41,22 @@ impl Target for Builder {
             }
         });
         (task, Some(client))
+    }
+}
+
+/// A router built anew for every case ([`Harness::per_case`]): a stateful service starts each
+/// case empty, as its [`Model`] does.
+pub struct PerCase<F>(F);
+
+impl<F: Fn() -> Router> Target for PerCase<F> {
+    fn start(&self, io: DuplexStream) -> (ServerTask, Option<Client>) {
+        Builder::new().router((self.0)()).start(io)
+    }
+}
+
+impl<F> std::fmt::Debug for PerCase<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PerCase")
     }
 }
 
@@ -98,6 +118,9 @@ impl<F> std::fmt::Debug for RawServer<F> {
 /// Each case runs on a fresh current-thread tokio runtime with a paused clock: timers fire
 /// as soon as nothing else can run, so a handler that sleeps a minute costs nothing and a run
 /// is the same every time.
+///
+/// With a [`Model`] ([`Harness::model`]) it also checks that every answer to a modelled
+/// method is the one the model gives.
 #[derive(Debug, Clone)]
 pub struct Harness<T = Builder> {
     target: T,
@@ -107,12 +130,32 @@ pub struct Harness<T = Builder> {
     settle: Duration,
     idle_after: Duration,
     pipe: usize,
+    model: Option<Arc<dyn Oracle>>,
+    sequential: bool,
+    pub(crate) reproduce: Reproduce,
 }
 
 impl Harness<Builder> {
-    /// A harness for a router served with rpcwire-tokio's default settings.
+    /// A harness for a router served with rpcwire-tokio's default settings. The router's
+    /// method names are kept for the [`Coverage`](crate::Coverage) summary (which of them
+    /// the traffic never called).
     pub fn new(router: Router) -> Self {
-        Harness::for_target(Builder::new().router(router))
+        let methods = names(&router);
+        let mut harness = Harness::for_target(Builder::new().router(router));
+        harness.reproduce.methods = methods;
+        harness
+    }
+}
+
+impl<F: Fn() -> Router> Harness<PerCase<F>> {
+    /// A harness that serves every case with a new router from `make` (with rpcwire-tokio's
+    /// default settings): for a service with state, which must start each case as its
+    /// [`Model`] does.
+    pub fn per_case(make: F) -> Self {
+        let methods = names(&make());
+        let mut harness = Harness::for_target(PerCase(make));
+        harness.reproduce.methods = methods;
+        harness
     }
 }
 
@@ -131,7 +174,41 @@ impl<T: Target> Harness<T> {
             // driver's release and this check could come in either order.
             idle_after: Duration::from_secs(3),
             pipe: 64 << 10,
+            model: None,
+            sequential: false,
+            reproduce: Reproduce::new("harness()"),
         }
+    }
+
+    /// Checks every answer to the methods `model` names against it (see [`Model`]).
+    pub fn model<S: Clone + Send + Sync + 'static>(mut self, model: Model<S>) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+
+    /// Sends a case one frame at a time, each once the one before is done (its answers in and,
+    /// for an rpcwire target, no handler running), instead of all at once (the case's
+    /// chunking is then not used). For a stateful service whose handlers may run in another
+    /// order than sent when pipelined and still be right: its [`Model`] then sees the calls in
+    /// the order they ran. The members of one batch still run as the server runs them
+    /// (concurrently, for a router): send single messages to check them one by one.
+    pub fn sequential(mut self) -> Self {
+        self.sequential = true;
+        self
+    }
+
+    /// The expression a printed regression test gets its harness from (default
+    /// `harness()`: a function of your test file returning this harness, model included).
+    pub fn reproduce_with(mut self, expression: &str) -> Self {
+        self.reproduce.expression = expression.to_owned();
+        self
+    }
+
+    /// The seed of `run_proptest` (feature `proptest`) when the environment variable
+    /// `RPCWIRE_TESTKIT_SEED` does not give one (default 0).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.reproduce.seed = Some(seed);
+        self
     }
 
     /// The limits the server applies (framing, frame, depth, batch), which decide some of
@@ -164,6 +241,12 @@ impl<T: Target> Harness<T> {
 
     /// Runs one case; the first broken invariant, if any.
     pub fn check(&self, case: &Case) -> Result<(), Violation> {
+        self.check_seen(case).map(drop)
+    }
+
+    /// Runs one case; what it showed, or the first broken invariant.
+    pub(crate) fn check_seen(&self, case: &Case) -> Result<Seen, Violation> {
+        case.vacuous()?;
         let runtime = match tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
@@ -179,21 +262,54 @@ impl<T: Target> Harness<T> {
         let (result, panic) = panics::watch(|| runtime.block_on(self.run(case)));
         drop(runtime);
         let (exchange, after) = result;
-        exchange?;
+        let seen = exchange?;
         if let Some(message) = panic {
             return Err(Violation::Panic { message });
         }
-        after
+        after.map(|()| seen)
+    }
+
+    /// What `input` is owed, with the model's expectations.
+    fn owed(&self, input: &[u8]) -> Owed {
+        let mut owed = owed(input, &self.limits);
+        if let Some(model) = &self.model {
+            owed.expect(&mut *model.start());
+        }
+        owed
+    }
+
+    /// The writes of a case, each with the number of frames owed once it is written (all at
+    /// once: the case's chunks and everything owed; sequential: frame by frame).
+    fn writes(&self, whole: &Case) -> Vec<(Vec<u8>, usize)> {
+        let framing = self.limits.framing;
+        if !self.sequential {
+            let owed = owed(&whole.bytes(framing), &self.limits).frames();
+            let mut writes: Vec<(Vec<u8>, usize)> =
+                whole.writes(framing).into_iter().map(|w| (w, 0)).collect();
+            if let Some(last) = writes.last_mut() {
+                last.1 = owed;
+            }
+            return writes;
+        }
+        let mut total = 0;
+        whole
+            .frames
+            .iter()
+            .map(|frame| {
+                let bytes = Case::new(vec![frame.clone()]).bytes(framing);
+                total += owed(&bytes, &self.limits).frames();
+                (bytes, total)
+            })
+            .collect()
     }
 
     /// One case: the exchange's verdict, and what came after it (idle memory, the end).
-    async fn run(&self, case: &Case) -> (Result<(), Violation>, Result<(), Violation>) {
+    async fn run(&self, case: &Case) -> (Result<Seen, Violation>, Result<(), Violation>) {
         let framing = self.limits.framing;
         let mut whole = Case::new(self.prelude.clone());
         whole.frames.extend(case.frames.iter().cloned());
         whole.chunks = case.chunks.clone();
         let input = whole.bytes(framing);
-        let owed_frames = owed(&input, &self.limits).frames();
 
         let (near, far) = tokio::io::duplex(self.pipe);
         let (task, client) = self.target.start(far);
@@ -214,24 +330,33 @@ impl<T: Target> Harness<T> {
 
         let deadline = Instant::now() + self.stall;
         let mut output = Vec::new();
-        for write in whole.writes(framing) {
+        'writes: for (write, owed_frames) in self.writes(&whole) {
             // A server that stops reading must not hang the harness.
             match timeout_at(deadline, writer.write_all(&write)).await {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) | Err(_) => break,
             }
-        }
-        while split_frames(&output, framing).len() < owed_frames {
-            match timeout_at(deadline, rx.recv()).await {
-                Ok(Some(bytes)) => output.extend_from_slice(&bytes),
-                Ok(None) | Err(_) => break,
+            while split_frames(&output, framing).len() < owed_frames {
+                match timeout_at(deadline, rx.recv()).await {
+                    Ok(Some(bytes)) => output.extend_from_slice(&bytes),
+                    Ok(None) | Err(_) => break 'writes,
+                }
+            }
+            if self.sequential {
+                // Notifications owe no answer: the frame is done once no handler runs.
+                // The paused clock moves on only once every task waits: the server has read
+                // the frame and run its handlers as far as they go without a timer.
+                tokio::time::sleep(self.settle).await;
+                if let Some(client) = &client {
+                    let _ = timeout_at(deadline, settled(client)).await;
+                }
             }
         }
         // Late extra answers (a second answer to one request) arrive meanwhile.
         while let Ok(Some(bytes)) = timeout(self.settle, rx.recv()).await {
             output.extend_from_slice(&bytes);
         }
-        let exchange = check_exchange(&input, &output, &self.limits);
+        let exchange = exchange(self.owed(&input), &output, framing);
 
         let mut after = Ok(());
         if let (Some(client), Some(idle)) = (&client, idle) {
@@ -253,6 +378,31 @@ impl<T: Target> Harness<T> {
         read_task.abort();
         (exchange, after.and(ended))
     }
+}
+
+/// Returns once the connection runs, queues and holds no request or notification.
+async fn settled(client: &Client) {
+    while let Ok(stats) = client.stats().await {
+        if stats.running == 0 && stats.queued == 0 && stats.inflight == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// A router's method and notification names, and `rpc.discover` (which every rpcwire-tokio
+/// connection answers), sorted and each once.
+fn names(router: &Router) -> Vec<String> {
+    let mut names: Vec<String> = router
+        .method_names()
+        .into_iter()
+        .chain(router.notification_names())
+        .chain(["rpc.discover"])
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Compares a connection's stats after a case with those it had fresh.

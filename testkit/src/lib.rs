@@ -13,12 +13,17 @@
 //!   memory back to its idle size afterwards. [`Harness::check`] returns the first
 //!   [`Violation`]; with feature `proptest`, `Harness::proptest` runs many cases and
 //!   reports the first failing one shrunk.
+//! - [`Model`]: what each method should answer, as a function of its params (and of a model
+//!   of the service's state); a harness given one checks every answer against it, so a wrong
+//!   result fails a case like a protocol violation does, and shrinks to a minimal sequence.
+//!   A failure prints its seed (`RPCWIRE_TESTKIT_SEED` replays it) and the case as a
+//!   ready-to-paste `#[test]`; a run returns its [`Coverage`].
 //! - [`Firmware`]: the same checks for a firmware handler: one written against the
 //!   rpcwire-embedded-io driver, run by the driver itself ([`Firmware::driver`]), or one on a
 //!   core [`Connection`](rpcwire::Connection) with inline storage.
 //! - `strategy` (feature `proptest`) and `Arbitrary` impls (feature `arbitrary`) for
-//!   [`Case`], [`Frame`] and [`Message`]; [`check_exchange`] checks any byte exchange
-//!   against the reference model.
+//!   [`Case`], [`Frame`] and [`Message`]; [`seeds`]: a fuzzer's seed corpus and dictionary
+//!   from a router; [`check_exchange`] checks any byte exchange against the reference model.
 //!
 //! The reference model works the specification's answers out with serde_json, independently
 //! of rpcwire's own parser. Where the specification leaves a choice it follows rpcwire's
@@ -60,9 +65,13 @@ mod harness;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod model;
+mod oracle;
 mod panics;
+mod report;
 #[cfg(feature = "proptest")]
 mod run;
+mod rust;
+pub mod seeds;
 #[cfg(feature = "proptest")]
 pub mod strategy;
 mod violation;
@@ -70,10 +79,13 @@ mod violation;
 pub use case::{Case, Frame, Id, Message};
 pub use check::check_exchange;
 pub use firmware::{DriverHandler, Firmware, FirmwareUart, Serve};
-pub use harness::{Harness, RawServer, ServerTask, Target};
+pub use harness::{Harness, PerCase, RawServer, ServerTask, Target};
 #[cfg(feature = "mcp")]
 pub use mcp::MCP_REVISION;
 pub use model::Limits;
+pub use oracle::{Expected, Model};
+pub use report::{Coverage, CASES_VAR, SEED_VAR};
+pub use rpcwire::ErrorCode;
 #[cfg(feature = "proptest")]
 pub use run::Failure;
 pub use violation::Violation;

@@ -7,6 +7,8 @@ use rpcwire::wire::Framing;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::oracle::{Expected, OracleRun};
+
 /// The limits the server under test applies (they decide some answers): mirror its
 /// `Builder` settings here when they differ from the defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +45,17 @@ pub(crate) struct Due {
     pub(crate) id: String,
     /// `Some`: the answer must be this error; `None`: any result or error.
     pub(crate) code: Option<i64>,
+    /// What a method model says the answer must be (a request that reached the service).
+    pub(crate) expect: Option<Modelled>,
+}
+
+/// A request's answer as a method model has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Modelled {
+    /// The call, as `method(params)`.
+    pub(crate) call: String,
+    /// What it must be answered with.
+    pub(crate) expected: Expected,
 }
 
 impl Due {
@@ -50,17 +63,48 @@ impl Due {
         Due {
             id: id.to_owned(),
             code: Some(INVALID_REQUEST),
+            expect: None,
+        }
+    }
+
+    fn call(id: &str) -> Self {
+        Due {
+            id: id.to_owned(),
+            code: None,
+            expect: None,
         }
     }
 }
 
 impl fmt::Display for Due {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.code {
-            Some(code) => write!(f, "id {} (error {code})", self.id),
-            None => write!(f, "id {}", self.id),
+        match (self.code, &self.expect) {
+            (Some(code), _) => write!(f, "id {} (error {code})", self.id),
+            (None, Some(m)) => write!(f, "id {} ({}: {})", self.id, m.call, m.expected),
+            (None, None) => write!(f, "id {}", self.id),
         }
     }
+}
+
+/// A valid request or notification, as the service receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Call {
+    /// The method name (`None`: written with escapes, which no registered name matches as
+    /// rpcwire compares names as they are on the wire).
+    pub(crate) method: Option<String>,
+    /// The params' JSON text (`None`: absent).
+    pub(crate) params: Option<String>,
+    /// Where its answer is owed: `None` for a notification.
+    pub(crate) due: Option<Slot>,
+}
+
+/// Where a due stands in [`Owed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// `singles[i]`.
+    Single(usize),
+    /// `batches[i][j]`.
+    Batch(usize, usize),
 }
 
 pub(crate) const PARSE_ERROR: i64 = -32700;
@@ -73,12 +117,36 @@ pub(crate) struct Owed {
     pub(crate) singles: Vec<Due>,
     /// Batches owed an array answer: the answers each array must hold.
     pub(crate) batches: Vec<Vec<Due>>,
+    /// The calls the service receives, in the order sent.
+    pub(crate) calls: Vec<Call>,
+    /// The length of every batch sent (refused ones included).
+    pub(crate) batch_sizes: Vec<usize>,
 }
 
 impl Owed {
     /// How many frames the server must write.
     pub(crate) fn frames(&self) -> usize {
         self.singles.len() + self.batches.len()
+    }
+
+    /// Runs a method model over the calls, in order, and notes what each answer must be.
+    pub(crate) fn expect(&mut self, run: &mut dyn OracleRun) {
+        for call in &self.calls {
+            let Some(method) = &call.method else { continue };
+            let params = call.params.as_deref();
+            let expected = run.apply(method, params, call.due.is_some());
+            let due = match call.due {
+                Some(Slot::Single(i)) => self.singles.get_mut(i),
+                Some(Slot::Batch(i, j)) => self.batches.get_mut(i).and_then(|b| b.get_mut(j)),
+                None => None,
+            };
+            if let (Some(due), Some(expected)) = (due, expected) {
+                due.expect = Some(Modelled {
+                    call: format!("{method}({})", params.unwrap_or("")),
+                    expected,
+                });
+            }
+        }
     }
 }
 
@@ -142,6 +210,7 @@ fn frame_owes(frame: &[u8], limits: &Limits, owed: &mut Owed) {
     let malformed = Due {
         id: "null".into(),
         code: Some(PARSE_ERROR),
+        expect: None,
     };
     if frame.len() > limits.max_frame {
         owed.singles.push(Due::invalid("null"));
@@ -162,19 +231,31 @@ fn frame_owes(frame: &[u8], limits: &Limits, owed: &mut Owed) {
     let value = raw.get().trim_start();
     if value.starts_with('[') {
         let elements: Vec<&RawValue> = serde_json::from_str(value).unwrap_or_default();
+        owed.batch_sizes.push(elements.len());
         if elements.is_empty() || !limits.batches || elements.len() > limits.max_batch_len {
             owed.singles.push(Due::invalid("null"));
             return;
         }
-        let dues: Vec<Due> = elements
-            .iter()
-            .filter_map(|e| element_owes(e, Place::Batch))
-            .collect();
+        let at = owed.batches.len();
+        let mut dues = Vec::new();
+        for element in elements {
+            let (due, call) = element_owes(element, Place::Batch);
+            if let Some(mut call) = call {
+                call.due = due.as_ref().map(|_| Slot::Batch(at, dues.len()));
+                owed.calls.push(call);
+            }
+            dues.extend(due);
+        }
         if !dues.is_empty() {
             owed.batches.push(dues);
         }
-    } else if let Some(due) = element_owes(raw, Place::Single) {
-        owed.singles.push(due);
+    } else {
+        let (due, call) = element_owes(raw, Place::Single);
+        if let Some(mut call) = call {
+            call.due = due.as_ref().map(|_| Slot::Single(owed.singles.len()));
+            owed.calls.push(call);
+        }
+        owed.singles.extend(due);
     }
 }
 
@@ -257,11 +338,12 @@ fn echoed(id: &str, place: Place) -> &str {
     }
 }
 
-/// What one message (a single one, or a batch element) is owed.
-fn element_owes(raw: &RawValue, place: Place) -> Option<Due> {
+/// What one message (a single one, or a batch element) is owed, and the call it makes when
+/// the service receives it (its `due` slot left for the caller to fill in).
+fn element_owes(raw: &RawValue, place: Place) -> (Option<Due>, Option<Call>) {
     let Ok(Members(members)) = serde_json::from_str::<Members<'_>>(raw.get()) else {
         // Not an object: an Invalid Request whose id nobody can tell.
-        return Some(Due::invalid("null"));
+        return (Some(Due::invalid("null")), None);
     };
     // The last occurrence of each member counts; a repeated member makes the message invalid.
     let mut duplicate = false;
@@ -279,8 +361,8 @@ fn element_owes(raw: &RawValue, place: Place) -> Option<Due> {
         None => None,
         Some(raw) => match valid_id(raw) {
             Some(text) => Some(text),
-            None if is_response => return None,
-            None => return Some(Due::invalid("null")),
+            None if is_response => return (None, None),
+            None => return (Some(Due::invalid("null")), None),
         },
     };
     let is_version =
@@ -293,16 +375,25 @@ fn element_owes(raw: &RawValue, place: Place) -> Option<Due> {
         && params.is_none_or(|p| matches!(p.get().as_bytes().first(), Some(b'[' | b'{')));
     if is_response {
         // A response (valid or not) is never answered.
-        return None;
+        return (None, None);
     }
+    let call = || Call {
+        // Names with escapes match no registered name (rpcwire compares them as written).
+        method: method
+            .map(RawValue::get)
+            .filter(|m| !m.contains('\\'))
+            .and_then(|m| serde_json::from_str(m).ok()),
+        params: params.map(|p| p.get().to_owned()),
+        due: None,
+    };
     match (valid_request, id_text) {
-        (true, Some(id)) if id.len() > MAX_ID_LEN => Some(Due::invalid(echoed(id, place))),
-        (true, Some(id)) => Some(Due {
-            id: id.to_owned(),
-            code: None,
-        }),
-        (true, None) => None,
-        (false, id) => Some(Due::invalid(echoed(id.unwrap_or("null"), place))),
+        (true, Some(id)) if id.len() > MAX_ID_LEN => (Some(Due::invalid(echoed(id, place))), None),
+        (true, Some(id)) => (Some(Due::call(id)), Some(call())),
+        (true, None) => (None, Some(call())),
+        (false, id) => (
+            Some(Due::invalid(echoed(id.unwrap_or("null"), place))),
+            None,
+        ),
     }
 }
 
@@ -344,13 +435,7 @@ mod tests {
     fn the_specification_examples() {
         let o =
             owed_of("{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[42,23],\"id\":1}\n");
-        assert_eq!(
-            o.singles,
-            [Due {
-                id: "1".into(),
-                code: None
-            }]
-        );
+        assert_eq!(o.singles, [Due::call("1")]);
         assert_eq!(
             owed_of("{\"jsonrpc\":\"2.0\",\"method\":\"update\",\"params\":[1]}\n").frames(),
             0
@@ -400,10 +485,7 @@ mod tests {
             bad(&long),
             call(&fits)
         ));
-        let answered = Due {
-            id: fits.clone(),
-            code: None,
-        };
+        let answered = Due::call(&fits);
         assert_eq!(
             o.batches,
             [vec![Due::invalid("null"), Due::invalid("null"), answered]]

@@ -42,6 +42,30 @@ pub enum Violation {
         /// The answer.
         frame: String,
     },
+    /// A request was answered, but not as the method model says (a wrong result, a result
+    /// where an error was due, another error code).
+    #[error("id {id}: {call} should answer {expected}, got {frame}")]
+    NotAsModelled {
+        /// The id's JSON text.
+        id: String,
+        /// The call, as `method(params)`.
+        call: String,
+        /// What the model expects.
+        expected: String,
+        /// The answer.
+        frame: String,
+    },
+    /// The case itself cannot test what it seems to: a request or notification built with
+    /// params that are neither an array nor an object (`json!(null)`, say) is an Invalid
+    /// Request the core answers itself, and no handler ever sees it. Build it without params
+    /// ([`Message::request_without_params`](crate::Message::request_without_params)), or
+    /// send hostile input on purpose as [`Message::Json`](crate::Message::Json) or
+    /// [`Frame::Raw`](crate::Frame::Raw).
+    #[error("vacuous case: {message} has params that are neither an array nor an object, so the core answers it Invalid Request and no handler sees it (send no params with Message::request_without_params, or hostile input as Message::Json)")]
+    Vacuous {
+        /// The message, as sent.
+        message: String,
+    },
     /// A batch was answered out of specification: split, merged, with answers missing or
     /// extra, or answered when it held only notifications.
     #[error(

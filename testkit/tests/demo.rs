@@ -33,6 +33,7 @@ fn demo_methods() -> Vec<strategy::Method> {
         method_any("echo"),
         method_any("update"),
         method_any("notify_hello"),
+        method_any("notify_sum"),
         method("sleep", (0u64..2000).prop_map(|ms| json!({"ms": ms}))),
         method_any("fail"),
         method_any("rpc.discover"),
@@ -42,32 +43,27 @@ fn demo_methods() -> Vec<strategy::Method> {
 #[test]
 fn the_demo_router_passes_10_000_cases() {
     let harness = Harness::new(rpcwire_cli::demo_router());
-    // RPCWIRE_TESTKIT_CASES: fewer (or more) cases while working on the harness.
-    let cases = std::env::var("RPCWIRE_TESTKIT_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok());
-    harness.proptest(strategy::case(demo_methods()), cases.unwrap_or(10_000));
+    // RPCWIRE_TESTKIT_CASES overrides the count (fewer while working on the harness).
+    let coverage = harness.proptest(strategy::case(demo_methods()), 10_000);
+    // The traffic reaches every method, error paths and batches (the summary is printed too).
+    assert!(coverage.never_called.is_empty(), "{coverage}");
+    assert!(coverage.errors.contains_key(&-32601), "{coverage}");
+    assert!(coverage.batch_sizes.len() > 3, "{coverage}");
 }
 
 #[test]
 fn the_demo_firmware_handler_passes_2_000_cases() {
     let fw: Firmware<_, Inline> = Firmware::new(Config::default(), |conn, item| {
         let _ = rpcwire_demo::handle(conn, item);
-    });
-    let config = proptest::test_runner::Config {
-        cases: 2_000,
-        failure_persistence: None,
-        ..Default::default()
-    };
-    let rng = proptest::test_runner::TestRng::deterministic_rng(
-        proptest::test_runner::RngAlgorithm::ChaCha,
-    );
-    let mut runner = proptest::test_runner::TestRunner::new_with_rng(config, rng);
-    let result = runner.run(&strategy::case(demo_methods()), |case| {
-        fw.check(&case)
-            .map_err(|v| TestCaseError::fail(format!("{v}")))
-    });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
+    })
+    .methods(&[
+        "subtract",
+        "sum",
+        "get_data",
+        "echo",
+        "update",
+        "notify_hello",
+    ]);
+    let coverage = fw.proptest(strategy::case(demo_methods()), 2_000);
+    assert!(coverage.never_called.is_empty(), "{coverage}");
 }

@@ -53,3 +53,24 @@ fn an_id_longer_than_the_core_stores_is_an_invalid_request() {
         );
     }
 }
+
+#[test]
+fn two_batches_answered_with_id_null_each_take_their_own_answer() {
+    // Found by the demo proptest with a new seed: a batch holding a call with id null (answered
+    // late) and a batch holding an invalid element (answered Invalid Request with id null at
+    // once). The checker gave the early error to the first batch, whose call may be answered
+    // with any error, and then found no batch for the call's result.
+    let sleep = Message::Request {
+        method: "sleep".into(),
+        params: Some(json!({"ms": 1})),
+        id: Id::Null,
+    };
+    let case = Case::new(vec![
+        Frame::Batch(vec![sleep]),
+        Frame::Batch(vec![Message::Json("[]".into())]),
+    ]);
+    assert_eq!(
+        Harness::new(rpcwire_cli::demo_router()).check(&case),
+        Ok(())
+    );
+}

@@ -1,6 +1,7 @@
 //! The example agent as a process, driven by hand over its stdin and stdout: nothing but
 //! JSON-RPC lines on stdout (logs, at trace level, all on stderr), and the disk used when the
-//! client offers no file system (a read counted, a write made after permission).
+//! client offers no file system (a read counted, a write made after permission); by default
+//! its stderr holds warnings only, without colour codes.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
 mod common;
@@ -20,9 +21,9 @@ struct Agent {
 }
 
 impl Agent {
-    fn start() -> Agent {
+    fn start(args: &[&str]) -> Agent {
         let mut child = Command::new(env!("CARGO_BIN_EXE_acp-agent"))
-            .args(["--log", "trace", "--step-ms", "10"])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -135,7 +136,7 @@ fn only_json_rpc_on_stdout_and_the_disk_without_client_fs() {
     std::fs::write(&input, "a\nb\nc\n").unwrap();
     let output = dir.join("out.txt");
 
-    let mut agent = Agent::start();
+    let mut agent = Agent::start(&["--log", "trace", "--step-ms", "10"]);
     agent.send(
         json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,
         "clientCapabilities":{"fs":{"readTextFile":false,"writeTextFile":false}}}}),
@@ -198,4 +199,36 @@ fn only_json_rpc_on_stdout_and_the_disk_without_client_fs() {
     );
     assert!(stderr.contains("prompt"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn quiet_and_colourless_by_default() {
+    let mut agent = Agent::start(&[]);
+    agent
+        .send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}));
+    agent.until_answer(1);
+    // An MCP server that cannot start: the one thing worth a line on stderr.
+    agent.send(
+        json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/",
+        "mcpServers":[{"name":"gone","command":"/nonexistent/mcp","args":[],"env":[]}]}}),
+    );
+    let (_, new) = agent.until_answer(2);
+    let session = new["result"]["sessionId"].clone();
+    agent.send(
+        json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":session,
+        "prompt":[{"type":"text","text":"tools"}]}}),
+    );
+    let (updates, _) = agent.until_answer(3);
+    assert_eq!(texts(&updates), ["no MCP tools in this session"]);
+    let stderr = agent.finish();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("WARN") && lines[0].contains("MCP server gone"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes on stderr: {stderr:?}"
+    );
 }

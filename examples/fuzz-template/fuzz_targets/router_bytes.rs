@@ -9,6 +9,8 @@ use rpcwire_testkit::Case;
 fuzz_target!(|data: &[u8]| {
     let case = Case::from_fuzz_bytes(data);
     if let Err(violation) = rpcwire_fuzz_template::harness().check(&case) {
-        panic!("{violation}\n{case:?}");
+        // The case as sent, and as a test to paste into tests/ (this crate's harness()).
+        let test = case.to_test("rpcwire_fuzz_template::harness()", &violation.to_string());
+        panic!("{violation}\n{case:?}\n{test}");
     }
 });

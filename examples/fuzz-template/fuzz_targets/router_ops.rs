@@ -13,6 +13,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Err(violation) = harness().check(&case) {
-        panic!("{violation}\n{case:?}");
+        // The case as sent, and as a test to paste into tests/ (this crate's harness()).
+        let test = case.to_test("rpcwire_fuzz_template::harness()", &violation.to_string());
+        panic!("{violation}\n{case:?}\n{test}");
     }
 });

@@ -1,216 +1,30 @@
-//! The client side (an editor): spawn or connect to an agent, initialize, open sessions, run
-//! prompt turns as a stream of updates, answer the agent's permission and file requests with
-//! handlers, cancel a turn.
+//! The client side (an editor): spawn or connect to an agent, initialize, call every agent
+//! method of ACP's stable v1 surface, run prompt turns as a stream of updates, cancel a turn.
+//! The agent's requests are answered by [`ClientHandlers`].
 
-use std::collections::HashMap;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 
 use agent_client_protocol_schema::v1::{
     AgentCapabilities, AuthenticateRequest, AuthenticateResponse, CancelNotification,
-    ClientCapabilities, FileSystemCapabilities, Implementation, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest,
-    ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
-    SessionUpdate, WriteTextFileRequest, WriteTextFileResponse, AGENT_METHOD_NAMES,
-    CLIENT_METHOD_NAMES,
+    CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, LogoutRequest, LogoutResponse,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest,
+    ResumeSessionResponse, SessionId, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    AGENT_METHOD_NAMES,
 };
 use agent_client_protocol_schema::ProtocolVersion;
-use rpcwire_tokio::{Builder, Client, Context, Router, RpcError, Session};
+use rpcwire_tokio::{Builder, Client, Session};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::handlers::{ClientHandlers, Hub, Route};
 use crate::{AcpError, AcpOptions};
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-type PermissionFn =
-    Arc<dyn Fn(RequestPermissionRequest) -> BoxFuture<RequestPermissionResponse> + Send + Sync>;
-type ReadFn = Arc<
-    dyn Fn(ReadTextFileRequest) -> BoxFuture<Result<ReadTextFileResponse, RpcError>> + Send + Sync,
->;
-type WriteFn = Arc<
-    dyn Fn(WriteTextFileRequest) -> BoxFuture<Result<WriteTextFileResponse, RpcError>>
-        + Send
-        + Sync,
->;
-type UpdateFn = Arc<dyn Fn(SessionNotification) + Send + Sync>;
-
-/// How the client answers the agent's requests. The client advertises `fs.readTextFile` and
-/// `fs.writeTextFile` exactly when the matching handler is set.
-///
-/// Without a permission handler, a permission request is answered with the first "reject"
-/// option the agent offers (or `cancelled` when it offers none): nothing is allowed unasked.
-#[derive(Clone, Default)]
-pub struct ClientHandlers {
-    permission: Option<PermissionFn>,
-    read: Option<ReadFn>,
-    write: Option<WriteFn>,
-    updates: Option<UpdateFn>,
-}
-
-impl fmt::Debug for ClientHandlers {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClientHandlers")
-            .field("permission", &self.permission.is_some())
-            .field("read_text_file", &self.read.is_some())
-            .field("write_text_file", &self.write.is_some())
-            .field("updates", &self.updates.is_some())
-            .finish()
-    }
-}
-
-impl ClientHandlers {
-    /// No handlers (no file system offered; permissions rejected).
-    pub fn new() -> Self {
-        ClientHandlers::default()
-    }
-
-    /// Answers `session/request_permission` (ask the user). When the turn is cancelled while
-    /// it waits, the request is answered `cancelled` without it.
-    pub fn on_permission<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(RequestPermissionRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = RequestPermissionResponse> + Send + 'static,
-    {
-        self.permission = Some(Arc::new(move |r| Box::pin(handler(r))));
-        self
-    }
-
-    /// Answers `fs/read_text_file` (and advertises `fs.readTextFile`).
-    pub fn on_read_text_file<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(ReadTextFileRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<ReadTextFileResponse, RpcError>> + Send + 'static,
-    {
-        self.read = Some(Arc::new(move |r| Box::pin(handler(r))));
-        self
-    }
-
-    /// Answers `fs/write_text_file` (and advertises `fs.writeTextFile`).
-    pub fn on_write_text_file<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(WriteTextFileRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<WriteTextFileResponse, RpcError>> + Send + 'static,
-    {
-        self.write = Some(Arc::new(move |r| Box::pin(handler(r))));
-        self
-    }
-
-    /// Receives `session/update` notifications outside a prompt turn read with
-    /// [`PromptTurn::next`] (a `session/load` replay, commands announced after
-    /// `session/new`). Without it they are logged at debug level.
-    pub fn on_update(
-        mut self,
-        handler: impl Fn(SessionNotification) + Send + Sync + 'static,
-    ) -> Self {
-        self.updates = Some(Arc::new(handler));
-        self
-    }
-
-    fn capabilities(&self) -> ClientCapabilities {
-        let mut fs = FileSystemCapabilities::new();
-        fs.read_text_file = self.read.is_some();
-        fs.write_text_file = self.write.is_some();
-        ClientCapabilities::new().fs(fs)
-    }
-}
-
-/// The first reject option offered, else `cancelled` (the answer when no handler is set).
-fn reject(request: &RequestPermissionRequest) -> RequestPermissionResponse {
-    let outcome = request
-        .options
-        .iter()
-        .find(|o| {
-            matches!(
-                o.kind,
-                PermissionOptionKind::RejectOnce | PermissionOptionKind::RejectAlways
-            )
-        })
-        .map_or(RequestPermissionOutcome::Cancelled, |o| {
-            RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(o.option_id.clone()))
-        });
-    RequestPermissionResponse::new(outcome)
-}
-
-/// A running turn's mailbox: where its updates go, and its cancellation.
-struct Route {
-    /// Which turn (a later turn of the same session replaces the route).
-    turn: u64,
-    updates: mpsc::Sender<SessionUpdate>,
-    cancel: CancellationToken,
-}
-
-/// What the client's router hands updates to.
-#[derive(Default)]
-struct Hub {
-    routes: Mutex<HashMap<SessionId, Route>>,
-    turns: AtomicU64,
-    fallback: Option<UpdateFn>,
-}
-
-impl Hub {
-    fn deliver(&self, note: SessionNotification) {
-        let routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(route) = routes.get(&note.session_id) {
-            if let Err(e) = route.updates.try_send(note.update) {
-                tracing::warn!(session = %note.session_id, error = %e, "session/update dropped: the turn's reader is behind");
-            }
-            return;
-        }
-        drop(routes);
-        match &self.fallback {
-            Some(f) => f(note),
-            None => tracing::debug!(session = %note.session_id, "session/update outside a turn"),
-        }
-    }
-
-    fn turn_cancel(&self, session: &SessionId) -> Option<CancellationToken> {
-        let routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
-        routes.get(session).map(|r| r.cancel.clone())
-    }
-
-    fn router(self: &Arc<Self>, handlers: &ClientHandlers) -> Router {
-        let names = &CLIENT_METHOD_NAMES;
-        let hub = Arc::clone(self);
-        let mut router = Router::new().notification(names.session_update, move |note| {
-            hub.deliver(note);
-            std::future::ready(())
-        });
-        let hub = Arc::clone(self);
-        let permission = handlers.permission.clone();
-        router = router.method_with_context(
-            names.session_request_permission,
-            move |ctx: Context, request: RequestPermissionRequest| {
-                let turn = hub.turn_cancel(&request.session_id).unwrap_or_default();
-                let permission = permission.clone();
-                async move {
-                    let Some(ask) = permission else {
-                        return Ok::<_, RpcError>(reject(&request));
-                    };
-                    // ACP: once the client cancels the turn (or the agent cancels this
-                    // request), the pending question is answered `cancelled`.
-                    tokio::select! {
-                        answer = ask(request) => Ok(answer),
-                        () = turn.cancelled() => Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled)),
-                        () = ctx.cancelled() => Ok(RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled)),
-                    }
-                }
-            },
-        );
-        if let Some(read) = handlers.read.clone() {
-            router = router.method(names.fs_read_text_file, move |r| read(r));
-        }
-        if let Some(write) = handlers.write.clone() {
-            router = router.method(names.fs_write_text_file, move |r| write(r));
-        }
-        router
-    }
-}
 
 /// Who the client says it is, and its connection settings.
 #[derive(Debug, Clone)]
@@ -295,11 +109,7 @@ impl fmt::Debug for AcpClient {
 
 impl AcpClient {
     fn prepare(options: &ClientOptions, handlers: &ClientHandlers) -> (Builder, Arc<Hub>) {
-        let hub = Arc::new(Hub {
-            routes: Mutex::default(),
-            turns: AtomicU64::new(0),
-            fallback: handlers.updates.clone(),
-        });
+        let hub = Arc::new(Hub::new(handlers));
         let builder = options.acp.builder().router(hub.router(handlers));
         (builder, hub)
     }
@@ -411,6 +221,74 @@ impl AcpClient {
         request: LoadSessionRequest,
     ) -> Result<LoadSessionResponse, AcpError> {
         self.short(AGENT_METHOD_NAMES.session_load, request).await
+    }
+
+    /// `session/resume` (no replay).
+    pub async fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+    ) -> Result<ResumeSessionResponse, AcpError> {
+        self.short(AGENT_METHOD_NAMES.session_resume, request).await
+    }
+
+    /// `session/list`.
+    pub async fn list_sessions(
+        &self,
+        request: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, AcpError> {
+        self.short(AGENT_METHOD_NAMES.session_list, request).await
+    }
+
+    /// `session/set_mode`.
+    pub async fn set_session_mode(
+        &self,
+        request: SetSessionModeRequest,
+    ) -> Result<SetSessionModeResponse, AcpError> {
+        self.short(AGENT_METHOD_NAMES.session_set_mode, request)
+            .await
+    }
+
+    /// `session/set_config_option`: the answer holds every option with its current value.
+    pub async fn set_session_config_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, AcpError> {
+        self.short(AGENT_METHOD_NAMES.session_set_config_option, request)
+            .await
+    }
+
+    /// `session/close`: the agent cancels the session's running turn and lets its resources
+    /// go.
+    pub async fn close_session(
+        &self,
+        request: CloseSessionRequest,
+    ) -> Result<CloseSessionResponse, AcpError> {
+        self.short(AGENT_METHOD_NAMES.session_close, request).await
+    }
+
+    /// `session/delete`.
+    pub async fn delete_session(
+        &self,
+        request: DeleteSessionRequest,
+    ) -> Result<DeleteSessionResponse, AcpError> {
+        self.short(AGENT_METHOD_NAMES.session_delete, request).await
+    }
+
+    /// `logout`.
+    pub async fn logout(&self, request: LogoutRequest) -> Result<LogoutResponse, AcpError> {
+        self.short(AGENT_METHOD_NAMES.logout, request).await
+    }
+
+    /// An extension request (`method` starts with `_`, as ACP reserves), with the short
+    /// requests' timeout.
+    pub async fn ext_method(&self, method: &str, params: Value) -> Result<Value, AcpError> {
+        self.short(method, params).await
+    }
+
+    /// An extension notification.
+    pub async fn ext_notification(&self, method: &str, params: Value) -> Result<(), AcpError> {
+        self.client().notify(method, params).await?;
+        Ok(())
     }
 
     /// Starts a prompt turn (`session/prompt`); read its updates and its end with

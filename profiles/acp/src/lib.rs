@@ -3,15 +3,20 @@
 //! compact JSON-RPC message per line, in both directions at once.
 //!
 //! - **Agent side**: implement [`Agent`] (async `initialize`, `new_session`, `prompt`, and
-//!   optionally `authenticate`, `load_session`) and serve it with [`AgentServer`]. Inside a
+//!   any other method of the stable v1 surface: `authenticate`, `logout`, `load_session`,
+//!   `resume_session`, `list_sessions`, `set_session_mode`, `set_session_config_option`,
+//!   `close_session`, `delete_session`, extensions; each defaults to Method not found) and
+//!   serve it with [`AgentServer`]. MCP servers the client gives are connected for the
+//!   session (feature `mcp`, [`SessionHandle::mcp`]). Inside a
 //!   prompt turn a [`SessionHandle`] streams `session/update` notifications and calls the
 //!   client back as plain awaits (`request_permission`, `read_text_file`, `write_text_file`,
-//!   terminals); `session/cancel` shows up as [`SessionHandle::cancelled`] and the turn is
+//!   terminals, `elicit`); `session/cancel` shows up as [`SessionHandle::cancelled`] and the turn is
 //!   answered `stopReason: "cancelled"`; a request cancelled by `$/cancel_request` is answered
 //!   -32800.
-//! - **Client side** (an editor): [`AcpClient`] spawns an agent, initializes it, opens
-//!   sessions and runs prompt turns as a stream of [`TurnEvent`]s; [`ClientHandlers`] answer the
-//!   agent's permission and file requests.
+//! - **Client side** (an editor): [`AcpClient`] spawns an agent, initializes it, calls every
+//!   agent method and runs prompt turns as a stream of [`TurnEvent`]s; [`ClientHandlers`]
+//!   answer the agent's permission, file, terminal ([`LocalTerminals`]) and elicitation
+//!   requests.
 //!
 //! The message types are the official ones, from the `agent-client-protocol-schema` crate,
 //! re-exported as [`schema`] (protocol version 1). Every protocol rule below ACP (framing,
@@ -63,8 +68,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Logs go through `tracing`; an agent must send them to stderr (stdout is the wire), for
-//! example with `tracing_subscriber::fmt().with_writer(std::io::stderr)`.
+//! Logs go through `tracing`; an agent must send them to stderr (stdout is the wire), quiet and
+//! without colour codes, for example with
+//! `tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false)`.
 
 mod agent;
 mod client;
@@ -73,7 +79,13 @@ mod client;
 #[doc = include_str!("../README.md")]
 struct ReadmeExamples;
 mod error;
+mod handlers;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod options;
+mod server;
+mod sessions;
+mod terminals;
 mod turn;
 
 /// The official ACP message types (`agent-client-protocol-schema`, protocol version 1).
@@ -82,9 +94,12 @@ pub mod schema {
     pub use agent_client_protocol_schema::ProtocolVersion;
 }
 
-pub use agent::{negotiate, Agent, AgentServer};
-pub use client::{AcpClient, ClientHandlers, ClientOptions, PromptTurn, TurnEvent};
+pub use agent::{negotiate, Agent};
+pub use client::{AcpClient, ClientOptions, PromptTurn, TurnEvent};
 pub use error::{request_cancelled, AcpError};
+pub use handlers::ClientHandlers;
 pub use options::{AcpOptions, CANCEL_REQUEST, REQUEST_CANCELLED};
 pub use rpcwire_tokio::{CallError, DriverError, ErrorCode, RpcError};
+pub use server::AgentServer;
+pub use terminals::{LocalTerminals, Terminals, DEFAULT_MAX_TERMINALS, DEFAULT_OUTPUT_LIMIT};
 pub use turn::{SessionHandle, Terminal};

@@ -31,6 +31,14 @@ pub struct AcpOptions {
     /// How many `session/update` notifications a client buffers for a prompt turn nobody
     /// reads (default 4 096). Past it, updates are dropped and a warning is logged.
     pub max_buffered_updates: usize,
+    /// Whether an agent's server connects the MCP servers a client gives in `session/new`,
+    /// `session/load` and `session/resume` (feature `mcp`; default true): stdio servers are
+    /// started, Streamable HTTP ones connected (and `mcpCapabilities.http` advertised), their
+    /// tools listed for [`SessionHandle::mcp`](crate::SessionHandle::mcp). Each request to
+    /// them is bounded by [`request_timeout`](AcpOptions::request_timeout); one that fails is
+    /// left out with a warning.
+    #[cfg(feature = "mcp")]
+    pub connect_mcp_servers: bool,
 }
 
 impl Default for AcpOptions {
@@ -40,6 +48,8 @@ impl Default for AcpOptions {
             request_timeout: Duration::from_secs(30),
             cancel_grace: Duration::from_secs(5),
             max_buffered_updates: 4096,
+            #[cfg(feature = "mcp")]
+            connect_mcp_servers: true,
         }
     }
 }
@@ -71,6 +81,13 @@ impl AcpOptions {
     /// Sets [`max_buffered_updates`](AcpOptions::max_buffered_updates).
     pub fn max_buffered_updates(mut self, updates: usize) -> Self {
         self.max_buffered_updates = updates;
+        self
+    }
+
+    /// Sets [`connect_mcp_servers`](AcpOptions::connect_mcp_servers).
+    #[cfg(feature = "mcp")]
+    pub fn connect_mcp_servers(mut self, connect: bool) -> Self {
+        self.connect_mcp_servers = connect;
         self
     }
 

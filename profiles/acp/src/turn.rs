@@ -7,18 +7,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1::{
-    ClientCapabilities, ContentBlock, ContentChunk, CreateTerminalRequest, CreateTerminalResponse,
-    KillTerminalRequest, PermissionOption, ReadTextFileRequest, ReadTextFileResponse,
-    ReleaseTerminalRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SessionId, SessionNotification, SessionUpdate, TerminalExitStatus,
-    TerminalId, TerminalOutputRequest, TerminalOutputResponse, ToolCallUpdate,
-    WaitForTerminalExitRequest, WriteTextFileRequest, CLIENT_METHOD_NAMES,
+    ClientCapabilities, CompleteElicitationNotification, ContentBlock, ContentChunk,
+    CreateElicitationRequest, CreateElicitationResponse, CreateTerminalRequest,
+    CreateTerminalResponse, ElicitationId, KillTerminalRequest, PermissionOption,
+    ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionNotification,
+    SessionUpdate, TerminalExitStatus, TerminalId, TerminalOutputRequest, TerminalOutputResponse,
+    ToolCallUpdate, WaitForTerminalExitRequest, WriteTextFileRequest, CLIENT_METHOD_NAMES,
 };
 use rpcwire_tokio::{Client, Context};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "mcp")]
+use crate::mcp::McpServers;
 use crate::AcpError;
 
 /// A session seen from the agent's code while it handles a request for it (`session/prompt`,
@@ -36,6 +39,9 @@ pub struct SessionHandle {
     /// The request being handled (its `$/cancel_request` signal).
     pub(crate) request: Option<Context>,
     pub(crate) timeout: Duration,
+    /// The session's connected MCP servers.
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp: Arc<McpServers>,
 }
 
 impl fmt::Debug for SessionHandle {
@@ -61,6 +67,15 @@ impl SessionHandle {
     /// The JSON-RPC client on the connection, for requests this type has no method for.
     pub fn peer(&self) -> &Client {
         &self.peer
+    }
+
+    /// The MCP servers the client gave for this session (`session/new`, `session/load`,
+    /// `session/resume`), connected, with their tools (feature `mcp`); empty when it gave
+    /// none, or when [`AcpOptions::connect_mcp_servers`](crate::AcpOptions::connect_mcp_servers)
+    /// is off.
+    #[cfg(feature = "mcp")]
+    pub fn mcp(&self) -> &McpServers {
+        &self.mcp
     }
 
     /// True once the turn is cancelled: by `session/cancel` for this session, or by
@@ -151,6 +166,37 @@ impl SessionHandle {
         let request = WriteTextFileRequest::new(self.session_id.clone(), path, content);
         let _: serde_json::Value = self
             .short_call(CLIENT_METHOD_NAMES.fs_write_text_file, request)
+            .await?;
+        Ok(())
+    }
+
+    /// Asks the user for information (`elicitation/create`): a form (`ElicitationFormMode`
+    /// with a schema) or a URL to visit. Waits for the answer however long the user takes;
+    /// fails with [`AcpError::NotOffered`] when the client did not offer elicitation, and is
+    /// answered `cancel` when the turn is cancelled meanwhile.
+    pub async fn elicit(
+        &self,
+        request: CreateElicitationRequest,
+    ) -> Result<CreateElicitationResponse, AcpError> {
+        if self.caps.elicitation.is_none() {
+            return Err(AcpError::NotOffered("elicitation"));
+        }
+        let call = self
+            .peer
+            .call::<_, CreateElicitationResponse>(CLIENT_METHOD_NAMES.elicitation_create, request);
+        tokio::select! {
+            answer = call => Ok(answer?),
+            () = self.cancelled() => Ok(CreateElicitationResponse::new(
+                agent_client_protocol_schema::v1::ElicitationAction::Cancel,
+            )),
+        }
+    }
+
+    /// Tells the client a URL elicitation is complete (`elicitation/complete`).
+    pub async fn complete_elicitation(&self, id: ElicitationId) -> Result<(), AcpError> {
+        let note = CompleteElicitationNotification::new(id);
+        self.peer
+            .notify(CLIENT_METHOD_NAMES.elicitation_complete, note)
             .await?;
         Ok(())
     }

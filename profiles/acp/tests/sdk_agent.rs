@@ -1,7 +1,8 @@
 //! rpcwire-acp's client drives an agent written with the official TypeScript ACP SDK
 //! (`tests/interop/ts_agent.mjs`): initialize, a session, a prompt with streamed updates and a
 //! permission request answered both ways, a file read served by the client, a cancel, and the
-//! agent exiting mid-turn. The SDK comes from `.ci/install/acp-interop.sh`; without it the
+//! agent exiting mid-turn; and every other stable v1 method (modes, a config option, sessions
+//! listed, resumed, closed, deleted, authenticate, logout, an elicitation, a terminal). The SDK comes from `.ci/install/acp-interop.sh`; without it the
 //! tests print `SKIPPED:` (and fail under `CI=true`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
@@ -11,11 +12,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rpcwire_acp::schema::{
-    ContentBlock, NewSessionRequest, PromptRequest, ReadTextFileResponse, RequestPermissionOutcome,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionUpdate, StopReason,
+    AuthenticateRequest, CloseSessionRequest, ContentBlock, CreateElicitationRequest,
+    CreateElicitationResponse, DeleteSessionRequest, ElicitationAcceptAction,
+    ElicitationContentValue, ListSessionsRequest, LogoutRequest, NewSessionRequest, PromptRequest,
+    ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionResponse,
+    ResumeSessionRequest, SelectedPermissionOutcome, SessionConfigOptionValue, SessionId,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason,
     ToolCallStatus,
 };
-use rpcwire_acp::{AcpClient, AcpError, ClientHandlers, ClientOptions, PromptTurn, TurnEvent};
+use rpcwire_acp::{
+    AcpClient, AcpError, ClientHandlers, ClientOptions, LocalTerminals, PromptTurn, TurnEvent,
+};
 
 /// The folder whose `node_modules/` has the SDK, or `None` after a visible skip.
 fn node_sdk() -> Option<PathBuf> {
@@ -51,6 +58,17 @@ fn agent_command(node_dir: &Path) -> tokio::process::Command {
         .arg(node_dir)
         .stderr(Stdio::null());
     cmd
+}
+
+/// The SDK agent, started and initialized.
+async fn spawn(
+    node_dir: &Path,
+    options: ClientOptions,
+    handlers: ClientHandlers,
+) -> (AcpClient, tokio::process::Child) {
+    AcpClient::spawn(&mut agent_command(node_dir), options, handlers)
+        .await
+        .expect("spawn and initialize")
 }
 
 fn text_of(update: &SessionUpdate) -> Option<String> {
@@ -128,13 +146,7 @@ async fn rust_client_drives_the_typescript_sdk_agent() {
         .on_update(move |_| s3.lock().unwrap().late += 1);
 
     let run = async {
-        let (client, _child) = AcpClient::spawn(
-            &mut agent_command(&node_dir),
-            ClientOptions::default(),
-            handlers,
-        )
-        .await
-        .expect("spawn and initialize");
+        let (client, _child) = spawn(&node_dir, ClientOptions::default(), handlers).await;
         let init = client.initialize_response();
         assert_eq!(init.protocol_version.as_u16(), 1);
         assert_eq!(
@@ -223,13 +235,7 @@ async fn a_message_over_the_limit_from_the_sdk_agent_is_skipped() {
     let options =
         ClientOptions::default().acp(rpcwire_acp::AcpOptions::new().max_message(64 << 10));
     let run = async {
-        let (client, _child) = AcpClient::spawn(
-            &mut agent_command(&node_dir),
-            options,
-            ClientHandlers::new(),
-        )
-        .await
-        .expect("spawn and initialize");
+        let (client, _child) = spawn(&node_dir, options, ClientHandlers::new()).await;
         let session = client
             .new_session(NewSessionRequest::new("/"))
             .await
@@ -253,6 +259,133 @@ async fn a_message_over_the_limit_from_the_sdk_agent_is_skipped() {
                 .collect::<Vec<_>>(),
             [60000, 18]
         );
+    };
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the session took too long");
+}
+
+/// The rest of ACP's stable v1 surface, from rpcwire-acp's client to the SDK agent: modes, a
+/// config option, sessions listed, resumed, closed and deleted, authenticate and logout, an
+/// elicitation answered here, and a command run in this client's terminal (`LocalTerminals`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_client_drives_every_stable_method_of_the_typescript_sdk_agent() {
+    let Some(node_dir) = node_sdk() else { return };
+    let elicited = Arc::new(Mutex::new(Vec::new()));
+    let e = Arc::clone(&elicited);
+    let handlers = ClientHandlers::new()
+        .on_elicitation(move |request: CreateElicitationRequest| {
+            e.lock().unwrap().push(request.message.clone());
+            let mut content = std::collections::BTreeMap::new();
+            content.insert(
+                "answer".to_owned(),
+                ElicitationContentValue::String("from rust".into()),
+            );
+            async move {
+                Ok(CreateElicitationResponse::new(
+                    ElicitationAcceptAction::new().content(content),
+                ))
+            }
+        })
+        .terminals(LocalTerminals::new());
+    let run = async {
+        let (client, _child) = spawn(&node_dir, ClientOptions::default(), handlers).await;
+        let caps = client.agent_capabilities();
+        assert!(
+            caps.session_capabilities.list.is_some() && caps.session_capabilities.delete.is_some()
+        );
+        let created = client
+            .new_session(NewSessionRequest::new("/work"))
+            .await
+            .expect("session/new");
+        let session = created.session_id;
+        assert_eq!(
+            created
+                .modes
+                .map(|m| m.current_mode_id.0.to_string())
+                .as_deref(),
+            Some("code")
+        );
+        let other = client
+            .new_session(NewSessionRequest::new("/elsewhere"))
+            .await
+            .unwrap()
+            .session_id;
+
+        client
+            .set_session_mode(SetSessionModeRequest::new(session.clone(), "ask"))
+            .await
+            .expect("session/set_mode");
+        let answer = client
+            .set_session_config_option(SetSessionConfigOptionRequest::new(
+                session.clone(),
+                "style",
+                SessionConfigOptionValue::value_id("shout"),
+            ))
+            .await
+            .expect("session/set_config_option");
+        assert_eq!(answer.config_options.len(), 1);
+        let (updates, _) = turn_of(&client, &session, "mode").await;
+        assert_eq!(
+            updates.last().and_then(text_of).as_deref(),
+            Some("MODE ASK")
+        );
+
+        let (updates, stop) = turn_of(&client, &session, "ask which language?").await;
+        assert_eq!(stop.unwrap(), StopReason::EndTurn);
+        assert_eq!(*elicited.lock().unwrap(), ["which language?"]);
+        assert_eq!(
+            updates.last().and_then(text_of).as_deref(),
+            Some("answer: from rust")
+        );
+
+        let (updates, stop) = turn_of(&client, &session, "run echo from-local-terminals").await;
+        assert_eq!(stop.unwrap(), StopReason::EndTurn);
+        assert_eq!(
+            updates.last().and_then(text_of).as_deref(),
+            Some("exit 0: from-local-terminals")
+        );
+
+        let all = client
+            .list_sessions(ListSessionsRequest::new())
+            .await
+            .expect("session/list");
+        assert_eq!(all.sessions.len(), 2);
+        let mut only = ListSessionsRequest::new();
+        only.cwd = Some("/elsewhere".into());
+        let only = client.list_sessions(only).await.unwrap();
+        assert_eq!(only.sessions.len(), 1);
+        assert_eq!(only.sessions[0].session_id, other);
+
+        let resumed = client
+            .resume_session(ResumeSessionRequest::new(session.clone(), "/work"))
+            .await
+            .expect("session/resume");
+        assert_eq!(
+            resumed
+                .modes
+                .map(|m| m.current_mode_id.0.to_string())
+                .as_deref(),
+            Some("ask")
+        );
+        client
+            .close_session(CloseSessionRequest::new(session.clone()))
+            .await
+            .expect("session/close");
+        client
+            .delete_session(DeleteSessionRequest::new(session.clone()))
+            .await
+            .expect("session/delete");
+        let gone = client
+            .resume_session(ResumeSessionRequest::new(session.clone(), "/work"))
+            .await
+            .expect_err("deleted");
+        assert_eq!(gone.rpc().map(|e| e.code), Some(-32002), "{gone:?}");
+        client
+            .authenticate(AuthenticateRequest::new("local"))
+            .await
+            .expect("authenticate");
+        client.logout(LogoutRequest::new()).await.expect("logout");
     };
     tokio::time::timeout(Duration::from_secs(60), run)
         .await

@@ -1,25 +1,37 @@
 """The official Python ACP SDK (PyPI agent-client-protocol: spawn_agent_process and a Client)
 as the editor, against the example agent given on the command line.
 
-Usage: python python_client.py AGENT [ARGS...]. Every check prints `ok: ...` or raises; the
-last line is `python-sdk: all checks passed`. Run by examples/acp-agent/tests/sdk_interop.rs.
+Usage: MCP_URL=URL python python_client.py AGENT [ARGS...], URL the project's MCP example
+server over Streamable HTTP, given to the agent in session/new. Every check prints `ok: ...`
+or raises; the last line is `python-sdk: all checks passed`. Run by
+examples/acp-agent/tests/sdk_interop.rs.
 
 The SDK (0.12.1) has no API to cancel one request, so the `$/cancel_request` check sends the
-notification through the SDK's own connection for the id the SDK gave the request.
+notification through the SDK's own connection for the id the SDK gave the request; nor for
+`session/delete` and `logout`, which go through the same connection by name.
 """
 
 import asyncio
+import os
 import re
+import subprocess
 import sys
 
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import (
+    AcceptElicitationResponse,
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
     FileSystemCapabilities,
+    HttpMcpServer,
     Implementation,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 from acp.stdio import spawn_agent_process
@@ -46,6 +58,7 @@ class Editor:
     def __init__(self):
         self.files = {"/virtual/five.txt": "1\n2\n3\n4\n5\n"}
         self.reads, self.writes, self.asked, self.updates = [], [], [], []
+        self.elicited, self.terminals, self.released = [], {}, []
         self.answer = "allow"
 
     async def request_permission(self, session_id, tool_call, options, **kwargs):
@@ -67,6 +80,29 @@ class Editor:
         self.files[path] = content
         return WriteTextFileResponse()
 
+    async def create_elicitation(self, message, mode, **kwargs):
+        self.elicited.append((message, mode))
+        return AcceptElicitationResponse(action="accept", content={"answer": "green"})
+
+    async def create_terminal(self, session_id, command, args=None, env=None, cwd=None, output_byte_limit=None, **kwargs):
+        done = subprocess.run([command, *(args or [])], capture_output=True, text=True, timeout=30)
+        self.terminals[f"t{len(self.terminals) + 1}"] = done
+        return CreateTerminalResponse(terminal_id=f"t{len(self.terminals)}")
+
+    async def terminal_output(self, session_id, terminal_id, **kwargs):
+        done = self.terminals[terminal_id]
+        return TerminalOutputResponse(output=done.stdout + done.stderr, truncated=False)
+
+    async def wait_for_terminal_exit(self, session_id, terminal_id, **kwargs):
+        return WaitForTerminalExitResponse(exit_code=self.terminals[terminal_id].returncode)
+
+    async def kill_terminal(self, session_id, terminal_id, **kwargs):
+        return None
+
+    async def release_terminal(self, session_id, terminal_id, **kwargs):
+        self.released.append(terminal_id)
+        return None
+
     def kinds(self):
         return [u.session_update for u in self.updates]
 
@@ -84,15 +120,24 @@ class Editor:
 
 async def main(command, args):
     editor = Editor()
-    async with spawn_agent_process(editor, command, *args) as (conn, process):
+    # Elicitation is stable v1 in the schema (1.20) and the TypeScript SDK (2.4); this SDK
+    # (0.12.1) still answers it Method not found unless its unstable flag is on.
+    async with spawn_agent_process(editor, command, *args, use_unstable_protocol=True) as (conn, process):
         init = await conn.initialize(
             protocol_version=PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True)),
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                terminal=True,
+                elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()),
+            ),
             client_info=Implementation(name="rpcwire-python-interop", version="1.0.0"),
         )
         check(init.protocol_version == 1, "initialize: protocol version 1", init)
         check(init.agent_info.name == "rpcwire-acp-agent", "initialize: agent info", init.agent_info)
         check(init.agent_capabilities.load_session is True, "initialize: loadSession capability")
+        caps = init.agent_capabilities.session_capabilities
+        check(caps.list is not None and caps.resume is not None and caps.close is not None and caps.delete is not None, "initialize: list, resume, close and delete capabilities", caps)
+        check(init.agent_capabilities.mcp_capabilities.http is True, "initialize: MCP over HTTP offered")
 
         session = await conn.new_session(cwd="/virtual", mcp_servers=[])
         sid = session.session_id
@@ -169,6 +214,72 @@ async def main(command, args):
         editor.updates.clear()
         res = await prompt("read /virtual/five.txt")
         check(res.stop_reason == "end_turn", "the session goes on after the errors")
+
+        # The rest of the stable surface, in a session given the MCP example server over HTTP.
+        servers = [HttpMcpServer(type="http", name="demo", url=os.environ["MCP_URL"], headers=[])]
+        second = await conn.new_session(cwd="/work", mcp_servers=servers)
+        sid2 = second.session_id
+        check(second.modes.current_mode_id == "code", "session/new: modes", second.modes)
+
+        def last():
+            return editor.texts()[-1]
+
+        async def prompt2(text):
+            editor.updates.clear()
+            return await conn.prompt(session_id=sid2, prompt=[text_block(text)])
+
+        await prompt2("tools")
+        check("demo/add" in last(), "MCP over HTTP: the server's tools listed", last())
+        await prompt2('tool add {"a": 20, "b": 22}')
+        check(last() == "demo/add: 42", "MCP over HTTP: a tool called through the agent", last())
+
+        await conn.set_session_mode(session_id=sid2, mode_id="ask")
+        await prompt2("mode")
+        check(last() == "mode: ask", "session/set_mode", last())
+        await prompt2("run echo no")
+        check("not allowed in the ask mode" in last() and not editor.terminals, "session/set_mode: the ask mode refuses commands", last())
+        await conn.set_session_mode(session_id=sid2, mode_id="code")
+
+        answer = await conn.set_config_option(config_id="style", session_id=sid2, value="shout")
+        check(answer.config_options[0].current_value == "shout", "session/set_config_option", answer)
+        await prompt2("mode")
+        check(last() == "MODE: CODE", "session/set_config_option: the style applies", last())
+        await conn.set_config_option(config_id="style", session_id=sid2, value="plain")
+
+        await prompt2("ask your favourite colour?")
+        check(len(editor.elicited) == 1 and editor.elicited[0][0] == "your favourite colour?", "elicitation/create: the question reaches the client", editor.elicited)
+        check(last() == "you answered: green", "elicitation: the answer reaches the agent", last())
+
+        await prompt2("run echo from-python")
+        check(editor.released == ["t1"], "terminal: created and released", editor.released)
+        check(last() == "exit code 0, output: from-python", "terminal: output and exit code reach the agent", last())
+
+        listed = await conn.list_sessions()
+        ids = [s.session_id for s in listed.sessions]
+        check(sid in ids and sid2 in ids, "session/list: both sessions", ids)
+        only = await conn.list_sessions(cwd="/work")
+        check([s.session_id for s in only.sessions] == [sid2], "session/list: filtered by cwd", only)
+        resumed = await conn.resume_session(session_id=sid2, cwd="/work", mcp_servers=servers)
+        check(resumed.modes.current_mode_id == "code", "session/resume", resumed)
+        await prompt2('tool echo {"text": "again"}')
+        check(last() == "demo/echo: again", "session/resume: the MCP server connected again", last())
+        await conn.close_session(session_id=sid2)
+        check(True, "session/close answered")
+
+        inner = conn._conn
+        await inner.send_request("session/delete", {"sessionId": sid2})
+        try:
+            await conn.resume_session(session_id=sid2, cwd="/work", mcp_servers=[])
+            code = None
+        except RequestError as e:
+            code = e.code
+        check(code == -32002, "session/delete: the session is gone", code)
+        await conn.authenticate(method_id="local")
+        await inner.send_request("logout", {})
+        check(True, "authenticate and logout answered")
+        # The SDK adds the leading underscore itself.
+        stats = await conn.ext_method("rpcwire/stats", {"n": 2})
+        check(stats.get("sessions") == 1, "an extension method", stats)
     code = await asyncio.wait_for(process.wait(), 5)
     check(code == 0, "the agent exits 0 when its stdin closes", code)
     print("python-sdk: all checks passed", flush=True)

@@ -1,7 +1,9 @@
 // The official TypeScript ACP SDK (npm @agentclientprotocol/sdk: `client()` over `ndJsonStream`)
 // as the editor, against the example agent spawned on the command line.
-// Usage: node ts_client.mjs NODE_DIR AGENT [ARGS...], NODE_DIR holding node_modules/ with the
-// SDK. Every check prints `ok: ...` or throws; the last line is `ts-sdk: all checks passed`.
+// Usage: MCP_SERVER=PATH node ts_client.mjs NODE_DIR AGENT [ARGS...], NODE_DIR holding
+// node_modules/ with the SDK, PATH the project's MCP example server (stdio), given to the agent
+// in session/new. Every check prints `ok: ...` or throws; the last line is
+// `ts-sdk: all checks passed`.
 // Run by examples/acp-agent/tests/sdk_interop.rs.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
@@ -37,6 +39,12 @@ const asked = [];
 let answer = "allow";
 const updates = [];
 
+// The editor's terminals: commands run here, their output kept.
+const terminals = new Map();
+let nextTerminal = 0;
+const elicited = [];
+let elicitAnswer = { action: "accept", content: { answer: "blue" } };
+
 const agent = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] });
 const exited = new Promise((resolve) => agent.on("exit", resolve));
 const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
@@ -61,6 +69,40 @@ const app = acp
     writes.push(params);
     files.set(params.path, params.content);
     return {};
+  })
+  .onRequest(acp.methods.client.terminal.create, ({ params }) => {
+    const id = `t${++nextTerminal}`;
+    const term = { output: "", exit: null };
+    term.exited = new Promise((resolve) => {
+      const child = spawn(params.command, params.args ?? [], { stdio: ["ignore", "pipe", "pipe"] });
+      term.child = child;
+      child.stdout.on("data", (d) => (term.output += d));
+      child.stderr.on("data", (d) => (term.output += d));
+      child.on("close", (code, signal) => {
+        term.exit = { exitCode: code, signal };
+        resolve(term.exit);
+      });
+    });
+    terminals.set(id, term);
+    return { terminalId: id };
+  })
+  .onRequest(acp.methods.client.terminal.output, ({ params }) => {
+    const term = terminals.get(params.terminalId);
+    return { output: term.output, truncated: false, exitStatus: term.exit ?? undefined };
+  })
+  .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => await terminals.get(params.terminalId).exited)
+  .onRequest(acp.methods.client.terminal.kill, ({ params }) => {
+    terminals.get(params.terminalId).child.kill();
+    return {};
+  })
+  .onRequest(acp.methods.client.terminal.release, ({ params }) => {
+    terminals.get(params.terminalId)?.child.kill();
+    terminals.delete(params.terminalId);
+    return {};
+  })
+  .onRequest(acp.methods.client.elicitation.create, ({ params }) => {
+    elicited.push(params);
+    return elicitAnswer;
   });
 
 const kinds = (list) => list.map((n) => n.update.sessionUpdate);
@@ -74,12 +116,16 @@ const texts = (list) =>
 await app.connectWith(stream, async (ctx) => {
   const init = await ctx.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } },
+    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true, elicitation: { form: {} } },
     clientInfo: { name: "rpcwire-ts-interop", version: "1.0.0" },
   });
   check(init.protocolVersion === 1, "initialize: protocol version 1", init);
   check(init.agentInfo?.name === "rpcwire-acp-agent", "initialize: agent info", init.agentInfo);
   check(init.agentCapabilities?.loadSession === true, "initialize: loadSession capability");
+  const sc = init.agentCapabilities?.sessionCapabilities ?? {};
+  check(sc.list && sc.resume && sc.close && sc.delete, "initialize: list, resume, close and delete capabilities", sc);
+  check(init.agentCapabilities?.auth?.logout !== undefined, "initialize: logout capability", init.agentCapabilities?.auth);
+  check(init.agentCapabilities?.mcpCapabilities?.http === true, "initialize: MCP over HTTP offered", init.agentCapabilities?.mcpCapabilities);
 
   const { sessionId } = await ctx.request(acp.methods.agent.session.new, { cwd: "/virtual", mcpServers: [] });
   check(typeof sessionId === "string" && sessionId.length > 0, "session/new: a session id", sessionId);
@@ -164,6 +210,93 @@ await app.connectWith(stream, async (ctx) => {
   updates.length = 0;
   res = await prompt("read /virtual/five.txt");
   check(res.stopReason === "end_turn", "the session goes on after the errors");
+
+  // The rest of the stable surface, in a session given the project's MCP example server.
+  const lastText = () => texts(updates).at(-1);
+  const mcpServers = [{ name: "demo", command: process.env.MCP_SERVER, args: [], env: [] }];
+  const second = await ctx.request(acp.methods.agent.session.new, { cwd: "/work", mcpServers });
+  const sid2 = second.sessionId;
+  check(second.modes?.currentModeId === "code" && second.modes.availableModes.length === 2, "session/new: modes", second.modes);
+  check(second.configOptions?.[0]?.id === "style" && second.configOptions[0].currentValue === "plain", "session/new: the style option", second.configOptions);
+  const ask2 = (text, options) =>
+    ctx.request(acp.methods.agent.session.prompt, { sessionId: sid2, prompt: [{ type: "text", text }] }, options);
+
+  updates.length = 0;
+  res = await ask2("tools");
+  check(lastText().includes("demo/add") && lastText().includes("demo/echo"), "MCP: the server's tools listed", lastText());
+  updates.length = 0;
+  res = await ask2('tool add {"a": 2, "b": 40}');
+  check(res.stopReason === "end_turn" && lastText() === "demo/add: 42", "MCP: a tool called through the agent", texts(updates));
+
+  await ctx.request(acp.methods.agent.session.setMode, { sessionId: sid2, modeId: "ask" });
+  updates.length = 0;
+  res = await ask2("write /virtual/refused.txt no");
+  check(lastText().includes("not allowed in the ask mode") && !files.has("/virtual/refused.txt"), "session/set_mode: the ask mode refuses writes", lastText());
+  updates.length = 0;
+  await ask2("mode");
+  check(lastText() === "mode: ask", "session/set_mode: the mode kept", lastText());
+  let badMode;
+  try {
+    await ctx.request(acp.methods.agent.session.setMode, { sessionId: sid2, modeId: "nope" });
+  } catch (e) {
+    badMode = e;
+  }
+  check(badMode?.code === -32602, "session/set_mode: an unknown mode is Invalid params", badMode?.code);
+  await ctx.request(acp.methods.agent.session.setMode, { sessionId: sid2, modeId: "code" });
+
+  const set = await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: sid2, configId: "style", value: "shout" });
+  check(set.configOptions?.[0]?.currentValue === "shout", "session/set_config_option: the new value answered", set);
+  updates.length = 0;
+  await ask2("mode");
+  check(lastText() === "MODE: CODE", "session/set_config_option: the style applies", lastText());
+  await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId: sid2, configId: "style", value: "plain" });
+
+  updates.length = 0;
+  res = await ask2("ask your favourite colour?");
+  check(elicited.length === 1 && elicited[0].message === "your favourite colour?", "elicitation/create: the question reaches the client", elicited);
+  check(elicited[0].mode === "form" && elicited[0].requestedSchema?.properties?.answer?.type === "string", "elicitation/create: a form with an answer field", elicited[0]);
+  check(lastText() === "you answered: blue", "elicitation: the answer reaches the agent", lastText());
+  elicitAnswer = { action: "decline" };
+  updates.length = 0;
+  await ask2("ask again?");
+  check(lastText() === "you declined to answer", "elicitation: a decline", lastText());
+
+  updates.length = 0;
+  res = await ask2("run echo from-the-terminal");
+  check(nextTerminal === 1 && terminals.size === 0, "terminal/create and /release: run and released", nextTerminal);
+  check(lastText() === "exit code 0, output: from-the-terminal", "terminal: output and exit code reach the agent", lastText());
+  check(updates.some((n) => (n.update.content ?? []).some((c) => c.type === "terminal")), "terminal: shown in the tool call");
+
+  const listed = await ctx.request(acp.methods.agent.session.list, {});
+  const ids = listed.sessions.map((s) => s.sessionId);
+  check(ids.includes(sessionId) && ids.includes(sid2), "session/list: both sessions", ids);
+  check(listed.sessions.find((s) => s.sessionId === sid2).title === "tools", "session/list: titled by the first prompt", listed.sessions);
+  const filtered = await ctx.request(acp.methods.agent.session.list, { cwd: "/work" });
+  check(filtered.sessions.length === 1 && filtered.sessions[0].sessionId === sid2, "session/list: filtered by cwd", filtered.sessions);
+
+  const resumed = await ctx.request(acp.methods.agent.session.resume, { sessionId: sid2, cwd: "/work", mcpServers });
+  check(resumed.modes?.currentModeId === "code", "session/resume: the session's mode", resumed);
+  updates.length = 0;
+  await ask2('tool echo {"text": "again"}');
+  check(lastText() === "demo/echo: again", "session/resume: the MCP server connected again", lastText());
+  await ctx.request(acp.methods.agent.session.close, { sessionId: sid2 });
+  check(true, "session/close answered");
+  await ctx.request(acp.methods.agent.session.delete, { sessionId: sid2 });
+  let gone;
+  try {
+    await ctx.request(acp.methods.agent.session.resume, { sessionId: sid2, cwd: "/work", mcpServers: [] });
+  } catch (e) {
+    gone = e;
+  }
+  check(gone?.code === -32002, "session/delete: the session is gone", gone?.code);
+  const after = await ctx.request(acp.methods.agent.session.list, {});
+  check(!after.sessions.some((s) => s.sessionId === sid2), "session/delete: no longer listed");
+
+  await ctx.request(acp.methods.agent.authenticate, { methodId: "local" });
+  await ctx.request(acp.methods.agent.logout, {});
+  check(true, "authenticate and logout answered");
+  const stats = await ctx.request("_rpcwire/stats", { n: 1 });
+  check(stats.sessions === 1 && stats.echo?.n === 1, "an extension method", stats);
 });
 
 agent.stdin.end();
