@@ -1,5 +1,5 @@
 //! Signed and replay-proof requests (`HttpServer::signed`) and rate limits
-//! (`Builder::rate_limit`) on the HTTP server, at their edges: a signed request is answered
+//! (`Service::rate_limit`) on the HTTP server, at their edges: a signed request is answered
 //! once and refused when replayed; a wrong signature is refused before the body is parsed;
 //! a stale timestamp, a missing or malformed header, refused; a caller's nonce cache full:
 //! 429. A rate limit of a burst of 2: the third call at once gets 429 with `Retry-After`.
