@@ -16,7 +16,7 @@ use crate::body::Body;
 /// The caller of a request (an HTTP request, a WebSocket upgrade) with these headers over
 /// `transport` from `peer` (and its TLS client certificate): [`Service::admit`] with the
 /// headers, or the refusal (401 with the challenge, 400, 503:
-/// [`unauthenticated`](crate::profile::unauthenticated)). Counted and logged with its reason
+/// [`unauthenticated`](crate::unauthenticated)). Counted and logged with its reason
 /// by the service, never the credentials. A profile's server admits each request's caller
 /// with it, as this crate's servers do.
 ///
