@@ -98,7 +98,7 @@ pub(crate) struct ConnectionInfo {
 
 /// The peer of the connection `req` came on, when the server's accept loop told it (while a
 /// subscriber listens to call spans, or the service rate-limits:
-/// [`serve_hyper`](crate::profile::serve_hyper) and the
+/// [`serve_profile`](crate::profile::serve_profile) and the
 /// crate's servers do).
 pub fn connection_peer<B>(req: &Request<B>) -> Option<std::net::SocketAddr> {
     req.extensions().get::<ConnectionInfo>()?.peer

@@ -12,7 +12,7 @@ use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rpcwire_tokio::{AuthError, Builder, Caller, Client, Identity};
+use rpcwire_tokio::{Builder, Caller, Client, Identity};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -23,7 +23,7 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::WebSocketStream;
 
 use super::config::WsConfig;
-use super::handshake::{bearer_to_authorization, chosen, is_upgrade};
+use super::handshake::{chosen, is_upgrade};
 use super::io::WsIo;
 
 /// The connections a server holds, to notify all of them (or look one up).
@@ -346,44 +346,36 @@ impl WsServer {
         res.map(Full::new)
     }
 
-    /// [`handle`](Self::handle) for a request from `peer`, with the builder's authenticator
-    /// (if it has one) asked first about an upgrade: a caller it refuses gets the refusal
-    /// (401 with `WWW-Authenticate: Bearer`, 400 for a malformed `Authorization` header or a
-    /// token in the query string), never a 101; one it lets in runs the connection as that
-    /// caller (its identity and the upgrade's headers in the handlers' `Context`).
+    /// [`handle`](Self::handle) for a request from `peer`, an upgrade's caller established
+    /// first as the HTTP server establishes a request's ([`admit`](crate::profile::admit), the
+    /// bearer subprotocol and the query checked before): a caller the builder's authenticator
+    /// refuses gets the refusal (401 with `WWW-Authenticate: Bearer`, 400 for a malformed
+    /// `Authorization` header or a token in the query string), never a 101; one it lets in runs
+    /// the connection as that caller (its identity and the upgrade's headers in the handlers'
+    /// `Context`).
     async fn handle_from<B>(
         &self,
         mut req: Request<B>,
-        peer: std::net::SocketAddr,
+        peer: Option<std::net::SocketAddr>,
     ) -> Response<Full<Bytes>> {
-        let service = self.builder.service_ref();
         if !is_upgrade(&req) {
             return self.handle(req);
         }
-        let caller = if service.authenticator_ref().is_some() {
-            let refused = |r: Response<crate::body::Body>| {
-                r.map(|body| Full::new(body.into_full().unwrap_or_default()))
-            };
-            if crate::challenge::has_query_token(req.uri()) {
-                // Never read: a URL ends up in logs and histories.
-                let r = crate::challenge::BearerChallenge::default().token_in_query();
-                return refused(r);
-            }
-            if bearer_to_authorization(req.headers_mut()).is_err() {
-                return refused(crate::challenge::unauthenticated(&AuthError::Malformed));
-            }
-            let transport = crate::transport::WEBSOCKET;
-            let asked = crate::caller::admit(service, req.headers(), transport, Some(peer), None);
-            match asked.await {
-                Ok(caller) => caller.with_meta(req.headers().clone()),
-                Err(refusal) => return refused(refusal),
-            }
-        } else {
-            Caller::new(Identity::anonymous(), crate::transport::WEBSOCKET)
-                .with_peer(peer)
-                .with_meta(req.headers().clone())
+        let refused = |r: Response<crate::body::Body>| {
+            r.map(|b| Full::new(b.into_full().unwrap_or_default()))
         };
-        req.extensions_mut().insert(Arc::new(caller));
+        let service = self.builder.service_ref();
+        if let Some(r) = crate::challenge::misplaced_credentials(service, &mut req) {
+            return refused(r);
+        }
+        let transport = crate::transport::WEBSOCKET;
+        match crate::caller::admit(service, req.headers(), transport, peer, None).await {
+            Ok(caller) => {
+                let caller = caller.with_meta(req.headers().clone());
+                req.extensions_mut().insert(Arc::new(caller));
+            }
+            Err(refusal) => return refused(refusal),
+        }
         self.handle(req)
     }
 
@@ -396,7 +388,7 @@ impl WsServer {
         // No bound on TCP connections here: the limit applies to upgrades (503 past it).
         let unbounded = tokio::sync::Semaphore::MAX_PERMITS;
         let handshake = self.config.handshake_timeout;
-        crate::listen::accept_loop(listener, unbounded, move |stream, peer, permit| {
+        rpcwire_tokio::accept_loop(listener, unbounded, move |stream, peer, permit| {
             let server = self.clone();
             tokio::spawn(async move {
                 let _permit = permit;
@@ -408,7 +400,7 @@ impl WsServer {
                     .serve_connection(TokioIo::new(stream), service)
                     .with_upgrades();
                 if let Err(e) = conn.await {
-                    tracing::debug!(%peer, error = %e, "HTTP connection failed");
+                    tracing::debug!(?peer, error = %e, "HTTP connection failed");
                 }
             });
         })
