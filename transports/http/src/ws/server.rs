@@ -1,20 +1,16 @@
-//! The WebSocket server: the upgrade (from any hyper service, or from its own listener), the
-//! connections it holds, and the hub that reaches all of them.
+//! The WebSocket server: the upgrade (from any hyper service, or from its own listener), and
+//! the connections it holds (in the service layer's [`Hub`], which reaches all of them).
 
-use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
 
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use rpcwire_service::Hub;
 use rpcwire_tokio::{Builder, Caller, Client, Identity};
-use serde::Serialize;
-use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -25,105 +21,6 @@ use tokio_tungstenite::WebSocketStream;
 use super::config::WsConfig;
 use super::handshake::{chosen, is_upgrade};
 use super::io::WsIo;
-
-/// The connections a server holds, to notify all of them (or look one up).
-///
-/// A notification to a connection whose peer does not read waits at most the server's send
-/// timeout in a task of its own; the others get theirs meanwhile.
-#[derive(Clone, Debug, Default)]
-pub struct Hub {
-    inner: Arc<HubInner>,
-}
-
-#[derive(Debug, Default)]
-struct HubInner {
-    next: AtomicU64,
-    clients: Mutex<HashMap<u64, Client>>,
-    send_timeout: Mutex<Option<Duration>>,
-}
-
-impl Hub {
-    /// An empty hub (give it to [`WsServer::hub`] to share it, for example with a handler
-    /// that broadcasts).
-    pub fn new() -> Self {
-        Hub::default()
-    }
-
-    fn clients_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Client>> {
-        self.inner
-            .clients
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn add(&self, client: Client) -> u64 {
-        let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
-        self.clients_map().insert(id, client);
-        id
-    }
-
-    fn remove(&self, id: u64) {
-        self.clients_map().remove(&id);
-    }
-
-    /// How many connections are open.
-    pub fn len(&self) -> usize {
-        self.clients_map().len()
-    }
-
-    /// True when no connection is open.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// A [`Client`] for each open connection.
-    pub fn clients(&self) -> Vec<Client> {
-        self.clients_map().values().cloned().collect()
-    }
-
-    /// Sends the notification `method` with `params` to every open connection, each in a task
-    /// of its own (must be called inside a tokio runtime); returns how many connections it
-    /// went to. Params must be an array, an object or `()` (none); others, and params that
-    /// do not serialize, fail here, before anything is sent.
-    pub fn notify_all<P: Serialize>(&self, method: &str, params: P) -> Result<usize, NotifyError> {
-        let params = serde_json::value::to_raw_value(&params)?;
-        let structured = matches!(params.get().as_bytes().first(), Some(b'[' | b'{'));
-        if !structured && params.get() != "null" {
-            return Err(NotifyError::NotStructured);
-        }
-        let params: Arc<RawValue> = Arc::from(params);
-        let timeout = self
-            .inner
-            .send_timeout
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .unwrap_or(Duration::from_secs(10));
-        let clients = self.clients();
-        for client in &clients {
-            let client = client.clone();
-            let method = method.to_owned();
-            let params = Arc::clone(&params);
-            tokio::spawn(async move {
-                let sent = tokio::time::timeout(timeout, client.notify(&method, &*params)).await;
-                if !matches!(sent, Ok(Ok(()))) {
-                    tracing::debug!(method, "notification not delivered to one connection");
-                }
-            });
-        }
-        Ok(clients.len())
-    }
-}
-
-/// Why [`Hub::notify_all`] sent nothing.
-#[derive(Debug, thiserror::Error)]
-pub enum NotifyError {
-    /// The params did not serialize.
-    #[error("notification params do not serialize: {0}")]
-    Serialize(#[from] serde_json::Error),
-    /// The params are not an array, an object or none, as JSON-RPC requires.
-    #[error("notification params must be an array or an object")]
-    NotStructured,
-}
 
 /// What a server calls for each connection it accepts.
 type ConnectHook = Arc<dyn Fn(Client) + Send + Sync>;
@@ -159,10 +56,7 @@ impl WsServer {
     /// limits. At most [`rpcwire_tokio::DEFAULT_MAX_CONNECTIONS`] connections.
     pub fn new(builder: Builder, config: WsConfig) -> Self {
         let hub = Hub::new();
-        *hub.inner
-            .send_timeout
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(config.send_timeout);
+        hub.set_send_timeout(config.send_timeout);
         WsServer {
             builder: config.driver(builder),
             config,
@@ -185,10 +79,7 @@ impl WsServer {
     /// Uses `hub` for this server's connections (to share it with handlers made before the
     /// server, such as a method that broadcasts).
     pub fn with_hub(mut self, hub: Hub) -> Self {
-        *hub.inner
-            .send_timeout
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(self.config.send_timeout);
+        hub.set_send_timeout(self.config.send_timeout);
         self.hub = hub;
         self
     }
