@@ -20,7 +20,6 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::config::WsConfig;
 use super::handshake::{chosen, is_upgrade};
-use super::io::WsIo;
 
 /// What a server calls for each connection it accepts.
 type ConnectHook = Arc<dyn Fn(Client) + Send + Sync>;
@@ -202,7 +201,7 @@ impl WsServer {
         if let Some(caller) = caller {
             builder = builder.shared_caller(caller);
         }
-        let session = builder.run_io(WsIo::new(ws, &self.config));
+        let session = super::io::run(ws, builder, &self.config);
         let id = self.hub.add(session.client().clone());
         if let Some(hook) = &self.on_connect {
             hook(session.client().clone());
