@@ -255,7 +255,7 @@ fn authenticated(args: &ServeArgs, mut builder: Builder) -> Result<Builder, Exit
         }
     }
     if let (Some(url), Some(audience), Some(issuer)) = (&args.jwks, &args.audience, &args.issuer) {
-        match rpcwire_http::jwks::JwksKeys::new(url) {
+        match rpcwire_http::jwks::keys(url) {
             Ok(keys) => {
                 let jwt = rpcwire_tokio::jwt::JwtAuthenticator::new(keys)
                     .issuer(issuer)

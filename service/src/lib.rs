@@ -62,7 +62,7 @@ pub use auth::{AuthError, AuthFuture, Authenticator, Credentials, Headers, PeerC
 #[cfg(feature = "auth")]
 pub use auth::{StaticTokens, TokenFileError, TokenTableError, MAX_TOKEN_LEN};
 pub use caller::{Caller, LazyMeta};
-pub use client::{Batch, BatchResults, Client, SessionStats};
+pub use client::{Batch, BatchResults, Client, Hub, SessionStats, DEFAULT_HUB_SEND_TIMEOUT};
 pub use dispatch::{ClientSettings, Dispatcher, Wake, Woke, MAX_PENDING_CALLS};
 pub use error::{CallError, RpcError};
 pub use identity::Identity;

@@ -1,6 +1,7 @@
 //! Server-Sent Events (the WHATWG `text/event-stream` format): an encoder into any sink and an
 //! incremental decoder, no heap on fixed storage, for HTTP transports that carry JSON-RPC
-//! messages as events.
+//! messages as events; and, with a heap (feature `alloc`), [`Replay`], the bounded buffer of
+//! the last events that a client resumes from with `Last-Event-ID`.
 //!
 //! The decoder follows the specification's parsing rules exactly: lines end with CRLF, LF or a
 //! lone CR (a CR at the end of one chunk and an LF at the start of the next are one line end);
@@ -30,6 +31,11 @@
 
 use crate::slots::Slots;
 use crate::wire::ser::Sink;
+
+#[cfg(feature = "alloc")]
+mod replay;
+#[cfg(feature = "alloc")]
+pub use replay::Replay;
 
 /// A dispatched event. Borrowed from the decoder until the next call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -306,7 +306,7 @@ fn authorization(
         usage("--jwks needs --issuer");
     };
     let resource = opts.resource.as_deref().unwrap_or(default_resource);
-    let keys = rpcwire_http::jwks::JwksKeys::new(jwks).unwrap_or_else(|e| usage(&e.to_string()));
+    let keys = rpcwire_http::jwks::keys(jwks).unwrap_or_else(|e| usage(&e.to_string()));
     let auth = rpcwire_tokio::jwt::JwtAuthenticator::new(keys)
         .issuer(issuer)
         .audience(resource);

@@ -1,6 +1,7 @@
 //! The cloneable client handle: calls, notifications, batches, statistics and shutdown.
 
 pub(crate) mod controls;
+mod hub;
 pub(crate) mod raw;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +13,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
+
+pub use hub::{Hub, DEFAULT_HUB_SEND_TIMEOUT};
 use tracing::Instrument;
 
 use crate::client::controls::{Control, Controls};

@@ -16,7 +16,7 @@ use crate::body::Body;
 /// The caller of a request (an HTTP request, a WebSocket upgrade) with these headers over
 /// `transport` from `peer` (and its TLS client certificate): [`Service::admit`] with the
 /// headers, or the refusal (401 with the challenge, 400, 503:
-/// [`unauthenticated`](crate::profile::unauthenticated)). Counted and logged with its reason
+/// [`unauthenticated`](crate::unauthenticated)). Counted and logged with its reason
 /// by the service, never the credentials. A profile's server admits each request's caller
 /// with it, as this crate's servers do.
 ///
@@ -98,7 +98,7 @@ pub(crate) struct ConnectionInfo {
 
 /// The peer of the connection `req` came on, when the server's accept loop told it (while a
 /// subscriber listens to call spans, or the service rate-limits:
-/// [`serve_hyper`](crate::profile::serve_hyper) and the
+/// [`serve_profile`](crate::profile::serve_profile) and the
 /// crate's servers do).
 pub fn connection_peer<B>(req: &Request<B>) -> Option<std::net::SocketAddr> {
     req.extensions().get::<ConnectionInfo>()?.peer

@@ -115,6 +115,28 @@ pub fn has_query_token(uri: &Uri) -> bool {
     })
 }
 
+/// The refusal of a request whose credentials stand where none is read, asked before it is
+/// authenticated (with an authenticator only): an access token in the query string (400,
+/// never read: a URL ends up in logs and histories), or a WebSocket upgrade naming a
+/// malformed bearer subprotocol (400). A well-formed one becomes the request's
+/// `Authorization` header: a browser's upgrade cannot set that header.
+pub(crate) fn misplaced_credentials<B>(
+    service: &rpcwire_tokio::Service,
+    req: &mut http::Request<B>,
+) -> Option<Response<Body>> {
+    service.authenticator_ref()?;
+    if has_query_token(req.uri()) {
+        return Some(BearerChallenge::default().token_in_query());
+    }
+    #[cfg(feature = "ws")]
+    if crate::ws::handshake::is_upgrade(req)
+        && crate::ws::handshake::bearer_to_authorization(req.headers_mut()).is_err()
+    {
+        return Some(unauthenticated(&AuthError::Malformed));
+    }
+    None
+}
+
 /// The answer to refused credentials, with a plain `Bearer` challenge (no metadata URL):
 /// see [`BearerChallenge::refusal`].
 pub fn unauthenticated(reason: &AuthError) -> Response<Body> {

@@ -388,22 +388,10 @@ impl Shared {
         let mut body = response.into_body();
         if sse {
             let mut decoder = SseDecoder::with_buffer(Vec::new(), self.max_body);
-            while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|e| (200, format!("stream failed: {e}")))?;
-                let Ok(chunk) = frame.into_data() else {
-                    continue;
-                };
-                let mut input: &[u8] = &chunk;
-                while let Some(item) = decoder.next(&mut input) {
-                    if let SseItem::Event(e) = item {
-                        if e.event == "message" && !e.data.is_empty() {
-                            let data = Bytes::copy_from_slice(e.data.as_bytes());
-                            self.receive(data).await;
-                        }
-                    }
-                }
-            }
-            return Ok(());
+            return self
+                .read_events(&mut body, &mut decoder, |_| {})
+                .await
+                .map_err(|e| (200, format!("stream failed: {e}")));
         }
         let bytes = http_body_util::Limited::new(body, self.max_body)
             .collect()
@@ -412,6 +400,32 @@ impl Shared {
             .to_bytes();
         if !bytes.is_empty() {
             self.receive(bytes).await;
+        }
+        Ok(())
+    }
+
+    /// Reads an event stream's `body` through `decoder` until it ends, each `message` event's
+    /// data handed to the connection and every item shown to `seen` first.
+    async fn read_events(
+        &self,
+        body: &mut hyper::body::Incoming,
+        decoder: &mut SseDecoder<Vec<u8>>,
+        mut seen: impl FnMut(&SseItem<'_>),
+    ) -> Result<(), hyper::Error> {
+        while let Some(frame) = body.frame().await {
+            let Ok(chunk) = frame?.into_data() else {
+                continue;
+            };
+            let mut input: &[u8] = &chunk;
+            while let Some(item) = decoder.next(&mut input) {
+                seen(&item);
+                if let SseItem::Event(e) = item {
+                    if e.event == "message" && !e.data.is_empty() {
+                        self.receive(Bytes::copy_from_slice(e.data.as_bytes()))
+                            .await;
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -437,29 +451,18 @@ impl Shared {
                     if let Ok(mut s) = state.lock() {
                         s.connects += 1;
                     }
-                    let mut body = response.into_body();
-                    while let Some(Ok(frame)) = body.frame().await {
-                        let Ok(chunk) = frame.into_data() else {
-                            continue;
-                        };
-                        let mut input: &[u8] = &chunk;
-                        while let Some(item) = decoder.next(&mut input) {
-                            match item {
-                                SseItem::Event(e) => {
-                                    if let Ok(mut s) = state.lock() {
-                                        s.last_event_id = e.id.to_owned();
-                                        s.events += 1;
-                                    }
-                                    if e.event == "message" && !e.data.is_empty() {
-                                        let data = Bytes::copy_from_slice(e.data.as_bytes());
-                                        self.receive(data).await;
-                                    }
-                                }
-                                SseItem::Retry(ms) => retry = Duration::from_millis(ms),
-                                _ => {}
+                    let seen = |item: &SseItem<'_>| match item {
+                        SseItem::Event(e) => {
+                            if let Ok(mut s) = state.lock() {
+                                s.last_event_id = e.id.to_owned();
+                                s.events += 1;
                             }
                         }
-                    }
+                        SseItem::Retry(ms) => retry = Duration::from_millis(*ms),
+                        _ => {}
+                    };
+                    let mut body = response.into_body();
+                    let _ended = self.read_events(&mut body, &mut decoder, seen).await;
                 }
                 Ok(response) => {
                     tracing::debug!(status = %response.status(), "event stream refused");

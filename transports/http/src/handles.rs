@@ -14,8 +14,8 @@ use crate::endpoint::Endpoint;
 pub type ResponseFuture = Pin<Box<dyn Future<Output = Response<Body>> + Send + 'static>>;
 
 /// A server's service as hyper calls it: every server of the crate, and a profile's, answers
-/// with a [`ResponseFuture`]. Implement it to run a service with
-/// [`serve_hyper`](crate::profile::serve_hyper) and
+/// with a [`ResponseFuture`]. Implement it (and [`HandlesWhole`]) to run a service with
+/// [`serve_profile`](crate::profile::serve_profile), or alone with
 /// [`serve_hyper_connection`](crate::profile::serve_hyper_connection).
 pub trait HandlesIncoming: Clone + Send + Sync + 'static {
     /// Answers one request.

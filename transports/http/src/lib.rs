@@ -103,7 +103,7 @@ pub use server::{
 /// Every client ([`HttpClient`], a profile's client such as MCP's) takes an `https://` URL and, optionally, a
 /// [`rustls::ClientConfig`] (`tls_config` on its builder); without one it trusts Mozilla's
 /// root certificates ([`default_tls`](crate::tls::default_tls)). The server side is
-/// `serve_tls` (and `profile::serve_hyper_tls` for a profile's service), with
+/// `serve_tls` (and `profile::serve_profile_tls` for a profile's service), with
 /// `rpcwire_tokio::tls::ServerTls`.
 #[cfg(feature = "tls")]
 pub mod tls {

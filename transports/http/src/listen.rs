@@ -1,7 +1,8 @@
 //! The accept loops every server of the crate runs (the JSON-RPC server's, a profile's), over
 //! TCP and TLS: a bounded number of connections, each told its protocol (HTTP/2 with prior
-//! knowledge from its first bytes, or ALPN), then served in a task of its own as its
-//! [`Connections`] say: on the HTTP/1.1 fast path, or through hyper.
+//! knowledge from its first bytes, or ALPN), then served in a task of its own as [`Fast`]
+//! says: on the HTTP/1.1 fast path, or through hyper. The loop and the TLS handshake are
+//! `rpcwire-tokio`'s ([`rpcwire_tokio::accept_loop`], `tls::spawn_handshake`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,7 +16,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::caller::ConnectionInfo;
 use crate::fast::{self, Posts};
-use crate::handles::{HandlesIncoming, HandlesWhole};
+use crate::handles::HandlesWhole;
 use crate::on_hyper::{serve_hyper_told, ConnectionError, Protocol};
 
 /// How an accept loop takes connections: at most `max_connections` at once (more wait in the
@@ -43,41 +44,6 @@ impl Listen {
     }
 }
 
-/// What an accept loop does with each connection it accepts.
-pub(crate) trait Connections: Clone + Send + Sync + 'static {
-    /// Serves one connection until it ends.
-    fn serve<I>(
-        self,
-        io: I,
-        protocol: Protocol,
-        info: ConnectionInfo,
-    ) -> impl Future<Output = Result<(), ConnectionError>> + Send + 'static
-    where
-        I: AsyncRead + AsyncWrite + Unpin + Send + 'static;
-}
-
-/// A service served through hyper alone, its connections closed after `idle` with no request
-/// under way.
-#[derive(Clone)]
-pub(crate) struct OnHyper<S> {
-    pub(crate) service: S,
-    pub(crate) idle: Duration,
-}
-
-impl<S: HandlesIncoming> Connections for OnHyper<S> {
-    fn serve<I>(
-        self,
-        io: I,
-        protocol: Protocol,
-        info: ConnectionInfo,
-    ) -> impl Future<Output = Result<(), ConnectionError>> + Send + 'static
-    where
-        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    {
-        serve_hyper_told(io, self.service, protocol, self.idle, info)
-    }
-}
-
 /// A service whose HTTP/1.1 connections are served on the fast path ([`fast::serve`]: its
 /// plain lane answering `posts`, when given; hyper past the first request it does not
 /// take), and the rest (HTTP/2, connections with a client certificate, every connection
@@ -86,6 +52,17 @@ pub(crate) struct Fast<S, P> {
     pub(crate) service: S,
     pub(crate) posts: Option<Arc<P>>,
     pub(crate) on: bool,
+}
+
+impl<S> Fast<S, fast::NoPosts> {
+    /// A profile's service: the fast path on, no plain lane.
+    fn profile(service: S) -> Self {
+        Fast {
+            service,
+            posts: None,
+            on: true,
+        }
+    }
 }
 
 impl<S: Clone, P> Clone for Fast<S, P> {
@@ -98,8 +75,9 @@ impl<S: Clone, P> Clone for Fast<S, P> {
     }
 }
 
-impl<S: HandlesWhole, P: Posts> Connections for Fast<S, P> {
-    fn serve<I>(
+impl<S: HandlesWhole, P: Posts> Fast<S, P> {
+    /// Serves one connection until it ends.
+    pub(crate) fn serve<I>(
         self,
         io: I,
         protocol: Protocol,
@@ -126,52 +104,51 @@ impl<S: HandlesWhole, P: Posts> Connections for Fast<S, P> {
 /// HTTP/1.1 or HTTP/2 with prior knowledge, told from the first bytes; on TLS, as ALPN
 /// chose, a client certificate verified under mutual TLS told to every request of its
 /// connection), until the future is dropped.
-pub(crate) async fn listen<C: Connections>(
+pub(crate) async fn listen<S: HandlesWhole, P: Posts>(
     listener: tokio::net::TcpListener,
     how: Listen,
-    connections: C,
+    connections: Fast<S, P>,
 ) {
     let (idle, reported) = (how.idle, how.reported);
-    accept_loop(
+    rpcwire_tokio::accept_loop(
         listener,
         how.max_connections,
         move |stream, peer, permit| {
             let connections = connections.clone();
             #[cfg(feature = "tls")]
-            let tls = how.tls.clone();
+            if let Some((tls, timeout)) = &how.tls {
+                rpcwire_tokio::tls::spawn_handshake(
+                    tls,
+                    stream,
+                    peer,
+                    *timeout,
+                    move |stream, cert| {
+                        let protocol = Protocol::from_alpn(stream.get_ref().1.alpn_protocol());
+                        let info = ConnectionInfo {
+                            peer,
+                            certificate: cert.map(Arc::new),
+                        };
+                        // A task of its own: it holds only the connection's state, not the handshake's.
+                        tokio::spawn(accepted(
+                            connections,
+                            stream,
+                            protocol,
+                            info,
+                            permit,
+                            reported,
+                        ));
+                    },
+                );
+                return;
+            }
             tokio::spawn(async move {
-                #[cfg(feature = "tls")]
-                if let Some((tls, timeout)) = tls {
-                    let (stream, certificate) = match tls.accept(stream, timeout).await {
-                        Ok(accepted) => accepted,
-                        Err(e) => {
-                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                            return;
-                        }
-                    };
-                    let protocol = Protocol::from_alpn(stream.get_ref().1.alpn_protocol());
-                    let info = ConnectionInfo {
-                        peer: Some(peer),
-                        certificate: certificate.map(Arc::new),
-                    };
-                    // A task of its own: it holds only the connection's state, not the handshake's.
-                    tokio::spawn(accepted(
-                        connections,
-                        stream,
-                        protocol,
-                        info,
-                        permit,
-                        reported,
-                    ));
-                    return;
-                }
                 let protocol = match is_h2(&stream, idle).await {
                     Some(true) => Protocol::Http2,
                     Some(false) => Protocol::Http1,
                     None => return,
                 };
                 // A task of its own: it holds only that protocol's state, not the sniffing's.
-                let info = ConnectionInfo::of_peer(Some(peer));
+                let info = ConnectionInfo::of_peer(peer);
                 tokio::spawn(accepted(
                     connections,
                     stream,
@@ -187,8 +164,8 @@ pub(crate) async fn listen<C: Connections>(
 }
 
 /// One connection an accept loop took, served by `connections` while it holds its slot.
-fn accepted<C, I>(
-    connections: C,
+fn accepted<S, P, I>(
+    connections: Fast<S, P>,
     io: I,
     protocol: Protocol,
     info: ConnectionInfo,
@@ -196,7 +173,8 @@ fn accepted<C, I>(
     reported: bool,
 ) -> impl Future<Output = ()> + Send
 where
-    C: Connections,
+    S: HandlesWhole,
+    P: Posts,
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let peer = info.peer;
@@ -255,33 +233,6 @@ impl<F: Future<Output = Result<(), ConnectionError>>> Future for Accepted<F> {
 /// The first bytes of an HTTP/2 connection with prior knowledge.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// Accepts connections on `listener` and hands each to `start` with a permit held while it
-/// lives: at most `max_connections` are open at once, and at the limit new clients wait in
-/// the backlog. A failed accept (out of file descriptors, say) is logged and retried after
-/// 50 ms.
-pub(crate) async fn accept_loop(
-    listener: tokio::net::TcpListener,
-    max_connections: usize,
-    start: impl Fn(tokio::net::TcpStream, std::net::SocketAddr, tokio::sync::OwnedSemaphorePermit),
-) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
-    loop {
-        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
-            return;
-        };
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        start(stream, peer, permit);
-    }
-}
-
 /// Whether the connection starts with the HTTP/2 preface (`None`: it closed first, or sent
 /// nothing within `idle`, and is closed).
 pub(crate) async fn is_h2(stream: &tokio::net::TcpStream, idle: Duration) -> Option<bool> {
@@ -312,39 +263,6 @@ pub(crate) async fn is_h2(stream: &tokio::net::TcpStream, idle: Duration) -> Opt
     }
 }
 
-/// Serves `service` on every connection accepted on `listener` (HTTP/1.1 with keep-alive and
-/// upgrades, and HTTP/2 with prior knowledge, told from the first bytes), all through hyper,
-/// at most `max_connections` at once (more wait in the listen backlog), until the future is
-/// dropped. A connection with no request under way (on HTTP/2: no stream; an open event
-/// stream counts as one) is closed after `idle`, which also bounds a request's head.
-pub async fn serve_hyper<S: HandlesIncoming>(
-    listener: tokio::net::TcpListener,
-    service: S,
-    max_connections: usize,
-    idle: Duration,
-) {
-    let how = Listen::tcp(max_connections, idle);
-    listen(listener, how, OnHyper { service, idle }).await;
-}
-
-/// [`serve_hyper`] over TLS (feature `tls`): each connection's handshake within
-/// `handshake_timeout`, HTTP/2 or HTTP/1.1 as ALPN chose, at most `max_connections` at once.
-#[cfg(feature = "tls")]
-pub async fn serve_hyper_tls<S: HandlesIncoming>(
-    listener: tokio::net::TcpListener,
-    service: S,
-    tls: rpcwire_tokio::tls::ServerTls,
-    handshake_timeout: Duration,
-    max_connections: usize,
-    idle: Duration,
-) {
-    let how = Listen {
-        tls: Some((tls, handshake_timeout)),
-        ..Listen::tcp(max_connections, idle)
-    };
-    listen(listener, how, OnHyper { service, idle }).await;
-}
-
 /// Serves `service` on every connection accepted on `listener` until dropped: HTTP/1.1
 /// connections on the crate's fast path, each request read whole and answered with
 /// [`HandlesWhole::handle_whole`] (handed to hyper at the first request it does not take),
@@ -356,15 +274,24 @@ pub async fn serve_hyper_tls<S: HandlesIncoming>(
 pub async fn serve_profile<S: HandlesWhole>(listener: tokio::net::TcpListener, service: S) {
     let endpoint = service.endpoint();
     let how = Listen::tcp(endpoint.max_connections(), endpoint.idle_connection());
-    let posts = None::<Arc<fast::NoPosts>>;
-    listen(
-        listener,
-        how,
-        Fast {
-            service,
-            posts,
-            on: true,
-        },
-    )
-    .await;
+    listen(listener, how, Fast::profile(service)).await;
+}
+
+/// [`serve_profile`] over TLS (feature `tls`): each connection's handshake within
+/// `handshake_timeout`, HTTP/2 or HTTP/1.1 as ALPN chose (HTTP/1.1 on the fast path unless
+/// the connection has a client certificate, which reaches the service with each request
+/// through hyper), the certificate reloaded as `tls` says.
+#[cfg(feature = "tls")]
+pub async fn serve_profile_tls<S: HandlesWhole>(
+    listener: tokio::net::TcpListener,
+    service: S,
+    tls: rpcwire_tokio::tls::ServerTls,
+    handshake_timeout: Duration,
+) {
+    let endpoint = service.endpoint();
+    let how = Listen {
+        tls: Some((tls, handshake_timeout)),
+        ..Listen::tcp(endpoint.max_connections(), endpoint.idle_connection())
+    };
+    listen(listener, how, Fast::profile(service)).await;
 }

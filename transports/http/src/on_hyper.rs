@@ -86,8 +86,8 @@ pub enum ConnectionError {
 }
 
 /// Serves `service` through hyper on one connection accepted by your own code (a TLS stream,
-/// with [`Protocol::from_alpn`]), until it ends; `idle` as in
-/// [`serve_hyper`](crate::profile::serve_hyper). See [`serve_connection`](crate::serve_connection)
+/// with [`Protocol::from_alpn`]), until it ends; a connection with no request under way (on
+/// HTTP/2: no stream; an open event stream counts as one) is closed after `idle`. See [`serve_connection`](crate::serve_connection)
 /// for the accept loop around it. What every server of the crate runs once a connection is
 /// not (or no longer) on the fast path.
 pub async fn serve_hyper_connection<I, S>(

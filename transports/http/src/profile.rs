@@ -31,11 +31,12 @@
 //!   guess.
 //! - The pipes between HTTP bodies and a long-lived `rpcwire-tokio` driver (a GET stream's, a
 //!   client's): [`ChannelReader`], [`send_body`], [`FrameWriter`].
-//! - Serving: [`HandlesIncoming`] (the service hyper calls), [`serve_hyper`] (an accept loop
-//!   with a connection limit and idle timeout, HTTP/1.1 and HTTP/2), [`serve_hyper_connection`]
-//!   (one connection you accepted, TLS say); [`serve_profile`] for a service that also answers
-//!   requests read whole ([`HandlesWhole`]): its HTTP/1.1 connections are served without a
-//!   hyper connection under each (no 16 KiB of buffers per open event stream).
+//! - Serving: [`HandlesIncoming`] (the service hyper calls) and [`HandlesWhole`] (the same
+//!   service answering requests read whole); [`serve_profile`] (an accept loop with a
+//!   connection limit and idle timeout: HTTP/1.1 on the fast path, without a hyper connection
+//!   under each, so no 16 KiB of buffers per open event stream; HTTP/2 through hyper) and
+//!   `serve_profile_tls` (feature `tls`); [`serve_hyper_connection`] (one connection you
+//!   accepted, through hyper).
 //!
 //! **Client side**: [`http_client`] with [`ClientTls`] (a pooled hyper client, `https://`
 //! with the `tls` feature), [`parse_url`], [`is_event_stream`], [`failure`],
@@ -81,9 +82,9 @@ pub use crate::connect::{
 pub use crate::endpoint::Endpoint;
 pub use crate::handles::{HandlesIncoming, HandlesWhole};
 pub use crate::ids::random_id;
+pub use crate::listen::serve_profile;
 #[cfg(feature = "tls")]
-pub use crate::listen::serve_hyper_tls;
-pub use crate::listen::{serve_hyper, serve_profile};
+pub use crate::listen::serve_profile_tls;
 pub use crate::media::{accepted_media, AcceptedMedia};
 pub use crate::on_hyper::serve_hyper_connection;
 pub use crate::pipe::{send_body, ChannelReader, FrameWriter};

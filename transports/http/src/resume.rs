@@ -8,12 +8,12 @@
 //! "priming" event (`p<stream>-0`, no data) tells the client the id to resume from before
 //! any message has come.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use rpcwire::wire::sse;
+use rpcwire::wire::sse::{self, Replay};
 use tokio::sync::{mpsc, Notify};
 
 use crate::stream::{StreamLimits, VecSink};
@@ -47,10 +47,8 @@ pub fn priming_event(stream: u64, retry_ms: u64) -> Bytes {
 
 #[derive(Default)]
 struct Events {
-    /// (seq, encoded event), oldest first.
-    list: VecDeque<(u64, Bytes)>,
-    bytes: usize,
-    last: u64,
+    /// The encoded events, numbered by their `seq`.
+    replay: Replay<Bytes>,
     done: bool,
 }
 
@@ -67,9 +65,9 @@ impl std::fmt::Debug for ResumableStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let e = self.events.lock().unwrap_or_else(PoisonError::into_inner);
         f.debug_struct("ResumableStream")
-            .field("held", &e.list.len())
-            .field("bytes", &e.bytes)
-            .field("last", &e.last)
+            .field("held", &e.replay.len())
+            .field("bytes", &e.replay.bytes())
+            .field("last", &e.replay.last())
             .field("done", &e.done)
             .finish()
     }
@@ -89,20 +87,10 @@ impl ResumableStream {
     /// a client resuming from before them would miss events).
     pub fn push(&self, event: Bytes, limits: &StreamLimits) -> (u64, bool) {
         let mut e = self.events.lock().unwrap_or_else(PoisonError::into_inner);
-        e.last += 1;
-        let seq = e.last;
-        e.bytes += event.len();
-        e.list.push_back((seq, event));
-        let mut whole = true;
-        while e.list.len() > limits.events || (e.bytes > limits.bytes && e.list.len() > 1) {
-            if let Some((_, old)) = e.list.pop_front() {
-                e.bytes -= old.len();
-                whole = false;
-            }
-        }
+        let pushed = e.replay.push(event, limits.events, limits.bytes);
         drop(e);
         self.changed.notify_waiters();
-        (seq, whole)
+        pushed
     }
 
     /// Marks the stream complete (its last event is in, or it ended without one): resumed
@@ -134,18 +122,12 @@ impl ResumableStream {
             changed.as_mut().enable();
             let (batch, done) = {
                 let e = self.events.lock().unwrap_or_else(PoisonError::into_inner);
-                let oldest = e.list.front().map_or(e.last + 1, |x| x.0);
-                if after + 1 < oldest {
+                let Some(held) = e.replay.after(after) else {
                     tracing::debug!("a resumed stream fell behind its buffer");
                     return false;
-                }
-                let batch: Vec<Bytes> = e
-                    .list
-                    .iter()
-                    .filter(|(seq, _)| *seq > after)
-                    .map(|(_, b)| b.clone())
-                    .collect();
-                after = e.last;
+                };
+                let batch: Vec<Bytes> = held.map(|(_, b)| b.clone()).collect();
+                after = e.replay.last();
                 (batch, e.done)
             };
             for event in batch {

@@ -8,13 +8,12 @@
 //! still held). The epoch changes with every stream (every server process): an id from another
 //! one resumes from the oldest event held.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use rpcwire::wire::ser::Sink;
-use rpcwire::wire::sse;
+use rpcwire::wire::sse::{self, Replay};
 use rpcwire::wire::Framing;
 use rpcwire_tokio::{Builder, Client};
 use tokio::sync::{mpsc, watch};
@@ -47,21 +46,14 @@ pub struct StreamLimits {
     pub retry: Duration,
 }
 
-struct Ring {
-    /// (sequence, message) in order; sequences have no gaps.
-    events: VecDeque<(u64, Bytes)>,
-    bytes: usize,
-    /// The sequence the next event gets (the first is 1).
-    next: u64,
-}
-
 /// The server side of the GET streams: a connection whose messages (sent through its
 /// [`client`](EventHub::client)) are numbered, kept in a bounded buffer and sent to every
 /// open GET stream; a GET with `Last-Event-ID` resumes after the event it names. POSTed
 /// responses to its calls go back to it with [`deliver`](EventHub::deliver).
 pub struct EventHub {
     epoch: String,
-    ring: Mutex<Ring>,
+    /// The messages, numbered by their sequence.
+    ring: Mutex<Replay<Bytes>>,
     /// The sequence of the last event pushed: GET streams wait on it.
     last: watch::Sender<u64>,
     client: Client,
@@ -98,11 +90,7 @@ impl EventHub {
             .unwrap_or(0);
         let hub = Arc::new(EventHub {
             epoch: format!("{epoch:x}"),
-            ring: Mutex::new(Ring {
-                events: VecDeque::new(),
-                bytes: 0,
-                next: 1,
-            }),
+            ring: Mutex::new(Replay::new()),
             last: watch::channel(0).0,
             ends: watch::channel(0).0,
             client,
@@ -126,23 +114,11 @@ impl EventHub {
     }
 
     fn push(&self, message: Bytes) {
-        let seq = {
-            let Ok(mut ring) = self.ring.lock() else {
-                return;
-            };
-            let seq = ring.next;
-            ring.next += 1;
-            ring.bytes += message.len();
-            ring.events.push_back((seq, message));
-            while ring.events.len() > self.limits.events
-                || (ring.bytes > self.limits.bytes && ring.events.len() > 1)
-            {
-                if let Some((_, old)) = ring.events.pop_front() {
-                    ring.bytes -= old.len();
-                }
-            }
-            seq
+        let Ok(mut ring) = self.ring.lock() else {
+            return;
         };
+        let (seq, _) = ring.push(message, self.limits.events, self.limits.bytes);
+        drop(ring);
         self.last.send_replace(seq);
     }
 
@@ -160,7 +136,7 @@ impl EventHub {
     /// ours, from the oldest event held when it is another stream's, else with the next event.
     pub fn start_after(&self, last_event_id: Option<&str>) -> u64 {
         let (oldest, next) = match self.ring.lock() {
-            Ok(ring) => (ring.events.front().map_or(ring.next, |e| e.0), ring.next),
+            Ok(ring) => (ring.oldest(), ring.last() + 1),
             Err(_) => return 0,
         };
         let Some(id) = last_event_id else {
@@ -179,16 +155,12 @@ impl EventHub {
     /// `after` were already dropped from the buffer (the stream fell too far behind).
     fn encode_after(&self, after: u64, out: &mut Vec<u8>) -> Option<u64> {
         let ring = self.ring.lock().ok()?;
-        let oldest = ring.events.front().map_or(ring.next, |e| e.0);
-        if after + 1 < oldest {
-            return None;
-        }
         let mut last = after;
-        for (seq, message) in ring.events.iter().skip((after + 1 - oldest) as usize) {
+        for (seq, message) in ring.after(after)? {
             let id = format!("{}-{seq}", self.epoch);
             let data = std::str::from_utf8(message).unwrap_or("");
             sse::write_event(&mut VecSink(out), Some("message"), Some(&id), data);
-            last = *seq;
+            last = seq;
         }
         Some(last)
     }

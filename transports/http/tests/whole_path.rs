@@ -1,5 +1,5 @@
 //! `profile::serve_profile`'s HTTP/1.1 path (requests read whole, answered without a hyper
-//! connection) against `profile::serve_hyper` serving the same service, on raw sockets: the
+//! connection) against `profile::serve_hyper_connection` serving the same service, on raw sockets: the
 //! same bytes on the wire (the `date` value aside) for JSON answers, refusals with several
 //! header values, a 204, `Connection: close` either way, event streams (chunked), pipelined
 //! requests behind a stream, bodies at the limit's edge and past it, a slow body; a client
@@ -17,11 +17,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{header, HeaderValue, Request, StatusCode};
 use rpcwire_http::profile::{
-    after_body, event_stream, json, parse_event_id, read_post_body, refuse, serve_hyper,
+    after_body, event_stream, json, parse_event_id, read_post_body, refuse, serve_hyper_connection,
     serve_profile, status, Body, Endpoint, HandlesIncoming, HandlesWhole, ParkedStreams,
     StreamRelay,
 };
-use rpcwire_http::ResponseFuture;
+use rpcwire_http::{Protocol, ResponseFuture};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -197,7 +197,13 @@ async fn twins() -> ((SocketAddr, Service), (SocketAddr, Service)) {
         if whole {
             tokio::spawn(serve_profile(listener, s));
         } else {
-            tokio::spawn(serve_hyper(listener, s, 100, Duration::from_secs(30)));
+            // Every connection through hyper alone.
+            tokio::spawn(async move {
+                while let Ok((tcp, _)) = listener.accept().await {
+                    let (s, idle) = (s.clone(), Duration::from_secs(30));
+                    tokio::spawn(serve_hyper_connection(tcp, s, Protocol::Http1, idle));
+                }
+            });
         }
         (addr, service)
     };

@@ -465,7 +465,7 @@ async fn notify_all_refuses_params_that_are_not_structured() {
     let hub = Hub::new();
     assert!(matches!(
         hub.notify_all("x", 5),
-        Err(ws::NotifyError::NotStructured)
+        Err(rpcwire_tokio::CallError::ParamsNotStructured)
     ));
     assert_eq!(hub.notify_all("x", ()).unwrap(), 0);
     assert_eq!(hub.notify_all("x", [1]).unwrap(), 0);

@@ -2,6 +2,10 @@
 //! established by the service ([`Service::admit`](crate::Service::admit)) from what the
 //! transport knows (the peer's address, the TLS client certificate), then the connection runs
 //! in a driver task of its own under the server's connection limit.
+//!
+//! The loop itself ([`accept_loop`]: the connection limit, a failed accept retried) and the
+//! TLS handshake in a task of its own ([`tls::spawn_handshake`](crate::tls::spawn_handshake))
+//! are building blocks: `rpcwire-http`'s servers accept with them too.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -49,9 +53,11 @@ impl IntoHalves for crate::tls::TlsStream<tokio::net::TcpStream> {
     }
 }
 
-/// A listener an accept loop takes connections from.
-trait Listener {
-    type Stream: IntoHalves;
+/// A listener [`accept_loop`] takes connections from: TCP (Nagle off on each connection) and
+/// Unix domain sockets.
+pub trait Listener {
+    /// A connection accepted.
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
     /// The next connection and its peer's address, where it has one.
     fn accept(
         &self,
@@ -132,18 +138,8 @@ impl Builder {
     #[cfg(feature = "tls")]
     pub async fn serve_tls(self, listener: TcpListener, tls: crate::tls::ServerTls) {
         self.accept_loop(listener, move |builder, stream, peer, permit| {
-            let tls = tls.clone();
-            // The handshake waits in a task of its own, which ends once the connection runs
-            // (its future, sized for the handshake, is not kept).
-            tokio::spawn(async move {
-                let timeout = builder.service_ref().handshake_timeout_value();
-                let (stream, certificate) = match tls.accept(stream, timeout).await {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        tracing::debug!(?peer, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                };
+            let timeout = builder.service_ref().handshake_timeout_value();
+            crate::tls::spawn_handshake(&tls, stream, peer, timeout, move |stream, certificate| {
                 builder.admit_and_serve(transport::TLS, stream, peer, certificate, permit);
             });
         })
@@ -155,35 +151,14 @@ impl Builder {
     async fn accept_loop<L, F>(self, listener: L, serve: F)
     where
         L: Listener,
+        L::Stream: IntoHalves,
         F: Fn(Builder, L::Stream, Option<std::net::SocketAddr>, OwnedSemaphorePermit),
     {
-        let slots = Arc::new(Semaphore::new(self.max_connections));
-        loop {
-            let permit = match Arc::clone(&slots).try_acquire_owned() {
-                Ok(permit) => permit,
-                Err(_) => {
-                    tracing::warn!(
-                        limit = self.max_connections,
-                        "connection limit reached: new connections wait until one ends"
-                    );
-                    match Arc::clone(&slots).acquire_owned().await {
-                        Ok(permit) => permit,
-                        // The semaphore is never closed.
-                        Err(_) => return,
-                    }
-                }
-            };
-            let (stream, peer) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // Out of descriptors and the like: wait and go on.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            serve(self.clone(), stream, peer, permit);
-        }
+        let limit = self.max_connections;
+        accept_loop(listener, limit, |stream, peer, permit| {
+            serve(self.clone(), stream, peer, permit)
+        })
+        .await
     }
 
     /// Establishes an accepted connection's caller ([`Service::admit`](crate::Service::admit):
@@ -248,5 +223,45 @@ impl Builder {
             }
             drop(permit);
         });
+    }
+}
+
+/// Accepts connections on `listener` and hands each to `start` with a permit it holds while it
+/// lives: at most `max_connections` (at least 1) are open at once, and at the limit new
+/// clients wait in the listen backlog (logged once per wait). A failed accept (out of file
+/// descriptors, say) is logged and retried after 50 ms. Runs until dropped; connections
+/// already handed on go on.
+pub async fn accept_loop<L: Listener>(
+    listener: L,
+    max_connections: usize,
+    start: impl Fn(L::Stream, Option<std::net::SocketAddr>, OwnedSemaphorePermit),
+) {
+    let max_connections = max_connections.max(1);
+    let slots = Arc::new(Semaphore::new(max_connections));
+    loop {
+        let permit = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                tracing::warn!(
+                    limit = max_connections,
+                    "connection limit reached: new connections wait until one ends"
+                );
+                match Arc::clone(&slots).acquire_owned().await {
+                    Ok(permit) => permit,
+                    // The semaphore is never closed.
+                    Err(_) => return,
+                }
+            }
+        };
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of descriptors and the like: wait and go on.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        start(stream, peer, permit);
     }
 }

@@ -93,6 +93,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::task::JoinHandle;
 
+pub use accept::{accept_loop, Listener};
 pub use rpcwire::wire::Framing;
 pub use rpcwire::ErrorCode;
 #[cfg(feature = "jwt")]

@@ -350,6 +350,29 @@ impl ServerTls {
     }
 }
 
+/// Runs the server side of `stream`'s handshake ([`ServerTls::accept`], within `timeout`) in a
+/// task of its own and hands the TLS stream and the client's verified certificate to `then`;
+/// a handshake that fails or runs late is logged (`peer` named) and the connection dropped.
+/// The task ends with `then`, so that its future, sized for the handshake, is not kept while
+/// the connection runs. The accept loops over TLS (this crate's, `rpcwire-http`'s) use it.
+pub fn spawn_handshake<F>(
+    tls: &ServerTls,
+    stream: TcpStream,
+    peer: Option<std::net::SocketAddr>,
+    timeout: Duration,
+    then: F,
+) where
+    F: FnOnce(TlsStream<TcpStream>, Option<PeerCertificate>) + Send + 'static,
+{
+    let tls = tls.clone();
+    tokio::spawn(async move {
+        match tls.accept(stream, timeout).await {
+            Ok((stream, certificate)) => then(stream, certificate),
+            Err(e) => tracing::debug!(?peer, error = %e, "TLS handshake failed"),
+        }
+    });
+}
+
 /// The subject and subject alternative names of a certificate (already verified by rustls);
 /// a certificate that does not parse keeps its DER with an empty subject.
 pub fn peer_certificate(der: &[u8]) -> PeerCertificate {

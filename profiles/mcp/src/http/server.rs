@@ -18,8 +18,8 @@ use std::time::Duration;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use rpcwire_http::profile::{
-    after_body, connection_peer, event_stream, parse_event_id, refuse, serve_hyper,
-    serve_hyper_connection, status, traced_caller, Body, Endpoint, HandlesIncoming,
+    after_body, connection_peer, event_stream, parse_event_id, refuse, serve_hyper_connection,
+    serve_profile, status, traced_caller, Body, Endpoint, HandlesIncoming, HandlesWhole,
 };
 use rpcwire_http::{ConnectionError, Protocol, ResponseFuture};
 use rpcwire_service::Responder;
@@ -128,13 +128,13 @@ where
 /// Serves `service` on every connection accepted on `listener` (HTTP/1.1, and HTTP/2 with
 /// prior knowledge), at most
 /// [`McpHttpServer::max_connections`](super::McpHttpServer::max_connections) at once, until
-/// the future is dropped. A connection with no request under way (on HTTP/2: no stream) is
-/// closed after
+/// the future is dropped: HTTP/1.1 requests within the body limit read whole and answered
+/// without a hyper connection under each (an open stream holds no hyper buffers), HTTP/2 and
+/// the rest through hyper ([`serve_profile`]). A connection with no request under way (on
+/// HTTP/2: no stream) is closed after
 /// [`McpHttpServer::idle_connection_timeout`](super::McpHttpServer::idle_connection_timeout).
 pub async fn serve(listener: tokio::net::TcpListener, service: McpService) {
-    let endpoint = &service.inner.endpoint;
-    let (limit, idle) = (endpoint.max_connections(), endpoint.idle_connection());
-    serve_hyper(listener, service, limit, idle).await;
+    serve_profile(listener, service).await;
 }
 
 /// Serves `service` over TLS on `listener` (feature `tls`): HTTPS with HTTP/2 or HTTP/1.1
@@ -147,10 +147,7 @@ pub async fn serve_tls(
     tls: rpcwire_tokio::tls::ServerTls,
     handshake_timeout: Duration,
 ) {
-    let endpoint = &service.inner.endpoint;
-    let (limit, idle) = (endpoint.max_connections(), endpoint.idle_connection());
-    rpcwire_http::profile::serve_hyper_tls(listener, service, tls, handshake_timeout, limit, idle)
-        .await;
+    rpcwire_http::profile::serve_profile_tls(listener, service, tls, handshake_timeout).await;
 }
 
 /// Serves `service` on one connection accepted by your own code (a TLS stream, say), until it
@@ -175,6 +172,16 @@ impl HandlesIncoming for McpService {
     /// The peer's address, for a rate limit that counts unauthenticated callers by it.
     fn wants_peer(&self) -> bool {
         self.inner.responder.service().rate_limiter().is_some()
+    }
+}
+
+impl HandlesWhole for McpService {
+    fn endpoint(&self) -> &Endpoint {
+        &self.inner.endpoint
+    }
+
+    fn handle_whole(&self, req: Request<Body>) -> ResponseFuture {
+        self.handle(req)
     }
 }
 

@@ -160,9 +160,9 @@ impl HandlesWhole for RpcService {
 impl Inner {
     async fn handle<B>(
         self: Arc<Self>,
-        // Mutable only for the WebSocket upgrade, which moves a subprotocol bearer token into
+        // Mutable for the WebSocket upgrade, which moves a subprotocol bearer token into
         // `Authorization` before the request is authenticated.
-        #[cfg_attr(not(feature = "ws"), allow(unused_mut))] mut req: Request<B>,
+        mut req: Request<B>,
     ) -> Response<Body>
     where
         B: http_body::Body + Send + 'static,
@@ -193,20 +193,7 @@ impl Inner {
             let r = refuse(StatusCode::FORBIDDEN, why);
             return self.after_body(req, r).await;
         }
-        if self.service.authenticator_ref().is_some()
-            && crate::challenge::has_query_token(req.uri())
-        {
-            // Never read: a URL ends up in logs and histories.
-            let r = crate::challenge::BearerChallenge::default().token_in_query();
-            return self.after_body(req, r).await;
-        }
-        // A browser's upgrade names its token as a subprotocol (it cannot set the header).
-        #[cfg(feature = "ws")]
-        if self.service.authenticator_ref().is_some()
-            && crate::ws::handshake::is_upgrade(&req)
-            && crate::ws::handshake::bearer_to_authorization(req.headers_mut()).is_err()
-        {
-            let r = crate::challenge::unauthenticated(&rpcwire_tokio::AuthError::Malformed);
+        if let Some(r) = crate::challenge::misplaced_credentials(&self.service, &mut req) {
             return self.after_body(req, r).await;
         }
         let peer = connection_peer(&req);

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::caller::ConnectionInfo;
-use crate::listen::{listen, Connections, Fast, Listen};
+use crate::listen::{listen, Fast, Listen};
 use crate::on_hyper::{ConnectionError, Protocol};
 
 use super::rpc::{Inner, RpcService};

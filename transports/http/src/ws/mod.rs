@@ -5,7 +5,8 @@
 //! One JSON-RPC message or batch travels in one text message, either way. Either side may
 //! call the other and send notifications; a server reaches one connection through its
 //! [`Client`](rpcwire_tokio::Client) ([`WsServer::on_connect`], or [`Context::peer`](rpcwire_tokio::Context::peer)
-//! inside a handler) or all of them through its [`Hub`].
+//! inside a handler) or all of them through its [`Hub`] (the service layer's
+//! `rpcwire_service::Hub`).
 //!
 //! ```
 //! use rpcwire_http::ws::{self, WsConfig, WsServer};
@@ -60,7 +61,8 @@ mod server;
 
 pub use config::WsConfig;
 pub use handshake::{is_upgrade, BEARER_SUBPROTOCOL_PREFIX, JSONRPC_SUBPROTOCOL};
-pub use server::{Hub, NotifyError, WsServer};
+pub use rpcwire_service::Hub;
+pub use server::WsServer;
 
 use rpcwire_tokio::{Builder, Session};
 
@@ -166,5 +168,5 @@ async fn connect_over(
         let crate::connect::Tls = tls;
         tokio_tungstenite::connect_async_with_config(url, Some(config.tungstenite()), true).await?
     };
-    Ok(config.driver(builder).run_io(io::WsIo::new(ws, config)))
+    Ok(io::run(ws, builder, config))
 }

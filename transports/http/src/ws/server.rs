@@ -1,20 +1,16 @@
-//! The WebSocket server: the upgrade (from any hyper service, or from its own listener), the
-//! connections it holds, and the hub that reaches all of them.
+//! The WebSocket server: the upgrade (from any hyper service, or from its own listener), and
+//! the connections it holds (in the service layer's [`Hub`], which reaches all of them).
 
-use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
 
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rpcwire_tokio::{AuthError, Builder, Caller, Client, Identity};
-use serde::Serialize;
-use serde_json::value::RawValue;
+use rpcwire_service::Hub;
+use rpcwire_tokio::{Builder, Caller, Client, Identity};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -23,107 +19,7 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::WebSocketStream;
 
 use super::config::WsConfig;
-use super::handshake::{bearer_to_authorization, chosen, is_upgrade};
-use super::io::WsIo;
-
-/// The connections a server holds, to notify all of them (or look one up).
-///
-/// A notification to a connection whose peer does not read waits at most the server's send
-/// timeout in a task of its own; the others get theirs meanwhile.
-#[derive(Clone, Debug, Default)]
-pub struct Hub {
-    inner: Arc<HubInner>,
-}
-
-#[derive(Debug, Default)]
-struct HubInner {
-    next: AtomicU64,
-    clients: Mutex<HashMap<u64, Client>>,
-    send_timeout: Mutex<Option<Duration>>,
-}
-
-impl Hub {
-    /// An empty hub (give it to [`WsServer::hub`] to share it, for example with a handler
-    /// that broadcasts).
-    pub fn new() -> Self {
-        Hub::default()
-    }
-
-    fn clients_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Client>> {
-        self.inner
-            .clients
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn add(&self, client: Client) -> u64 {
-        let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
-        self.clients_map().insert(id, client);
-        id
-    }
-
-    fn remove(&self, id: u64) {
-        self.clients_map().remove(&id);
-    }
-
-    /// How many connections are open.
-    pub fn len(&self) -> usize {
-        self.clients_map().len()
-    }
-
-    /// True when no connection is open.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// A [`Client`] for each open connection.
-    pub fn clients(&self) -> Vec<Client> {
-        self.clients_map().values().cloned().collect()
-    }
-
-    /// Sends the notification `method` with `params` to every open connection, each in a task
-    /// of its own (must be called inside a tokio runtime); returns how many connections it
-    /// went to. Params must be an array, an object or `()` (none); others, and params that
-    /// do not serialize, fail here, before anything is sent.
-    pub fn notify_all<P: Serialize>(&self, method: &str, params: P) -> Result<usize, NotifyError> {
-        let params = serde_json::value::to_raw_value(&params)?;
-        let structured = matches!(params.get().as_bytes().first(), Some(b'[' | b'{'));
-        if !structured && params.get() != "null" {
-            return Err(NotifyError::NotStructured);
-        }
-        let params: Arc<RawValue> = Arc::from(params);
-        let timeout = self
-            .inner
-            .send_timeout
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .unwrap_or(Duration::from_secs(10));
-        let clients = self.clients();
-        for client in &clients {
-            let client = client.clone();
-            let method = method.to_owned();
-            let params = Arc::clone(&params);
-            tokio::spawn(async move {
-                let sent = tokio::time::timeout(timeout, client.notify(&method, &*params)).await;
-                if !matches!(sent, Ok(Ok(()))) {
-                    tracing::debug!(method, "notification not delivered to one connection");
-                }
-            });
-        }
-        Ok(clients.len())
-    }
-}
-
-/// Why [`Hub::notify_all`] sent nothing.
-#[derive(Debug, thiserror::Error)]
-pub enum NotifyError {
-    /// The params did not serialize.
-    #[error("notification params do not serialize: {0}")]
-    Serialize(#[from] serde_json::Error),
-    /// The params are not an array, an object or none, as JSON-RPC requires.
-    #[error("notification params must be an array or an object")]
-    NotStructured,
-}
+use super::handshake::{chosen, is_upgrade};
 
 /// What a server calls for each connection it accepts.
 type ConnectHook = Arc<dyn Fn(Client) + Send + Sync>;
@@ -159,10 +55,7 @@ impl WsServer {
     /// limits. At most [`rpcwire_tokio::DEFAULT_MAX_CONNECTIONS`] connections.
     pub fn new(builder: Builder, config: WsConfig) -> Self {
         let hub = Hub::new();
-        *hub.inner
-            .send_timeout
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(config.send_timeout);
+        hub.set_send_timeout(config.send_timeout);
         WsServer {
             builder: config.driver(builder),
             config,
@@ -185,10 +78,7 @@ impl WsServer {
     /// Uses `hub` for this server's connections (to share it with handlers made before the
     /// server, such as a method that broadcasts).
     pub fn with_hub(mut self, hub: Hub) -> Self {
-        *hub.inner
-            .send_timeout
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(self.config.send_timeout);
+        hub.set_send_timeout(self.config.send_timeout);
         self.hub = hub;
         self
     }
@@ -311,7 +201,7 @@ impl WsServer {
         if let Some(caller) = caller {
             builder = builder.shared_caller(caller);
         }
-        let session = builder.run_io(WsIo::new(ws, &self.config));
+        let session = super::io::run(ws, builder, &self.config);
         let id = self.hub.add(session.client().clone());
         if let Some(hook) = &self.on_connect {
             hook(session.client().clone());
@@ -346,44 +236,36 @@ impl WsServer {
         res.map(Full::new)
     }
 
-    /// [`handle`](Self::handle) for a request from `peer`, with the builder's authenticator
-    /// (if it has one) asked first about an upgrade: a caller it refuses gets the refusal
-    /// (401 with `WWW-Authenticate: Bearer`, 400 for a malformed `Authorization` header or a
-    /// token in the query string), never a 101; one it lets in runs the connection as that
-    /// caller (its identity and the upgrade's headers in the handlers' `Context`).
+    /// [`handle`](Self::handle) for a request from `peer`, an upgrade's caller established
+    /// first as the HTTP server establishes a request's ([`admit`](crate::profile::admit), the
+    /// bearer subprotocol and the query checked before): a caller the builder's authenticator
+    /// refuses gets the refusal (401 with `WWW-Authenticate: Bearer`, 400 for a malformed
+    /// `Authorization` header or a token in the query string), never a 101; one it lets in runs
+    /// the connection as that caller (its identity and the upgrade's headers in the handlers'
+    /// `Context`).
     async fn handle_from<B>(
         &self,
         mut req: Request<B>,
-        peer: std::net::SocketAddr,
+        peer: Option<std::net::SocketAddr>,
     ) -> Response<Full<Bytes>> {
-        let service = self.builder.service_ref();
         if !is_upgrade(&req) {
             return self.handle(req);
         }
-        let caller = if service.authenticator_ref().is_some() {
-            let refused = |r: Response<crate::body::Body>| {
-                r.map(|body| Full::new(body.into_full().unwrap_or_default()))
-            };
-            if crate::challenge::has_query_token(req.uri()) {
-                // Never read: a URL ends up in logs and histories.
-                let r = crate::challenge::BearerChallenge::default().token_in_query();
-                return refused(r);
-            }
-            if bearer_to_authorization(req.headers_mut()).is_err() {
-                return refused(crate::challenge::unauthenticated(&AuthError::Malformed));
-            }
-            let transport = crate::transport::WEBSOCKET;
-            let asked = crate::caller::admit(service, req.headers(), transport, Some(peer), None);
-            match asked.await {
-                Ok(caller) => caller.with_meta(req.headers().clone()),
-                Err(refusal) => return refused(refusal),
-            }
-        } else {
-            Caller::new(Identity::anonymous(), crate::transport::WEBSOCKET)
-                .with_peer(peer)
-                .with_meta(req.headers().clone())
+        let refused = |r: Response<crate::body::Body>| {
+            r.map(|b| Full::new(b.into_full().unwrap_or_default()))
         };
-        req.extensions_mut().insert(Arc::new(caller));
+        let service = self.builder.service_ref();
+        if let Some(r) = crate::challenge::misplaced_credentials(service, &mut req) {
+            return refused(r);
+        }
+        let transport = crate::transport::WEBSOCKET;
+        match crate::caller::admit(service, req.headers(), transport, peer, None).await {
+            Ok(caller) => {
+                let caller = caller.with_meta(req.headers().clone());
+                req.extensions_mut().insert(Arc::new(caller));
+            }
+            Err(refusal) => return refused(refusal),
+        }
         self.handle(req)
     }
 
@@ -396,7 +278,7 @@ impl WsServer {
         // No bound on TCP connections here: the limit applies to upgrades (503 past it).
         let unbounded = tokio::sync::Semaphore::MAX_PERMITS;
         let handshake = self.config.handshake_timeout;
-        crate::listen::accept_loop(listener, unbounded, move |stream, peer, permit| {
+        rpcwire_tokio::accept_loop(listener, unbounded, move |stream, peer, permit| {
             let server = self.clone();
             tokio::spawn(async move {
                 let _permit = permit;
@@ -408,7 +290,7 @@ impl WsServer {
                     .serve_connection(TokioIo::new(stream), service)
                     .with_upgrades();
                 if let Err(e) = conn.await {
-                    tracing::debug!(%peer, error = %e, "HTTP connection failed");
+                    tracing::debug!(?peer, error = %e, "HTTP connection failed");
                 }
             });
         })
