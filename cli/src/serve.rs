@@ -30,8 +30,8 @@ pub(crate) struct ServeArgs {
     /// With --http: the path served.
     #[arg(long, value_name = "PATH", default_value = "/rpc", requires = "http")]
     pub(crate) path: String,
-    /// With --http: accept any Host and Origin (default: loopback names only).
-    #[arg(long, requires = "http")]
+    /// With --http or --ws: accept any Host and Origin (default: loopback names only).
+    #[arg(long, requires = "web")]
     pub(crate) any_host: bool,
     /// Serial baud rate (default 115200).
     #[arg(long, value_name = "N", requires = "serial")]
@@ -317,7 +317,15 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
             Err(code) => return code,
         };
         let (max, conns) = (args.max_frame, args.max_connections);
-        return rpcwire_cli::ws::serve(&args.ws, builder, max, conns, policy.as_ref()).await;
+        return rpcwire_cli::ws::serve(
+            &args.ws,
+            builder,
+            max,
+            conns,
+            policy.as_ref(),
+            args.any_host,
+        )
+        .await;
     }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => {

@@ -136,13 +136,15 @@ pub fn ws_demo_router(hub: Hub) -> Router {
         .describe("whoami", "no params -> who this connection's caller is")
 }
 
-/// `rpcwire serve --ws ADDR`: serves the demo service over WebSocket until stopped.
+/// `rpcwire serve --ws ADDR`: serves the demo service over WebSocket until stopped; with
+/// `any_host` (`--any-host`), to any `Host` and `Origin`, else to the loopback names only.
 pub async fn serve(
     args: &WsServeArgs,
     builder: Builder,
     max_message: usize,
     max_connections: usize,
     policy: Option<&crate::policy::Policy>,
+    any_host: bool,
 ) -> ExitCode {
     let Some(addr) = args.ws.as_deref() else {
         return ExitCode::from(EXIT_USAGE);
@@ -180,7 +182,11 @@ pub async fn serve(
     let server = WsServer::new(builder.router(router), config)
         .with_hub(hub.clone())
         .max_connections(max_connections)
-        .console(args.console);
+        .console(args.console)
+        .hosts(match any_host {
+            true => rpcwire_http::HostPolicy::Any,
+            false => rpcwire_http::HostPolicy::loopback(),
+        });
     let (listener, local) = match crate::listen(addr).await {
         Ok(listening) => listening,
         Err(code) => return code,

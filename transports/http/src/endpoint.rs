@@ -70,6 +70,28 @@ impl HostPolicy {
             },
         }
     }
+
+    /// Why `req` is refused with 403 (DNS-rebinding and cross-site protection), if it is: its
+    /// `Host` (or, in HTTP/2, its authority) is not an accepted host, or its `Origin`, when
+    /// sent, is not an `http` or `https` origin on one.
+    pub fn refusal<B>(&self, req: &Request<B>) -> Option<&'static str> {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| req.uri().authority().map(|a| a.as_str()));
+        match host {
+            Some(h) if self.allows_host(h) => {}
+            None if *self == HostPolicy::Any => {}
+            _ => return Some("host not allowed\n"),
+        }
+        match req.headers().get(header::ORIGIN) {
+            Some(origin) if !origin.to_str().is_ok_and(|o| self.allows_origin(o)) => {
+                Some("origin not allowed\n")
+            }
+            _ => None,
+        }
+    }
 }
 
 /// `host:port` → `host` (IPv6 literals keep their brackets). Byte searches: this runs for
@@ -214,26 +236,9 @@ impl Endpoint {
         self.idle_connection = idle.max(Duration::from_millis(1));
     }
 
-    /// Why `req` is refused with 403 (DNS-rebinding protection), if it is: its `Host` (or, in
-    /// HTTP/2, its authority) is not an accepted host, or its `Origin`, when sent, is not an
-    /// `http` or `https` origin on one.
+    /// Why `req` is refused with 403, if it is: [`HostPolicy::refusal`] of its hosts.
     pub fn refusal<B>(&self, req: &Request<B>) -> Option<&'static str> {
-        let host = req
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| req.uri().authority().map(|a| a.as_str()));
-        match host {
-            Some(h) if self.hosts.allows_host(h) => {}
-            None if self.hosts == HostPolicy::Any => {}
-            _ => return Some("host not allowed\n"),
-        }
-        match req.headers().get(header::ORIGIN) {
-            Some(origin) if !origin.to_str().is_ok_and(|o| self.hosts.allows_origin(o)) => {
-                Some("origin not allowed\n")
-            }
-            _ => None,
-        }
+        self.hosts.refusal(req)
     }
 }
 

@@ -500,3 +500,48 @@ async fn a_connection_without_its_upgrade_is_closed_after_the_handshake_timeout(
     .unwrap();
     assert_eq!(next_text(&mut ws).await["result"], 19);
 }
+
+#[tokio::test]
+async fn the_standalone_server_refuses_foreign_hosts_and_origins() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Error;
+
+    // An upgrade with `host` and `origin` to the server; its HTTP status.
+    async fn status(url: &str, host: Option<&str>, origin: Option<&str>) -> u16 {
+        let mut request = url.into_client_request().unwrap();
+        if let Some(host) = host {
+            request.headers_mut().insert("host", host.parse().unwrap());
+        }
+        if let Some(origin) = origin {
+            request
+                .headers_mut()
+                .insert("origin", origin.parse().unwrap());
+        }
+        match tokio_tungstenite::connect_async(request).await {
+            Ok((_, response)) => response.status().as_u16(),
+            Err(Error::Http(response)) => response.status().as_u16(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    let (url, _) = start(WsConfig::default()).await;
+    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    let local = format!("localhost:{port}");
+    assert_eq!(status(&url, None, None).await, 101);
+    assert_eq!(
+        status(&url, Some(&local), Some("http://localhost")).await,
+        101
+    );
+    // A rebound DNS name, and a page of another site: refused before any upgrade.
+    assert_eq!(status(&url, Some("evil.example"), None).await, 403);
+    assert_eq!(status(&url, None, Some("https://evil.example")).await, 403);
+
+    // Any host, when the server says so.
+    let server = WsServer::new(Builder::new().router(Router::new()), WsConfig::default())
+        .hosts(rpcwire_http::HostPolicy::Any);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/rpc", listener.local_addr().unwrap());
+    tokio::spawn(server.serve_tcp(listener));
+    let foreign = Some("https://evil.example");
+    assert_eq!(status(&url, Some("evil.example"), foreign).await, 101);
+}

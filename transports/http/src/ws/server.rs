@@ -20,6 +20,7 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::config::WsConfig;
 use super::handshake::{chosen, is_upgrade};
+use crate::HostPolicy;
 
 /// What a server calls for each connection it accepts.
 type ConnectHook = Arc<dyn Fn(Client) + Send + Sync>;
@@ -35,6 +36,7 @@ pub struct WsServer {
     slots: Arc<Semaphore>,
     max_connections: usize,
     console: bool,
+    hosts: HostPolicy,
     on_connect: Option<ConnectHook>,
 }
 
@@ -63,8 +65,19 @@ impl WsServer {
             slots: Arc::new(Semaphore::new(rpcwire_tokio::DEFAULT_MAX_CONNECTIONS)),
             max_connections: rpcwire_tokio::DEFAULT_MAX_CONNECTIONS,
             console: false,
+            hosts: HostPolicy::loopback(),
             on_connect: None,
         }
+    }
+
+    /// Which `Host` and `Origin` values [`serve_tcp`](Self::serve_tcp) accepts (default: the
+    /// loopback names, as the HTTP server's): any other request, an upgrade or the console
+    /// page, gets 403 before anything else, so that a web page cannot reach the server
+    /// through a rebound DNS name or open a socket from another site. Upgrades that an
+    /// [`HttpServer`](crate::HttpServer) hands over have passed its own rule.
+    pub fn hosts(mut self, hosts: HostPolicy) -> Self {
+        self.hosts = hosts;
+        self
     }
 
     /// The most connections held at once (at least 1); an upgrade beyond it is answered 503.
@@ -236,7 +249,8 @@ impl WsServer {
         res.map(Full::new)
     }
 
-    /// [`handle`](Self::handle) for a request from `peer`, an upgrade's caller established
+    /// [`handle`](Self::handle) for a request from `peer`, its `Host` and `Origin` checked
+    /// first ([`hosts`](Self::hosts)), an upgrade's caller established
     /// first as the HTTP server establishes a request's ([`admit`](crate::profile::admit), the
     /// bearer subprotocol and the query checked before): a caller the builder's authenticator
     /// refuses gets the refusal (401 with `WWW-Authenticate: Bearer`, 400 for a malformed
@@ -248,6 +262,9 @@ impl WsServer {
         mut req: Request<B>,
         peer: Option<std::net::SocketAddr>,
     ) -> Response<Full<Bytes>> {
+        if let Some(why) = self.hosts.refusal(&req) {
+            return plain(StatusCode::FORBIDDEN, why).map(Full::new);
+        }
         if !is_upgrade(&req) {
             return self.handle(req);
         }
