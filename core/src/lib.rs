@@ -28,6 +28,8 @@
 //!   into caller buffers, and the framings.
 //! - [`Connection`]: one per byte stream, both roles at once (either side may send requests,
 //!   notifications and responses).
+//! - [`methods`]: a dispatch table of typed methods for firmware (no heap), over a
+//!   connection or a driver's context.
 //!
 //! ## The run loop
 //!
@@ -136,6 +138,7 @@ extern crate std;
 mod bytes;
 mod code;
 pub mod conn;
+pub mod methods;
 mod records;
 mod slots;
 pub mod storage;

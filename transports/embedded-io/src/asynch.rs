@@ -48,11 +48,11 @@ use rpcwire::{
 };
 use serde::Serialize;
 
-use crate::methods::{Answer, MethodError, MethodList, Methods};
 use crate::outbox::Outbox;
 use crate::session::{retry_after_flush, written, Session, Step, Turn};
 use crate::{Clock, DefaultStore, Error, Incoming, Retry, DEFAULT_RX};
 use embassy_sync::blocking_mutex::raw::RawMutex;
+use rpcwire::methods::{MethodList, Methods};
 
 /// A [`Clock`] that can also wait: lets [`AsyncDriver::serve_with_timer`] expire deadlines
 /// while no input arrives. With embassy: `Timer::at(..).await` on the matching tick.
@@ -203,6 +203,23 @@ impl<IO: Write, S: Storage> AsyncContext<'_, IO, S> {
     pub fn cancel(&mut self, token: Token) -> Result<(), CancelError> {
         self.turn.conn.cancel(token)
     }
+
+    /// Runs the method `item` calls from a dispatch table ([`Methods::dispatch`]): writes out
+    /// what the handler queued before, so that the answer finds the transmit buffer empty and
+    /// is never told to wait (an answer longer than the whole buffer is answered with Internal
+    /// error by the connection), then answers through the connection. Returns the items the
+    /// table does not take.
+    pub async fn dispatch<'i, T, L: MethodList<T>>(
+        &mut self,
+        methods: &mut Methods<T, L>,
+        state: &mut T,
+        item: Incoming<'i>,
+    ) -> Option<Incoming<'i>> {
+        if let Incoming::Request(_) = item {
+            self.flush().await;
+        }
+        methods.dispatch(state, self.turn.conn, item)
+    }
 }
 
 impl<
@@ -236,47 +253,6 @@ impl<
     #[inline(never)]
     pub fn new_in(slot: &mut MaybeUninit<Self>, io: IO, clock: C, config: Config) -> &mut Self {
         slot.write(Self::new(io, clock, config))
-    }
-}
-
-/// A dispatch table's answers, without retrying: [`Methods::handle_async`] writes out what
-/// was queued before it runs a method, so that its one answer finds the transmit buffer empty
-/// and cannot be told to wait (an answer longer than the whole buffer is answered with
-/// Internal error by the connection).
-impl<IO: Write, S: Storage> Answer for AsyncContext<'_, IO, S> {
-    fn result<R: Serialize + ?Sized>(
-        &mut self,
-        handle: RequestHandle,
-        result: &R,
-    ) -> Result<(), RespondError> {
-        self.turn.conn.respond(handle, result)
-    }
-
-    fn error(&mut self, handle: RequestHandle, error: MethodError) -> Result<(), RespondError> {
-        match error.message {
-            None => self.turn.conn.reject(handle, error.code),
-            Some(message) => {
-                self.turn
-                    .conn
-                    .respond_error(handle, error.code, Some(message), None::<&()>)
-            }
-        }
-    }
-}
-
-impl<T, L: MethodList<T>> Methods<T, L> {
-    /// [`dispatch`](Methods::dispatch) for a handler of the async driver: writes out what
-    /// the handler queued before (so that the answer has room), then runs the method.
-    pub async fn handle_async<'i, IO: Write, S: Storage>(
-        &mut self,
-        state: &mut T,
-        ctx: &mut AsyncContext<'_, IO, S>,
-        item: Incoming<'i>,
-    ) -> Option<Incoming<'i>> {
-        if let Incoming::Request(_) = item {
-            ctx.flush().await;
-        }
-        self.dispatch(state, ctx, item)
     }
 }
 

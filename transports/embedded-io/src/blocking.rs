@@ -13,9 +13,9 @@ use rpcwire::{
 };
 use serde::Serialize;
 
-use crate::methods::{Answer, MethodError};
 use crate::session::{retry_after_flush, written, Session, Step, Turn};
 use crate::{Clock, DefaultStore, Error, Incoming, Retry, DEFAULT_RX};
+use rpcwire::methods::{Answer, MethodError};
 
 /// Runs one [`Connection`] over a blocking byte stream.
 ///

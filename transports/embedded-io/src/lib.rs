@@ -113,8 +113,6 @@ mod error;
 mod incoming;
 #[cfg(feature = "embedded-io-06")]
 pub mod io06;
-pub mod methods;
-mod rendered;
 mod session;
 
 #[cfg(feature = "async")]
@@ -131,7 +129,10 @@ pub use embedded_io;
 pub use embedded_io_async;
 pub use error::{Error, Retry};
 pub use incoming::Incoming;
-pub use methods::{MethodError, Methods};
+/// The core's dispatch table of typed methods ([`rpcwire::methods`]), answered through either
+/// driver's context.
+pub use rpcwire::methods;
+pub use rpcwire::methods::{MethodError, Methods};
 /// Inline connection storage, sized by const parameters: the `S` of [`Driver`] and
 /// [`Context`] (`Inline<TX, BATCH, PENDING, INFLIGHT>`).
 pub use rpcwire::storage::Inline;
