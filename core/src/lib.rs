@@ -124,8 +124,8 @@
 //! `default = ["content-length"]`; every feature set is no_std and needs no heap unless it
 //! says so. `content-length`: LSP-style framing (`wire::Framing::ContentLength`); a firmware
 //! that speaks newline-delimited JSON only turns defaults off and saves about 1 KiB of flash.
-//! `alloc`: heap storage that grows and shrinks (`storage::Heap`, `RxBuffer<Vec<u8>>`) and
-//! serde_json decoding (`wire::RawJson::deserialize`). `std`: `std::time::Instant`
+//! `alloc`: heap storage that grows and shrinks (`storage::Heap`, `RxBuffer<Vec<u8>>`, a host
+//! driver's [`read_buffer`]) and serde_json decoding (`wire::RawJson::deserialize`). `std`: `std::time::Instant`
 //! conversions (`Instant::from_std`) and SIMD frame search. Every error type implements
 //! `core::error::Error` in every feature set. `defmt`: `defmt::Format` on errors and events.
 //! `arbitrary`: `Arbitrary` on configuration types, for fuzzing.
@@ -139,6 +139,8 @@ mod bytes;
 mod code;
 pub mod conn;
 pub mod methods;
+#[cfg(feature = "alloc")]
+pub mod read_buffer;
 mod records;
 mod slots;
 pub mod storage;
