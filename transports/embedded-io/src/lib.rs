@@ -109,6 +109,7 @@ macro_rules! log {
 
 mod blocking;
 pub mod clock;
+mod driver;
 mod error;
 mod incoming;
 #[cfg(feature = "embedded-io-06")]
@@ -120,8 +121,8 @@ pub mod asynch;
 #[cfg(feature = "async")]
 pub mod outbox;
 
-pub use blocking::{Context, Driver};
 pub use clock::Clock;
+pub use driver::{Blocking, Context, Driver};
 /// The `embedded-io` version this crate implements against.
 pub use embedded_io;
 /// The `embedded-io-async` version this crate implements against.
