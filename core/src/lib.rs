@@ -154,4 +154,4 @@ pub use conn::{
     InboundResponse, Input, OutgoingBatch, Output, Problem, RequestHandle, RespondError, SendError,
     Stats, Token, DEFAULT_MAX_FRAME,
 };
-pub use time::Instant;
+pub use time::{Instant, Schedule};
