@@ -151,7 +151,7 @@ pub mod wire;
 pub use code::ErrorCode;
 pub use conn::{
     CancelError, Config, Connection, DuplicateIdPolicy, Event, Failure, Inbound, InboundRequest,
-    InboundResponse, Input, OutgoingBatch, Output, Problem, RequestHandle, RespondError, SendError,
-    Stats, Token, DEFAULT_MAX_FRAME,
+    InboundResponse, Input, OutgoingBatch, Output, Problem, RequestHandle, RespondError, Retry,
+    SendError, Stats, Token, DEFAULT_MAX_FRAME,
 };
 pub use time::{Instant, Schedule};

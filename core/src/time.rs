@@ -175,7 +175,10 @@ mod tests {
         s.set_period(Instant::ZERO, Some(Duration::ZERO));
         assert_eq!(s.period(), Some(Schedule::MIN_PERIOD));
         assert_eq!(s.tick(Instant::from_micros(999)), None);
-        assert_eq!(s.tick(Instant::from_millis(1)), Some(Instant::from_millis(1)));
+        assert_eq!(
+            s.tick(Instant::from_millis(1)),
+            Some(Instant::from_millis(1))
+        );
         s.set_period(Instant::from_millis(1), None);
         assert_eq!((s.period(), s.next_tick()), (None, None));
         assert_eq!(s.tick(Instant::MAX), None);

@@ -311,6 +311,27 @@ pub enum RespondError {
     Serialize(crate::wire::ser::SerializeError),
 }
 
+/// Errors of connection commands that may ask to write out and retry
+/// ([`RespondError::WouldBlock`], [`SendError::WouldBlock`]): the rule a driver's retry loop
+/// follows (write out [`poll_transmit`](super::Connection::poll_transmit), then run the
+/// command again), such as rpcwire-embedded-io's `Context::retry`.
+pub trait Retry {
+    /// True when writing out queued bytes and trying again can succeed.
+    fn would_block(&self) -> bool;
+}
+
+impl Retry for RespondError {
+    fn would_block(&self) -> bool {
+        matches!(self, RespondError::WouldBlock { .. })
+    }
+}
+
+impl Retry for SendError {
+    fn would_block(&self) -> bool {
+        matches!(self, SendError::WouldBlock { .. })
+    }
+}
+
 /// Error from [`cancel`](super::Connection::cancel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

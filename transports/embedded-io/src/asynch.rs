@@ -42,13 +42,15 @@ use embassy_sync::blocking_mutex::raw::RawMutex;
 use embedded_io_async::{Read, Write};
 use rpcwire::methods::{MethodList, Methods};
 use rpcwire::storage::Storage;
-use rpcwire::{Connection, ErrorCode, Instant, RequestHandle, RespondError, SendError, Token};
+use rpcwire::{
+    Connection, ErrorCode, Instant, RequestHandle, RespondError, Retry, SendError, Token,
+};
 use serde::Serialize;
 
 use crate::driver::{Context, Driver};
 use crate::outbox::Outbox;
 use crate::session::{retry_after_flush, written, Step};
-use crate::{Clock, DefaultStore, Error, Incoming, Retry, DEFAULT_RX};
+use crate::{Clock, DefaultStore, Error, Incoming, DEFAULT_RX};
 
 /// A [`Clock`] that can also wait: lets [`AsyncDriver::serve_with_timer`] expire deadlines
 /// while no input arrives. With embassy: `Timer::at(..).await` on the matching tick.

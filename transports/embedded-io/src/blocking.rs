@@ -6,12 +6,14 @@ use core::time::Duration;
 use embedded_io::{Read, ReadReady, Write};
 use rpcwire::methods::{Answer, MethodError};
 use rpcwire::storage::Storage;
-use rpcwire::{Connection, ErrorCode, Instant, RequestHandle, RespondError, SendError, Token};
+use rpcwire::{
+    Connection, ErrorCode, Instant, RequestHandle, RespondError, Retry, SendError, Token,
+};
 use serde::Serialize;
 
 use crate::driver::{Blocking, Context, Driver};
 use crate::session::{retry_after_flush, written, Step};
-use crate::{Clock, Error, Incoming, Retry};
+use crate::{Clock, Error, Incoming};
 
 /// Writes every queued byte with the core's drain (partial writes accounted), then flushes
 /// the writer. True when anything was written.
@@ -112,22 +114,19 @@ impl<IO: Write, S: Storage> Context<'_, IO, S, Blocking> {
     }
 }
 
-/// A dispatch table's answers, written out and retried like [`Context::respond`].
+/// A dispatch table's answers: the connection's ([`Answer`] for [`Connection`]), written out
+/// and retried like [`Context::respond`].
 impl<IO: Write, S: Storage> Answer for Context<'_, IO, S, Blocking> {
     fn result<R: Serialize + ?Sized>(
         &mut self,
         handle: RequestHandle,
         result: &R,
     ) -> Result<(), RespondError> {
-        self.respond(handle, result)
+        self.retry(|conn| conn.result(handle, result))
     }
 
     fn error(&mut self, handle: RequestHandle, error: MethodError) -> Result<(), RespondError> {
-        match error.message {
-            // A standard reply: a small record that never waits for transmit room.
-            None => self.reject(handle, error.code),
-            Some(message) => self.respond_error(handle, error.code, Some(message), None::<&()>),
-        }
+        self.retry(|conn| conn.error(handle, error))
     }
 }
 

@@ -128,7 +128,7 @@ pub use embedded_io;
 /// The `embedded-io-async` version this crate implements against.
 #[cfg(feature = "async")]
 pub use embedded_io_async;
-pub use error::{Error, Retry};
+pub use error::Error;
 pub use incoming::Incoming;
 /// The core's dispatch table of typed methods ([`rpcwire::methods`]), answered through either
 /// driver's context.
@@ -137,6 +137,8 @@ pub use rpcwire::methods::{MethodError, Methods};
 /// Inline connection storage, sized by const parameters: the `S` of [`Driver`] and
 /// [`Context`] (`Inline<TX, BATCH, PENDING, INFLIGHT>`).
 pub use rpcwire::storage::Inline;
+/// The core's retry rule of commands ([`rpcwire::Retry`]), which [`Context::retry`] follows.
+pub use rpcwire::Retry;
 
 /// The receive buffer size of a [`Driver`] when none is given.
 pub const DEFAULT_RX: usize = 1024;

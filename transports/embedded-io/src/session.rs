@@ -29,9 +29,9 @@
 
 use rpcwire::storage::{Slots, Storage};
 use rpcwire::wire::RxBuffer;
-use rpcwire::{Connection, Input, Instant};
+use rpcwire::{Connection, Input, Instant, Retry};
 
-use crate::{Clock, Error, Incoming, Retry};
+use crate::{Clock, Error, Incoming};
 
 /// The state of a driver besides its I/O object. `E` is the I/O error type, `C` the clock,
 /// `S` the connection's storage and `B` the receive buffer's.
