@@ -332,6 +332,13 @@ impl Retry for SendError {
     }
 }
 
+/// A command's outcome: it asks to write out and retry when its error does.
+impl<T, R: Retry> Retry for Result<T, R> {
+    fn would_block(&self) -> bool {
+        matches!(self, Err(e) if e.would_block())
+    }
+}
+
 /// Error from [`cancel`](super::Connection::cancel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

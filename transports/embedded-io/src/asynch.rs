@@ -49,7 +49,7 @@ use serde::Serialize;
 
 use crate::driver::{Context, Driver};
 use crate::outbox::Outbox;
-use crate::session::{retry_after_flush, written, Step};
+use crate::session::{written, Step};
 use crate::{Clock, DefaultStore, Error, Incoming, DEFAULT_RX};
 
 /// A [`Clock`] that can also wait: lets [`AsyncDriver::serve_with_timer`] expire deadlines
@@ -111,7 +111,8 @@ impl<IO: Write, S: Storage> AsyncContext<'_, IO, S> {
     /// Writes out every queued byte now; false when nothing was written (empty queue, or a
     /// transport failure that the driver reports after the handler).
     pub async fn flush(&mut self) -> bool {
-        if !self.turn.can_write() {
+        // After a transport error met by the handler's commands, nothing more is written.
+        if self.turn.failed.is_some() {
             return false;
         }
         let outcome = transmit(self.turn.conn, self.io).await;
@@ -126,7 +127,7 @@ impl<IO: Write, S: Storage> AsyncContext<'_, IO, S> {
     ) -> Result<T, R> {
         loop {
             let outcome = command(self.turn.conn);
-            if !retry_after_flush(&outcome) || !self.flush().await {
+            if !outcome.would_block() || !self.flush().await {
                 return outcome;
             }
         }

@@ -82,7 +82,7 @@ pub struct Driver<
 pub struct Context<'a, IO: ErrorType, S: Storage = DefaultStore, M = Blocking> {
     pub(crate) turn: Turn<'a, IO::Error, S>,
     pub(crate) io: &'a mut IO,
-    _front: PhantomData<M>,
+    pub(crate) front: PhantomData<M>,
 }
 
 impl<'a, IO: ErrorType, S: Storage, M> Context<'a, IO, S, M> {
@@ -92,7 +92,7 @@ impl<'a, IO: ErrorType, S: Storage, M> Context<'a, IO, S, M> {
         Context {
             turn,
             io,
-            _front: PhantomData,
+            front: PhantomData,
         }
     }
 
