@@ -28,6 +28,8 @@
 //!   into caller buffers, and the framings.
 //! - [`Connection`]: one per byte stream, both roles at once (either side may send requests,
 //!   notifications and responses).
+//! - [`methods`]: a dispatch table of typed methods for firmware (no heap), over a
+//!   connection or a driver's context.
 //!
 //! ## The run loop
 //!
@@ -122,8 +124,8 @@
 //! `default = ["content-length"]`; every feature set is no_std and needs no heap unless it
 //! says so. `content-length`: LSP-style framing (`wire::Framing::ContentLength`); a firmware
 //! that speaks newline-delimited JSON only turns defaults off and saves about 1 KiB of flash.
-//! `alloc`: heap storage that grows and shrinks (`storage::Heap`, `RxBuffer<Vec<u8>>`) and
-//! serde_json decoding (`wire::RawJson::deserialize`). `std`: `std::time::Instant`
+//! `alloc`: heap storage that grows and shrinks (`storage::Heap`, `RxBuffer<Vec<u8>>`, a host
+//! driver's [`read_buffer`]) and serde_json decoding (`wire::RawJson::deserialize`). `std`: `std::time::Instant`
 //! conversions (`Instant::from_std`) and SIMD frame search. Every error type implements
 //! `core::error::Error` in every feature set. `defmt`: `defmt::Format` on errors and events.
 //! `arbitrary`: `Arbitrary` on configuration types, for fuzzing.
@@ -136,6 +138,9 @@ extern crate std;
 mod bytes;
 mod code;
 pub mod conn;
+pub mod methods;
+#[cfg(feature = "alloc")]
+pub mod read_buffer;
 mod records;
 mod slots;
 pub mod storage;
@@ -146,7 +151,7 @@ pub mod wire;
 pub use code::ErrorCode;
 pub use conn::{
     CancelError, Config, Connection, DuplicateIdPolicy, Event, Failure, Inbound, InboundRequest,
-    InboundResponse, Input, OutgoingBatch, Output, Problem, RequestHandle, RespondError, SendError,
-    Stats, Token, DEFAULT_MAX_FRAME,
+    InboundResponse, Input, OutgoingBatch, Output, Problem, RequestHandle, RespondError, Retry,
+    SendError, Stats, Token, DEFAULT_MAX_FRAME,
 };
-pub use time::Instant;
+pub use time::{Instant, Schedule};

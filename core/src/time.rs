@@ -1,6 +1,6 @@
-//! The core's own clock type. The core never reads a clock: every method that needs the time
-//! takes an [`Instant`] argument, so tests can run hours of virtual time in microseconds and a
-//! firmware can use any hardware timer.
+//! The core's own clock type, and a periodic [`Schedule`] on it. The core never reads a clock:
+//! every method that needs the time takes an [`Instant`] argument, so tests can run hours of
+//! virtual time in microseconds and a firmware can use any hardware timer.
 
 use core::time::Duration;
 
@@ -77,5 +77,110 @@ impl Instant {
     /// the `std` feature.
     pub fn to_std(self, origin: std::time::Instant) -> std::time::Instant {
         origin + Duration::from_micros(self.0)
+    }
+}
+
+/// A periodic schedule: one tick every period, on the period's grid. It reads no clock: the
+/// caller gives it the time, as to the connection. A driver asks [`tick`](Schedule::tick)
+/// whether a tick is due (and hands it to its handler), and includes
+/// [`next_tick`](Schedule::next_tick) in the deadline it sleeps until
+/// (rpcwire-embedded-io's `clock::Ticker` is a clock with one).
+///
+/// Ticks stay on the period's grid and are never delivered in a burst: a tick served late
+/// (the device was busy) is delivered once, and when the grid's next point has passed too,
+/// the next tick is due a period from now.
+///
+/// ```
+/// use core::time::Duration;
+/// use rpcwire::{Instant, Schedule};
+///
+/// let mut schedule = Schedule::new();
+/// assert_eq!(schedule.tick(Instant::from_millis(400)), None); // no period yet
+/// schedule.set_period(Instant::from_millis(400), Some(Duration::from_secs(1)));
+/// assert_eq!(schedule.next_tick(), Some(Instant::from_millis(1400)));
+/// assert_eq!(schedule.tick(Instant::from_millis(1000)), None);
+/// assert_eq!(schedule.tick(Instant::from_millis(1500)), Some(Instant::from_millis(1400)));
+/// assert_eq!(schedule.next_tick(), Some(Instant::from_millis(2400)));
+/// // Late by more than a period: one tick, and the next a period after now.
+/// assert_eq!(schedule.tick(Instant::from_millis(5000)), Some(Instant::from_millis(2400)));
+/// assert_eq!(schedule.next_tick(), Some(Instant::from_millis(6000)));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Schedule {
+    /// When the next tick is due, in microseconds (`Instant`'s unit).
+    next: u64,
+    /// The period in microseconds, at least [`Schedule::MIN_PERIOD`]; 0: no schedule.
+    /// Converted once, when set: adding a `Duration` to an `Instant` on every driver call
+    /// would link a 64-bit division.
+    period: u64,
+}
+
+impl Schedule {
+    /// The shortest period: a tick is due only once the clock has moved, so a driver call
+    /// that ticks always ends, however fast the clock's resolution lets it run.
+    pub const MIN_PERIOD: Duration = Duration::from_millis(1);
+
+    /// No schedule yet ([`set_period`](Schedule::set_period) starts one).
+    pub const fn new() -> Self {
+        Schedule { next: 0, period: 0 }
+    }
+
+    /// Starts a schedule of one tick every `period` (at least
+    /// [`MIN_PERIOD`](Self::MIN_PERIOD)), the first a period after `now`, or stops it with
+    /// `None`.
+    pub fn set_period(&mut self, now: Instant, period: Option<Duration>) {
+        self.period = match period {
+            Some(p) => u64::try_from(p.max(Self::MIN_PERIOD).as_micros()).unwrap_or(u64::MAX),
+            None => 0,
+        };
+        self.next = now.0.saturating_add(self.period);
+    }
+
+    /// The period, if a schedule runs.
+    pub fn period(&self) -> Option<Duration> {
+        (self.period > 0).then(|| Duration::from_micros(self.period))
+    }
+
+    /// The tick due at `now`, if any (the instant it was due for); the next is then due a
+    /// period later on the grid, or a period after `now` when that has passed too.
+    pub fn tick(&mut self, now: Instant) -> Option<Instant> {
+        let now = now.0;
+        if self.period == 0 || now < self.next {
+            return None;
+        }
+        let due = self.next;
+        // On the period's grid, so that a tick served a little late does not make the
+        // schedule drift; a period from now when the grid's next point has passed already.
+        self.next = due.saturating_add(self.period);
+        if self.next <= now {
+            self.next = now.saturating_add(self.period);
+        }
+        Some(Instant(due))
+    }
+
+    /// When the next tick is due, if a schedule runs.
+    pub fn next_tick(&self) -> Option<Instant> {
+        (self.period > 0).then_some(Instant(self.next))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schedule_keeps_its_shortest_period_and_stops() {
+        let mut s = Schedule::new();
+        s.set_period(Instant::ZERO, Some(Duration::ZERO));
+        assert_eq!(s.period(), Some(Schedule::MIN_PERIOD));
+        assert_eq!(s.tick(Instant::from_micros(999)), None);
+        assert_eq!(
+            s.tick(Instant::from_millis(1)),
+            Some(Instant::from_millis(1))
+        );
+        s.set_period(Instant::from_millis(1), None);
+        assert_eq!((s.period(), s.next_tick()), (None, None));
+        assert_eq!(s.tick(Instant::MAX), None);
     }
 }

@@ -119,7 +119,7 @@ where
     /// });
     /// let fw: Firmware<_, Inline<1024, 960, 4, 4>> =
     ///     Firmware::driver(Config::default(), |ctx, item| {
-    ///         methods.handle(&mut presses, ctx, item);
+    ///         methods.dispatch(&mut presses, ctx, item);
     ///     });
     /// let case = Case::new(vec![Frame::Single(Message::Request {
     ///     method: "press".into(), params: None, id: rpcwire_testkit::Id::Num(1),

@@ -50,7 +50,7 @@ fn handle<IO: Write, L: MethodList<Device>>(
     ctx: &mut Context<'_, IO, Store>,
     item: Incoming<'_>,
 ) {
-    table.handle(device, ctx, item);
+    table.dispatch(device, ctx, item);
 }
 
 /// How many `bump` calls with params that decode the driver handed the handler (requests and

@@ -906,7 +906,7 @@ fn serve_table<IO: embedded_io::Write, S: Storage>(
             let _ = ctx.respond(req.handle, &req.params);
         }
         item => {
-            table.handle(board, ctx, item);
+            table.dispatch(board, ctx, item);
         }
     }
 }
@@ -1038,7 +1038,7 @@ fn a_typed_table_runs_notifications_without_answering() {
     let mut passed_on = Vec::new();
     driver
         .poll(|ctx, item| {
-            if let Some(Incoming::Notification(n)) = table.handle(&mut board, ctx, item) {
+            if let Some(Incoming::Notification(n)) = table.dispatch(&mut board, ctx, item) {
                 passed_on.push(n.method.as_str().unwrap_or("?").to_owned());
             }
         })
@@ -1069,7 +1069,7 @@ fn a_typed_method_runs_once_when_its_answer_waits_for_room() {
             ctx.conn()
                 .send_notification("log", Some(&[padding.as_str()]))
                 .unwrap();
-            table.handle(&mut board, ctx, item);
+            table.dispatch(&mut board, ctx, item);
         })
         .unwrap();
     let out = driver.io_mut().take_out();
@@ -1108,7 +1108,7 @@ fn a_typed_table_in_an_async_handler() {
                     ctx.conn()
                         .send_notification("log", Some(&[padding.as_str()]))
                         .unwrap();
-                    table.handle_async(&mut board, ctx, item).await;
+                    ctx.dispatch(&mut table, &mut board, item).await;
                 })
                 .await
                 .unwrap();

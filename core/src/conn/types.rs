@@ -311,6 +311,34 @@ pub enum RespondError {
     Serialize(crate::wire::ser::SerializeError),
 }
 
+/// Errors of connection commands that may ask to write out and retry
+/// ([`RespondError::WouldBlock`], [`SendError::WouldBlock`]): the rule a driver's retry loop
+/// follows (write out [`poll_transmit`](super::Connection::poll_transmit), then run the
+/// command again), such as rpcwire-embedded-io's `Context::retry`.
+pub trait Retry {
+    /// True when writing out queued bytes and trying again can succeed.
+    fn would_block(&self) -> bool;
+}
+
+impl Retry for RespondError {
+    fn would_block(&self) -> bool {
+        matches!(self, RespondError::WouldBlock { .. })
+    }
+}
+
+impl Retry for SendError {
+    fn would_block(&self) -> bool {
+        matches!(self, SendError::WouldBlock { .. })
+    }
+}
+
+/// A command's outcome: it asks to write out and retry when its error does.
+impl<T, R: Retry> Retry for Result<T, R> {
+    fn would_block(&self) -> bool {
+        matches!(self, Err(e) if e.would_block())
+    }
+}
+
 /// Error from [`cancel`](super::Connection::cancel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -58,7 +58,7 @@ async fn main(spawner: Spawner) {
                     let _ = ctx.respond(req.handle, &req.params).await;
                 }
                 item => {
-                    methods.handle_async(&mut state, ctx, item).await;
+                    ctx.dispatch(&mut methods, &mut state, item).await;
                 }
             })
             .await;

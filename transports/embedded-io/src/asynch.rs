@@ -1,7 +1,7 @@
 //! The async driver over [`embedded_io_async::Read`] + [`embedded_io_async::Write`]
 //! (feature `async`), for executors such as embassy.
 //!
-//! It mirrors the blocking [`Driver`](crate::Driver): the handler is an async closure that
+//! It mirrors the blocking [`Driver`]: the handler is an async closure that
 //! gets an [`AsyncContext`] and an [`Incoming`], and answers through the context, whose
 //! commands write out (awaiting the writer) and retry when the transmit buffer is full.
 //!
@@ -34,25 +34,23 @@
 
 use core::convert::Infallible;
 use core::future::{pending, poll_fn, Future};
-use core::mem::MaybeUninit;
 use core::pin::pin;
 use core::task::Poll;
 use core::time::Duration;
 
-use embedded_io_async::{ErrorType, Read, Write};
-use rpcwire::storage::{Inline, Storage};
-use rpcwire::wire::RxBuffer;
+use embassy_sync::blocking_mutex::raw::RawMutex;
+use embedded_io_async::{Read, Write};
+use rpcwire::methods::{MethodList, Methods};
+use rpcwire::storage::Storage;
 use rpcwire::{
-    CancelError, Config, Connection, ErrorCode, Instant, RequestHandle, RespondError, SendError,
-    Token,
+    Connection, ErrorCode, Instant, RequestHandle, RespondError, Retry, SendError, Token,
 };
 use serde::Serialize;
 
-use crate::methods::{Answer, MethodError, MethodList, Methods};
+use crate::driver::{Context, Driver};
 use crate::outbox::Outbox;
-use crate::session::{retry_after_flush, written, Session, Step, Turn};
-use crate::{Clock, DefaultStore, Error, Incoming, Retry, DEFAULT_RX};
-use embassy_sync::blocking_mutex::raw::RawMutex;
+use crate::session::{written, Step};
+use crate::{Clock, DefaultStore, Error, Incoming, DEFAULT_RX};
 
 /// A [`Clock`] that can also wait: lets [`AsyncDriver::serve_with_timer`] expire deadlines
 /// while no input arrives. With embassy: `Timer::at(..).await` on the matching tick.
@@ -68,26 +66,20 @@ impl<T: Timer> Timer for crate::clock::Ticker<T> {
     }
 }
 
-/// Runs one [`Connection`] over an async byte stream. The parameters are those of the
-/// blocking [`Driver`](crate::Driver).
-pub struct AsyncDriver<
-    IO: ErrorType,
-    C,
-    S: Storage = DefaultStore,
-    const RX: usize = { DEFAULT_RX },
-> {
-    io: IO,
-    /// Everything but the I/O object, and the loop that needs no I/O (shared with the
-    /// blocking driver).
-    session: Session<IO::Error, C, S, [u8; RX]>,
-}
+/// The front end of the async driver: [`AsyncDriver`]'s and [`AsyncContext`]'s methods await
+/// [`embedded_io_async::Read`] and [`embedded_io_async::Write`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Async;
 
-/// What an async handler gets besides the item; see [`Context`](crate::Context), whose
+/// Runs one [`Connection`] over an async byte stream: the [`Driver`] with the
+/// async front end. The parameters are those of the blocking driver; its constructors and
+/// accessors are the same.
+pub type AsyncDriver<IO, C, S = DefaultStore, const RX: usize = { DEFAULT_RX }> =
+    Driver<IO, C, S, RX, Async>;
+
+/// What an async handler gets besides the item; see [`Context`], whose
 /// commands these are, awaiting the writer instead of blocking on it.
-pub struct AsyncContext<'a, IO: ErrorType, S: Storage = DefaultStore> {
-    turn: Turn<'a, IO::Error, S>,
-    io: &'a mut IO,
-}
+pub type AsyncContext<'a, IO, S = DefaultStore> = Context<'a, IO, S, Async>;
 
 /// Writes every queued byte (partial writes accounted), then flushes the writer. True when
 /// anything was written.
@@ -116,20 +108,11 @@ async fn transmit<IO: Write, S: Storage>(
 }
 
 impl<IO: Write, S: Storage> AsyncContext<'_, IO, S> {
-    /// The time the driver read when it took this item.
-    pub fn now(&self) -> Instant {
-        self.turn.now
-    }
-
-    /// The connection, for anything the context does not wrap.
-    pub fn conn(&mut self) -> &mut Connection<S> {
-        self.turn.conn
-    }
-
     /// Writes out every queued byte now; false when nothing was written (empty queue, or a
     /// transport failure that the driver reports after the handler).
     pub async fn flush(&mut self) -> bool {
-        if !self.turn.can_write() {
+        // After a transport error met by the handler's commands, nothing more is written.
+        if self.turn.failed.is_some() {
             return false;
         }
         let outcome = transmit(self.turn.conn, self.io).await;
@@ -144,7 +127,7 @@ impl<IO: Write, S: Storage> AsyncContext<'_, IO, S> {
     ) -> Result<T, R> {
         loop {
             let outcome = command(self.turn.conn);
-            if !retry_after_flush(&outcome) || !self.flush().await {
+            if !outcome.would_block() || !self.flush().await {
                 return outcome;
             }
         }
@@ -171,11 +154,6 @@ impl<IO: Write, S: Storage> AsyncContext<'_, IO, S> {
             .await
     }
 
-    /// Answers a request with a standard error.
-    pub fn reject(&mut self, handle: RequestHandle, code: ErrorCode) -> Result<(), RespondError> {
-        self.turn.conn.reject(handle, code)
-    }
-
     /// Sends a request; its response or failure comes back to the handler with `token`.
     pub async fn send_request<P: Serialize + ?Sized>(
         &mut self,
@@ -199,139 +177,21 @@ impl<IO: Write, S: Storage> AsyncContext<'_, IO, S> {
             .await
     }
 
-    /// Forgets a pending request.
-    pub fn cancel(&mut self, token: Token) -> Result<(), CancelError> {
-        self.turn.conn.cancel(token)
-    }
-}
-
-impl<
-        IO: ErrorType,
-        C: Clock,
-        const TX: usize,
-        const BATCH: usize,
-        const PENDING: usize,
-        const INFLIGHT: usize,
-        const RX: usize,
-    > AsyncDriver<IO, C, Inline<TX, BATCH, PENDING, INFLIGHT>, RX>
-{
-    /// A driver with a new connection and receive buffer.
-    ///
-    /// A `const fn`: a driver can be the initial value of a `static`. Its connection holds
-    /// non-zero fields (the configuration, sequence numbers), so such a static goes to
-    /// `.data` and its whole image (buffers included) to flash; to keep the buffers in
-    /// `.bss`, build it at run time in place with [`new_in`](Self::new_in).
-    #[inline(always)]
-    pub const fn new(io: IO, clock: C, config: Config) -> Self {
-        Self::from_parts(
-            io,
-            clock,
-            Connection::const_new(config),
-            RxBuffer::const_with_max_frame(config.framing, config.max_frame),
-        )
-    }
-
-    /// Builds a driver in `slot` (typically a `static`'s storage in `.bss`) and returns it;
-    /// see [`Driver::new_in`](crate::Driver::new_in).
-    #[inline(never)]
-    pub fn new_in(slot: &mut MaybeUninit<Self>, io: IO, clock: C, config: Config) -> &mut Self {
-        slot.write(Self::new(io, clock, config))
-    }
-}
-
-/// A dispatch table's answers, without retrying: [`Methods::handle_async`] writes out what
-/// was queued before it runs a method, so that its one answer finds the transmit buffer empty
-/// and cannot be told to wait (an answer longer than the whole buffer is answered with
-/// Internal error by the connection).
-impl<IO: Write, S: Storage> Answer for AsyncContext<'_, IO, S> {
-    fn result<R: Serialize + ?Sized>(
+    /// Runs the method `item` calls from a dispatch table ([`Methods::dispatch`]): writes out
+    /// what the handler queued before, so that the answer finds the transmit buffer empty and
+    /// is never told to wait (an answer longer than the whole buffer is answered with Internal
+    /// error by the connection), then answers through the connection. Returns the items the
+    /// table does not take.
+    pub async fn dispatch<'i, T, L: MethodList<T>>(
         &mut self,
-        handle: RequestHandle,
-        result: &R,
-    ) -> Result<(), RespondError> {
-        self.turn.conn.respond(handle, result)
-    }
-
-    fn error(&mut self, handle: RequestHandle, error: MethodError) -> Result<(), RespondError> {
-        match error.message {
-            None => self.turn.conn.reject(handle, error.code),
-            Some(message) => {
-                self.turn
-                    .conn
-                    .respond_error(handle, error.code, Some(message), None::<&()>)
-            }
-        }
-    }
-}
-
-impl<T, L: MethodList<T>> Methods<T, L> {
-    /// [`dispatch`](Methods::dispatch) for a handler of the async driver: writes out what
-    /// the handler queued before (so that the answer has room), then runs the method.
-    pub async fn handle_async<'i, IO: Write, S: Storage>(
-        &mut self,
+        methods: &mut Methods<T, L>,
         state: &mut T,
-        ctx: &mut AsyncContext<'_, IO, S>,
         item: Incoming<'i>,
     ) -> Option<Incoming<'i>> {
         if let Incoming::Request(_) = item {
-            ctx.flush().await;
+            self.flush().await;
         }
-        self.dispatch(state, ctx, item)
-    }
-}
-
-impl<IO: ErrorType, C: Clock, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX> {
-    /// A driver over an existing connection and receive buffer (their framings must match).
-    #[inline(always)]
-    pub const fn from_parts(io: IO, clock: C, conn: Connection<S>, rx: RxBuffer<[u8; RX]>) -> Self {
-        AsyncDriver {
-            io,
-            session: Session::new(clock, conn, rx),
-        }
-    }
-
-    /// Takes the driver apart.
-    pub fn into_parts(self) -> (IO, C, Connection<S>, RxBuffer<[u8; RX]>) {
-        let Session {
-            clock, conn, rx, ..
-        } = self.session;
-        (self.io, clock, conn, rx)
-    }
-
-    /// The I/O object.
-    pub fn io(&self) -> &IO {
-        &self.io
-    }
-
-    /// The I/O object, mutably.
-    pub fn io_mut(&mut self) -> &mut IO {
-        &mut self.io
-    }
-
-    /// The connection.
-    pub fn conn(&self) -> &Connection<S> {
-        &self.session.conn
-    }
-
-    /// The connection, mutably. After commands on it, the next driver call writes out.
-    pub fn conn_mut(&mut self) -> &mut Connection<S> {
-        &mut self.session.conn
-    }
-
-    /// The earliest deadline of a pending request or of the clock's next tick
-    /// ([`Ticker`](crate::clock::Ticker)).
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.session.deadline()
-    }
-
-    /// The clock.
-    pub fn clock(&self) -> &C {
-        &self.session.clock
-    }
-
-    /// The clock, mutably: to change the period of a [`Ticker`](crate::clock::Ticker).
-    pub fn clock_mut(&mut self) -> &mut C {
-        &mut self.session.clock
+        methods.dispatch(state, self.turn.conn, item)
     }
 }
 
@@ -344,10 +204,7 @@ impl<IO: Write, C: Clock, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX>
     ) -> Result<T, Error<IO::Error>> {
         let turn = self.session.turn()?;
         let now = turn.now;
-        let mut ctx = AsyncContext {
-            turn,
-            io: &mut self.io,
-        };
+        let mut ctx: AsyncContext<'_, IO, S> = Context::new(turn, &mut self.io);
         let outcome = ctx.retry(|conn| command(conn, now)).await;
         ctx.flush().await;
         // A transport failure comes first: it is why a command would have blocked.
@@ -404,11 +261,7 @@ impl<IO: Write, C: Clock, S: Storage, const RX: usize> AsyncDriver<IO, C, S, RX>
                     transmit(&mut self.session.conn, &mut self.io).await?;
                 }
                 Step::Handle(turn, item) => {
-                    let mut ctx = AsyncContext {
-                        turn,
-                        io: &mut self.io,
-                    };
-                    handler(&mut ctx, item).await;
+                    handler(&mut Context::new(turn, &mut self.io), item).await;
                     self.session.check()?;
                 }
                 Step::Done => return Ok(bytes.len() - input.len()),

@@ -2,7 +2,7 @@
 
 use core::time::Duration;
 
-use rpcwire::Instant;
+use rpcwire::{Instant, Schedule};
 
 /// Tells the driver the current time; the connection uses it for request deadlines.
 ///
@@ -60,9 +60,9 @@ impl Clock for NoClock {
     }
 }
 
-/// A clock with a periodic schedule: every `period` the driver hands the handler an
-/// [`Incoming::Tick`](crate::Incoming::Tick), with a context to send the device's own
-/// notifications from (telemetry, a heartbeat), and the driver's deadline
+/// A clock with a periodic schedule (the core's [`Schedule`]): every `period` the driver hands
+/// the handler an [`Incoming::Tick`](crate::Incoming::Tick), with a context to send the
+/// device's own notifications from (telemetry, a heartbeat), and the driver's deadline
 /// ([`Driver::poll`](crate::Driver::poll)'s result) covers the next tick, so a main loop that
 /// sleeps until that deadline wakes in time.
 ///
@@ -90,42 +90,32 @@ impl Clock for NoClock {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Ticker<C> {
     clock: C,
-    /// When the next tick is due, in microseconds (`Instant`'s unit).
-    next: u64,
-    /// The period in microseconds, at least one millisecond; 0: no schedule. Converted once,
-    /// when set: adding a `Duration` to an `Instant` on every driver call would link a 64-bit
-    /// division.
-    period: u64,
+    schedule: Schedule,
 }
 
 /// The shortest period of a [`Ticker`]: a tick is due only once the clock has moved, so a
 /// driver call that ticks always ends, however fast the clock's resolution lets it run.
-pub const MIN_TICK: Duration = Duration::from_millis(1);
+pub const MIN_TICK: Duration = Schedule::MIN_PERIOD;
 
 impl<C: Clock> Ticker<C> {
     /// `clock` with no schedule yet ([`set_period`](Ticker::set_period) starts one).
     pub const fn new(clock: C) -> Self {
         Ticker {
             clock,
-            next: 0,
-            period: 0,
+            schedule: Schedule::new(),
         }
     }
 
     /// Starts a schedule of one tick every `period` (at least [`MIN_TICK`]), the first a
     /// period from now, or stops it with `None`.
     pub fn set_period(&mut self, period: Option<Duration>) {
-        let now = self.clock.now().as_micros();
-        self.period = match period {
-            Some(p) => u64::try_from(p.max(MIN_TICK).as_micros()).unwrap_or(u64::MAX),
-            None => 0,
-        };
-        self.next = now.saturating_add(self.period);
+        let now = self.clock.now();
+        self.schedule.set_period(now, period);
     }
 
     /// The period, if a schedule runs.
     pub fn period(&self) -> Option<Duration> {
-        (self.period > 0).then(|| Duration::from_micros(self.period))
+        self.schedule.period()
     }
 
     /// The clock inside.
@@ -134,27 +124,17 @@ impl<C: Clock> Ticker<C> {
     }
 }
 
+/// The core's [`Schedule`] over a clock.
 impl<C: Clock> Clock for Ticker<C> {
     fn now(&mut self) -> Instant {
         self.clock.now()
     }
 
     fn tick(&mut self, now: Instant) -> Option<Instant> {
-        let now = now.as_micros();
-        if self.period == 0 || now < self.next {
-            return None;
-        }
-        let due = self.next;
-        // On the period's grid, so that a tick served a little late does not make the
-        // schedule drift; a period from now when the grid's next point has passed already.
-        self.next = due.saturating_add(self.period);
-        if self.next <= now {
-            self.next = now.saturating_add(self.period);
-        }
-        Some(Instant::from_micros(due))
+        self.schedule.tick(now)
     }
 
     fn next_tick(&self) -> Option<Instant> {
-        (self.period > 0).then_some(Instant::from_micros(self.next))
+        self.schedule.next_tick()
     }
 }

@@ -1,8 +1,8 @@
-//! Transport errors, and the retry rule for commands that find the transmit buffer full.
+//! Transport errors.
 
 use core::fmt;
 
-use rpcwire::{RespondError, SendError};
+use rpcwire::SendError;
 
 /// Why a driver operation failed.
 ///
@@ -51,25 +51,5 @@ impl<E: embedded_io::Error> embedded_io::Error for Error<E> {
             Error::Eof => embedded_io::ErrorKind::BrokenPipe,
             Error::Send(_) => embedded_io::ErrorKind::Other,
         }
-    }
-}
-
-/// Errors of connection commands that may ask to write out and retry
-/// ([`RespondError::WouldBlock`], [`SendError::WouldBlock`]); used by
-/// [`Context::retry`](crate::Context::retry).
-pub trait Retry {
-    /// True when writing out queued bytes and trying again can succeed.
-    fn would_block(&self) -> bool;
-}
-
-impl Retry for RespondError {
-    fn would_block(&self) -> bool {
-        matches!(self, RespondError::WouldBlock { .. })
-    }
-}
-
-impl Retry for SendError {
-    fn would_block(&self) -> bool {
-        matches!(self, SendError::WouldBlock { .. })
     }
 }

@@ -1,5 +1,6 @@
 //! What the driver hands to the handler.
 
+use rpcwire::methods::{Call, Item};
 use rpcwire::wire::Notification;
 use rpcwire::{Event, Inbound, InboundRequest, InboundResponse, Instant, Problem};
 
@@ -40,5 +41,24 @@ impl<'a> From<Inbound<'a>> for Incoming<'a> {
 impl From<Event> for Incoming<'_> {
     fn from(event: Event) -> Self {
         Incoming::Event(event)
+    }
+}
+
+/// What a dispatch table ([`Methods::dispatch`](crate::Methods::dispatch)) takes: requests and
+/// notifications; the rest comes back to the handler.
+impl<'a> Item<'a> for Incoming<'a> {
+    fn into_call(self) -> Result<Call<'a>, Self> {
+        match self {
+            Incoming::Request(req) => Ok(Call::Request(req)),
+            Incoming::Notification(n) => Ok(Call::Notification(n)),
+            other => Err(other),
+        }
+    }
+
+    fn from_call(call: Call<'a>) -> Self {
+        match call {
+            Call::Request(req) => Incoming::Request(req),
+            Call::Notification(n) => Incoming::Notification(n),
+        }
     }
 }

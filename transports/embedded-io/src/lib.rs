@@ -109,12 +109,11 @@ macro_rules! log {
 
 mod blocking;
 pub mod clock;
+mod driver;
 mod error;
 mod incoming;
 #[cfg(feature = "embedded-io-06")]
 pub mod io06;
-pub mod methods;
-mod rendered;
 mod session;
 
 #[cfg(feature = "async")]
@@ -122,19 +121,24 @@ pub mod asynch;
 #[cfg(feature = "async")]
 pub mod outbox;
 
-pub use blocking::{Context, Driver};
 pub use clock::Clock;
+pub use driver::{Blocking, Context, Driver};
 /// The `embedded-io` version this crate implements against.
 pub use embedded_io;
 /// The `embedded-io-async` version this crate implements against.
 #[cfg(feature = "async")]
 pub use embedded_io_async;
-pub use error::{Error, Retry};
+pub use error::Error;
 pub use incoming::Incoming;
-pub use methods::{MethodError, Methods};
+/// The core's dispatch table of typed methods ([`rpcwire::methods`]), answered through either
+/// driver's context.
+pub use rpcwire::methods;
+pub use rpcwire::methods::{MethodError, Methods};
 /// Inline connection storage, sized by const parameters: the `S` of [`Driver`] and
 /// [`Context`] (`Inline<TX, BATCH, PENDING, INFLIGHT>`).
 pub use rpcwire::storage::Inline;
+/// The core's retry rule of commands ([`rpcwire::Retry`]), which [`Context::retry`] follows.
+pub use rpcwire::Retry;
 
 /// The receive buffer size of a [`Driver`] when none is given.
 pub const DEFAULT_RX: usize = 1024;

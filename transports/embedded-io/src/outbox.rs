@@ -30,10 +30,8 @@
 
 use embassy_sync::blocking_mutex::raw::RawMutex;
 use embassy_sync::channel::{Channel, TrySendError};
-use rpcwire::wire::ser::{to_slice, SerializeError, ToSliceError};
+use rpcwire::wire::ser::{to_slice, Rendered, SerializeError, ToSliceError};
 use serde::Serialize;
-
-use crate::rendered::Rendered;
 
 /// Why a notification was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -25,13 +25,13 @@
 //! drains with the core's [`Connection::transmit_with`], whose closure cannot `.await`, so the
 //! async driver runs the same `poll_transmit`/`advance_transmit` loop around its `write`
 //! (`asynch::transmit`). Both classify a write's result with [`written`], and both decide
-//! whether a command should be retried with [`retry_after_flush`].
+//! whether a command should be retried with the core's [`Retry`](rpcwire::Retry).
 
 use rpcwire::storage::{Slots, Storage};
 use rpcwire::wire::RxBuffer;
 use rpcwire::{Connection, Input, Instant};
 
-use crate::{Clock, Error, Incoming, Retry};
+use crate::{Clock, Error, Incoming};
 
 /// The state of a driver besides its I/O object. `E` is the I/O error type, `C` the clock,
 /// `S` the connection's storage and `B` the receive buffer's.
@@ -190,11 +190,6 @@ impl<E, C: Clock, S: Storage, B: Slots<u8>> Session<E, C, S, B> {
 }
 
 impl<E, S: Storage> Turn<'_, E, S> {
-    /// Whether the handler's commands may still write (no transport error met yet).
-    pub(crate) fn can_write(&self) -> bool {
-        self.failed.is_none()
-    }
-
     /// Keeps the outcome of a write-out done for a handler: true when bytes were written;
     /// a transport error is kept for the driver call to return after the handler.
     pub(crate) fn wrote(&mut self, outcome: Result<bool, Error<E>>) -> bool {
@@ -246,13 +241,6 @@ fn log_item(item: &Incoming<'_>) {
         Incoming::Response(r) => log!(trace, "rpcwire: response for token {}", r.token.0),
         Incoming::Tick(due) => log!(trace, "rpcwire: tick due at {} us", due.as_micros()),
     }
-}
-
-/// The retry rule of commands: true when `outcome` says the transmit buffer is full, so that
-/// writing out and running the command again can succeed. The front end retries while this
-/// holds and its write-out wrote something.
-pub(crate) fn retry_after_flush<T, R: Retry>(outcome: &Result<T, R>) -> bool {
-    matches!(outcome, Err(e) if e.would_block())
 }
 
 #[cfg(test)]

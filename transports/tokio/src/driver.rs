@@ -18,6 +18,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Instant as StdInstant;
 
+use rpcwire::read_buffer::ReadBuffer;
 use rpcwire::wire::RxBuffer;
 use rpcwire::{Config, Inbound, Input};
 use rpcwire_service::{Caller, ClientSettings, Conn, Dispatcher, Service, Woke};
@@ -25,7 +26,6 @@ use rpcwire_telemetry::{self as telemetry, Received};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tracing::Instrument;
 
-use crate::read_buffer::ReadBuffer;
 use crate::{Client, DriverError};
 
 /// The read size, and receive buffer, of a new connection and of one quiet for
@@ -79,7 +79,7 @@ enum Ending {
 struct Driver {
     conn: Conn,
     /// The core's receive buffer: what the core takes the copying way (a batch, a partial
-    /// frame, content-length framing; see `read_buffer`).
+    /// frame, content-length framing; see `rpcwire::read_buffer`).
     rx: RxBuffer<Vec<u8>>,
     /// What was read and not yet given to the core.
     read: ReadBuffer,
@@ -422,11 +422,11 @@ impl Driver {
             ..
         } = self;
         // With line framing the core is given whole lines only: a line cut by the end of the
-        // last read waits here for the rest (see `read_buffer`), unless it is already longer
-        // than a read may be (the core's receive buffer then takes it, and judges its length),
-        // the core may be in the middle of a frame (part of it in the receive buffer, or a
-        // `Content-Length` block read, which line framing reads too, and its body to come: the
-        // bytes go after it, line end or not), or input has ended (a last line without its
+        // last read waits here for the rest (see `rpcwire::read_buffer`), unless it is already
+        // longer than a read may be (the core's receive buffer then takes it, and judges its
+        // length), the core may be in the middle of a frame (part of it in the receive buffer,
+        // or a `Content-Length` block read, which line framing reads too, and its body to come:
+        // the bytes go after it, line end or not), or input has ended (a last line without its
         // newline is still a line).
         let whole_lines = *ending == Ending::No
             && rx.framing() == rpcwire::wire::Framing::Line

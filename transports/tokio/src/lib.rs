@@ -78,7 +78,6 @@
 
 mod accept;
 mod driver;
-mod read_buffer;
 mod stdio;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -11,7 +11,7 @@
 //! ([`SerializeError::NonFiniteFloat`]) instead of being silently written as `null`.
 //!
 //! Values that already hold validated JSON text can be embedded verbatim through
-//! [`RAW_JSON_TOKEN`].
+//! [`RAW_JSON_TOKEN`]; [`Rendered`] is such a value for text rendered beforehand.
 //!
 //! ```
 //! use rpcwire::wire::ser::{encoded_len, to_slice, ToSliceError};
@@ -31,7 +31,8 @@
 //! ```
 //!
 //! `sink` and `error` are the leaves; `strings` and `numbers` write scalars, `key` writes
-//! object keys with them, and `serializer` writes whole values with all of these.
+//! object keys with them, and `serializer` writes whole values with all of these; `rendered`
+//! marks text rendered beforehand for it.
 
 // Indexing here never touches peer input: it serializes the application's own values. Every
 // index is in range by construction: tables have 256 entries and are indexed by a `u8`, digit
@@ -42,10 +43,12 @@
 mod error;
 mod key;
 mod numbers;
+mod rendered;
 mod serializer;
 mod sink;
 mod strings;
 
 pub use self::error::{SerializeError, ToSliceError};
+pub use self::rendered::Rendered;
 pub use self::serializer::{encoded_len, to_sink, to_slice, RAW_JSON_TOKEN};
 pub use self::sink::{CountingSink, Sink, SliceSink};

@@ -77,7 +77,7 @@ fn serve(driver: &mut Firmware) -> ! {
     let mut methods = methods();
     loop {
         let _ = driver.poll(|ctx, item| {
-            if let Some(Incoming::Tick(_)) = methods.handle(&mut board, ctx, item) {
+            if let Some(Incoming::Tick(_)) = methods.dispatch(&mut board, ctx, item) {
                 let _ = ctx.send_notification("telemetry", Some(&board));
             }
         });

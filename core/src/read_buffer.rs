@@ -1,17 +1,43 @@
-//! The driver's read buffer: the bytes read from the peer and not yet given to the core.
+//! A host driver's read buffer (feature `alloc`): the bytes read from the peer and not yet
+//! given to the connection.
 //!
 //! The core parses a whole line where it lies ([`Connection::handle_input_borrowed`]) when
 //! nothing is buffered in its receive buffer, with no copy into that buffer and no pass of its
-//! frame decoder. For that the driver reads into a buffer of its own and hands the core the
-//! bytes up to the last line end read so far: a line cut by the end of a read stays here until
-//! the read that completes it, instead of being copied into the receive buffer, which would
-//! then take every following line the copying way too.
+//! frame decoder. For that a driver reads into a [`ReadBuffer`] and hands the core the bytes up
+//! to the last line end read so far ([`input`](ReadBuffer::input)`(true)`): a line cut by the
+//! end of a read stays here until the read that completes it, instead of being copied into the
+//! receive buffer, which would then take every following line the copying way too. Storage
+//! grows to the reads asked for and is given back with [`shrink`](ReadBuffer::shrink).
 //!
-//! [`Connection::handle_input_borrowed`]: rpcwire::Connection::handle_input_borrowed
+//! ```
+//! use rpcwire::read_buffer::ReadBuffer;
+//!
+//! let mut read = ReadBuffer::new();
+//! // A read (from a socket, a pipe) into the spare room, then committed.
+//! let bytes = b"{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n{\"jsonrpc\"";
+//! read.spare(64)[..bytes.len()].copy_from_slice(bytes);
+//! read.commit(bytes.len());
+//! // Whole lines go to the core; the cut line waits for the next read.
+//! assert_eq!(read.input(true), b"{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n");
+//! assert_eq!(read.partial(), 10);
+//! read.consume(read.input(true).len()); // what the core took
+//! assert_eq!(read.pending(), 10);
+//! ```
+//!
+//! [`Connection::handle_input_borrowed`]: crate::Connection::handle_input_borrowed
+
+// Indexing here never panics: `start <= lines <= end <= buf.len()` holds after every method
+// (reads are committed and bytes consumed with their counts clamped to it), and `spare` makes
+// the room it returns before slicing it.
+#![allow(clippy::indexing_slicing)]
+
+use alloc::vec;
+use alloc::vec::Vec;
 
 /// Bytes read and not yet given to the core: `buf[start..end]`, of which `buf[start..lines]`
-/// ends with a line end (or is empty).
-pub(crate) struct ReadBuffer {
+/// ends with a line end (or is empty). See the [module documentation](self).
+#[derive(Debug, Default)]
+pub struct ReadBuffer {
     /// Zero-filled storage (its length is the capacity: reads go into `buf[end..]`).
     buf: Vec<u8>,
     start: usize,
@@ -22,7 +48,8 @@ pub(crate) struct ReadBuffer {
 
 impl ReadBuffer {
     /// An empty buffer; storage comes with the first read.
-    pub(crate) const fn new() -> Self {
+    #[inline]
+    pub const fn new() -> Self {
         ReadBuffer {
             buf: Vec::new(),
             start: 0,
@@ -32,7 +59,8 @@ impl ReadBuffer {
     }
 
     /// An empty buffer with `capacity` bytes of storage.
-    pub(crate) fn with_capacity(capacity: usize) -> Self {
+    #[inline]
+    pub fn with_capacity(capacity: usize) -> Self {
         ReadBuffer {
             buf: vec![0; capacity],
             ..Self::new()
@@ -40,18 +68,21 @@ impl ReadBuffer {
     }
 
     /// Bytes of storage held.
-    pub(crate) fn capacity(&self) -> usize {
+    #[inline]
+    pub fn capacity(&self) -> usize {
         self.buf.len()
     }
 
     /// Bytes read and not yet given to the core.
-    pub(crate) fn pending(&self) -> usize {
+    #[inline]
+    pub fn pending(&self) -> usize {
         self.end - self.start
     }
 
     /// Room for a read of up to `max` bytes at the end (moving what is pending to the front,
     /// or growing, when the room left is smaller).
-    pub(crate) fn spare(&mut self, max: usize) -> &mut [u8] {
+    #[inline]
+    pub fn spare(&mut self, max: usize) -> &mut [u8] {
         if self.start == self.end {
             (self.start, self.end, self.lines) = (0, 0, 0);
         }
@@ -71,7 +102,8 @@ impl ReadBuffer {
     }
 
     /// Marks `n` bytes of [`spare`](Self::spare) as read.
-    pub(crate) fn commit(&mut self, n: usize) {
+    #[inline]
+    pub fn commit(&mut self, n: usize) {
         let from = self.end;
         self.end = (self.end + n).min(self.buf.len());
         // Searched from the end: the last line end of a read of whole lines is near it.
@@ -81,24 +113,28 @@ impl ReadBuffer {
     }
 
     /// The bytes to give the core: those up to the last line end (`whole_lines`), or all.
-    pub(crate) fn input(&self, whole_lines: bool) -> &[u8] {
+    #[inline]
+    pub fn input(&self, whole_lines: bool) -> &[u8] {
         let end = if whole_lines { self.lines } else { self.end };
         &self.buf[self.start..end.max(self.start)]
     }
 
     /// The pending bytes after the last line end (a line not read whole yet).
-    pub(crate) fn partial(&self) -> usize {
+    #[inline]
+    pub fn partial(&self) -> usize {
         self.end - self.lines.max(self.start)
     }
 
     /// The core took the first `n` bytes of what is pending.
-    pub(crate) fn consume(&mut self, n: usize) {
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
         self.start = (self.start + n).min(self.end);
         self.lines = self.lines.max(self.start);
     }
 
     /// Gives back all but `keep` bytes of storage while nothing is pending.
-    pub(crate) fn shrink(&mut self, keep: usize) {
+    #[inline]
+    pub fn shrink(&mut self, keep: usize) {
         if self.start == self.end && self.buf.len() > keep {
             (self.start, self.end, self.lines) = (0, 0, 0);
             self.buf.truncate(keep);
