@@ -112,6 +112,7 @@ pub async fn serve(
     signing: Option<Arc<rpcwire_tokio::signing::RequestSigning>>,
     console: bool,
     upstream: Option<&str>,
+    probes: &crate::probes::ProbeArgs,
 ) -> ExitCode {
     let upstream = match upstream.map(HttpClient::new).transpose() {
         Ok(client) => client.map(Arc::new),
@@ -153,7 +154,7 @@ pub async fn serve(
     if let Some(signing) = signing {
         server = server.signed(signing);
     }
-    let service = server.build();
+    let service = probes.apply(server).build();
     let _ = cell.set(service.clone());
     if let Some(tls) = tls {
         let _watch = tls.watch(Duration::from_secs(2));

@@ -138,6 +138,8 @@ pub struct Endpoint {
     pub(crate) max_connections: usize,
     /// How long `serve` keeps a connection with no request under way.
     pub(crate) idle_connection: Duration,
+    /// The drain every server of the crate watches (the service's).
+    pub(crate) shutdown: rpcwire_service::Shutdown,
 }
 
 impl Endpoint {
@@ -157,6 +159,7 @@ impl Endpoint {
             },
             max_connections: 10_000,
             idle_connection: DEFAULT_IDLE_CONNECTION,
+            shutdown: rpcwire_service::Shutdown::default(),
         }
     }
 
@@ -234,6 +237,18 @@ impl Endpoint {
     /// would close every connection before its first request).
     pub fn set_idle_connection(&mut self, idle: Duration) {
         self.idle_connection = idle.max(Duration::from_millis(1));
+    }
+
+    /// The drain the serve loops watch: they stop accepting once it is triggered, and every
+    /// request that arrives then is answered 503 with `Connection: close` (a server takes its
+    /// service's, [`Service::shutdown`](rpcwire_service::Service::shutdown)).
+    pub fn set_shutdown(&mut self, shutdown: &rpcwire_service::Shutdown) {
+        self.shutdown = shutdown.clone();
+    }
+
+    /// The drain the serve loops watch.
+    pub fn shutdown(&self) -> &rpcwire_service::Shutdown {
+        &self.shutdown
     }
 
     /// Why `req` is refused with 403, if it is: [`HostPolicy::refusal`] of its hosts.

@@ -26,6 +26,9 @@ use crate::pipe::{send_body, ChannelReader, FrameWriter};
 pub(crate) const BINARY_REFUSED: &str =
     "binary messages are not accepted: send each JSON-RPC message or batch as a text message";
 
+/// The reason sent with close code 1001 when the server drains.
+pub(crate) const DRAINED: &str = "server shutting down";
+
 /// How long the closing handshake may take before the socket is dropped.
 const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
@@ -44,8 +47,12 @@ where
         ChannelReader::new(in_rx),
         FrameWriter::new(out_tx, config.max_message),
     );
+    let shutdown = builder.service_ref().shutdown_ref().clone();
     let session = config.driver(builder).run(reader, writer);
-    tokio::spawn(pump(ws, in_tx, out_rx, config.clone()));
+    // The drain waits for the socket, its closing handshake included.
+    let tracked = shutdown.track();
+    let pumped = pump(ws, in_tx, out_rx, config.clone(), shutdown);
+    tokio::spawn(async move { (pumped.await, drop(tracked)) });
     session
 }
 
@@ -58,12 +65,14 @@ enum End {
 
 /// Moves messages between `ws` and the driver until either ends, keeping the peer alive
 /// with pings (a peer silent for `pong_timeout` after one is dropped) and dropping a peer that
-/// does not read a message within `send_timeout`; then the closing handshake.
+/// does not read a message within `send_timeout`; then the closing handshake (1001 when the
+/// driver ended for `shutdown`'s drain).
 async fn pump<S>(
     mut ws: WebSocketStream<S>,
     input: mpsc::Sender<Bytes>,
     mut output: mpsc::Receiver<Bytes>,
     config: WsConfig,
+    shutdown: rpcwire_tokio::Shutdown,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -120,6 +129,8 @@ async fn pump<S>(
     // The driver's input ends; what it still writes goes nowhere.
     drop((input, output));
     let End::Close(close) = end else { return };
+    // The driver ended for the server's drain: say so (1001 Going Away).
+    let close = close.or_else(|| shutdown.is_draining().then_some((CloseCode::Away, DRAINED)));
     let frame = close.map(|(code, reason)| {
         tracing::debug!(code = u16::from(code), reason, "closing WebSocket");
         CloseFrame {
