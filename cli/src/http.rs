@@ -113,6 +113,7 @@ pub async fn serve(
     console: bool,
     upstream: Option<&str>,
     probes: &crate::probes::ProbeArgs,
+    credential_leeway: Option<Duration>,
 ) -> ExitCode {
     let upstream = match upstream.map(HttpClient::new).transpose() {
         Ok(client) => client.map(Arc::new),
@@ -139,6 +140,7 @@ pub async fn serve(
             .router(with_policy(router(Arc::clone(&cell), upstream.clone()))),
         WsConfig {
             max_message: max_body,
+            credential_leeway,
             ..WsConfig::default()
         },
     );

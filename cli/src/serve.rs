@@ -431,6 +431,10 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
             args.ws.console,
             args.upstream.as_deref(),
             &args.probes,
+            match args.ws.credential_leeway() {
+                Ok(leeway) => leeway,
+                Err(code) => return code,
+            },
         );
         return crate::drain::finish(&shutdown, served.await).await;
     }

@@ -50,6 +50,18 @@ pub struct WsServeArgs {
     /// With --ws: seconds a peer may leave its messages unread before it is dropped.
     #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "ws")]
     pub send_timeout: f64,
+    /// With --ws or --http: close a WebSocket (1008, "credential expired") this many seconds
+    /// after its caller's credential expires (a --jwks token's `exp`, plus the 30 s leeway
+    /// tokens are checked with); nothing it sends after is answered.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    pub credential_leeway: f64,
+}
+
+impl WsServeArgs {
+    /// `--credential-leeway` as the WebSocket layer's setting.
+    pub fn credential_leeway(&self) -> Result<Option<Duration>, ExitCode> {
+        seconds(self.credential_leeway, "--credential-leeway").map(Some)
+    }
 }
 
 /// The options of `rpcwire listen`.
@@ -165,6 +177,10 @@ pub async fn serve(
         ping_interval: ping,
         pong_timeout: pong,
         send_timeout: send,
+        credential_leeway: match args.credential_leeway() {
+            Ok(leeway) => leeway,
+            Err(code) => return code,
+        },
         ..WsConfig::default()
     };
     let hub = Hub::new();

@@ -123,7 +123,7 @@ pub(crate) async fn serve_until_idle<C, T>(
     conn: C,
     activity: Arc<Activity>,
     idle: Duration,
-    draining: Option<impl Future<Output = ()>>,
+    draining: impl Future<Output = ()>,
     graceful_shutdown: fn(Pin<&mut C>),
 ) -> T
 where
@@ -131,12 +131,6 @@ where
 {
     let mut conn = std::pin::pin!(conn);
     let mut shutting_down = false;
-    let draining = async {
-        match draining {
-            Some(draining) => draining.await,
-            None => std::future::pending().await,
-        }
-    };
     let mut draining = std::pin::pin!(draining);
     loop {
         // While a stream is under way, look again after `idle`: it is at least that long

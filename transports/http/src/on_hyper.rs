@@ -42,7 +42,7 @@ pub(crate) fn http2_builder() -> hyper::server::conn::http2::Builder<hyper_util:
 /// While `drain` drains, every request is answered 503 with `Connection: close` before it runs.
 pub(crate) fn hyper_service<S: HandlesIncoming>(
     service: S,
-    drain: Option<Shutdown>,
+    drain: Shutdown,
 ) -> impl hyper::service::Service<
     Request<hyper::body::Incoming>,
     Response = Response<Body>,
@@ -50,10 +50,7 @@ pub(crate) fn hyper_service<S: HandlesIncoming>(
     Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
 > + Clone {
     hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-        let fut = match &drain {
-            Some(drain) if drain.is_draining() => None,
-            _ => Some(service.handle_incoming(req)),
-        };
+        let fut = (!drain.is_draining()).then(|| service.handle_incoming(req));
         async move {
             Ok::<_, Infallible>(match fut {
                 Some(fut) => fut.await,
@@ -111,7 +108,7 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: HandlesIncoming,
 {
-    serve_hyper(io, service, protocol, idle, None).await
+    serve_hyper(io, service, protocol, idle, Shutdown::default()).await
 }
 
 /// [`serve_hyper_connection`] under `drain`: requests that arrive while it drains are refused
@@ -123,13 +120,13 @@ async fn serve_hyper<I, S>(
     service: S,
     protocol: Protocol,
     idle: Duration,
-    drain: Option<Shutdown>,
+    drain: Shutdown,
 ) -> Result<(), ConnectionError>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: HandlesIncoming,
 {
-    let draining = drain.as_ref().map(Shutdown::draining);
+    let draining = drain.draining();
     let io = hyper_util::rt::TokioIo::new(io);
     let service = hyper_service(service, drain);
     match protocol {
@@ -170,7 +167,7 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: HandlesWhole,
 {
-    let drain = Some(service.endpoint().shutdown().clone());
+    let drain = service.endpoint().shutdown().clone();
     if info.is_told(service.wants_peer()) {
         serve_hyper(io, WithConnection { service, info }, protocol, idle, drain).await
     } else {

@@ -193,13 +193,8 @@ impl EventHub {
         }
         let mut tick = tokio::time::interval(self.limits.keep_alive);
         tick.reset();
-        let draining = self.shutdown.get().map(rpcwire_service::Shutdown::draining);
-        let mut draining = std::pin::pin!(async {
-            match draining {
-                Some(draining) => draining.await,
-                None => std::future::pending().await,
-            }
-        });
+        let shutdown = self.shutdown.get().cloned().unwrap_or_default();
+        let mut draining = std::pin::pin!(shutdown.draining());
         loop {
             if ends.has_changed().unwrap_or(true) {
                 return;

@@ -29,6 +29,9 @@ pub(crate) const BINARY_REFUSED: &str =
 /// The reason sent with close code 1001 when the server drains.
 pub(crate) const DRAINED: &str = "server shutting down";
 
+/// The reason sent with close code 1008 when the caller's credential has expired.
+pub(crate) const EXPIRED: &str = "credential expired";
+
 /// How long the closing handshake may take before the socket is dropped.
 const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
@@ -37,7 +40,12 @@ const QUEUED: usize = 4;
 
 /// Runs `builder`'s connection over `ws` (its framing and frame limit set by `config`), the
 /// WebSocket side in a task of its own; the session ends when either side does.
-pub(crate) fn run<S>(ws: WebSocketStream<S>, builder: Builder, config: &WsConfig) -> Session
+pub(crate) fn run<S>(
+    ws: WebSocketStream<S>,
+    builder: Builder,
+    config: &WsConfig,
+    expires: Option<std::time::SystemTime>,
+) -> Session
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -51,7 +59,12 @@ where
     let session = config.driver(builder).run(reader, writer);
     // The drain waits for the socket, its closing handshake included.
     let tracked = shutdown.track();
-    let pumped = pump(ws, in_tx, out_rx, config.clone(), shutdown);
+    // When the caller's credential (and its leeway) runs out.
+    let expired = expires.zip(config.credential_leeway).map(|(at, leeway)| {
+        let left = at.duration_since(std::time::SystemTime::now());
+        Instant::now() + left.unwrap_or_default() + leeway
+    });
+    let pumped = pump(ws, in_tx, out_rx, config.clone(), (shutdown, expired));
     tokio::spawn(async move { (pumped.await, drop(tracked)) });
     session
 }
@@ -65,18 +78,25 @@ enum End {
 
 /// Moves messages between `ws` and the driver until either ends, keeping the peer alive
 /// with pings (a peer silent for `pong_timeout` after one is dropped) and dropping a peer that
-/// does not read a message within `send_timeout`; then the closing handshake (1001 when the
-/// driver ended for `shutdown`'s drain).
+/// does not read a message within `send_timeout`, or once `expired` (the caller's credential
+/// and its leeway) has passed; then the closing handshake (1008 for the credential, 1001 when
+/// the driver ended for `shutdown`'s drain).
 async fn pump<S>(
     mut ws: WebSocketStream<S>,
     input: mpsc::Sender<Bytes>,
     mut output: mpsc::Receiver<Bytes>,
     config: WsConfig,
-    shutdown: rpcwire_tokio::Shutdown,
+    (shutdown, expired): (rpcwire_tokio::Shutdown, Option<Instant>),
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let mut last_rx = Instant::now();
+    let mut expired = std::pin::pin!(async {
+        match expired {
+            Some(at) => sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    });
     let mut ping_sent: Option<Instant> = None;
     let end = loop {
         let due = match (config.ping_interval, ping_sent) {
@@ -113,6 +133,7 @@ async fn pump<S>(
                     break end;
                 }
             }
+            () = expired.as_mut() => break End::Close(Some((CloseCode::Policy, EXPIRED))),
             () = keepalive => {
                 if ping_sent.is_some() {
                     tracing::debug!("WebSocket peer did not answer a ping: closing");

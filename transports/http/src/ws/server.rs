@@ -211,10 +211,11 @@ impl WsServer {
             WebSocketStream::from_raw_socket(stream, Role::Server, Some(self.config.tungstenite()))
                 .await;
         let mut builder = self.builder.clone();
+        let expires = caller.as_ref().and_then(|c| c.identity().expires());
         if let Some(caller) = caller {
             builder = builder.shared_caller(caller);
         }
-        let session = super::io::run(ws, builder, &self.config);
+        let session = super::io::run(ws, builder, &self.config, expires);
         let id = self.hub.add(session.client().clone());
         if let Some(hook) = &self.on_connect {
             hook(session.client().clone());
