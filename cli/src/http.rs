@@ -95,7 +95,8 @@ pub struct Relay {
 }
 
 /// Serves the demo service over HTTP at `addr` and `path` until the process is stopped.
-/// `any_host`: accept any `Host`/`Origin` (behind a proxy, or on a non-loopback address).
+/// `hosts`: the `Host`/`Origin` names accepted (`--any-host`, `--allowed-host`,
+/// `--allowed-origin`).
 /// `max_body`: the largest request body (413 beyond).
 /// `tls`: serve HTTPS (and WSS) with it; `policy`: the access rules of `--policy`;
 /// `signing`: every POST signed (`--signing-key`); `console`: the browser console on
@@ -104,7 +105,7 @@ pub struct Relay {
 pub async fn serve(
     addr: &str,
     path: &str,
-    any_host: bool,
+    hosts: HostPolicy,
     max_body: usize,
     builder: Builder,
     tls: Option<rpcwire_tokio::tls::ServerTls>,
@@ -149,10 +150,8 @@ pub async fn serve(
             .path(path)
             .max_body(max_body)
             .websocket(ws)
-            .console(console);
-    if any_host {
-        server = server.hosts(HostPolicy::Any);
-    }
+            .console(console)
+            .hosts(hosts);
     if let Some(signing) = signing {
         server = server.signed(signing);
     }

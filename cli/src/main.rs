@@ -12,6 +12,7 @@ use rpcwire_tokio::{Builder, CallError, Client, Framing};
 
 mod call;
 mod drain;
+mod hosts;
 mod http;
 mod probes;
 mod serve;

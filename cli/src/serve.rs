@@ -152,6 +152,8 @@ pub(crate) struct ServeArgs {
     pub(crate) drain: crate::drain::DrainArgs,
     #[command(flatten)]
     pub(crate) probes: crate::probes::ProbeArgs,
+    #[command(flatten)]
+    pub(crate) hosts: crate::hosts::HostArgs,
     /// The OTLP metrics' recorder, for --metrics to record beside its own (not an option).
     #[cfg(all(feature = "otlp", feature = "metrics"))]
     #[arg(skip)]
@@ -321,6 +323,10 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         },
         None => None,
     };
+    let hosts = match args.hosts.policy(args.any_host) {
+        Ok(hosts) => hosts,
+        Err(code) => return code,
+    };
     if args.ws.ws.is_some() {
         let concurrency = args.concurrency;
         let builder = Builder::new().map_service(|s| s.concurrency(concurrency));
@@ -330,14 +336,7 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         };
         let (max, conns) = (args.max_frame, args.max_connections);
         let (shutdown, builder) = crate::drain::on_signals(&args.drain, builder);
-        let served = rpcwire_cli::ws::serve(
-            &args.ws,
-            builder,
-            max,
-            conns,
-            policy.as_ref(),
-            args.any_host,
-        );
+        let served = rpcwire_cli::ws::serve(&args.ws, builder, max, conns, policy.as_ref(), hosts);
         return crate::drain::finish(&shutdown, served.await).await;
     }
     let tls = match (&args.tls_cert, &args.tls_key) {
@@ -422,7 +421,7 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         let served = http::serve(
             addr,
             &args.path,
-            args.any_host,
+            hosts,
             args.max_frame,
             builder,
             tls,

@@ -149,14 +149,15 @@ pub fn ws_demo_router(hub: Hub) -> Router {
 }
 
 /// `rpcwire serve --ws ADDR`: serves the demo service over WebSocket until stopped; with
-/// `any_host` (`--any-host`), to any `Host` and `Origin`, else to the loopback names only.
+/// `hosts` (`--any-host`, `--allowed-host`, `--allowed-origin`: the loopback names only by
+/// default), to the `Host` and `Origin` names accepted.
 pub async fn serve(
     args: &WsServeArgs,
     builder: Builder,
     max_message: usize,
     max_connections: usize,
     policy: Option<&crate::policy::Policy>,
-    any_host: bool,
+    hosts: rpcwire_http::HostPolicy,
 ) -> ExitCode {
     let Some(addr) = args.ws.as_deref() else {
         return ExitCode::from(EXIT_USAGE);
@@ -199,10 +200,7 @@ pub async fn serve(
         .with_hub(hub.clone())
         .max_connections(max_connections)
         .console(args.console)
-        .hosts(match any_host {
-            true => rpcwire_http::HostPolicy::Any,
-            false => rpcwire_http::HostPolicy::loopback(),
-        });
+        .hosts(hosts);
     let (listener, local) = match crate::listen(addr).await {
         Ok(listening) => listening,
         Err(code) => return code,

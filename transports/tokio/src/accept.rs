@@ -260,6 +260,10 @@ pub async fn accept_loop<L: Listener>(
     let slots = Arc::new(Semaphore::new(max_connections));
     let draining = shutdown.draining();
     tokio::pin!(draining);
+    let slot = |permit| Slot {
+        _permit: permit,
+        _tracked: shutdown.track(),
+    };
     loop {
         let next = async {
             let permit = match Arc::clone(&slots).try_acquire_owned() {
@@ -291,25 +295,14 @@ pub async fn accept_loop<L: Listener>(
                 while let Ok(permit) = Arc::clone(&slots).try_acquire_owned() {
                     let backlog = tokio::time::timeout(BACKLOG_WAIT, listener.accept()).await;
                     let Ok(Ok((stream, peer))) = backlog else { return };
-                    let _tracked = shutdown.track();
-                    start(stream, peer, Slot { _permit: permit, _tracked });
+                    start(stream, peer, slot(permit));
                 }
                 return;
             }
             accepted = next => accepted,
         };
         match accepted {
-            Some(Some((stream, peer, permit))) => {
-                let _tracked = shutdown.track();
-                start(
-                    stream,
-                    peer,
-                    Slot {
-                        _permit: permit,
-                        _tracked,
-                    },
-                );
-            }
+            Some(Some((stream, peer, permit))) => start(stream, peer, slot(permit)),
             Some(None) => {}
             None => return,
         }

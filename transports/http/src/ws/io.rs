@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
+use rpcwire_service::Tracked;
 use rpcwire_tokio::{Builder, Session};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -57,15 +58,14 @@ where
     );
     let shutdown = builder.service_ref().shutdown_ref().clone();
     let session = config.driver(builder).run(reader, writer);
-    // The drain waits for the socket, its closing handshake included.
-    let tracked = shutdown.track();
     // When the caller's credential (and its leeway) runs out.
     let expired = expires.zip(config.credential_leeway).map(|(at, leeway)| {
         let left = at.duration_since(std::time::SystemTime::now());
         Instant::now() + left.unwrap_or_default() + leeway
     });
-    let pumped = pump(ws, in_tx, out_rx, config.clone(), (shutdown, expired));
-    tokio::spawn(async move { (pumped.await, drop(tracked)) });
+    // The drain waits for the socket, its closing handshake included.
+    let ends = (shutdown.track(), shutdown, expired);
+    tokio::spawn(pump(ws, in_tx, out_rx, config.clone(), ends));
     session
 }
 
@@ -86,7 +86,7 @@ async fn pump<S>(
     input: mpsc::Sender<Bytes>,
     mut output: mpsc::Receiver<Bytes>,
     config: WsConfig,
-    (shutdown, expired): (rpcwire_tokio::Shutdown, Option<Instant>),
+    (_tracked, shutdown, expired): (Tracked, rpcwire_tokio::Shutdown, Option<Instant>),
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
