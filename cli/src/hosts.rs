@@ -13,7 +13,7 @@ use crate::EXIT_USAGE;
 #[derive(Debug, Args)]
 pub(crate) struct HostArgs {
     /// With --http or --ws: also accept this name in `Host` (and as the host of an `Origin`),
-    /// beside localhost, 127.0.0.1 and [::1] (repeatable): the name clients reach the server
+    /// beside localhost, 127.0.0.1 and ::1 (repeatable): the name clients reach the server
     /// by. Any other name is refused with 403 (DNS-rebinding protection).
     #[arg(
         long,
