@@ -114,8 +114,10 @@ pub async fn serve(
     console: bool,
     upstream: Option<&str>,
     probes: &crate::probes::ProbeArgs,
+    cors: Option<tower_http::cors::CorsLayer>,
     credential_leeway: Option<Duration>,
 ) -> ExitCode {
+    let shutdown = builder.service_ref().shutdown_ref().clone();
     let upstream = match upstream.map(HttpClient::new).transpose() {
         Ok(client) => client.map(Arc::new),
         Err(e) => {
@@ -165,7 +167,10 @@ pub async fn serve(
         if console {
             eprintln!("rpcwire: console on https://{local}/console");
         }
-        rpcwire_http::serve_tls(listener, service, tls, Duration::from_secs(10)).await;
+        match cors {
+            Some(cors) => crate::cors::serve(listener, service, Some(tls), cors, shutdown).await,
+            None => rpcwire_http::serve_tls(listener, service, tls, Duration::from_secs(10)).await,
+        }
         return ExitCode::SUCCESS;
     }
     eprintln!(
@@ -174,7 +179,10 @@ pub async fn serve(
     if console {
         eprintln!("rpcwire: console on http://{local}/console");
     }
-    rpcwire_http::serve(listener, service).await;
+    match cors {
+        Some(cors) => crate::cors::serve(listener, service, None, cors, shutdown).await,
+        None => rpcwire_http::serve(listener, service).await,
+    }
     ExitCode::SUCCESS
 }
 

@@ -11,6 +11,7 @@ use rpcwire_cli::{demo_router, EXIT_CONNECTION};
 use rpcwire_tokio::{Builder, CallError, Client, Framing};
 
 mod call;
+mod cors;
 mod drain;
 mod hosts;
 mod http;

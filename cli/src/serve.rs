@@ -154,6 +154,8 @@ pub(crate) struct ServeArgs {
     pub(crate) probes: crate::probes::ProbeArgs,
     #[command(flatten)]
     pub(crate) hosts: crate::hosts::HostArgs,
+    #[command(flatten)]
+    pub(crate) cors: crate::cors::CorsArgs,
     /// The OTLP metrics' recorder, for --metrics to record beside its own (not an option).
     #[cfg(all(feature = "otlp", feature = "metrics"))]
     #[arg(skip)]
@@ -324,8 +326,20 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         None => None,
     };
     let hosts = match args.hosts.policy(args.any_host) {
-        Ok(hosts) => hosts,
+        // A CORS origin passes the Origin check too.
+        Ok(hosts) => args
+            .cors
+            .cors_origin
+            .iter()
+            .fold(hosts, |h, o| h.with(o.as_str())),
         Err(code) => return code,
+    };
+    let cors = match args.cors.layer() {
+        Ok(cors) => cors,
+        Err(e) => {
+            eprintln!("rpcwire: {e}: not an origin");
+            return ExitCode::from(EXIT_USAGE);
+        }
     };
     if args.ws.ws.is_some() {
         let concurrency = args.concurrency;
@@ -430,6 +444,7 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
             args.ws.console,
             args.upstream.as_deref(),
             &args.probes,
+            cors,
             match args.ws.credential_leeway() {
                 Ok(leeway) => leeway,
                 Err(code) => return code,

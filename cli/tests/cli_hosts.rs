@@ -90,3 +90,68 @@ async fn malformed_names_are_usage_errors() {
         assert_eq!(out.code, Some(2), "{args:?}: {out:?}");
     }
 }
+
+/// The head (lower case) of an answer to `request` (a whole HTTP/1.1 request, `Connection:
+/// close`) sent to `url`'s address.
+async fn answer(url: &str, request: String) -> String {
+    let addr = url.trim_start_matches("http://").split('/').next().unwrap();
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    bounded(stream.read_to_string(&mut answer)).await.unwrap();
+    answer.to_ascii_lowercase()
+}
+
+#[tokio::test]
+async fn cors_origin_answers_preflights_and_cross_origin_calls() {
+    let (mut server, url) = serve_http(&["--cors-origin", "https://app.example.com"]).await;
+    let preflight = answer(
+        &url,
+        "OPTIONS /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example.com\r\n\
+         Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type\r\n\
+         Connection: close\r\n\r\n"
+            .to_owned(),
+    )
+    .await;
+    assert!(preflight.starts_with("http/1.1 200"), "{preflight}");
+    assert!(
+        preflight.contains("access-control-allow-origin: https://app.example.com"),
+        "{preflight}"
+    );
+    assert!(
+        preflight.contains("access-control-allow-headers:"),
+        "{preflight}"
+    );
+    let body = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
+    let call = answer(
+        &url,
+        format!(
+            "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example.com\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+    .await;
+    assert!(call.starts_with("http/1.1 200"), "{call}");
+    assert!(
+        call.contains("access-control-allow-origin: https://app.example.com"),
+        "{call}"
+    );
+    assert!(
+        call.ends_with(r#"{"jsonrpc":"2.0","result":19,"id":1}"#),
+        "{call}"
+    );
+    // Another origin: no CORS headers, and refused by the Origin check.
+    let other = answer(
+        &url,
+        format!(
+            "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+    .await;
+    assert!(other.starts_with("http/1.1 403"), "{other}");
+    assert!(!other.contains("access-control-allow-origin"), "{other}");
+    server.kill().await.unwrap();
+}
