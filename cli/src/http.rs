@@ -95,7 +95,8 @@ pub struct Relay {
 }
 
 /// Serves the demo service over HTTP at `addr` and `path` until the process is stopped.
-/// `any_host`: accept any `Host`/`Origin` (behind a proxy, or on a non-loopback address).
+/// `hosts`: the `Host`/`Origin` names accepted (`--any-host`, `--allowed-host`,
+/// `--allowed-origin`).
 /// `max_body`: the largest request body (413 beyond).
 /// `tls`: serve HTTPS (and WSS) with it; `policy`: the access rules of `--policy`;
 /// `signing`: every POST signed (`--signing-key`); `console`: the browser console on
@@ -104,7 +105,7 @@ pub struct Relay {
 pub async fn serve(
     addr: &str,
     path: &str,
-    any_host: bool,
+    hosts: HostPolicy,
     max_body: usize,
     builder: Builder,
     tls: Option<rpcwire_tokio::tls::ServerTls>,
@@ -112,7 +113,11 @@ pub async fn serve(
     signing: Option<Arc<rpcwire_tokio::signing::RequestSigning>>,
     console: bool,
     upstream: Option<&str>,
+    probes: &crate::probes::ProbeArgs,
+    cors: Option<tower_http::cors::CorsLayer>,
+    credential_leeway: Option<Duration>,
 ) -> ExitCode {
+    let shutdown = builder.service_ref().shutdown_ref().clone();
     let upstream = match upstream.map(HttpClient::new).transpose() {
         Ok(client) => client.map(Arc::new),
         Err(e) => {
@@ -138,6 +143,7 @@ pub async fn serve(
             .router(with_policy(router(Arc::clone(&cell), upstream.clone()))),
         WsConfig {
             max_message: max_body,
+            credential_leeway,
             ..WsConfig::default()
         },
     );
@@ -146,14 +152,12 @@ pub async fn serve(
             .path(path)
             .max_body(max_body)
             .websocket(ws)
-            .console(console);
-    if any_host {
-        server = server.hosts(HostPolicy::Any);
-    }
+            .console(console)
+            .hosts(hosts);
     if let Some(signing) = signing {
         server = server.signed(signing);
     }
-    let service = server.build();
+    let service = probes.apply(server).build();
     let _ = cell.set(service.clone());
     if let Some(tls) = tls {
         let _watch = tls.watch(Duration::from_secs(2));
@@ -163,7 +167,10 @@ pub async fn serve(
         if console {
             eprintln!("rpcwire: console on https://{local}/console");
         }
-        rpcwire_http::serve_tls(listener, service, tls, Duration::from_secs(10)).await;
+        match cors {
+            Some(cors) => crate::cors::serve(listener, service, Some(tls), cors, shutdown).await,
+            None => rpcwire_http::serve_tls(listener, service, tls, Duration::from_secs(10)).await,
+        }
         return ExitCode::SUCCESS;
     }
     eprintln!(
@@ -172,7 +179,10 @@ pub async fn serve(
     if console {
         eprintln!("rpcwire: console on http://{local}/console");
     }
-    rpcwire_http::serve(listener, service).await;
+    match cors {
+        Some(cors) => crate::cors::serve(listener, service, None, cors, shutdown).await,
+        None => rpcwire_http::serve(listener, service).await,
+    }
     ExitCode::SUCCESS
 }
 

@@ -11,7 +11,11 @@ use rpcwire_cli::{demo_router, EXIT_CONNECTION};
 use rpcwire_tokio::{Builder, CallError, Client, Framing};
 
 mod call;
+mod cors;
+mod drain;
+mod hosts;
 mod http;
+mod probes;
 mod serve;
 
 use call::CallArgs;
@@ -223,7 +227,8 @@ fn main() -> ExitCode {
     let code = runtime.block_on(async move {
         match cli.command {
             #[cfg(feature = "otlp")]
-            Cmd::Serve(args) if otlp.is_some() => {
+            // A network server drains on the signal itself (`drain`), and returns.
+            Cmd::Serve(args) if otlp.is_some() && !args.drains() => {
                 // Stopped by a signal, the spans not yet exported are sent before exiting.
                 tokio::select! {
                     code = serve::serve(args) => code,

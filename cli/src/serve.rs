@@ -148,6 +148,14 @@ pub(crate) struct ServeArgs {
     pub(crate) log_body_limit: usize,
     #[command(flatten)]
     pub(crate) ws: rpcwire_cli::ws::WsServeArgs,
+    #[command(flatten)]
+    pub(crate) drain: crate::drain::DrainArgs,
+    #[command(flatten)]
+    pub(crate) probes: crate::probes::ProbeArgs,
+    #[command(flatten)]
+    pub(crate) hosts: crate::hosts::HostArgs,
+    #[command(flatten)]
+    pub(crate) cors: crate::cors::CorsArgs,
     /// The OTLP metrics' recorder, for --metrics to record beside its own (not an option).
     #[cfg(all(feature = "otlp", feature = "metrics"))]
     #[arg(skip)]
@@ -271,6 +279,14 @@ fn authenticated(args: &ServeArgs, mut builder: Builder) -> Result<Builder, Exit
     Ok(builder)
 }
 
+#[cfg(feature = "otlp")]
+impl ServeArgs {
+    /// Whether this is a network server, drained on SIGTERM and SIGINT (`crate::drain`).
+    pub(crate) fn drains(&self) -> bool {
+        self.tcp.is_some() || self.http.is_some() || self.ws.ws.is_some()
+    }
+}
+
 pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
     if args.ws.console && args.ws.ws.is_none() && args.http.is_none() {
         eprintln!("rpcwire: --console needs --ws or --http");
@@ -309,6 +325,22 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         },
         None => None,
     };
+    let hosts = match args.hosts.policy(args.any_host) {
+        // A CORS origin passes the Origin check too.
+        Ok(hosts) => args
+            .cors
+            .cors_origin
+            .iter()
+            .fold(hosts, |h, o| h.with(o.as_str())),
+        Err(code) => return code,
+    };
+    let cors = match args.cors.layer() {
+        Ok(cors) => cors,
+        Err(e) => {
+            eprintln!("rpcwire: {e}: not an origin");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     if args.ws.ws.is_some() {
         let concurrency = args.concurrency;
         let builder = Builder::new().map_service(|s| s.concurrency(concurrency));
@@ -317,15 +349,9 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
             Err(code) => return code,
         };
         let (max, conns) = (args.max_frame, args.max_connections);
-        return rpcwire_cli::ws::serve(
-            &args.ws,
-            builder,
-            max,
-            conns,
-            policy.as_ref(),
-            args.any_host,
-        )
-        .await;
+        let (shutdown, builder) = crate::drain::on_signals(&args.drain, builder);
+        let served = rpcwire_cli::ws::serve(&args.ws, builder, max, conns, policy.as_ref(), hosts);
+        return crate::drain::finish(&shutdown, served.await).await;
     }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => {
@@ -405,10 +431,11 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
             },
             None => None,
         };
-        return http::serve(
+        let (shutdown, builder) = crate::drain::on_signals(&args.drain, builder);
+        let served = http::serve(
             addr,
             &args.path,
-            args.any_host,
+            hosts,
             args.max_frame,
             builder,
             tls,
@@ -416,14 +443,21 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
             signing,
             args.ws.console,
             args.upstream.as_deref(),
-        )
-        .await;
+            &args.probes,
+            cors,
+            match args.ws.credential_leeway() {
+                Ok(leeway) => leeway,
+                Err(code) => return code,
+            },
+        );
+        return crate::drain::finish(&shutdown, served.await).await;
     }
     if let Some(addr) = &args.tcp {
         let (listener, local) = match rpcwire_cli::listen(addr).await {
             Ok(listening) => listening,
             Err(code) => return code,
         };
+        let (shutdown, builder) = crate::drain::on_signals(&args.drain, builder);
         if let Some(tls) = tls {
             let _watch = tls.watch(std::time::Duration::from_secs(2));
             let mutual = if args.client_ca.is_some() {
@@ -433,11 +467,11 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
             };
             eprintln!("rpcwire: serving the demo service over TLS{mutual} on {local}");
             builder.serve_tls(listener, tls).await;
-            return ExitCode::SUCCESS;
+            return crate::drain::finish(&shutdown, ExitCode::SUCCESS).await;
         }
         eprintln!("rpcwire: serving the demo service on {local}");
         builder.serve_tcp(listener).await;
-        return ExitCode::SUCCESS;
+        return crate::drain::finish(&shutdown, ExitCode::SUCCESS).await;
     }
     match builder.stdio().join().await {
         Ok(()) => ExitCode::SUCCESS,

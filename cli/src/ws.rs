@@ -50,6 +50,18 @@ pub struct WsServeArgs {
     /// With --ws: seconds a peer may leave its messages unread before it is dropped.
     #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "ws")]
     pub send_timeout: f64,
+    /// With --ws or --http: close a WebSocket (1008, "credential expired") this many seconds
+    /// after its caller's credential expires (a --jwks token's `exp`, plus the 30 s leeway
+    /// tokens are checked with); nothing it sends after is answered.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    pub credential_leeway: f64,
+}
+
+impl WsServeArgs {
+    /// `--credential-leeway` as the WebSocket layer's setting.
+    pub fn credential_leeway(&self) -> Result<Option<Duration>, ExitCode> {
+        seconds(self.credential_leeway, "--credential-leeway").map(Some)
+    }
 }
 
 /// The options of `rpcwire listen`.
@@ -137,14 +149,15 @@ pub fn ws_demo_router(hub: Hub) -> Router {
 }
 
 /// `rpcwire serve --ws ADDR`: serves the demo service over WebSocket until stopped; with
-/// `any_host` (`--any-host`), to any `Host` and `Origin`, else to the loopback names only.
+/// `hosts` (`--any-host`, `--allowed-host`, `--allowed-origin`: the loopback names only by
+/// default), to the `Host` and `Origin` names accepted.
 pub async fn serve(
     args: &WsServeArgs,
     builder: Builder,
     max_message: usize,
     max_connections: usize,
     policy: Option<&crate::policy::Policy>,
-    any_host: bool,
+    hosts: rpcwire_http::HostPolicy,
 ) -> ExitCode {
     let Some(addr) = args.ws.as_deref() else {
         return ExitCode::from(EXIT_USAGE);
@@ -165,6 +178,10 @@ pub async fn serve(
         ping_interval: ping,
         pong_timeout: pong,
         send_timeout: send,
+        credential_leeway: match args.credential_leeway() {
+            Ok(leeway) => leeway,
+            Err(code) => return code,
+        },
         ..WsConfig::default()
     };
     let hub = Hub::new();
@@ -183,10 +200,7 @@ pub async fn serve(
         .with_hub(hub.clone())
         .max_connections(max_connections)
         .console(args.console)
-        .hosts(match any_host {
-            true => rpcwire_http::HostPolicy::Any,
-            false => rpcwire_http::HostPolicy::loopback(),
-        });
+        .hosts(hosts);
     let (listener, local) = match crate::listen(addr).await {
         Ok(listening) => listening,
         Err(code) => return code,

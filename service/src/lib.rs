@@ -52,13 +52,16 @@ mod ratelimit;
 mod responder;
 mod router;
 mod service;
+mod shutdown;
 
 pub use access::{Policy, DISCOVER_METHOD, FORBIDDEN, FORBIDDEN_MESSAGE};
 #[cfg(feature = "jwt")]
 pub use auth::jwt;
 #[cfg(feature = "auth")]
 pub use auth::signing;
-pub use auth::{AuthError, AuthFuture, Authenticator, Credentials, Headers, PeerCertificate};
+pub use auth::{
+    AuthError, AuthFuture, Authenticator, Credentials, Headers, PeerCertificate, ReadyFuture,
+};
 #[cfg(feature = "auth")]
 pub use auth::{StaticTokens, TokenFileError, TokenTableError, MAX_TOKEN_LEN};
 pub use caller::{Caller, LazyMeta};
@@ -72,6 +75,9 @@ pub use router::{Cancellation, Context, Router};
 pub use rpcwire::ErrorCode;
 pub use rpcwire_telemetry::{Remote, Transport};
 pub use service::{CancelProfile, Service, DEFAULT_HANDSHAKE_TIMEOUT, MAX_INFLIGHT};
+pub use shutdown::{
+    Drained, Shutdown, Tracked, DEFAULT_DRAIN_DEADLINE, SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE,
+};
 
 /// The core connection every transport runs for the service: heap storage that grows on
 /// demand and shrinks back.

@@ -65,6 +65,8 @@ pub(crate) struct Settings {
     /// Kept apart from `cancel` so that the order of the two setters does not matter.
     answer_cancelled: bool,
     pub(crate) handshake_timeout: Duration,
+    /// Watched by every server of the service; refuses requests while it drains.
+    pub(crate) shutdown: crate::Shutdown,
 }
 
 impl std::fmt::Debug for Service {
@@ -92,6 +94,7 @@ impl Default for Settings {
             cancel: None,
             answer_cancelled: true,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            shutdown: crate::Shutdown::default(),
         }
     }
 }
@@ -115,6 +118,32 @@ impl Service {
     pub fn router(mut self, router: Router) -> Self {
         Arc::make_mut(&mut self.0).router = Some(Arc::new(router.discoverable()));
         self
+    }
+
+    /// Drains with `shutdown`: once it is triggered, every server of this service stops
+    /// accepting, refuses new requests ([`SHUTTING_DOWN`](crate::SHUTTING_DOWN), 503 over
+    /// HTTP), lets running calls finish and closes its connections cleanly. Without it, a
+    /// handle of its own that nothing triggers.
+    pub fn shutdown(mut self, shutdown: &crate::Shutdown) -> Self {
+        Arc::make_mut(&mut self.0).shutdown = shutdown.clone();
+        self
+    }
+
+    /// The service's shutdown handle.
+    pub fn shutdown_ref(&self) -> &crate::Shutdown {
+        &self.0.shutdown
+    }
+
+    /// Whether the service is ready for new callers (a readiness probe): not while it
+    /// drains, nor while its authenticator is not [`ready`](crate::Authenticator::ready).
+    pub async fn ready(&self) -> bool {
+        if self.0.shutdown.is_draining() {
+            return false;
+        }
+        match &self.0.authenticator {
+            Some(authenticator) => authenticator.ready().await,
+            None => true,
+        }
     }
 
     /// The router, if any.

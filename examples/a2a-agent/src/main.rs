@@ -204,11 +204,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = listener.local_addr()?;
     let step = Duration::from_millis(args.step_ms);
     let card = card(&args.name, format!("http://{addr}/"), args.compat_v03);
+    // SIGTERM / SIGINT drain the server: no new connections, calls under way finish, what
+    // arrives is answered 503, then the process ends (at most 30 s later).
+    let shutdown = rpcwire_a2a::Shutdown::new(Duration::from_secs(30));
+    shutdown.on_signals();
     let service = A2aServer::new(card, move |ctx| turn(ctx, step))
         .max_body(args.max_body)
         .compat_v03(args.compat_v03)
+        .map_service(|s| s.shutdown(&shutdown))
         .build();
     println!("listening http://{addr}");
     rpcwire_a2a::serve(listener, service).await;
+    shutdown.drained().await;
     Ok(())
 }

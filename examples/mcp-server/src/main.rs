@@ -235,7 +235,13 @@ async fn serve_http(server: McpServer, opts: HttpOptions) {
     let router = fixtures::methods(fixtures::tools(server).strict_handshake(false).router());
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".into(), "[::1]".into()];
     hosts.extend(opts.hosts.iter().cloned());
-    let mut config = McpHttpServer::from_builder(rpcwire_mcp::tokio::mcp_builder().router(router))
+    // SIGTERM / SIGINT drain the server: no new connections, calls under way finish, what
+    // arrives is answered 503, then the process ends (at most 30 s later).
+    let shutdown = rpcwire_tokio::Shutdown::new(Duration::from_secs(30));
+    shutdown.on_signals();
+    let builder = rpcwire_mcp::tokio::mcp_builder().router(router);
+    let builder = builder.map_service(|s| s.shutdown(&shutdown));
+    let mut config = McpHttpServer::from_builder(builder)
         .session_prefix(&opts.name)
         .hosts(HostPolicy::Names(hosts))
         .mode(if opts.stateless {
@@ -292,6 +298,7 @@ async fn serve_http(server: McpServer, opts: HttpOptions) {
         }
         None => rpcwire_mcp::http::serve(listener, config.build()).await,
     }
+    shutdown.drained().await;
 }
 
 /// `--jwks`: OAuth access tokens verified against the authorization server's keys, its
@@ -378,6 +385,8 @@ async fn main() {
     if let Some(url) = otlp {
         let export = start_otlp(&url);
         let server = tools();
+        // An HTTP server drains on the signal itself, then returns.
+        let http = opts.is_some();
         let serve = async {
             match opts {
                 Some(opts) => serve_http(server, opts).await,
@@ -391,7 +400,7 @@ async fn main() {
         };
         tokio::select! {
             () = serve => {}
-            () = stopped() => {}
+            () = stopped(), if !http => {}
         }
         // The metrics first (their thread logs through the spans' subscriber), then the spans.
         drop(export.1);

@@ -73,7 +73,7 @@ pub use agent::{Agent, TaskContext, TaskLimits, TurnFuture};
 pub use client::{fetch_card, A2aClient, ClientError, EventStream};
 pub use error::{A2aError, ErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
 /// The service layer's types the server's builder and the agent's context speak of.
-pub use rpcwire_service::{Authenticator, Identity, RateLimiter, Router, Service};
+pub use rpcwire_service::{Authenticator, Identity, RateLimiter, Router, Service, Shutdown};
 pub use server::{serve, A2aServer, A2aService, VERSION_HEADER};
 pub use store::{MemoryTaskStore, StoreError, StoreLimits, TaskStore};
 pub use types::*;

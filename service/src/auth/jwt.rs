@@ -620,6 +620,12 @@ impl Authenticator for JwtAuthenticator {
     fn credential_header(&self) -> Option<&str> {
         Some("authorization")
     }
+
+    /// Ready once its key set has been had: the held one while fresh, else fetched (at most
+    /// once per `min_interval` of a [`JwksKeys`]).
+    fn ready(&self) -> super::ReadyFuture<'_> {
+        Box::pin(async move { self.keys.keys(false).await.is_ok() })
+    }
 }
 
 #[cfg(test)]

@@ -224,7 +224,17 @@ pub trait Authenticator: Send + Sync + 'static {
     fn credential_header(&self) -> Option<&str> {
         None
     }
+
+    /// Whether it can let callers in now (a server's readiness probe asks): `false` while
+    /// what it needs has never been had (a JWT authenticator's key set never fetched: asking
+    /// fetches it). Always ready by default.
+    fn ready(&self) -> ReadyFuture<'_> {
+        Box::pin(std::future::ready(true))
+    }
 }
+
+/// What [`Authenticator::ready`] returns.
+pub type ReadyFuture<'a> = Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
 
 #[cfg(test)]
 mod tests {

@@ -21,6 +21,8 @@ pub(crate) enum Control {
     Cancel(Token),
     /// Stop reading, answer what was received, flush, close.
     Shutdown,
+    /// [`Shutdown`](Control::Shutdown) once no handler runs (reading goes on until then).
+    ShutdownWhenIdle,
     /// Accept or refuse inbound batches from now on.
     SetBatches(bool),
 }

@@ -379,6 +379,13 @@ impl Client {
         self.ctl.send(Control::Shutdown);
     }
 
+    /// A server's drain ([`Shutdown`](crate::Shutdown)) on this connection: it goes on reading
+    /// (what arrives is refused while the service drains), and once no handler runs and
+    /// nothing waits, it [`shutdown`](Self::shutdown)s.
+    pub fn shutdown_when_idle(&self) {
+        self.ctl.send(Control::ShutdownWhenIdle);
+    }
+
     /// Accepts inbound batches on this connection from now on, or refuses them (each
     /// answered with one Invalid Request), overriding the transport's setting (`rpcwire_tokio::Builder::batches`)
     /// for this connection: a profile calls it from a handler once the peers have negotiated

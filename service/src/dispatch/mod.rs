@@ -38,7 +38,7 @@ use crate::caller::Caller;
 use crate::client::controls::{Control, ControlInbox, Controls};
 use crate::client::{Command, Reply, SessionStats};
 use crate::ratelimit::RateLimiter;
-use crate::router::{forbidden, rate_limited, Found, Origin, OriginId};
+use crate::router::{forbidden, rate_limited, shutting_down, Found, Origin, OriginId};
 use crate::service::{CancelProfile, Service};
 use crate::{CallError, Client, Conn, RpcError};
 
@@ -142,6 +142,8 @@ pub struct Dispatcher {
     batch_trace: batch_trace::BatchTrace,
     /// Input has ended: our calls can no longer be answered.
     draining: bool,
+    /// Input is to end once no handler runs ([`Client::shutdown_when_idle`]).
+    end_when_idle: bool,
     /// The zero of the core's clock.
     origin: StdInstant,
     outgoing_traces: Option<telemetry::trace_context::OutgoingTraces>,
@@ -220,6 +222,7 @@ impl Dispatcher {
             last_method: None,
             batch_trace: batch_trace::BatchTrace::new(settings.batch_spans),
             draining: false,
+            end_when_idle: false,
             origin: telemetry::now(),
             outgoing_traces: settings.outgoing_traces,
         };
@@ -352,8 +355,11 @@ impl Dispatcher {
                 let permitted = router.is_none_or(|r| r.permits(caller.identity(), method));
                 // Counted only for a call the access rules let through, once.
                 let limited = permitted && over_rate_limit(service, limiter_key);
+                // Refused before it runs once the drain has begun (one atomic load).
+                let draining = service.0.shutdown.is_draining();
                 if !permitted
                     || limited
+                    || draining
                     || (queue.is_empty() && handlers.running() < service.0.concurrency)
                 {
                     let origin = Origin {
@@ -368,6 +374,7 @@ impl Dispatcher {
                     };
                     // A refused request is answered at once, never queued.
                     let handler = match (permitted, limited) {
+                        _ if draining => shutting_down(),
                         (false, _) => {
                             telemetry::reject(Rejection::Authorization);
                             forbidden()
@@ -426,6 +433,10 @@ impl Dispatcher {
                         subject = caller.identity().subject(),
                         "notification refused by the access rules: dropped"
                     );
+                    return;
+                }
+                if service.0.shutdown.is_draining() {
+                    tracing::debug!(%method, "notification while shutting down: dropped");
                     return;
                 }
                 if over_rate_limit(service, limiter_key) {
@@ -652,8 +663,12 @@ impl Dispatcher {
             match ctl {
                 Control::Cancel(token) => self.cancel_call(conn, token),
                 Control::Shutdown => woke = Woke::EndOfInput("shutdown"),
+                Control::ShutdownWhenIdle => self.end_when_idle = true,
                 Control::SetBatches(accept) => conn.set_batches(accept),
             }
+        }
+        if self.end_when_idle && self.is_idle() {
+            woke = Woke::EndOfInput("shutdown");
         }
         woke
     }

@@ -174,6 +174,19 @@ pub(crate) fn rate_limited() -> &'static MethodFn {
     })
 }
 
+/// The handler a request that arrives while the service drains runs in place of its own: it
+/// answers [`SHUTTING_DOWN`](crate::SHUTTING_DOWN).
+pub(crate) fn shutting_down() -> &'static MethodFn {
+    static DRAINING: std::sync::OnceLock<MethodFn> = std::sync::OnceLock::new();
+    DRAINING.get_or_init(|| {
+        refusal(
+            crate::SHUTTING_DOWN,
+            crate::SHUTTING_DOWN_MESSAGE,
+            "the server is shutting down",
+        )
+    })
+}
+
 /// A handler that answers `code` and `message`, and logs `why` at debug level.
 fn refusal(code: ErrorCode, message: &'static str, why: &'static str) -> MethodFn {
     Arc::new(move |origin, _params, conn, handle| {

@@ -23,8 +23,8 @@ use crate::RpcError;
 pub use context::{Cancellation, Context, DetailPolicy};
 pub(crate) use context::{Origin, OriginId, SharedState};
 pub(crate) use erase::{
-    answer, decode, erase, forbidden, guarded, poll_once, rate_limited, BoxFuture, CatchUnwind,
-    Entry, MethodFn, NotifyFn, Outcome,
+    answer, decode, erase, forbidden, guarded, poll_once, rate_limited, shutting_down, BoxFuture,
+    CatchUnwind, Entry, MethodFn, NotifyFn, Outcome,
 };
 use names::{same_bytes, Names};
 

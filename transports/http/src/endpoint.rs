@@ -25,7 +25,9 @@ pub enum HostPolicy {
     /// Any host and origin.
     Any,
     /// Only these host names (without port; `localhost`, `127.0.0.1`, `[::1]` and the like),
-    /// in `Host` and, when present, in `Origin`.
+    /// in `Host` and, when present, in `Origin`; an entry with a scheme
+    /// (`https://app.example.com`, a port if not the scheme's) is an origin accepted in
+    /// `Origin` as written (any case), not a host.
     Names(Vec<String>),
 }
 
@@ -33,6 +35,25 @@ impl HostPolicy {
     /// `localhost`, `127.0.0.1` and `[::1]`, any port: the default.
     pub fn loopback() -> Self {
         HostPolicy::Names(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()])
+    }
+
+    /// This policy with `name` accepted too: a host name, or an origin with its scheme (see
+    /// [`Names`](HostPolicy::Names)). [`Any`](HostPolicy::Any) stays as it is.
+    ///
+    /// ```
+    /// use rpcwire_http::HostPolicy;
+    /// let hosts = HostPolicy::loopback().with("api.example.com").with("https://app.example.com");
+    /// let req = |host, origin| http::Request::builder().header("host", host).header("origin", origin).body(());
+    /// assert_eq!(hosts.refusal(&req("api.example.com", "https://app.example.com")?), None);
+    /// assert!(hosts.refusal(&req("app.example.com", "https://app.example.com")?).is_some());
+    /// assert!(hosts.refusal(&req("api.example.com", "https://evil.example")?).is_some());
+    /// # Ok::<(), http::Error>(())
+    /// ```
+    pub fn with(mut self, name: impl Into<String>) -> Self {
+        if let HostPolicy::Names(names) = &mut self {
+            names.push(name.into());
+        }
+        self
     }
 
     pub(crate) fn allows_host(&self, host: &str) -> bool {
@@ -62,7 +83,8 @@ impl HostPolicy {
     pub(crate) fn allows_origin(&self, origin: &str) -> bool {
         match self {
             HostPolicy::Any => true,
-            HostPolicy::Names(_) => match origin.split_once("://") {
+            HostPolicy::Names(names) => match origin.split_once("://") {
+                _ if names.iter().any(|n| n.eq_ignore_ascii_case(origin)) => true,
                 Some((scheme, rest)) if scheme == "http" || scheme == "https" => {
                     self.allows_host(rest.split('/').next().unwrap_or(""))
                 }
@@ -138,6 +160,8 @@ pub struct Endpoint {
     pub(crate) max_connections: usize,
     /// How long `serve` keeps a connection with no request under way.
     pub(crate) idle_connection: Duration,
+    /// The drain every server of the crate watches (the service's).
+    pub(crate) shutdown: rpcwire_service::Shutdown,
 }
 
 impl Endpoint {
@@ -157,6 +181,7 @@ impl Endpoint {
             },
             max_connections: 10_000,
             idle_connection: DEFAULT_IDLE_CONNECTION,
+            shutdown: rpcwire_service::Shutdown::default(),
         }
     }
 
@@ -234,6 +259,18 @@ impl Endpoint {
     /// would close every connection before its first request).
     pub fn set_idle_connection(&mut self, idle: Duration) {
         self.idle_connection = idle.max(Duration::from_millis(1));
+    }
+
+    /// The drain the serve loops watch: they stop accepting once it is triggered, and every
+    /// request that arrives then is answered 503 with `Connection: close` (a server takes its
+    /// service's, [`Service::shutdown`](rpcwire_service::Service::shutdown)).
+    pub fn set_shutdown(&mut self, shutdown: &rpcwire_service::Shutdown) {
+        self.shutdown = shutdown.clone();
+    }
+
+    /// The drain the serve loops watch.
+    pub fn shutdown(&self) -> &rpcwire_service::Shutdown {
+        &self.shutdown
     }
 
     /// Why `req` is refused with 403, if it is: [`HostPolicy::refusal`] of its hosts.

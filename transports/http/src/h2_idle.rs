@@ -118,11 +118,12 @@ where
 }
 
 /// Drives `conn` to its end, shutting it down gracefully once it has had no stream under way
-/// for `idle`.
+/// for `idle`, or when `draining` resolves (the server's drain).
 pub(crate) async fn serve_until_idle<C, T>(
     conn: C,
     activity: Arc<Activity>,
     idle: Duration,
+    draining: impl Future<Output = ()>,
     graceful_shutdown: fn(Pin<&mut C>),
 ) -> T
 where
@@ -130,6 +131,7 @@ where
 {
     let mut conn = std::pin::pin!(conn);
     let mut shutting_down = false;
+    let mut draining = std::pin::pin!(draining);
     loop {
         // While a stream is under way, look again after `idle`: it is at least that long
         // before the connection can have been idle for `idle`.
@@ -138,6 +140,10 @@ where
             .unwrap_or_else(|| Instant::now() + idle);
         tokio::select! {
             ended = conn.as_mut() => return ended,
+            () = draining.as_mut(), if !shutting_down => {
+                graceful_shutdown(conn.as_mut());
+                shutting_down = true;
+            }
             () = tokio::time::sleep_until(wake), if !shutting_down => {
                 if activity.idle_at(idle).is_some_and(|at| at <= Instant::now()) {
                     tracing::debug!(?idle, "idle HTTP/2 connection: shutting down");

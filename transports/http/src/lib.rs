@@ -52,6 +52,69 @@
 //! assert_eq!(diff, 19);
 //! # Ok(()) }
 //! ```
+//!
+//! ## In an axum app, under tower layers, on rpcwire's accept loop
+//!
+//! [`RpcService`] is a plain tower `Service<http::Request<B>>`: mount it in axum beside other
+//! routes and wrap it in any tower-http layer (here `CorsLayer`). rpcwire's accept loop and
+//! TLS handshake (`rpcwire_tokio::accept_loop`, `rpcwire_tokio::tls::spawn_handshake`: the
+//! connection limit, the drain, certificate reload, mutual TLS) serve any tower service
+//! through hyper-util, the app included:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use axum::routing::get;
+//! use http::{header::CONTENT_TYPE, HeaderValue, Method};
+//! use hyper_util::rt::{TokioExecutor, TokioIo};
+//! use rpcwire_http::{HostPolicy, HttpServer};
+//! use rpcwire_tokio::tls::{ServerTls, TlsFiles};
+//! use rpcwire_tokio::{Builder, Router, RpcError, Shutdown};
+//! use tower_http::cors::CorsLayer;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let router = Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok::<_, RpcError>(a - b));
+//! let origin = "https://app.example.com";
+//! let rpc = HttpServer::new(Builder::new().router(router))
+//!     .hosts(HostPolicy::loopback().with("api.example.com").with(origin))
+//!     .build();
+//! let app = axum::Router::new()
+//!     .route_service("/rpc", rpc)
+//!     .route("/healthz", get(|| async { "ok" }))
+//!     .layer(
+//!         CorsLayer::new()
+//!             .allow_origin(HeaderValue::from_static(origin))
+//!             .allow_methods([Method::POST])
+//!             .allow_headers([CONTENT_TYPE]),
+//!     );
+//!
+//! let files = TlsFiles { cert: "server.pem".into(), key: "server.key".into(), client_ca: Some("ca.pem".into()) };
+//! let tls = ServerTls::with_alpn(files, &[b"h2", b"http/1.1"])?;
+//! let _reload = tls.watch(Duration::from_secs(2));
+//! let shutdown = Shutdown::new(Duration::from_secs(30));
+//! shutdown.on_signals();
+//! let listener = tokio::net::TcpListener::bind("0.0.0.0:8443").await?;
+//! rpcwire_tokio::accept_loop(listener, 10_000, &shutdown, move |tcp, peer, slot| {
+//!     let app = app.clone();
+//!     let handshake = Duration::from_secs(10);
+//!     rpcwire_tokio::tls::spawn_handshake(&tls, tcp, peer, handshake, move |stream, _cert| {
+//!         tokio::spawn(async move {
+//!             let _slot = slot; // the connection's place under the limit and in the drain
+//!             let service = hyper_util::service::TowerToHyperService::new(app);
+//!             let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+//!                 .serve_connection_with_upgrades(TokioIo::new(stream), service)
+//!                 .await;
+//!         });
+//!     });
+//! })
+//! .await;
+//! shutdown.drained().await;
+//! # Ok(()) }
+//! ```
+//!
+//! (A connection served this way is not on the HTTP/1.1 fast path, and the drain closes only
+//! what the loop accepts: the app's connections end when their clients leave or at the
+//! deadline. `transports/http/tests/axum_tls.rs` runs this with mutual TLS and from Chromium.)
 
 mod body;
 mod caller;

@@ -11,8 +11,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rpcwire_telemetry::{self as telemetry, ConnectionScope};
+use rpcwire_tokio::Slot;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::OwnedSemaphorePermit;
 
 use crate::caller::ConnectionInfo;
 use crate::fast::{self, Posts};
@@ -103,16 +103,18 @@ impl<S: HandlesWhole, P: Posts> Fast<S, P> {
 /// Serves `connections` on every connection accepted on `listener` as `how` says (on TCP,
 /// HTTP/1.1 or HTTP/2 with prior knowledge, told from the first bytes; on TLS, as ALPN
 /// chose, a client certificate verified under mutual TLS told to every request of its
-/// connection), until the future is dropped.
+/// connection), until the future is dropped or the service's drain begins.
 pub(crate) async fn listen<S: HandlesWhole, P: Posts>(
     listener: tokio::net::TcpListener,
     how: Listen,
     connections: Fast<S, P>,
 ) {
     let (idle, reported) = (how.idle, how.reported);
+    let shutdown = connections.service.endpoint().shutdown().clone();
     rpcwire_tokio::accept_loop(
         listener,
         how.max_connections,
+        &shutdown,
         move |stream, peer, permit| {
             let connections = connections.clone();
             #[cfg(feature = "tls")]
@@ -169,7 +171,7 @@ fn accepted<S, P, I>(
     io: I,
     protocol: Protocol,
     info: ConnectionInfo,
-    permit: OwnedSemaphorePermit,
+    permit: Slot,
     reported: bool,
 ) -> impl Future<Output = ()> + Send
 where
@@ -202,7 +204,7 @@ struct Accepted<F> {
     connection: Pin<Box<F>>,
     span: tracing::Span,
     /// Its count among the open connections and its slot, let go when it ends.
-    held: Option<(Option<ConnectionScope>, OwnedSemaphorePermit)>,
+    held: Option<(Option<ConnectionScope>, Slot)>,
     peer: Option<std::net::SocketAddr>,
     protocol: Protocol,
 }

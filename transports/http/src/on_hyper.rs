@@ -11,7 +11,8 @@ use http::{Request, Response};
 
 use crate::body::Body;
 use crate::caller::ConnectionInfo;
-use crate::handles::{HandlesIncoming, ResponseFuture};
+use crate::handles::{HandlesIncoming, HandlesWhole, ResponseFuture};
+use rpcwire_service::Shutdown;
 
 /// hyper's HTTP/1.1 settings for the crate's servers. `idle` is hyper's header read timeout:
 /// it runs from the moment a connection waits for a request until that request's head is
@@ -38,8 +39,10 @@ pub(crate) fn http2_builder() -> hyper::server::conn::http2::Builder<hyper_util:
 
 /// `service` as hyper's service, its future named `Send` (a closure's inferred one is not
 /// proved `Send` under the HTTP/2 idle watch's higher-ranked bounds).
+/// While `drain` drains, every request is answered 503 with `Connection: close` before it runs.
 pub(crate) fn hyper_service<S: HandlesIncoming>(
     service: S,
+    drain: Shutdown,
 ) -> impl hyper::service::Service<
     Request<hyper::body::Incoming>,
     Response = Response<Body>,
@@ -47,8 +50,13 @@ pub(crate) fn hyper_service<S: HandlesIncoming>(
     Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
 > + Clone {
     hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-        let fut = service.handle_incoming(req);
-        async move { Ok::<_, Infallible>(fut.await) }
+        let fut = (!drain.is_draining()).then(|| service.handle_incoming(req));
+        async move {
+            Ok::<_, Infallible>(match fut {
+                Some(fut) => fut.await,
+                None => crate::response::shutting_down(),
+            })
+        }
     })
 }
 
@@ -100,7 +108,27 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: HandlesIncoming,
 {
-    let (io, service) = (hyper_util::rt::TokioIo::new(io), hyper_service(service));
+    serve_hyper(io, service, protocol, idle, Shutdown::default()).await
+}
+
+/// [`serve_hyper_connection`] under `drain`: requests that arrive while it drains are refused
+/// (503), and an HTTP/2 connection is shut down gracefully (GOAWAY) when it begins. (An
+/// HTTP/1.1 connection is not closed while idle: a request may be on its way; its next one
+/// is answered 503 with `Connection: close`.)
+async fn serve_hyper<I, S>(
+    io: I,
+    service: S,
+    protocol: Protocol,
+    idle: Duration,
+    drain: Shutdown,
+) -> Result<(), ConnectionError>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: HandlesIncoming,
+{
+    let draining = drain.draining();
+    let io = hyper_util::rt::TokioIo::new(io);
+    let service = hyper_service(service, drain);
     match protocol {
         Protocol::Http1 => {
             http1_builder(idle)
@@ -115,14 +143,17 @@ where
                 activity: Arc::clone(&activity),
             };
             let conn = http2_builder().serve_connection(io, service);
-            crate::h2_idle::serve_until_idle(conn, activity, idle, |conn| conn.graceful_shutdown())
-                .await?
+            crate::h2_idle::serve_until_idle(conn, activity, idle, draining, |conn| {
+                conn.graceful_shutdown()
+            })
+            .await?
         }
     }
     Ok(())
 }
 
-/// [`serve_hyper_connection`] of a connection that tells its requests what it knows
+/// [`serve_hyper_connection`] under the service's drain, of a connection that tells its
+/// requests what it knows
 /// ([`connection_peer`](crate::profile::connection_peer), the client certificate) when they
 /// are to be told ([`ConnectionInfo::is_told`]).
 pub(crate) async fn serve_hyper_told<I, S>(
@@ -134,12 +165,13 @@ pub(crate) async fn serve_hyper_told<I, S>(
 ) -> Result<(), ConnectionError>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    S: HandlesIncoming,
+    S: HandlesWhole,
 {
+    let drain = service.endpoint().shutdown().clone();
     if info.is_told(service.wants_peer()) {
-        serve_hyper_connection(io, WithConnection { service, info }, protocol, idle).await
+        serve_hyper(io, WithConnection { service, info }, protocol, idle, drain).await
     } else {
-        serve_hyper_connection(io, service, protocol, idle).await
+        serve_hyper(io, service, protocol, idle, drain).await
     }
 }
 

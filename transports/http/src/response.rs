@@ -27,6 +27,15 @@ pub fn refuse(code: StatusCode, why: &'static str) -> Response<Body> {
     r
 }
 
+/// 503 with `Connection: close`: a request that arrived while the server drains, refused
+/// before it ran.
+pub fn shutting_down() -> Response<Body> {
+    let mut r = refuse(StatusCode::SERVICE_UNAVAILABLE, "server shutting down\n");
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
 /// A 200 response with this JSON body (`application/json`).
 pub fn json(body: Bytes) -> Response<Body> {
     let mut r = Response::new(Body::full(body));

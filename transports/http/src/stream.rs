@@ -62,6 +62,8 @@ pub struct EventHub {
     /// POSTed responses go to the stream connection's input.
     inbound: mpsc::Sender<Bytes>,
     limits: StreamLimits,
+    /// Open GET streams end when its drain begins.
+    shutdown: std::sync::OnceLock<rpcwire_service::Shutdown>,
 }
 
 impl std::fmt::Debug for EventHub {
@@ -96,6 +98,7 @@ impl EventHub {
             client,
             inbound: in_tx,
             limits,
+            shutdown: std::sync::OnceLock::new(),
         });
         // Messages of the stream's connection into the buffer; ends with the connection.
         let weak = Arc::downgrade(&hub);
@@ -130,6 +133,12 @@ impl EventHub {
     /// Ends every open GET stream; clients that reconnect with `Last-Event-ID` resume.
     pub fn end_streams(&self) {
         self.ends.send_modify(|n| *n += 1);
+    }
+
+    /// Ends every open GET stream when `shutdown`'s drain begins (a server's requests are
+    /// refused from then on, new streams included). Set once: later calls change nothing.
+    pub fn end_streams_on(&self, shutdown: &rpcwire_service::Shutdown) {
+        let _ = self.shutdown.set(shutdown.clone());
     }
 
     /// Where a GET stream starts: after the event `last_event_id` names when it is one of
@@ -184,6 +193,8 @@ impl EventHub {
         }
         let mut tick = tokio::time::interval(self.limits.keep_alive);
         tick.reset();
+        let shutdown = self.shutdown.get().cloned().unwrap_or_default();
+        let mut draining = std::pin::pin!(shutdown.draining());
         loop {
             if ends.has_changed().unwrap_or(true) {
                 return;
@@ -216,6 +227,8 @@ impl EventHub {
                 }
                 () = tx.closed() => return,
                 _ = ends.changed() => return,
+                // The end of the body: the stream's clean end.
+                () = draining.as_mut() => return,
             }
         }
     }

@@ -6,12 +6,15 @@
 //! The loop itself ([`accept_loop`]: the connection limit, a failed accept retried) and the
 //! TLS handshake in a task of its own ([`tls::spawn_handshake`](crate::tls::spawn_handshake))
 //! are building blocks: `rpcwire-http`'s servers accept with them too.
+//!
+//! Every loop stops accepting when the service's [`Shutdown`] is triggered, and each
+//! connection it started is counted in the drain until it ends.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rpcwire_service::Credentials;
+use rpcwire_service::{Credentials, Shutdown, Tracked};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use tokio::net::TcpListener;
@@ -86,8 +89,10 @@ impl Listener for tokio::net::UnixListener {
 
 impl Builder {
     /// Serves every connection accepted on `listener`, each with its own driver and these
-    /// settings. Runs until the future is dropped (connections already accepted go on). A
-    /// client that half-closes still gets its answers; the server goes on accepting.
+    /// settings. Runs until the future is dropped (connections already accepted go on) or the
+    /// service's [`Shutdown`] is triggered (each connection then answers what it runs, refuses
+    /// what arrives, and closes once idle). A client that half-closes still gets its answers;
+    /// the server goes on accepting.
     ///
     /// ```no_run
     /// use rpcwire_tokio::{Builder, Router, RpcError};
@@ -152,11 +157,11 @@ impl Builder {
     where
         L: Listener,
         L::Stream: IntoHalves,
-        F: Fn(Builder, L::Stream, Option<std::net::SocketAddr>, OwnedSemaphorePermit),
+        F: Fn(Builder, L::Stream, Option<std::net::SocketAddr>, Slot),
     {
-        let limit = self.max_connections;
-        accept_loop(listener, limit, |stream, peer, permit| {
-            serve(self.clone(), stream, peer, permit)
+        let (limit, shutdown) = (self.max_connections, self.service_ref().shutdown_ref());
+        accept_loop(listener, limit, &shutdown.clone(), |stream, peer, slot| {
+            serve(self.clone(), stream, peer, slot)
         })
         .await
     }
@@ -169,7 +174,7 @@ impl Builder {
         stream: S,
         peer: Option<std::net::SocketAddr>,
         certificate: Option<rpcwire_service::PeerCertificate>,
-        permit: OwnedSemaphorePermit,
+        permit: Slot,
     ) where
         S: IntoHalves,
     {
@@ -205,19 +210,20 @@ impl Builder {
         caller: Caller,
         peer: Option<std::net::SocketAddr>,
         stream: S,
-        permit: OwnedSemaphorePermit,
+        permit: Slot,
     ) where
         S: IntoHalves,
     {
         self.caller = Some(Arc::new(caller));
         let on_connect = self.on_connect.take();
+        let shutdown = self.service_ref().shutdown_ref().clone();
         let (reader, writer) = stream.into_halves();
         let session = self.run(reader, writer);
         if let (Some(hook), Some(peer)) = (on_connect, peer) {
             (hook.0)(session.client().clone(), peer);
         }
         tokio::spawn(async move {
-            match session.join().await {
+            match session.join_or_drain(&shutdown).await {
                 Ok(()) => tracing::debug!(?peer, "connection ended"),
                 Err(e) => tracing::debug!(?peer, error = %e, "connection failed"),
             }
@@ -226,42 +232,79 @@ impl Builder {
     }
 }
 
-/// Accepts connections on `listener` and hands each to `start` with a permit it holds while it
-/// lives: at most `max_connections` (at least 1) are open at once, and at the limit new
+/// How long a draining accept loop waits for the next connection of its listen backlog.
+const BACKLOG_WAIT: Duration = Duration::from_millis(10);
+
+/// What an accepted connection holds while it lives: its place under the connection limit,
+/// and its count among the connections a drain waits for.
+#[derive(Debug)]
+pub struct Slot {
+    _permit: OwnedSemaphorePermit,
+    _tracked: Tracked,
+}
+
+/// Accepts connections on `listener` and hands each to `start` with a [`Slot`] it holds while
+/// it lives: at most `max_connections` (at least 1) are open at once, and at the limit new
 /// clients wait in the listen backlog (logged once per wait). A failed accept (out of file
-/// descriptors, say) is logged and retried after 50 ms. Runs until dropped; connections
-/// already handed on go on.
+/// descriptors, say) is logged and retried after 50 ms. Runs until dropped or until
+/// `shutdown` is triggered: the connections already waiting in the listen backlog are then
+/// handed on too (as slots allow), and the listener is closed. Connections handed on go on,
+/// each counted in `shutdown`'s drain until its slot is dropped.
 pub async fn accept_loop<L: Listener>(
     listener: L,
     max_connections: usize,
-    start: impl Fn(L::Stream, Option<std::net::SocketAddr>, OwnedSemaphorePermit),
+    shutdown: &Shutdown,
+    start: impl Fn(L::Stream, Option<std::net::SocketAddr>, Slot),
 ) {
     let max_connections = max_connections.max(1);
     let slots = Arc::new(Semaphore::new(max_connections));
+    let draining = shutdown.draining();
+    tokio::pin!(draining);
+    let slot = |permit| Slot {
+        _permit: permit,
+        _tracked: shutdown.track(),
+    };
     loop {
-        let permit = match Arc::clone(&slots).try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                tracing::warn!(
-                    limit = max_connections,
-                    "connection limit reached: new connections wait until one ends"
-                );
-                match Arc::clone(&slots).acquire_owned().await {
-                    Ok(permit) => permit,
+        let next = async {
+            let permit = match Arc::clone(&slots).try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => {
+                    tracing::warn!(
+                        limit = max_connections,
+                        "connection limit reached: new connections wait until one ends"
+                    );
                     // The semaphore is never closed.
-                    Err(_) => return,
+                    Arc::clone(&slots).acquire_owned().await.ok()?
+                }
+            };
+            match listener.accept().await {
+                Ok((stream, peer)) => Some(Some((stream, peer, permit))),
+                Err(e) => {
+                    // Out of descriptors and the like: wait and go on.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Some(None)
                 }
             }
         };
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                // Out of descriptors and the like: wait and go on.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
+        let accepted = tokio::select! {
+            biased;
+            () = &mut draining => {
+                // Connections the kernel has completed are served (their requests refused),
+                // not reset with the listener: those that come within a few milliseconds.
+                while let Ok(permit) = Arc::clone(&slots).try_acquire_owned() {
+                    let backlog = tokio::time::timeout(BACKLOG_WAIT, listener.accept()).await;
+                    let Ok(Ok((stream, peer))) = backlog else { return };
+                    start(stream, peer, slot(permit));
+                }
+                return;
             }
+            accepted = next => accepted,
         };
-        start(stream, peer, permit);
+        match accepted {
+            Some(Some((stream, peer, permit))) => start(stream, peer, slot(permit)),
+            Some(None) => {}
+            None => return,
+        }
     }
 }

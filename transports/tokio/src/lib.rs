@@ -92,7 +92,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::task::JoinHandle;
 
-pub use accept::{accept_loop, Listener};
+pub use accept::{accept_loop, Listener, Slot};
 pub use rpcwire::wire::Framing;
 pub use rpcwire::ErrorCode;
 #[cfg(feature = "jwt")]
@@ -101,9 +101,10 @@ pub use rpcwire_service::jwt;
 pub use rpcwire_service::signing;
 pub use rpcwire_service::{
     AuthError, AuthFuture, Authenticator, Batch, BatchResults, CallError, Caller, Cancellation,
-    Client, Context, Credentials, Headers, Identity, LazyMeta, PeerCertificate, Policy,
-    RateLimiter, Router, RpcError, Service, SessionStats, Transport, DISCOVER_METHOD, FORBIDDEN,
-    FORBIDDEN_MESSAGE, MAX_INFLIGHT, MAX_PENDING_CALLS, RATE_LIMITED, RATE_LIMITED_MESSAGE,
+    Client, Context, Credentials, Drained, Headers, Identity, LazyMeta, PeerCertificate, Policy,
+    RateLimiter, Router, RpcError, Service, SessionStats, Shutdown, Transport, DISCOVER_METHOD,
+    FORBIDDEN, FORBIDDEN_MESSAGE, MAX_INFLIGHT, MAX_PENDING_CALLS, RATE_LIMITED,
+    RATE_LIMITED_MESSAGE, SHUTTING_DOWN,
 };
 #[cfg(feature = "auth")]
 pub use rpcwire_service::{StaticTokens, TokenFileError, TokenTableError, MAX_TOKEN_LEN};
@@ -665,6 +666,21 @@ impl Session {
         }
         drop(self.client);
         self.task.await?
+    }
+
+    /// [`join`](Session::join) of a server's connection under a drain: once `shutdown` is
+    /// triggered, the connection goes on answering (refusing what arrives) until no handler
+    /// runs, then closes ([`Client::shutdown_when_idle`]).
+    pub async fn join_or_drain(self, shutdown: &Shutdown) -> Result<(), DriverError> {
+        let client = self.client.clone();
+        let join = self.join();
+        tokio::pin!(join);
+        tokio::select! {
+            ended = &mut join => return ended,
+            () = shutdown.draining() => client.shutdown_when_idle(),
+        }
+        drop(client);
+        join.await
     }
 
     /// Ends the connection from this side and waits for it: stops reading, fails our pending

@@ -274,13 +274,16 @@ impl A2aServer {
             batches: false,
             ..rpcwire::Config::default()
         };
+        // The service's drain is the serve loops' (stop accepting, 503 while draining).
+        let mut endpoint = self.endpoint;
+        endpoint.set_shutdown(self.service.shutdown_ref());
         let responder = Responder::new(self.service.router(router), config);
         let card = Bytes::from(serde_json::to_vec(&self.card).unwrap_or_default());
         A2aService {
             edge: Arc::new(Edge {
                 card,
                 path: self.path,
-                endpoint: self.endpoint,
+                endpoint,
                 responder,
                 streams,
                 tasks,

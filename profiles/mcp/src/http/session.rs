@@ -106,7 +106,11 @@ pub(crate) fn create(
         level: Mutex::new(None),
         detached: ParkedStreams::default(),
         next_stream: AtomicU64::new(0),
-        hub: EventHub::start(mcp_builder(), max_body, streams),
+        hub: {
+            let hub = EventHub::start(mcp_builder(), max_body, streams);
+            hub.end_streams_on(endpoint.shutdown());
+            hub
+        },
     })
 }
 

@@ -255,6 +255,9 @@ impl McpHttpServer {
         sessions.count_as(rpcwire_telemetry::names::MCP_SESSIONS);
         sessions.start_sweeper();
         let gate = Gate::new(self.builder.service_ref().clone(), self.auth, &self.path);
+        // The service's drain is the serve loops' (stop accepting, 503 while draining).
+        let mut endpoint = self.endpoint;
+        endpoint.set_shutdown(self.builder.service_ref().shutdown_ref());
         McpService::new(Inner {
             gate,
             #[cfg(feature = "signing")]
@@ -265,7 +268,7 @@ impl McpHttpServer {
             batch_responder: responder(true),
             mode: self.mode,
             path: self.path,
-            endpoint: self.endpoint,
+            endpoint,
             routes: Routes::new(sessions.prefix()),
             sessions,
         })

@@ -44,6 +44,8 @@ pub struct HttpServer {
     check_body: Option<BodyCheck>,
     fast_path: bool,
     console: bool,
+    /// The liveness and readiness probes' paths.
+    probes: (Option<String>, Option<String>),
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -76,7 +78,25 @@ impl HttpServer {
             check_body: None,
             fast_path: true,
             console: false,
+            probes: (None, None),
         }
+    }
+
+    /// Answers `GET path` (say `/healthz`) 200 `ok` while the process serves: a liveness
+    /// probe, before any other rule (the path, hosts, credentials). While the server drains,
+    /// every request is answered 503 (see [`serve`](crate::serve)).
+    pub fn liveness(mut self, path: impl Into<String>) -> Self {
+        self.probes.0 = Some(path.into());
+        self
+    }
+
+    /// Answers `GET path` (say `/readyz`) 200 `ready` when the service takes new callers, 503
+    /// `not ready` when not ([`Service::ready`](rpcwire_tokio::Service::ready): not while it
+    /// drains, nor while its authenticator is not ready, such as a JWT authenticator whose
+    /// key set was never fetched); before any other rule, as [`liveness`](Self::liveness).
+    pub fn readiness(mut self, path: impl Into<String>) -> Self {
+        self.probes.1 = Some(path.into());
+        self
     }
 
     /// Also serve the browser console on `GET /console` (before any other rule: the path,
@@ -274,7 +294,10 @@ impl HttpServer {
             self.endpoint.max_body,
             self.endpoint.streams,
         );
-        let clock = crate::deadline::clock(self.endpoint.timeout);
+        hub.end_streams_on(service.shutdown_ref());
+        let mut endpoint = self.endpoint;
+        endpoint.set_shutdown(service.shutdown_ref());
+        let clock = crate::deadline::clock(endpoint.timeout);
         RpcService {
             inner: Arc::new(Inner {
                 credential_header: service
@@ -291,7 +314,7 @@ impl HttpServer {
                 service,
                 responder,
                 path: self.path,
-                endpoint: self.endpoint,
+                endpoint,
                 sse: self.sse,
                 get_stream: self.get_stream,
                 upgrade: self.upgrade,
@@ -299,6 +322,7 @@ impl HttpServer {
                 check_body: self.check_body,
                 fast_path: self.fast_path,
                 console: self.console,
+                probes: self.probes,
                 hub,
                 clock,
             }),

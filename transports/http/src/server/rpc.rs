@@ -72,6 +72,8 @@ pub(crate) struct Inner {
     pub(crate) fast_path: bool,
     /// See [`HttpServer::console`](crate::HttpServer::console).
     pub(super) console: bool,
+    /// See [`HttpServer::liveness`](crate::HttpServer::liveness) and `readiness`.
+    pub(super) probes: (Option<String>, Option<String>),
     pub(super) hub: Arc<EventHub>,
     /// Ticks a few times per request timeout.
     pub(super) clock: watch::Receiver<()>,
@@ -169,6 +171,18 @@ impl Inner {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        if req.method() == Method::GET {
+            let path = Some(req.uri().path());
+            if self.probes.0.as_deref() == path {
+                return refuse(StatusCode::OK, "ok\n");
+            }
+            if self.probes.1.as_deref() == path {
+                return match self.service.ready().await {
+                    true => refuse(StatusCode::OK, "ready\n"),
+                    false => refuse(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
+                };
+            }
+        }
         if self.console && req.method() == Method::GET {
             let ws_path = self.path.as_deref().unwrap_or("/");
             if let Some((kind, body)) =

@@ -32,6 +32,12 @@ pub struct WsConfig {
     /// without its upgrade request's whole head (from the moment it connects, or after an answer
     /// that was not an upgrade) before it is closed. Default 30 s.
     pub handshake_timeout: Duration,
+    /// A connection whose caller's credential expires ([`Identity::expires`], a JWT's `exp`)
+    /// is closed with 1008 (policy violation) this long after the expiry; nothing it sends
+    /// after is answered. `None`: connections outlive their credentials. Default 0 s.
+    ///
+    /// [`Identity::expires`]: rpcwire_tokio::Identity::expires
+    pub credential_leeway: Option<Duration>,
 }
 
 impl Default for WsConfig {
@@ -44,6 +50,7 @@ impl Default for WsConfig {
             read_buffer: 1 << 10,
             write_buffer: 16 << 10,
             handshake_timeout: Duration::from_secs(30),
+            credential_leeway: Some(Duration::ZERO),
         }
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
+use rpcwire_service::Tracked;
 use rpcwire_tokio::{Builder, Session};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -26,6 +27,12 @@ use crate::pipe::{send_body, ChannelReader, FrameWriter};
 pub(crate) const BINARY_REFUSED: &str =
     "binary messages are not accepted: send each JSON-RPC message or batch as a text message";
 
+/// The reason sent with close code 1001 when the server drains.
+pub(crate) const DRAINED: &str = "server shutting down";
+
+/// The reason sent with close code 1008 when the caller's credential has expired.
+pub(crate) const EXPIRED: &str = "credential expired";
+
 /// How long the closing handshake may take before the socket is dropped.
 const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
@@ -34,7 +41,12 @@ const QUEUED: usize = 4;
 
 /// Runs `builder`'s connection over `ws` (its framing and frame limit set by `config`), the
 /// WebSocket side in a task of its own; the session ends when either side does.
-pub(crate) fn run<S>(ws: WebSocketStream<S>, builder: Builder, config: &WsConfig) -> Session
+pub(crate) fn run<S>(
+    ws: WebSocketStream<S>,
+    builder: Builder,
+    config: &WsConfig,
+    expires: Option<std::time::SystemTime>,
+) -> Session
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -44,8 +56,16 @@ where
         ChannelReader::new(in_rx),
         FrameWriter::new(out_tx, config.max_message),
     );
+    let shutdown = builder.service_ref().shutdown_ref().clone();
     let session = config.driver(builder).run(reader, writer);
-    tokio::spawn(pump(ws, in_tx, out_rx, config.clone()));
+    // When the caller's credential (and its leeway) runs out.
+    let expired = expires.zip(config.credential_leeway).map(|(at, leeway)| {
+        let left = at.duration_since(std::time::SystemTime::now());
+        Instant::now() + left.unwrap_or_default() + leeway
+    });
+    // The drain waits for the socket, its closing handshake included.
+    let ends = (shutdown.track(), shutdown, expired);
+    tokio::spawn(pump(ws, in_tx, out_rx, config.clone(), ends));
     session
 }
 
@@ -58,16 +78,25 @@ enum End {
 
 /// Moves messages between `ws` and the driver until either ends, keeping the peer alive
 /// with pings (a peer silent for `pong_timeout` after one is dropped) and dropping a peer that
-/// does not read a message within `send_timeout`; then the closing handshake.
+/// does not read a message within `send_timeout`, or once `expired` (the caller's credential
+/// and its leeway) has passed; then the closing handshake (1008 for the credential, 1001 when
+/// the driver ended for `shutdown`'s drain).
 async fn pump<S>(
     mut ws: WebSocketStream<S>,
     input: mpsc::Sender<Bytes>,
     mut output: mpsc::Receiver<Bytes>,
     config: WsConfig,
+    (_tracked, shutdown, expired): (Tracked, rpcwire_tokio::Shutdown, Option<Instant>),
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let mut last_rx = Instant::now();
+    let mut expired = std::pin::pin!(async {
+        match expired {
+            Some(at) => sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    });
     let mut ping_sent: Option<Instant> = None;
     let end = loop {
         let due = match (config.ping_interval, ping_sent) {
@@ -104,6 +133,7 @@ async fn pump<S>(
                     break end;
                 }
             }
+            () = expired.as_mut() => break End::Close(Some((CloseCode::Policy, EXPIRED))),
             () = keepalive => {
                 if ping_sent.is_some() {
                     tracing::debug!("WebSocket peer did not answer a ping: closing");
@@ -120,6 +150,8 @@ async fn pump<S>(
     // The driver's input ends; what it still writes goes nowhere.
     drop((input, output));
     let End::Close(close) = end else { return };
+    // The driver ended for the server's drain: say so (1001 Going Away).
+    let close = close.or_else(|| shutdown.is_draining().then_some((CloseCode::Away, DRAINED)));
     let frame = close.map(|(code, reason)| {
         tracing::debug!(code = u16::from(code), reason, "closing WebSocket");
         CloseFrame {

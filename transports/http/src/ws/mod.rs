@@ -168,5 +168,5 @@ async fn connect_over(
         let crate::connect::Tls = tls;
         tokio_tungstenite::connect_async_with_config(url, Some(config.tungstenite()), true).await?
     };
-    Ok(io::run(ws, builder, config))
+    Ok(io::run(ws, builder, config, None))
 }

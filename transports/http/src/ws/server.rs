@@ -211,15 +211,17 @@ impl WsServer {
             WebSocketStream::from_raw_socket(stream, Role::Server, Some(self.config.tungstenite()))
                 .await;
         let mut builder = self.builder.clone();
+        let expires = caller.as_ref().and_then(|c| c.identity().expires());
         if let Some(caller) = caller {
             builder = builder.shared_caller(caller);
         }
-        let session = super::io::run(ws, builder, &self.config);
+        let session = super::io::run(ws, builder, &self.config, expires);
         let id = self.hub.add(session.client().clone());
         if let Some(hook) = &self.on_connect {
             hook(session.client().clone());
         }
-        match session.join().await {
+        let shutdown = self.builder.service_ref().shutdown_ref().clone();
+        match session.join_or_drain(&shutdown).await {
             Ok(()) => tracing::debug!("WebSocket connection ended"),
             Err(e) => tracing::debug!(error = %e, "WebSocket connection failed"),
         }
@@ -295,22 +297,28 @@ impl WsServer {
         // No bound on TCP connections here: the limit applies to upgrades (503 past it).
         let unbounded = tokio::sync::Semaphore::MAX_PERMITS;
         let handshake = self.config.handshake_timeout;
-        rpcwire_tokio::accept_loop(listener, unbounded, move |stream, peer, permit| {
-            let server = self.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
-                let service = hyper::service::service_fn(move |req| {
-                    let server = server.clone();
-                    async move { Ok::<_, Infallible>(server.handle_from(req, peer).await) }
+        let shutdown = self.builder.service_ref().shutdown_ref().clone();
+        rpcwire_tokio::accept_loop(
+            listener,
+            unbounded,
+            &shutdown,
+            move |stream, peer, permit| {
+                let server = self.clone();
+                tokio::spawn(async move {
+                    let _permit = permit;
+                    let service = hyper::service::service_fn(move |req| {
+                        let server = server.clone();
+                        async move { Ok::<_, Infallible>(server.handle_from(req, peer).await) }
+                    });
+                    let conn = crate::on_hyper::http1_builder(handshake)
+                        .serve_connection(TokioIo::new(stream), service)
+                        .with_upgrades();
+                    if let Err(e) = conn.await {
+                        tracing::debug!(?peer, error = %e, "HTTP connection failed");
+                    }
                 });
-                let conn = crate::on_hyper::http1_builder(handshake)
-                    .serve_connection(TokioIo::new(stream), service)
-                    .with_upgrades();
-                if let Err(e) = conn.await {
-                    tracing::debug!(?peer, error = %e, "HTTP connection failed");
-                }
-            });
-        })
+            },
+        )
         .await;
     }
 }
