@@ -407,9 +407,9 @@ async fn metrics_and_batch_spans_of_a_tcp_server_are_exported_over_otlp() {
                 .trim()
                 .to_owned()
         };
-        assert_eq!(scraped("rpc_bytes_in "), call.len().to_string(), "{text}");
+        assert_eq!(scraped("rpc_received_bytes_total "), call.len().to_string(), "{text}");
         assert_eq!(
-            scraped(r#"rpc_server_call_duration_count{rpc_system_name="jsonrpc",rpc_method="subtract"} "#),
+            scraped(r#"rpc_server_call_duration_seconds_count{rpc_system_name="jsonrpc",rpc_method="subtract"} "#),
             "1"
         );
         assert_eq!(scraped(r#"rpc_server_connections{network_transport="tcp"} "#), "1");

@@ -27,7 +27,8 @@
 //!   `rpc.method`, `rpc.system.name` and, for errors, `error.type`;
 //! - `rpc.server.calls_in_flight` (gauge): the calls whose handlers wait (run in tasks); a
 //!   handler that answers at once runs within its connection's driver and is left out;
-//! - `rpc.server.connections` (gauge) by `network.transport`;
+//! - `rpc.server.connections` (gauge) by `network.transport`, the server's own internal
+//!   connections ([`Transport::internal`]) left out;
 //! - `rpc.server.rejections` (counter) by `reason` (`limit`, `parse`, `overload`,
 //!   `authentication`, `authorization`, `not_found`);
 //! - `rpc.bytes_in`, `rpc.bytes_out` (counters): bytes read from and written to the peers of
@@ -36,6 +37,10 @@
 //!   connection received (refused batches left out);
 //! - `mcp.server.sessions` (gauge): the open MCP Streamable HTTP sessions (any gauge a
 //!   session table is counted as, see [`gauge_add`]).
+//!
+//!
+//! Each is described once in [`catalog`] (unit, help text, buckets, Prometheus name); the
+//! Prometheus exposition (feature `prometheus`, [`prometheus`]) and OTLP read it there.
 //!
 //! Call spans are head sampled by [`set_sample_ratio`] (default 1: all): the decision is made
 //! before a call's span is built, parent-based (a remote parent's `sampled` flag, else a draw
@@ -58,12 +63,15 @@ mod server_call;
 mod spans;
 
 pub mod body_log;
+pub mod catalog;
 #[cfg(feature = "metrics")]
 pub mod durations;
 #[cfg(feature = "metrics")]
 pub mod live_stats;
 #[cfg(feature = "otlp")]
 pub mod otlp;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 pub mod sampling;
 pub mod trace_context;
 
@@ -95,7 +103,8 @@ pub const SYSTEM: &str = "jsonrpc";
 /// `jsonrpc.protocol.version`.
 pub const PROTOCOL_VERSION: &str = "2.0";
 
-/// Metric names (the Prometheus exporter writes them with underscores and units).
+/// Metric names, as OpenTelemetry's conventions give them (the Prometheus exposition's are in
+/// [`catalog`]).
 pub mod names {
     /// Histogram of server call durations, seconds.
     pub const SERVER_DURATION: &str = "rpc.server.call.duration";

@@ -21,12 +21,38 @@ use crate::trace_context::TraceContext;
 pub struct Transport {
     name: &'static str,
     network: &'static str,
+    internal: bool,
 }
 
 impl Transport {
     /// A transport named `name` over the `network.transport` `network`.
     pub const fn new(name: &'static str, network: &'static str) -> Self {
-        Transport { name, network }
+        Transport {
+            name,
+            network,
+            internal: false,
+        }
+    }
+
+    /// This transport marked internal: the connections over it are the server's own (the
+    /// in-memory connection behind an HTTP server's event streams), not clients', and are
+    /// left out of the open-connections gauge and the live view (their calls are still
+    /// observed like any other).
+    ///
+    /// ```
+    /// use rpcwire_telemetry::Transport;
+    /// const HUB: Transport = Transport::new("event-stream", "pipe").internal();
+    /// assert!(HUB.is_internal());
+    /// assert!(!Transport::OTHER.is_internal());
+    /// ```
+    pub const fn internal(mut self) -> Self {
+        self.internal = true;
+        self
+    }
+
+    /// True for a transport marked [`internal`](Self::internal).
+    pub const fn is_internal(self) -> bool {
+        self.internal
     }
 
     /// An in-memory pipe, or a stream the application gave (`network.transport = pipe`).

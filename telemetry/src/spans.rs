@@ -134,6 +134,7 @@ impl ConnectionScope {
     ) -> (Self, tracing::Span) {
         #[cfg(feature = "metrics")]
         let kind = transport;
+        let internal = transport.is_internal();
         let transport = transport.network_transport();
         let span = tracing::info_span!(
             "rpc.connection",
@@ -145,7 +146,12 @@ impl ConnectionScope {
             span.record("network.peer.address", peer.ip().to_string());
             span.record("network.peer.port", i64::from(peer.port()));
         }
-        let (metered, live) = recording();
+        // The server's own connections are not clients': not counted.
+        let (metered, live) = if internal {
+            (false, false)
+        } else {
+            recording()
+        };
         #[cfg(feature = "metrics")]
         if metered {
             metrics::gauge!(names::CONNECTIONS, "network.transport" => transport).increment(1.0);

@@ -7,3 +7,8 @@ use rpcwire_telemetry::Transport;
 pub const HTTP: Transport = Transport::new("http", "tcp");
 /// A WebSocket connection.
 pub const WEBSOCKET: Transport = Transport::new("websocket", "tcp");
+/// The in-memory connection behind a server's event streams (an [`EventHub`]'s): the
+/// server's own, [internal](Transport::internal), not counted as a client connection.
+///
+/// [`EventHub`]: crate::profile::EventHub
+pub const EVENT_STREAM: Transport = Transport::new("event-stream", "pipe").internal();

@@ -277,8 +277,9 @@ impl Builder {
             .unwrap_or_else(|| Arc::clone(ANONYMOUS.get_or_init(|| Arc::new(Caller::anonymous()))))
     }
 
-    /// This builder with `caller` unless it has one of its own.
-    fn caller_if_unset(mut self, caller: impl FnOnce() -> Caller) -> Self {
+    /// This builder with `caller` unless it has one of its own: for a transport that knows
+    /// what its connections are when the application did not say who calls.
+    pub fn caller_if_unset(mut self, caller: impl FnOnce() -> Caller) -> Self {
         if self.caller.is_none() {
             self.caller = Some(Arc::new(caller()));
         }
