@@ -14,7 +14,10 @@
 //! `_OTHER` with the name in `rpc.method_original`, so that a flood of made-up names cannot
 //! grow the set of names), `jsonrpc.request.id` (left out for a `null` id),
 //! `jsonrpc.protocol.version`, `rpc.response.status_code` and `error.type` for errors,
-//! `network.peer.address`, `network.peer.port` and `network.transport`. With no subscriber
+//! `server.address` and `server.port` (the local address a connection arrived at),
+//! `client.address`, `client.port`, `network.peer.address` and `network.peer.port` (its peer),
+//! `network.transport`, `network.protocol.name` and `network.protocol.version` (what the
+//! transport reported: [`Remote`], [`Transport::over`]). With no subscriber
 //! listening, a span is one check of a cached flag and the clock is not read. A profile records
 //! its own attributes into the current span from its handlers: the server span declares the
 //! MCP ones (`mcp.method.name`, `mcp.protocol.version`, `mcp.session.id`, `gen_ai.tool.name`;

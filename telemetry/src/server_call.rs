@@ -414,9 +414,15 @@ impl ServerCall {
             jsonrpc.protocol.version = PROTOCOL_VERSION,
             rpc.response.status_code = tracing::field::Empty,
             error.type = tracing::field::Empty,
+            server.address = tracing::field::Empty,
+            server.port = tracing::field::Empty,
+            client.address = tracing::field::Empty,
+            client.port = tracing::field::Empty,
             network.peer.address = tracing::field::Empty,
             network.peer.port = tracing::field::Empty,
             network.transport = remote.transport().network_transport(),
+            network.protocol.name = remote.protocol().0,
+            network.protocol.version = remote.protocol().1,
             mcp.method.name = tracing::field::Empty,
             mcp.protocol.version = tracing::field::Empty,
             mcp.session.id = tracing::field::Empty,
@@ -430,11 +436,7 @@ impl ServerCall {
             if let Some(id) = id_attribute(id()) {
                 span.record("jsonrpc.request.id", &*id);
             }
-            if let Some(peer) = remote.peer() {
-                span.record("network.peer.address", peer.ip().to_string());
-                // As a signed integer: `tracing-opentelemetry` would export a `u64` as text.
-                span.record("network.peer.port", i64::from(peer.port()));
-            }
+            crate::spans::record_ends(&span, remote);
             if let Some(cx) = parent {
                 cx.set_parent_of(&span);
             }

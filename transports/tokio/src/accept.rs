@@ -25,6 +25,11 @@ trait IntoHalves: Send + 'static {
     type Read: AsyncRead + Unpin + Send + 'static;
     type Write: AsyncWrite + Unpin + Send + 'static;
     fn into_halves(self) -> (Self::Read, Self::Write);
+    /// The local address the connection arrived at, where it has one (its calls' spans'
+    /// `server.address`).
+    fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        None
+    }
 }
 
 impl IntoHalves for tokio::net::TcpStream {
@@ -32,6 +37,9 @@ impl IntoHalves for tokio::net::TcpStream {
     type Write = tokio::net::tcp::OwnedWriteHalf;
     fn into_halves(self) -> (Self::Read, Self::Write) {
         self.into_split()
+    }
+    fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        tokio::net::TcpStream::local_addr(self).ok()
     }
 }
 
@@ -50,6 +58,9 @@ impl IntoHalves for crate::tls::TlsStream<tokio::net::TcpStream> {
     type Write = tokio::io::WriteHalf<Self>;
     fn into_halves(self) -> (Self::Read, Self::Write) {
         tokio::io::split(self)
+    }
+    fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        self.get_ref().0.local_addr().ok()
     }
 }
 
@@ -209,6 +220,10 @@ impl Builder {
     ) where
         S: IntoHalves,
     {
+        let caller = match stream.local_addr() {
+            Some(local) => caller.with_local(local),
+            None => caller,
+        };
         self.caller = Some(Arc::new(caller));
         let on_connect = self.on_connect.take();
         let (reader, writer) = stream.into_halves();

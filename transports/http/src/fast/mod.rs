@@ -79,8 +79,8 @@ where
         // peer. Callers carry the connection's peer while spans are listened to (their
         // `network.peer.*`) and under a rate limit (the key of an anonymous caller's bucket).
         let wants_peer = service.wants_peer();
-        let traced = (rpcwire_telemetry::spans_enabled() || wants_peer)
-            .then_some(Traced { peer: info.peer });
+        let traced =
+            (rpcwire_telemetry::spans_enabled() || wants_peer).then_some(Traced { info: &info });
         let told = info.is_told(wants_peer).then_some(&info);
         let end = run(
             &mut stream,
@@ -109,7 +109,7 @@ fn run<'a, I, S, P>(
     stream: &'a mut I,
     service: &'a S,
     posts: Option<&'a P>,
-    traced: Option<&'a Traced>,
+    traced: Option<&'a Traced<'a>>,
     told: Option<&'a ConnectionInfo>,
 ) -> impl Future<Output = io::Result<End>> + 'a
 where
@@ -403,7 +403,7 @@ mod tests {
         let peer: std::net::SocketAddr = "127.0.0.1:4242".parse().unwrap();
         let body = r#"{"jsonrpc":"2.0","method":"whoami","id":1}"#;
         // The connection's answer to `extra` header lines, and how the fast path ended.
-        let served = |traced: Option<Traced>, extra: String| {
+        let served = |traced: Option<Traced<'static>>, extra: String| {
             let service = service.clone();
             async move {
                 let (mut client, mut server) = tokio::io::duplex(1 << 16);
@@ -427,7 +427,12 @@ mod tests {
         let result = |json: &str| -> serde_json::Value {
             serde_json::from_str::<serde_json::Value>(json).unwrap()["result"].clone()
         };
-        let traced = || Some(Traced { peer: Some(peer) });
+        // What the accept loop told, for the whole test (the served futures borrow it).
+        let with_peer: &'static ConnectionInfo =
+            Box::leak(Box::new(ConnectionInfo::of_peer(Some(peer))));
+        let without_peer: &'static ConnectionInfo =
+            Box::leak(Box::new(ConnectionInfo::of_peer(None)));
+        let traced = || Some(Traced { info: with_peer });
         let with_context = format!("traceparent: {TP}\r\nTraceState: a=1\r\n");
         let (fast, json) = served(traced(), with_context.clone()).await;
         assert!(fast, "the fast path answered: {json}");
@@ -436,7 +441,7 @@ mod tests {
             serde_json::json!([TP, "a=1", "127.0.0.1:4242"])
         );
         // Without a peer (a connection handed to `serve_connection`): the context alone.
-        let (fast, json) = served(Some(Traced { peer: None }), with_context.clone()).await;
+        let (fast, json) = served(Some(Traced { info: without_peer }), with_context.clone()).await;
         assert!(fast);
         assert_eq!(result(&json), serde_json::json!([TP, "a=1", null]));
         // Untraced: neither is read.

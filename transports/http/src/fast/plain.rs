@@ -86,9 +86,10 @@ impl Posts for NoPosts {
 /// wants its callers' peers): each request's caller carries the connection's peer
 /// (`network.peer.*`, the key of an anonymous caller's rate-limit bucket) and the request's
 /// W3C trace context (`traceparent`, `tracestate`), as on hyper's path.
-pub(super) struct Traced {
-    /// The peer of the connection, when the accept loop told it.
-    pub(super) peer: Option<std::net::SocketAddr>,
+pub(super) struct Traced<'a> {
+    /// What the accept loop told of the connection: its peer, the server's end (a pointer:
+    /// every connection's future holds this).
+    pub(super) info: &'a crate::caller::ConnectionInfo,
 }
 
 /// What a connection's plain lane keeps between requests.
@@ -162,7 +163,7 @@ impl Lane {
         stream: &'a mut I,
         posts: &'a P,
         endpoint: &'a Endpoint,
-        traced: Option<&'a Traced>,
+        traced: Option<&'a Traced<'a>>,
         buf: &'a mut Vec<u8>,
         out: &'a mut Vec<u8>,
         head: &'a Head,
@@ -341,7 +342,7 @@ async fn body_too_slow<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I) -> io:
 /// made once: no allocation per request.
 fn traced_caller(
     caller: Option<&Arc<Caller>>,
-    traced: &Traced,
+    traced: &Traced<'_>,
     kept: &mut Option<Arc<Caller>>,
     head: &Head,
     buf: &[u8],
@@ -358,7 +359,7 @@ fn traced_caller(
 /// header values.
 fn with_trace(
     caller: Option<&Arc<Caller>>,
-    traced: &Traced,
+    traced: &Traced<'_>,
     traceparent: Option<&[u8]>,
     tracestate: Option<&[u8]>,
 ) -> Caller {
@@ -368,7 +369,8 @@ fn with_trace(
     };
     crate::caller::with_trace(
         caller,
-        traced.peer,
+        traced.info.peer,
+        &traced.info.end,
         traceparent.into_iter(),
         tracestate.into_iter(),
     )
