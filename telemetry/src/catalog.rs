@@ -1,6 +1,6 @@
 //! Every metric rpcwire records, described once: its OpenTelemetry name, instrument, unit,
 //! description, buckets and the name the Prometheus exposition gives it. The exporters read
-//! it from here (the Prometheus one, [`crate::prometheus`], for its `# HELP` lines, names and
+//! it from here (the Prometheus one, module `prometheus`, for its `# HELP` lines, names and
 //! buckets; OTLP for its units and buckets), so that the two cannot drift apart.
 //!
 //! The Prometheus names follow OpenTelemetry's rules for Prometheus (the unit as a suffix,

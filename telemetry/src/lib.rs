@@ -43,7 +43,7 @@
 //!
 //!
 //! Each is described once in [`catalog`] (unit, help text, buckets, Prometheus name); the
-//! Prometheus exposition (feature `prometheus`, [`prometheus`]) and OTLP read it there.
+//! Prometheus exposition (module `prometheus`, feature `prometheus`) and OTLP read it there.
 //!
 //! Call spans are head sampled by [`set_sample_ratio`] (default 1: all): the decision is made
 //! before a call's span is built, parent-based (a remote parent's `sampled` flag, else a draw

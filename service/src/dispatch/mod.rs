@@ -375,6 +375,13 @@ impl Dispatcher {
                     let handler = match (permitted, limited) {
                         (false, _) => {
                             telemetry::reject(Rejection::Authorization);
+                            service.log_refusal(
+                                "call refused: not authorized",
+                                caller.remote(),
+                                Some(caller.identity().subject()),
+                                Some(method),
+                                &"the access rules do not allow this caller the method",
+                            );
                             forbidden()
                         }
                         (true, true) => {

@@ -102,8 +102,9 @@ pub use rpcwire_service::signing;
 pub use rpcwire_service::{
     AuthError, AuthFuture, Authenticator, Batch, BatchResults, CallError, Caller, Cancellation,
     Client, Context, Credentials, Headers, Identity, LazyMeta, PeerCertificate, Policy,
-    RateLimiter, Router, RpcError, Service, SessionStats, Transport, DISCOVER_METHOD, FORBIDDEN,
-    FORBIDDEN_MESSAGE, MAX_INFLIGHT, MAX_PENDING_CALLS, RATE_LIMITED, RATE_LIMITED_MESSAGE,
+    RateLimiter, RefusalLogLimit, Router, RpcError, Service, SessionStats, Transport,
+    DISCOVER_METHOD, FORBIDDEN, FORBIDDEN_MESSAGE, MAX_INFLIGHT, MAX_PENDING_CALLS, RATE_LIMITED,
+    RATE_LIMITED_MESSAGE,
 };
 #[cfg(feature = "auth")]
 pub use rpcwire_service::{StaticTokens, TokenFileError, TokenTableError, MAX_TOKEN_LEN};
