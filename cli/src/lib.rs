@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 pub mod bridge;
+pub mod logs;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod out;

@@ -45,6 +45,9 @@ struct Cli {
     /// Log to stderr (-v: debug, -vv: trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// The format of the stderr log: one text line per event, or one JSON object per line.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: rpcwire_cli::logs::LogFormat,
 }
 
 // Parsed once per process: the size of its largest variant costs nothing worth boxing for.
@@ -195,9 +198,15 @@ fn main() -> ExitCode {
         _ => None,
     };
     #[cfg(feature = "otlp")]
-    init_logging(cli.verbose, log_calls, otlp.as_ref().map(|o| o.layer()));
+    init_logging(
+        cli.log_format,
+        cli.verbose,
+        log_calls,
+        otlp.as_ref().map(|o| o.layer()),
+    );
     #[cfg(not(feature = "otlp"))]
     init_logging(
+        cli.log_format,
         cli.verbose,
         log_calls,
         None::<tracing_subscriber::layer::Identity>,

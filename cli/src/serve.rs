@@ -156,6 +156,8 @@ pub(crate) struct ServeArgs {
     pub(crate) hosts: crate::hosts::HostArgs,
     #[command(flatten)]
     pub(crate) cors: crate::cors::CorsArgs,
+    #[command(flatten)]
+    pub(crate) refusal_log: rpcwire_cli::logs::RefusalLogArgs,
     /// The OTLP metrics' recorder, for --metrics to record beside its own (not an option).
     #[cfg(all(feature = "otlp", feature = "metrics"))]
     #[arg(skip)]
@@ -210,15 +212,17 @@ fn log_bodies(args: &ServeArgs) -> Result<(), ExitCode> {
     Ok(())
 }
 
-/// Logs on stderr at warn level (`-v` debug, `-vv` trace); `log_calls` adds the one line per
-/// call of `serve --log-calls` (target `rpcwire::calls`, info level).
+/// Logs on stderr at warn level (`-v` debug, `-vv` trace) in `format`; `log_calls` adds the
+/// one line per call of `serve --log-calls` (target `rpcwire::calls`, info level).
 /// The stderr log, and `extra` (the OTLP export's layer) beside it.
-pub(crate) fn init_logging<L>(verbose: u8, log_calls: bool, extra: Option<L>)
-where
+pub(crate) fn init_logging<L>(
+    format: rpcwire_cli::logs::LogFormat,
+    verbose: u8,
+    log_calls: bool,
+    extra: Option<L>,
+) where
     L: tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync + 'static,
 {
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::Layer;
     let level = match verbose {
         0 => tracing::Level::WARN,
         1 => tracing::Level::DEBUG,
@@ -228,12 +232,7 @@ where
     if log_calls && level < tracing::Level::INFO {
         targets = targets.with_target(rpcwire_telemetry::CALL_LOG, tracing::Level::INFO);
     }
-    let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_filter(targets);
-    let registry = tracing_subscriber::registry().with(extra).with(layer);
-    let _ = tracing::subscriber::set_global_default(registry);
+    rpcwire_cli::logs::install(format, targets, extra);
 }
 
 /// The default serial baud rate.
@@ -253,6 +252,8 @@ pub(crate) fn open_serial(
 /// `builder` with the authenticator of `--tokens` or `--jwks` (`serve --http` and
 /// `serve --ws` alike).
 fn authenticated(args: &ServeArgs, mut builder: Builder) -> Result<Builder, ExitCode> {
+    let limit = args.refusal_log.limit();
+    builder = builder.map_service(|s| s.refusal_log_limit(limit));
     if let Some(path) = &args.tokens {
         match rpcwire_tokio::StaticTokens::from_file(path) {
             Ok(tokens) => builder = builder.map_service(|s| s.authenticator(tokens)),

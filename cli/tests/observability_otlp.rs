@@ -407,9 +407,9 @@ async fn metrics_and_batch_spans_of_a_tcp_server_are_exported_over_otlp() {
                 .trim()
                 .to_owned()
         };
-        assert_eq!(scraped("rpc_bytes_in "), call.len().to_string(), "{text}");
+        assert_eq!(scraped("rpc_received_bytes_total "), call.len().to_string(), "{text}");
         assert_eq!(
-            scraped(r#"rpc_server_call_duration_count{rpc_system_name="jsonrpc",rpc_method="subtract"} "#),
+            scraped(r#"rpc_server_call_duration_seconds_count{rpc_system_name="jsonrpc",rpc_method="subtract"} "#),
             "1"
         );
         assert_eq!(scraped(r#"rpc_server_connections{network_transport="tcp"} "#), "1");
@@ -421,6 +421,99 @@ async fn metrics_and_batch_spans_of_a_tcp_server_are_exported_over_otlp() {
         ])
         .await;
         assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    })
+    .await;
+}
+
+/// The attributes of both ends on a server span: `server.address` and `server.port` the
+/// address the server listens on, `client.address` and `client.port` the client's, the
+/// protocol under JSON-RPC as `network.protocol.*`.
+fn assert_ends(span: &Value, server: std::net::SocketAddr, protocol: (&str, &str)) {
+    assert_eq!(attr(span, "server.address"), "127.0.0.1", "{span}");
+    assert_eq!(
+        attr(span, "server.port"),
+        i64::from(server.port()),
+        "{span}"
+    );
+    assert_eq!(attr(span, "client.address"), "127.0.0.1", "{span}");
+    let client_port = attr(span, "client.port").as_i64().unwrap_or(0);
+    assert!(
+        client_port > 0 && client_port != i64::from(server.port()),
+        "{span}"
+    );
+    assert_eq!(attr(span, "network.peer.port"), client_port, "{span}");
+    assert_eq!(attr(span, "network.transport"), "tcp", "{span}");
+    assert_eq!(attr(span, "network.protocol.name"), protocol.0, "{span}");
+    assert_eq!(attr(span, "network.protocol.version"), protocol.1, "{span}");
+}
+
+/// Over HTTP (a POST), WebSocket (the upgrade of the same server) and plain TCP, each call's
+/// server span carries both ends of its connection and the protocol it came by.
+#[tokio::test]
+async fn spans_carry_both_ends_over_http_websocket_and_tcp() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let Some(receiver) = OtlpReceiver::start() else {
+        return;
+    };
+    let collector = receiver.url.clone();
+    bounded(async {
+        let call = |id: &str| {
+            format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[5,3],"id":"{id}"}}"#)
+        };
+        let (http_server, url) = serve(&["--otlp", &collector]).await;
+        let http_addr: std::net::SocketAddr = url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.split('/').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        let (status, body) = http("POST", &url, "", &call("over-http")).await;
+        assert_eq!(
+            (status, body.contains(r#""result":2"#)),
+            (200, true),
+            "{body}"
+        );
+
+        let ws_url = url.replacen("http://", "ws://", 1);
+        let (mut ws, _) = tokio_tungstenite::connect_async(ws_url.as_str())
+            .await
+            .unwrap();
+        ws.send(Message::text(call("over-ws"))).await.unwrap();
+        let reply = ws.next().await.unwrap().unwrap().into_text().unwrap();
+        assert!(reply.contains(r#""result":2"#), "{reply}");
+        ws.close(None).await.unwrap();
+
+        let (tcp_server, tcp_addr) = common::serve_tcp(&["--otlp", &collector]).await;
+        let stream = tokio::net::TcpStream::connect(tcp_addr).await.unwrap();
+        let (read, mut write) = stream.into_split();
+        write
+            .write_all(format!("{}\n", call("over-tcp")).as_bytes())
+            .await
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(read).read_line(&mut line).await.unwrap();
+        assert!(line.contains(r#""result":2"#), "{line}");
+        drop(write);
+
+        stop(http_server).await;
+        stop(tcp_server).await;
+
+        let mut by_id: HashMap<String, Value> = HashMap::new();
+        while by_id.len() < 3 {
+            let span = receiver.next_span(Duration::from_secs(30));
+            if span["kind"] != SERVER || span["name"] != "subtract" {
+                continue;
+            }
+            if let Some(id) = attr(&span, "jsonrpc.request.id").as_str() {
+                by_id.insert(id.to_owned(), span.clone());
+            }
+        }
+        assert_ends(&by_id["over-http"], http_addr, ("http", "1.1"));
+        assert_ends(&by_id["over-ws"], http_addr, ("websocket", "13"));
+        assert_ends(&by_id["over-tcp"], tcp_addr, ("jsonrpc", "2.0"));
     })
     .await;
 }

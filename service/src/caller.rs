@@ -94,6 +94,20 @@ impl Caller {
         self
     }
 
+    /// With the local address the connection arrived at (a server's; the spans'
+    /// `server.address` and `server.port`).
+    pub fn with_local(mut self, local: SocketAddr) -> Self {
+        self.remote = self.remote.with_local(local);
+        self
+    }
+
+    /// Over another version of the transport's protocol (HTTP/2 for a transport over
+    /// HTTP/1.1; see [`Transport::over`](rpcwire_telemetry::Transport::over)).
+    pub fn with_protocol_version(mut self, version: &'static str) -> Self {
+        self.remote = self.remote.with_protocol_version(version);
+        self
+    }
+
     /// With the peer's verified TLS client certificate.
     pub fn with_certificate(mut self, certificate: PeerCertificate) -> Self {
         self.certificate = Some(Arc::new(certificate));

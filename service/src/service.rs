@@ -67,6 +67,8 @@ pub(crate) struct Settings {
     pub(crate) handshake_timeout: Duration,
     /// Watched by every server of the service; refuses requests while it drains.
     pub(crate) shutdown: crate::Shutdown,
+    /// The log of refused callers, rate-limited (see `refusal_log`).
+    pub(crate) refusals: Arc<crate::refusal_log::RefusalLog>,
 }
 
 impl std::fmt::Debug for Service {
@@ -95,6 +97,9 @@ impl Default for Settings {
             answer_cancelled: true,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             shutdown: crate::Shutdown::default(),
+            refusals: Arc::new(crate::refusal_log::RefusalLog::new(
+                crate::RefusalLogLimit::default(),
+            )),
         }
     }
 }
@@ -164,6 +169,43 @@ impl Service {
     pub fn shared_authenticator(mut self, authenticator: Arc<dyn Authenticator>) -> Self {
         Arc::make_mut(&mut self.0).authenticator = Some(authenticator);
         self
+    }
+
+    /// The rate of the warn-level log lines of refused callers (authentication and
+    /// authorization failures, each with the peer, the transport and the reason, never the
+    /// credential): [`RefusalLogLimit::default`](crate::RefusalLogLimit::default) unless set. Refusals past it are counted in
+    /// `rpc.server.rejections` but not logged; the next line logged gives their number as
+    /// `suppressed`.
+    pub fn refusal_log_limit(mut self, limit: crate::RefusalLogLimit) -> Self {
+        Arc::make_mut(&mut self.0).refusals = Arc::new(crate::refusal_log::RefusalLog::new(limit));
+        self
+    }
+
+    /// Logs a refused caller at warn level, if the rate allows (see
+    /// [`refusal_log_limit`](Service::refusal_log_limit)).
+    pub(crate) fn log_refusal(
+        &self,
+        what: &'static str,
+        remote: &rpcwire_telemetry::Remote,
+        subject: Option<&str>,
+        method: Option<&str>,
+        reason: &dyn std::fmt::Display,
+    ) {
+        let Some(suppressed) = self.0.refusals.admit_line() else {
+            return;
+        };
+        let peer = remote
+            .peer()
+            .map_or_else(|| "-".to_owned(), |p| p.to_string());
+        tracing::warn!(
+            peer = %peer,
+            transport = %remote.transport(),
+            subject = subject.unwrap_or("-"),
+            method = method.unwrap_or("-"),
+            %reason,
+            suppressed,
+            "{what}"
+        );
     }
 
     /// The authenticator, if any.
@@ -282,20 +324,25 @@ impl Service {
                 match decided {
                     Ok(Ok(identity)) => identity,
                     Ok(Err(reason)) => {
-                        tracing::warn!(
-                            peer = ?credentials.peer,
-                            transport = %credentials.transport,
-                            %reason,
-                            "caller refused: authentication failed"
+                        let remote = Self::remote_of(&credentials);
+                        self.log_refusal(
+                            "caller refused: authentication failed",
+                            &remote,
+                            None,
+                            None,
+                            &reason,
                         );
                         rpcwire_telemetry::reject(rpcwire_telemetry::Rejection::Authentication);
                         return Err(reason);
                     }
                     Err(_) => {
-                        tracing::warn!(
-                            peer = ?credentials.peer,
-                            transport = %credentials.transport,
-                            "caller refused: authentication timed out"
+                        let remote = Self::remote_of(&credentials);
+                        self.log_refusal(
+                            "caller refused: authentication timed out",
+                            &remote,
+                            None,
+                            None,
+                            &"no answer within the handshake timeout",
                         );
                         rpcwire_telemetry::reject(rpcwire_telemetry::Rejection::Authentication);
                         return Err(crate::AuthError::Unavailable(
@@ -307,6 +354,15 @@ impl Service {
             None => Self::unauthenticated(&credentials, fallback),
         };
         Ok(Caller::from_credentials(identity, &credentials))
+    }
+
+    /// Where credentials came from, as the refusal log says it.
+    fn remote_of(credentials: &Credentials<'_>) -> rpcwire_telemetry::Remote {
+        let remote = rpcwire_telemetry::Remote::new(credentials.transport);
+        match credentials.peer {
+            Some(peer) => remote.with_peer(peer),
+            None => remote,
+        }
     }
 
     /// [`admit`](Service::admit) at once when there is no authenticator (`None` when there is

@@ -23,6 +23,14 @@ impl ClientCall {
     /// Starts a call of `method`: no span when it is not sampled (made by the handler of an
     /// unsampled server call, or a root call the ratio leaves out; see `sampling`).
     pub fn start(method: &str) -> Self {
+        Self::start_to(method, None)
+    }
+
+    /// [`start`](Self::start) over a connection to `remote` (the server, as the transport
+    /// reported it): the span's `server.address` and `server.port` (the server's address, as
+    /// the connection knows it: an IP address, no name), `network.peer.*`, `network.transport`
+    /// and `network.protocol.*`.
+    pub fn start_to(method: &str, remote: Option<&crate::Remote>) -> Self {
         if let Some(trace) = crate::sampling::current_unsampled() {
             return Self::unsampled(trace);
         }
@@ -43,7 +51,17 @@ impl ClientCall {
             jsonrpc.protocol.version = PROTOCOL_VERSION,
             rpc.response.status_code = tracing::field::Empty,
             error.type = tracing::field::Empty,
+            server.address = tracing::field::Empty,
+            server.port = tracing::field::Empty,
+            network.peer.address = tracing::field::Empty,
+            network.peer.port = tracing::field::Empty,
+            network.transport = tracing::field::Empty,
+            network.protocol.name = tracing::field::Empty,
+            network.protocol.version = tracing::field::Empty,
         );
+        if let (false, Some(remote)) = (span.is_disabled(), remote) {
+            record_server(&span, remote);
+        }
         let measured = !span.is_disabled() || metered();
         ClientCall {
             span,
@@ -104,6 +122,22 @@ impl ClientCall {
         }
         #[cfg(not(feature = "metrics"))]
         let _ = (self.started, method, error_type);
+    }
+}
+
+/// Records the server a client's connection goes to.
+fn record_server(span: &tracing::Span, remote: &crate::Remote) {
+    let (protocol, version) = remote.protocol();
+    span.record("network.transport", remote.transport().network_transport());
+    span.record("network.protocol.name", protocol);
+    span.record("network.protocol.version", version);
+    if let Some(peer) = remote.peer() {
+        let ip = peer.ip().to_string();
+        // Ports as signed integers: `tracing-opentelemetry` would export a `u64` as text.
+        span.record("server.address", ip.as_str());
+        span.record("server.port", i64::from(peer.port()));
+        span.record("network.peer.address", ip);
+        span.record("network.peer.port", i64::from(peer.port()));
     }
 }
 

@@ -3,10 +3,11 @@
 //! `rpc.client.call.duration` and `rpc.server.calls_in_flight` no longer go through the
 //! `metrics` facade but into fixed histograms with the OpenTelemetry buckets
 //! ([`DURATION_BUCKETS`]), one atomic counter per bucket, which [`render_prometheus`] writes in
-//! the Prometheus text format under the names and labels the facade's Prometheus exporter
-//! gives them. `rpcwire serve --metrics` does so: a recorded sample then costs two relaxed
-//! atomic additions instead of the exporter's clock read and queue push per sample (see the
-//! observability cost in `BENCHMARKS.md`). Everything else still goes through the facade.
+//! the Prometheus text format under the names the catalog gives them ([`crate::catalog`]),
+//! with the labels the facade's would have. `rpcwire serve --metrics` does so: a recorded
+//! sample then costs two relaxed atomic additions instead of the exporter's clock read and
+//! queue push per sample (see the observability cost in `BENCHMARKS.md`). Everything else
+//! still goes through the facade.
 //!
 //! Bounded like the facade's labels: one entry per method label (a server's registered names
 //! and `_OTHER`; a client's called names, past [`MAX_METHODS`] as `_OTHER`) and per error
@@ -332,9 +333,20 @@ fn escape(value: &str, out: &mut String) {
     }
 }
 
-/// The Prometheus name of a metric (`.` as `_`, as the facade's exporter writes it).
-fn prometheus_name(metric: &str) -> String {
-    metric.replace('.', "_")
+/// The Prometheus name of a metric, and its `# HELP` and `# TYPE` lines (from the catalog,
+/// as the facade's families get theirs).
+fn family_head(out: &mut String, metric: &str) -> &'static str {
+    let Some(f) = crate::catalog::family(metric) else {
+        return "";
+    };
+    let kind = match f.instrument {
+        crate::catalog::Instrument::Counter => "counter",
+        crate::catalog::Instrument::Gauge => "gauge",
+        crate::catalog::Instrument::Histogram => "histogram",
+    };
+    let _ = writeln!(out, "# HELP {} {}", f.prometheus, f.help);
+    let _ = writeln!(out, "# TYPE {} {kind}", f.prometheus);
+    f.prometheus
 }
 
 fn render_histogram(
@@ -376,27 +388,21 @@ pub fn render_prometheus(out: &mut String) {
     if !on() {
         return;
     }
-    let _ = writeln!(out, "# TYPE {} gauge", prometheus_name(names::IN_FLIGHT));
-    let _ = writeln!(
-        out,
-        "{} {}",
-        prometheus_name(names::IN_FLIGHT),
-        IN_FLIGHT.load(Ordering::Relaxed)
-    );
+    let in_flight = family_head(out, names::IN_FLIGHT);
+    let _ = writeln!(out, "{in_flight} {}", IN_FLIGHT.load(Ordering::Relaxed));
     for side in [&*SERVER, &*CLIENT] {
         let methods = side.methods.read().unwrap_or_else(PoisonError::into_inner);
         if methods.is_empty() {
             continue;
         }
-        let name = prometheus_name(side.metric);
-        let _ = writeln!(out, "# TYPE {name} histogram");
+        let name = family_head(out, side.metric);
         let mut sorted: Vec<_> = methods.iter().collect();
         sorted.sort_by(|a, b| a.0.cmp(b.0));
         for (method, m) in sorted {
-            render_histogram(out, &name, method, None, &m.ok, m.scale);
+            render_histogram(out, name, method, None, &m.ok, m.scale);
             let errors = m.errors.read().unwrap_or_else(PoisonError::into_inner);
             for (kind, h) in errors.iter() {
-                render_histogram(out, &name, method, Some(kind), h, m.scale);
+                render_histogram(out, name, method, Some(kind), h, m.scale);
             }
         }
     }

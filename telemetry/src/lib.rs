@@ -14,7 +14,10 @@
 //! `_OTHER` with the name in `rpc.method_original`, so that a flood of made-up names cannot
 //! grow the set of names), `jsonrpc.request.id` (left out for a `null` id),
 //! `jsonrpc.protocol.version`, `rpc.response.status_code` and `error.type` for errors,
-//! `network.peer.address`, `network.peer.port` and `network.transport`. With no subscriber
+//! `server.address` and `server.port` (the local address a connection arrived at),
+//! `client.address`, `client.port`, `network.peer.address` and `network.peer.port` (its peer),
+//! `network.transport`, `network.protocol.name` and `network.protocol.version` (what the
+//! transport reported: [`Remote`], [`Transport::over`]). With no subscriber
 //! listening, a span is one check of a cached flag and the clock is not read. A profile records
 //! its own attributes into the current span from its handlers: the server span declares the
 //! MCP ones (`mcp.method.name`, `mcp.protocol.version`, `mcp.session.id`, `gen_ai.tool.name`;
@@ -27,7 +30,8 @@
 //!   `rpc.method`, `rpc.system.name` and, for errors, `error.type`;
 //! - `rpc.server.calls_in_flight` (gauge): the calls whose handlers wait (run in tasks); a
 //!   handler that answers at once runs within its connection's driver and is left out;
-//! - `rpc.server.connections` (gauge) by `network.transport`;
+//! - `rpc.server.connections` (gauge) by `network.transport`, the server's own internal
+//!   connections ([`Transport::internal`]) left out;
 //! - `rpc.server.rejections` (counter) by `reason` (`limit`, `parse`, `overload`,
 //!   `authentication`, `authorization`, `not_found`);
 //! - `rpc.bytes_in`, `rpc.bytes_out` (counters): bytes read from and written to the peers of
@@ -36,6 +40,10 @@
 //!   connection received (refused batches left out);
 //! - `mcp.server.sessions` (gauge): the open MCP Streamable HTTP sessions (any gauge a
 //!   session table is counted as, see [`gauge_add`]).
+//!
+//!
+//! Each is described once in [`catalog`] (unit, help text, buckets, Prometheus name); the
+//! Prometheus exposition (module `prometheus`, feature `prometheus`) and OTLP read it there.
 //!
 //! Call spans are head sampled by [`set_sample_ratio`] (default 1: all): the decision is made
 //! before a call's span is built, parent-based (a remote parent's `sampled` flag, else a draw
@@ -58,12 +66,15 @@ mod server_call;
 mod spans;
 
 pub mod body_log;
+pub mod catalog;
 #[cfg(feature = "metrics")]
 pub mod durations;
 #[cfg(feature = "metrics")]
 pub mod live_stats;
 #[cfg(feature = "otlp")]
 pub mod otlp;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 pub mod sampling;
 pub mod trace_context;
 
@@ -95,7 +106,8 @@ pub const SYSTEM: &str = "jsonrpc";
 /// `jsonrpc.protocol.version`.
 pub const PROTOCOL_VERSION: &str = "2.0";
 
-/// Metric names (the Prometheus exporter writes them with underscores and units).
+/// Metric names, as OpenTelemetry's conventions give them (the Prometheus exposition's are in
+/// [`catalog`]).
 pub mod names {
     /// Histogram of server call durations, seconds.
     pub const SERVER_DURATION: &str = "rpc.server.call.duration";

@@ -384,7 +384,9 @@ impl ServerCall {
             Box::new(CallLine {
                 method: method.to_owned(),
                 id: id().to_owned(),
-                transport: remote.transport().network_transport(),
+                transport: remote.transport().name(),
+                subject: None,
+                trace: remote.trace_context().map(|cx| cx.trace_id_hex()),
                 peer: remote.peer(),
                 bodies: crate::body_log::config().map(|_| Bodies::default()),
             })
@@ -414,9 +416,15 @@ impl ServerCall {
             jsonrpc.protocol.version = PROTOCOL_VERSION,
             rpc.response.status_code = tracing::field::Empty,
             error.type = tracing::field::Empty,
+            server.address = tracing::field::Empty,
+            server.port = tracing::field::Empty,
+            client.address = tracing::field::Empty,
+            client.port = tracing::field::Empty,
             network.peer.address = tracing::field::Empty,
             network.peer.port = tracing::field::Empty,
             network.transport = remote.transport().network_transport(),
+            network.protocol.name = remote.protocol().0,
+            network.protocol.version = remote.protocol().1,
             mcp.method.name = tracing::field::Empty,
             mcp.protocol.version = tracing::field::Empty,
             mcp.session.id = tracing::field::Empty,
@@ -430,11 +438,7 @@ impl ServerCall {
             if let Some(id) = id_attribute(id()) {
                 span.record("jsonrpc.request.id", &*id);
             }
-            if let Some(peer) = remote.peer() {
-                span.record("network.peer.address", peer.ip().to_string());
-                // As a signed integer: `tracing-opentelemetry` would export a `u64` as text.
-                span.record("network.peer.port", i64::from(peer.port()));
-            }
+            crate::spans::record_ends(&span, remote);
             if let Some(cx) = parent {
                 cx.set_parent_of(&span);
             }
@@ -479,6 +483,15 @@ impl ServerCall {
     /// The call's span, to enter while its handler runs.
     pub fn span(&self) -> &tracing::Span {
         &self.span
+    }
+
+    /// Tells the call log the caller's subject (nothing when the call is not logged: one
+    /// check).
+    #[inline]
+    pub fn note_subject(&mut self, subject: &str) {
+        if let Some(line) = self.log.as_mut() {
+            line.subject = Some(subject.to_owned());
+        }
     }
 
     /// The trace id of a call not sampled (0 otherwise): to hold while its handler runs
@@ -610,7 +623,15 @@ impl ServerCall {
         let span = std::mem::replace(&mut self.span, tracing::Span::none());
         let elapsed = clock().saturating_duration_since(started);
         if let Some(line) = self.log.take() {
-            line.write(elapsed, error);
+            // The trace the call is in: its span's, or the unsampled trace it sends on.
+            let trace = crate::trace_context::TraceContext::of_span(&span)
+                .map(|cx| cx.trace_id_hex())
+                .or_else(|| line.trace.clone())
+                .or_else(|| {
+                    (self.unsampled != 0 && self.unsampled != crate::sampling::LAZY_ROOT)
+                        .then(|| format!("{:032x}", self.unsampled))
+                });
+            line.write(elapsed, error, trace.as_deref());
         }
         if let Some(code) = error {
             if !span.is_disabled() {
@@ -666,7 +687,13 @@ pub struct CallLine {
     method: String,
     /// The id's JSON text (`""` for none).
     id: String,
+    /// The transport's own name (`http`, `websocket`, `tcp`), not its `network.transport`.
     transport: &'static str,
+    /// The caller's subject, when the dispatcher told it ([`ServerCall::note_subject`]).
+    subject: Option<String>,
+    /// The trace the transport received the call in (its span's, when it has one, is
+    /// preferred).
+    trace: Option<String>,
     peer: Option<std::net::SocketAddr>,
     /// Its params and answer, when the log shows bodies.
     bodies: Option<Bodies>,
@@ -680,7 +707,9 @@ struct Bodies {
 }
 
 impl CallLine {
-    fn write(&self, elapsed: Duration, error: Option<i32>) {
+    fn write(&self, elapsed: Duration, error: Option<i32>, trace: Option<&str>) {
+        let subject = self.subject.as_deref().unwrap_or("-");
+        let trace_id = trace.unwrap_or("-");
         let latency_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
         let status = match error {
             None => "ok".to_owned(),
@@ -708,6 +737,8 @@ impl CallLine {
                 status = %status,
                 connection = %self.transport,
                 peer = %peer,
+                subject = %subject,
+                trace_id = %trace_id,
                 params = %params,
                 result = %result,
                 error = %error,
@@ -723,6 +754,8 @@ impl CallLine {
             status = %status,
             connection = %self.transport,
             peer = %peer,
+            subject = %subject,
+            trace_id = %trace_id,
             "call"
         );
     }

@@ -77,20 +77,42 @@ pub fn batch_span(remote: &Remote) -> tracing::Span {
         rpc.system.name = SYSTEM,
         jsonrpc.protocol.version = PROTOCOL_VERSION,
         jsonrpc.batch.size = tracing::field::Empty,
+        server.address = tracing::field::Empty,
+        server.port = tracing::field::Empty,
+        client.address = tracing::field::Empty,
+        client.port = tracing::field::Empty,
         network.peer.address = tracing::field::Empty,
         network.peer.port = tracing::field::Empty,
         network.transport = remote.transport().network_transport(),
+        network.protocol.name = remote.protocol().0,
+        network.protocol.version = remote.protocol().1,
     );
     if !span.is_disabled() {
-        if let Some(peer) = remote.peer() {
-            span.record("network.peer.address", peer.ip().to_string());
-            span.record("network.peer.port", i64::from(peer.port()));
-        }
+        record_ends(&span, remote);
         if let Some(cx) = remote.trace_context() {
             cx.set_parent_of(&span);
         }
     }
     span
+}
+
+/// Records on a server-side span what `remote` knows of the two ends (declared `Empty` by the
+/// span): the local address as `server.address` and `server.port`, the peer's as
+/// `client.address`, `client.port` and `network.peer.*` (the peer of the connection is the
+/// client: rpcwire reads no forwarding header).
+pub(crate) fn record_ends(span: &tracing::Span, remote: &Remote) {
+    if let Some(peer) = remote.peer() {
+        let ip = peer.ip().to_string();
+        // Ports as signed integers: `tracing-opentelemetry` would export a `u64` as text.
+        span.record("client.address", ip.as_str());
+        span.record("client.port", i64::from(peer.port()));
+        span.record("network.peer.address", ip);
+        span.record("network.peer.port", i64::from(peer.port()));
+    }
+    if let Some(local) = remote.local() {
+        span.record("server.address", local.ip().to_string());
+        span.record("server.port", i64::from(local.port()));
+    }
 }
 
 /// Records the number of messages of the batch whose span is the current one.
@@ -123,7 +145,15 @@ pub struct ConnectionScope {
 impl ConnectionScope {
     /// Counts a connection open and makes its span.
     pub fn open(remote: &Remote) -> (Self, tracing::Span) {
-        Self::open_on(remote.transport(), remote.peer())
+        let (scope, span) = Self::open_on(remote.transport(), remote.peer());
+        if let (false, Some(local)) = (span.is_disabled(), remote.local()) {
+            span.record("server.address", local.ip().to_string());
+            span.record("server.port", i64::from(local.port()));
+        }
+        if remote.protocol() != remote.transport().protocol() && !span.is_disabled() {
+            span.record("network.protocol.version", remote.protocol().1);
+        }
+        (scope, span)
     }
 
     /// Counts a connection over `transport` from `peer` open (until dropped) and makes its
@@ -132,20 +162,31 @@ impl ConnectionScope {
         transport: crate::Transport,
         peer: Option<std::net::SocketAddr>,
     ) -> (Self, tracing::Span) {
-        #[cfg(feature = "metrics")]
         let kind = transport;
+        let internal = transport.is_internal();
+        let (protocol, version) = transport.protocol();
         let transport = transport.network_transport();
         let span = tracing::info_span!(
             "rpc.connection",
             network.transport = transport,
+            network.protocol.name = protocol,
+            network.protocol.version = version,
+            server.address = tracing::field::Empty,
+            server.port = tracing::field::Empty,
+            client.address = tracing::field::Empty,
+            client.port = tracing::field::Empty,
             network.peer.address = tracing::field::Empty,
             network.peer.port = tracing::field::Empty,
         );
         if let (false, Some(peer)) = (span.is_disabled(), peer) {
-            span.record("network.peer.address", peer.ip().to_string());
-            span.record("network.peer.port", i64::from(peer.port()));
+            record_ends(&span, &Remote::new(kind).with_peer(peer));
         }
-        let (metered, live) = recording();
+        // The server's own connections are not clients': not counted.
+        let (metered, live) = if internal {
+            (false, false)
+        } else {
+            recording()
+        };
         #[cfg(feature = "metrics")]
         if metered {
             metrics::gauge!(names::CONNECTIONS, "network.transport" => transport).increment(1.0);

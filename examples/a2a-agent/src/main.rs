@@ -21,6 +21,10 @@ use rpcwire_a2a::{
 #[derive(Parser, Debug)]
 #[command(name = "a2a-agent", about = "An A2A agent: echo, count, greet")]
 struct Args {
+    /// The format of the stderr log: text lines, or one JSON object per line (for a log
+    /// collector).
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
     /// The address to serve on (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     http: SocketAddr,
@@ -193,13 +197,23 @@ async fn turn(ctx: TaskContext, step: Duration) {
     }
 }
 
+/// The format of the stderr log (`--log-format`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::WARN)
-        .init();
     let args = Args::parse();
+    let log = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::WARN);
+    match args.log_format {
+        LogFormat::Text => log.init(),
+        LogFormat::Json => log.json().init(),
+    }
     let listener = tokio::net::TcpListener::bind(args.http).await?;
     let addr = listener.local_addr()?;
     let step = Duration::from_millis(args.step_ms);

@@ -31,6 +31,17 @@ struct Args {
     /// shows the agent's stderr as it is.
     #[arg(long, default_value = "warn")]
     log: tracing::Level,
+    /// The format of the stderr log: text lines, or one JSON object per line (for a log
+    /// collector).
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+/// The format of the stderr log (`--log-format`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[tokio::main]
@@ -38,11 +49,14 @@ async fn main() {
     let args = Args::parse();
     // stdout is the wire: every log line goes to stderr, without colour codes (editors and
     // log files show them as they are).
-    tracing_subscriber::fmt()
+    let log = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .with_max_level(args.log)
-        .init();
+        .with_max_level(args.log);
+    match args.log_format {
+        LogFormat::Text => log.init(),
+        LogFormat::Json => log.json().init(),
+    }
     let agent = example::Example::new(Duration::from_millis(args.step_ms));
     let options = AcpOptions::new().max_message(args.max_message);
     if let Err(e) = AgentServer::new(agent).options(options).serve_stdio().await {

@@ -232,3 +232,26 @@ fn quiet_and_colourless_by_default() {
         "colour codes on stderr: {stderr:?}"
     );
 }
+
+/// `--log-format json`: the same warning as one JSON object on its line, for a log collector.
+#[test]
+fn json_log_lines_with_log_format_json() {
+    let mut agent = Agent::start(&["--log-format", "json"]);
+    agent
+        .send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}));
+    agent.until_answer(1);
+    agent.send(
+        json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/",
+        "mcpServers":[{"name":"gone","command":"/nonexistent/mcp","args":[],"env":[]}]}}),
+    );
+    agent.until_answer(2);
+    let stderr = agent.finish();
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert_eq!(lines[0]["level"], "WARN", "{stderr}");
+    let text = lines[0].to_string();
+    assert!(text.contains("MCP server gone"), "{stderr}");
+}

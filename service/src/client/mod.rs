@@ -150,6 +150,9 @@ pub struct Client {
     connection: u64,
     /// Calls carry their trace context in `params._meta` ([`ClientSettings::meta_traces`](crate::ClientSettings::meta_traces)).
     meta_traces: bool,
+    /// The connection's other end as its transport reported it (the server, for a client's
+    /// connection): its calls' spans' `server.address`, `network.*`.
+    remote: Arc<crate::Caller>,
 }
 
 /// The next connection number ([`Client::connection_id`]).
@@ -174,6 +177,7 @@ impl Client {
         cmd: mpsc::Sender<Command>,
         ctl: Arc<Controls>,
         default_timeout: Option<Duration>,
+        remote: Arc<crate::Caller>,
     ) -> Self {
         Client {
             cmd,
@@ -182,6 +186,7 @@ impl Client {
             default_timeout,
             connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
             meta_traces: false,
+            remote,
         }
     }
 
@@ -273,7 +278,7 @@ impl Client {
         timeout: Option<Duration>,
     ) -> Result<String, CallError> {
         let token = self.token();
-        let call = ClientCall::start(method);
+        let call = ClientCall::start_to(method, Some(self.remote.remote()));
         let span = call.span().clone();
         let trace = call.trace_context();
         let params = match &trace {

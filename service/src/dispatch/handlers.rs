@@ -140,6 +140,7 @@ impl Handlers {
         let id = || origin.id.map_or("", OriginId::text);
         let mut call = ServerCall::new();
         call.start(method, meter, id, origin.caller.remote(), params, received);
+        call.note_subject(origin.caller.identity().subject());
         call.note_params(params);
         // An unsampled call's trace, for the outgoing calls its handler's future makes: held
         // around its first poll, in place (`router::erase`), and its later ones (below).

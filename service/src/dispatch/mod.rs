@@ -202,8 +202,13 @@ impl Dispatcher {
     pub fn new(service: &Service, caller: Arc<Caller>, settings: ClientSettings) -> (Self, Client) {
         let (cmd_tx, cmd_rx) = mpsc::channel(settings.command_capacity.max(1));
         let (ctl_tx, ctl_rx) = Controls::pair();
-        let client = Client::new(cmd_tx, ctl_tx, settings.request_timeout)
-            .with_meta_traces(settings.meta_traces);
+        let client = Client::new(
+            cmd_tx,
+            ctl_tx,
+            settings.request_timeout,
+            Arc::clone(&caller),
+        )
+        .with_meta_traces(settings.meta_traces);
         let peer = service.0.router.as_ref().map(|_| client.clone());
         let answer_cancelled = service.0.cancel.as_ref().is_none_or(|c| c.answer);
         let limiter_key = limiter_key(service, &caller);
@@ -377,6 +382,13 @@ impl Dispatcher {
                         _ if draining => shutting_down(),
                         (false, _) => {
                             telemetry::reject(Rejection::Authorization);
+                            service.log_refusal(
+                                "call refused: not authorized",
+                                caller.remote(),
+                                Some(caller.identity().subject()),
+                                Some(method),
+                                &"the access rules do not allow this caller the method",
+                            );
                             forbidden()
                         }
                         (true, true) => {

@@ -10,7 +10,7 @@
 //! flight counted in process by `rpcwire_telemetry::durations` are read from there, as the
 //! Prometheus text reads them. Values are cumulative from the export's start (the OTLP
 //! `AGGREGATION_TEMPORALITY_CUMULATIVE`); histograms have the buckets the Prometheus endpoint
-//! has ([`DURATION_BUCKETS`], [`BATCH_SIZE_BUCKETS`]).
+//! has (those of [`crate::catalog`]).
 //!
 //! The body is encoded with the OTLP protobuf messages of `opentelemetry-proto` (already in
 //! the build for spans) and sent by the spans' plain `http://` client from a thread of its own
@@ -35,7 +35,9 @@ use std::sync::{mpsc, Arc, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use crate::{names, BATCH_SIZE_BUCKETS, DURATION_BUCKETS, SYSTEM};
+// Units and buckets from the catalog, the Prometheus exposition's too.
+use crate::catalog::{buckets_of as bounds_of, unit_of};
+use crate::{names, DURATION_BUCKETS, SYSTEM};
 use bytes::Bytes;
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, SharedString, Unit};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
@@ -58,39 +60,10 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
 /// the registered ones are `_OTHER`), so this only bounds what other code records.
 pub const MAX_SERIES: usize = 4096;
 
-/// The buckets of a histogram no bound is known for: the OpenTelemetry SDKs' default.
-const DEFAULT_BUCKETS: [f64; 15] = [
-    0.0, 5.0, 10.0, 25.0, 50.0, 75.0, 100.0, 250.0, 500.0, 750.0, 1000.0, 2500.0, 5000.0, 7500.0,
-    10000.0,
-];
-
 /// The metrics endpoint of `url`: the URL itself when it names `/v1/metrics`, otherwise that
 /// path under it (as `OTEL_EXPORTER_OTLP_ENDPOINT` is read).
 pub fn metrics_endpoint(url: &str) -> Result<String, OtlpError> {
     crate::otlp::signal_endpoint(url, "/v1/metrics")
-}
-
-/// The unit of each of rpcwire's metrics, in the UCUM form the OpenTelemetry semantic
-/// conventions use.
-fn unit_of(name: &str) -> &'static str {
-    match name {
-        names::SERVER_DURATION | names::CLIENT_DURATION => "s",
-        names::IN_FLIGHT => "{call}",
-        names::CONNECTIONS => "{connection}",
-        names::REJECTIONS | names::BATCH_SIZE => "{message}",
-        names::BYTES_IN | names::BYTES_OUT => "By",
-        names::MCP_SESSIONS => "{session}",
-        _ => "",
-    }
-}
-
-/// The bucket bounds of the histogram `name`.
-fn bounds_of(name: &str) -> &'static [f64] {
-    match name {
-        names::SERVER_DURATION | names::CLIENT_DURATION => &DURATION_BUCKETS,
-        names::BATCH_SIZE => &BATCH_SIZE_BUCKETS,
-        _ => &DEFAULT_BUCKETS,
-    }
 }
 
 /// A histogram with fixed buckets: a counter per bucket (the last past the last bound), the
@@ -489,6 +462,7 @@ impl Drop for OtlpMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::BATCH_SIZE_BUCKETS;
     use metrics::Recorder as _;
 
     static META: Metadata<'static> =

@@ -67,7 +67,13 @@ pub fn traced_caller(
     peer: Option<std::net::SocketAddr>,
 ) -> Caller {
     let values = |name| headers.get_all(name).into_iter().map(HeaderValue::as_bytes);
-    with_trace(caller, peer, values("traceparent"), values("tracestate"))
+    with_trace(
+        caller,
+        peer,
+        &LocalEnd::default(),
+        values("traceparent"),
+        values("tracestate"),
+    )
 }
 
 /// [`traced_caller`] from the values of the `traceparent` and `tracestate` fields, each
@@ -75,24 +81,65 @@ pub fn traced_caller(
 pub(crate) fn with_trace<'a>(
     mut caller: Caller,
     peer: Option<std::net::SocketAddr>,
+    end: &LocalEnd,
     traceparent: impl Iterator<Item = &'a [u8]>,
     tracestate: impl Iterator<Item = &'a [u8]>,
 ) -> Caller {
     if let Some(peer) = peer {
         caller = caller.with_peer(peer);
     }
+    caller = with_local_end(caller, end);
     match TraceContext::from_headers(traceparent, tracestate) {
         Some(cx) => caller.with_trace_context(cx),
         None => caller,
     }
 }
 
+/// The server's end of a connection: the local address it arrived at and whether it speaks
+/// HTTP/2 (its calls' spans' `server.address`, `server.port`, `network.protocol.version`).
+/// Made only while a subscriber listens to call spans (else empty: nothing allocated), and a
+/// pointer's size in every connection's future.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LocalEnd(Option<Arc<(Option<std::net::SocketAddr>, bool)>>);
+
+impl LocalEnd {
+    /// The end at `local`, speaking HTTP/2 or not, while spans are listened to.
+    pub(crate) fn told(local: Option<std::net::SocketAddr>, http2: bool) -> Self {
+        if !rpcwire_telemetry::spans_enabled() {
+            return LocalEnd(None);
+        }
+        LocalEnd(Some(Arc::new((local, http2))))
+    }
+}
+
+/// `caller` with what `end` knows.
+pub(crate) fn with_local_end(mut caller: Caller, end: &LocalEnd) -> Caller {
+    let Some((local, http2)) = end.0.as_deref() else {
+        return caller;
+    };
+    if let Some(local) = local {
+        caller = caller.with_local(*local);
+    }
+    if *http2 {
+        caller = caller.with_protocol_version("2");
+    }
+    caller
+}
+
+/// The server's end of the connection `req` came on, when the accept loop told it.
+pub(crate) fn connection_end<B>(req: &Request<B>) -> LocalEnd {
+    req.extensions()
+        .get::<ConnectionInfo>()
+        .map_or_else(LocalEnd::default, |info| info.end.clone())
+}
+
 /// What a request's connection tells it (in the request's extensions, when it
-/// [is told](ConnectionInfo::is_told)): its peer, and its TLS client certificate under mutual
-/// TLS.
+/// [is told](ConnectionInfo::is_told)): its peer, the server's end, and its TLS client
+/// certificate under mutual TLS.
 #[derive(Debug, Clone)]
 pub(crate) struct ConnectionInfo {
     pub(crate) peer: Option<std::net::SocketAddr>,
+    pub(crate) end: LocalEnd,
     pub(crate) certificate: Option<Arc<rpcwire_tokio::PeerCertificate>>,
 }
 
@@ -127,6 +174,7 @@ impl ConnectionInfo {
     pub(crate) fn of_peer(peer: Option<std::net::SocketAddr>) -> Self {
         ConnectionInfo {
             peer,
+            end: LocalEnd::default(),
             certificate: None,
         }
     }

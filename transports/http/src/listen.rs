@@ -14,7 +14,7 @@ use rpcwire_telemetry::{self as telemetry, ConnectionScope};
 use rpcwire_tokio::Slot;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::caller::ConnectionInfo;
+use crate::caller::{ConnectionInfo, LocalEnd};
 use crate::fast::{self, Posts};
 use crate::handles::HandlesWhole;
 use crate::on_hyper::{serve_hyper_told, ConnectionError, Protocol};
@@ -117,6 +117,7 @@ pub(crate) async fn listen<S: HandlesWhole, P: Posts>(
         &shutdown,
         move |stream, peer, permit| {
             let connections = connections.clone();
+            let local = stream.local_addr().ok();
             #[cfg(feature = "tls")]
             if let Some((tls, timeout)) = &how.tls {
                 rpcwire_tokio::tls::spawn_handshake(
@@ -128,6 +129,7 @@ pub(crate) async fn listen<S: HandlesWhole, P: Posts>(
                         let protocol = Protocol::from_alpn(stream.get_ref().1.alpn_protocol());
                         let info = ConnectionInfo {
                             peer,
+                            end: LocalEnd::told(local, protocol == Protocol::Http2),
                             certificate: cert.map(Arc::new),
                         };
                         // A task of its own: it holds only the connection's state, not the handshake's.
@@ -150,7 +152,10 @@ pub(crate) async fn listen<S: HandlesWhole, P: Posts>(
                     None => return,
                 };
                 // A task of its own: it holds only that protocol's state, not the sniffing's.
-                let info = ConnectionInfo::of_peer(peer);
+                let info = ConnectionInfo {
+                    end: LocalEnd::told(local, protocol == Protocol::Http2),
+                    ..ConnectionInfo::of_peer(peer)
+                };
                 tokio::spawn(accepted(
                     connections,
                     stream,

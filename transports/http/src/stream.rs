@@ -81,10 +81,15 @@ impl EventHub {
     pub fn start(builder: Builder, max_frame: usize, limits: StreamLimits) -> Arc<EventHub> {
         let (in_tx, in_rx) = mpsc::channel(16);
         let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(16);
-        let session = builder.framing(Framing::ContentLength).run(
-            ChannelReader::new(in_rx),
-            FrameWriter::new(out_tx, max_frame),
-        );
+        let session = builder
+            .caller_if_unset(|| {
+                rpcwire_tokio::Caller::anonymous().with_transport(crate::transport::EVENT_STREAM)
+            })
+            .framing(Framing::ContentLength)
+            .run(
+                ChannelReader::new(in_rx),
+                FrameWriter::new(out_tx, max_frame),
+            );
         let (client, _task) = session.into_parts();
         let epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -28,6 +28,11 @@ trait IntoHalves: Send + 'static {
     type Read: AsyncRead + Unpin + Send + 'static;
     type Write: AsyncWrite + Unpin + Send + 'static;
     fn into_halves(self) -> (Self::Read, Self::Write);
+    /// The local address the connection arrived at, where it has one (its calls' spans'
+    /// `server.address`).
+    fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        None
+    }
 }
 
 impl IntoHalves for tokio::net::TcpStream {
@@ -35,6 +40,9 @@ impl IntoHalves for tokio::net::TcpStream {
     type Write = tokio::net::tcp::OwnedWriteHalf;
     fn into_halves(self) -> (Self::Read, Self::Write) {
         self.into_split()
+    }
+    fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        tokio::net::TcpStream::local_addr(self).ok()
     }
 }
 
@@ -53,6 +61,9 @@ impl IntoHalves for crate::tls::TlsStream<tokio::net::TcpStream> {
     type Write = tokio::io::WriteHalf<Self>;
     fn into_halves(self) -> (Self::Read, Self::Write) {
         tokio::io::split(self)
+    }
+    fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        self.get_ref().0.local_addr().ok()
     }
 }
 
@@ -214,6 +225,10 @@ impl Builder {
     ) where
         S: IntoHalves,
     {
+        let caller = match stream.local_addr() {
+            Some(local) => caller.with_local(local),
+            None => caller,
+        };
         self.caller = Some(Arc::new(caller));
         let on_connect = self.on_connect.take();
         let shutdown = self.service_ref().shutdown_ref().clone();

@@ -102,8 +102,8 @@ pub use rpcwire_service::signing;
 pub use rpcwire_service::{
     AuthError, AuthFuture, Authenticator, Batch, BatchResults, CallError, Caller, Cancellation,
     Client, Context, Credentials, Drained, Headers, Identity, LazyMeta, PeerCertificate, Policy,
-    RateLimiter, Router, RpcError, Service, SessionStats, Shutdown, Transport, DISCOVER_METHOD,
-    FORBIDDEN, FORBIDDEN_MESSAGE, MAX_INFLIGHT, MAX_PENDING_CALLS, RATE_LIMITED,
+    RateLimiter, RefusalLogLimit, Router, RpcError, Service, SessionStats, Shutdown, Transport,
+    DISCOVER_METHOD, FORBIDDEN, FORBIDDEN_MESSAGE, MAX_INFLIGHT, MAX_PENDING_CALLS, RATE_LIMITED,
     RATE_LIMITED_MESSAGE, SHUTTING_DOWN,
 };
 #[cfg(feature = "auth")]
@@ -278,8 +278,9 @@ impl Builder {
             .unwrap_or_else(|| Arc::clone(ANONYMOUS.get_or_init(|| Arc::new(Caller::anonymous()))))
     }
 
-    /// This builder with `caller` unless it has one of its own.
-    fn caller_if_unset(mut self, caller: impl FnOnce() -> Caller) -> Self {
+    /// This builder with `caller` unless it has one of its own: for a transport that knows
+    /// what its connections are when the application did not say who calls.
+    pub fn caller_if_unset(mut self, caller: impl FnOnce() -> Caller) -> Self {
         if self.caller.is_none() {
             self.caller = Some(Arc::new(caller()));
         }

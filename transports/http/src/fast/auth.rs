@@ -233,14 +233,18 @@ pub(crate) fn kept(
         (Some(kept), None) => kept.renew(head),
         (Some(kept), Some(at)) => kept.renew_without(&mut key.scratch, at, &key.name, &key.value),
         // Still held by the last call (a task it spawned, say): a new one.
-        (None, None) => a.caller = Arc::new(caller(a.identity.clone(), RequestHead::new(head))),
+        (None, None) => {
+            let peer = a.caller.peer_addr();
+            a.caller = Arc::new(caller(a.identity.clone(), RequestHead::new(head), peer));
+        }
         (None, Some(at)) => {
             let head = RequestHead {
                 bytes: std::mem::take(&mut key.scratch),
                 left_out: Some((at, key.name.clone(), key.value.clone())),
                 headers: OnceLock::new(),
             };
-            a.caller = Arc::new(caller(a.identity.clone(), head));
+            let peer = a.caller.peer_addr();
+            a.caller = Arc::new(caller(a.identity.clone(), head, peer));
         }
     }
     true
@@ -252,12 +256,14 @@ pub(crate) fn kept(
 pub(crate) async fn admit(
     service: &Service,
     admitted: &mut Option<Box<Admitted>>,
+    peer: Option<std::net::SocketAddr>,
     head: &[u8],
     credential: Option<&[u8]>,
     now: Instant,
 ) -> Result<(), Response<Body>> {
     let head = RequestHead::new(head);
-    let identity = crate::caller::admit(service, head.headers(), HTTP, None, None)
+    // The peer, for the refusal log: the caller remembered is made from the identity alone.
+    let identity = crate::caller::admit(service, head.headers(), HTTP, peer, None)
         .await?
         .identity()
         .clone();
@@ -286,12 +292,18 @@ pub(crate) async fn admit(
     *admitted = Some(Box::new(Admitted {
         key,
         until,
-        caller: Arc::new(caller(identity.clone(), head)),
+        caller: Arc::new(caller(identity.clone(), head, peer)),
         identity,
     }));
     Ok(())
 }
 
-fn caller(identity: Identity, head: RequestHead) -> Caller {
-    Caller::new(identity, HTTP).with_lazy_meta(head)
+/// The caller let in, with the connection's peer when the connection told it (the refusal
+/// log names it when the access rules refuse a call).
+fn caller(identity: Identity, head: RequestHead, peer: Option<std::net::SocketAddr>) -> Caller {
+    let caller = Caller::new(identity, HTTP).with_lazy_meta(head);
+    match peer {
+        Some(peer) => caller.with_peer(peer),
+        None => caller,
+    }
 }

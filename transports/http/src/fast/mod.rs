@@ -79,17 +79,12 @@ where
         // peer. Callers carry the connection's peer while spans are listened to (their
         // `network.peer.*`) and under a rate limit (the key of an anonymous caller's bucket).
         let wants_peer = service.wants_peer();
-        let traced = (rpcwire_telemetry::spans_enabled() || wants_peer)
-            .then_some(Traced { peer: info.peer });
+        let traced = Traced {
+            info: &info,
+            on: rpcwire_telemetry::spans_enabled() || wants_peer,
+        };
         let told = info.is_told(wants_peer).then_some(&info);
-        let end = run(
-            &mut stream,
-            &service,
-            posts.as_deref(),
-            traced.as_ref(),
-            told,
-        )
-        .await?;
+        let end = run(&mut stream, &service, posts.as_deref(), &traced, told).await?;
         if let End::Hyper(read) = end {
             let idle = service.endpoint().idle_connection();
             // Boxed: hyper's connection state is allocated only for connections that need it.
@@ -109,7 +104,7 @@ fn run<'a, I, S, P>(
     stream: &'a mut I,
     service: &'a S,
     posts: Option<&'a P>,
-    traced: Option<&'a Traced>,
+    traced: &'a Traced<'a>,
     told: Option<&'a ConnectionInfo>,
 ) -> impl Future<Output = io::Result<End>> + 'a
 where
@@ -133,9 +128,7 @@ where
             // In a block, and kept as a flag: the connection's future holds what lives across
             // its awaits.
             let (recognised, parsed) = match (&mut lane, posts) {
-                (Some(lane), Some(posts)) => {
-                    lane.next(posts, service.endpoint(), traced.is_some(), &buf)
-                }
+                (Some(lane), Some(posts)) => lane.next(posts, service.endpoint(), traced.on, &buf),
                 _ => (false, parse(None, None, service.endpoint(), &buf)),
             };
             let served = match parsed {
@@ -244,7 +237,18 @@ mod tests {
     async fn an_idle_connection_keeps_a_small_future() {
         let service = crate::HttpServer::new(rpcwire_tokio::Builder::new()).build();
         let (mut stream, _peer) = tokio::io::duplex(64);
-        let future = run(&mut stream, &service, Some(&*service.inner), None, None);
+        let info = ConnectionInfo::of_peer(None);
+        let untraced = Traced {
+            info: &info,
+            on: false,
+        };
+        let future = run(
+            &mut stream,
+            &service,
+            Some(&*service.inner),
+            &untraced,
+            None,
+        );
         let size = std::mem::size_of_val(&future);
         println!("the fast path's connection future: {size} bytes");
         assert!(
@@ -410,7 +414,7 @@ mod tests {
         let peer: std::net::SocketAddr = "127.0.0.1:4242".parse().unwrap();
         let body = r#"{"jsonrpc":"2.0","method":"whoami","id":1}"#;
         // The connection's answer to `extra` header lines, and how the fast path ended.
-        let served = |traced: Option<Traced>, extra: String| {
+        let served = |traced: Traced<'static>, extra: String| {
             let service = service.clone();
             async move {
                 let (mut client, mut server) = tokio::io::duplex(1 << 16);
@@ -421,7 +425,7 @@ mod tests {
                 );
                 client.write_all(head.as_bytes()).await.unwrap();
                 let posts = Some(&*service.inner);
-                let end = run(&mut server, &service, posts, traced.as_ref(), None)
+                let end = run(&mut server, &service, posts, &traced, None)
                     .await
                     .unwrap();
                 drop(server);
@@ -434,7 +438,15 @@ mod tests {
         let result = |json: &str| -> serde_json::Value {
             serde_json::from_str::<serde_json::Value>(json).unwrap()["result"].clone()
         };
-        let traced = || Some(Traced { peer: Some(peer) });
+        // What the accept loop told, for the whole test (the served futures borrow it).
+        let with_peer: &'static ConnectionInfo =
+            Box::leak(Box::new(ConnectionInfo::of_peer(Some(peer))));
+        let without_peer: &'static ConnectionInfo =
+            Box::leak(Box::new(ConnectionInfo::of_peer(None)));
+        let traced = || Traced {
+            info: with_peer,
+            on: true,
+        };
         let with_context = format!("traceparent: {TP}\r\nTraceState: a=1\r\n");
         let (fast, json) = served(traced(), with_context.clone()).await;
         assert!(fast, "the fast path answered: {json}");
@@ -443,11 +455,22 @@ mod tests {
             serde_json::json!([TP, "a=1", "127.0.0.1:4242"])
         );
         // Without a peer (a connection handed to `serve_connection`): the context alone.
-        let (fast, json) = served(Some(Traced { peer: None }), with_context.clone()).await;
+        let (fast, json) = served(
+            Traced {
+                info: without_peer,
+                on: true,
+            },
+            with_context.clone(),
+        )
+        .await;
         assert!(fast);
         assert_eq!(result(&json), serde_json::json!([TP, "a=1", null]));
         // Untraced: neither is read.
-        let (fast, json) = served(None, with_context).await;
+        let untraced = Traced {
+            info: with_peer,
+            on: false,
+        };
+        let (fast, json) = served(untraced, with_context).await;
         assert!(fast);
         assert_eq!(result(&json), serde_json::json!([null, null, null]));
         // Traced, no context: the peer alone.
@@ -482,7 +505,7 @@ mod tests {
         let mut admitted = None;
         let (head, token) = (head.as_bytes(), Some(TOKEN.as_bytes()));
         let service = rpcwire_service::Service::client_only().authenticator(OneToken);
-        admit(&service, &mut admitted, head, token, Instant::now())
+        admit(&service, &mut admitted, None, head, token, Instant::now())
             .await
             .expect("let in");
         admitted

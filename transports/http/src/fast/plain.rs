@@ -86,9 +86,12 @@ impl Posts for NoPosts {
 /// wants its callers' peers): each request's caller carries the connection's peer
 /// (`network.peer.*`, the key of an anonymous caller's rate-limit bucket) and the request's
 /// W3C trace context (`traceparent`, `tracestate`), as on hyper's path.
-pub(super) struct Traced {
-    /// The peer of the connection, when the accept loop told it.
-    pub(super) peer: Option<std::net::SocketAddr>,
+pub(super) struct Traced<'a> {
+    /// What the accept loop told of the connection: its peer (for the refusal log too), the
+    /// server's end (a pointer: every connection's future holds this).
+    pub(super) info: &'a crate::caller::ConnectionInfo,
+    /// Whether the connection's calls are traced.
+    pub(super) on: bool,
 }
 
 /// What a connection's plain lane keeps between requests.
@@ -162,7 +165,7 @@ impl Lane {
         stream: &'a mut I,
         posts: &'a P,
         endpoint: &'a Endpoint,
-        traced: Option<&'a Traced>,
+        traced: &'a Traced<'a>,
         buf: &'a mut Vec<u8>,
         out: &'a mut Vec<u8>,
         head: &'a Head,
@@ -194,6 +197,7 @@ impl Lane {
                         let asked = Box::pin(ask(
                             posts.service(),
                             &mut self.admitted,
+                            traced.info.peer,
                             stream,
                             buf,
                             head,
@@ -216,16 +220,15 @@ impl Lane {
             // A traced call's caller: the connection's peer and the request's trace context.
             // A `match`, not `Option::map`: the closure made the connection's future 8 bytes
             // larger (`an_idle_connection_keeps_a_small_future`).
-            #[allow(clippy::manual_map)]
-            let traced_caller = match traced {
-                Some(traced) => Some(traced_caller(
+            let traced_caller = match traced.on {
+                true => Some(traced_caller(
                     caller,
                     traced,
                     &mut self.peer_caller,
                     head,
                     buf,
                 )),
-                None => None,
+                false => None,
             };
             let caller = traced_caller.as_ref().or(caller);
             if !recognised {
@@ -341,7 +344,7 @@ async fn body_too_slow<I: AsyncRead + AsyncWrite + Unpin>(stream: &mut I) -> io:
 /// made once: no allocation per request.
 fn traced_caller(
     caller: Option<&Arc<Caller>>,
-    traced: &Traced,
+    traced: &Traced<'_>,
     kept: &mut Option<Arc<Caller>>,
     head: &Head,
     buf: &[u8],
@@ -358,7 +361,7 @@ fn traced_caller(
 /// header values.
 fn with_trace(
     caller: Option<&Arc<Caller>>,
-    traced: &Traced,
+    traced: &Traced<'_>,
     traceparent: Option<&[u8]>,
     tracestate: Option<&[u8]>,
 ) -> Caller {
@@ -368,7 +371,8 @@ fn with_trace(
     };
     crate::caller::with_trace(
         caller,
-        traced.peer,
+        traced.info.peer,
+        &traced.info.end,
         traceparent.into_iter(),
         tracestate.into_iter(),
     )
@@ -384,9 +388,12 @@ enum Asked {
 
 /// Asks the authenticator about the request whose head is in `buf` and remembers its caller
 /// in `admitted`, or answers the refusal ([`refuse_after_body`]).
+// The lane's state borrowed field by field (a struct of them would borrow the lane whole).
+#[allow(clippy::too_many_arguments)]
 async fn ask<I: AsyncRead + AsyncWrite + Unpin>(
     service: &Service,
     admitted: &mut Option<Box<Admitted>>,
+    peer: Option<std::net::SocketAddr>,
     stream: &mut I,
     buf: &mut Vec<u8>,
     head: &Head,
@@ -394,7 +401,7 @@ async fn ask<I: AsyncRead + AsyncWrite + Unpin>(
     deadline: Instant,
 ) -> io::Result<Asked> {
     let value = head.credential(buf);
-    let refusal = match admit(service, admitted, &buf[..head.len], value, start).await {
+    let refusal = match admit(service, admitted, peer, &buf[..head.len], value, start).await {
         Ok(()) => return Ok(Asked::Admitted),
         Err(refusal) => refusal,
     };

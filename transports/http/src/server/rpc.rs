@@ -211,8 +211,9 @@ impl Inner {
             return self.after_body(req, r).await;
         }
         let peer = connection_peer(&req);
+        let end = crate::caller::connection_end(&req);
         let certificate = connection_certificate(&req);
-        let caller = match self.admit(req.headers(), peer, certificate).await {
+        let caller = match self.admit(req.headers(), peer, end, certificate).await {
             Ok(caller) => caller,
             Err(refusal) => return self.after_body(req, *refusal).await,
         };
@@ -276,6 +277,7 @@ impl Inner {
         &self,
         headers: &HeaderMap,
         peer: Option<std::net::SocketAddr>,
+        end: crate::caller::LocalEnd,
         certificate: Option<&rpcwire_tokio::PeerCertificate>,
     ) -> Result<Option<Arc<Caller>>, Box<Response<Body>>> {
         let traced = telemetry::spans_enabled();
@@ -297,7 +299,7 @@ impl Inner {
         .map_err(Box::new)?
         .with_meta(headers.clone());
         let caller = if traced {
-            traced_caller(caller, headers, None)
+            crate::caller::with_local_end(traced_caller(caller, headers, None), &end)
         } else {
             caller
         };

@@ -163,6 +163,8 @@ impl WsServer {
             Some(caller) => Caller::clone(caller).with_transport(crate::transport::WEBSOCKET),
             None => {
                 let caller = Caller::new(Identity::anonymous(), crate::transport::WEBSOCKET);
+                let caller =
+                    crate::caller::with_local_end(caller, &crate::caller::connection_end(&req));
                 match crate::caller::connection_peer(&req) {
                     Some(peer) => caller.with_peer(peer),
                     None => caller,
@@ -280,6 +282,8 @@ impl WsServer {
         let transport = crate::transport::WEBSOCKET;
         match crate::caller::admit(service, req.headers(), transport, peer, None).await {
             Ok(caller) => {
+                let end = crate::caller::connection_end(&req);
+                let caller = crate::caller::with_local_end(caller, &end);
                 let caller = caller.with_meta(req.headers().clone());
                 req.extensions_mut().insert(Arc::new(caller));
             }
@@ -304,12 +308,20 @@ impl WsServer {
             &shutdown,
             move |stream, peer, permit| {
                 let server = self.clone();
+                // What the connection tells its requests: the server's end (spans' `server.*`).
+                let info = crate::caller::ConnectionInfo {
+                    end: crate::caller::LocalEnd::told(stream.local_addr().ok(), false),
+                    ..crate::caller::ConnectionInfo::of_peer(peer)
+                };
                 tokio::spawn(async move {
                     let _permit = permit;
-                    let service = hyper::service::service_fn(move |req| {
-                        let server = server.clone();
-                        async move { Ok::<_, Infallible>(server.handle_from(req, peer).await) }
-                    });
+                    let service = hyper::service::service_fn(
+                        move |mut req: Request<hyper::body::Incoming>| {
+                            req.extensions_mut().insert(info.clone());
+                            let server = server.clone();
+                            async move { Ok::<_, Infallible>(server.handle_from(req, peer).await) }
+                        },
+                    );
                     let conn = crate::on_hyper::http1_builder(handshake)
                         .serve_connection(TokioIo::new(stream), service)
                         .with_upgrades();
