@@ -97,11 +97,18 @@ pub(crate) struct Running {
 }
 
 impl Running {
-    pub(crate) fn new(task: Task, store: Arc<dyn TaskStore>, limits: TaskLimits) -> Arc<Self> {
+    /// A turn of `task`, publishing on `events` (the channel its subscribers waiting for the
+    /// turn already hold) or on a new channel.
+    pub(crate) fn new(
+        task: Task,
+        store: Arc<dyn TaskStore>,
+        limits: TaskLimits,
+        events: Option<broadcast::Sender<Arc<StreamResponse>>>,
+    ) -> Arc<Self> {
         Arc::new(Running {
             task: Mutex::new(task),
             turn: Mutex::default(),
-            events: broadcast::channel(limits.event_buffer.max(2)).0,
+            events: events.unwrap_or_else(|| event_channel(limits)),
             phase: watch::channel(Phase::default()).0,
             store,
             limits,
@@ -243,6 +250,11 @@ impl Running {
     pub(crate) fn ended(&self) -> bool {
         !self.open()
     }
+}
+
+/// The channel a task's events are published on, as many buffered as `limits` say.
+pub(crate) fn event_channel(limits: TaskLimits) -> broadcast::Sender<Arc<StreamResponse>> {
+    broadcast::channel(limits.event_buffer.max(2)).0
 }
 
 pub(crate) fn push_history(task: &mut Task, message: Message, max: usize) {

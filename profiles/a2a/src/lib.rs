@@ -67,6 +67,7 @@ mod compat;
 mod error;
 mod server;
 mod store;
+mod timestamp;
 mod types;
 
 pub use agent::{Agent, TaskContext, TaskLimits, TurnFuture};
@@ -74,6 +75,6 @@ pub use client::{fetch_card, A2aClient, ClientError, EventStream};
 pub use error::{A2aError, ErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
 /// The service layer's types the server's builder and the agent's context speak of.
 pub use rpcwire_service::{Authenticator, Identity, RateLimiter, Router, Service};
-pub use server::{serve, A2aServer, A2aService, VERSION_HEADER};
+pub use server::{serve, A2aServer, A2aService, EXTENSIONS_HEADER, VERSION_HEADER};
 pub use store::{MemoryTaskStore, StoreError, StoreLimits, TaskStore};
 pub use types::*;

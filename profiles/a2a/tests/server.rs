@@ -243,3 +243,42 @@ async fn streams_kept_for_resumption_are_bounded() {
     }
     assert_eq!(service.parked_streams(), 1, "one stream kept, at the limit");
 }
+
+#[tokio::test]
+async fn a_subscription_to_a_task_waiting_for_input_lasts_until_a_terminal_state() {
+    let (client, _service) = start(|s| s).await;
+    let SendMessageResponse::Task(task) = client
+        .send_message(Message::text(Role::User, "m1", "ask"))
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    assert_eq!(task.status.state, TaskState::InputRequired);
+    let mut stream = client.subscribe(&task.id).await.unwrap();
+    let first = stream.next().await.unwrap().unwrap();
+    assert_eq!(first.state(), Some(TaskState::InputRequired));
+    // The next turn asks again: an interrupted state, which does not end a subscription.
+    let mut answer = Message::text(Role::User, "m2", "here");
+    answer.task_id.clone_from(&task.id);
+    client.send_message(answer).await.unwrap();
+    let mut states = Vec::new();
+    while states.last() != Some(&TaskState::InputRequired) {
+        let event = tokio::time::timeout(Duration::from_secs(5), stream.next())
+            .await
+            .expect("the next turn's events reach the subscriber")
+            .unwrap()
+            .unwrap();
+        states.extend(event.state());
+    }
+    // Cancelled while it waits: the subscriber sees it, and the stream ends there.
+    client.cancel_task(&task.id).await.unwrap();
+    let mut last = None;
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .expect("the stream ends")
+    {
+        last = event.unwrap().state().or(last);
+    }
+    assert_eq!(last, Some(TaskState::Canceled));
+}

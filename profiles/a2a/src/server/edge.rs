@@ -17,14 +17,16 @@ use rpcwire_service::{Responder, Sent};
 
 use crate::types::AGENT_CARD_PATH;
 
+pub(crate) use super::card::CardResource;
+
 use super::post::Post;
 use super::streams::Streams;
 use super::tasks::Tasks;
 
 /// What the edge of one server holds.
 pub(crate) struct Edge {
-    /// The Agent Card, encoded once.
-    pub(crate) card: Bytes,
+    /// The Agent Card, encoded once, with its caching headers.
+    pub(crate) card: CardResource,
     /// The JSON-RPC endpoint's path.
     pub(crate) path: String,
     pub(crate) endpoint: Endpoint,
@@ -48,7 +50,8 @@ impl Edge {
         }
         if req.uri().path() == AGENT_CARD_PATH {
             // GET only (`refusal` answered anything else).
-            return after_body(req, max_body, timeout, json(self.card.clone())).await;
+            let answer = self.card.answer(req.headers());
+            return after_body(req, max_body, timeout, answer).await;
         }
         // Authentication first: nothing runs for a caller refused.
         let service = self.responder.service();

@@ -13,7 +13,6 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Serialize, Serializer};
 use serde_json::json;
 use serde_json::value::RawValue;
-use tokio::sync::broadcast;
 
 use crate::compat::{method_v03, params_to_v1, result_to_v03, Dialect};
 use crate::error::{A2aError, ErrorKind};
@@ -22,6 +21,7 @@ use crate::types::{
     SendMessageResponse, StreamResponse, Task, TaskIdRequest,
 };
 
+use super::checks::Admission;
 use super::post::{Handover, Opened, Post};
 use super::streams::Streams;
 use super::tasks::{check_history_length, with_history, Tasks};
@@ -34,6 +34,8 @@ pub(crate) struct Methods {
     pub(crate) extended: Option<AgentCard>,
     /// The most tasks a `ListTasks` page holds.
     pub(crate) max_page: usize,
+    /// What the card says a request must be.
+    pub(crate) admission: Admission,
 }
 
 /// The push notification methods, with their params' message: answered -32003 (not
@@ -111,6 +113,23 @@ impl Call {
     /// The request's id, as JSON text.
     fn id(&self) -> Box<str> {
         Box::from(self.ctx.id().unwrap_or("null"))
+    }
+
+    /// Checks `message` against the card, with the extensions the request activates.
+    fn admit(&self, message: &crate::types::Message) -> Result<(), A2aError> {
+        let extensions = self.post().map(|p| p.extensions.as_slice()).unwrap_or(&[]);
+        self.methods.admission.check(message, extensions)
+    }
+
+    /// -32004 when the card offers no streaming.
+    fn streaming(&self) -> Result<(), A2aError> {
+        if self.methods.admission.streaming {
+            return Ok(());
+        }
+        Err(A2aError::with_message(
+            ErrorKind::UnsupportedOperation,
+            "This agent does not stream (its card says capabilities.streaming false)",
+        ))
     }
 }
 
@@ -209,6 +228,7 @@ impl<R: Serialize> Serialize for Shaped<R> {
 async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageResponse, A2aError> {
     let history = p.configuration.as_ref().and_then(|c| c.history_length);
     check_history_length(history)?;
+    call.admit(&p.message)?;
     let immediately = p
         .configuration
         .as_ref()
@@ -238,7 +258,9 @@ async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageRe
 
 /// `SendStreamingMessage`: starts the turn and hands its events over to be streamed.
 async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aError> {
+    call.streaming()?;
     let post = call.post()?;
+    call.admit(&p.message)?;
     let identity = call.ctx.identity().clone();
     let (running, events) = call.methods.tasks.start_turn(p.message, identity)?;
     post.hand_over(Handover::Open(Box::new(Opened {
@@ -247,13 +269,16 @@ async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aErro
         first: None,
         events,
         dialect: call.dialect,
+        until_terminal: false,
     })));
     Ok(())
 }
 
-/// `SubscribeToTask`: the task as it is, then its events; with `Last-Event-ID`, the rest of
-/// a stream the client lost.
+/// `SubscribeToTask`: the task as it is, then its events until it reaches a terminal state
+/// (through the turns of a task waiting for input); with `Last-Event-ID`, the rest of a
+/// stream the client lost.
 async fn subscribe(call: Call, p: TaskIdRequest) -> Result<(), A2aError> {
+    call.streaming()?;
     let post = call.post()?;
     let methods = &call.methods;
     if let Some((n, after)) = post.last_event {
@@ -263,28 +288,14 @@ async fn subscribe(call: Call, p: TaskIdRequest) -> Result<(), A2aError> {
             return Ok(());
         }
     }
-    let task = methods
-        .tasks
-        .store
-        .get(&p.id)
-        .ok_or(ErrorKind::TaskNotFound)?;
-    if task.status.state.is_terminal() {
-        return Err(A2aError::with_message(
-            ErrorKind::UnsupportedOperation,
-            format!("Task {} is in a terminal state", p.id),
-        ));
-    }
-    let (task, events) = match methods.tasks.running(&p.id) {
-        Some(running) => (running.snapshot(), running.events.subscribe()),
-        // Waiting for input: the task as it is is the whole stream.
-        None => (task, broadcast::channel(1).1),
-    };
+    let (task, events) = methods.tasks.subscribe(&p.id, |_| true)?;
     post.hand_over(Handover::Open(Box::new(Opened {
         id: call.id(),
         task_id: p.id,
         first: Some(StreamResponse::Task(task)),
         events,
         dialect: call.dialect,
+        until_terminal: true,
     })));
     Ok(())
 }
@@ -304,7 +315,12 @@ async fn get_task(call: Call, p: GetTaskRequest) -> Result<Task, A2aError> {
 /// `ListTasks`: a page, newest first.
 async fn list_tasks(call: Call, p: ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
     check_history_length(p.history_length)?;
-    let mut page = call.methods.tasks.store.list(&p, call.methods.max_page);
+    let mut page = call
+        .methods
+        .tasks
+        .store
+        .list(&p, call.methods.max_page)
+        .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, e.to_string()))?;
     for t in &mut page.tasks {
         *t = with_history(std::mem::take(t), p.history_length);
         if !p.include_artifacts {

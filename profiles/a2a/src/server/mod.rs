@@ -10,6 +10,8 @@
 //! - `streams`: the event streams, parked and resumed;
 //! - `tasks`: the running turns.
 
+mod card;
+mod checks;
 mod edge;
 mod methods;
 mod post;
@@ -29,7 +31,7 @@ use crate::agent::{Agent, TaskLimits};
 use crate::store::{MemoryTaskStore, StoreLimits, TaskStore};
 use crate::types::AgentCard;
 
-pub use post::VERSION_HEADER;
+pub use post::{EXTENSIONS_HEADER, VERSION_HEADER};
 
 use edge::Edge;
 use methods::Methods;
@@ -54,6 +56,7 @@ pub struct A2aServer {
     send_wait: Duration,
     max_page: usize,
     compat_v03: bool,
+    card_max_age: Duration,
     /// The policies the methods are served with (its router is the server's own).
     service: Service,
     router_hook: Option<RouterHook>,
@@ -74,7 +77,7 @@ impl A2aServer {
     /// in-memory store ([`StoreLimits::default`]), [`TaskLimits::default`], 4 MiB bodies,
     /// 64 events (1 MiB) kept per stream for resumption, 1 024 streams parked for
     /// resumption for 60 s, `SendMessage` waiting at most 60 s for a turn to end; callers
-    /// anonymous, no rate limit, no access rules.
+    /// anonymous, no rate limit, no access rules, the card cacheable for 300 s.
     pub fn new(card: AgentCard, agent: impl Agent) -> Self {
         A2aServer {
             card,
@@ -90,6 +93,7 @@ impl A2aServer {
             send_wait: Duration::from_secs(60),
             max_page: 100,
             compat_v03: false,
+            card_max_age: Duration::from_secs(300),
             service: Service::default(),
             router_hook: None,
         }
@@ -100,6 +104,14 @@ impl A2aServer {
     /// default.
     pub fn compat_v03(mut self, on: bool) -> Self {
         self.compat_v03 = on;
+        self
+    }
+
+    /// How long clients may cache the Agent Card (its `Cache-Control: max-age`; 300 s by
+    /// default). The card is also served with an `ETag` and a `Last-Modified`, and answered
+    /// 304 to a conditional request that still holds.
+    pub fn card_max_age(mut self, max_age: Duration) -> Self {
+        self.card_max_age = max_age;
         self
     }
 
@@ -259,6 +271,7 @@ impl A2aServer {
             streams: Arc::clone(&streams),
             extended: self.extended,
             max_page: self.max_page,
+            admission: checks::Admission::of(&self.card),
         };
         // `rpc.discover` names the agent.
         let named = Router::new().info(&self.card.name, &self.card.version);
@@ -276,6 +289,7 @@ impl A2aServer {
         };
         let responder = Responder::new(self.service.router(router), config);
         let card = Bytes::from(serde_json::to_vec(&self.card).unwrap_or_default());
+        let card = edge::CardResource::new(card, self.card_max_age);
         A2aService {
             edge: Arc::new(Edge {
                 card,

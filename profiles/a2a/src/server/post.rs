@@ -15,12 +15,16 @@ use http::HeaderMap;
 use rpcwire_http::profile::{parse_event_id, ResumableStream};
 use tokio::sync::broadcast;
 
+use super::checks::requested_extensions;
 use crate::compat::Dialect;
 use crate::error::{A2aError, ErrorKind};
 use crate::types::StreamResponse;
 
 /// The header naming the protocol version a request speaks.
 pub const VERSION_HEADER: &str = "a2a-version";
+
+/// The header naming the extensions a request activates.
+pub const EXTENSIONS_HEADER: &str = "a2a-extensions";
 
 /// Where a stream is kept for resumption: its task and its number.
 pub(crate) type StreamKey = (String, u64);
@@ -32,6 +36,8 @@ pub(crate) struct Post {
     version: Option<Box<str>>,
     /// `Last-Event-ID`, when it names an event of a stream of ours.
     pub(crate) last_event: Option<(u64, u64)>,
+    /// The extensions the request activates (`A2A-Extensions`).
+    pub(crate) extensions: Vec<String>,
     stream: Mutex<Option<Handover>>,
 }
 
@@ -67,6 +73,9 @@ pub(crate) struct Opened {
     pub(crate) events: broadcast::Receiver<Arc<StreamResponse>>,
     /// The shapes its events are written in.
     pub(crate) dialect: Dialect,
+    /// The stream ends at a terminal state only (a subscription), not at an interrupted one
+    /// too (the stream of a message, which ends with its turn).
+    pub(crate) until_terminal: bool,
 }
 
 impl Post {
@@ -79,6 +88,12 @@ impl Post {
                 .filter(|v| !v.is_empty())
                 .map(Box::from),
             last_event: text("last-event-id").and_then(parse_event_id),
+            extensions: requested_extensions(
+                headers
+                    .get_all(EXTENSIONS_HEADER)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok()),
+            ),
             stream: Mutex::new(None),
         }
     }

@@ -15,10 +15,12 @@ use std::time::Duration;
 use rpcwire_service::Identity;
 use tokio::sync::broadcast;
 
-use crate::agent::{push_history, Agent, Running, TaskContext, TaskLimits};
+use crate::agent::{event_channel, push_history, Agent, Running, TaskContext, TaskLimits};
 use crate::error::{A2aError, ErrorKind};
 use crate::store::TaskStore;
-use crate::types::{Message, Role, StreamResponse, Task, TaskState, TaskStatus};
+use crate::types::{
+    Message, Role, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
 
 /// The tasks of one server: the agent, the store, and the turns running.
 pub(crate) struct Tasks {
@@ -27,8 +29,20 @@ pub(crate) struct Tasks {
     limits: TaskLimits,
     /// How long a request waits for a turn (`SendMessage`'s answer, a cancellation).
     pub(crate) send_wait: Duration,
-    running: Mutex<HashMap<String, Arc<Running>>>,
+    table: Mutex<Table>,
 }
+
+/// The tasks that have a turn running, and the event channels of tasks waiting for input
+/// that someone subscribed to (the next turn publishes on it, so that a subscription lasts
+/// until the task reaches a terminal state).
+#[derive(Default)]
+struct Table {
+    running: HashMap<String, Arc<Running>>,
+    waiting: HashMap<String, broadcast::Sender<Arc<StreamResponse>>>,
+}
+
+/// The events a subscription to a task gets: the task as it is, and its events from then on.
+pub(crate) type Subscription = (Task, broadcast::Receiver<Arc<StreamResponse>>);
 
 /// A turn just started: the turn, and its events from the first on.
 pub(crate) type Started = (Arc<Running>, broadcast::Receiver<Arc<StreamResponse>>);
@@ -45,22 +59,59 @@ impl Tasks {
             store,
             limits,
             send_wait,
-            running: Mutex::default(),
+            table: Mutex::default(),
         }
     }
 
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Running>>> {
-        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How many tasks have a turn running.
     pub(crate) fn running_count(&self) -> usize {
-        self.table().len()
+        self.table().running.len()
     }
 
     /// The running turn of task `id`.
     pub(crate) fn running(&self, id: &str) -> Option<Arc<Running>> {
-        self.table().get(id).cloned()
+        self.table().running.get(id).cloned()
+    }
+
+    /// Subscribes to task `id`, not in a terminal state: its running turn's events, or, for a
+    /// task waiting for input, the events of the turns to come.
+    pub(crate) fn subscribe(
+        &self,
+        id: &str,
+        visible: impl Fn(&Task) -> bool,
+    ) -> Result<Subscription, A2aError> {
+        let mut table = self.table();
+        if let Some(running) = table.running.get(id) {
+            let task = running.snapshot();
+            if !visible(&task) {
+                return Err(ErrorKind::TaskNotFound.into());
+            }
+            return Ok((task, running.events.subscribe()));
+        }
+        let task = self
+            .store
+            .get(id)
+            .filter(|t| visible(t))
+            .ok_or(ErrorKind::TaskNotFound)?;
+        if task.status.state.is_terminal() {
+            return Err(A2aError::with_message(
+                ErrorKind::UnsupportedOperation,
+                format!("Task {id} is in a terminal state"),
+            ));
+        }
+        if !table.waiting.contains_key(id) {
+            // Channels whose subscribers all went away are dropped as new ones come.
+            table.waiting.retain(|_, tx| tx.receiver_count() > 0);
+        }
+        let tx = table
+            .waiting
+            .entry(id.to_owned())
+            .or_insert_with(|| event_channel(self.limits));
+        Ok((task, tx.subscribe()))
     }
 
     /// Starts a turn for `message` from `identity`: a new task, or the next turn of one waiting
@@ -79,7 +130,10 @@ impl Tasks {
                 "message.messageId is required",
             ));
         }
-        message.role = Role::User;
+        // The role as sent; a message that names none is the client's.
+        if message.role == Role::Unspecified {
+            message.role = Role::User;
+        }
         let (task, continuation) = if message.task_id.is_empty() {
             (self.new_task(&mut message), false)
         } else {
@@ -89,9 +143,15 @@ impl Tasks {
             A2aError::with_message(ErrorKind::Internal, format!("Task not accepted: {e}"))
         })?;
         let task_id = task.id.clone();
-        let running = Running::new(task, Arc::clone(&self.store), self.limits);
+        let running = {
+            let mut table = self.table();
+            // Subscribers waiting for this turn get its events.
+            let waiting = table.waiting.remove(&task_id);
+            let running = Running::new(task, Arc::clone(&self.store), self.limits, waiting);
+            table.running.insert(task_id.clone(), Arc::clone(&running));
+            running
+        };
         let events = running.events.subscribe();
-        self.table().insert(task_id.clone(), Arc::clone(&running));
         let ctx = TaskContext {
             running: Arc::clone(&running),
             message,
@@ -142,7 +202,9 @@ impl Tasks {
             context_id: message.context_id.clone(),
             status: TaskStatus {
                 state: TaskState::Submitted,
-                ..Default::default()
+                message: None,
+                // Every task has a status time: `ListTasks` orders and filters by it.
+                timestamp: Some(crate::types::now_rfc3339()),
             },
             history: vec![message.clone()],
             ..Task::default()
@@ -207,6 +269,16 @@ impl Tasks {
             timestamp: Some(crate::types::now_rfc3339()),
         };
         let _ = self.store.put(task.clone());
+        if let Some(tx) = self.table().waiting.remove(id) {
+            let _ = tx.send(Arc::new(StreamResponse::StatusUpdate(
+                TaskStatusUpdateEvent {
+                    task_id: task.id.clone(),
+                    context_id: task.context_id.clone(),
+                    status: task.status.clone(),
+                    metadata: None,
+                },
+            )));
+        }
         Ok(task)
     }
 
@@ -246,7 +318,13 @@ impl Tasks {
                 failed("the agent failed");
             }
         }
-        self.table().remove(task_id);
+        let mut table = self.table();
+        table.running.remove(task_id);
+        if run.snapshot().status.state.is_interrupted() && run.events.receiver_count() > 0 {
+            // Subscribers stay for the next turn.
+            table.waiting.insert(task_id.to_owned(), run.events.clone());
+        }
+        drop(table);
         run.phase.send_modify(|p| p.done = true);
     }
 }
