@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use rpcwire_a2a::{
-    A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Part,
+    A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Chunk, Part,
     TaskContext,
 };
 
@@ -129,7 +129,13 @@ async fn count(ctx: TaskContext, n: u64, step: Duration) {
             parts: vec![Part::text(format!("{i}"))],
             ..Artifact::default()
         };
-        ctx.artifact(chunk, i > 1, i == n);
+        let piece = match (i > 1, i == n) {
+            (false, true) => Chunk::Whole,
+            (false, false) => Chunk::New,
+            (true, false) => Chunk::Append,
+            (true, true) => Chunk::Last,
+        };
+        ctx.artifact(chunk, piece);
     }
     watch.done = true;
     ctx.complete(Some(&format!("counted to {n}")));

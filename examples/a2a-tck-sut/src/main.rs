@@ -10,8 +10,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::Parser;
+use rpcwire_a2a::serde_json::json;
 use rpcwire_a2a::{
-    A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Part,
+    A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Chunk, Part,
     TaskContext,
 };
 
@@ -49,7 +50,7 @@ fn card(url: String, args: &Args) -> AgentCard {
             extensions: args
                 .require_extension
                 .iter()
-                .map(|uri| serde_json::json!({"uri": uri, "required": true}))
+                .map(|uri| json!({"uri": uri, "required": true}))
                 .collect(),
             ..AgentCapabilities::default()
         },
@@ -75,13 +76,7 @@ fn artifact(id: &str, part: Part) -> Artifact {
 }
 
 fn file_part() -> Part {
-    Part {
-        // "tck", base64.
-        raw: Some("dGNr".into()),
-        filename: "output.txt".into(),
-        media_type: "text/plain".into(),
-        ..Part::default()
-    }
+    Part::file_bytes(b"tck", "text/plain", "output.txt")
 }
 
 /// The scenarios, by message id prefix. Longer prefixes first where one starts another.
@@ -90,8 +85,8 @@ async fn turn(ctx: TaskContext, long: Duration) {
     let p = |prefix: &str| id.starts_with(prefix);
     if p("tck-stream-artifact-chunked") {
         ctx.working(None);
-        ctx.artifact(artifact("chunked", Part::text("chunk-1 ")), false, false);
-        ctx.artifact(artifact("chunked", Part::text("chunk-2")), true, true);
+        ctx.artifact(artifact("chunked", Part::text("chunk-1 ")), Chunk::New);
+        ctx.artifact(artifact("chunked", Part::text("chunk-2")), Chunk::Last);
         ctx.complete(None);
     } else if p("test-resubscribe-message-id") {
         ctx.working(None);
@@ -110,30 +105,18 @@ async fn turn(ctx: TaskContext, long: Duration) {
     } else if p("tck-stream-003") {
         streamed(&ctx, Part::text("Stream task lifecycle"));
     } else if p("tck-artifact-file-url") {
-        let part = Part {
-            url: Some("https://example.com/output.txt".into()),
-            filename: "output.txt".into(),
-            media_type: "text/plain".into(),
-            ..Part::default()
-        };
-        ctx.artifact(artifact("file-url", part), false, false);
+        let url = Part::file_url("https://example.com/output.txt", "text/plain", "output.txt");
+        ctx.parts_artifact("file-url", vec![url]);
         ctx.complete(None);
     } else if p("tck-artifact-file") {
-        ctx.artifact(artifact("file", file_part()), false, false);
+        ctx.parts_artifact("file", vec![file_part()]);
         ctx.complete(None);
     } else if p("tck-artifact-text") {
-        ctx.artifact(
-            artifact("text", Part::text("Generated text content")),
-            false,
-            false,
-        );
+        ctx.text_artifact("text", "Generated text content");
         ctx.complete(None);
     } else if p("tck-artifact-data") {
-        let part = Part {
-            data: Some(serde_json::json!({"key": "value", "count": 42})),
-            ..Part::default()
-        };
-        ctx.artifact(artifact("data", part), false, false);
+        let data = Part::data(json!({"key": "value", "count": 42}));
+        ctx.parts_artifact("data", vec![data]);
         ctx.complete(None);
     } else if p("tck-message-response") {
         ctx.reply("Direct message response");
@@ -151,7 +134,7 @@ async fn turn(ctx: TaskContext, long: Duration) {
 /// Working, one artifact, completed: the streaming scenarios' lifecycle.
 fn streamed(ctx: &TaskContext, part: Part) {
     ctx.working(None);
-    ctx.artifact(artifact("streamed", part), false, false);
+    ctx.artifact(artifact("streamed", part), Chunk::New);
     ctx.complete(None);
 }
 

@@ -80,11 +80,12 @@ impl Edge {
         let (parts, body) = req.into_parts();
         // Answers are JSON or an event stream: any `Accept` that allows either will do.
         let answerable = AcceptedMedia::of(&parts.headers).is_none_or(|m| m.json || m.sse || m.any);
-        let (parts, body) = match read_post_body(parts, body, answerable, max_body, timeout).await {
-            Ok(read) => read,
-            Err(refusal) => return *refusal,
-        };
-        let caller = Arc::new(caller.with_meta(Post::new(&parts.headers)));
+        let (mut parts, body) =
+            match read_post_body(parts, body, answerable, max_body, timeout).await {
+                Ok(read) => read,
+                Err(refusal) => return *refusal,
+            };
+        let caller = Arc::new(caller.with_meta(Post::new(std::mem::take(&mut parts.headers))));
         let mut exchange = self.responder.exchange(&caller, &body);
         let answer = loop {
             match exchange.next().await {

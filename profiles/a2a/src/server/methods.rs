@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 
 use crate::compat::{method_v03, params_to_v1, result_to_v03, Dialect};
 use crate::error::{A2aError, ErrorKind};
+use crate::request::TurnRequest;
 use crate::types::{
     AgentCard, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest,
     SendMessageResponse, StreamResponse, Task, TaskIdRequest,
@@ -121,6 +122,21 @@ impl Call {
         self.methods.admission.check(message, extensions)
     }
 
+    /// The message of `p`, and what the request said beside it.
+    fn turn_request(
+        &self,
+        p: SendMessageRequest,
+    ) -> Result<(crate::types::Message, Arc<TurnRequest>), A2aError> {
+        let post = self.post()?;
+        let request = TurnRequest::new(
+            &post.take_headers(),
+            p.metadata,
+            p.configuration,
+            post.extensions.clone(),
+        );
+        Ok((p.message, Arc::new(request)))
+    }
+
     /// -32004 when the card offers no streaming.
     fn streaming(&self) -> Result<(), A2aError> {
         if self.methods.admission.streaming {
@@ -224,7 +240,8 @@ impl<R: Serialize> Serialize for Shaped<R> {
 }
 
 /// `SendMessage`: runs the turn and answers with the task once it stops (or at once with
-/// `returnImmediately`), or with the agent's direct message.
+/// `returnImmediately`), with the agent's direct message, or with the error the turn ended
+/// with before publishing anything.
 async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageResponse, A2aError> {
     let history = p.configuration.as_ref().and_then(|c| c.history_length);
     check_history_length(history)?;
@@ -234,12 +251,16 @@ async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageRe
         .as_ref()
         .is_some_and(|c| c.return_immediately);
     let tasks = &call.methods.tasks;
-    let (running, mut events) = tasks.start_turn(p.message, call.ctx.identity().clone())?;
+    let (message, request) = call.turn_request(p)?;
+    let (running, mut events) = tasks.start_turn(message, call.ctx.identity().clone(), request)?;
     let wait = async {
         let mut phase = running.phase.subscribe();
         if immediately {
             // The first event is enough: the task exists.
-            let _ = events.recv().await;
+            tokio::select! {
+                _ = events.recv() => {}
+                _ = phase.wait_for(|p| p.done) => {}
+            }
         } else {
             let _ = phase.wait_for(|p| p.done).await;
         }
@@ -250,20 +271,49 @@ async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageRe
         // Its panic is in the log; the caller gets the generic internal error.
         return Err(ErrorKind::Internal.into());
     }
+    if let Some(e) = &turn.error {
+        return Err(e.clone());
+    }
     Ok(match turn.reply.clone() {
         Some(m) => SendMessageResponse::Message(m),
         None => SendMessageResponse::Task(with_history(running.snapshot(), history)),
     })
 }
 
-/// `SendStreamingMessage`: starts the turn and hands its events over to be streamed.
+/// `SendStreamingMessage`: starts the turn and, once it has published its first event (or
+/// ended), hands its events over to be streamed; a turn that ended with an error before
+/// publishing anything is answered with the error instead.
 async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aError> {
     call.streaming()?;
-    let post = call.post()?;
     call.admit(&p.message)?;
     let identity = call.ctx.identity().clone();
-    let (running, events) = call.methods.tasks.start_turn(p.message, identity)?;
-    post.hand_over(Handover::Open(Box::new(Opened {
+    let (message, request) = call.turn_request(p)?;
+    let (running, events) = call.methods.tasks.start_turn(message, identity, request)?;
+    // A receiver of its own to wait on, subscribed before the turn is looked at: `events`
+    // keeps every event for the stream.
+    let mut probe = running.events.subscribe();
+    let mut phase = running.phase.subscribe();
+    let started = {
+        let turn = running.turn.lock().unwrap_or_else(PoisonError::into_inner);
+        turn.announced || turn.reply.is_some() || turn.error.is_some()
+    };
+    if !started {
+        tokio::select! {
+            _ = probe.recv() => {}
+            _ = phase.wait_for(|p| p.done) => {}
+        }
+    }
+    drop(probe);
+    if let Some(e) = running
+        .turn
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .error
+        .clone()
+    {
+        return Err(e);
+    }
+    call.post()?.hand_over(Handover::Open(Box::new(Opened {
         id: call.id(),
         task_id: running.id(),
         first: None,

@@ -38,6 +38,8 @@ pub(crate) struct Post {
     pub(crate) last_event: Option<(u64, u64)>,
     /// The extensions the request activates (`A2A-Extensions`).
     pub(crate) extensions: Vec<String>,
+    /// The request's headers, until a method that starts a turn takes them.
+    headers: Mutex<Option<HeaderMap>>,
     stream: Mutex<Option<Handover>>,
 }
 
@@ -79,8 +81,8 @@ pub(crate) struct Opened {
 }
 
 impl Post {
-    /// The A2A headers of a POST.
-    pub(crate) fn new(headers: &HeaderMap) -> Self {
+    /// The A2A headers of a POST, and the headers themselves.
+    pub(crate) fn new(headers: HeaderMap) -> Self {
         let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
         Post {
             version: text(VERSION_HEADER)
@@ -94,8 +96,24 @@ impl Post {
                     .iter()
                     .filter_map(|v| v.to_str().ok()),
             ),
+            headers: Mutex::new(None),
             stream: Mutex::new(None),
         }
+        .with_headers(headers)
+    }
+
+    fn with_headers(self, headers: HeaderMap) -> Self {
+        *self.headers.lock().unwrap_or_else(PoisonError::into_inner) = Some(headers);
+        self
+    }
+
+    /// The request's headers (empty after the first call).
+    pub(crate) fn take_headers(&self) -> HeaderMap {
+        self.headers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .unwrap_or_default()
     }
 
     /// Whether the `A2A-Version` the request names is served: 1.x. None means 0.3, as the
@@ -137,7 +155,7 @@ mod tests {
         if let Some(v) = version {
             h.insert(VERSION_HEADER, HeaderValue::from_static(v));
         }
-        Post::new(&h)
+        Post::new(h)
     }
 
     #[test]
@@ -156,8 +174,8 @@ mod tests {
     fn event_ids_of_ours_are_read() {
         let mut h = HeaderMap::new();
         h.insert("last-event-id", HeaderValue::from_static("p3-7"));
-        assert_eq!(Post::new(&h).last_event, Some((3, 7)));
+        assert_eq!(Post::new(h.clone()).last_event, Some((3, 7)));
         h.insert("last-event-id", HeaderValue::from_static("elsewhere-7"));
-        assert_eq!(Post::new(&h).last_event, None);
+        assert_eq!(Post::new(h).last_event, None);
     }
 }

@@ -15,8 +15,11 @@ use std::time::Duration;
 use rpcwire_service::Identity;
 use tokio::sync::broadcast;
 
-use crate::agent::{event_channel, push_history, Agent, Running, TaskContext, TaskLimits};
+use crate::agent::{
+    event_channel, push_history, Agent, Running, TaskContext, TaskLimits, TurnResult,
+};
 use crate::error::{A2aError, ErrorKind};
+use crate::request::TurnRequest;
 use crate::store::TaskStore;
 use crate::types::{
     Message, Role, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
@@ -121,6 +124,7 @@ impl Tasks {
         self: &Arc<Self>,
         mut message: Message,
         identity: Identity,
+        request: Arc<TurnRequest>,
     ) -> Result<Started, A2aError> {
         // Read with room for more parts than came; the message is kept while the task lives.
         message.parts.shrink_to_fit();
@@ -157,6 +161,7 @@ impl Tasks {
             message,
             continuation,
             identity,
+            request,
             ids: Arc::new(|| new_id("msg")),
         };
         let end = TurnEnd {
@@ -164,6 +169,7 @@ impl Tasks {
             run: Arc::clone(&running),
             task_id,
             how: Ended::Unfinished,
+            continuation,
         };
         let agent = Arc::clone(&self.agent);
         // The turn's first poll, here in the request's task: a turn that ends without
@@ -177,7 +183,7 @@ impl Tasks {
                 let mut end = end;
                 let mut phase = end.run.phase.subscribe();
                 end.ended(tokio::select! {
-                    () = turn => Ended::Returned,
+                    result = turn => Ended::Returned(result),
                     _ = phase.wait_for(|p| p.cancel) => Ended::Cancelled,
                 });
             });
@@ -283,13 +289,11 @@ impl Tasks {
     }
 
     /// A turn is over: the task's state settled, the turn forgotten, its waiters woken.
-    fn end_turn(&self, run: &Running, task_id: &str, how: Ended) {
-        let replied = run
-            .turn
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .reply
-            .is_some();
+    fn end_turn(&self, run: &Running, task_id: &str, how: Ended, continuation: bool) {
+        let (replied, announced) = {
+            let turn = run.turn.lock().unwrap_or_else(PoisonError::into_inner);
+            (turn.reply.is_some(), turn.announced)
+        };
         let failed = |why: &str| {
             let msg = Message::text(Role::Agent, new_id("msg"), why);
             run.set_status(TaskState::Failed, Some(msg));
@@ -300,10 +304,29 @@ impl Tasks {
             Ended::Cancelled => {
                 run.set_status(TaskState::Canceled, None);
             }
-            Ended::Returned if !run.ended() => {
+            Ended::Returned(Err(e)) if !announced => {
+                // Nothing published: the request answers the error. A new task is
+                // forgotten; a task waiting for input stays as it was.
+                if !continuation {
+                    self.store.remove(task_id);
+                }
+                run.turn
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .error = Some(e);
+            }
+            Ended::Returned(Err(e)) if !run.ended() => failed(&e.message),
+            Ended::Returned(Err(e)) => {
+                tracing::warn!(
+                    task = task_id,
+                    error = %e,
+                    "an agent's turn returned an error after its final state: ignored"
+                );
+            }
+            Ended::Returned(Ok(())) if !run.ended() => {
                 failed("the agent ended its turn without a final state");
             }
-            Ended::Returned => {}
+            Ended::Returned(Ok(())) => {}
             Ended::Unfinished => {
                 // What went wrong is in the log (a panic's message, printed by the panic
                 // hook); the client learns only that the turn failed.
@@ -330,10 +353,10 @@ impl Tasks {
 }
 
 /// How a turn ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 enum Ended {
-    /// Its future completed.
-    Returned,
+    /// Its future completed, with this result.
+    Returned(TurnResult),
     /// A client cancelled the task: its future was dropped.
     Cancelled,
     /// Its future was dropped before either: the agent panicked, or the runtime shut down.
@@ -348,6 +371,8 @@ struct TurnEnd {
     run: Arc<Running>,
     task_id: String,
     how: Ended,
+    /// The turn continues a task that waited for input.
+    continuation: bool,
 }
 
 impl TurnEnd {
@@ -359,7 +384,9 @@ impl TurnEnd {
 
 impl Drop for TurnEnd {
     fn drop(&mut self) {
-        self.tasks.end_turn(&self.run, &self.task_id, self.how);
+        let how = std::mem::replace(&mut self.how, Ended::Unfinished);
+        self.tasks
+            .end_turn(&self.run, &self.task_id, how, self.continuation);
     }
 }
 
