@@ -73,6 +73,7 @@ mod compat;
 mod error;
 mod parts;
 mod request;
+mod security;
 mod server;
 mod store;
 mod timestamp;
@@ -84,8 +85,14 @@ pub use error::{A2aError, ErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
 pub use request::TurnRequest;
 /// The service layer's types the server's builder and the agent's context speak of.
 pub use rpcwire_service::{Authenticator, Identity, RateLimiter, Router, Service};
+pub use security::{
+    ApiKeySecurityScheme, Described, HttpAuthSecurityScheme, OAuth2SecurityScheme,
+    OpenIdConnectSecurityScheme, SecurityRequirement, SecurityScheme, StringList,
+};
 /// The JSON library the card's and parts' free-form members (`serde_json::Value`) are from.
 pub use serde_json;
+#[cfg(feature = "tls")]
+pub use server::serve_tls;
 pub use server::{serve, A2aServer, A2aService, EXTENSIONS_HEADER, VERSION_HEADER};
 pub use store::{MemoryTaskStore, StoreError, StoreLimits, TaskStore};
 pub use types::*;

@@ -31,12 +31,14 @@ pub trait TaskStore: Send + Sync + 'static {
     fn get(&self, id: &str) -> Option<Task>;
     /// Forgets the task of that id (a turn that answered with a direct message).
     fn remove(&self, id: &str);
-    /// A page of tasks matching every filter of `query` (context, state, status time), the
-    /// latest status first, at most `max_page` of them. Its `nextPageToken` is a cursor,
-    /// not an offset: a task created between two pages does not move the next page.
+    /// A page of the tasks `caller` may see ([`Task::visible_to`]: its own, and those nobody
+    /// owns) matching every filter of `query` (context, state, status time), the latest
+    /// status first, at most `max_page` of them. Its `nextPageToken` is a cursor, not an
+    /// offset: a task created between two pages does not move the next page.
     fn list(
         &self,
         query: &ListTasksRequest,
+        caller: Option<&str>,
         max_page: usize,
     ) -> Result<ListTasksResponse, StoreError>;
 }
@@ -239,6 +241,7 @@ impl TaskStore for MemoryTaskStore {
     fn list(
         &self,
         query: &ListTasksRequest,
+        caller: Option<&str>,
         max_page: usize,
     ) -> Result<ListTasksResponse, StoreError> {
         let page_size = query
@@ -261,6 +264,7 @@ impl TaskStore for MemoryTaskStore {
             .tasks
             .values()
             .map(|held| (Cursor::of(held), &*held.task))
+            .filter(|(_, t)| t.visible_to(caller))
             .filter(|(_, t)| query.context_id.is_empty() || t.context_id == query.context_id)
             .filter(|(_, t)| query.status.is_none_or(|s| t.status.state == s))
             .filter(|(c, _)| after.is_none_or(|after| c.at > after))
@@ -412,14 +416,17 @@ mod tests {
             page_size: Some(2),
             ..ListTasksRequest::default()
         };
-        let p = store.list(&q, 100).unwrap_or_default();
+        let p = store.list(&q, None, 100).unwrap_or_default();
         assert_eq!(p.total_size, 5);
         assert_eq!(p.tasks[0].id, "t4");
         let q2 = ListTasksRequest {
             page_token: p.next_page_token,
             ..q
         };
-        assert_eq!(store.list(&q2, 100).unwrap_or_default().tasks[0].id, "t2");
+        assert_eq!(
+            store.list(&q2, None, 100).unwrap_or_default().tasks[0].id,
+            "t2"
+        );
     }
 
     #[test]
@@ -456,7 +463,7 @@ mod tests {
         // A removed id comes back as a new task, newest in the listing.
         assert_eq!(store.put(task("a", TaskState::Working)), Ok(()));
         let all = store
-            .list(&ListTasksRequest::default(), 100)
+            .list(&ListTasksRequest::default(), None, 100)
             .unwrap_or_default();
         let ids: Vec<&str> = all.tasks.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["a", "e", "d", "b"]);
@@ -503,7 +510,7 @@ mod tests {
             page_size: Some(2),
             ..ListTasksRequest::default()
         };
-        let first = store.list(&q, 100).unwrap_or_default();
+        let first = store.list(&q, None, 100).unwrap_or_default();
         assert_eq!(ids(&first), ["t3", "t2"]);
         // A task created between two pages: it is newer than the cursor, not on page 2.
         assert_eq!(store.put(at("new", "c", "2026-01-01T00:00:09Z")), Ok(()));
@@ -511,14 +518,14 @@ mod tests {
             page_token: first.next_page_token.clone(),
             ..q.clone()
         };
-        let second = store.list(&q2, 100).unwrap_or_default();
+        let second = store.list(&q2, None, 100).unwrap_or_default();
         assert_eq!(ids(&second), ["t1", "t0"]);
         assert_eq!(second.next_page_token, "", "the last page");
         let bad = ListTasksRequest {
             page_token: "12".into(),
             ..q
         };
-        assert_eq!(store.list(&bad, 100), Err(StoreError::BadPageToken));
+        assert_eq!(store.list(&bad, None, 100), Err(StoreError::BadPageToken));
     }
 
     #[test]
@@ -530,7 +537,7 @@ mod tests {
         let mut done = at("d", "c1", "2026-01-01T00:00:04Z");
         done.status.state = TaskState::Completed;
         assert_eq!(store.put(done), Ok(()));
-        let list = |q: ListTasksRequest| store.list(&q, 100);
+        let list = |q: ListTasksRequest| store.list(&q, None, 100);
         let context = list(ListTasksRequest {
             context_id: "c1".into(),
             ..ListTasksRequest::default()
@@ -563,5 +570,32 @@ mod tests {
             }),
             Err(StoreError::BadTimestamp)
         );
+    }
+
+    #[test]
+    fn a_caller_lists_its_own_tasks_and_the_unowned() {
+        let store = MemoryTaskStore::default();
+        let owned = |id: &str, owner: Option<&str>| Task {
+            owner: owner.map(str::to_owned),
+            ..at(id, "c", "2026-01-01T00:00:01Z")
+        };
+        for t in [
+            owned("a1", Some("a")),
+            owned("b1", Some("b")),
+            owned("n", None),
+        ] {
+            assert_eq!(store.put(t), Ok(()));
+        }
+        let seen = |caller| {
+            let page = store
+                .list(&ListTasksRequest::default(), caller, 100)
+                .unwrap_or_default();
+            let mut ids: Vec<String> = page.tasks.into_iter().map(|t| t.id).collect();
+            ids.sort();
+            (ids, page.total_size)
+        };
+        assert_eq!(seen(Some("a")), (vec!["a1".to_owned(), "n".to_owned()], 2));
+        assert_eq!(seen(Some("b")), (vec!["b1".to_owned(), "n".to_owned()], 2));
+        assert_eq!(seen(None), (vec!["n".to_owned()], 1));
     }
 }

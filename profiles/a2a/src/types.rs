@@ -8,8 +8,12 @@
 //! well as `historyLength`): a filter sent either way is never silently dropped. Output is
 //! always camelCase.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::security::{SecurityRequirement, SecurityScheme};
 
 /// The protocol version this crate speaks, sent and checked in the `A2A-Version` header.
 pub const PROTOCOL_VERSION: &str = "1.0";
@@ -304,6 +308,20 @@ pub struct Task {
     /// Extension metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// Who created it: the subject of the authenticated caller whose message started it
+    /// (`None`: an anonymous caller). Only that caller gets, lists, cancels, continues or
+    /// subscribes to an owned task; others are told it does not exist. Never sent on the
+    /// wire: a [`TaskStore`](crate::TaskStore) that keeps tasks elsewhere must keep it too.
+    #[serde(skip)]
+    pub owner: Option<String>,
+}
+
+impl Task {
+    /// Whether the caller `subject` (`None`: anonymous) may see this task: it owns it, or
+    /// nobody does.
+    pub fn visible_to(&self, subject: Option<&str>) -> bool {
+        self.owner.is_none() || self.owner.as_deref() == subject
+    }
 }
 
 /// A change of a task's state, sent on streams.
@@ -621,10 +639,14 @@ pub struct AgentCard {
     /// What it can do.
     #[serde(default)]
     pub skills: Vec<AgentSkill>,
-    /// Security schemes (kept as sent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// How callers authenticate, by scheme name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[serde(alias = "security_schemes")]
-    pub security_schemes: Option<Value>,
+    pub security_schemes: BTreeMap<String, SecurityScheme>,
+    /// Which schemes a caller must use (any one of the requirements).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "security_requirements")]
+    pub security_requirements: Vec<SecurityRequirement>,
     /// Icon.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[serde(alias = "icon_url")]

@@ -25,7 +25,7 @@ use crate::types::{
 use super::checks::Admission;
 use super::post::{Handover, Opened, Post};
 use super::streams::Streams;
-use super::tasks::{check_history_length, with_history, Tasks};
+use super::tasks::{check_history_length, subject, with_history, Tasks};
 
 /// What the methods work with.
 pub(crate) struct Methods {
@@ -331,14 +331,22 @@ async fn subscribe(call: Call, p: TaskIdRequest) -> Result<(), A2aError> {
     call.streaming()?;
     let post = call.post()?;
     let methods = &call.methods;
+    let caller = subject(call.ctx.identity());
     if let Some((n, after)) = post.last_event {
+        // Only a caller who may see the task resumes its streams.
+        methods
+            .tasks
+            .store
+            .get(&p.id)
+            .filter(|t| t.visible_to(caller))
+            .ok_or(ErrorKind::TaskNotFound)?;
         let key = (p.id.clone(), n);
         if let Some(stream) = methods.streams.parked.get(&key) {
             post.hand_over(Handover::Resume { key, stream, after });
             return Ok(());
         }
     }
-    let (task, events) = methods.tasks.subscribe(&p.id, |_| true)?;
+    let (task, events) = methods.tasks.subscribe(&p.id, call.ctx.identity())?;
     post.hand_over(Handover::Open(Box::new(Opened {
         id: call.id(),
         task_id: p.id,
@@ -358,6 +366,7 @@ async fn get_task(call: Call, p: GetTaskRequest) -> Result<Task, A2aError> {
         .tasks
         .store
         .get(&p.id)
+        .filter(|t| t.visible_to(subject(call.ctx.identity())))
         .ok_or(ErrorKind::TaskNotFound)?;
     Ok(with_history(task, p.history_length))
 }
@@ -369,7 +378,7 @@ async fn list_tasks(call: Call, p: ListTasksRequest) -> Result<ListTasksResponse
         .methods
         .tasks
         .store
-        .list(&p, call.methods.max_page)
+        .list(&p, subject(call.ctx.identity()), call.methods.max_page)
         .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, e.to_string()))?;
     for t in &mut page.tasks {
         *t = with_history(std::mem::take(t), p.history_length);
@@ -382,15 +391,25 @@ async fn list_tasks(call: Call, p: ListTasksRequest) -> Result<ListTasksResponse
 
 /// `CancelTask`: the task, canceled.
 async fn cancel_task(call: Call, p: TaskIdRequest) -> Result<Task, A2aError> {
-    call.methods.tasks.cancel(&p.id).await
+    call.methods.tasks.cancel(&p.id, call.ctx.identity()).await
 }
 
-/// `GetExtendedAgentCard`: the card configured, or -32007.
+/// `GetExtendedAgentCard`: the card configured, to an authenticated caller (else -32004), or
+/// -32007 without one.
 async fn extended_card(call: Call, _: IgnoredAny) -> Result<AgentCard, A2aError> {
-    call.methods
+    let card = call
+        .methods
         .extended
         .clone()
-        .ok_or_else(|| ErrorKind::ExtendedAgentCardNotConfigured.into())
+        .ok_or(ErrorKind::ExtendedAgentCardNotConfigured)?;
+    if !call.ctx.identity().is_authenticated() {
+        // The specification: the client MUST authenticate this request.
+        return Err(A2aError::with_message(
+            ErrorKind::UnsupportedOperation,
+            "The extended Agent Card is served to authenticated callers only",
+        ));
+    }
+    Ok(card)
 }
 
 /// The push notification config methods: not supported.

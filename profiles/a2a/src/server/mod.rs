@@ -28,6 +28,7 @@ use rpcwire_http::{HostPolicy, ResponseFuture};
 use rpcwire_service::{Authenticator, RateLimiter, Responder, Router, Service};
 
 use crate::agent::{Agent, TaskLimits};
+use crate::security::{SecurityRequirement, SecurityScheme};
 use crate::store::{MemoryTaskStore, StoreLimits, TaskStore};
 use crate::types::AgentCard;
 
@@ -57,6 +58,8 @@ pub struct A2aServer {
     max_page: usize,
     compat_v03: bool,
     card_max_age: Duration,
+    /// The security schemes declared, for an extended card given later.
+    schemes: Vec<(String, SecurityScheme)>,
     /// The policies the methods are served with (its router is the server's own).
     service: Service,
     router_hook: Option<RouterHook>,
@@ -94,6 +97,7 @@ impl A2aServer {
             max_page: 100,
             compat_v03: false,
             card_max_age: Duration::from_secs(300),
+            schemes: Vec::new(),
             service: Service::default(),
             router_hook: None,
         }
@@ -121,8 +125,17 @@ impl A2aServer {
         self
     }
 
-    /// The card `GetExtendedAgentCard` answers with (without one it answers -32007).
-    pub fn extended_card(mut self, card: AgentCard) -> Self {
+    /// The card `GetExtendedAgentCard` answers, to authenticated callers only (anonymous
+    /// ones get -32004; without one it answers -32007). The public card then says
+    /// `capabilities.extendedAgentCard: true`; the security schemes declared with
+    /// [`authenticator_with_scheme`](Self::authenticator_with_scheme) are on both.
+    pub fn extended_card(mut self, mut card: AgentCard) -> Self {
+        self.card.capabilities.extended_agent_card = true;
+        for (name, scheme) in &self.schemes {
+            card.security_schemes.insert(name.clone(), scheme.clone());
+            card.security_requirements
+                .push(SecurityRequirement::of(name, &[]));
+        }
         self.extended = Some(card);
         self
     }
@@ -153,6 +166,40 @@ impl A2aServer {
     pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
         self.service = self.service.authenticator(authenticator);
         self
+    }
+
+    /// [`authenticator`](Self::authenticator), declared on the card (and the extended card)
+    /// as the security scheme `name`: its `securitySchemes` gets `scheme`, and its
+    /// `securityRequirements` a requirement of it (with no scopes), so that clients read from
+    /// the card how to authenticate.
+    ///
+    /// ```
+    /// use rpcwire_a2a::{A2aServer, AgentCard, SecurityScheme, TaskContext};
+    /// use rpcwire_service::StaticTokens; // feature `auth`; JWT with `jwt`
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let tokens: StaticTokens = "s3cr3t @alice user".parse()?;
+    /// let server = A2aServer::new(AgentCard::default(), |ctx: TaskContext| async move {
+    ///     ctx.complete(None);
+    /// })
+    /// .authenticator_with_scheme(tokens, "bearer", SecurityScheme::bearer(""));
+    /// # let _ = server.build();
+    /// # Ok(()) }
+    /// ```
+    pub fn authenticator_with_scheme(
+        mut self,
+        authenticator: impl Authenticator,
+        name: &str,
+        scheme: SecurityScheme,
+    ) -> Self {
+        for card in std::iter::once(&mut self.card).chain(self.extended.as_mut()) {
+            card.security_schemes
+                .insert(name.to_owned(), scheme.clone());
+            card.security_requirements
+                .push(SecurityRequirement::of(name, &[]));
+        }
+        self.schemes.push((name.to_owned(), scheme));
+        self.authenticator(authenticator)
     }
 
     /// Limits each caller's calls ([`Service::rate_limit`]): a call over the limit is
@@ -323,6 +370,20 @@ impl std::fmt::Debug for A2aService {
 /// each: an open stream holds no hyper buffers; HTTP/2 and the rest through hyper).
 pub async fn serve(listener: tokio::net::TcpListener, service: A2aService) {
     serve_profile(listener, service).await;
+}
+
+/// Serves `service` over TLS on `listener` (feature `tls`): HTTPS with HTTP/2 or HTTP/1.1
+/// by ALPN (give `tls` the ALPN protocols `h2` and `http/1.1`), each handshake within
+/// `handshake_timeout`, the certificate reloaded as `tls` says; a client certificate reaches
+/// the authenticator (mutual TLS).
+#[cfg(feature = "tls")]
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    service: A2aService,
+    tls: rpcwire_tokio::tls::ServerTls,
+    handshake_timeout: Duration,
+) {
+    rpcwire_http::profile::serve_profile_tls(listener, service, tls, handshake_timeout).await;
 }
 
 impl HandlesIncoming for A2aService {

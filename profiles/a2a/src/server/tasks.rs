@@ -85,8 +85,9 @@ impl Tasks {
     pub(crate) fn subscribe(
         &self,
         id: &str,
-        visible: impl Fn(&Task) -> bool,
+        identity: &Identity,
     ) -> Result<Subscription, A2aError> {
+        let visible = |t: &Task| t.visible_to(subject(identity));
         let mut table = self.table();
         if let Some(running) = table.running.get(id) {
             let task = running.snapshot();
@@ -139,9 +140,9 @@ impl Tasks {
             message.role = Role::User;
         }
         let (task, continuation) = if message.task_id.is_empty() {
-            (self.new_task(&mut message), false)
+            (self.new_task(&mut message, &identity), false)
         } else {
-            (self.next_turn(&mut message)?, true)
+            (self.next_turn(&mut message, &identity)?, true)
         };
         self.store.put(task.clone()).map_err(|e| {
             A2aError::with_message(ErrorKind::Internal, format!("Task not accepted: {e}"))
@@ -197,7 +198,7 @@ impl Tasks {
     }
 
     /// A new task for `message`, which names none.
-    fn new_task(&self, message: &mut Message) -> Task {
+    fn new_task(&self, message: &mut Message, identity: &Identity) -> Task {
         let id = new_id("task");
         if message.context_id.is_empty() {
             message.context_id = new_id("ctx");
@@ -213,15 +214,17 @@ impl Tasks {
                 timestamp: Some(crate::types::now_rfc3339()),
             },
             history: vec![message.clone()],
+            owner: subject(identity).map(str::to_owned),
             ..Task::default()
         }
     }
 
     /// The task `message` names, taking it as its next turn's input.
-    fn next_turn(&self, message: &mut Message) -> Result<Task, A2aError> {
+    fn next_turn(&self, message: &mut Message, identity: &Identity) -> Result<Task, A2aError> {
         let mut task = self
             .store
             .get(&message.task_id)
+            .filter(|t| t.visible_to(subject(identity)))
             .ok_or(ErrorKind::TaskNotFound)?;
         if !message.context_id.is_empty() && message.context_id != task.context_id {
             return Err(A2aError::with_message(
@@ -251,8 +254,12 @@ impl Tasks {
 
     /// Cancels task `id`: its running turn is dropped, or the task waiting for input is
     /// cancelled here.
-    pub(crate) async fn cancel(&self, id: &str) -> Result<Task, A2aError> {
+    pub(crate) async fn cancel(&self, id: &str, identity: &Identity) -> Result<Task, A2aError> {
+        let caller = subject(identity);
         if let Some(running) = self.running(id) {
+            if !running.snapshot().visible_to(caller) {
+                return Err(ErrorKind::TaskNotFound.into());
+            }
             let mut phase = running.phase.subscribe();
             running.phase.send_modify(|p| p.cancel = true);
             // The turn's future is dropped at its next await; a turn that never yields
@@ -264,7 +271,11 @@ impl Tasks {
             }
             return Err(ErrorKind::TaskNotCancelable.into());
         }
-        let mut task = self.store.get(id).ok_or(ErrorKind::TaskNotFound)?;
+        let mut task = self
+            .store
+            .get(id)
+            .filter(|t| t.visible_to(caller))
+            .ok_or(ErrorKind::TaskNotFound)?;
         if task.status.state.is_terminal() {
             return Err(ErrorKind::TaskNotCancelable.into());
         }
@@ -408,6 +419,12 @@ pub(crate) fn check_history_length(n: Option<i32>) -> Result<(), A2aError> {
         ));
     }
     Ok(())
+}
+
+/// The subject of an authenticated caller, who owns the tasks it starts; `None` for an
+/// anonymous one.
+pub(crate) fn subject(identity: &Identity) -> Option<&str> {
+    identity.is_authenticated().then(|| identity.subject())
 }
 
 /// A fresh id no client can guess.
