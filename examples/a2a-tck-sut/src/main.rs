@@ -4,16 +4,17 @@
 //! only. Everything the scenarios leave to "the SDK framework" (errors, capability checks,
 //! history, listing, subscriptions) is the crate's own behaviour.
 //!
-//! It prints `listening http://ADDR` once it serves.
+//! It sends push notifications (to public addresses, and those `--webhook-allow` names). It
+//! prints `listening http://ADDR` once it serves.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use clap::Parser;
 use rpcwire_a2a::serde_json::json;
 use rpcwire_a2a::{
     A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Chunk, Part,
-    TaskContext,
+    PushLimits, TaskContext, WebhookPolicy,
 };
 
 #[derive(Parser, Debug)]
@@ -32,6 +33,10 @@ struct Args {
     /// Declare an extension the clients must use (the TCK's `urn:a2a:tck:required-extension`).
     #[arg(long)]
     require_extension: Option<String>,
+    /// An address push notification webhooks may be at beyond public ones (the TCK's
+    /// webhook receiver on loopback); repeat for more.
+    #[arg(long)]
+    webhook_allow: Vec<IpAddr>,
 }
 
 fn card(url: String, args: &Args) -> AgentCard {
@@ -148,9 +153,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(args.http).await?;
     let addr = listener.local_addr()?;
     let long = Duration::from_millis(args.long_ms);
+    let policy = WebhookPolicy::public_only().allow(args.webhook_allow.iter().copied());
     let service = A2aServer::new(card(format!("http://{addr}/"), &args), move |ctx| {
         turn(ctx, long)
     })
+    .push_notifications(policy, PushLimits::default())
     .build();
     println!("listening http://{addr}");
     rpcwire_a2a::serve(listener, service).await;

@@ -184,7 +184,8 @@ fn the_a2a_tck_against_the_system_under_test() {
         return;
     };
     let dir = copy_of(&tck, "full");
-    let server = sut(&[]);
+    // The TCK's webhook receiver listens on loopback: allowed here, and here only.
+    let server = sut(&["--webhook-allow", "127.0.0.1", "--webhook-allow", "::1"]);
     let outcomes = run(&python, &dir, &server, &[]);
     let failed = report("every requirement, JSON-RPC", &outcomes);
     let _ = std::fs::remove_dir_all(&dir);

@@ -14,6 +14,7 @@ use tokio::sync::{broadcast, watch};
 use serde_json::{Map, Value};
 
 use crate::error::A2aError;
+use crate::push::Push;
 use crate::request::TurnRequest;
 use crate::store::TaskStore;
 use crate::types::{
@@ -169,6 +170,8 @@ pub(crate) struct Running {
     pub(crate) phase: watch::Sender<Phase>,
     store: Arc<dyn TaskStore>,
     limits: TaskLimits,
+    /// Where the task's events are pushed to webhooks, when the server pushes.
+    push: Option<Arc<Push>>,
 }
 
 impl Running {
@@ -179,6 +182,7 @@ impl Running {
         store: Arc<dyn TaskStore>,
         limits: TaskLimits,
         events: Option<broadcast::Sender<Arc<StreamResponse>>>,
+        push: Option<Arc<Push>>,
     ) -> Arc<Self> {
         Arc::new(Running {
             task: Mutex::new(task),
@@ -187,6 +191,7 @@ impl Running {
             phase: watch::channel(Phase::default()).0,
             store,
             limits,
+            push,
         })
     }
 
@@ -207,6 +212,18 @@ impl Running {
     }
 
     fn send(&self, event: StreamResponse) {
+        if let Some(push) = &self.push {
+            let task_id = match &event {
+                StreamResponse::Task(t) => Some(&t.id),
+                StreamResponse::StatusUpdate(e) => Some(&e.task_id),
+                StreamResponse::ArtifactUpdate(e) => Some(&e.task_id),
+                // A direct message ends a turn that leaves no task.
+                StreamResponse::Message(_) => None,
+            };
+            if let Some(id) = task_id {
+                push.notify(id, &event);
+            }
+        }
         // No subscriber is fine: the snapshot in the store has it.
         let _ = self.events.send(Arc::new(event));
     }

@@ -13,8 +13,10 @@
 //!   (answered as `text/event-stream`, each event a JSON-RPC response with the request's id
 //!   carrying a task, a message, a status update or an artifact update; a message's stream
 //!   ends after a final or interrupted state, a subscription's after a final one), `GetTask`
-//!   (history length), `ListTasks` (every filter, cursor pages), `CancelTask`; the push
-//!   notification methods answer -32003 (not supported).
+//!   (history length), `ListTasks` (every filter, cursor pages), `CancelTask`; push
+//!   notifications ([`A2aServer::push_notifications`]: the four config methods, deliveries
+//!   with the config's credentials, retried, to webhooks an SSRF-safe [`WebhookPolicy`]
+//!   allows), or -32003 without them.
 //! - What the card says, enforced: input modes (-32005), required extensions (-32008),
 //!   streaming (-32004); the card served with `Cache-Control`, `ETag`, `Last-Modified` and
 //!   304s. Params read under their lowerCamel and proto field names alike.
@@ -72,6 +74,7 @@ mod client;
 mod compat;
 mod error;
 mod parts;
+mod push;
 mod request;
 mod security;
 mod server;
@@ -82,6 +85,11 @@ mod types;
 pub use agent::{Agent, Chunk, IntoTurnResult, TaskContext, TaskLimits, TurnFuture, TurnResult};
 pub use client::{fetch_card, A2aClient, ClientError, EventStream};
 pub use error::{A2aError, ErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
+pub use push::webhook::{WebhookError, WebhookPolicy};
+pub use push::{
+    AuthenticationInfo, ListPushConfigsRequest, ListPushConfigsResponse, PushConfigRequest,
+    PushLimits, TaskPushNotificationConfig, NOTIFICATION_TOKEN_HEADER,
+};
 pub use request::TurnRequest;
 /// The service layer's types the server's builder and the agent's context speak of.
 pub use rpcwire_service::{Authenticator, Identity, RateLimiter, Router, Service};

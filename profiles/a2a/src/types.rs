@@ -427,10 +427,10 @@ pub struct SendMessageConfiguration {
     #[serde(default, skip_serializing_if = "is_false")]
     #[serde(alias = "return_immediately")]
     pub return_immediately: bool,
-    /// Push notifications for the task (not supported by this server).
+    /// Push notifications for the task (with [`A2aServer::push_notifications`](crate::A2aServer::push_notifications)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "task_push_notification_config")]
-    pub task_push_notification_config: Option<Value>,
+    pub task_push_notification_config: Option<crate::push::TaskPushNotificationConfig>,
 }
 
 /// `SendMessage` / `SendStreamingMessage` parameters.

@@ -16,6 +16,10 @@ use serde_json::value::RawValue;
 
 use crate::compat::{method_v03, params_to_v1, result_to_v03, Dialect};
 use crate::error::{A2aError, ErrorKind};
+use crate::push::{
+    ConfigError, ListPushConfigsRequest, ListPushConfigsResponse, Push, PushConfigRequest,
+    TaskPushNotificationConfig,
+};
 use crate::request::TurnRequest;
 use crate::types::{
     AgentCard, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest,
@@ -39,27 +43,6 @@ pub(crate) struct Methods {
     pub(crate) admission: Admission,
 }
 
-/// The push notification methods, with their params' message: answered -32003 (not
-/// supported).
-const PUSH: [(&str, &str); 4] = [
-    (
-        "CreateTaskPushNotificationConfig",
-        "TaskPushNotificationConfig",
-    ),
-    (
-        "GetTaskPushNotificationConfig",
-        "GetTaskPushNotificationConfigRequest",
-    ),
-    (
-        "ListTaskPushNotificationConfigs",
-        "ListTaskPushNotificationConfigsRequest",
-    ),
-    (
-        "DeleteTaskPushNotificationConfig",
-        "DeleteTaskPushNotificationConfigRequest",
-    ),
-];
-
 /// `router` with every method of the binding (and their 0.3 names when `compat_v03`).
 pub(crate) fn router(router: Router, methods: Methods, compat_v03: bool) -> Router {
     let m = Routes {
@@ -67,7 +50,7 @@ pub(crate) fn router(router: Router, methods: Methods, compat_v03: bool) -> Rout
         methods: Arc::new(methods),
         compat_v03,
     };
-    let mut m = m
+    let m = m
         .route("SendMessage", "SendMessageRequest", send_message)
         .route("SendStreamingMessage", "SendMessageRequest", send_streaming)
         .route("GetTask", "GetTaskRequest", get_task)
@@ -79,10 +62,27 @@ pub(crate) fn router(router: Router, methods: Methods, compat_v03: bool) -> Rout
             "GetExtendedAgentCardRequest",
             extended_card,
         );
-    for (name, request) in PUSH {
-        m = m.route(name, request, push_config);
-    }
-    m.router
+    m.route(
+        "CreateTaskPushNotificationConfig",
+        "TaskPushNotificationConfig",
+        create_push_config,
+    )
+    .route(
+        "GetTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfigRequest",
+        get_push_config,
+    )
+    .route(
+        "ListTaskPushNotificationConfigs",
+        "ListTaskPushNotificationConfigsRequest",
+        list_push_configs,
+    )
+    .route(
+        "DeleteTaskPushNotificationConfig",
+        "DeleteTaskPushNotificationConfigRequest",
+        delete_push_config,
+    )
+    .router
 }
 
 /// A router being given the binding's methods.
@@ -135,6 +135,31 @@ impl Call {
             post.extensions.clone(),
         );
         Ok((p.message, Arc::new(request)))
+    }
+
+    /// The push notification config sent with a message (`configuration`), its webhook
+    /// checked: -32003 when the server sends none, -32602 when the webhook is refused.
+    async fn inline_push(
+        &self,
+        p: &SendMessageRequest,
+    ) -> Result<Option<TaskPushNotificationConfig>, A2aError> {
+        let Some(config) = p
+            .configuration
+            .as_ref()
+            .and_then(|c| c.task_push_notification_config.clone())
+        else {
+            return Ok(None);
+        };
+        let push = self
+            .methods
+            .tasks
+            .push
+            .as_deref()
+            .ok_or(ErrorKind::PushNotificationNotSupported)?;
+        push.check(&config.url)
+            .await
+            .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, e.to_string()))?;
+        Ok(Some(config))
     }
 
     /// -32004 when the card offers no streaming.
@@ -251,8 +276,10 @@ async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageRe
         .as_ref()
         .is_some_and(|c| c.return_immediately);
     let tasks = &call.methods.tasks;
+    let push = call.inline_push(&p).await?;
     let (message, request) = call.turn_request(p)?;
-    let (running, mut events) = tasks.start_turn(message, call.ctx.identity().clone(), request)?;
+    let (running, mut events) =
+        tasks.start_turn(message, call.ctx.identity().clone(), request, push)?;
     let wait = async {
         let mut phase = running.phase.subscribe();
         if immediately {
@@ -287,8 +314,12 @@ async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aErro
     call.streaming()?;
     call.admit(&p.message)?;
     let identity = call.ctx.identity().clone();
+    let push = call.inline_push(&p).await?;
     let (message, request) = call.turn_request(p)?;
-    let (running, events) = call.methods.tasks.start_turn(message, identity, request)?;
+    let (running, events) = call
+        .methods
+        .tasks
+        .start_turn(message, identity, request, push)?;
     // A receiver of its own to wait on, subscribed before the turn is looked at: `events`
     // keeps every event for the stream.
     let mut probe = running.events.subscribe();
@@ -412,7 +443,78 @@ async fn extended_card(call: Call, _: IgnoredAny) -> Result<AgentCard, A2aError>
     Ok(card)
 }
 
-/// The push notification config methods: not supported.
-async fn push_config(_: Call, _: IgnoredAny) -> Result<(), A2aError> {
-    Err(ErrorKind::PushNotificationNotSupported.into())
+/// The server's push notifications, for the task `task_id`, which the caller may see;
+/// -32003 when the server sends none.
+fn push_of<'a>(call: &'a Call, task_id: &str) -> Result<&'a Push, A2aError> {
+    let push = call
+        .methods
+        .tasks
+        .push
+        .as_deref()
+        .ok_or(ErrorKind::PushNotificationNotSupported)?;
+    let caller = subject(call.ctx.identity());
+    call.methods
+        .tasks
+        .store
+        .get(task_id)
+        .filter(|t| t.visible_to(caller))
+        .ok_or(ErrorKind::TaskNotFound)?;
+    Ok(push)
 }
+
+/// `CreateTaskPushNotificationConfig`: the config as kept (its id given when it had none);
+/// a webhook the policy refuses, or one config too many, is -32602.
+async fn create_push_config(
+    call: Call,
+    p: TaskPushNotificationConfig,
+) -> Result<TaskPushNotificationConfig, A2aError> {
+    let push = push_of(&call, &p.task_id)?;
+    let invalid = |e: ConfigError| A2aError::with_message(ErrorKind::InvalidParams, e.to_string());
+    push.check(&p.url).await.map_err(invalid)?;
+    let store = &call.methods.tasks.store;
+    push.insert(
+        p,
+        || super::tasks::new_id("push"),
+        |t| store.get(t).is_some(),
+    )
+    .map_err(invalid)
+}
+
+/// `GetTaskPushNotificationConfig`: the config, or -32001 when there is no such config.
+async fn get_push_config(
+    call: Call,
+    p: PushConfigRequest,
+) -> Result<TaskPushNotificationConfig, A2aError> {
+    push_of(&call, &p.task_id)?
+        .get(&p.task_id, &p.id)
+        .ok_or_else(|| {
+            A2aError::with_message(
+                ErrorKind::TaskNotFound,
+                format!(
+                    "Task {} has no push notification config {}",
+                    p.task_id, p.id
+                ),
+            )
+        })
+}
+
+/// `ListTaskPushNotificationConfigs`: the task's configs, on one page.
+async fn list_push_configs(
+    call: Call,
+    p: ListPushConfigsRequest,
+) -> Result<ListPushConfigsResponse, A2aError> {
+    Ok(ListPushConfigsResponse {
+        configs: push_of(&call, &p.task_id)?.list(&p.task_id),
+        next_page_token: String::new(),
+    })
+}
+
+/// `DeleteTaskPushNotificationConfig`: gone (or was not there): `{}`.
+async fn delete_push_config(call: Call, p: PushConfigRequest) -> Result<Empty, A2aError> {
+    push_of(&call, &p.task_id)?.delete(&p.task_id, &p.id);
+    Ok(Empty {})
+}
+
+/// `google.protobuf.Empty`.
+#[derive(Serialize)]
+struct Empty {}

@@ -28,6 +28,8 @@ use rpcwire_http::{HostPolicy, ResponseFuture};
 use rpcwire_service::{Authenticator, RateLimiter, Responder, Router, Service};
 
 use crate::agent::{Agent, TaskLimits};
+use crate::push::webhook::WebhookPolicy;
+use crate::push::{Push, PushLimits};
 use crate::security::{SecurityRequirement, SecurityScheme};
 use crate::store::{MemoryTaskStore, StoreLimits, TaskStore};
 use crate::types::AgentCard;
@@ -58,6 +60,8 @@ pub struct A2aServer {
     max_page: usize,
     compat_v03: bool,
     card_max_age: Duration,
+    /// Push notifications: where deliveries may go, and their limits.
+    push: Option<(WebhookPolicy, PushLimits)>,
     /// The security schemes declared, for an extended card given later.
     schemes: Vec<(String, SecurityScheme)>,
     /// The policies the methods are served with (its router is the server's own).
@@ -98,6 +102,7 @@ impl A2aServer {
             compat_v03: false,
             card_max_age: Duration::from_secs(300),
             schemes: Vec::new(),
+            push: None,
             service: Service::default(),
             router_hook: None,
         }
@@ -116,6 +121,23 @@ impl A2aServer {
     /// 304 to a conditional request that still holds.
     pub fn card_max_age(mut self, max_age: Duration) -> Self {
         self.card_max_age = max_age;
+        self
+    }
+
+    /// Sends push notifications (the card then says `capabilities.pushNotifications: true`):
+    /// the four config methods are served (configs bounded by [`PushLimits`], visible to
+    /// whoever may see their task), and each event of a task with configs is POSTed to
+    /// their webhooks as a `StreamResponse`, with the config's authentication and token,
+    /// retried with backoff from a bounded queue. `policy` says which addresses webhooks
+    /// may be at: [`WebhookPolicy::public_only`] (no loopback, private, link-local or
+    /// metadata address, checked after DNS resolution) unless a test allows more.
+    /// Without this, the config methods answer -32003.
+    pub fn push_notifications(mut self, policy: WebhookPolicy, limits: PushLimits) -> Self {
+        self.card.capabilities.push_notifications = true;
+        if let Some(extended) = self.extended.as_mut() {
+            extended.capabilities.push_notifications = true;
+        }
+        self.push = Some((policy, limits));
         self
     }
 
@@ -302,11 +324,15 @@ impl A2aServer {
         let store = self
             .store
             .unwrap_or_else(|| Arc::new(MemoryTaskStore::new(self.store_limits)));
+        let push = self
+            .push
+            .map(|(policy, limits)| Arc::new(Push::new(policy, limits)));
         let tasks = Arc::new(Tasks::new(
             self.agent,
             store,
             self.task_limits,
             self.send_wait,
+            push,
         ));
         let streams = Arc::new(Streams::new(
             self.max_parked,

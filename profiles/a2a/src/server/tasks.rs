@@ -19,6 +19,7 @@ use crate::agent::{
     event_channel, push_history, Agent, Running, TaskContext, TaskLimits, TurnResult,
 };
 use crate::error::{A2aError, ErrorKind};
+use crate::push::{Push, TaskPushNotificationConfig};
 use crate::request::TurnRequest;
 use crate::store::TaskStore;
 use crate::types::{
@@ -33,6 +34,8 @@ pub(crate) struct Tasks {
     /// How long a request waits for a turn (`SendMessage`'s answer, a cancellation).
     pub(crate) send_wait: Duration,
     table: Mutex<Table>,
+    /// Push notifications, when the server sends them.
+    pub(crate) push: Option<Arc<Push>>,
 }
 
 /// The tasks that have a turn running, and the event channels of tasks waiting for input
@@ -56,6 +59,7 @@ impl Tasks {
         store: Arc<dyn TaskStore>,
         limits: TaskLimits,
         send_wait: Duration,
+        push: Option<Arc<Push>>,
     ) -> Self {
         Tasks {
             agent,
@@ -63,6 +67,7 @@ impl Tasks {
             limits,
             send_wait,
             table: Mutex::default(),
+            push,
         }
     }
 
@@ -126,6 +131,7 @@ impl Tasks {
         mut message: Message,
         identity: Identity,
         request: Arc<TurnRequest>,
+        push: Option<TaskPushNotificationConfig>,
     ) -> Result<Started, A2aError> {
         // Read with room for more parts than came; the message is kept while the task lives.
         message.parts.shrink_to_fit();
@@ -144,6 +150,16 @@ impl Tasks {
         } else {
             (self.next_turn(&mut message, &identity)?, true)
         };
+        if let (Some(config), Some(pusher)) = (push, &self.push) {
+            // Before the turn's first event: the config sees them all.
+            let config = TaskPushNotificationConfig {
+                task_id: task.id.clone(),
+                ..config
+            };
+            pusher
+                .insert(config, || new_id("push"), |t| self.store.get(t).is_some())
+                .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, e.to_string()))?;
+        }
         self.store.put(task.clone()).map_err(|e| {
             A2aError::with_message(ErrorKind::Internal, format!("Task not accepted: {e}"))
         })?;
@@ -152,7 +168,13 @@ impl Tasks {
             let mut table = self.table();
             // Subscribers waiting for this turn get its events.
             let waiting = table.waiting.remove(&task_id);
-            let running = Running::new(task, Arc::clone(&self.store), self.limits, waiting);
+            let running = Running::new(
+                task,
+                Arc::clone(&self.store),
+                self.limits,
+                waiting,
+                self.push.clone(),
+            );
             table.running.insert(task_id.clone(), Arc::clone(&running));
             running
         };
@@ -286,15 +308,17 @@ impl Tasks {
             timestamp: Some(crate::types::now_rfc3339()),
         };
         let _ = self.store.put(task.clone());
+        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            status: task.status.clone(),
+            metadata: None,
+        });
+        if let Some(push) = &self.push {
+            push.notify(&task.id, &event);
+        }
         if let Some(tx) = self.table().waiting.remove(id) {
-            let _ = tx.send(Arc::new(StreamResponse::StatusUpdate(
-                TaskStatusUpdateEvent {
-                    task_id: task.id.clone(),
-                    context_id: task.context_id.clone(),
-                    status: task.status.clone(),
-                    metadata: None,
-                },
-            )));
+            let _ = tx.send(Arc::new(event));
         }
         Ok(task)
     }
