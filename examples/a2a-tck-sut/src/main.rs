@@ -4,7 +4,8 @@
 //! only. Everything the scenarios leave to "the SDK framework" (errors, capability checks,
 //! history, listing, subscriptions) is the crate's own behaviour.
 //!
-//! It sends push notifications (to public addresses, and those `--webhook-allow` names). It
+//! It sends push notifications (to public addresses, and those `--webhook-allow` names)
+//! unless `--no-push`. It
 //! prints `listening http://ADDR` once it serves.
 
 use std::net::{IpAddr, SocketAddr};
@@ -30,6 +31,9 @@ struct Args {
     /// Declare no streaming on the card (the TCK's checks of an agent without it).
     #[arg(long)]
     no_streaming: bool,
+    /// Send no push notifications (the TCK's checks of an agent without them).
+    #[arg(long)]
+    no_push: bool,
     /// Declare an extension the clients must use (the TCK's `urn:a2a:tck:required-extension`).
     #[arg(long)]
     require_extension: Option<String>,
@@ -154,11 +158,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = listener.local_addr()?;
     let long = Duration::from_millis(args.long_ms);
     let policy = WebhookPolicy::public_only().allow(args.webhook_allow.iter().copied());
-    let service = A2aServer::new(card(format!("http://{addr}/"), &args), move |ctx| {
+    let server = A2aServer::new(card(format!("http://{addr}/"), &args), move |ctx| {
         turn(ctx, long)
-    })
-    .push_notifications(policy, PushLimits::default())
-    .build();
+    });
+    let server = if args.no_push {
+        server
+    } else {
+        server.push_notifications(policy, PushLimits::default())
+    };
+    let service = server.build();
     println!("listening http://{addr}");
     rpcwire_a2a::serve(listener, service).await;
     Ok(())

@@ -1,10 +1,11 @@
 //! The official A2A TCK (the pinned copy in `../shared/testdata/a2a-tck`, see its
 //! `PINNED.md`) against the system under test, JSON-RPC transport, every level.
 //!
-//! Two runs: the whole TCK against the agent as it is (streaming on, no required extension),
-//! and the requirements that need an agent without streaming or with a required extension
-//! (CORE-CAP-002, CORE-CAP-004, the -32004 case of the JSON-RPC binding) against the same
-//! agent started so. Each run prints every requirement's status and the counts per level,
+//! Two runs: the whole TCK against the agent as it is (streaming and push notifications on,
+//! the TCK's webhook on loopback allowed, no required extension), and the requirements that
+//! need an agent without streaming or push notifications or with a required extension
+//! (CORE-CAP-001, CORE-CAP-002, CORE-CAP-004, the -32003 and -32004 cases of the JSON-RPC
+//! binding) against the same agent started so. Each run prints every requirement's status and the counts per level,
 //! and fails on any requirement that fails unless [`KNOWN`] lists it with its reason.
 //!
 //! The TCK's Python dependencies come from `.ci/install/a2a-tck-interop.sh`; without them,
@@ -205,6 +206,7 @@ fn the_a2a_tck_capability_checks_against_a_limited_agent() {
     let dir = copy_of(&tck, "limited");
     let server = sut(&[
         "--no-streaming",
+        "--no-push",
         "--require-extension",
         "urn:a2a:tck:required-extension",
     ]);
@@ -215,12 +217,18 @@ fn the_a2a_tck_capability_checks_against_a_limited_agent() {
         &[
             "-k",
             "TestCapabilityStreaming or TestCapabilityExtensionRequired \
-             or test_unsupported_operation_error",
+             or TestCapabilityPushNotifications or test_unsupported_operation_error \
+             or test_push_notification_not_supported_error",
         ],
     );
     let failed = report("capabilities off or required, JSON-RPC", &outcomes);
     let _ = std::fs::remove_dir_all(&dir);
-    for id in ["CORE-CAP-002", "CORE-CAP-004", "JSONRPC-SSE-002"] {
+    for id in [
+        "CORE-CAP-001",
+        "CORE-CAP-002",
+        "CORE-CAP-004",
+        "JSONRPC-SSE-002",
+    ] {
         let status = outcomes.get(id).map(|o| o.status.as_str());
         assert_eq!(status, Some("PASS"), "{id}");
     }
