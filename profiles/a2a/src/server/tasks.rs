@@ -382,6 +382,8 @@ impl Tasks {
             // Subscribers stay for the next turn.
             table.waiting.insert(task_id.to_owned(), run.events.clone());
         }
+        // A channel whose subscribers all went away holds its last events: dropped.
+        table.waiting.retain(|_, tx| tx.receiver_count() > 0);
         drop(table);
         run.phase.send_modify(|p| p.done = true);
     }
