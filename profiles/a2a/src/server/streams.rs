@@ -65,7 +65,12 @@ impl Streams {
                     until_terminal,
                 };
                 // Encoded now: a stream's task keeps what it holds for as long as it runs.
-                let first = first.map(|f| (stream.ends_with(&f), event(&stream.id, &f, dialect)));
+                let first = first.map(|f| {
+                    (
+                        ends_with(until_terminal, &f),
+                        event(&stream.id, &f, dialect),
+                    )
+                });
                 tokio::spawn(streams.relay(stream, first, events, tx));
             }
             Handover::Resume { key, stream, after } => {
@@ -90,8 +95,15 @@ impl Streams {
         tx: mpsc::Sender<Bytes>,
     ) {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let key = (stream.task_id.clone(), n);
-        let (id, dialect) = (&*stream.id, stream.dialect);
+        let Stream {
+            id,
+            task_id,
+            dialect,
+            until_terminal,
+        } = stream;
+        // The task's id moves into the key: one copy per open stream.
+        let key = (task_id, n);
+        let id = &*id;
         let mut relay = StreamRelay::start(n, key.clone(), &self.parked, tx, self.limits).await;
         let mut ended = false;
         if let Some((ends, first)) = first {
@@ -101,7 +113,8 @@ impl Streams {
             match relay.unless_gone(events.recv()).await {
                 None => ended = !relay.park(),
                 Some(Ok(e)) => {
-                    ended = !relay.send(&event(id, &e, dialect)).await || stream.ends_with(&e)
+                    ended =
+                        !relay.send(&event(id, &e, dialect)).await || ends_with(until_terminal, &e)
                 }
                 Some(Err(broadcast::error::RecvError::Lagged(_))) => {
                     let e = A2aError::with_message(
@@ -133,14 +146,13 @@ struct Stream {
     until_terminal: bool,
 }
 
-impl Stream {
-    /// Whether the stream ends after `e`.
-    fn ends_with(&self, e: &StreamResponse) -> bool {
-        if self.until_terminal {
-            matches!(e, StreamResponse::Message(_)) || e.state().is_some_and(TaskState::is_terminal)
-        } else {
-            e.ends_stream()
-        }
+/// Whether a stream ends after `e`: at a terminal state only when `until_terminal` (a
+/// subscription), else at an interrupted one too; always after a direct message.
+fn ends_with(until_terminal: bool, e: &StreamResponse) -> bool {
+    if until_terminal {
+        matches!(e, StreamResponse::Message(_)) || e.state().is_some_and(TaskState::is_terminal)
+    } else {
+        e.ends_stream()
     }
 }
 
