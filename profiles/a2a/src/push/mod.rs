@@ -432,4 +432,84 @@ mod tests {
         c.token = "a\nb".into();
         assert_eq!(headers(&c).len(), 1);
     }
+
+    /// A webhook on loopback that holds each request until `release` is notified, then
+    /// answers 200; it counts the requests it got.
+    async fn stalled_webhook(
+        release: Arc<tokio::sync::Notify>,
+    ) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let url = format!(
+            "http://{}/hook",
+            listener
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default()
+        );
+        let got = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = Arc::clone(&got);
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                release.notified().await;
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            }
+        });
+        (url, got)
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_drops_deliveries_instead_of_growing() {
+        let release = Arc::new(tokio::sync::Notify::new());
+        let (url, got) = stalled_webhook(Arc::clone(&release)).await;
+        let push = Push::new(
+            WebhookPolicy::public_only().allow([std::net::IpAddr::from([127, 0, 0, 1])]),
+            PushLimits {
+                queue: 2,
+                concurrency: 1,
+                attempts: 1,
+                ..PushLimits::default()
+            },
+        );
+        let mut c = config("t", "a");
+        c.url = url;
+        assert!(push.insert(c, String::new, |_| true).is_ok());
+        let event = StreamResponse::Task(crate::types::Task {
+            id: "t".into(),
+            ..crate::types::Task::default()
+        });
+        // One taken by the worker (held by the webhook), two queued, the rest dropped.
+        push.notify("t", &event);
+        for _ in 0..200 {
+            if got.load(std::sync::atomic::Ordering::SeqCst) == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        for _ in 0..5 {
+            push.notify("t", &event);
+        }
+        // Released one by one (bounded): the queued two arrive, and nothing after them.
+        for _ in 0..100 {
+            release.notify_one();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            if got.load(std::sync::atomic::Ordering::SeqCst) >= 3 {
+                break;
+            }
+        }
+        release.notify_one();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            got.load(std::sync::atomic::Ordering::SeqCst),
+            3,
+            "1 in flight + 2 queued"
+        );
+    }
 }
