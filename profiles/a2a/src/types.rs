@@ -430,7 +430,7 @@ pub struct SendMessageConfiguration {
     /// Push notifications for the task (with [`A2aServer::push_notifications`](crate::A2aServer::push_notifications)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "task_push_notification_config")]
-    pub task_push_notification_config: Option<crate::push::TaskPushNotificationConfig>,
+    pub task_push_notification_config: Option<crate::push::config::TaskPushNotificationConfig>,
 }
 
 /// `SendMessage` / `SendStreamingMessage` parameters.

@@ -6,6 +6,7 @@
 //! order, one at a time; tasks delivered to at once up to a bound), retried with exponential
 //! backoff, by the SSRF-safe client of [`webhook`].
 
+pub(crate) mod config;
 pub(crate) mod webhook;
 
 use std::collections::HashMap;
@@ -14,99 +15,18 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
-use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, Semaphore};
+
+pub use config::{
+    AuthenticationInfo, ListPushConfigsRequest, ListPushConfigsResponse, PushConfigRequest,
+    TaskPushNotificationConfig,
+};
 
 use crate::types::{StreamResponse, TaskState};
 use webhook::{WebhookError, WebhookPolicy};
 
 /// The header carrying a config's `token` on each delivery.
 pub const NOTIFICATION_TOKEN_HEADER: &str = "x-a2a-notification-token";
-
-/// How a delivery authenticates to the webhook (`AuthenticationInfo`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct AuthenticationInfo {
-    /// The HTTP scheme (`Bearer`, `Basic`).
-    #[serde(default)]
-    pub scheme: String,
-    /// What follows it in `Authorization`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub credentials: String,
-}
-
-/// Where and how a task's events are pushed (`TaskPushNotificationConfig`), also the params
-/// of `CreateTaskPushNotificationConfig`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskPushNotificationConfig {
-    /// The tenant (unused here).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tenant: String,
-    /// The config's id within its task (given by the server when the client gives none).
-    #[serde(default)]
-    pub id: String,
-    /// The task.
-    #[serde(default, alias = "task_id")]
-    pub task_id: String,
-    /// The webhook (`http://` or `https://`).
-    #[serde(default)]
-    pub url: String,
-    /// Sent as `X-A2A-Notification-Token` with each delivery.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub token: String,
-    /// Sent as `Authorization` with each delivery.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub authentication: Option<AuthenticationInfo>,
-}
-
-/// `GetTaskPushNotificationConfig` and `DeleteTaskPushNotificationConfig` params.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PushConfigRequest {
-    /// The tenant (unused here).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tenant: String,
-    /// The task.
-    #[serde(default, alias = "task_id")]
-    pub task_id: String,
-    /// The config.
-    #[serde(default)]
-    pub id: String,
-}
-
-/// `ListTaskPushNotificationConfigs` params.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPushConfigsRequest {
-    /// The tenant (unused here).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tenant: String,
-    /// The task.
-    #[serde(default, alias = "task_id")]
-    pub task_id: String,
-    /// Ignored: a task has at most [`PushLimits::max_per_task`] configs, all on one page.
-    #[serde(default, alias = "page_size", skip_serializing_if = "Option::is_none")]
-    pub page_size: Option<i32>,
-    /// Ignored (see `page_size`).
-    #[serde(
-        default,
-        alias = "page_token",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub page_token: String,
-}
-
-/// The answer to `ListTaskPushNotificationConfigs`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPushConfigsResponse {
-    /// The task's configs.
-    #[serde(default)]
-    pub configs: Vec<TaskPushNotificationConfig>,
-    /// Always empty: one page.
-    #[serde(default)]
-    pub next_page_token: String,
-}
 
 /// The limits of push notifications.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
