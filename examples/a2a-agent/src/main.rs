@@ -6,16 +6,17 @@
 //!   it (the turn is dropped at its next step).
 //! - `greet` (skill `greet`): asks for a name (`input-required`), then greets it.
 //!
-//! It prints `listening http://ADDR` once it serves, and `count stopped at STEP` on stderr
+//! It sends push notifications to webhooks at public addresses (and those `--webhook-allow`
+//! names). It prints `listening http://ADDR` once it serves, and `count stopped at STEP` on stderr
 //! when a count is cancelled (the tests read it to see the work stop).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use clap::Parser;
 use rpcwire_a2a::{
-    A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Part,
-    TaskContext,
+    A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Chunk, Part,
+    PushLimits, TaskContext, WebhookPolicy,
 };
 
 #[derive(Parser, Debug)]
@@ -40,6 +41,10 @@ struct Args {
     /// The agent's name on its card.
     #[arg(long, default_value = "rpcwire-a2a-agent")]
     name: String,
+    /// An address push notification webhooks may be at beyond public ones (a test's
+    /// webhook on loopback); repeat for more.
+    #[arg(long)]
+    webhook_allow: Vec<IpAddr>,
 }
 
 fn skill(id: &str, description: &str, tags: &[&str], example: &str) -> AgentSkill {
@@ -133,7 +138,13 @@ async fn count(ctx: TaskContext, n: u64, step: Duration) {
             parts: vec![Part::text(format!("{i}"))],
             ..Artifact::default()
         };
-        ctx.artifact(chunk, i > 1, i == n);
+        let piece = match (i > 1, i == n) {
+            (false, true) => Chunk::Whole,
+            (false, false) => Chunk::New,
+            (true, false) => Chunk::Append,
+            (true, true) => Chunk::Last,
+        };
+        ctx.artifact(chunk, piece);
     }
     watch.done = true;
     ctx.complete(Some(&format!("counted to {n}")));
@@ -226,6 +237,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .max_body(args.max_body)
         .compat_v03(args.compat_v03)
         .map_service(|s| s.shutdown(&shutdown))
+        .push_notifications(
+            WebhookPolicy::public_only().allow(args.webhook_allow.iter().copied()),
+            PushLimits::default(),
+        )
         .build();
     println!("listening http://{addr}");
     rpcwire_a2a::serve(listener, service).await;

@@ -94,3 +94,34 @@ fn python_sdk_v03_transport_against_the_compatibility_mode() {
     );
     assert_passed(&out, "all ok");
 }
+
+#[test]
+fn python_sdk_push_notifications_reach_a_webhook_with_the_configs_credentials() {
+    let Some(python) = venv_python("a2a", "a2a.client") else {
+        return;
+    };
+    let server = agent(&["--webhook-allow", "127.0.0.1"]);
+    let out = run_bounded(
+        Command::new(python)
+            .arg(script("py/sdk_push.py"))
+            .arg(&server.address),
+        LIMIT,
+    );
+    assert_passed(&out, "all ok");
+}
+
+#[test]
+fn javascript_sdk_push_notifications_reach_a_webhook_with_the_configs_credentials() {
+    let Some(node_dir) = node_modules("a2a", "@a2a-js/sdk") else {
+        return;
+    };
+    let server = agent(&["--webhook-allow", "127.0.0.1"]);
+    let out = run_bounded(
+        Command::new("node")
+            .arg(script("js/sdk_push.mjs"))
+            .arg(&node_dir)
+            .arg(&server.address),
+        LIMIT,
+    );
+    assert_passed(&out, "all ok");
+}

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use rpcwire_a2a::{
-    A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Part,
+    A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Chunk, Part,
     TaskContext,
 };
 
@@ -50,7 +50,13 @@ async fn agent(name: &str, skills: &[&str]) -> String {
                         parts: vec![Part::text(i.to_string())],
                         ..Artifact::default()
                     };
-                    ctx.artifact(chunk, i > 1, i == n);
+                    let piece = match (i > 1, i == n) {
+                        (false, true) => Chunk::Whole,
+                        (false, false) => Chunk::New,
+                        (true, false) => Chunk::Append,
+                        (true, true) => Chunk::Last,
+                    };
+                    ctx.artifact(chunk, piece);
                 }
                 ctx.complete(None);
             }

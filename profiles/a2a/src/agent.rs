@@ -1,7 +1,8 @@
 //! An agent as a handler: [`Agent::execute`] runs one turn of a task with a [`TaskContext`]
 //! through which it reports status, artifacts, and the turn's end (completed, failed,
-//! input required), or answers with a direct message. The runtime keeps the task's snapshot
-//! in the store and sends each event to the task's subscribers.
+//! input required), or answers with a direct message; the turn's result can be an A2A error
+//! ([`TurnResult`]). The runtime keeps the task's snapshot in the store and sends each event
+//! to the task's subscribers.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,18 +11,61 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rpcwire_service::Identity;
 use tokio::sync::{broadcast, watch};
 
+use serde_json::{Map, Value};
+
+use crate::error::A2aError;
+use crate::push::Push;
+use crate::request::TurnRequest;
 use crate::store::TaskStore;
 use crate::types::{
-    now_rfc3339, Artifact, Message, Part, Role, StreamResponse, Task, TaskArtifactUpdateEvent,
-    TaskState, TaskStatus, TaskStatusUpdateEvent,
+    now_rfc3339, Artifact, Message, Part, Role, SendMessageConfiguration, StreamResponse, Task,
+    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 
+/// How a turn ended: `Ok` (its events say the rest), or an A2A error. An error before the
+/// turn published anything answers the request with it (no task is kept for a new one: as
+/// -32005 or -32008 would be answered); after, it fails the task with its message.
+pub type TurnResult = Result<(), A2aError>;
+
 /// The future of one turn.
-pub type TurnFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+pub type TurnFuture = Pin<Box<dyn Future<Output = TurnResult> + Send>>;
+
+/// What a turn's future may end with: nothing (`()`), or a [`TurnResult`].
+pub trait IntoTurnResult {
+    /// The turn's result.
+    fn into_turn_result(self) -> TurnResult;
+}
+
+impl IntoTurnResult for () {
+    fn into_turn_result(self) -> TurnResult {
+        Ok(())
+    }
+}
+
+impl IntoTurnResult for TurnResult {
+    fn into_turn_result(self) -> TurnResult {
+        self
+    }
+}
 
 /// What an agent does with a message: one turn of a task. The turn ends when the future
-/// does; if it ends without a final or interrupted state, the task fails. Cancelling the task
-/// drops the future: the work stops at its next `.await`.
+/// does; if it ends `Ok` without a final or interrupted state, the task fails. Cancelling
+/// the task drops the future: the work stops at its next `.await`.
+///
+/// Any `Fn(TaskContext) -> impl Future` whose output is `()` or a [`TurnResult`] is one:
+///
+/// ```
+/// use rpcwire_a2a::{A2aError, ErrorKind, TaskContext, TurnResult};
+///
+/// async fn agent(ctx: TaskContext) -> TurnResult {
+///     if ctx.text().is_empty() {
+///         return Err(A2aError::with_message(ErrorKind::InvalidParams, "say something"));
+///     }
+///     ctx.complete(Some("done"));
+///     Ok(())
+/// }
+/// # let _ = rpcwire_a2a::A2aServer::new(rpcwire_a2a::AgentCard::default(), agent).build();
+/// ```
 pub trait Agent: Send + Sync + 'static {
     /// Runs a turn.
     fn execute(&self, ctx: TaskContext) -> TurnFuture;
@@ -30,10 +74,40 @@ pub trait Agent: Send + Sync + 'static {
 impl<F, Fut> Agent for F
 where
     F: Fn(TaskContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ()> + Send + 'static,
+    Fut: Future + Send + 'static,
+    Fut::Output: IntoTurnResult,
 {
     fn execute(&self, ctx: TaskContext) -> TurnFuture {
-        Box::pin(self(ctx))
+        let turn = self(ctx);
+        Box::pin(async move { turn.await.into_turn_result() })
+    }
+}
+
+/// Which piece of an artifact an artifact event carries ([`TaskContext::artifact`]): the
+/// event's `append` and `lastChunk`, named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Chunk {
+    /// A new artifact (or one replacing the artifact of the same id), more may follow
+    /// (`append` false, `lastChunk` false).
+    #[default]
+    New,
+    /// A new artifact that is whole: no chunk follows (`append` false, `lastChunk` true).
+    Whole,
+    /// Parts added to the artifact of the same id (`append` true, `lastChunk` false).
+    Append,
+    /// The artifact's last parts, added (`append` true, `lastChunk` true).
+    Last,
+}
+
+impl Chunk {
+    /// `append`.
+    pub fn append(self) -> bool {
+        matches!(self, Chunk::Append | Chunk::Last)
+    }
+
+    /// `lastChunk`.
+    pub fn last_chunk(self) -> bool {
+        matches!(self, Chunk::Whole | Chunk::Last)
     }
 }
 
@@ -65,7 +139,9 @@ impl Default for TaskLimits {
 #[derive(Debug, Default)]
 pub(crate) struct TurnState {
     /// The task event has been sent (the first event of a task's turn).
-    announced: bool,
+    pub(crate) announced: bool,
+    /// The turn ended with an error before publishing anything: the request answers it.
+    pub(crate) error: Option<A2aError>,
     /// The turn answered with a direct message instead of a task.
     pub(crate) reply: Option<Message>,
     /// The turn reached a final or interrupted state.
@@ -94,17 +170,28 @@ pub(crate) struct Running {
     pub(crate) phase: watch::Sender<Phase>,
     store: Arc<dyn TaskStore>,
     limits: TaskLimits,
+    /// Where the task's events are pushed to webhooks, when the server pushes.
+    push: Option<Arc<Push>>,
 }
 
 impl Running {
-    pub(crate) fn new(task: Task, store: Arc<dyn TaskStore>, limits: TaskLimits) -> Arc<Self> {
+    /// A turn of `task`, publishing on `events` (the channel its subscribers waiting for the
+    /// turn already hold) or on a new channel.
+    pub(crate) fn new(
+        task: Task,
+        store: Arc<dyn TaskStore>,
+        limits: TaskLimits,
+        events: Option<broadcast::Sender<Arc<StreamResponse>>>,
+        push: Option<Arc<Push>>,
+    ) -> Arc<Self> {
         Arc::new(Running {
             task: Mutex::new(task),
             turn: Mutex::default(),
-            events: broadcast::channel(limits.event_buffer.max(2)).0,
+            events: events.unwrap_or_else(|| event_channel(limits)),
             phase: watch::channel(Phase::default()).0,
             store,
             limits,
+            push,
         })
     }
 
@@ -125,6 +212,18 @@ impl Running {
     }
 
     fn send(&self, event: StreamResponse) {
+        if let Some(push) = &self.push {
+            let task_id = match &event {
+                StreamResponse::Task(t) => Some(&t.id),
+                StreamResponse::StatusUpdate(e) => Some(&e.task_id),
+                StreamResponse::ArtifactUpdate(e) => Some(&e.task_id),
+                // A direct message ends a turn that leaves no task.
+                StreamResponse::Message(_) => None,
+            };
+            if let Some(id) = task_id {
+                push.notify(id, &event);
+            }
+        }
         // No subscriber is fine: the snapshot in the store has it.
         let _ = self.events.send(Arc::new(event));
     }
@@ -184,7 +283,8 @@ impl Running {
         true
     }
 
-    fn add_artifact(&self, artifact: Artifact, append: bool, last_chunk: bool) -> bool {
+    fn add_artifact(&self, artifact: Artifact, chunk: Chunk) -> bool {
+        let (append, last_chunk) = (chunk.append(), chunk.last_chunk());
         if !self.open() {
             return false;
         }
@@ -245,6 +345,11 @@ impl Running {
     }
 }
 
+/// The channel a task's events are published on, as many buffered as `limits` say.
+pub(crate) fn event_channel(limits: TaskLimits) -> broadcast::Sender<Arc<StreamResponse>> {
+    broadcast::channel(limits.event_buffer.max(2)).0
+}
+
 pub(crate) fn push_history(task: &mut Task, message: Message, max: usize) {
     task.history.push(message);
     let over = task.history.len().saturating_sub(max.max(1));
@@ -263,6 +368,8 @@ pub struct TaskContext {
     /// identity: a turn keeps it while it runs, and the request's caller is some hundreds of
     /// bytes more per open stream).
     pub(crate) identity: Identity,
+    /// What the request said beside the message.
+    pub(crate) request: Arc<TurnRequest>,
     pub(crate) ids: Arc<dyn Fn() -> String + Send + Sync>,
 }
 
@@ -287,6 +394,54 @@ impl TaskContext {
     /// one).
     pub fn identity(&self) -> &Identity {
         &self.identity
+    }
+
+    /// What the request said beside its message: headers, metadata, configuration,
+    /// extensions.
+    pub fn request(&self) -> &TurnRequest {
+        &self.request
+    }
+
+    /// The first value of the request's header `name` (any case; credentials withheld, see
+    /// [`TurnRequest::headers`]).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.request.header(name)
+    }
+
+    /// The request's `metadata`.
+    pub fn metadata(&self) -> Option<&Map<String, Value>> {
+        self.request.metadata()
+    }
+
+    /// The request's `configuration` (`acceptedOutputModes`, `historyLength`, ...).
+    pub fn configuration(&self) -> Option<&SendMessageConfiguration> {
+        self.request.configuration()
+    }
+
+    /// The output media types the client accepts (empty: any).
+    pub fn accepted_output_modes(&self) -> &[String] {
+        self.configuration()
+            .map_or(&[], |c| c.accepted_output_modes.as_slice())
+    }
+
+    /// The extensions this turn's request activates: its `A2A-Extensions` header and the
+    /// message's `extensions`.
+    pub fn extensions(&self) -> impl Iterator<Item = &str> {
+        let message = self
+            .message
+            .extensions
+            .iter()
+            .filter(|e| !self.request.extensions().contains(e));
+        self.request
+            .extensions()
+            .iter()
+            .chain(message)
+            .map(String::as_str)
+    }
+
+    /// Whether the request activates extension `uri`.
+    pub fn extension_requested(&self, uri: &str) -> bool {
+        self.extensions().any(|e| e == uri)
     }
 
     /// The text of the message's text parts.
@@ -317,15 +472,27 @@ impl TaskContext {
 
     /// A message from the agent about this task, with a fresh id.
     pub fn agent_message(&self, text: impl Into<String>) -> Message {
+        self.agent_message_with(vec![Part::text(text)])
+    }
+
+    /// A message from the agent about this task with any `parts` (text, files, data), with
+    /// a fresh id.
+    pub fn agent_message_with(&self, parts: Vec<Part>) -> Message {
         let task = self.task();
         Message {
             message_id: (self.ids)(),
             context_id: task.context_id,
             task_id: task.id,
             role: Role::Agent,
-            parts: vec![Part::text(text)],
+            parts,
             ..Message::default()
         }
+    }
+
+    /// Moves the task to `state`, with an optional message (any parts: see
+    /// [`agent_message_with`](Self::agent_message_with)). False once the turn has ended.
+    pub fn set_state(&self, state: TaskState, message: Option<Message>) -> bool {
+        self.running.set_status(state, message)
     }
 
     /// Reports the task working, with an optional word on progress. False once the turn has
@@ -335,21 +502,26 @@ impl TaskContext {
         self.running.set_status(TaskState::Working, message)
     }
 
-    /// Adds an artifact, or a chunk to one (`append`: added to the artifact of the same id).
-    /// False once the turn has ended or past the task's limits.
-    pub fn artifact(&self, artifact: Artifact, append: bool, last_chunk: bool) -> bool {
-        self.running.add_artifact(artifact, append, last_chunk)
+    /// Adds an artifact, or a chunk of one ([`Chunk`]: new, whole, appended, last). False
+    /// once the turn has ended or past the task's limits.
+    pub fn artifact(&self, artifact: Artifact, chunk: Chunk) -> bool {
+        self.running.add_artifact(artifact, chunk)
+    }
+
+    /// Adds an artifact of id and name `id` holding `parts` (text, files, data), whole.
+    pub fn parts_artifact(&self, id: &str, parts: Vec<Part>) -> bool {
+        let artifact = Artifact {
+            artifact_id: id.to_owned(),
+            name: id.to_owned(),
+            parts,
+            ..Artifact::default()
+        };
+        self.artifact(artifact, Chunk::New)
     }
 
     /// Adds a one-part text artifact.
     pub fn text_artifact(&self, id: &str, text: impl Into<String>) -> bool {
-        let artifact = Artifact {
-            artifact_id: id.to_owned(),
-            name: id.to_owned(),
-            parts: vec![Part::text(text)],
-            ..Artifact::default()
-        };
-        self.artifact(artifact, false, false)
+        self.parts_artifact(id, vec![Part::text(text)])
     }
 
     /// Completes the task (final).
@@ -380,10 +552,16 @@ impl TaskContext {
     /// Answers with a direct message instead of a task: only as the turn's first and only
     /// event. False otherwise.
     pub fn reply(&self, text: &str) -> bool {
+        self.reply_with(vec![Part::text(text)])
+    }
+
+    /// Answers with a direct message of any `parts` (text, files, data), as
+    /// [`reply`](Self::reply) does.
+    pub fn reply_with(&self, parts: Vec<Part>) -> bool {
         let message = Message {
             message_id: (self.ids)(),
             role: Role::Agent,
-            parts: vec![Part::text(text)],
+            parts,
             ..Message::default()
         };
         self.running.reply(message)

@@ -11,13 +11,21 @@
 //! - The Agent Card at [`AGENT_CARD_PATH`]; `GetExtendedAgentCard` (or -32007).
 //! - `SendMessage` (a task, or a direct message), `SendStreamingMessage` and `SubscribeToTask`
 //!   (answered as `text/event-stream`, each event a JSON-RPC response with the request's id
-//!   carrying a task, a message, a status update or an artifact update, ending after a final
-//!   or interrupted state), `GetTask` (history length), `ListTasks`, `CancelTask`; the push
-//!   notification methods answer -32003 (not supported).
+//!   carrying a task, a message, a status update or an artifact update; a message's stream
+//!   ends after a final or interrupted state, a subscription's after a final one), `GetTask`
+//!   (history length), `ListTasks` (every filter, cursor pages), `CancelTask`; push
+//!   notifications ([`A2aServer::push_notifications`]: the four config methods, deliveries
+//!   with the config's credentials, retried, to webhooks an SSRF-safe [`WebhookPolicy`]
+//!   allows), or -32003 without them.
+//! - What the card says, enforced: input modes (-32005), required extensions (-32008),
+//!   streaming (-32004); the card served with `Cache-Control`, `ETag`, `Last-Modified` and
+//!   304s. Params read under their lowerCamel and proto field names alike.
 //! - The `A2A-Version` header (absent means 0.3, as the specification says; 1.x is served,
 //!   anything else gets -32009); every A2A error code with its `ErrorInfo`; the 0.3 method
 //!   names and shapes as an opt-in compatibility mode ([`A2aServer::compat_v03`]).
-//! - An agent is a handler ([`Agent`], any `Fn(TaskContext) -> impl Future`) over a bounded
+//! - An agent is a handler ([`Agent`], any `Fn(TaskContext) -> impl Future` ending with `()`
+//!   or a [`TurnResult`], which may be an A2A error; [`TaskContext`] says what the request
+//!   said: identity, headers, metadata, configuration, extensions) over a bounded
 //!   [`TaskStore`] ([`MemoryTaskStore`] by default): states, artifacts, `input-required`
 //!   turns; cancelling drops the running turn; finished tasks are evicted past a count or age.
 //! - Policies: [`A2aServer::authenticator`] (every POST authenticated, the card public;
@@ -65,15 +73,34 @@ mod agent;
 mod client;
 mod compat;
 mod error;
+mod parts;
+mod push;
+mod request;
+mod security;
 mod server;
 mod store;
+mod timestamp;
 mod types;
 
-pub use agent::{Agent, TaskContext, TaskLimits, TurnFuture};
+pub use agent::{Agent, Chunk, IntoTurnResult, TaskContext, TaskLimits, TurnFuture, TurnResult};
 pub use client::{fetch_card, A2aClient, ClientError, EventStream};
 pub use error::{A2aError, ErrorKind, ERROR_DOMAIN, ERROR_INFO_TYPE};
+pub use push::webhook::{WebhookError, WebhookPolicy};
+pub use push::{
+    AuthenticationInfo, ListPushConfigsRequest, ListPushConfigsResponse, PushConfigRequest,
+    PushLimits, TaskPushNotificationConfig, NOTIFICATION_TOKEN_HEADER,
+};
+pub use request::TurnRequest;
 /// The service layer's types the server's builder and the agent's context speak of.
 pub use rpcwire_service::{Authenticator, Identity, RateLimiter, Router, Service, Shutdown};
-pub use server::{serve, A2aServer, A2aService, VERSION_HEADER};
+pub use security::{
+    ApiKeySecurityScheme, Described, HttpAuthSecurityScheme, OAuth2SecurityScheme,
+    OpenIdConnectSecurityScheme, SecurityRequirement, SecurityScheme, StringList,
+};
+/// The JSON library the card's and parts' free-form members (`serde_json::Value`) are from.
+pub use serde_json;
+#[cfg(feature = "tls")]
+pub use server::serve_tls;
+pub use server::{serve, A2aServer, A2aService, EXTENSIONS_HEADER, VERSION_HEADER};
 pub use store::{MemoryTaskStore, StoreError, StoreLimits, TaskStore};
 pub use types::*;

@@ -5,14 +5,21 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::timestamp::parse_micros;
 use crate::types::{ListTasksRequest, ListTasksResponse, Task};
 
-/// Why a task could not be stored.
+/// Why a task could not be stored, or a listing not made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
     /// The store holds as many unfinished tasks as it may.
     #[error("the task store is full")]
     Full,
+    /// A `ListTasks` page token this store did not give.
+    #[error("the page token is not one this server gave")]
+    BadPageToken,
+    /// A `ListTasks` `statusTimestampAfter` that is not an RFC 3339 date-time.
+    #[error("statusTimestampAfter is not an RFC 3339 date-time")]
+    BadTimestamp,
 }
 
 /// A store of tasks by id. Implement it to keep tasks elsewhere (a database); the server
@@ -24,8 +31,16 @@ pub trait TaskStore: Send + Sync + 'static {
     fn get(&self, id: &str) -> Option<Task>;
     /// Forgets the task of that id (a turn that answered with a direct message).
     fn remove(&self, id: &str);
-    /// A page of tasks matching `query`, newest first, at most `max_page` of them.
-    fn list(&self, query: &ListTasksRequest, max_page: usize) -> ListTasksResponse;
+    /// A page of the tasks `caller` may see ([`Task::visible_to`]: its own, and those nobody
+    /// owns) matching every filter of `query` (context, state, status time), the latest
+    /// status first, at most `max_page` of them. Its `nextPageToken` is a cursor, not an
+    /// offset: a task created between two pages does not move the next page.
+    fn list(
+        &self,
+        query: &ListTasksRequest,
+        caller: Option<&str>,
+        max_page: usize,
+    ) -> Result<ListTasksResponse, StoreError>;
 }
 
 /// The limits of a [`MemoryTaskStore`].
@@ -223,42 +238,100 @@ impl TaskStore for MemoryTaskStore {
         }
     }
 
-    fn list(&self, query: &ListTasksRequest, max_page: usize) -> ListTasksResponse {
-        let mut inner = self.lock();
-        self.evict(&mut inner, Instant::now());
+    fn list(
+        &self,
+        query: &ListTasksRequest,
+        caller: Option<&str>,
+        max_page: usize,
+    ) -> Result<ListTasksResponse, StoreError> {
         let page_size = query
             .page_size
             .and_then(|n| usize::try_from(n).ok())
             .filter(|n| *n > 0)
             .unwrap_or(50)
             .min(max_page.max(1));
-        let skip: usize = query.page_token.parse().unwrap_or(0);
-        let matching: Vec<&Task> = inner
-            .order
+        let after = match &query.status_timestamp_after {
+            Some(t) => Some(parse_micros(t).ok_or(StoreError::BadTimestamp)?),
+            None => None,
+        };
+        let cursor = match query.page_token.as_str() {
+            "" => None,
+            token => Some(Cursor::read(token).ok_or(StoreError::BadPageToken)?),
+        };
+        let mut inner = self.lock();
+        self.evict(&mut inner, Instant::now());
+        let mut matching: Vec<(Cursor, &Task)> = inner
+            .tasks
             .values()
-            .rev()
-            .filter_map(|id| inner.tasks.get(id).map(|held| &*held.task))
-            .filter(|t| query.context_id.is_empty() || t.context_id == query.context_id)
-            .filter(|t| query.status.is_none_or(|s| t.status.state == s))
+            .map(|held| (Cursor::of(held), &*held.task))
+            .filter(|(_, t)| t.visible_to(caller))
+            .filter(|(_, t)| query.context_id.is_empty() || t.context_id == query.context_id)
+            .filter(|(_, t)| query.status.is_none_or(|s| t.status.state == s))
+            .filter(|(c, _)| after.is_none_or(|after| c.at > after))
             .collect();
         let total = matching.len();
-        let tasks: Vec<Task> = matching
+        // The latest status first; ties by creation, newest first.
+        matching.sort_unstable_by_key(|(c, _)| std::cmp::Reverse(*c));
+        let rest = matching
             .into_iter()
-            .skip(skip)
-            .take(page_size)
-            .cloned()
-            .collect();
-        let next = skip + tasks.len();
-        ListTasksResponse {
+            .filter(|(c, _)| cursor.is_none_or(|cursor| *c < cursor));
+        let mut tasks = Vec::with_capacity(page_size.min(total));
+        let mut last = None;
+        let mut more = false;
+        for (c, t) in rest {
+            if tasks.len() == page_size {
+                more = true;
+                break;
+            }
+            tasks.push(t.clone());
+            last = Some(c);
+        }
+        Ok(ListTasksResponse {
             tasks,
-            next_page_token: if next < total {
-                next.to_string()
-            } else {
-                String::new()
+            next_page_token: match last {
+                Some(c) if more => c.write(),
+                _ => String::new(),
             },
             page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
             total_size: i32::try_from(total).unwrap_or(i32::MAX),
+        })
+    }
+}
+
+/// Where a listing page ends: a task's status time (microseconds since the epoch; 0 when
+/// it has none) and its place in the insertion order. Ordered as the listing is, so the next
+/// page is the tasks before the cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Cursor {
+    at: i64,
+    seq: u64,
+}
+
+impl Cursor {
+    fn of(held: &Held) -> Self {
+        Cursor {
+            at: held
+                .task
+                .status
+                .timestamp
+                .as_deref()
+                .and_then(parse_micros)
+                .unwrap_or(0),
+            seq: held.seq,
         }
+    }
+
+    /// The token: both numbers, in hex.
+    fn write(self) -> String {
+        format!("{:x}.{:x}", self.at, self.seq)
+    }
+
+    fn read(token: &str) -> Option<Self> {
+        let (at, seq) = token.split_once('.')?;
+        Some(Cursor {
+            at: i64::from_str_radix(at, 16).ok()?,
+            seq: u64::from_str_radix(seq, 16).ok()?,
+        })
     }
 }
 
@@ -343,14 +416,17 @@ mod tests {
             page_size: Some(2),
             ..ListTasksRequest::default()
         };
-        let p = store.list(&q, 100);
+        let p = store.list(&q, None, 100).unwrap_or_default();
         assert_eq!(p.total_size, 5);
         assert_eq!(p.tasks[0].id, "t4");
         let q2 = ListTasksRequest {
             page_token: p.next_page_token,
             ..q
         };
-        assert_eq!(store.list(&q2, 100).tasks[0].id, "t2");
+        assert_eq!(
+            store.list(&q2, None, 100).unwrap_or_default().tasks[0].id,
+            "t2"
+        );
     }
 
     #[test]
@@ -386,7 +462,9 @@ mod tests {
         assert_eq!(held, [false, true, true, true]);
         // A removed id comes back as a new task, newest in the listing.
         assert_eq!(store.put(task("a", TaskState::Working)), Ok(()));
-        let all = store.list(&ListTasksRequest::default(), 100);
+        let all = store
+            .list(&ListTasksRequest::default(), None, 100)
+            .unwrap_or_default();
         let ids: Vec<&str> = all.tasks.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["a", "e", "d", "b"]);
     }
@@ -403,5 +481,121 @@ mod tests {
         assert_eq!(store.put(task("y", TaskState::Completed)), Ok(()));
         assert!(store.get("x").is_some() && store.get("y").is_some());
         assert_eq!(store.lock().finished.len(), 2);
+    }
+
+    fn at(id: &str, context: &str, time: &str) -> Task {
+        Task {
+            context_id: context.into(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: Some(time.into()),
+            },
+            ..task(id, TaskState::Working)
+        }
+    }
+
+    fn ids(page: &ListTasksResponse) -> Vec<&str> {
+        page.tasks.iter().map(|t| t.id.as_str()).collect()
+    }
+
+    #[test]
+    fn pages_are_cursors_stable_under_inserts() {
+        let store = MemoryTaskStore::default();
+        for i in 0..4 {
+            let time = format!("2026-01-01T00:00:0{i}Z");
+            assert_eq!(store.put(at(&format!("t{i}"), "c", &time)), Ok(()));
+        }
+        let q = ListTasksRequest {
+            page_size: Some(2),
+            ..ListTasksRequest::default()
+        };
+        let first = store.list(&q, None, 100).unwrap_or_default();
+        assert_eq!(ids(&first), ["t3", "t2"]);
+        // A task created between two pages: it is newer than the cursor, not on page 2.
+        assert_eq!(store.put(at("new", "c", "2026-01-01T00:00:09Z")), Ok(()));
+        let q2 = ListTasksRequest {
+            page_token: first.next_page_token.clone(),
+            ..q.clone()
+        };
+        let second = store.list(&q2, None, 100).unwrap_or_default();
+        assert_eq!(ids(&second), ["t1", "t0"]);
+        assert_eq!(second.next_page_token, "", "the last page");
+        let bad = ListTasksRequest {
+            page_token: "12".into(),
+            ..q
+        };
+        assert_eq!(store.list(&bad, None, 100), Err(StoreError::BadPageToken));
+    }
+
+    #[test]
+    fn every_filter_holds() {
+        let store = MemoryTaskStore::default();
+        assert_eq!(store.put(at("a", "c1", "2026-01-01T00:00:01Z")), Ok(()));
+        assert_eq!(store.put(at("b", "c2", "2026-01-01T00:00:02Z")), Ok(()));
+        assert_eq!(store.put(at("c", "c1", "2026-01-01T00:00:03Z")), Ok(()));
+        let mut done = at("d", "c1", "2026-01-01T00:00:04Z");
+        done.status.state = TaskState::Completed;
+        assert_eq!(store.put(done), Ok(()));
+        let list = |q: ListTasksRequest| store.list(&q, None, 100);
+        let context = list(ListTasksRequest {
+            context_id: "c1".into(),
+            ..ListTasksRequest::default()
+        })
+        .unwrap_or_default();
+        assert_eq!(ids(&context), ["d", "c", "a"]);
+        let none = list(ListTasksRequest {
+            context_id: "no-such-context".into(),
+            ..ListTasksRequest::default()
+        })
+        .unwrap_or_default();
+        assert_eq!((none.tasks.len(), none.total_size), (0, 0));
+        let state = list(ListTasksRequest {
+            status: Some(TaskState::Completed),
+            ..ListTasksRequest::default()
+        })
+        .unwrap_or_default();
+        assert_eq!(ids(&state), ["d"]);
+        // After 00:00:02 (in another offset): strictly later ones only.
+        let after = list(ListTasksRequest {
+            status_timestamp_after: Some("2026-01-01T01:00:02+01:00".into()),
+            ..ListTasksRequest::default()
+        })
+        .unwrap_or_default();
+        assert_eq!(ids(&after), ["d", "c"]);
+        assert_eq!(
+            list(ListTasksRequest {
+                status_timestamp_after: Some("yesterday".into()),
+                ..ListTasksRequest::default()
+            }),
+            Err(StoreError::BadTimestamp)
+        );
+    }
+
+    #[test]
+    fn a_caller_lists_its_own_tasks_and_the_unowned() {
+        let store = MemoryTaskStore::default();
+        let owned = |id: &str, owner: Option<&str>| Task {
+            owner: owner.map(str::to_owned),
+            ..at(id, "c", "2026-01-01T00:00:01Z")
+        };
+        for t in [
+            owned("a1", Some("a")),
+            owned("b1", Some("b")),
+            owned("n", None),
+        ] {
+            assert_eq!(store.put(t), Ok(()));
+        }
+        let seen = |caller| {
+            let page = store
+                .list(&ListTasksRequest::default(), caller, 100)
+                .unwrap_or_default();
+            let mut ids: Vec<String> = page.tasks.into_iter().map(|t| t.id).collect();
+            ids.sort();
+            (ids, page.total_size)
+        };
+        assert_eq!(seen(Some("a")), (vec!["a1".to_owned(), "n".to_owned()], 2));
+        assert_eq!(seen(Some("b")), (vec!["b1".to_owned(), "n".to_owned()], 2));
+        assert_eq!(seen(None), (vec!["n".to_owned()], 1));
     }
 }

@@ -1,9 +1,19 @@
 //! A2A 1.0 objects in their JSON form: the protobuf JSON mapping of the specification's
 //! `a2a.proto` (camelCase members, enums as their `TASK_STATE_...` / `ROLE_...` names, empty
-//! members left out), which is what the official SDKs send and accept.
+//! members left out), which is what the official SDKs send and accept. As ProtoJSON parsers
+//! do, every member is read under its original proto field name too (`history_length` as
+//! well as `historyLength`): a filter sent either way is never silently dropped. Output is
+//! always camelCase. As ProtoJSON parsers
+//! do, every member is read under its original proto field name too (`history_length` as
+//! well as `historyLength`): a filter sent either way is never silently dropped. Output is
+//! always camelCase.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::security::{SecurityRequirement, SecurityScheme};
 
 /// The protocol version this crate speaks, sent and checked in the `A2A-Version` header.
 pub const PROTOCOL_VERSION: &str = "1.0";
@@ -166,6 +176,7 @@ pub struct Part {
     pub filename: String,
     /// The content's media type.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "media_type")]
     pub media_type: String,
 }
 
@@ -185,12 +196,15 @@ impl Part {
 pub struct Message {
     /// The sender's id for the message.
     #[serde(default)]
+    #[serde(alias = "message_id")]
     pub message_id: String,
     /// The conversation it belongs to.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     /// The task it continues or belongs to.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "task_id")]
     pub task_id: String,
     /// Who wrote it.
     #[serde(default)]
@@ -206,6 +220,7 @@ pub struct Message {
     pub extensions: Vec<String>,
     /// Other tasks it refers to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "reference_task_ids")]
     pub reference_task_ids: Vec<String>,
 }
 
@@ -252,6 +267,7 @@ pub struct TaskStatus {
 pub struct Artifact {
     /// Its id within the task.
     #[serde(default)]
+    #[serde(alias = "artifact_id")]
     pub artifact_id: String,
     /// A name.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -278,6 +294,7 @@ pub struct Task {
     pub id: String,
     /// Its conversation.
     #[serde(default)]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     /// Where it is.
     #[serde(default)]
@@ -291,6 +308,20 @@ pub struct Task {
     /// Extension metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// Who created it: the subject of the authenticated caller whose message started it
+    /// (`None`: an anonymous caller). Only that caller gets, lists, cancels, continues or
+    /// subscribes to an owned task; others are told it does not exist. Never sent on the
+    /// wire: a [`TaskStore`](crate::TaskStore) that keeps tasks elsewhere must keep it too.
+    #[serde(skip)]
+    pub owner: Option<String>,
+}
+
+impl Task {
+    /// Whether the caller `subject` (`None`: anonymous) may see this task: it owns it, or
+    /// nobody does.
+    pub fn visible_to(&self, subject: Option<&str>) -> bool {
+        self.owner.is_none() || self.owner.as_deref() == subject
+    }
 }
 
 /// A change of a task's state, sent on streams.
@@ -298,9 +329,11 @@ pub struct Task {
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatusUpdateEvent {
     /// The task.
+    #[serde(alias = "task_id")]
     pub task_id: String,
     /// Its conversation.
     #[serde(default)]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     /// The new status.
     #[serde(default)]
@@ -315,9 +348,11 @@ pub struct TaskStatusUpdateEvent {
 #[serde(rename_all = "camelCase")]
 pub struct TaskArtifactUpdateEvent {
     /// The task.
+    #[serde(alias = "task_id")]
     pub task_id: String,
     /// Its conversation.
     #[serde(default)]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     /// The artifact (or the chunk added to it).
     #[serde(default)]
@@ -327,6 +362,7 @@ pub struct TaskArtifactUpdateEvent {
     pub append: bool,
     /// True on an artifact's last chunk.
     #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(alias = "last_chunk")]
     pub last_chunk: bool,
     /// Extension metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -381,16 +417,20 @@ pub enum SendMessageResponse {
 pub struct SendMessageConfiguration {
     /// Media types the client accepts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "accepted_output_modes")]
     pub accepted_output_modes: Vec<String>,
     /// The most history messages in the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
     /// Answer as soon as the task exists instead of when it stops.
     #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(alias = "return_immediately")]
     pub return_immediately: bool,
-    /// Push notifications for the task (not supported by this server).
+    /// Push notifications for the task (with [`A2aServer::push_notifications`](crate::A2aServer::push_notifications)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_push_notification_config: Option<Value>,
+    #[serde(alias = "task_push_notification_config")]
+    pub task_push_notification_config: Option<crate::push::config::TaskPushNotificationConfig>,
 }
 
 /// `SendMessage` / `SendStreamingMessage` parameters.
@@ -421,6 +461,7 @@ pub struct GetTaskRequest {
     pub id: String,
     /// The most history messages in the answer (the latest ones).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
 }
 
@@ -447,21 +488,31 @@ pub struct ListTasksRequest {
     pub tenant: String,
     /// Only tasks of this conversation.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     /// Only tasks in this state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<TaskState>,
     /// The most tasks per page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "page_size")]
     pub page_size: Option<i32>,
     /// Where the page starts (from the previous page's `nextPageToken`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "page_token")]
     pub page_token: String,
     /// The most history messages per task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
+    /// Only tasks whose status changed after this time (RFC 3339, as a protobuf
+    /// `Timestamp` is written in JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "status_timestamp_after")]
+    pub status_timestamp_after: Option<String>,
     /// Include the tasks' artifacts.
     #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(alias = "include_artifacts")]
     pub include_artifacts: bool,
 }
 
@@ -474,12 +525,15 @@ pub struct ListTasksResponse {
     pub tasks: Vec<Task>,
     /// The token of the next page, empty on the last.
     #[serde(default)]
+    #[serde(alias = "next_page_token")]
     pub next_page_token: String,
     /// The page size used.
     #[serde(default)]
+    #[serde(alias = "page_size")]
     pub page_size: i32,
     /// How many tasks match.
     #[serde(default)]
+    #[serde(alias = "total_size")]
     pub total_size: i32,
 }
 
@@ -490,12 +544,14 @@ pub struct AgentInterface {
     /// The endpoint URL.
     pub url: String,
     /// `JSONRPC`, `HTTP+JSON` or `GRPC`.
+    #[serde(alias = "protocol_binding")]
     pub protocol_binding: String,
     /// The tenant (unused here).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
     /// The A2A version spoken there.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "protocol_version")]
     pub protocol_version: String,
 }
 
@@ -508,12 +564,14 @@ pub struct AgentCapabilities {
     pub streaming: bool,
     /// Push notifications.
     #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(alias = "push_notifications")]
     pub push_notifications: bool,
     /// Extensions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<Value>,
     /// `GetExtendedAgentCard`.
     #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(alias = "extended_agent_card")]
     pub extended_agent_card: bool,
 }
 
@@ -536,9 +594,11 @@ pub struct AgentSkill {
     pub examples: Vec<String>,
     /// Input media types, when not the card's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "input_modes")]
     pub input_modes: Vec<String>,
     /// Output media types, when not the card's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "output_modes")]
     pub output_modes: Vec<String>,
 }
 
@@ -553,6 +613,7 @@ pub struct AgentCard {
     pub description: String,
     /// Where and how to reach it.
     #[serde(default)]
+    #[serde(alias = "supported_interfaces")]
     pub supported_interfaces: Vec<AgentInterface>,
     /// The organisation behind it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -562,24 +623,33 @@ pub struct AgentCard {
     pub version: String,
     /// Documentation.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "documentation_url")]
     pub documentation_url: String,
     /// What it supports.
     #[serde(default)]
     pub capabilities: AgentCapabilities,
     /// Media types it takes.
     #[serde(default)]
+    #[serde(alias = "default_input_modes")]
     pub default_input_modes: Vec<String>,
     /// Media types it gives.
     #[serde(default)]
+    #[serde(alias = "default_output_modes")]
     pub default_output_modes: Vec<String>,
     /// What it can do.
     #[serde(default)]
     pub skills: Vec<AgentSkill>,
-    /// Security schemes (kept as sent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub security_schemes: Option<Value>,
+    /// How callers authenticate, by scheme name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(alias = "security_schemes")]
+    pub security_schemes: BTreeMap<String, SecurityScheme>,
+    /// Which schemes a caller must use (any one of the requirements).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "security_requirements")]
+    pub security_requirements: Vec<SecurityRequirement>,
     /// Icon.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "icon_url")]
     pub icon_url: String,
 }
 
@@ -651,6 +721,28 @@ mod tests {
         assert_eq!(s, TaskState::Working);
         let r: Role = serde_json::from_str("\"UNRECOGNIZED\"").unwrap_or(Role::User);
         assert_eq!(r, Role::Unspecified);
+    }
+
+    #[test]
+    fn proto_field_names_are_read_too() {
+        let read = |text: &str| serde_json::from_str::<ListTasksRequest>(text).unwrap_or_default();
+        let snake = read(
+            r#"{"context_id":"c","page_size":2,"history_length":0,"status_timestamp_after":"2026-01-01T00:00:00Z","include_artifacts":true}"#,
+        );
+        let camel = read(
+            r#"{"contextId":"c","pageSize":2,"historyLength":0,"statusTimestampAfter":"2026-01-01T00:00:00Z","includeArtifacts":true}"#,
+        );
+        assert_eq!(snake, camel);
+        assert_eq!(
+            (snake.context_id.as_str(), snake.history_length),
+            ("c", Some(0))
+        );
+        let get: GetTaskRequest =
+            serde_json::from_str(r#"{"id":"t","history_length":1}"#).unwrap_or_default();
+        assert_eq!(get.history_length, Some(1));
+        // Written in camelCase only.
+        let out = serde_json::to_string(&get).unwrap_or_default();
+        assert_eq!(out, r#"{"id":"t","historyLength":1}"#);
     }
 
     #[test]

@@ -6,23 +6,52 @@
 
 use std::time::Duration;
 
+use rpcwire_a2a::serde_json::json;
 use rpcwire_a2a::{
-    A2aClient, A2aServer, A2aService, ErrorKind, ListTasksRequest, Message, Role,
+    A2aClient, A2aError, A2aServer, A2aService, ErrorKind, ListTasksRequest, Message, Part, Role,
     SendMessageResponse, StoreLimits, StreamResponse, TaskContext, TaskLimits, TaskState,
+    TurnResult,
 };
 
 mod common;
 
 /// An agent: `reply` answers with a message, `ask` asks for input, `quit` ends its turn with
-/// no state, `slow N` counts N steps of 30 ms, anything else completes at once.
-async fn turn(ctx: TaskContext) {
+/// no state, `slow N` counts N steps of 30 ms, `refuse` answers -32005 before publishing,
+/// `late` works then returns an error, `echo` completes with what its request said beside
+/// the message (an extension header, metadata, output modes), anything else completes at
+/// once.
+async fn turn(ctx: TaskContext) -> TurnResult {
     let text = ctx.text();
     if ctx.is_continuation() {
+        if text == "refuse" {
+            return Err(A2aError::new(ErrorKind::InvalidParams));
+        }
         ctx.input_required("again?");
-        return;
+        return Ok(());
     }
     let mut words = text.split_whitespace();
     match words.next() {
+        Some("refuse") => {
+            return Err(A2aError::with_message(
+                ErrorKind::ContentTypeNotSupported,
+                "not that",
+            ));
+        }
+        Some("late") => {
+            ctx.working(None);
+            return Err(A2aError::with_message(ErrorKind::Internal, "broke mid-way"));
+        }
+        Some("echo") => {
+            let said = format!(
+                "{:?} {:?} {:?} {:?}",
+                ctx.header("x-test"),
+                ctx.extensions().collect::<Vec<_>>(),
+                ctx.metadata().map(|m| m.len()),
+                ctx.accepted_output_modes(),
+            );
+            ctx.parts_artifact("said", vec![Part::text(said), Part::data(json!({"n": 1}))]);
+            ctx.complete(None);
+        }
         Some("reply") => {
             ctx.reply("a direct answer");
         }
@@ -50,6 +79,7 @@ async fn turn(ctx: TaskContext) {
             ctx.complete(None);
         }
     }
+    Ok(())
 }
 
 async fn start(configure: impl FnOnce(A2aServer) -> A2aServer) -> (A2aClient, A2aService) {
@@ -242,4 +272,102 @@ async fn streams_kept_for_resumption_are_bounded() {
         );
     }
     assert_eq!(service.parked_streams(), 1, "one stream kept, at the limit");
+}
+
+#[tokio::test]
+async fn a_subscription_to_a_task_waiting_for_input_lasts_until_a_terminal_state() {
+    let (client, _service) = start(|s| s).await;
+    let SendMessageResponse::Task(task) = client
+        .send_message(Message::text(Role::User, "m1", "ask"))
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    assert_eq!(task.status.state, TaskState::InputRequired);
+    let mut stream = client.subscribe(&task.id).await.unwrap();
+    let first = stream.next().await.unwrap().unwrap();
+    assert_eq!(first.state(), Some(TaskState::InputRequired));
+    // The next turn asks again: an interrupted state, which does not end a subscription.
+    let mut answer = Message::text(Role::User, "m2", "here");
+    answer.task_id.clone_from(&task.id);
+    client.send_message(answer).await.unwrap();
+    let mut states = Vec::new();
+    while states.last() != Some(&TaskState::InputRequired) {
+        let event = tokio::time::timeout(Duration::from_secs(5), stream.next())
+            .await
+            .expect("the next turn's events reach the subscriber")
+            .unwrap()
+            .unwrap();
+        states.extend(event.state());
+    }
+    // Cancelled while it waits: the subscriber sees it, and the stream ends there.
+    client.cancel_task(&task.id).await.unwrap();
+    let mut last = None;
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .expect("the stream ends")
+    {
+        last = event.unwrap().state().or(last);
+    }
+    assert_eq!(last, Some(TaskState::Canceled));
+}
+
+#[tokio::test]
+async fn a_turn_answers_with_an_error_or_fails_its_task_with_it() {
+    let (client, service) = start(|s| s).await;
+    // Before publishing: the request gets the error, and no task is kept.
+    let e = client.send_message(msg("refuse")).await.unwrap_err();
+    assert_eq!(e.kind(), Some(ErrorKind::ContentTypeNotSupported));
+    let e = client.send_streaming(msg("refuse")).await.unwrap_err();
+    assert_eq!(e.kind(), Some(ErrorKind::ContentTypeNotSupported));
+    let all = client
+        .list_tasks(&ListTasksRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(all.total_size, 0, "{all:?}");
+    // After publishing: the task fails with the error's message.
+    let t = task_of(client.send_message(msg("late")).await.unwrap());
+    assert_eq!(t.status.state, TaskState::Failed);
+    let said = t.status.message.as_ref().map(Message::joined_text);
+    assert_eq!(said.as_deref(), Some("broke mid-way"));
+    // A continuation refused: the error, and the task still waits for input.
+    let t = task_of(client.send_message(msg("ask")).await.unwrap());
+    let mut again = msg("refuse");
+    again.message_id = "m-again".into();
+    again.task_id.clone_from(&t.id);
+    let e = client.send_message(again).await.unwrap_err();
+    assert_eq!(e.kind(), Some(ErrorKind::InvalidParams));
+    let now = client.get_task(&t.id, None).await.unwrap();
+    assert_eq!(now.status.state, TaskState::InputRequired);
+    assert_eq!(service.running_tasks(), 0);
+}
+
+#[tokio::test]
+async fn a_turn_sees_what_its_request_said() {
+    let (_, url, _service) = common::serve("test", turn, |s| s).await;
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "echo"}],
+            "extensions": ["urn:b"]},
+        "metadata": {"k": 1, "j": 2},
+        "configuration": {"accepted_output_modes": ["text/plain"]}}});
+    let headers: Vec<(String, String)> = [
+        ("A2A-Version", "1.0"),
+        ("X-Test", "yes"),
+        ("A2A-Extensions", "urn:a"),
+        ("Authorization", "Bearer hidden"),
+    ]
+    .iter()
+    .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+    .collect();
+    let request = rpcwire_tests::raw_http::json_post("/", &headers, &body.to_string());
+    let answers = rpcwire_tests::raw_http::exchange(addr.parse().unwrap(), &[request]).await;
+    let v: serde_json::Value = serde_json::from_str(&answers[0].1).unwrap();
+    let parts = &v["result"]["task"]["artifacts"][0]["parts"];
+    assert_eq!(
+        parts[0]["text"], r#"Some("yes") ["urn:a", "urn:b"] Some(2) ["text/plain"]"#,
+        "{v}"
+    );
+    assert_eq!(parts[1]["data"], json!({"n": 1}));
 }

@@ -137,8 +137,8 @@ t = rpc("GetTask", {"id": task_id})["result"]
 assert t["status"]["state"] == "TASK_STATE_COMPLETED", t
 ok("disconnect does not cancel")
 
-# Push notification configuration is not supported; the extended card is not configured.
-error_of(rpc("CreateTaskPushNotificationConfig", {"taskId": task_id, "url": "http://x"}), -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED")
+# A push config at a private address is refused; the extended card is not configured.
+error_of(rpc("CreateTaskPushNotificationConfig", {"taskId": task_id, "url": "http://10.0.0.1/hook"}), -32602, "INVALID_PARAMS")
 error_of(rpc("GetExtendedAgentCard", {}), -32007, "EXTENDED_AGENT_CARD_NOT_CONFIGURED")
 ok("push config and extended card")
 print("all ok", flush=True)

@@ -17,14 +17,16 @@ use rpcwire_service::{Responder, Sent};
 
 use crate::types::AGENT_CARD_PATH;
 
+pub(crate) use super::card::CardResource;
+
 use super::post::Post;
 use super::streams::Streams;
 use super::tasks::Tasks;
 
 /// What the edge of one server holds.
 pub(crate) struct Edge {
-    /// The Agent Card, encoded once.
-    pub(crate) card: Bytes,
+    /// The Agent Card, encoded once, with its caching headers.
+    pub(crate) card: CardResource,
     /// The JSON-RPC endpoint's path.
     pub(crate) path: String,
     pub(crate) endpoint: Endpoint,
@@ -48,7 +50,8 @@ impl Edge {
         }
         if req.uri().path() == AGENT_CARD_PATH {
             // GET only (`refusal` answered anything else).
-            return after_body(req, max_body, timeout, json(self.card.clone())).await;
+            let answer = self.card.answer(req.headers());
+            return after_body(req, max_body, timeout, answer).await;
         }
         // Authentication first: nothing runs for a caller refused.
         let service = self.responder.service();
@@ -77,11 +80,12 @@ impl Edge {
         let (parts, body) = req.into_parts();
         // Answers are JSON or an event stream: any `Accept` that allows either will do.
         let answerable = AcceptedMedia::of(&parts.headers).is_none_or(|m| m.json || m.sse || m.any);
-        let (parts, body) = match read_post_body(parts, body, answerable, max_body, timeout).await {
-            Ok(read) => read,
-            Err(refusal) => return *refusal,
-        };
-        let caller = Arc::new(caller.with_meta(Post::new(&parts.headers)));
+        let (mut parts, body) =
+            match read_post_body(parts, body, answerable, max_body, timeout).await {
+                Ok(read) => read,
+                Err(refusal) => return *refusal,
+            };
+        let caller = Arc::new(caller.with_meta(Post::new(std::mem::take(&mut parts.headers))));
         let mut exchange = self.responder.exchange(&caller, &body);
         let answer = loop {
             match exchange.next().await {

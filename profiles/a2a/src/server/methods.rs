@@ -13,18 +13,23 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Serialize, Serializer};
 use serde_json::json;
 use serde_json::value::RawValue;
-use tokio::sync::broadcast;
 
 use crate::compat::{method_v03, params_to_v1, result_to_v03, Dialect};
 use crate::error::{A2aError, ErrorKind};
+use crate::push::{
+    ConfigError, ListPushConfigsRequest, ListPushConfigsResponse, Push, PushConfigRequest,
+    TaskPushNotificationConfig,
+};
+use crate::request::TurnRequest;
 use crate::types::{
     AgentCard, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest,
     SendMessageResponse, StreamResponse, Task, TaskIdRequest,
 };
 
+use super::checks::Admission;
 use super::post::{Handover, Opened, Post};
 use super::streams::Streams;
-use super::tasks::{check_history_length, with_history, Tasks};
+use super::tasks::{check_history_length, subject, with_history, Tasks};
 
 /// What the methods work with.
 pub(crate) struct Methods {
@@ -34,28 +39,9 @@ pub(crate) struct Methods {
     pub(crate) extended: Option<AgentCard>,
     /// The most tasks a `ListTasks` page holds.
     pub(crate) max_page: usize,
+    /// What the card says a request must be.
+    pub(crate) admission: Admission,
 }
-
-/// The push notification methods, with their params' message: answered -32003 (not
-/// supported).
-const PUSH: [(&str, &str); 4] = [
-    (
-        "CreateTaskPushNotificationConfig",
-        "TaskPushNotificationConfig",
-    ),
-    (
-        "GetTaskPushNotificationConfig",
-        "GetTaskPushNotificationConfigRequest",
-    ),
-    (
-        "ListTaskPushNotificationConfigs",
-        "ListTaskPushNotificationConfigsRequest",
-    ),
-    (
-        "DeleteTaskPushNotificationConfig",
-        "DeleteTaskPushNotificationConfigRequest",
-    ),
-];
 
 /// `router` with every method of the binding (and their 0.3 names when `compat_v03`).
 pub(crate) fn router(router: Router, methods: Methods, compat_v03: bool) -> Router {
@@ -64,7 +50,7 @@ pub(crate) fn router(router: Router, methods: Methods, compat_v03: bool) -> Rout
         methods: Arc::new(methods),
         compat_v03,
     };
-    let mut m = m
+    let m = m
         .route("SendMessage", "SendMessageRequest", send_message)
         .route("SendStreamingMessage", "SendMessageRequest", send_streaming)
         .route("GetTask", "GetTaskRequest", get_task)
@@ -76,10 +62,27 @@ pub(crate) fn router(router: Router, methods: Methods, compat_v03: bool) -> Rout
             "GetExtendedAgentCardRequest",
             extended_card,
         );
-    for (name, request) in PUSH {
-        m = m.route(name, request, push_config);
-    }
-    m.router
+    m.route(
+        "CreateTaskPushNotificationConfig",
+        "TaskPushNotificationConfig",
+        create_push_config,
+    )
+    .route(
+        "GetTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfigRequest",
+        get_push_config,
+    )
+    .route(
+        "ListTaskPushNotificationConfigs",
+        "ListTaskPushNotificationConfigsRequest",
+        list_push_configs,
+    )
+    .route(
+        "DeleteTaskPushNotificationConfig",
+        "DeleteTaskPushNotificationConfigRequest",
+        delete_push_config,
+    )
+    .router
 }
 
 /// A router being given the binding's methods.
@@ -111,6 +114,63 @@ impl Call {
     /// The request's id, as JSON text.
     fn id(&self) -> Box<str> {
         Box::from(self.ctx.id().unwrap_or("null"))
+    }
+
+    /// Checks `message` against the card, with the extensions the request activates.
+    fn admit(&self, message: &crate::types::Message) -> Result<(), A2aError> {
+        let extensions = self.post().map(|p| p.extensions.as_slice()).unwrap_or(&[]);
+        self.methods.admission.check(message, extensions)
+    }
+
+    /// The message of `p`, and what the request said beside it.
+    fn turn_request(
+        &self,
+        p: SendMessageRequest,
+    ) -> Result<(crate::types::Message, Arc<TurnRequest>), A2aError> {
+        let post = self.post()?;
+        let request = TurnRequest::new(
+            &post.take_headers(),
+            p.metadata,
+            p.configuration,
+            post.extensions.clone(),
+        );
+        Ok((p.message, Arc::new(request)))
+    }
+
+    /// The push notification config sent with a message (`configuration`), its webhook
+    /// checked: -32003 when the server sends none, -32602 when the webhook is refused.
+    async fn inline_push(
+        &self,
+        p: &SendMessageRequest,
+    ) -> Result<Option<TaskPushNotificationConfig>, A2aError> {
+        let Some(config) = p
+            .configuration
+            .as_ref()
+            .and_then(|c| c.task_push_notification_config.clone())
+        else {
+            return Ok(None);
+        };
+        let push = self
+            .methods
+            .tasks
+            .push
+            .as_deref()
+            .ok_or(ErrorKind::PushNotificationNotSupported)?;
+        push.check(&config.url)
+            .await
+            .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, e.to_string()))?;
+        Ok(Some(config))
+    }
+
+    /// -32004 when the card offers no streaming.
+    fn streaming(&self) -> Result<(), A2aError> {
+        if self.methods.admission.streaming {
+            return Ok(());
+        }
+        Err(A2aError::with_message(
+            ErrorKind::UnsupportedOperation,
+            "This agent does not stream (its card says capabilities.streaming false)",
+        ))
     }
 }
 
@@ -205,21 +265,29 @@ impl<R: Serialize> Serialize for Shaped<R> {
 }
 
 /// `SendMessage`: runs the turn and answers with the task once it stops (or at once with
-/// `returnImmediately`), or with the agent's direct message.
+/// `returnImmediately`), with the agent's direct message, or with the error the turn ended
+/// with before publishing anything.
 async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageResponse, A2aError> {
     let history = p.configuration.as_ref().and_then(|c| c.history_length);
     check_history_length(history)?;
+    call.admit(&p.message)?;
     let immediately = p
         .configuration
         .as_ref()
         .is_some_and(|c| c.return_immediately);
     let tasks = &call.methods.tasks;
-    let (running, mut events) = tasks.start_turn(p.message, call.ctx.identity().clone())?;
+    let push = call.inline_push(&p).await?;
+    let (message, request) = call.turn_request(p)?;
+    let (running, mut events) =
+        tasks.start_turn(message, call.ctx.identity().clone(), request, push)?;
     let wait = async {
         let mut phase = running.phase.subscribe();
         if immediately {
             // The first event is enough: the task exists.
-            let _ = events.recv().await;
+            tokio::select! {
+                _ = events.recv() => {}
+                _ = phase.wait_for(|p| p.done) => {}
+            }
         } else {
             let _ = phase.wait_for(|p| p.done).await;
         }
@@ -230,61 +298,93 @@ async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageRe
         // Its panic is in the log; the caller gets the generic internal error.
         return Err(ErrorKind::Internal.into());
     }
+    if let Some(e) = &turn.error {
+        return Err(e.clone());
+    }
     Ok(match turn.reply.clone() {
         Some(m) => SendMessageResponse::Message(m),
         None => SendMessageResponse::Task(with_history(running.snapshot(), history)),
     })
 }
 
-/// `SendStreamingMessage`: starts the turn and hands its events over to be streamed.
+/// `SendStreamingMessage`: starts the turn and, once it has published its first event (or
+/// ended), hands its events over to be streamed; a turn that ended with an error before
+/// publishing anything is answered with the error instead.
 async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aError> {
-    let post = call.post()?;
+    call.streaming()?;
+    call.admit(&p.message)?;
     let identity = call.ctx.identity().clone();
-    let (running, events) = call.methods.tasks.start_turn(p.message, identity)?;
-    post.hand_over(Handover::Open(Box::new(Opened {
+    let push = call.inline_push(&p).await?;
+    let (message, request) = call.turn_request(p)?;
+    let (running, events) = call
+        .methods
+        .tasks
+        .start_turn(message, identity, request, push)?;
+    // A receiver of its own to wait on, subscribed before the turn is looked at: `events`
+    // keeps every event for the stream.
+    let mut probe = running.events.subscribe();
+    let mut phase = running.phase.subscribe();
+    let started = {
+        let turn = running.turn.lock().unwrap_or_else(PoisonError::into_inner);
+        turn.announced || turn.reply.is_some() || turn.error.is_some()
+    };
+    if !started {
+        tokio::select! {
+            _ = probe.recv() => {}
+            _ = phase.wait_for(|p| p.done) => {}
+        }
+    }
+    drop(probe);
+    if let Some(e) = running
+        .turn
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .error
+        .clone()
+    {
+        return Err(e);
+    }
+    call.post()?.hand_over(Handover::Open(Box::new(Opened {
         id: call.id(),
         task_id: running.id(),
         first: None,
         events,
         dialect: call.dialect,
+        until_terminal: false,
     })));
     Ok(())
 }
 
-/// `SubscribeToTask`: the task as it is, then its events; with `Last-Event-ID`, the rest of
-/// a stream the client lost.
+/// `SubscribeToTask`: the task as it is, then its events until it reaches a terminal state
+/// (through the turns of a task waiting for input); with `Last-Event-ID`, the rest of a
+/// stream the client lost.
 async fn subscribe(call: Call, p: TaskIdRequest) -> Result<(), A2aError> {
+    call.streaming()?;
     let post = call.post()?;
     let methods = &call.methods;
+    let caller = subject(call.ctx.identity());
     if let Some((n, after)) = post.last_event {
+        // Only a caller who may see the task resumes its streams.
+        methods
+            .tasks
+            .store
+            .get(&p.id)
+            .filter(|t| t.visible_to(caller))
+            .ok_or(ErrorKind::TaskNotFound)?;
         let key = (p.id.clone(), n);
         if let Some(stream) = methods.streams.parked.get(&key) {
             post.hand_over(Handover::Resume { key, stream, after });
             return Ok(());
         }
     }
-    let task = methods
-        .tasks
-        .store
-        .get(&p.id)
-        .ok_or(ErrorKind::TaskNotFound)?;
-    if task.status.state.is_terminal() {
-        return Err(A2aError::with_message(
-            ErrorKind::UnsupportedOperation,
-            format!("Task {} is in a terminal state", p.id),
-        ));
-    }
-    let (task, events) = match methods.tasks.running(&p.id) {
-        Some(running) => (running.snapshot(), running.events.subscribe()),
-        // Waiting for input: the task as it is is the whole stream.
-        None => (task, broadcast::channel(1).1),
-    };
+    let (task, events) = methods.tasks.subscribe(&p.id, call.ctx.identity())?;
     post.hand_over(Handover::Open(Box::new(Opened {
         id: call.id(),
         task_id: p.id,
         first: Some(StreamResponse::Task(task)),
         events,
         dialect: call.dialect,
+        until_terminal: true,
     })));
     Ok(())
 }
@@ -297,6 +397,7 @@ async fn get_task(call: Call, p: GetTaskRequest) -> Result<Task, A2aError> {
         .tasks
         .store
         .get(&p.id)
+        .filter(|t| t.visible_to(subject(call.ctx.identity())))
         .ok_or(ErrorKind::TaskNotFound)?;
     Ok(with_history(task, p.history_length))
 }
@@ -304,7 +405,12 @@ async fn get_task(call: Call, p: GetTaskRequest) -> Result<Task, A2aError> {
 /// `ListTasks`: a page, newest first.
 async fn list_tasks(call: Call, p: ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
     check_history_length(p.history_length)?;
-    let mut page = call.methods.tasks.store.list(&p, call.methods.max_page);
+    let mut page = call
+        .methods
+        .tasks
+        .store
+        .list(&p, subject(call.ctx.identity()), call.methods.max_page)
+        .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, e.to_string()))?;
     for t in &mut page.tasks {
         *t = with_history(std::mem::take(t), p.history_length);
         if !p.include_artifacts {
@@ -316,18 +422,99 @@ async fn list_tasks(call: Call, p: ListTasksRequest) -> Result<ListTasksResponse
 
 /// `CancelTask`: the task, canceled.
 async fn cancel_task(call: Call, p: TaskIdRequest) -> Result<Task, A2aError> {
-    call.methods.tasks.cancel(&p.id).await
+    call.methods.tasks.cancel(&p.id, call.ctx.identity()).await
 }
 
-/// `GetExtendedAgentCard`: the card configured, or -32007.
+/// `GetExtendedAgentCard`: the card configured, to an authenticated caller (else -32004), or
+/// -32007 without one.
 async fn extended_card(call: Call, _: IgnoredAny) -> Result<AgentCard, A2aError> {
-    call.methods
+    let card = call
+        .methods
         .extended
         .clone()
-        .ok_or_else(|| ErrorKind::ExtendedAgentCardNotConfigured.into())
+        .ok_or(ErrorKind::ExtendedAgentCardNotConfigured)?;
+    if !call.ctx.identity().is_authenticated() {
+        // The specification: the client MUST authenticate this request.
+        return Err(A2aError::with_message(
+            ErrorKind::UnsupportedOperation,
+            "The extended Agent Card is served to authenticated callers only",
+        ));
+    }
+    Ok(card)
 }
 
-/// The push notification config methods: not supported.
-async fn push_config(_: Call, _: IgnoredAny) -> Result<(), A2aError> {
-    Err(ErrorKind::PushNotificationNotSupported.into())
+/// The server's push notifications, for the task `task_id`, which the caller may see;
+/// -32003 when the server sends none.
+fn push_of<'a>(call: &'a Call, task_id: &str) -> Result<&'a Push, A2aError> {
+    let push = call
+        .methods
+        .tasks
+        .push
+        .as_deref()
+        .ok_or(ErrorKind::PushNotificationNotSupported)?;
+    let caller = subject(call.ctx.identity());
+    call.methods
+        .tasks
+        .store
+        .get(task_id)
+        .filter(|t| t.visible_to(caller))
+        .ok_or(ErrorKind::TaskNotFound)?;
+    Ok(push)
 }
+
+/// `CreateTaskPushNotificationConfig`: the config as kept (its id given when it had none);
+/// a webhook the policy refuses, or one config too many, is -32602.
+async fn create_push_config(
+    call: Call,
+    p: TaskPushNotificationConfig,
+) -> Result<TaskPushNotificationConfig, A2aError> {
+    let push = push_of(&call, &p.task_id)?;
+    let invalid = |e: ConfigError| A2aError::with_message(ErrorKind::InvalidParams, e.to_string());
+    push.check(&p.url).await.map_err(invalid)?;
+    let store = &call.methods.tasks.store;
+    push.insert(
+        p,
+        || super::tasks::new_id("push"),
+        |t| store.get(t).is_some(),
+    )
+    .map_err(invalid)
+}
+
+/// `GetTaskPushNotificationConfig`: the config, or -32001 when there is no such config.
+async fn get_push_config(
+    call: Call,
+    p: PushConfigRequest,
+) -> Result<TaskPushNotificationConfig, A2aError> {
+    push_of(&call, &p.task_id)?
+        .get(&p.task_id, &p.id)
+        .ok_or_else(|| {
+            A2aError::with_message(
+                ErrorKind::TaskNotFound,
+                format!(
+                    "Task {} has no push notification config {}",
+                    p.task_id, p.id
+                ),
+            )
+        })
+}
+
+/// `ListTaskPushNotificationConfigs`: the task's configs, on one page.
+async fn list_push_configs(
+    call: Call,
+    p: ListPushConfigsRequest,
+) -> Result<ListPushConfigsResponse, A2aError> {
+    Ok(ListPushConfigsResponse {
+        configs: push_of(&call, &p.task_id)?.list(&p.task_id),
+        next_page_token: String::new(),
+    })
+}
+
+/// `DeleteTaskPushNotificationConfig`: gone (or was not there): `{}`.
+async fn delete_push_config(call: Call, p: PushConfigRequest) -> Result<Empty, A2aError> {
+    push_of(&call, &p.task_id)?.delete(&p.task_id, &p.id);
+    Ok(Empty {})
+}
+
+/// `google.protobuf.Empty`.
+#[derive(Serialize)]
+struct Empty {}

@@ -10,6 +10,8 @@
 //! - `streams`: the event streams, parked and resumed;
 //! - `tasks`: the running turns.
 
+mod card;
+mod checks;
 mod edge;
 mod methods;
 mod post;
@@ -26,10 +28,13 @@ use rpcwire_http::{HostPolicy, ResponseFuture};
 use rpcwire_service::{Authenticator, RateLimiter, Responder, Router, Service};
 
 use crate::agent::{Agent, TaskLimits};
+use crate::push::webhook::WebhookPolicy;
+use crate::push::{Push, PushLimits};
+use crate::security::{SecurityRequirement, SecurityScheme};
 use crate::store::{MemoryTaskStore, StoreLimits, TaskStore};
 use crate::types::AgentCard;
 
-pub use post::VERSION_HEADER;
+pub use post::{EXTENSIONS_HEADER, VERSION_HEADER};
 
 use edge::Edge;
 use methods::Methods;
@@ -54,6 +59,11 @@ pub struct A2aServer {
     send_wait: Duration,
     max_page: usize,
     compat_v03: bool,
+    card_max_age: Duration,
+    /// Push notifications: where deliveries may go, and their limits.
+    push: Option<(WebhookPolicy, PushLimits)>,
+    /// The security schemes declared, for an extended card given later.
+    schemes: Vec<(String, SecurityScheme)>,
     /// The policies the methods are served with (its router is the server's own).
     service: Service,
     router_hook: Option<RouterHook>,
@@ -74,7 +84,7 @@ impl A2aServer {
     /// in-memory store ([`StoreLimits::default`]), [`TaskLimits::default`], 4 MiB bodies,
     /// 64 events (1 MiB) kept per stream for resumption, 1 024 streams parked for
     /// resumption for 60 s, `SendMessage` waiting at most 60 s for a turn to end; callers
-    /// anonymous, no rate limit, no access rules.
+    /// anonymous, no rate limit, no access rules, the card cacheable for 300 s.
     pub fn new(card: AgentCard, agent: impl Agent) -> Self {
         A2aServer {
             card,
@@ -90,6 +100,9 @@ impl A2aServer {
             send_wait: Duration::from_secs(60),
             max_page: 100,
             compat_v03: false,
+            card_max_age: Duration::from_secs(300),
+            schemes: Vec::new(),
+            push: None,
             service: Service::default(),
             router_hook: None,
         }
@@ -103,14 +116,48 @@ impl A2aServer {
         self
     }
 
+    /// How long clients may cache the Agent Card (its `Cache-Control: max-age`; 300 s by
+    /// default). The card is also served with an `ETag` and a `Last-Modified`, and answered
+    /// 304 to a conditional request that still holds.
+    pub fn card_max_age(mut self, max_age: Duration) -> Self {
+        self.card_max_age = max_age;
+        self
+    }
+
+    /// Sends push notifications (the card then says `capabilities.pushNotifications: true`):
+    /// the four config methods are served (configs bounded by [`PushLimits`], visible to
+    /// whoever may see their task), and each event of a task with configs is POSTed to
+    /// their webhooks as a `StreamResponse`, with the config's authentication and token,
+    /// retried with backoff from a bounded queue. `policy` says which addresses webhooks
+    /// may be at: [`WebhookPolicy::public_only`] (no loopback, private, link-local or
+    /// metadata address, checked after DNS resolution) unless a test allows more.
+    /// Without this, the config methods answer -32003.
+    pub fn push_notifications(mut self, policy: WebhookPolicy, limits: PushLimits) -> Self {
+        self.card.capabilities.push_notifications = true;
+        if let Some(extended) = self.extended.as_mut() {
+            extended.capabilities.push_notifications = true;
+        }
+        self.push = Some((policy, limits));
+        self
+    }
+
     /// The path of the JSON-RPC endpoint (the card's interface URL should name it).
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = path.into();
         self
     }
 
-    /// The card `GetExtendedAgentCard` answers with (without one it answers -32007).
-    pub fn extended_card(mut self, card: AgentCard) -> Self {
+    /// The card `GetExtendedAgentCard` answers, to authenticated callers only (anonymous
+    /// ones get -32004; without one it answers -32007). The public card then says
+    /// `capabilities.extendedAgentCard: true`; the security schemes declared with
+    /// [`authenticator_with_scheme`](Self::authenticator_with_scheme) are on both.
+    pub fn extended_card(mut self, mut card: AgentCard) -> Self {
+        self.card.capabilities.extended_agent_card = true;
+        for (name, scheme) in &self.schemes {
+            card.security_schemes.insert(name.clone(), scheme.clone());
+            card.security_requirements
+                .push(SecurityRequirement::of(name, &[]));
+        }
         self.extended = Some(card);
         self
     }
@@ -141,6 +188,40 @@ impl A2aServer {
     pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
         self.service = self.service.authenticator(authenticator);
         self
+    }
+
+    /// [`authenticator`](Self::authenticator), declared on the card (and the extended card)
+    /// as the security scheme `name`: its `securitySchemes` gets `scheme`, and its
+    /// `securityRequirements` a requirement of it (with no scopes), so that clients read from
+    /// the card how to authenticate.
+    ///
+    /// ```
+    /// use rpcwire_a2a::{A2aServer, AgentCard, SecurityScheme, TaskContext};
+    /// use rpcwire_service::StaticTokens; // feature `auth`; JWT with `jwt`
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let tokens: StaticTokens = "s3cr3t @alice user".parse()?;
+    /// let server = A2aServer::new(AgentCard::default(), |ctx: TaskContext| async move {
+    ///     ctx.complete(None);
+    /// })
+    /// .authenticator_with_scheme(tokens, "bearer", SecurityScheme::bearer(""));
+    /// # let _ = server.build();
+    /// # Ok(()) }
+    /// ```
+    pub fn authenticator_with_scheme(
+        mut self,
+        authenticator: impl Authenticator,
+        name: &str,
+        scheme: SecurityScheme,
+    ) -> Self {
+        for card in std::iter::once(&mut self.card).chain(self.extended.as_mut()) {
+            card.security_schemes
+                .insert(name.to_owned(), scheme.clone());
+            card.security_requirements
+                .push(SecurityRequirement::of(name, &[]));
+        }
+        self.schemes.push((name.to_owned(), scheme));
+        self.authenticator(authenticator)
     }
 
     /// Limits each caller's calls ([`Service::rate_limit`]): a call over the limit is
@@ -243,11 +324,15 @@ impl A2aServer {
         let store = self
             .store
             .unwrap_or_else(|| Arc::new(MemoryTaskStore::new(self.store_limits)));
+        let push = self
+            .push
+            .map(|(policy, limits)| Arc::new(Push::new(policy, limits)));
         let tasks = Arc::new(Tasks::new(
             self.agent,
             store,
             self.task_limits,
             self.send_wait,
+            push,
         ));
         let streams = Arc::new(Streams::new(
             self.max_parked,
@@ -259,6 +344,7 @@ impl A2aServer {
             streams: Arc::clone(&streams),
             extended: self.extended,
             max_page: self.max_page,
+            admission: checks::Admission::of(&self.card),
         };
         // `rpc.discover` names the agent.
         let named = Router::new().info(&self.card.name, &self.card.version);
@@ -279,6 +365,7 @@ impl A2aServer {
         endpoint.set_shutdown(self.service.shutdown_ref());
         let responder = Responder::new(self.service.router(router), config);
         let card = Bytes::from(serde_json::to_vec(&self.card).unwrap_or_default());
+        let card = edge::CardResource::new(card, self.card_max_age);
         A2aService {
             edge: Arc::new(Edge {
                 card,
@@ -312,6 +399,20 @@ impl std::fmt::Debug for A2aService {
 /// each: an open stream holds no hyper buffers; HTTP/2 and the rest through hyper).
 pub async fn serve(listener: tokio::net::TcpListener, service: A2aService) {
     serve_profile(listener, service).await;
+}
+
+/// Serves `service` over TLS on `listener` (feature `tls`): HTTPS with HTTP/2 or HTTP/1.1
+/// by ALPN (give `tls` the ALPN protocols `h2` and `http/1.1`), each handshake within
+/// `handshake_timeout`, the certificate reloaded as `tls` says; a client certificate reaches
+/// the authenticator (mutual TLS).
+#[cfg(feature = "tls")]
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    service: A2aService,
+    tls: rpcwire_tokio::tls::ServerTls,
+    handshake_timeout: Duration,
+) {
+    rpcwire_http::profile::serve_profile_tls(listener, service, tls, handshake_timeout).await;
 }
 
 impl HandlesIncoming for A2aService {

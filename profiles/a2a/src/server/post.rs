@@ -15,12 +15,16 @@ use http::HeaderMap;
 use rpcwire_http::profile::{parse_event_id, ResumableStream};
 use tokio::sync::broadcast;
 
+use super::checks::requested_extensions;
 use crate::compat::Dialect;
 use crate::error::{A2aError, ErrorKind};
 use crate::types::StreamResponse;
 
 /// The header naming the protocol version a request speaks.
 pub const VERSION_HEADER: &str = "a2a-version";
+
+/// The header naming the extensions a request activates.
+pub const EXTENSIONS_HEADER: &str = "a2a-extensions";
 
 /// Where a stream is kept for resumption: its task and its number.
 pub(crate) type StreamKey = (String, u64);
@@ -32,6 +36,10 @@ pub(crate) struct Post {
     version: Option<Box<str>>,
     /// `Last-Event-ID`, when it names an event of a stream of ours.
     pub(crate) last_event: Option<(u64, u64)>,
+    /// The extensions the request activates (`A2A-Extensions`).
+    pub(crate) extensions: Vec<String>,
+    /// The request's headers, until a method that starts a turn takes them.
+    headers: Mutex<Option<HeaderMap>>,
     stream: Mutex<Option<Handover>>,
 }
 
@@ -67,11 +75,14 @@ pub(crate) struct Opened {
     pub(crate) events: broadcast::Receiver<Arc<StreamResponse>>,
     /// The shapes its events are written in.
     pub(crate) dialect: Dialect,
+    /// The stream ends at a terminal state only (a subscription), not at an interrupted one
+    /// too (the stream of a message, which ends with its turn).
+    pub(crate) until_terminal: bool,
 }
 
 impl Post {
-    /// The A2A headers of a POST.
-    pub(crate) fn new(headers: &HeaderMap) -> Self {
+    /// The A2A headers of a POST, and the headers themselves.
+    pub(crate) fn new(headers: HeaderMap) -> Self {
         let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
         Post {
             version: text(VERSION_HEADER)
@@ -79,8 +90,30 @@ impl Post {
                 .filter(|v| !v.is_empty())
                 .map(Box::from),
             last_event: text("last-event-id").and_then(parse_event_id),
+            extensions: requested_extensions(
+                headers
+                    .get_all(EXTENSIONS_HEADER)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok()),
+            ),
+            headers: Mutex::new(None),
             stream: Mutex::new(None),
         }
+        .with_headers(headers)
+    }
+
+    fn with_headers(self, headers: HeaderMap) -> Self {
+        *self.headers.lock().unwrap_or_else(PoisonError::into_inner) = Some(headers);
+        self
+    }
+
+    /// The request's headers (empty after the first call).
+    pub(crate) fn take_headers(&self) -> HeaderMap {
+        self.headers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .unwrap_or_default()
     }
 
     /// Whether the `A2A-Version` the request names is served: 1.x. None means 0.3, as the
@@ -122,7 +155,7 @@ mod tests {
         if let Some(v) = version {
             h.insert(VERSION_HEADER, HeaderValue::from_static(v));
         }
-        Post::new(&h)
+        Post::new(h)
     }
 
     #[test]
@@ -141,8 +174,8 @@ mod tests {
     fn event_ids_of_ours_are_read() {
         let mut h = HeaderMap::new();
         h.insert("last-event-id", HeaderValue::from_static("p3-7"));
-        assert_eq!(Post::new(&h).last_event, Some((3, 7)));
+        assert_eq!(Post::new(h.clone()).last_event, Some((3, 7)));
         h.insert("last-event-id", HeaderValue::from_static("elsewhere-7"));
-        assert_eq!(Post::new(&h).last_event, None);
+        assert_eq!(Post::new(h).last_event, None);
     }
 }

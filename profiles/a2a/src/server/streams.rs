@@ -20,7 +20,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::compat::{result_to_v03, Dialect};
 use crate::error::{A2aError, ErrorKind};
-use crate::types::StreamResponse;
+use crate::types::{StreamResponse, TaskState};
 
 use super::post::{Handover, Opened, StreamKey};
 
@@ -56,14 +56,21 @@ impl Streams {
                     first,
                     events,
                     dialect,
+                    until_terminal,
                 } = *opened;
-                // Encoded now: a stream's task keeps what it holds for as long as it runs.
-                let first = first.map(|f| (f.ends_stream(), event(&id, &f, dialect)));
                 let stream = Stream {
                     id,
                     task_id,
                     dialect,
+                    until_terminal,
                 };
+                // Encoded now: a stream's task keeps what it holds for as long as it runs.
+                let first = first.map(|f| {
+                    (
+                        ends_with(until_terminal, &f),
+                        event(&stream.id, &f, dialect),
+                    )
+                });
                 tokio::spawn(streams.relay(stream, first, events, tx));
             }
             Handover::Resume { key, stream, after } => {
@@ -87,13 +94,16 @@ impl Streams {
         mut events: broadcast::Receiver<Arc<StreamResponse>>,
         tx: mpsc::Sender<Bytes>,
     ) {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
         let Stream {
             id,
             task_id,
             dialect,
+            until_terminal,
         } = stream;
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        // The task's id moves into the key: one copy per open stream.
         let key = (task_id, n);
+        let id = &*id;
         let mut relay = StreamRelay::start(n, key.clone(), &self.parked, tx, self.limits).await;
         let mut ended = false;
         if let Some((ends, first)) = first {
@@ -103,14 +113,15 @@ impl Streams {
             match relay.unless_gone(events.recv()).await {
                 None => ended = !relay.park(),
                 Some(Ok(e)) => {
-                    ended = !relay.send(&event(&id, &e, dialect)).await || e.ends_stream()
+                    ended =
+                        !relay.send(&event(id, &e, dialect)).await || ends_with(until_terminal, &e)
                 }
                 Some(Err(broadcast::error::RecvError::Lagged(_))) => {
                     let e = A2aError::with_message(
                         ErrorKind::Internal,
                         "the stream fell behind the task's events; read the task with GetTask",
                     );
-                    let _ = relay.send(&error(&id, &e)).await;
+                    let _ = relay.send(&error(id, &e)).await;
                     ended = true;
                 }
                 Some(Err(broadcast::error::RecvError::Closed)) => ended = true,
@@ -131,6 +142,18 @@ struct Stream {
     id: Box<str>,
     task_id: String,
     dialect: Dialect,
+    /// See [`Opened::until_terminal`].
+    until_terminal: bool,
+}
+
+/// Whether a stream ends after `e`: at a terminal state only when `until_terminal` (a
+/// subscription), else at an interrupted one too; always after a direct message.
+fn ends_with(until_terminal: bool, e: &StreamResponse) -> bool {
+    if until_terminal {
+        matches!(e, StreamResponse::Message(_)) || e.state().is_some_and(TaskState::is_terminal)
+    } else {
+        e.ends_stream()
+    }
 }
 
 /// The JSON-RPC response carrying one event, answering request `id` (JSON text).
@@ -186,7 +209,7 @@ fn error(id: &str, e: &A2aError) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{Task, TaskState, TaskStatus};
+    use crate::types::{Task, TaskStatus};
 
     #[test]
     fn events_answer_the_request_in_either_dialect() {

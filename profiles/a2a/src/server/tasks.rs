@@ -15,10 +15,16 @@ use std::time::Duration;
 use rpcwire_service::Identity;
 use tokio::sync::broadcast;
 
-use crate::agent::{push_history, Agent, Running, TaskContext, TaskLimits};
+use crate::agent::{
+    event_channel, push_history, Agent, Running, TaskContext, TaskLimits, TurnResult,
+};
 use crate::error::{A2aError, ErrorKind};
+use crate::push::{Push, TaskPushNotificationConfig};
+use crate::request::TurnRequest;
 use crate::store::TaskStore;
-use crate::types::{Message, Role, StreamResponse, Task, TaskState, TaskStatus};
+use crate::types::{
+    Message, Role, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
 
 /// The tasks of one server: the agent, the store, and the turns running.
 pub(crate) struct Tasks {
@@ -27,8 +33,22 @@ pub(crate) struct Tasks {
     limits: TaskLimits,
     /// How long a request waits for a turn (`SendMessage`'s answer, a cancellation).
     pub(crate) send_wait: Duration,
-    running: Mutex<HashMap<String, Arc<Running>>>,
+    table: Mutex<Table>,
+    /// Push notifications, when the server sends them.
+    pub(crate) push: Option<Arc<Push>>,
 }
+
+/// The tasks that have a turn running, and the event channels of tasks waiting for input
+/// that someone subscribed to (the next turn publishes on it, so that a subscription lasts
+/// until the task reaches a terminal state).
+#[derive(Default)]
+struct Table {
+    running: HashMap<String, Arc<Running>>,
+    waiting: HashMap<String, broadcast::Sender<Arc<StreamResponse>>>,
+}
+
+/// The events a subscription to a task gets: the task as it is, and its events from then on.
+pub(crate) type Subscription = (Task, broadcast::Receiver<Arc<StreamResponse>>);
 
 /// A turn just started: the turn, and its events from the first on.
 pub(crate) type Started = (Arc<Running>, broadcast::Receiver<Arc<StreamResponse>>);
@@ -39,28 +59,68 @@ impl Tasks {
         store: Arc<dyn TaskStore>,
         limits: TaskLimits,
         send_wait: Duration,
+        push: Option<Arc<Push>>,
     ) -> Self {
         Tasks {
             agent,
             store,
             limits,
             send_wait,
-            running: Mutex::default(),
+            table: Mutex::default(),
+            push,
         }
     }
 
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Running>>> {
-        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How many tasks have a turn running.
     pub(crate) fn running_count(&self) -> usize {
-        self.table().len()
+        self.table().running.len()
     }
 
     /// The running turn of task `id`.
     pub(crate) fn running(&self, id: &str) -> Option<Arc<Running>> {
-        self.table().get(id).cloned()
+        self.table().running.get(id).cloned()
+    }
+
+    /// Subscribes to task `id`, not in a terminal state: its running turn's events, or, for a
+    /// task waiting for input, the events of the turns to come.
+    pub(crate) fn subscribe(
+        &self,
+        id: &str,
+        identity: &Identity,
+    ) -> Result<Subscription, A2aError> {
+        let visible = |t: &Task| t.visible_to(subject(identity));
+        let mut table = self.table();
+        if let Some(running) = table.running.get(id) {
+            let task = running.snapshot();
+            if !visible(&task) {
+                return Err(ErrorKind::TaskNotFound.into());
+            }
+            return Ok((task, running.events.subscribe()));
+        }
+        let task = self
+            .store
+            .get(id)
+            .filter(|t| visible(t))
+            .ok_or(ErrorKind::TaskNotFound)?;
+        if task.status.state.is_terminal() {
+            return Err(A2aError::with_message(
+                ErrorKind::UnsupportedOperation,
+                format!("Task {id} is in a terminal state"),
+            ));
+        }
+        if !table.waiting.contains_key(id) {
+            // Channels whose subscribers all went away are dropped as new ones come.
+            table.waiting.retain(|_, tx| tx.receiver_count() > 0);
+        }
+        let tx = table
+            .waiting
+            .entry(id.to_owned())
+            .or_insert_with(|| event_channel(self.limits));
+        Ok((task, tx.subscribe()))
     }
 
     /// Starts a turn for `message` from `identity`: a new task, or the next turn of one waiting
@@ -70,6 +130,8 @@ impl Tasks {
         self: &Arc<Self>,
         mut message: Message,
         identity: Identity,
+        request: Arc<TurnRequest>,
+        push: Option<TaskPushNotificationConfig>,
     ) -> Result<Started, A2aError> {
         // Read with room for more parts than came; the message is kept while the task lives.
         message.parts.shrink_to_fit();
@@ -79,24 +141,50 @@ impl Tasks {
                 "message.messageId is required",
             ));
         }
-        message.role = Role::User;
+        // The role as sent; a message that names none is the client's.
+        if message.role == Role::Unspecified {
+            message.role = Role::User;
+        }
         let (task, continuation) = if message.task_id.is_empty() {
-            (self.new_task(&mut message), false)
+            (self.new_task(&mut message, &identity), false)
         } else {
-            (self.next_turn(&mut message)?, true)
+            (self.next_turn(&mut message, &identity)?, true)
         };
+        if let (Some(config), Some(pusher)) = (push, &self.push) {
+            // Before the turn's first event: the config sees them all.
+            let config = TaskPushNotificationConfig {
+                task_id: task.id.clone(),
+                ..config
+            };
+            pusher
+                .insert(config, || new_id("push"), |t| self.store.get(t).is_some())
+                .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, e.to_string()))?;
+        }
         self.store.put(task.clone()).map_err(|e| {
             A2aError::with_message(ErrorKind::Internal, format!("Task not accepted: {e}"))
         })?;
         let task_id = task.id.clone();
-        let running = Running::new(task, Arc::clone(&self.store), self.limits);
+        let running = {
+            let mut table = self.table();
+            // Subscribers waiting for this turn get its events.
+            let waiting = table.waiting.remove(&task_id);
+            let running = Running::new(
+                task,
+                Arc::clone(&self.store),
+                self.limits,
+                waiting,
+                self.push.clone(),
+            );
+            table.running.insert(task_id.clone(), Arc::clone(&running));
+            running
+        };
         let events = running.events.subscribe();
-        self.table().insert(task_id.clone(), Arc::clone(&running));
         let ctx = TaskContext {
             running: Arc::clone(&running),
             message,
             continuation,
             identity,
+            request,
             ids: Arc::new(|| new_id("msg")),
         };
         let end = TurnEnd {
@@ -104,6 +192,7 @@ impl Tasks {
             run: Arc::clone(&running),
             task_id,
             how: Ended::Unfinished,
+            continuation,
         };
         let agent = Arc::clone(&self.agent);
         // The turn's first poll, here in the request's task: a turn that ends without
@@ -117,7 +206,7 @@ impl Tasks {
                 let mut end = end;
                 let mut phase = end.run.phase.subscribe();
                 end.ended(tokio::select! {
-                    () = turn => Ended::Returned,
+                    result = turn => Ended::Returned(result),
                     _ = phase.wait_for(|p| p.cancel) => Ended::Cancelled,
                 });
             });
@@ -131,7 +220,7 @@ impl Tasks {
     }
 
     /// A new task for `message`, which names none.
-    fn new_task(&self, message: &mut Message) -> Task {
+    fn new_task(&self, message: &mut Message, identity: &Identity) -> Task {
         let id = new_id("task");
         if message.context_id.is_empty() {
             message.context_id = new_id("ctx");
@@ -142,18 +231,22 @@ impl Tasks {
             context_id: message.context_id.clone(),
             status: TaskStatus {
                 state: TaskState::Submitted,
-                ..Default::default()
+                message: None,
+                // Every task has a status time: `ListTasks` orders and filters by it.
+                timestamp: Some(crate::types::now_rfc3339()),
             },
             history: vec![message.clone()],
+            owner: subject(identity).map(str::to_owned),
             ..Task::default()
         }
     }
 
     /// The task `message` names, taking it as its next turn's input.
-    fn next_turn(&self, message: &mut Message) -> Result<Task, A2aError> {
+    fn next_turn(&self, message: &mut Message, identity: &Identity) -> Result<Task, A2aError> {
         let mut task = self
             .store
             .get(&message.task_id)
+            .filter(|t| t.visible_to(subject(identity)))
             .ok_or(ErrorKind::TaskNotFound)?;
         if !message.context_id.is_empty() && message.context_id != task.context_id {
             return Err(A2aError::with_message(
@@ -183,8 +276,12 @@ impl Tasks {
 
     /// Cancels task `id`: its running turn is dropped, or the task waiting for input is
     /// cancelled here.
-    pub(crate) async fn cancel(&self, id: &str) -> Result<Task, A2aError> {
+    pub(crate) async fn cancel(&self, id: &str, identity: &Identity) -> Result<Task, A2aError> {
+        let caller = subject(identity);
         if let Some(running) = self.running(id) {
+            if !running.snapshot().visible_to(caller) {
+                return Err(ErrorKind::TaskNotFound.into());
+            }
             let mut phase = running.phase.subscribe();
             running.phase.send_modify(|p| p.cancel = true);
             // The turn's future is dropped at its next await; a turn that never yields
@@ -196,7 +293,11 @@ impl Tasks {
             }
             return Err(ErrorKind::TaskNotCancelable.into());
         }
-        let mut task = self.store.get(id).ok_or(ErrorKind::TaskNotFound)?;
+        let mut task = self
+            .store
+            .get(id)
+            .filter(|t| t.visible_to(caller))
+            .ok_or(ErrorKind::TaskNotFound)?;
         if task.status.state.is_terminal() {
             return Err(ErrorKind::TaskNotCancelable.into());
         }
@@ -207,17 +308,27 @@ impl Tasks {
             timestamp: Some(crate::types::now_rfc3339()),
         };
         let _ = self.store.put(task.clone());
+        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            status: task.status.clone(),
+            metadata: None,
+        });
+        if let Some(push) = &self.push {
+            push.notify(&task.id, &event);
+        }
+        if let Some(tx) = self.table().waiting.remove(id) {
+            let _ = tx.send(Arc::new(event));
+        }
         Ok(task)
     }
 
     /// A turn is over: the task's state settled, the turn forgotten, its waiters woken.
-    fn end_turn(&self, run: &Running, task_id: &str, how: Ended) {
-        let replied = run
-            .turn
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .reply
-            .is_some();
+    fn end_turn(&self, run: &Running, task_id: &str, how: Ended, continuation: bool) {
+        let (replied, announced) = {
+            let turn = run.turn.lock().unwrap_or_else(PoisonError::into_inner);
+            (turn.reply.is_some(), turn.announced)
+        };
         let failed = |why: &str| {
             let msg = Message::text(Role::Agent, new_id("msg"), why);
             run.set_status(TaskState::Failed, Some(msg));
@@ -228,10 +339,29 @@ impl Tasks {
             Ended::Cancelled => {
                 run.set_status(TaskState::Canceled, None);
             }
-            Ended::Returned if !run.ended() => {
+            Ended::Returned(Err(e)) if !announced => {
+                // Nothing published: the request answers the error. A new task is
+                // forgotten; a task waiting for input stays as it was.
+                if !continuation {
+                    self.store.remove(task_id);
+                }
+                run.turn
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .error = Some(e);
+            }
+            Ended::Returned(Err(e)) if !run.ended() => failed(&e.message),
+            Ended::Returned(Err(e)) => {
+                tracing::warn!(
+                    task = task_id,
+                    error = %e,
+                    "an agent's turn returned an error after its final state: ignored"
+                );
+            }
+            Ended::Returned(Ok(())) if !run.ended() => {
                 failed("the agent ended its turn without a final state");
             }
-            Ended::Returned => {}
+            Ended::Returned(Ok(())) => {}
             Ended::Unfinished => {
                 // What went wrong is in the log (a panic's message, printed by the panic
                 // hook); the client learns only that the turn failed.
@@ -246,16 +376,24 @@ impl Tasks {
                 failed("the agent failed");
             }
         }
-        self.table().remove(task_id);
+        let mut table = self.table();
+        table.running.remove(task_id);
+        if run.snapshot().status.state.is_interrupted() && run.events.receiver_count() > 0 {
+            // Subscribers stay for the next turn.
+            table.waiting.insert(task_id.to_owned(), run.events.clone());
+        }
+        // A channel whose subscribers all went away holds its last events: dropped.
+        table.waiting.retain(|_, tx| tx.receiver_count() > 0);
+        drop(table);
         run.phase.send_modify(|p| p.done = true);
     }
 }
 
 /// How a turn ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 enum Ended {
-    /// Its future completed.
-    Returned,
+    /// Its future completed, with this result.
+    Returned(TurnResult),
     /// A client cancelled the task: its future was dropped.
     Cancelled,
     /// Its future was dropped before either: the agent panicked, or the runtime shut down.
@@ -270,6 +408,8 @@ struct TurnEnd {
     run: Arc<Running>,
     task_id: String,
     how: Ended,
+    /// The turn continues a task that waited for input.
+    continuation: bool,
 }
 
 impl TurnEnd {
@@ -281,7 +421,9 @@ impl TurnEnd {
 
 impl Drop for TurnEnd {
     fn drop(&mut self) {
-        self.tasks.end_turn(&self.run, &self.task_id, self.how);
+        let how = std::mem::replace(&mut self.how, Ended::Unfinished);
+        self.tasks
+            .end_turn(&self.run, &self.task_id, how, self.continuation);
     }
 }
 
@@ -303,6 +445,12 @@ pub(crate) fn check_history_length(n: Option<i32>) -> Result<(), A2aError> {
         ));
     }
     Ok(())
+}
+
+/// The subject of an authenticated caller, who owns the tasks it starts; `None` for an
+/// anonymous one.
+pub(crate) fn subject(identity: &Identity) -> Option<&str> {
+    identity.is_authenticated().then(|| identity.subject())
 }
 
 /// A fresh id no client can guess.

@@ -2,10 +2,10 @@
 
 use std::net::SocketAddr;
 
-use rpcwire_a2a::{A2aServer, A2aService, Agent, AgentCard, AgentInterface};
+use rpcwire_a2a::{A2aServer, A2aService, Agent, AgentCapabilities, AgentCard, AgentInterface};
 
 /// `agent`'s server, its card named `name`, built by `configure` and served on a loopback
-/// port: its address, its JSON-RPC endpoint's URL, and the service.
+/// port (its card offers streaming): its address, its JSON-RPC endpoint's URL, and the service.
 pub async fn serve(
     name: &str,
     agent: impl Agent,
@@ -22,6 +22,10 @@ pub async fn serve(
             protocol_version: "1.0".into(),
             ..AgentInterface::default()
         }],
+        capabilities: AgentCapabilities {
+            streaming: true,
+            ..AgentCapabilities::default()
+        },
         ..AgentCard::default()
     };
     let service = configure(A2aServer::new(card, agent)).build();
