@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
-use rpcwire_mcp::tokio::{McpServer, ToolContext, ToolError, ToolResult};
+use rpcwire_mcp::tokio::{
+    Change, InputRequired, McpServer, ToolContext, ToolError, ToolReply, ToolResult,
+};
 use rpcwire_mcp::LogLevel;
-use rpcwire_tokio::{ErrorCode, Router, RpcError};
+use rpcwire_tokio::{Router, RpcError};
 use serde_json::{json, Value};
 
 /// A 1x1 red PNG.
@@ -210,9 +212,222 @@ pub fn tools(server: McpServer) -> McpServer {
                 Ok::<_, ToolError>("Reconnection test completed")
             },
         )
+        .tool_with_schema(
+            "test_logging_tool",
+            "Logs at info level (2026-07-28: only when the request's _meta asks for logs).",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                ctx.log(LogLevel::Info, "test_logging_tool ran").await;
+                Ok::<_, ToolError>("logged")
+            },
+        )
+        .tool_with_schema(
+            "test_trigger_tool_change",
+            "Announces a tool list change to subscriptions/listen streams.",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                let reached = ctx.changed(Change::Tools);
+                Ok::<_, ToolError>(format!("tool list change sent to {reached} subscriptions"))
+            },
+        )
+        .tool_with_schema(
+            "test_missing_capability",
+            "Needs the client's sampling (answered -32021 when the client did not declare it).",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                if let Some(answer) = ctx.input_response("sample") {
+                    return Ok::<ToolReply, ToolError>(
+                        ToolResult::text(format!(
+                            "sampled: {}",
+                            answer["content"]["text"].as_str().unwrap_or("")
+                        ))
+                        .into(),
+                    );
+                }
+                Ok(InputRequired::new().sample("sample", sampling("Say hello", 20)).into())
+            },
+        )
+        .tool_with_schema(
+            "test_streaming_elicitation",
+            "Asks the user through an InputRequiredResult, never a request on the stream.",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                Ok::<ToolReply, ToolError>(match ctx.input_response("answer") {
+                    Some(a) => ToolResult::text(format!("answered: {}", a["content"])).into(),
+                    None => InputRequired::new()
+                        .elicit("answer", "Anything to say?", string_form("text"))
+                        .into(),
+                })
+            },
+        )
+        .tool_with_schema(
+            "test_input_required_result_elicitation",
+            "Asks the user's name (InputRequiredResult), then greets.",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                Ok::<ToolReply, ToolError>(match elicited(&ctx, "user_name", "name") {
+                    Some(name) => ToolResult::text(format!("Hello, {name}!")).into(),
+                    None => InputRequired::new()
+                        .elicit("user_name", "What is your name?", string_form("name"))
+                        .into(),
+                })
+            },
+        )
+        .tool_with_schema(
+            "test_input_required_result_sampling",
+            "Asks the client's model (InputRequiredResult), then answers with its text.",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                Ok::<ToolReply, ToolError>(match ctx.input_response("capital_question") {
+                    Some(a) => ToolResult::text(format!(
+                        "LLM response: {}",
+                        a["content"]["text"].as_str().unwrap_or("")
+                    ))
+                    .into(),
+                    None => InputRequired::new()
+                        .sample(
+                            "capital_question",
+                            sampling("What is the capital of France?", 100),
+                        )
+                        .into(),
+                })
+            },
+        )
+        .tool_with_schema(
+            "test_input_required_result_list_roots",
+            "Asks the client's roots (InputRequiredResult), then lists them.",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                Ok::<ToolReply, ToolError>(match ctx.input_response("client_roots") {
+                    Some(a) => ToolResult::text(format!("Roots: {}", roots_of(a))).into(),
+                    None => InputRequired::new().list_roots("client_roots").into(),
+                })
+            },
+        )
+        .tool_with_schema(
+            "test_input_required_result_request_state",
+            "Round-trips a sealed requestState.",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move { Ok::<ToolReply, ToolError>(confirm_with_state(&ctx)) },
+        )
+        .tool_with_schema(
+            "test_input_required_result_tampered_state",
+            "Round-trips a sealed requestState (a changed one is refused before this runs).",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move { Ok::<ToolReply, ToolError>(confirm_with_state(&ctx)) },
+        )
+        .tool_with_schema(
+            "test_input_required_result_multiple_inputs",
+            "Asks for an elicitation, a sampling and the roots at once.",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                let keys = ["user_name", "greeting", "client_roots"];
+                let done = keys.iter().all(|k| ctx.input_response(k).is_some());
+                Ok::<ToolReply, ToolError>(if done && ctx.request_state() == Some(&json!({"asked": 3})) {
+                    ToolResult::text(format!(
+                        "All inputs received: name={}, roots={}",
+                        elicited(&ctx, "user_name", "name").unwrap_or_default(),
+                        ctx.input_response("client_roots").map(roots_of).unwrap_or_default()
+                    ))
+                    .into()
+                } else {
+                    InputRequired::new()
+                        .elicit("user_name", "What is your name?", string_form("name"))
+                        .sample("greeting", sampling("Generate a greeting", 50))
+                        .list_roots("client_roots")
+                        .state(json!({"asked": 3}))
+                        .into()
+                })
+            },
+        )
+        .tool_with_schema(
+            "test_input_required_result_multi_round",
+            "Asks twice, carrying what it learned in requestState.",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                let round = ctx.request_state().and_then(|s| s["round"].as_u64());
+                Ok::<ToolReply, ToolError>(match (round, elicited(&ctx, "step1", "name"), elicited(&ctx, "step2", "color")) {
+                    (Some(2), _, Some(color)) => {
+                        let name = ctx.request_state().and_then(|s| s["name"].as_str()).unwrap_or("");
+                        ToolResult::text(format!("Done: {name} likes {color}")).into()
+                    }
+                    (Some(1), Some(name), _) => InputRequired::new()
+                        .elicit("step2", "Step 2: What is your favorite color?", string_form("color"))
+                        .state(json!({"round": 2, "name": name}))
+                        .into(),
+                    _ => InputRequired::new()
+                        .elicit("step1", "Step 1: What is your name?", string_form("name"))
+                        .state(json!({"round": 1}))
+                        .into(),
+                })
+            },
+        )
+        .tool_with_schema(
+            "test_input_required_result_capabilities",
+            "Asks only for what the client declared it can answer.",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                if ctx.input_response("user_name").is_some() || ctx.input_response("greeting").is_some() {
+                    return Ok::<ToolReply, ToolError>(ToolResult::text("inputs received").into());
+                }
+                let mut ask = InputRequired::new();
+                if ctx.client_supports("elicitation") {
+                    ask = ask.elicit("user_name", "What is your name?", string_form("name"));
+                }
+                if ctx.client_supports("sampling") {
+                    ask = ask.sample("greeting", sampling("Generate a greeting", 50));
+                }
+                Ok(ask.into())
+            },
+        )
         .capability("resources", json!({"subscribe": true, "listChanged": false}))
         .capability("prompts", json!({"listChanged": false}))
         .capability("completions", json!({}))
+}
+
+/// A form asking for one string field.
+fn string_form(field: &str) -> Value {
+    json!({"type": "object", "properties": {field: {"type": "string"}}, "required": [field]})
+}
+
+/// `sampling/createMessage` params asking one question.
+fn sampling(question: &str, max_tokens: u32) -> Value {
+    json!({"messages": [{"role": "user", "content": {"type": "text", "text": question}}],
+        "maxTokens": max_tokens})
+}
+
+/// The `field` of an accepted elicitation answered under `key`.
+fn elicited(ctx: &ToolContext, key: &str, field: &str) -> Option<String> {
+    let answer = ctx.input_response(key)?;
+    (answer["action"] == "accept")
+        .then(|| answer["content"][field].as_str().map(str::to_owned))
+        .flatten()
+}
+
+/// The URIs of a `roots/list` answer.
+fn roots_of(answer: &Value) -> String {
+    let uris: Vec<&str> = answer["roots"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|r| r["uri"].as_str()).collect())
+        .unwrap_or_default();
+    uris.join(", ")
+}
+
+/// Asks for a confirmation with a state; done when both come back (the state verified by
+/// the server before this runs).
+fn confirm_with_state(ctx: &ToolContext) -> ToolReply {
+    let state_ok = ctx.request_state() == Some(&json!({"check": "confirm"}));
+    match ctx.input_response("confirm") {
+        Some(_) if state_ok => ToolResult::text("state-ok: confirmation received").into(),
+        _ => InputRequired::new()
+            .elicit(
+                "confirm",
+                "Please confirm",
+                json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}),
+            )
+            .state(json!({"check": "confirm"}))
+            .into(),
+    }
 }
 
 async fn elicit(ctx: &ToolContext, message: &str, schema: Value) -> Result<String, ToolError> {
@@ -232,7 +447,11 @@ async fn elicit(ctx: &ToolContext, message: &str, schema: Value) -> Result<Strin
 }
 
 fn not_found(uri: &str) -> RpcError {
-    RpcError::new(ErrorCode(-32002), format!("Resource not found: {uri}"))
+    RpcError::new(
+        rpcwire_mcp::methods::RESOURCE_NOT_FOUND,
+        format!("Resource not found: {uri}"),
+    )
+    .with_data(&json!({"uri": uri}))
 }
 
 fn read_resource(uri: &str) -> Result<Value, RpcError> {
@@ -277,6 +496,19 @@ fn get_prompt(name: &str, args: &Value) -> Result<Value, RpcError> {
                 {"role": "user", "content": text("Please process the embedded resource above.")},
             ])
         }
+        "test_input_required_result_prompt" => {
+            // 2026-07-28: a prompt that needs the user's input first (InputRequiredResult,
+            // with no state to keep).
+            let context = args["inputResponses"]["user_context"]["content"]["context"].as_str();
+            let Some(context) = context else {
+                return Ok(json!({"resultType": "input_required", "inputRequests": {
+                    "user_context": {"method": "elicitation/create", "params": {
+                        "message": "What context should the prompt use?",
+                        "requestedSchema": {"type": "object",
+                            "properties": {"context": {"type": "string"}}, "required": ["context"]}}}}}));
+            };
+            json!([{"role": "user", "content": text(&format!("Use this context: {context}"))}])
+        }
         "test_prompt_with_image" => json!([
             {"role": "user", "content": image()},
             {"role": "user", "content": text("Please analyze the image above.")},
@@ -319,10 +551,16 @@ pub fn methods(router: Router) -> Router {
                 {"name": "test_prompt_with_embedded_resource", "description": "A prompt with a resource",
                  "arguments": [{"name": "resourceUri", "description": "The resource", "required": true}]},
                 {"name": "test_prompt_with_image", "description": "A prompt with an image"},
+                {"name": "test_input_required_result_prompt",
+                 "description": "A prompt that asks the user for context first (2026-07-28)"},
             ]}))
         })
         .sync_method("prompts/get", |p: Value| {
-            get_prompt(p["name"].as_str().unwrap_or(""), &p["arguments"])
+            let mut args = p["arguments"].clone();
+            if p["name"] == "test_input_required_result_prompt" {
+                args = json!({"inputResponses": p["inputResponses"]});
+            }
+            get_prompt(p["name"].as_str().unwrap_or(""), &args)
         })
         .sync_method("completion/complete", |p: Value| {
             let typed = p["argument"]["value"].as_str().unwrap_or("").to_owned();

@@ -38,9 +38,19 @@
 #![allow(clippy::indexing_slicing)]
 
 mod client;
+mod input;
+mod listen;
+mod request_state;
+pub mod revision;
 mod server;
 
 pub use client::{ClientOptions, McpClient, McpError, Progress, RunningCall, ServerTool};
+pub use input::{missing_capability_error, InputRequired, ToolReply};
+pub use listen::{Change, Changes, CHANGE_BUFFER, MAX_RESOURCE_SUBSCRIPTIONS};
+pub use request_state::{
+    Binding, RequestStateSeal, StateError, DEFAULT_MAX_OPENED, DEFAULT_MAX_OPENED_PER_CALLER,
+    DEFAULT_MAX_STATE_LEN, DEFAULT_STATE_TTL,
+};
 #[cfg(not(feature = "schemars"))]
 pub use server::SchemarsFeatureRequired;
 pub use server::{

@@ -13,10 +13,15 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::input::{self, InputRequired, RequestInfo, ToolReply, MAX_SESSION_ROUNDS};
+use super::listen::{self, Change, Changes};
+use super::request_state::{Binding, RequestStateSeal};
+use super::revision;
 use crate::{methods, Handshake, LogLevel, ProtocolVersion};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-type ToolFn = Arc<dyn Fn(ToolContext, Value) -> BoxFuture<ToolResult> + Send + Sync>;
+type ToolFn =
+    Arc<dyn Fn(ToolContext, Value) -> BoxFuture<Result<ToolReply, RpcError>> + Send + Sync>;
 
 /// The `result` of `tools/call`: content items, optional structured content, and whether the
 /// tool failed. Also what [`McpClient::call_tool`](super::McpClient::call_tool) returns.
@@ -70,6 +75,15 @@ impl ToolResult {
 pub trait IntoToolResult {
     /// The `tools/call` result.
     fn into_tool_result(self) -> ToolResult;
+
+    /// The tool's answer: a result, or (for [`InputRequired`] and [`ToolReply`]) a request
+    /// for the client's input.
+    fn into_reply(self) -> ToolReply
+    where
+        Self: Sized,
+    {
+        ToolReply::Complete(self.into_tool_result())
+    }
 }
 
 impl IntoToolResult for ToolResult {
@@ -109,10 +123,14 @@ impl<T: Serialize> IntoToolResult for Json<T> {
 }
 
 /// A tool's failure: it becomes a result with `isError: true` and this message as text (the
-/// model sees it), not a JSON-RPC error. `?` turns any `std::error::Error` into one.
+/// model sees it), not a JSON-RPC error. `?` turns any `std::error::Error` into one. A call
+/// the tool cannot make for lack of a client capability is a protocol error instead
+/// ([`ToolError::missing_capability`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolError {
     message: String,
+    /// The client capabilities the call needs and the client did not declare.
+    missing: Vec<&'static str>,
 }
 
 impl ToolError {
@@ -120,6 +138,17 @@ impl ToolError {
     pub fn new(message: impl Into<String>) -> Self {
         ToolError {
             message: message.into(),
+            missing: Vec::new(),
+        }
+    }
+
+    /// The call needs client capabilities (`"sampling"`, `"elicitation"`, `"roots"`) the
+    /// client did not declare: answered `MissingRequiredClientCapabilityError` (-32021, HTTP
+    /// 400), not a tool result.
+    pub fn missing_capability(capabilities: &[&'static str]) -> Self {
+        ToolError {
+            message: format!("missing client capability: {}", capabilities.join(", ")),
+            missing: capabilities.to_vec(),
         }
     }
 
@@ -163,6 +192,10 @@ struct Shared {
     /// Each connection is one session: its handshake is checked and its state kept here.
     strict: bool,
     sessions: Mutex<HashMap<u64, SessionState>>,
+    /// Seals `requestState` (none: the system has no secure random source for a key).
+    seal: Option<RequestStateSeal>,
+    /// Changes announced to `subscriptions/listen` streams.
+    changes: Changes,
 }
 
 impl Shared {
@@ -242,6 +275,7 @@ pub struct ToolContext {
     token: Option<Value>,
     last: Arc<Mutex<Option<f64>>>,
     shared: Arc<Shared>,
+    info: Arc<RequestInfo>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -288,8 +322,19 @@ impl ToolContext {
     /// Sends `notifications/message` when `level` is at or above the level the client set
     /// (`logging/setLevel`; every level until it does). False when filtered out or the
     /// connection no longer takes notifications (best effort, as for progress).
+    ///
+    /// On 2026-07-28 the level is the request's own (`_meta`'s `logLevel`); a request without
+    /// one gets no log messages.
     pub async fn log(&self, level: LogLevel, data: impl Serialize) -> bool {
-        if level < self.shared.level(self.ctx.peer()) {
+        let least = if self.info.stateless {
+            match self.info.log_level {
+                Some(l) => l,
+                None => return false,
+            }
+        } else {
+            self.shared.level(self.ctx.peer())
+        };
+        if level < least {
             return false;
         }
         let params = json!({"level": level.as_str(), "logger": self.shared.name, "data": data});
@@ -332,6 +377,45 @@ impl ToolContext {
     pub fn caller(&self) -> &rpcwire_tokio::Caller {
         self.ctx.caller()
     }
+
+    /// True for a request of the 2026-07-28 revision (its `_meta` names it): the tool asks
+    /// for input with [`InputRequired`], not with requests to the client.
+    pub fn is_stateless(&self) -> bool {
+        self.info.stateless
+    }
+
+    /// The capabilities the request declares (2026-07-28: each request carries them); `None`
+    /// on the session revisions.
+    pub fn client_capabilities(&self) -> Option<&serde_json::Map<String, Value>> {
+        self.info.capabilities.as_ref()
+    }
+
+    /// Whether the client declared this capability (`"sampling"`, `"elicitation"`,
+    /// `"roots"`); on the session revisions (capabilities declared once, at `initialize`)
+    /// always true, as the client refuses what it cannot do.
+    pub fn client_supports(&self, capability: &str) -> bool {
+        self.info
+            .capabilities
+            .as_ref()
+            .is_none_or(|c| c.contains_key(capability))
+    }
+
+    /// The client's answer to the input request `key` of an earlier round
+    /// ([`InputRequired`]), from the retry's `inputResponses`.
+    pub fn input_response(&self, key: &str) -> Option<&Value> {
+        self.info.responses.get(key)
+    }
+
+    /// The state the tool gave with its last [`InputRequired`], back from the client and
+    /// verified (sealed, unexpired, used once, for this tool and caller).
+    pub fn request_state(&self) -> Option<&Value> {
+        self.info.state.as_ref()
+    }
+
+    /// Announces a change to the open `subscriptions/listen` streams that follow it.
+    pub fn changed(&self, change: Change) -> usize {
+        self.shared.changes.announce(change)
+    }
 }
 
 /// A tool registered before the server is built.
@@ -361,6 +445,8 @@ pub struct McpServer {
     tools: Vec<ToolDef>,
     capabilities: Vec<(String, Value)>,
     strict: bool,
+    seal: Option<RequestStateSeal>,
+    changes: Changes,
 }
 
 impl fmt::Debug for McpServer {
@@ -383,7 +469,23 @@ impl McpServer {
             tools: Vec::new(),
             capabilities: Vec::new(),
             strict: true,
+            seal: None,
+            changes: Changes::default(),
         }
+    }
+
+    /// Seals `requestState` with this seal (its key, expiry and replay bounds); by default a
+    /// seal with a random key ([`RequestStateSeal::random`]). Servers behind one load
+    /// balancer share a key.
+    pub fn request_state_seal(mut self, seal: RequestStateSeal) -> Self {
+        self.seal = Some(seal);
+        self
+    }
+
+    /// The handle that announces changes (list changed, resource updated) to the open
+    /// `subscriptions/listen` streams, for code outside the tools.
+    pub fn changes(&self) -> Changes {
+        self.changes.clone()
     }
 
     /// `instructions` for the model, sent in the `initialize` result.
@@ -470,11 +572,16 @@ impl McpServer {
             Box::pin(async move {
                 let args: A = match serde_json::from_value(arguments) {
                     Ok(args) => args,
-                    Err(e) => return ToolResult::error(format!("invalid arguments: {e}")),
+                    Err(e) => {
+                        return Ok(ToolResult::error(format!("invalid arguments: {e}")).into())
+                    }
                 };
                 match handler(ctx, args).await {
-                    Ok(r) => r.into_tool_result(),
-                    Err(e) => ToolResult::error(e.message),
+                    Ok(r) => Ok(r.into_reply()),
+                    Err(e) if !e.missing.is_empty() => {
+                        Err(input::missing_capability_error(&e.missing))
+                    }
+                    Err(e) => Ok(ToolResult::error(e.message).into()),
                 }
             })
         });
@@ -513,6 +620,8 @@ impl McpServer {
             capabilities: self.capabilities,
             strict: self.strict,
             sessions: Mutex::new(HashMap::new()),
+            seal: self.seal.or_else(RequestStateSeal::random),
+            changes: self.changes,
         });
         let s = Arc::clone(&shared);
         let router =
@@ -532,13 +641,43 @@ impl McpServer {
             });
         let router = router.sync_method(methods::PING, |_: Value| Ok::<_, RpcError>(json!({})));
         let s = Arc::clone(&shared);
-        let router = router.method_with_context(methods::TOOLS_LIST, move |ctx, _: Value| {
+        let router = router.method_with_context(methods::TOOLS_LIST, move |ctx, p: Value| {
             let s = Arc::clone(&s);
             async move {
                 s.admit(&ctx)?;
-                Ok::<_, RpcError>(s.list.clone())
+                Ok::<_, RpcError>(completed(methods::TOOLS_LIST, &p, s.list.clone()))
             }
         });
+        let s = Arc::clone(&shared);
+        let router = router.method_with_context(methods::SERVER_DISCOVER, move |ctx, p: Value| {
+            let s = Arc::clone(&s);
+            async move {
+                s.trace(&ctx);
+                discover(&s, &p)
+            }
+        });
+        let s = Arc::clone(&shared);
+        let router =
+            router.method_with_context(methods::SUBSCRIPTIONS_LISTEN, move |ctx, p: Value| {
+                let s = Arc::clone(&s);
+                async move {
+                    s.trace(&ctx);
+                    let caps = capabilities(&s, true);
+                    let offers = |c: &str| match c {
+                        "subscribe" => caps["resources"]["subscribe"] == true,
+                        kind => caps[kind]["listChanged"] == true,
+                    };
+                    let filter = listen::Filter::of(&p, offers)?;
+                    // Subscribed before the acknowledgement, so no change after it is missed.
+                    let changes = s.changes.subscribe();
+                    listen::run(ctx, filter, changes).await;
+                    // Cancelled: MCP leaves a cancelled request unanswered.
+                    Err::<Value, _>(RpcError::new(
+                        ErrorCode::INTERNAL_ERROR,
+                        "subscription ended",
+                    ))
+                }
+            });
         let s = Arc::clone(&shared);
         let router =
             router.method_with_context(methods::LOGGING_SET_LEVEL, move |ctx, p: SetLevel| {
@@ -555,37 +694,11 @@ impl McpServer {
                 }
             });
         let s = shared;
-        router.method_with_context(methods::TOOLS_CALL, move |ctx, p: CallParams| {
+        router.method_with_context(methods::TOOLS_CALL, move |ctx, p: Value| {
             let s = Arc::clone(&s);
             async move {
                 s.admit(&ctx)?;
-                let span = tracing::Span::current();
-                span.record("gen_ai.tool.name", p.name.as_str());
-                let Some(run) = s.tools.get(&p.name).cloned() else {
-                    return Err(RpcError::new(
-                        ErrorCode::INVALID_PARAMS,
-                        format!("Unknown tool: {}", p.name),
-                    ));
-                };
-                let token = p
-                    .meta
-                    .and_then(|m| m.progress_token)
-                    .filter(|t| t.is_string() || t.is_i64() || t.is_u64());
-                let tool_ctx = ToolContext {
-                    ctx,
-                    token,
-                    last: Arc::default(),
-                    shared: Arc::clone(&s),
-                };
-                let arguments = match p.arguments {
-                    None | Some(Value::Null) => json!({}),
-                    Some(a) => a,
-                };
-                let result = run(tool_ctx, arguments).await;
-                if result.is_error {
-                    span.record("error.type", "tool_error");
-                }
-                Ok(result)
+                call_tool(s, ctx, p).await
             }
         })
     }
@@ -655,6 +768,8 @@ struct CallParams {
     arguments: Option<Value>,
     #[serde(rename = "_meta", default)]
     meta: Option<Meta>,
+    #[serde(rename = "requestState", default)]
+    request_state: Option<String>,
 }
 
 fn initialize(s: &Shared, ctx: &Context, params: &Value) -> Result<Value, RpcError> {
@@ -671,14 +786,167 @@ fn initialize(s: &Shared, ctx: &Context, params: &Value) -> Result<Value, RpcErr
     ctx.peer().set_batches(!version.refuses_batches());
     let mut result = json!({
         "protocolVersion": version.as_str(),
-        "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+        "capabilities": capabilities(s, false),
         "serverInfo": {"name": s.name, "version": s.version},
     });
-    for (name, value) in &s.capabilities {
-        result["capabilities"][name] = value.clone();
-    }
     if let Some(instructions) = &s.instructions {
         result["instructions"] = json!(instructions);
     }
     Ok(result)
+}
+
+/// The server's capabilities: `tools` and `logging`, and those declared with
+/// [`McpServer::capability`]. On 2026-07-28 the tool list's changes reach
+/// `subscriptions/listen` streams, so `tools.listChanged` is true there.
+fn capabilities(s: &Shared, stateless: bool) -> Value {
+    let mut caps = json!({"tools": {"listChanged": stateless}, "logging": {}});
+    for (name, value) in &s.capabilities {
+        caps[name] = value.clone();
+    }
+    caps
+}
+
+/// `server/discover` (2026-07-28): the revisions a request may name, the capabilities, the
+/// instructions, and the server's name and version in `_meta`.
+fn discover(s: &Shared, params: &Value) -> Result<Value, RpcError> {
+    if let Some(problem) = revision::meta_problem(Some(params)) {
+        return Err(RpcError::new(ErrorCode::INVALID_PARAMS, problem));
+    }
+    let mut result = json!({
+        "supportedVersions": revision::DISCOVERABLE_VERSIONS,
+        "capabilities": capabilities(s, true),
+        "_meta": {methods::META_SERVER_INFO: {"name": s.name, "version": s.version}},
+    });
+    if let Some(instructions) = &s.instructions {
+        result["instructions"] = json!(instructions);
+    }
+    let mut object = result.as_object().cloned().unwrap_or_default();
+    revision::complete_result(methods::SERVER_DISCOVER, &mut object);
+    Ok(Value::Object(object))
+}
+
+/// A result as the request's revision wants it: on 2026-07-28, with `resultType` (and the
+/// caching hints of a cacheable result).
+fn completed(method: &str, params: &Value, mut result: Value) -> Value {
+    if revision::is_stateless(Some(params)) {
+        if let Some(object) = result.as_object_mut() {
+            revision::complete_result(method, object);
+        }
+    }
+    result
+}
+
+/// `tools/call`: the request's `_meta` and `requestState` checked before the tool runs (a
+/// state that fails its seal is Invalid params, and the tool never sees the call), then the
+/// tool, round after round on a session revision while it asks for input the server can get
+/// from the client itself.
+async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcError> {
+    let span = tracing::Span::current();
+    let CallParams {
+        name,
+        arguments,
+        meta,
+        request_state,
+    } = serde_json::from_value(p.clone()).map_err(RpcError::invalid_params)?;
+    span.record("gen_ai.tool.name", name.as_str());
+    let mut info = RequestInfo::of(&p)?;
+    let Some(run) = s.tools.get(&name).cloned() else {
+        return Err(RpcError::new(
+            ErrorCode::INVALID_PARAMS,
+            format!("Unknown tool: {name}"),
+        ));
+    };
+    let subject = ctx.identity().subject().to_owned();
+    let binding = Binding {
+        method: methods::TOOLS_CALL,
+        target: &name,
+        caller: &subject,
+    };
+    if let Some(token) = &request_state {
+        let seal = s
+            .seal
+            .as_ref()
+            .ok_or_else(|| RpcError::invalid_params("invalid requestState"))?;
+        let state = seal.open(token, &binding).map_err(|e| {
+            tracing::debug!(error = %e, tool = %name, "requestState refused");
+            RpcError::invalid_params("invalid requestState")
+        })?;
+        info.state = Some(state);
+    }
+    let token = meta
+        .and_then(|m| m.progress_token)
+        .filter(|t| t.is_string() || t.is_i64() || t.is_u64());
+    let arguments = match arguments {
+        None | Some(Value::Null) => json!({}),
+        Some(a) => a,
+    };
+    let stateless = info.stateless;
+    let mut info = Arc::new(info);
+    let last = Arc::default();
+    for _ in 0..MAX_SESSION_ROUNDS {
+        let tool_ctx = ToolContext {
+            ctx: ctx.clone(),
+            token: token.clone(),
+            last: Arc::clone(&last),
+            shared: Arc::clone(&s),
+            info: Arc::clone(&info),
+        };
+        let mut ask = match run(tool_ctx, arguments.clone()).await? {
+            ToolReply::Complete(result) => {
+                if result.is_error {
+                    span.record("error.type", "tool_error");
+                }
+                let result = serde_json::to_value(result).map_err(RpcError::internal)?;
+                return Ok(completed(methods::TOOLS_CALL, &p, result));
+            }
+            ToolReply::InputRequired(ask) => ask,
+        };
+        if stateless {
+            return input_required(&s, &info, &binding, &mut ask);
+        }
+        // A session revision: the server asks the client itself, then runs the tool again.
+        let mut next = RequestInfo {
+            state: ask.state.take(),
+            ..RequestInfo::default()
+        };
+        for (key, request) in &ask.requests {
+            let method = request["method"].as_str().unwrap_or_default();
+            let answer: Value = ctx
+                .peer()
+                .call(method, request["params"].clone())
+                .await
+                .map_err(|e| RpcError::internal(format!("{method} failed: {e}")))?;
+            next.responses.insert(key.clone(), answer);
+        }
+        info = Arc::new(next);
+    }
+    Err(RpcError::internal(format!(
+        "tool {name} asked for input more than {MAX_SESSION_ROUNDS} times"
+    )))
+}
+
+/// An `InputRequiredResult`: the requests the client declared the capabilities for, and the
+/// state sealed for this tool and caller. Requests the client cannot answer are dropped; when
+/// none is left the call needs a capability the client lacks (-32021).
+fn input_required(
+    s: &Shared,
+    info: &RequestInfo,
+    binding: &Binding<'_>,
+    ask: &mut InputRequired,
+) -> Result<Value, RpcError> {
+    let declared = info.capabilities.clone().unwrap_or_default();
+    let missing = ask.keep_declared(&declared);
+    if ask.requests.is_empty() && !missing.is_empty() {
+        return Err(input::missing_capability_error(&missing));
+    }
+    let seal = s
+        .seal
+        .as_ref()
+        .ok_or_else(|| RpcError::internal("no key to seal requestState with"))?;
+    let state = seal.seal(binding, ask.state.as_ref().unwrap_or(&Value::Null));
+    Ok(json!({
+        "resultType": "input_required",
+        "inputRequests": ask.requests,
+        "requestState": state,
+    }))
 }
