@@ -131,8 +131,10 @@ pub(crate) fn stateless_headers(
         None if required => return Err(mismatch("MCP-Protocol-Version header is required")),
         None => {}
     }
-    // A request's `_meta` must name the revision and the client's capabilities.
-    if required {
+    // A request's `_meta` must name the revision and the client's capabilities. (MCP's params
+    // are objects: a request with positional params is a method of the application's own,
+    // which has no place for `_meta`.)
+    if required && !posted.params().is_some_and(|p| p.is_array()) {
         let params = posted
             .params()
             .and_then(|p| serde_json::from_str::<serde_json::Value>(p.as_str()).ok());

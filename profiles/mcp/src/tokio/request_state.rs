@@ -85,8 +85,11 @@ pub struct Binding<'a> {
     pub caller: &'a str,
 }
 
-/// Seals and opens `requestState` values (see the [module](self) documentation). Cheap to
-/// clone: clones share the key and the replay cache.
+/// Seals and opens `requestState` values: HMAC-SHA256 (rpcwire's request signing) over the
+/// state, its time of sealing, a nonce and its binding (method, target, caller); a state opens
+/// once, within its time to live, for the request it was sealed for. The state reads
+/// `v1.<Base64url payload>.<timestamp>.<nonce>.<hex signature>`: signed, not encrypted (the
+/// client can read it). Cheap to clone: clones share the key and the replay cache.
 ///
 /// ```
 /// use rpcwire_mcp::tokio::{Binding, RequestStateSeal, StateError};

@@ -218,9 +218,11 @@ impl Shared {
 
     /// Refuses a request the handshake does not take yet (when strict); records the MCP
     /// attributes of the call's span first.
-    fn admit(&self, ctx: &Context) -> Result<(), RpcError> {
+    /// A request of the 2026-07-28 revision (`params._meta` names it) has no handshake: it is
+    /// taken on any connection, before or without `initialize`.
+    fn admit(&self, ctx: &Context, params: &Value) -> Result<(), RpcError> {
         self.trace(ctx);
-        if !self.strict {
+        if !self.strict || revision::is_stateless(Some(params)) {
             return Ok(());
         }
         self.with_session(ctx.peer(), |s| s.handshake.admit(ctx.method().as_bytes()))
@@ -644,7 +646,7 @@ impl McpServer {
         let router = router.method_with_context(methods::TOOLS_LIST, move |ctx, p: Value| {
             let s = Arc::clone(&s);
             async move {
-                s.admit(&ctx)?;
+                s.admit(&ctx, &p)?;
                 Ok::<_, RpcError>(completed(methods::TOOLS_LIST, &p, s.list.clone()))
             }
         });
@@ -683,7 +685,7 @@ impl McpServer {
             router.method_with_context(methods::LOGGING_SET_LEVEL, move |ctx, p: SetLevel| {
                 let s = Arc::clone(&s);
                 async move {
-                    s.admit(&ctx)?;
+                    s.admit(&ctx, &Value::Null)?;
                     let level = LogLevel::from_bytes(p.level.as_bytes()).ok_or_else(|| {
                         RpcError::invalid_params(format!("unknown log level {:?}", p.level))
                     })?;
@@ -697,7 +699,7 @@ impl McpServer {
         router.method_with_context(methods::TOOLS_CALL, move |ctx, p: Value| {
             let s = Arc::clone(&s);
             async move {
-                s.admit(&ctx)?;
+                s.admit(&ctx, &p)?;
                 call_tool(s, ctx, p).await
             }
         })
@@ -863,13 +865,18 @@ async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcE
         caller: &subject,
     };
     if let Some(token) = &request_state {
-        let seal = s
-            .seal
-            .as_ref()
-            .ok_or_else(|| RpcError::invalid_params("invalid requestState"))?;
+        let seal = s.seal.as_ref().ok_or_else(|| {
+            RpcError::new(
+                ErrorCode::INVALID_PARAMS,
+                "Invalid params: invalid requestState",
+            )
+        })?;
         let state = seal.open(token, &binding).map_err(|e| {
             tracing::debug!(error = %e, tool = %name, "requestState refused");
-            RpcError::invalid_params("invalid requestState")
+            RpcError::new(
+                ErrorCode::INVALID_PARAMS,
+                "Invalid params: invalid requestState",
+            )
         })?;
         info.state = Some(state);
     }
