@@ -191,9 +191,19 @@ pub fn tools(server: McpServer) -> McpServer {
             json!({
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
                 "type": "object",
-                "$defs": {"address": {"type": "object", "properties": {
+                "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {
                     "street": {"type": "string"}, "city": {"type": "string"}}}},
-                "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+                "properties": {
+                    "name": {"type": "string"},
+                    "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"},
+                    "email": {"type": "string"},
+                },
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
                 "additionalProperties": false,
             }),
             |_: ToolContext, args: Value| async move {
@@ -210,6 +220,18 @@ pub fn tools(server: McpServer) -> McpServer {
                 let _ = ctx.peer().notify(rpcwire_mcp::http::CLOSE_STREAM, json!({})).await;
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 Ok::<_, ToolError>("Reconnection test completed")
+            },
+        )
+        .tool_with_schema(
+            "test_header_param",
+            "Echoes its region, which Streamable HTTP clients mirror into Mcp-Param-Region \
+             (x-mcp-header; the server checks the two agree before the tool runs).",
+            json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region",
+                           "description": "Where to run"}},
+                "required": ["region"]}),
+            |_: ToolContext, args: Value| async move {
+                Ok::<_, ToolError>(format!("region {}", args["region"].as_str().unwrap_or("")))
             },
         )
         .tool_with_schema(

@@ -55,8 +55,11 @@ pub(crate) fn json_answer(answer: Bytes, stateless: bool) -> Response<Body> {
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         Some(ErrorCode::METHOD_NOT_FOUND) if stateless => *r.status_mut() = StatusCode::NOT_FOUND,
-        // 2026-07-28: a request needing a client capability the client did not declare.
-        Some(crate::methods::MISSING_REQUIRED_CLIENT_CAPABILITY) if stateless => {
+        // 2026-07-28: a request needing a client capability the client did not declare, and
+        // headers that disagree with the arguments (the tool's `x-mcp-header` parameters).
+        Some(crate::methods::MISSING_REQUIRED_CLIENT_CAPABILITY | super::HEADER_MISMATCH)
+            if stateless =>
+        {
             *r.status_mut() = StatusCode::BAD_REQUEST
         }
         _ => {}

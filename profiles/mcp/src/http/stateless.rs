@@ -182,6 +182,21 @@ pub(crate) fn stateless_headers(
     }
 }
 
+/// An `Mcp-Param-*` header of a request (the name lowercased): absent, its value decoded
+/// from its `=?base64?...?=` form, or `Err` when it is repeated, not visible ASCII, or holds
+/// no valid Base64 of UTF-8.
+pub(crate) fn param_header(headers: &HeaderMap, name: &str) -> Result<Option<String>, ()> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (None, _) => Ok(None),
+        (Some(v), None) => {
+            let text = v.to_str().map_err(|_| ())?;
+            decode_value(text).map(|v| Some(v.into_owned())).ok_or(())
+        }
+        (Some(_), Some(_)) => Err(()),
+    }
+}
+
 /// True when a POST with no session id, to a server in session mode, is of the stateless
 /// revision: its `MCP-Protocol-Version` names no session revision, or (with no such header)
 /// its `_meta` names a revision. A session revision's `initialize` names its revision in

@@ -38,6 +38,7 @@
 #![allow(clippy::indexing_slicing)]
 
 mod client;
+mod header_params;
 mod input;
 mod listen;
 mod request_state;
@@ -45,6 +46,7 @@ pub mod revision;
 mod server;
 
 pub use client::{ClientOptions, McpClient, McpError, Progress, RunningCall, ServerTool};
+pub use header_params::MAX_HEADER_PARAMS;
 pub use input::{missing_capability_error, InputRequired, ToolReply};
 pub use listen::{Change, Changes, CHANGE_BUFFER, MAX_RESOURCE_SUBSCRIPTIONS};
 pub use request_state::{

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::header_params::{self, HeaderParam};
 use super::input::{self, InputRequired, RequestInfo, ToolReply, MAX_SESSION_ROUNDS};
 use super::listen::{self, Change, Changes};
 use super::request_state::{Binding, RequestStateSeal};
@@ -186,7 +187,8 @@ struct Shared {
     instructions: Option<String>,
     /// The `tools/list` result, built once.
     list: Value,
-    tools: HashMap<String, ToolFn>,
+    /// Each tool's handler and its parameters mirrored into headers (`x-mcp-header`).
+    tools: HashMap<String, (ToolFn, Arc<[HeaderParam]>)>,
     /// Capabilities declared besides `tools` and `logging`.
     capabilities: Vec<(String, Value)>,
     /// Each connection is one session: its handshake is checked and its state kept here.
@@ -422,6 +424,7 @@ impl ToolContext {
 
 /// A tool registered before the server is built.
 struct ToolDef {
+    header_params: Arc<[HeaderParam]>,
     name: String,
     description: String,
     schema: Value,
@@ -588,7 +591,14 @@ impl McpServer {
             })
         });
         self.tools.retain(|t| t.name != name);
+        let (header_params, problems) = header_params::of_schema(&input_schema);
+        for problem in problems {
+            // The revision tells clients to drop such a tool; the server keeps it, without
+            // checking the annotation it cannot honour.
+            tracing::warn!(tool = name, "{problem}");
+        }
         self.tools.push(ToolDef {
+            header_params: header_params.into(),
             name: name.to_owned(),
             description: description.to_owned(),
             schema: input_schema,
@@ -618,7 +628,11 @@ impl McpServer {
             version: self.version,
             instructions: self.instructions,
             list,
-            tools: self.tools.into_iter().map(|t| (t.name, t.run)).collect(),
+            tools: self
+                .tools
+                .into_iter()
+                .map(|t| (t.name, (t.run, t.header_params)))
+                .collect(),
             capabilities: self.capabilities,
             strict: self.strict,
             sessions: Mutex::new(HashMap::new()),
@@ -852,12 +866,28 @@ async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcE
     } = serde_json::from_value(p.clone()).map_err(RpcError::invalid_params)?;
     span.record("gen_ai.tool.name", name.as_str());
     let mut info = RequestInfo::of(&p)?;
-    let Some(run) = s.tools.get(&name).cloned() else {
+    let Some((run, header_params)) = s.tools.get(&name).cloned() else {
         return Err(RpcError::new(
             ErrorCode::INVALID_PARAMS,
             format!("Unknown tool: {name}"),
         ));
     };
+    let arguments = match arguments {
+        None | Some(Value::Null) => json!({}),
+        Some(a) => a,
+    };
+    // Over Streamable HTTP at 2026-07-28: the parameters mirrored into headers must agree
+    // with the arguments, before anything else reads them.
+    #[cfg(feature = "http")]
+    if info.stateless && !header_params.is_empty() {
+        if let Some(headers) = ctx.caller().meta::<http::HeaderMap>() {
+            let lookup = |name: &str| crate::http::param_header(headers, name);
+            header_params::check(&header_params, &arguments, &lookup)
+                .map_err(|why| RpcError::new(crate::http::HEADER_MISMATCH, why))?;
+        }
+    }
+    #[cfg(not(feature = "http"))]
+    let _ = &header_params;
     let subject = ctx.identity().subject().to_owned();
     let binding = Binding {
         method: methods::TOOLS_CALL,
@@ -883,10 +913,6 @@ async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcE
     let token = meta
         .and_then(|m| m.progress_token)
         .filter(|t| t.is_string() || t.is_i64() || t.is_u64());
-    let arguments = match arguments {
-        None | Some(Value::Null) => json!({}),
-        Some(a) => a,
-    };
     let stateless = info.stateless;
     let mut info = Arc::new(info);
     let last = Arc::default();
