@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use rpcwire_mcp::tokio::{
-    Change, InputRequired, McpServer, ToolContext, ToolError, ToolReply, ToolResult,
+    Change, InputRequired, McpServer, TaskSupport, ToolContext, ToolError, ToolReply, ToolResult,
 };
 use rpcwire_mcp::LogLevel;
 use rpcwire_tokio::{Router, RpcError};
@@ -402,6 +402,99 @@ pub fn tools(server: McpServer) -> McpServer {
                 Ok(ask.into())
             },
         )
+        .tool_with_schema(
+            "greet",
+            "Greets (a tool that never runs as a task).",
+            json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+            |_: ToolContext, args: Value| async move {
+                Ok::<_, ToolError>(format!("Hello, {}!", args["name"].as_str().unwrap_or("world")))
+            },
+        )
+        .tool_with_schema(
+            "slow_compute",
+            "Sleeps `seconds` (at most 60), then answers; a task when the client has the tasks extension.",
+            json!({"type": "object", "properties": {
+                "seconds": {"type": "number"}, "label": {"type": "string"}}}),
+            |_: ToolContext, args: Value| async move {
+                let seconds = args["seconds"].as_f64().unwrap_or(1.0).clamp(0.0, 60.0);
+                tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+                Ok::<_, ToolError>(format!(
+                    "computed {} after {seconds} s",
+                    args["label"].as_str().unwrap_or("")
+                ))
+            },
+        )
+        .task_support("slow_compute", TaskSupport::Optional)
+        .tool_with_schema(
+            "failing_job",
+            "Fails (a tool error) after about a second; only as a task.",
+            no_args(),
+            |_: ToolContext, _: Value| async move {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Err::<String, _>(ToolError::new("failing_job failed, as it always does"))
+            },
+        )
+        .task_support("failing_job", TaskSupport::Required)
+        .tool_with_schema(
+            "protocol_error_job",
+            "Panics (a protocol error: its task fails).",
+            no_args(),
+            |_: ToolContext, _: Value| async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                #[allow(clippy::panic)] // The fixture's purpose: a handler that panics.
+                {
+                    panic!("protocol_error_job panics on purpose");
+                }
+                #[allow(unreachable_code)]
+                Ok::<String, ToolError>(String::new())
+            },
+        )
+        .task_support("protocol_error_job", TaskSupport::Optional)
+        .tool_with_schema(
+            "confirm_delete",
+            "Asks for a confirmation (an input request of its task), then answers.",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                Ok::<ToolReply, ToolError>(match ctx.input_response("confirm") {
+                    Some(a) => ToolResult::text(format!("delete {}", a["action"])).into(),
+                    None => InputRequired::new()
+                        .elicit("confirm", "Delete it?", json!({"type": "object",
+                            "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}))
+                        .into(),
+                })
+            },
+        )
+        .task_support("confirm_delete", TaskSupport::Optional)
+        .tool_with_schema(
+            "multi_input",
+            "Asks two questions at once (two input requests of its task).",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                let (a, b) = (elicited(&ctx, "first", "name"), elicited(&ctx, "second", "name"));
+                Ok::<ToolReply, ToolError>(match (a, b) {
+                    (Some(a), Some(b)) => ToolResult::text(format!("{a} and {b}")).into(),
+                    _ => InputRequired::new()
+                        .elicit("first", "First name?", string_form("name"))
+                        .elicit("second", "Second name?", string_form("name"))
+                        .into(),
+                })
+            },
+        )
+        .task_support("multi_input", TaskSupport::Optional)
+        .tool_with_schema(
+            "test_tool_with_task",
+            "Asks the user's name, then answers; only as a task.",
+            no_args(),
+            |ctx: ToolContext, _: Value| async move {
+                Ok::<ToolReply, ToolError>(match elicited(&ctx, "user_name", "name") {
+                    Some(name) => ToolResult::text(format!("Hello, {name}!")).into(),
+                    None => InputRequired::new()
+                        .elicit("user_name", "What is your name?", string_form("name"))
+                        .into(),
+                })
+            },
+        )
+        .task_support("test_tool_with_task", TaskSupport::Required)
         .capability("resources", json!({"subscribe": true, "listChanged": false}))
         .capability("prompts", json!({"listChanged": false}))
         .capability("completions", json!({}))

@@ -101,7 +101,7 @@ async fn session_and_stateless_mcp_behind_nginx() {
             let id = client.session_id().unwrap();
             *per_server.entry(id[..1].to_owned()).or_default() += 1;
             for _ in 0..3 {
-                assert_eq!(client.mcp().list_tools().await.unwrap().len(), 32);
+                assert_eq!(client.mcp().list_tools().await.unwrap().len(), 39);
                 let steps = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
                 let s = std::sync::Arc::clone(&steps);
                 let r = client

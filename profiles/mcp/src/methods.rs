@@ -72,3 +72,11 @@ pub const MISSING_REQUIRED_CLIENT_CAPABILITY: rpcwire::ErrorCode = rpcwire::Erro
 /// JSON-RPC error code for a resource that does not exist: Invalid params (2026-07-28; the
 /// earlier revisions' examples used -32002), with `data.uri`.
 pub const RESOURCE_NOT_FOUND: rpcwire::ErrorCode = rpcwire::ErrorCode::INVALID_PARAMS;
+
+/// Request (tasks extension, 2026-07-28): a task's status, with its result or error once it
+/// has ended, or its pending input requests.
+pub const TASKS_GET: &str = "tasks/get";
+/// Request (tasks extension): answers to a task's input requests (`inputResponses`).
+pub const TASKS_UPDATE: &str = "tasks/update";
+/// Request (tasks extension): stop a task.
+pub const TASKS_CANCEL: &str = "tasks/cancel";

@@ -104,9 +104,12 @@ fn is_token(name: &str) -> bool {
 
 /// A header as the transport found it: absent, its value (decoded from its Base64 form), or
 /// unreadable (not visible ASCII, repeated, bad Base64).
+#[cfg(any(feature = "http", test))]
 pub(crate) type HeaderLookup<'a> = &'a dyn Fn(&str) -> Result<Option<String>, ()>;
 
 /// Checks a call's arguments against its headers; the mismatch's message when they disagree.
+/// (Over Streamable HTTP only: no other transport has headers.)
+#[cfg(any(feature = "http", test))]
 pub(crate) fn check(
     params: &[HeaderParam],
     arguments: &Value,

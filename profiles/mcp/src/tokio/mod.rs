@@ -44,6 +44,7 @@ mod listen;
 mod request_state;
 pub mod revision;
 mod server;
+mod tasks;
 
 pub use client::{ClientOptions, McpClient, McpError, Progress, RunningCall, ServerTool};
 pub use header_params::MAX_HEADER_PARAMS;
@@ -58,3 +59,4 @@ pub use server::SchemarsFeatureRequired;
 pub use server::{
     mcp_builder, IntoToolResult, Json, McpServer, ToolContext, ToolError, ToolResult,
 };
+pub use tasks::{TaskSettings, TaskSupport, TASKS_EXTENSION};

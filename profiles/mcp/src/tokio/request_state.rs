@@ -261,6 +261,22 @@ fn signed_bytes(binding: &Binding<'_>, payload: &str) -> Vec<u8> {
     bytes
 }
 
+/// 128 random bits from the system's secure source, as hex (task ids): ids no client can
+/// guess. Falls back to a clock-and-counter id only when the system has no such source (the
+/// id still names one task; tasks also belong to their caller).
+pub(crate) fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        return format!("{nanos:x}-{n:x}");
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn random_u64() -> u64 {
     let mut bytes = [0u8; 8];
     let _ = getrandom::fill(&mut bytes);

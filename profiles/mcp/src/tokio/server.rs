@@ -18,6 +18,7 @@ use super::input::{self, InputRequired, RequestInfo, ToolReply, MAX_SESSION_ROUN
 use super::listen::{self, Change, Changes};
 use super::request_state::{Binding, RequestStateSeal};
 use super::revision;
+use super::tasks::{self, TaskSettings, TaskSupport, Tasks};
 use crate::{methods, Handshake, LogLevel, ProtocolVersion};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -180,6 +181,16 @@ struct SessionState {
     client: Client,
 }
 
+/// A tool as calls find it.
+#[derive(Clone)]
+struct ToolEntry {
+    run: ToolFn,
+    /// Its parameters mirrored into headers (`x-mcp-header`).
+    header_params: Arc<[HeaderParam]>,
+    /// Whether it runs as a task (the tasks extension).
+    task: Option<TaskSupport>,
+}
+
 /// What every connection of a server shares.
 struct Shared {
     name: String,
@@ -187,8 +198,11 @@ struct Shared {
     instructions: Option<String>,
     /// The `tools/list` result, built once.
     list: Value,
-    /// Each tool's handler and its parameters mirrored into headers (`x-mcp-header`).
-    tools: HashMap<String, (ToolFn, Arc<[HeaderParam]>)>,
+    /// Each tool's handler, its parameters mirrored into headers (`x-mcp-header`), and
+    /// whether it runs as a task.
+    tools: HashMap<String, ToolEntry>,
+    /// The tasks extension's tasks.
+    tasks: Tasks,
     /// Capabilities declared besides `tools` and `logging`.
     capabilities: Vec<(String, Value)>,
     /// Each connection is one session: its handshake is checked and its state kept here.
@@ -425,6 +439,7 @@ impl ToolContext {
 /// A tool registered before the server is built.
 struct ToolDef {
     header_params: Arc<[HeaderParam]>,
+    task: Option<TaskSupport>,
     name: String,
     description: String,
     schema: Value,
@@ -452,6 +467,7 @@ pub struct McpServer {
     strict: bool,
     seal: Option<RequestStateSeal>,
     changes: Changes,
+    task_settings: TaskSettings,
 }
 
 impl fmt::Debug for McpServer {
@@ -476,7 +492,26 @@ impl McpServer {
             strict: true,
             seal: None,
             changes: Changes::default(),
+            task_settings: TaskSettings::default(),
         }
+    }
+
+    /// Runs the tool `name` (added before) as a task of the tasks extension
+    /// (`io.modelcontextprotocol/tasks`, 2026-07-28) when the request declares it: the call is
+    /// answered at once with a `CreateTaskResult`, and `tasks/get`, `tasks/update` and
+    /// `tasks/cancel` follow it. [`TaskSupport::Required`]: a 2026-07-28 request without the
+    /// extension is refused (-32021). Session revisions run the tool as any other.
+    pub fn task_support(mut self, name: &str, support: TaskSupport) -> Self {
+        if let Some(t) = self.tools.iter_mut().find(|t| t.name == name) {
+            t.task = Some(support);
+        }
+        self
+    }
+
+    /// The bounds of the task table (default [`TaskSettings::default`]).
+    pub fn task_settings(mut self, settings: TaskSettings) -> Self {
+        self.task_settings = settings;
+        self
     }
 
     /// Seals `requestState` with this seal (its key, expiry and replay bounds); by default a
@@ -599,6 +634,7 @@ impl McpServer {
         }
         self.tools.push(ToolDef {
             header_params: header_params.into(),
+            task: None,
             name: name.to_owned(),
             description: description.to_owned(),
             schema: input_schema,
@@ -631,8 +667,16 @@ impl McpServer {
             tools: self
                 .tools
                 .into_iter()
-                .map(|t| (t.name, (t.run, t.header_params)))
+                .map(|t| {
+                    let entry = ToolEntry {
+                        run: t.run,
+                        header_params: t.header_params,
+                        task: t.task,
+                    };
+                    (t.name, entry)
+                })
                 .collect(),
+            tasks: Tasks::new(self.task_settings),
             capabilities: self.capabilities,
             strict: self.strict,
             sessions: Mutex::new(HashMap::new()),
@@ -709,6 +753,17 @@ impl McpServer {
                     Ok::<_, RpcError>(json!({}))
                 }
             });
+        let mut router = router;
+        for method in [
+            methods::TASKS_GET,
+            methods::TASKS_UPDATE,
+            methods::TASKS_CANCEL,
+        ] {
+            let s = Arc::clone(&shared);
+            router = router.method_with_context(method, move |ctx, p: Value| {
+                task_method(Arc::clone(&s), ctx, p)
+            });
+        }
         let s = shared;
         router.method_with_context(methods::TOOLS_CALL, move |ctx, p: Value| {
             let s = Arc::clone(&s);
@@ -819,6 +874,9 @@ fn capabilities(s: &Shared, stateless: bool) -> Value {
     for (name, value) in &s.capabilities {
         caps[name] = value.clone();
     }
+    if stateless && s.tools.values().any(|t| t.task.is_some()) {
+        caps["extensions"][tasks::TASKS_EXTENSION] = json!({});
+    }
     caps
 }
 
@@ -866,7 +924,12 @@ async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcE
     } = serde_json::from_value(p.clone()).map_err(RpcError::invalid_params)?;
     span.record("gen_ai.tool.name", name.as_str());
     let mut info = RequestInfo::of(&p)?;
-    let Some((run, header_params)) = s.tools.get(&name).cloned() else {
+    let Some(ToolEntry {
+        run,
+        header_params,
+        task: task_support,
+    }) = s.tools.get(&name).cloned()
+    else {
         return Err(RpcError::new(
             ErrorCode::INVALID_PARAMS,
             format!("Unknown tool: {name}"),
@@ -914,6 +977,15 @@ async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcE
         .and_then(|m| m.progress_token)
         .filter(|t| t.is_string() || t.is_i64() || t.is_u64());
     let stateless = info.stateless;
+    if let (true, Some(support)) = (stateless, task_support) {
+        if tasks::declared(info.capabilities.as_ref()) {
+            let owner = ctx.identity().subject().to_owned();
+            return start_task(&s, ctx, run, arguments, info, &owner);
+        }
+        if support == TaskSupport::Required {
+            return Err(tasks::extension_required());
+        }
+    }
     let mut info = Arc::new(info);
     let last = Arc::default();
     for _ in 0..MAX_SESSION_ROUNDS {
@@ -956,6 +1028,132 @@ async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcE
     Err(RpcError::internal(format!(
         "tool {name} asked for input more than {MAX_SESSION_ROUNDS} times"
     )))
+}
+
+/// Creates a task for a call and runs the tool in the background; the `CreateTaskResult`.
+/// The tool's input requests park the task (`input_required`, answered with `tasks/update`,
+/// at most until the task's time to live); its result completes it; a protocol error or a
+/// panic fails it; `tasks/cancel` aborts it.
+fn start_task(
+    s: &Arc<Shared>,
+    ctx: Context,
+    run: ToolFn,
+    arguments: Value,
+    info: RequestInfo,
+    owner: &str,
+) -> Result<Value, RpcError> {
+    let task = s.tasks.create(owner).map_err(tasks::refusal)?;
+    let created = s.tasks.created(&task);
+    let deadline = tokio::time::Instant::now() + s.tasks.ttl();
+    let capabilities = info.capabilities.clone().unwrap_or_default();
+    let (shared, runner_task) = (Arc::clone(s), Arc::clone(&task));
+    let work = tokio::spawn(async move {
+        let task = runner_task;
+        let mut info = Arc::new(info);
+        let last = Arc::default();
+        for _ in 0..MAX_SESSION_ROUNDS {
+            let tool_ctx = ToolContext {
+                ctx: ctx.clone(),
+                token: None,
+                last: Arc::clone(&last),
+                shared: Arc::clone(&shared),
+                info: Arc::clone(&info),
+            };
+            let mut ask = match run(tool_ctx, arguments.clone()).await {
+                Ok(ToolReply::Complete(result)) => {
+                    let mut result = serde_json::to_value(result).unwrap_or_default();
+                    if let Some(object) = result.as_object_mut() {
+                        revision::complete_result(methods::TOOLS_CALL, object);
+                    }
+                    task.finish(tasks::Status::Completed, Some(result));
+                    return;
+                }
+                Ok(ToolReply::InputRequired(ask)) => ask,
+                Err(e) => {
+                    task.finish(tasks::Status::Failed, Some(error_object(&e)));
+                    return;
+                }
+            };
+            let missing = ask.keep_declared(&capabilities);
+            if ask.requests.is_empty() {
+                let e = input::missing_capability_error(&missing);
+                task.finish(tasks::Status::Failed, Some(error_object(&e)));
+                return;
+            }
+            let requests = std::mem::take(&mut ask.requests);
+            let Ok(responses) =
+                tokio::time::timeout_at(deadline, task.wait_for_input(requests)).await
+            else {
+                let e = RpcError::internal("no input before the task's time to live");
+                task.finish(tasks::Status::Failed, Some(error_object(&e)));
+                return;
+            };
+            info = Arc::new(RequestInfo {
+                stateless: true,
+                capabilities: Some(capabilities.clone()),
+                responses,
+                state: ask.state.take(),
+                ..RequestInfo::default()
+            });
+        }
+        let e = RpcError::internal("the tool asked for input too many times");
+        task.finish(tasks::Status::Failed, Some(error_object(&e)));
+    });
+    s.tasks.set_abort(&task, work.abort_handle());
+    // A panicking tool fails its task (a protocol error), as a panicking handler answers
+    // Internal error.
+    tokio::spawn(async move {
+        if let Err(e) = work.await {
+            if e.is_panic() {
+                let error =
+                    json!({"code": ErrorCode::INTERNAL_ERROR.0, "message": "Internal error"});
+                task.finish(tasks::Status::Failed, Some(error));
+            }
+        }
+    });
+    Ok(created)
+}
+
+/// A JSON-RPC error object, as a failed task inlines it.
+fn error_object(e: &RpcError) -> Value {
+    let mut v = json!({"code": e.error_code().0, "message": e.message});
+    if let Some(data) = e
+        .data
+        .as_deref()
+        .and_then(|d| serde_json::from_str::<Value>(d.get()).ok())
+    {
+        v["data"] = data;
+    }
+    v
+}
+
+/// `tasks/get`, `tasks/update`, `tasks/cancel`: the request must declare the extension and
+/// name a task of its caller.
+async fn task_method(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcError> {
+    s.trace(&ctx);
+    let info = RequestInfo::of(&p)?;
+    if !tasks::declared(info.capabilities.as_ref()) {
+        return Err(tasks::extension_required());
+    }
+    let id = p["taskId"]
+        .as_str()
+        .ok_or_else(|| RpcError::invalid_params("taskId is required"))?;
+    let owner = ctx.identity().subject();
+    let done = json!({"resultType": "complete"});
+    match ctx.method() {
+        methods::TASKS_GET => s.tasks.get(owner, id).map_err(tasks::refusal),
+        methods::TASKS_UPDATE => {
+            let responses = &info.responses;
+            s.tasks
+                .update(owner, id, responses)
+                .map_err(tasks::refusal)?;
+            Ok(done)
+        }
+        _ => {
+            s.tasks.cancel(owner, id).map_err(tasks::refusal)?;
+            Ok(done)
+        }
+    }
 }
 
 /// An `InputRequiredResult`: the requests the client declared the capabilities for, and the
