@@ -1,14 +1,17 @@
 //! The tools, resources, prompts and completion the MCP conformance suite
 //! (`@modelcontextprotocol/conformance`, server mode) expects, by their fixed names.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use rpcwire_mcp::tokio::{
-    Change, InputRequired, McpServer, TaskSupport, ToolContext, ToolError, ToolReply, ToolResult,
+    Answer, Change, Content, InputRequired, McpServer, PromptArgument, PromptMessage,
+    ResourceContents, ResourceInfo, TaskSupport, ToolContext, ToolError, ToolReply, ToolResult,
+    UriTemplate,
 };
 use rpcwire_mcp::LogLevel;
-use rpcwire_tokio::{Router, RpcError};
-use serde_json::{json, Value};
+use rpcwire_tokio::RpcError;
+use serde_json::{json, Map, Value};
 
 /// A 1x1 red PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
@@ -495,9 +498,6 @@ pub fn tools(server: McpServer) -> McpServer {
             },
         )
         .task_support("test_tool_with_task", TaskSupport::Required)
-        .capability("resources", json!({"subscribe": true, "listChanged": false}))
-        .capability("prompts", json!({"listChanged": false}))
-        .capability("completions", json!({}))
 }
 
 /// A form asking for one string field.
@@ -561,128 +561,144 @@ async fn elicit(ctx: &ToolContext, message: &str, schema: Value) -> Result<Strin
     ))
 }
 
-fn not_found(uri: &str) -> RpcError {
-    RpcError::new(
-        rpcwire_mcp::methods::RESOURCE_NOT_FOUND,
-        format!("Resource not found: {uri}"),
-    )
-    .with_data(&json!({"uri": uri}))
+fn no_input<T>(t: T) -> Result<Answer<T>, RpcError> {
+    Ok(Answer::Complete(t))
 }
 
-fn read_resource(uri: &str) -> Result<Value, RpcError> {
-    let contents = match uri {
-        "test://static-text" => json!({"uri": uri, "mimeType": "text/plain",
-            "text": "This is the content of the static text resource."}),
-        "test://static-binary" => json!({"uri": uri, "mimeType": "image/png", "blob": PNG}),
-        "test://watched-resource" => json!({"uri": uri, "mimeType": "text/plain",
-            "text": "Watched resource content."}),
-        "test://example-resource" => json!({"uri": uri, "mimeType": "text/plain",
-            "text": "Example resource content."}),
-        _ => {
-            let id = uri
-                .strip_prefix("test://template/")
-                .and_then(|rest| rest.strip_suffix("/data"))
-                .filter(|id| !id.is_empty() && !id.contains('/'))
-                .ok_or_else(|| not_found(uri))?;
-            json!({"uri": uri, "mimeType": "application/json",
-                "text": json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string()})
-        }
+/// Adds the fixture resources, the resource template, the prompts and completion, on the
+/// server's typed surface.
+pub fn surface(server: McpServer) -> McpServer {
+    let text_resource = |uri: &'static str, name: &str, text: &'static str| {
+        (
+            ResourceInfo::new(uri, name).mime_type("text/plain"),
+            move |_: ToolContext, _: String| async move {
+                no_input(vec![ResourceContents::text(uri, "text/plain", text)])
+            },
+        )
     };
-    Ok(json!({"contents": [contents]}))
-}
-
-fn get_prompt(name: &str, args: &Value) -> Result<Value, RpcError> {
-    let arg = |n: &str| args[n].as_str().map(str::to_owned);
-    let missing = |n: &str| RpcError::invalid_params(format!("missing argument {n}"));
-    let messages = match name {
-        "test_simple_prompt" => {
-            json!([{"role": "user", "content": text("This is a simple prompt for testing.")}])
-        }
-        "test_prompt_with_arguments" => {
-            let a = arg("arg1").ok_or_else(|| missing("arg1"))?;
-            let b = arg("arg2").ok_or_else(|| missing("arg2"))?;
-            json!([{"role": "user", "content": text(&format!("Prompt with arguments: arg1='{a}', arg2='{b}'"))}])
-        }
-        "test_prompt_with_embedded_resource" => {
-            let uri = arg("resourceUri").ok_or_else(|| missing("resourceUri"))?;
-            json!([
-                {"role": "user", "content": {"type": "resource", "resource": {
-                    "uri": uri, "mimeType": "text/plain", "text": "Embedded resource content for testing."}}},
-                {"role": "user", "content": text("Please process the embedded resource above.")},
-            ])
-        }
-        "test_input_required_result_prompt" => {
-            // 2026-07-28: a prompt that needs the user's input first (InputRequiredResult,
-            // with no state to keep).
-            let context = args["inputResponses"]["user_context"]["content"]["context"].as_str();
-            let Some(context) = context else {
-                return Ok(json!({"resultType": "input_required", "inputRequests": {
-                    "user_context": {"method": "elicitation/create", "params": {
-                        "message": "What context should the prompt use?",
-                        "requestedSchema": {"type": "object",
-                            "properties": {"context": {"type": "string"}}, "required": ["context"]}}}}}));
-            };
-            json!([{"role": "user", "content": text(&format!("Use this context: {context}"))}])
-        }
-        "test_prompt_with_image" => json!([
-            {"role": "user", "content": image()},
-            {"role": "user", "content": text("Please analyze the image above.")},
-        ]),
-        _ => return Err(RpcError::invalid_params(format!("unknown prompt {name}"))),
-    };
-    Ok(json!({"messages": messages}))
-}
-
-/// Adds the fixture resources, prompts and completion to the server's router.
-pub fn methods(router: Router) -> Router {
-    router
-        .sync_method("resources/list", |_: Value| {
-            Ok::<_, RpcError>(json!({"resources": [
-                {"uri": "test://static-text", "name": "Static text", "mimeType": "text/plain",
-                 "description": "A static text resource"},
-                {"uri": "test://static-binary", "name": "Static binary", "mimeType": "image/png",
-                 "description": "A static binary resource"},
-                {"uri": "test://watched-resource", "name": "Watched", "mimeType": "text/plain",
-                 "description": "A resource to subscribe to"},
-            ]}))
-        })
-        .sync_method("resources/templates/list", |_: Value| {
-            Ok::<_, RpcError>(json!({"resourceTemplates": [
-                {"uriTemplate": "test://template/{id}/data", "name": "Template data",
-                 "mimeType": "application/json", "description": "Data by id"},
-            ]}))
-        })
-        .sync_method("resources/read", |p: Value| {
-            read_resource(p["uri"].as_str().unwrap_or(""))
-        })
-        .sync_method("resources/subscribe", |_: Value| Ok::<_, RpcError>(json!({})))
-        .sync_method("resources/unsubscribe", |_: Value| Ok::<_, RpcError>(json!({})))
-        .sync_method("prompts/list", |_: Value| {
-            Ok::<_, RpcError>(json!({"prompts": [
-                {"name": "test_simple_prompt", "description": "A simple prompt"},
-                {"name": "test_prompt_with_arguments", "description": "A prompt with arguments",
-                 "arguments": [{"name": "arg1", "description": "First", "required": true},
-                               {"name": "arg2", "description": "Second", "required": true}]},
-                {"name": "test_prompt_with_embedded_resource", "description": "A prompt with a resource",
-                 "arguments": [{"name": "resourceUri", "description": "The resource", "required": true}]},
-                {"name": "test_prompt_with_image", "description": "A prompt with an image"},
-                {"name": "test_input_required_result_prompt",
-                 "description": "A prompt that asks the user for context first (2026-07-28)"},
-            ]}))
-        })
-        .sync_method("prompts/get", |p: Value| {
-            let mut args = p["arguments"].clone();
-            if p["name"] == "test_input_required_result_prompt" {
-                args = json!({"inputResponses": p["inputResponses"]});
-            }
-            get_prompt(p["name"].as_str().unwrap_or(""), &args)
-        })
-        .sync_method("completion/complete", |p: Value| {
+    let (info, read) = text_resource(
+        "test://static-text",
+        "Static text",
+        "This is the content of the static text resource.",
+    );
+    let server = server.resource(info.description("A static text resource"), read);
+    let (info, read) = text_resource(
+        "test://watched-resource",
+        "Watched",
+        "Watched resource content.",
+    );
+    let server = server.resource(info.description("A resource to subscribe to"), read);
+    let template = UriTemplate::parse("test://template/{id}/data")
+        .unwrap_or_else(|e| unreachable!("a level-1 template: {e}"));
+    server
+        .resource(
+            ResourceInfo::new("test://static-binary", "Static binary")
+                .mime_type("image/png")
+                .description("A static binary resource"),
+            |_: ToolContext, uri: String| async move {
+                no_input(vec![ResourceContents::blob(&uri, "image/png", PNG)])
+            },
+        )
+        .resource_template(
+            template,
+            ResourceInfo::new("", "Template data")
+                .mime_type("application/json")
+                .description("Data by id"),
+            |_: ToolContext, uri: String, vars: HashMap<String, String>| async move {
+                let id = vars.get("id").cloned().unwrap_or_default();
+                let data =
+                    json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+                no_input(vec![ResourceContents::text(
+                    &uri,
+                    "application/json",
+                    data.to_string(),
+                )])
+            },
+        )
+        .prompt(
+            "test_simple_prompt",
+            "A simple prompt",
+            vec![],
+            |_: ToolContext, _: Map<String, Value>| async move {
+                no_input(vec![PromptMessage::user(Content::text(
+                    "This is a simple prompt for testing.",
+                ))])
+            },
+        )
+        .prompt(
+            "test_prompt_with_arguments",
+            "A prompt with arguments",
+            vec![
+                PromptArgument::required("arg1", "First"),
+                PromptArgument::required("arg2", "Second"),
+            ],
+            |_: ToolContext, args: Map<String, Value>| async move {
+                let (a, b) = (
+                    args["arg1"].as_str().unwrap_or(""),
+                    args["arg2"].as_str().unwrap_or(""),
+                );
+                no_input(vec![PromptMessage::user(Content::text(format!(
+                    "Prompt with arguments: arg1='{a}', arg2='{b}'"
+                )))])
+            },
+        )
+        .prompt(
+            "test_prompt_with_embedded_resource",
+            "A prompt with a resource",
+            vec![PromptArgument::required("resourceUri", "The resource")],
+            |_: ToolContext, args: Map<String, Value>| async move {
+                let uri = args["resourceUri"].as_str().unwrap_or("");
+                no_input(vec![
+                    PromptMessage::user(Content::Resource {
+                        resource: ResourceContents::text(
+                            uri,
+                            "text/plain",
+                            "Embedded resource content for testing.",
+                        ),
+                    }),
+                    PromptMessage::user(Content::text(
+                        "Please process the embedded resource above.",
+                    )),
+                ])
+            },
+        )
+        .prompt(
+            "test_prompt_with_image",
+            "A prompt with an image",
+            vec![],
+            |_: ToolContext, _: Map<String, Value>| async move {
+                no_input(vec![
+                    PromptMessage::user(Content::Image {
+                        data: PNG.into(),
+                        mime_type: "image/png".into(),
+                    }),
+                    PromptMessage::user(Content::text("Please analyze the image above.")),
+                ])
+            },
+        )
+        .prompt(
+            "test_input_required_result_prompt",
+            "A prompt that asks the user for context first (2026-07-28)",
+            vec![],
+            |ctx: ToolContext, _: Map<String, Value>| async move {
+                Ok(match elicited(&ctx, "user_context", "context") {
+                    Some(context) => Answer::Complete(vec![PromptMessage::user(Content::text(
+                        format!("Use this context: {context}"),
+                    ))]),
+                    None => Answer::InputRequired(InputRequired::new().elicit(
+                        "user_context",
+                        "What context should the prompt use?",
+                        string_form("context"),
+                    )),
+                })
+            },
+        )
+        .completion(|_: ToolContext, p: Value| async move {
             let typed = p["argument"]["value"].as_str().unwrap_or("").to_owned();
-            let values: Vec<&str> = ["paris", "park", "party", "test", "testing"]
+            Ok(["paris", "park", "party", "test", "testing"]
                 .into_iter()
                 .filter(|v| v.starts_with(&typed))
-                .collect();
-            Ok::<_, RpcError>(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
+                .map(str::to_owned)
+                .collect())
         })
 }

@@ -44,6 +44,9 @@ mod listen;
 mod request_state;
 pub mod revision;
 mod server;
+mod surface;
+mod surface_calls;
+mod task_calls;
 mod tasks;
 
 pub use client::{ClientOptions, McpClient, McpError, Progress, RunningCall, ServerTool};
@@ -58,5 +61,9 @@ pub use request_state::{
 pub use server::SchemarsFeatureRequired;
 pub use server::{
     mcp_builder, IntoToolResult, Json, McpServer, ToolContext, ToolError, ToolResult,
+};
+pub use surface::{
+    Answer, Content, PromptArgument, PromptMessage, ResourceContents, ResourceInfo, TemplateError,
+    UriTemplate, MAX_COMPLETION_VALUES,
 };
 pub use tasks::{TaskSettings, TaskSupport, TASKS_EXTENSION};

@@ -18,11 +18,17 @@ use super::input::{self, InputRequired, RequestInfo, ToolReply, MAX_SESSION_ROUN
 use super::listen::{self, Change, Changes};
 use super::request_state::{Binding, RequestStateSeal};
 use super::revision;
+use super::surface::{
+    Answer, PromptArgument, PromptFn, PromptMessage, ReadFn, ResourceContents, ResourceInfo,
+    Surface, UriTemplate,
+};
+use super::surface_calls::surface_methods;
+use super::task_calls::{start_task, task_method};
 use super::tasks::{self, TaskSettings, TaskSupport, Tasks};
 use crate::{methods, Handshake, LogLevel, ProtocolVersion};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-type ToolFn =
+pub(crate) type ToolFn =
     Arc<dyn Fn(ToolContext, Value) -> BoxFuture<Result<ToolReply, RpcError>> + Send + Sync>;
 
 /// The `result` of `tools/call`: content items, optional structured content, and whether the
@@ -192,26 +198,28 @@ struct ToolEntry {
 }
 
 /// What every connection of a server shares.
-struct Shared {
-    name: String,
-    version: String,
-    instructions: Option<String>,
+pub(crate) struct Shared {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) instructions: Option<String>,
     /// The `tools/list` result, built once.
-    list: Value,
+    pub(crate) list: Value,
     /// Each tool's handler, its parameters mirrored into headers (`x-mcp-header`), and
     /// whether it runs as a task.
     tools: HashMap<String, ToolEntry>,
     /// The tasks extension's tasks.
-    tasks: Tasks,
+    pub(crate) tasks: Tasks,
+    /// Resources, templates, prompts, completion.
+    pub(crate) surface: Surface,
     /// Capabilities declared besides `tools` and `logging`.
-    capabilities: Vec<(String, Value)>,
+    pub(crate) capabilities: Vec<(String, Value)>,
     /// Each connection is one session: its handshake is checked and its state kept here.
-    strict: bool,
+    pub(crate) strict: bool,
     sessions: Mutex<HashMap<u64, SessionState>>,
     /// Seals `requestState` (none: the system has no secure random source for a key).
-    seal: Option<RequestStateSeal>,
+    pub(crate) seal: Option<RequestStateSeal>,
     /// Changes announced to `subscriptions/listen` streams.
-    changes: Changes,
+    pub(crate) changes: Changes,
 }
 
 impl Shared {
@@ -236,7 +244,7 @@ impl Shared {
     /// attributes of the call's span first.
     /// A request of the 2026-07-28 revision (`params._meta` names it) has no handshake: it is
     /// taken on any connection, before or without `initialize`.
-    fn admit(&self, ctx: &Context, params: &Value) -> Result<(), RpcError> {
+    pub(crate) fn admit(&self, ctx: &Context, params: &Value) -> Result<(), RpcError> {
         self.trace(ctx);
         if !self.strict || revision::is_stateless(Some(params)) {
             return Ok(());
@@ -247,7 +255,7 @@ impl Shared {
 
     /// Records `mcp.method.name` and `mcp.protocol.version` into the call's span (see
     /// `rpcwire_telemetry`); nothing when no subscriber listens.
-    fn trace(&self, ctx: &Context) {
+    pub(crate) fn trace(&self, ctx: &Context) {
         let span = tracing::Span::current();
         if span.is_disabled() {
             return;
@@ -289,11 +297,11 @@ impl Shared {
 /// cancellation (`notifications/cancelled`).
 #[derive(Clone)]
 pub struct ToolContext {
-    ctx: Context,
-    token: Option<Value>,
-    last: Arc<Mutex<Option<f64>>>,
-    shared: Arc<Shared>,
-    info: Arc<RequestInfo>,
+    pub(crate) ctx: Context,
+    pub(crate) token: Option<Value>,
+    pub(crate) last: Arc<Mutex<Option<f64>>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) info: Arc<RequestInfo>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -468,6 +476,7 @@ pub struct McpServer {
     seal: Option<RequestStateSeal>,
     changes: Changes,
     task_settings: TaskSettings,
+    surface: Surface,
 }
 
 impl fmt::Debug for McpServer {
@@ -493,7 +502,90 @@ impl McpServer {
             seal: None,
             changes: Changes::default(),
             task_settings: TaskSettings::default(),
+            surface: Surface::default(),
         }
+    }
+
+    /// Adds a resource at a fixed URI: listed by `resources/list`, read by its handler
+    /// (which gets the URI read). The server then declares `resources`.
+    pub fn resource<F, Fut>(mut self, info: ResourceInfo, handler: F) -> Self
+    where
+        F: Fn(ToolContext, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Answer<Vec<ResourceContents>>, RpcError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let read: ReadFn = Arc::new(move |ctx, uri, _| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move { handler(ctx, uri).await })
+        });
+        self.surface.resources.retain(|(i, _)| i.uri != info.uri);
+        self.surface.resources.push((info, read));
+        self
+    }
+
+    /// Adds a resource template: listed by `resources/templates/list` (`info`'s `uri` is not
+    /// used), and the handler of every URI it matches that no fixed resource has (templates
+    /// are tried in the order added), with the template's variables. A URI nothing matches is
+    /// answered resource-not-found (Invalid params, `data.uri`).
+    pub fn resource_template<F, Fut>(
+        mut self,
+        template: UriTemplate,
+        info: ResourceInfo,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(ToolContext, String, HashMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Answer<Vec<ResourceContents>>, RpcError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let read: ReadFn = Arc::new(move |ctx, uri, vars| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move { handler(ctx, uri, vars).await })
+        });
+        self.surface.templates.push((template, info, read));
+        self
+    }
+
+    /// Adds a prompt with its arguments (the required ones are checked before the handler
+    /// runs: Invalid params). The handler gets the arguments and answers the messages (or
+    /// asks for input). The server then declares `prompts`.
+    pub fn prompt<F, Fut>(
+        mut self,
+        name: &str,
+        description: &str,
+        arguments: Vec<PromptArgument>,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(ToolContext, serde_json::Map<String, Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Answer<Vec<PromptMessage>>, RpcError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let get: PromptFn = Arc::new(move |ctx, args| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move { handler(ctx, args).await })
+        });
+        self.surface.prompts.retain(|p| p.0 != name);
+        self.surface
+            .prompts
+            .push((name.to_owned(), description.to_owned(), arguments, get));
+        self
+    }
+
+    /// Answers `completion/complete`: the handler gets its params (`ref`, `argument`,
+    /// `context`) and gives the values (at most 100 are sent, `total` and `hasMore` saying
+    /// the rest). The server then declares `completions`.
+    pub fn completion<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(ToolContext, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<String>, RpcError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.surface.completion = Some(Arc::new(move |ctx, params| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move { handler(ctx, params).await })
+        }));
+        self
     }
 
     /// Runs the tool `name` (added before) as a task of the tasks extension
@@ -677,6 +769,7 @@ impl McpServer {
                 })
                 .collect(),
             tasks: Tasks::new(self.task_settings),
+            surface: self.surface,
             capabilities: self.capabilities,
             strict: self.strict,
             sessions: Mutex::new(HashMap::new()),
@@ -753,7 +846,7 @@ impl McpServer {
                     Ok::<_, RpcError>(json!({}))
                 }
             });
-        let mut router = router;
+        let mut router = surface_methods(router, &shared);
         for method in [
             methods::TASKS_GET,
             methods::TASKS_UPDATE,
@@ -839,8 +932,6 @@ struct CallParams {
     arguments: Option<Value>,
     #[serde(rename = "_meta", default)]
     meta: Option<Meta>,
-    #[serde(rename = "requestState", default)]
-    request_state: Option<String>,
 }
 
 fn initialize(s: &Shared, ctx: &Context, params: &Value) -> Result<Value, RpcError> {
@@ -871,6 +962,15 @@ fn initialize(s: &Shared, ctx: &Context, params: &Value) -> Result<Value, RpcErr
 /// `subscriptions/listen` streams, so `tools.listChanged` is true there.
 fn capabilities(s: &Shared, stateless: bool) -> Value {
     let mut caps = json!({"tools": {"listChanged": stateless}, "logging": {}});
+    if s.surface.has_resources() {
+        caps["resources"] = json!({"subscribe": true, "listChanged": stateless});
+    }
+    if !s.surface.prompts.is_empty() {
+        caps["prompts"] = json!({ "listChanged": stateless });
+    }
+    if s.surface.completion.is_some() {
+        caps["completions"] = json!({});
+    }
     for (name, value) in &s.capabilities {
         caps[name] = value.clone();
     }
@@ -901,7 +1001,7 @@ fn discover(s: &Shared, params: &Value) -> Result<Value, RpcError> {
 
 /// A result as the request's revision wants it: on 2026-07-28, with `resultType` (and the
 /// caching hints of a cacheable result).
-fn completed(method: &str, params: &Value, mut result: Value) -> Value {
+pub(crate) fn completed(method: &str, params: &Value, mut result: Value) -> Value {
     if revision::is_stateless(Some(params)) {
         if let Some(object) = result.as_object_mut() {
             revision::complete_result(method, object);
@@ -920,7 +1020,6 @@ async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcE
         name,
         arguments,
         meta,
-        request_state,
     } = serde_json::from_value(p.clone()).map_err(RpcError::invalid_params)?;
     span.record("gen_ai.tool.name", name.as_str());
     let mut info = RequestInfo::of(&p)?;
@@ -957,22 +1056,7 @@ async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcE
         target: &name,
         caller: &subject,
     };
-    if let Some(token) = &request_state {
-        let seal = s.seal.as_ref().ok_or_else(|| {
-            RpcError::new(
-                ErrorCode::INVALID_PARAMS,
-                "Invalid params: invalid requestState",
-            )
-        })?;
-        let state = seal.open(token, &binding).map_err(|e| {
-            tracing::debug!(error = %e, tool = %name, "requestState refused");
-            RpcError::new(
-                ErrorCode::INVALID_PARAMS,
-                "Invalid params: invalid requestState",
-            )
-        })?;
-        info.state = Some(state);
-    }
+    open_state(&s, &p, &binding, &mut info)?;
     let token = meta
         .and_then(|m| m.progress_token)
         .filter(|t| t.is_string() || t.is_i64() || t.is_u64());
@@ -1010,156 +1094,67 @@ async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcE
             return input_required(&s, &info, &binding, &mut ask);
         }
         // A session revision: the server asks the client itself, then runs the tool again.
-        let mut next = RequestInfo {
-            state: ask.state.take(),
-            ..RequestInfo::default()
-        };
-        for (key, request) in &ask.requests {
-            let method = request["method"].as_str().unwrap_or_default();
-            let answer: Value = ctx
-                .peer()
-                .call(method, request["params"].clone())
-                .await
-                .map_err(|e| RpcError::internal(format!("{method} failed: {e}")))?;
-            next.responses.insert(key.clone(), answer);
-        }
-        info = Arc::new(next);
+        info = Arc::new(ask_peer(&ctx, &mut ask).await?);
     }
     Err(RpcError::internal(format!(
         "tool {name} asked for input more than {MAX_SESSION_ROUNDS} times"
     )))
 }
 
-/// Creates a task for a call and runs the tool in the background; the `CreateTaskResult`.
-/// The tool's input requests park the task (`input_required`, answered with `tasks/update`,
-/// at most until the task's time to live); its result completes it; a protocol error or a
-/// panic fails it; `tasks/cancel` aborts it.
-fn start_task(
-    s: &Arc<Shared>,
-    ctx: Context,
-    run: ToolFn,
-    arguments: Value,
-    info: RequestInfo,
-    owner: &str,
-) -> Result<Value, RpcError> {
-    let task = s.tasks.create(owner).map_err(tasks::refusal)?;
-    let created = s.tasks.created(&task);
-    let deadline = tokio::time::Instant::now() + s.tasks.ttl();
-    let capabilities = info.capabilities.clone().unwrap_or_default();
-    let (shared, runner_task) = (Arc::clone(s), Arc::clone(&task));
-    let work = tokio::spawn(async move {
-        let task = runner_task;
-        let mut info = Arc::new(info);
-        let last = Arc::default();
-        for _ in 0..MAX_SESSION_ROUNDS {
-            let tool_ctx = ToolContext {
-                ctx: ctx.clone(),
-                token: None,
-                last: Arc::clone(&last),
-                shared: Arc::clone(&shared),
-                info: Arc::clone(&info),
-            };
-            let mut ask = match run(tool_ctx, arguments.clone()).await {
-                Ok(ToolReply::Complete(result)) => {
-                    let mut result = serde_json::to_value(result).unwrap_or_default();
-                    if let Some(object) = result.as_object_mut() {
-                        revision::complete_result(methods::TOOLS_CALL, object);
-                    }
-                    task.finish(tasks::Status::Completed, Some(result));
-                    return;
-                }
-                Ok(ToolReply::InputRequired(ask)) => ask,
-                Err(e) => {
-                    task.finish(tasks::Status::Failed, Some(error_object(&e)));
-                    return;
-                }
-            };
-            let missing = ask.keep_declared(&capabilities);
-            if ask.requests.is_empty() {
-                let e = input::missing_capability_error(&missing);
-                task.finish(tasks::Status::Failed, Some(error_object(&e)));
-                return;
-            }
-            let requests = std::mem::take(&mut ask.requests);
-            let Ok(responses) =
-                tokio::time::timeout_at(deadline, task.wait_for_input(requests)).await
-            else {
-                let e = RpcError::internal("no input before the task's time to live");
-                task.finish(tasks::Status::Failed, Some(error_object(&e)));
-                return;
-            };
-            info = Arc::new(RequestInfo {
-                stateless: true,
-                capabilities: Some(capabilities.clone()),
-                responses,
-                state: ask.state.take(),
-                ..RequestInfo::default()
-            });
-        }
-        let e = RpcError::internal("the tool asked for input too many times");
-        task.finish(tasks::Status::Failed, Some(error_object(&e)));
-    });
-    s.tasks.set_abort(&task, work.abort_handle());
-    // A panicking tool fails its task (a protocol error), as a panicking handler answers
-    // Internal error.
-    tokio::spawn(async move {
-        if let Err(e) = work.await {
-            if e.is_panic() {
-                let error =
-                    json!({"code": ErrorCode::INTERNAL_ERROR.0, "message": "Internal error"});
-                task.finish(tasks::Status::Failed, Some(error));
-            }
-        }
-    });
-    Ok(created)
+/// A session revision's input round: the server sends the input requests to the client
+/// itself; the next round's request info, with the answers and the state.
+pub(crate) async fn ask_peer(
+    ctx: &Context,
+    ask: &mut InputRequired,
+) -> Result<RequestInfo, RpcError> {
+    let mut next = RequestInfo {
+        state: ask.state.take(),
+        ..RequestInfo::default()
+    };
+    for (key, request) in &ask.requests {
+        let method = request["method"].as_str().unwrap_or_default();
+        let answer: Value = ctx
+            .peer()
+            .call(method, request["params"].clone())
+            .await
+            .map_err(|e| RpcError::internal(format!("{method} failed: {e}")))?;
+        next.responses.insert(key.clone(), answer);
+    }
+    Ok(next)
 }
 
-/// A JSON-RPC error object, as a failed task inlines it.
-fn error_object(e: &RpcError) -> Value {
-    let mut v = json!({"code": e.error_code().0, "message": e.message});
-    if let Some(data) = e
-        .data
-        .as_deref()
-        .and_then(|d| serde_json::from_str::<Value>(d.get()).ok())
-    {
-        v["data"] = data;
-    }
-    v
-}
-
-/// `tasks/get`, `tasks/update`, `tasks/cancel`: the request must declare the extension and
-/// name a task of its caller.
-async fn task_method(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcError> {
-    s.trace(&ctx);
-    let info = RequestInfo::of(&p)?;
-    if !tasks::declared(info.capabilities.as_ref()) {
-        return Err(tasks::extension_required());
-    }
-    let id = p["taskId"]
-        .as_str()
-        .ok_or_else(|| RpcError::invalid_params("taskId is required"))?;
-    let owner = ctx.identity().subject();
-    let done = json!({"resultType": "complete"});
-    match ctx.method() {
-        methods::TASKS_GET => s.tasks.get(owner, id).map_err(tasks::refusal),
-        methods::TASKS_UPDATE => {
-            let responses = &info.responses;
-            s.tasks
-                .update(owner, id, responses)
-                .map_err(tasks::refusal)?;
-            Ok(done)
-        }
-        _ => {
-            s.tasks.cancel(owner, id).map_err(tasks::refusal)?;
-            Ok(done)
-        }
-    }
+/// Opens a request's `requestState` for `binding` into `info` (Invalid params when it does
+/// not open: tampered, expired, replayed, sealed for another request, or not a string).
+pub(crate) fn open_state(
+    s: &Shared,
+    p: &Value,
+    binding: &Binding<'_>,
+    info: &mut RequestInfo,
+) -> Result<(), RpcError> {
+    let refused = || {
+        RpcError::new(
+            ErrorCode::INVALID_PARAMS,
+            "Invalid params: invalid requestState",
+        )
+    };
+    let token = match p.get("requestState") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::String(token)) => token,
+        Some(_) => return Err(refused()),
+    };
+    let seal = s.seal.as_ref().ok_or_else(refused)?;
+    let state = seal.open(token, binding).map_err(|e| {
+        tracing::debug!(error = %e, method = binding.method, target = binding.target, "requestState refused");
+        refused()
+    })?;
+    info.state = Some(state);
+    Ok(())
 }
 
 /// An `InputRequiredResult`: the requests the client declared the capabilities for, and the
 /// state sealed for this tool and caller. Requests the client cannot answer are dropped; when
 /// none is left the call needs a capability the client lacks (-32021).
-fn input_required(
+pub(crate) fn input_required(
     s: &Shared,
     info: &RequestInfo,
     binding: &Binding<'_>,
