@@ -18,18 +18,10 @@ const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z
 /// A WAV header with no samples (44 bytes).
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
 
-fn text(t: &str) -> Value {
-    json!({"type": "text", "text": t})
-}
-
-fn image() -> Value {
-    json!({"type": "image", "data": PNG, "mimeType": "image/png"})
-}
-
-fn content(items: Vec<Value>) -> ToolResult {
-    ToolResult {
-        content: items,
-        ..ToolResult::default()
+fn image() -> Content {
+    Content::Image {
+        data: PNG.into(),
+        mime_type: "image/png".into(),
     }
 }
 
@@ -52,16 +44,19 @@ pub fn tools(server: McpServer) -> McpServer {
             "test_image_content",
             "Returns an image.",
             no_args(),
-            |_: ToolContext, _: Value| async move { Ok::<_, ToolError>(content(vec![image()])) },
+            |_: ToolContext, _: Value| async move {
+                Ok::<_, ToolError>(ToolResult::with_content([image()]))
+            },
         )
         .tool_with_schema(
             "test_audio_content",
             "Returns audio.",
             no_args(),
             |_: ToolContext, _: Value| async move {
-                Ok::<_, ToolError>(content(vec![
-                    json!({"type": "audio", "data": WAV, "mimeType": "audio/wav"}),
-                ]))
+                Ok::<_, ToolError>(ToolResult::with_content([Content::Audio {
+                    data: WAV.into(),
+                    mime_type: "audio/wav".into(),
+                }]))
             },
         )
         .tool_with_schema(
@@ -69,9 +64,13 @@ pub fn tools(server: McpServer) -> McpServer {
             "Returns an embedded resource.",
             no_args(),
             |_: ToolContext, _: Value| async move {
-                Ok::<_, ToolError>(content(vec![json!({"type": "resource", "resource": {
-                    "uri": "test://embedded-resource", "mimeType": "text/plain",
-                    "text": "This is an embedded resource content."}})]))
+                Ok::<_, ToolError>(ToolResult::with_content([Content::Resource {
+                    resource: ResourceContents::text(
+                        "test://embedded-resource",
+                        "text/plain",
+                        "This is an embedded resource content.",
+                    ),
+                }]))
             },
         )
         .tool_with_schema(
@@ -79,12 +78,16 @@ pub fn tools(server: McpServer) -> McpServer {
             "Returns text, an image and a resource.",
             no_args(),
             |_: ToolContext, _: Value| async move {
-                Ok::<_, ToolError>(content(vec![
-                    text("Multiple content types test:"),
+                Ok::<_, ToolError>(ToolResult::with_content([
+                    Content::text("Multiple content types test:"),
                     image(),
-                    json!({"type": "resource", "resource": {
-                        "uri": "test://mixed-content-resource", "mimeType": "application/json",
-                        "text": "{\"test\":\"data\",\"value\":123}"}}),
+                    Content::Resource {
+                        resource: ResourceContents::text(
+                            "test://mixed-content-resource",
+                            "application/json",
+                            json!({"test": "data", "value": 123}).to_string(),
+                        ),
+                    },
                 ]))
             },
         )
@@ -668,10 +671,7 @@ pub fn surface(server: McpServer) -> McpServer {
             vec![],
             |_: ToolContext, _: Map<String, Value>| async move {
                 no_input(vec![
-                    PromptMessage::user(Content::Image {
-                        data: PNG.into(),
-                        mime_type: "image/png".into(),
-                    }),
+                    PromptMessage::user(image()),
                     PromptMessage::user(Content::text("Please analyze the image above.")),
                 ])
             },

@@ -59,6 +59,15 @@ impl ToolResult {
         }
     }
 
+    /// A result made of these content items (text, image, audio, embedded resource, resource
+    /// link).
+    pub fn with_content(items: impl IntoIterator<Item = super::surface::Content>) -> Self {
+        ToolResult {
+            content: items.into_iter().map(|c| c.to_value()).collect(),
+            ..ToolResult::default()
+        }
+    }
+
     /// A failed tool's result: one text item saying why, `isError: true`.
     pub fn error(text: impl Into<String>) -> Self {
         ToolResult {
