@@ -198,6 +198,13 @@ async fn discover_and_completed_results_with_no_handshake() {
     )
     .await;
     assert_eq!(pipe.next().await["error"]["code"], -32602);
+    // The methods the revision removed: Method not found, on this transport too.
+    for (id, method) in [(6, "initialize"), (7, "ping"), (8, "logging/setLevel")] {
+        let a = pipe
+            .call(id, method, json!({"level": "info"}), caps())
+            .await;
+        assert_eq!(a["error"]["code"], -32601, "{method}: {a}");
+    }
     // A session revision's request before initialize is still refused.
     pipe.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}))
         .await;

@@ -789,7 +789,10 @@ impl McpServer {
         let router =
             Router::new().method_with_context(methods::INITIALIZE, move |ctx, p: Value| {
                 let s = Arc::clone(&s);
-                async move { initialize(&s, &ctx, &p) }
+                async move {
+                    removed_in_stateless(&p)?;
+                    initialize(&s, &ctx, &p)
+                }
             });
         let s = Arc::clone(&shared);
         let router =
@@ -801,7 +804,10 @@ impl McpServer {
                     }
                 }
             });
-        let router = router.sync_method(methods::PING, |_: Value| Ok::<_, RpcError>(json!({})));
+        let router = router.sync_method(methods::PING, |p: Value| {
+            removed_in_stateless(&p)?;
+            Ok::<_, RpcError>(json!({}))
+        });
         let s = Arc::clone(&shared);
         let router = router.method_with_context(methods::TOOLS_LIST, move |ctx, p: Value| {
             let s = Arc::clone(&s);
@@ -842,10 +848,13 @@ impl McpServer {
             });
         let s = Arc::clone(&shared);
         let router =
-            router.method_with_context(methods::LOGGING_SET_LEVEL, move |ctx, p: SetLevel| {
+            router.method_with_context(methods::LOGGING_SET_LEVEL, move |ctx, p: Value| {
                 let s = Arc::clone(&s);
                 async move {
+                    removed_in_stateless(&p)?;
                     s.admit(&ctx, &Value::Null)?;
+                    let p: SetLevel =
+                        serde_json::from_value(p).map_err(RpcError::invalid_params)?;
                     let level = LogLevel::from_bytes(p.level.as_bytes()).ok_or_else(|| {
                         RpcError::invalid_params(format!("unknown log level {:?}", p.level))
                     })?;
@@ -964,6 +973,16 @@ fn initialize(s: &Shared, ctx: &Context, params: &Value) -> Result<Value, RpcErr
         result["instructions"] = json!(instructions);
     }
     Ok(result)
+}
+
+/// A method 2026-07-28 removed (`initialize`, `ping`, `logging/setLevel`,
+/// `resources/subscribe`, `resources/unsubscribe`), asked for by a request of that revision:
+/// Method not found, as over Streamable HTTP (where the transport answers it with 404).
+pub(crate) fn removed_in_stateless(params: &Value) -> Result<(), RpcError> {
+    if revision::is_stateless(Some(params)) {
+        return Err(RpcError::standard(ErrorCode::METHOD_NOT_FOUND));
+    }
+    Ok(())
 }
 
 /// The server's capabilities: `tools` and `logging`, and those declared with

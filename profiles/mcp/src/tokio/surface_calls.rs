@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 
 use super::input::{RequestInfo, MAX_SESSION_ROUNDS};
 use super::request_state::Binding;
-use super::server::{ask_peer, completed, input_required, open_state, Shared, ToolContext};
+use super::server::{
+    ask_peer, completed, input_required, open_state, removed_in_stateless, Shared, ToolContext,
+};
 use super::surface::{self, Answer};
 use crate::methods;
 
@@ -112,6 +114,7 @@ pub(crate) fn surface_methods(router: Router, s: &Arc<Shared>) -> Router {
             router = router.method_with_context(method, move |ctx, p: Value| {
                 let s = Arc::clone(&sh);
                 async move {
+                    removed_in_stateless(&p)?;
                     s.admit(&ctx, &p)?;
                     Ok::<_, RpcError>(json!({}))
                 }
