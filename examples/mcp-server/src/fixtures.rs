@@ -489,7 +489,7 @@ pub fn tools(server: McpServer) -> McpServer {
         .task_support("multi_input", TaskSupport::Optional)
         .tool_with_schema(
             "test_tool_with_task",
-            "Asks the user's name, then answers; only as a task.",
+            "Asks the user's name (synchronously), then answers as a task.",
             no_args(),
             |ctx: ToolContext, _: Value| async move {
                 Ok::<ToolReply, ToolError>(match elicited(&ctx, "user_name", "name") {
@@ -500,7 +500,7 @@ pub fn tools(server: McpServer) -> McpServer {
                 })
             },
         )
-        .task_support("test_tool_with_task", TaskSupport::Required)
+        .task_support("test_tool_with_task", TaskSupport::AfterInput)
 }
 
 /// A form asking for one string field.

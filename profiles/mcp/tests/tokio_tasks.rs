@@ -138,6 +138,20 @@ fn server() -> McpServer {
             },
         )
         .task_support("boom", TaskSupport::Optional)
+        .tool_with_schema(
+            "named",
+            "Asks a name, then works as a task.",
+            json!({"type": "object"}),
+            |ctx: ToolContext, _: Value| async move {
+                Ok::<ToolReply, ToolError>(match ctx.input_response("n") {
+                    Some(a) => ToolResult::text(format!("hi {}", a["content"]["v"])).into(),
+                    None => InputRequired::new()
+                        .elicit("n", "Name?", json!({"type": "object"}))
+                        .into(),
+                })
+            },
+        )
+        .task_support("named", TaskSupport::AfterInput)
 }
 
 #[tokio::test]
@@ -282,4 +296,29 @@ async fn cancel_stops_a_task_and_a_panic_fails_one() {
     let t = pipe.until(&id, "failed").await;
     assert_eq!(t["error"]["code"], -32603, "{t}");
     assert!(t.get("result").is_none());
+}
+
+#[tokio::test]
+async fn after_input_gathers_synchronously_then_becomes_a_task() {
+    let mut pipe = Pipe::open(server());
+    let r1 = pipe
+        .call("tools/call", json!({"name": "named"}), true)
+        .await;
+    let r1 = &r1["result"];
+    assert_eq!(r1["resultType"], "input_required", "{r1}");
+    assert!(r1.get("taskId").is_none());
+    let retry = json!({"name": "named", "requestState": r1["requestState"],
+        "inputResponses": {"n": {"action": "accept", "content": {"v": "ann"}}}});
+    let r2 = pipe.call("tools/call", retry, true).await;
+    let r2 = &r2["result"];
+    assert_eq!(r2["resultType"], "task", "{r2}");
+    assert!(r2.get("requestState").is_none() && r2.get("inputRequests").is_none());
+    let id = r2["taskId"].as_str().unwrap().to_owned();
+    let t = pipe.until(&id, "completed").await;
+    assert_eq!(t["result"]["content"][0]["text"], "hi \"ann\"", "{t}");
+    // Without the extension: refused, as a required task.
+    let e = pipe
+        .call("tools/call", json!({"name": "named"}), false)
+        .await;
+    assert_eq!(e["error"]["code"], -32021, "{e}");
 }

@@ -1090,11 +1090,15 @@ async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcE
         .filter(|t| t.is_string() || t.is_i64() || t.is_u64());
     let stateless = info.stateless;
     if let (true, Some(support)) = (stateless, task_support) {
-        if tasks::declared(info.capabilities.as_ref()) {
+        let declared = tasks::declared(info.capabilities.as_ref());
+        // `AfterInput`: a round that brings no input runs here (it may ask, as an
+        // `InputRequiredResult`); the round that brings it becomes the task.
+        let gathering = support == TaskSupport::AfterInput && info.responses.is_empty();
+        if declared && !gathering {
             let owner = ctx.identity().subject().to_owned();
             return start_task(&s, ctx, run, arguments, info, &owner);
         }
-        if support == TaskSupport::Required {
+        if !declared && support != TaskSupport::Optional {
             return Err(tasks::extension_required());
         }
     }

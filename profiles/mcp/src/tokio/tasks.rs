@@ -32,6 +32,11 @@ pub enum TaskSupport {
     /// Only as a task: a client without the extension gets
     /// `MissingRequiredClientCapabilityError` (-32021) naming it.
     Required,
+    /// Gathers its input first, then runs as a task: a round that brings no input responses
+    /// runs synchronously (and may answer an `InputRequiredResult`); the round that brings
+    /// them is answered with a `CreateTaskResult`, the tool running with them in the
+    /// background. Without the extension, as [`Required`](TaskSupport::Required).
+    AfterInput,
 }
 
 /// The bounds of the task table.
