@@ -122,6 +122,19 @@ impl Inner {
             .as_ref()
             .map_or(String::new(), |s| s.id().to_owned());
 
+        // A stateless request's handlers read its headers (the `Mcp-Param-*` headers a tool's
+        // `x-mcp-header` parameters are checked against): the caller carries them even when
+        // nothing else asked for one.
+        let caller = match caller {
+            None if stateless => Some(Arc::new(
+                Caller::new(
+                    rpcwire_tokio::Identity::anonymous(),
+                    rpcwire_http::transport::HTTP,
+                )
+                .with_meta(parts.headers.clone()),
+            )),
+            caller => caller,
+        };
         let mut call = Call {
             id: None,
             json_ok,
