@@ -311,6 +311,8 @@ pub struct ToolContext {
     pub(crate) last: Arc<Mutex<Option<f64>>>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) info: Arc<RequestInfo>,
+    /// Runs as a task, detached from its request's cancellation.
+    pub(crate) detached: bool,
 }
 
 impl fmt::Debug for ToolContext {
@@ -388,13 +390,20 @@ impl ToolContext {
 
     /// Completes when the client cancels this call (or the connection fails): stop and
     /// return; the answer is sent but nobody waits for it.
+    ///
+    /// A tool running as a task (the tasks extension) outlives its request: `tasks/cancel`
+    /// stops it (its future is dropped), and this never completes.
     pub async fn cancelled(&self) {
+        if self.detached {
+            return std::future::pending().await;
+        }
         self.ctx.cancelled().await
     }
 
-    /// True once the call is cancelled.
+    /// True once the call is cancelled (never for a task: see
+    /// [`cancelled`](ToolContext::cancelled)).
     pub fn is_cancelled(&self) -> bool {
-        self.ctx.is_cancelled()
+        !self.detached && self.ctx.is_cancelled()
     }
 
     /// The request's id (JSON text).
@@ -1111,6 +1120,7 @@ async fn call_tool(s: Arc<Shared>, ctx: Context, p: Value) -> Result<Value, RpcE
             last: Arc::clone(&last),
             shared: Arc::clone(&s),
             info: Arc::clone(&info),
+            detached: false,
         };
         let mut ask = match run(tool_ctx, arguments.clone()).await? {
             ToolReply::Complete(result) => {

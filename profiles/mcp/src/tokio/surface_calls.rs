@@ -48,6 +48,7 @@ where
             last: Arc::default(),
             shared: Arc::clone(s),
             info: Arc::clone(&info),
+            detached: false,
         };
         match run(handler_ctx).await? {
             Answer::Complete(t) => return Ok(Ok(t)),
@@ -163,6 +164,7 @@ pub(crate) fn surface_methods(router: Router, s: &Arc<Shared>) -> Router {
                     last: Arc::default(),
                     shared: Arc::clone(&s),
                     info,
+                    detached: false,
                 };
                 let values = complete(handler_ctx, p.clone()).await?;
                 Ok::<_, RpcError>(completed(

@@ -42,6 +42,7 @@ pub(crate) fn start_task(
                 last: Arc::clone(&last),
                 shared: Arc::clone(&shared),
                 info: Arc::clone(&info),
+                detached: true,
             };
             let mut ask = match run(tool_ctx, arguments.clone()).await {
                 Ok(ToolReply::Complete(result)) => {
