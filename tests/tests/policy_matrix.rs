@@ -179,11 +179,24 @@ struct Profile {
     path: &'static str,
     headers: fn(&str) -> Vec<(String, String)>,
     batches: bool,
+    /// MCP's stateless revision: every request's object params carry its `_meta`.
+    mcp_meta: bool,
 }
 
 impl Path for Profile {
     async fn call(&mut self, body: &str, traceparent: Option<&str>) -> Value {
-        let message: Value = serde_json::from_str(body).unwrap();
+        let mut message: Value = serde_json::from_str(body).unwrap();
+        let with_meta;
+        let body = match message["params"].as_object_mut() {
+            Some(params) if self.mcp_meta => {
+                let meta = params.entry("_meta").or_insert_with(|| json!({}));
+                meta["io.modelcontextprotocol/protocolVersion"] = json!(STATELESS_VERSION);
+                meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+                with_meta = message.to_string();
+                &with_meta
+            }
+            _ => body,
+        };
         let mut headers = (self.headers)(message["method"].as_str().unwrap_or_default());
         headers.push(("authorization".to_owned(), "Bearer alice-token".to_owned()));
         if let Some(tp) = traceparent {
@@ -680,6 +693,7 @@ async fn profiles(provider: &SdkTracerProvider, exporter: &InMemorySpanExporter)
             addr,
             path: "/",
             headers: |_| vec![("a2a-version".to_owned(), "1.0".to_owned())],
+            mcp_meta: false,
             batches: false,
         };
         let traced = check("a2a", &mut path, "alice", "add").await;
@@ -709,6 +723,7 @@ async fn profiles(provider: &SdkTracerProvider, exporter: &InMemorySpanExporter)
                 ]
             },
             batches: false,
+            mcp_meta: true,
         };
         let traced = check("mcp", &mut path, "alice", "add").await;
         check_span("mcp", &finished(provider, exporter), &traced);

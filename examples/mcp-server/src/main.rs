@@ -232,7 +232,9 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
 async fn serve_http(server: McpServer, opts: HttpOptions) {
     use rpcwire_mcp::http::HostPolicy;
     use rpcwire_mcp::http::{McpHttpServer, Mode};
-    let router = fixtures::methods(fixtures::tools(server).strict_handshake(false).router());
+    let router = fixtures::surface(fixtures::tools(server))
+        .strict_handshake(false)
+        .router();
     let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".into(), "[::1]".into()];
     hosts.extend(opts.hosts.iter().cloned());
     // SIGTERM / SIGINT drain the server: no new connections, calls under way finish, what

@@ -64,7 +64,7 @@ fn start_nginx(nginx: &Path, servers: [&str; 4]) -> (Nginx, String) {
 /// One stateless `tools/call` POST written by hand: (status, X-Upstream, body).
 fn stateless_call(front: &str, i: i64) -> (u16, String, String) {
     let body = format!(
-        r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"add","arguments":{{"a":{i},"b":1}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"add","arguments":{{"a":{i},"b":1}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
     );
     let headers = [
         ("Accept", "application/json, text/event-stream"),
@@ -101,7 +101,7 @@ async fn session_and_stateless_mcp_behind_nginx() {
             let id = client.session_id().unwrap();
             *per_server.entry(id[..1].to_owned()).or_default() += 1;
             for _ in 0..3 {
-                assert_eq!(client.mcp().list_tools().await.unwrap().len(), 19);
+                assert_eq!(client.mcp().list_tools().await.unwrap().len(), 39);
                 let steps = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
                 let s = std::sync::Arc::clone(&steps);
                 let r = client

@@ -712,7 +712,7 @@ async fn stateless_post(url: &str, headers: &[(&str, &str)], body: &str) -> (Sta
 #[tokio::test]
 async fn stateless_revision_checks_method_headers() {
     let (url, service, dropped) = start(|s| s.mode(Mode::Stateless)).await;
-    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3}}}"#;
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     const V: (&str, &str) = ("mcp-protocol-version", "2026-07-28");
     let (status, v) = stateless_post(
         &url,
@@ -768,7 +768,8 @@ async fn stateless_revision_checks_method_headers() {
     // `_meta`'s protocol version, when there, must be the header's.
     let meta = |version: &str| {
         json!({"jsonrpc": "2.0", "id": "m", "method": "tools/list", "params": {
-            "_meta": {"io.modelcontextprotocol/protocolVersion": version}}})
+            "_meta": {"io.modelcontextprotocol/protocolVersion": version,
+                "io.modelcontextprotocol/clientCapabilities": {}}}})
         .to_string()
     };
     let list_headers = [("mcp-method", "tools/list"), V];
@@ -798,7 +799,7 @@ async fn stateless_revision_checks_method_headers() {
     );
     assert_eq!(v["id"], 1);
     // `Mcp-Name` for a method that names no target.
-    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     let (status, v) = stateless_post(
         &url,
         &[("mcp-method", "tools/list"), ("mcp-name", "x"), V],
@@ -812,7 +813,7 @@ async fn stateless_revision_checks_method_headers() {
     let (status, _) = stateless_post(&url, &[("mcp-method", "tools/list"), V], list).await;
     assert_eq!(status, StatusCode::OK);
     // A method the server does not have: 404 with Method not found.
-    let unknown = r#"{"jsonrpc":"2.0","id":7,"method":"unknown/method"}"#;
+    let unknown = r#"{"jsonrpc":"2.0","id":7,"method":"unknown/method","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     let (status, v) = stateless_post(&url, &[("mcp-method", "unknown/method"), V], unknown).await;
     assert_eq!(
         (status, &v["error"]["code"], &v["id"]),
@@ -838,7 +839,7 @@ async fn stateless_revision_checks_method_headers() {
         assert_eq!(r.headers()["allow"], "POST");
     }
     // Closing a request's stream cancels it.
-    let wait = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait","arguments":{},"_meta":{"progressToken":1}}}"#;
+    let wait = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait","arguments":{},"_meta":{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     let r = send(
         "POST",
         &url,

@@ -123,8 +123,13 @@ impl Client {
     }
 
     /// POSTs one request: (HTTP status, the JSON-RPC answer).
-    async fn call(&self, id: &str, method: &str, params: Value) -> (u16, Value) {
+    async fn call(&self, id: &str, method: &str, mut params: Value) -> (u16, Value) {
         let name = params["name"].as_str().map(str::to_owned);
+        if self.mode == Mode::Stateless {
+            // The revision's `_meta`, on every request.
+            params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(STATELESS_VERSION);
+            params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
+        }
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let (head, body) = self.post_raw(method, name.as_deref(), &body).await;
         (

@@ -362,7 +362,15 @@ impl Shared {
     /// POSTs one message; the answer goes to the connection. A failed exchange fails the
     /// message's request with [`HTTP_ERROR_CODE`] (data: `{"status", "reason"}`).
     async fn post(self: Arc<Self>, message: Bytes) {
-        let value: Value = serde_json::from_slice(&message).unwrap_or(Value::Null);
+        let mut value: Value = serde_json::from_slice(&message).unwrap_or(Value::Null);
+        let mut message = message;
+        if self.mode == Mode::Stateless {
+            match stateless_message(&mut value) {
+                Some(rewritten) => message = rewritten,
+                // `notifications/initialized`: the revision has no handshake.
+                None => return,
+            }
+        }
         let mut req = self.request(Method::POST, message);
         let h = req.headers_mut();
         h.insert(
@@ -389,7 +397,8 @@ impl Shared {
                 self.note_cancelled(id.clone());
             }
         }
-        let initialize = method == Some("initialize");
+        let initialize = method == Some("initialize")
+            || (self.mode == Mode::Stateless && method == Some(crate::methods::SERVER_DISCOVER));
         let id = value.get("id").filter(|_| method.is_some()).cloned();
         let outcome =
             tokio::time::timeout(self.timeout, self.exchange(req, initialize, id.as_ref())).await;
@@ -407,6 +416,11 @@ impl Shared {
     }
 
     async fn receive(&self, message: Bytes, initialize: bool) {
+        let message = if initialize && self.mode == Mode::Stateless {
+            initialize_result(message)
+        } else {
+            message
+        };
         if initialize {
             if let Ok(v) = serde_json::from_slice::<Value>(&message) {
                 if let Some(version) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
@@ -525,4 +539,73 @@ impl Shared {
         }
         Ok(())
     }
+}
+
+/// A message of the session API as the stateless revision (2026-07-28) sends it: `_meta`
+/// naming the revision, the client's capabilities and its name on every request and
+/// notification; `initialize` becomes `server/discover` (its answer is read back as an
+/// `initialize` result, [`initialize_result`]); `None` for `notifications/initialized`, which
+/// the revision does not have.
+fn stateless_message(value: &mut Value) -> Option<Bytes> {
+    use crate::methods::{
+        INITIALIZE, INITIALIZED, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION,
+        SERVER_DISCOVER,
+    };
+    let method = value
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    match method.as_deref() {
+        None => return Some(Bytes::from(value.to_string())),
+        Some(INITIALIZED) => return None,
+        _ => {}
+    }
+    let params = value
+        .as_object_mut()?
+        .entry("params")
+        .or_insert_with(|| json!({}));
+    if !params.is_object() {
+        return Some(Bytes::from(value.to_string()));
+    }
+    if method.as_deref() == Some(INITIALIZE) {
+        let init = params.take();
+        *params = json!({"_meta": {
+            META_CLIENT_CAPABILITIES: init.get("capabilities").cloned().unwrap_or(json!({})),
+            META_CLIENT_INFO: init.get("clientInfo").cloned().unwrap_or(json!({})),
+        }});
+        value["method"] = json!(SERVER_DISCOVER);
+    }
+    let meta = value["params"]
+        .as_object_mut()?
+        .entry("_meta")
+        .or_insert_with(|| json!({}));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(META_PROTOCOL_VERSION.to_owned(), json!(STATELESS_VERSION));
+        meta.entry(META_CLIENT_CAPABILITIES)
+            .or_insert_with(|| json!({}));
+    }
+    Some(Bytes::from(value.to_string()))
+}
+
+/// A `server/discover` answer as the session API's `initialize` result: its capabilities,
+/// instructions and server name. Its `protocolVersion` is the newest session revision, the
+/// one [`McpClient`] speaks; the wire speaks 2026-07-28.
+fn initialize_result(message: Bytes) -> Bytes {
+    let Ok(mut v) = serde_json::from_slice::<Value>(&message) else {
+        return message;
+    };
+    let Some(result) = v.get_mut("result").and_then(Value::as_object_mut) else {
+        return message;
+    };
+    let info = result
+        .get("_meta")
+        .and_then(|m| m.get(crate::methods::META_SERVER_INFO))
+        .cloned()
+        .unwrap_or(json!({}));
+    result.insert("serverInfo".to_owned(), info);
+    result.insert(
+        "protocolVersion".to_owned(),
+        json!(crate::ProtocolVersion::LATEST.as_str()),
+    );
+    Bytes::from(v.to_string())
 }

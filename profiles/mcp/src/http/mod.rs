@@ -94,6 +94,7 @@ pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
 pub use server::serve_tls;
 pub use server::{serve, serve_connection, McpService};
 pub use settings::McpHttpServer;
+pub(crate) use stateless::param_header;
 pub use stateless::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
 pub use wire::{
     Mode, CLOSE_STREAM, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID,

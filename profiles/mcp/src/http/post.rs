@@ -25,10 +25,10 @@ use tokio::sync::mpsc;
 
 use super::exchange::{McpExchange, Next};
 use super::posted::{member_str, Posted};
-use super::replies::{accepts, json_answer, rpc_error};
+use super::replies::{accepts, completed_answer, json_answer, rpc_error};
 use super::server::Inner;
 use super::session::{self, Active, Session};
-use super::stateless::stateless_headers;
+use super::stateless::{asks_stateless, removed_method, stateless_headers};
 use super::wire::{Mode, HEADER_SESSION_ID};
 use crate::LogLevel;
 
@@ -47,6 +47,9 @@ struct Call {
     init: bool,
     /// Who sent it, when anything reads it (the responder's anonymous caller otherwise).
     caller: Option<Arc<Caller>>,
+    /// Of the stateless revision (2026-07-28), and its method: its result is completed
+    /// (`resultType`, caching hints) and its errors get that revision's HTTP statuses.
+    stateless: Option<String>,
 }
 
 impl Inner {
@@ -91,19 +94,27 @@ impl Inner {
             return *r;
         }
 
-        // The session (session mode) or the header checks (stateless mode).
+        // The session (session revisions) or the header checks (the stateless revision,
+        // which a session server serves too, to POSTs with no session id that name it).
+        let stateless = match self.mode {
+            Mode::Stateless => true,
+            Mode::Sessions => {
+                !parts.headers.contains_key(HEADER_SESSION_ID)
+                    && asks_stateless(&parts.headers, &posted)
+            }
+        };
         let mut session = None;
-        match self.mode {
-            Mode::Sessions if is_initialize => {}
-            Mode::Sessions => match session::named(&self.sessions, &parts.headers, caller.as_ref())
-            {
+        if stateless {
+            if let Err(r) = stateless_headers(&parts.headers, &posted) {
+                return *r;
+            }
+            if let Some(r) = removed_method(&posted) {
+                return *r;
+            }
+        } else if !is_initialize {
+            match session::named(&self.sessions, &parts.headers, caller.as_ref()) {
                 Ok(s) => session = Some(s),
                 Err(r) => return *r,
-            },
-            Mode::Stateless => {
-                if let Err(r) = stateless_headers(&parts.headers, &posted) {
-                    return *r;
-                }
             }
         }
         let _active = session.as_ref().map(Session::hold);
@@ -111,6 +122,19 @@ impl Inner {
             .as_ref()
             .map_or(String::new(), |s| s.id().to_owned());
 
+        // A stateless request's handlers read its headers (the `Mcp-Param-*` headers a tool's
+        // `x-mcp-header` parameters are checked against): the caller carries them even when
+        // nothing else asked for one.
+        let caller = match caller {
+            None if stateless => Some(Arc::new(
+                Caller::new(
+                    rpcwire_tokio::Identity::anonymous(),
+                    rpcwire_http::transport::HTTP,
+                )
+                .with_meta(parts.headers.clone()),
+            )),
+            caller => caller,
+        };
         let mut call = Call {
             id: None,
             json_ok,
@@ -118,6 +142,7 @@ impl Inner {
             batch: false,
             init: false,
             caller,
+            stateless: stateless.then(|| posted.method().unwrap_or_default().to_owned()),
         };
         match posted {
             Posted::Batch => {
@@ -175,7 +200,7 @@ impl Inner {
                     }
                 }
                 let mut session = session;
-                if is_initialize && self.mode == Mode::Sessions {
+                if is_initialize && !stateless {
                     match session::create(&self.sessions, &self.endpoint, call.caller.as_ref()) {
                         Ok(s) => session = Some(s),
                         Err(why) => {
@@ -209,6 +234,7 @@ impl Inner {
             batch,
             init,
             caller,
+            stateless: stateless_method,
         } = call;
         let responder = if batch {
             &self.batch_responder
@@ -228,13 +254,18 @@ impl Inner {
         let session_header = session
             .as_ref()
             .and_then(|s| HeaderValue::from_str(s.id()).ok());
-        let stateless = self.mode == Mode::Stateless;
+        let stateless = stateless_method.is_some();
+        let complete = |answer: Bytes| match &stateless_method {
+            Some(method) => completed_answer(method, answer),
+            None => answer,
+        };
         let first = match exchange.next().await {
             Next::TimedOut => {
                 return refuse(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n");
             }
             Next::End => return status(StatusCode::ACCEPTED),
             Next::Answer(answer) => {
+                let answer = complete(answer);
                 if let Some(s) = session.as_ref().filter(|_| init) {
                     if !session::note_initialized(&self.sessions, s, &answer) {
                         return json_answer(answer, stateless);
@@ -260,7 +291,7 @@ impl Inner {
             loop {
                 match exchange.next().await {
                     Next::Message(_) | Next::Close => {}
-                    Next::Answer(answer) => return json_answer(answer, stateless),
+                    Next::Answer(answer) => return json_answer(complete(answer), stateless),
                     Next::End => return status(StatusCode::ACCEPTED),
                     Next::TimedOut => {
                         return refuse(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
@@ -277,7 +308,8 @@ impl Inner {
                 );
             }
             None => {
-                tokio::spawn(stateless_stream(exchange, first, tx));
+                let method = stateless_method.unwrap_or_default();
+                tokio::spawn(stateless_stream(exchange, first, tx, method));
             }
         }
         let mut r = event_stream(rx);
@@ -341,7 +373,12 @@ impl Inner {
 /// A request's stream with no session (stateless): every message as an event, the answer
 /// last. The client closing the stream cancels the request (the revision's rule): dropping
 /// the exchange drops its handlers.
-async fn stateless_stream(mut exchange: McpExchange, mut next: Next, tx: mpsc::Sender<Bytes>) {
+async fn stateless_stream(
+    mut exchange: McpExchange,
+    mut next: Next,
+    tx: mpsc::Sender<Bytes>,
+    method: String,
+) {
     loop {
         match next {
             Next::Message(m) => {
@@ -350,6 +387,11 @@ async fn stateless_stream(mut exchange: McpExchange, mut next: Next, tx: mpsc::S
                 }
             }
             Next::Answer(answer) => {
+                let answer = if method.is_empty() {
+                    answer
+                } else {
+                    completed_answer(&method, answer)
+                };
                 let _ = tx.send(sse_event(&answer)).await;
                 return;
             }

@@ -76,6 +76,8 @@ pub(crate) fn name_member(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
+        // The tasks extension.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }

@@ -55,9 +55,33 @@ pub(crate) fn json_answer(answer: Bytes, stateless: bool) -> Response<Body> {
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         Some(ErrorCode::METHOD_NOT_FOUND) if stateless => *r.status_mut() = StatusCode::NOT_FOUND,
+        // 2026-07-28: a request needing a client capability the client did not declare, and
+        // headers that disagree with the arguments (the tool's `x-mcp-header` parameters).
+        Some(crate::methods::MISSING_REQUIRED_CLIENT_CAPABILITY | super::HEADER_MISMATCH)
+            if stateless =>
+        {
+            *r.status_mut() = StatusCode::BAD_REQUEST
+        }
         _ => {}
     }
     r
+}
+
+/// A 2026-07-28 answer as the revision wants it: a result with `resultType` (and, for a
+/// cacheable method, `ttlMs` and `cacheScope`) whatever handler made it. Anything that is not
+/// a result object is sent as it is.
+pub(crate) fn completed_answer(method: &str, answer: Bytes) -> Bytes {
+    if !answer.starts_with(br#"{"jsonrpc":"2.0","result":{"#) {
+        return answer;
+    }
+    let Ok(mut message) = serde_json::from_slice::<Value>(&answer) else {
+        return answer;
+    };
+    match message.get_mut("result").and_then(Value::as_object_mut) {
+        Some(result) => crate::tokio::revision::complete_result(method, result),
+        None => return answer,
+    }
+    Bytes::from(message.to_string())
 }
 
 /// The code of an error response (not a batch's array); `None` for anything else. Parsed

@@ -215,8 +215,15 @@ impl Inner {
         // A revision header, when sent, must name a revision this server speaks. (Stateless
         // mode checks it with the POST's other headers against the body, in
         // `stateless_headers`, and answers with the request's id.)
+        // A POST with no session id may be of the stateless revision, which a session server
+        // serves too: `post` checks its headers.
+        let sessionless_post = req.method() == Method::POST
+            && !req.headers().contains_key(super::wire::HEADER_SESSION_ID);
         if let Some(v) = req.headers().get(HEADER_PROTOCOL_VERSION) {
-            if self.mode == Mode::Sessions && ProtocolVersion::from_bytes(v.as_bytes()).is_none() {
+            if self.mode == Mode::Sessions
+                && !sessionless_post
+                && ProtocolVersion::from_bytes(v.as_bytes()).is_none()
+            {
                 let r = rpc_error(
                     StatusCode::BAD_REQUEST,
                     -32600,

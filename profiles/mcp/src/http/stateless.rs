@@ -122,12 +122,25 @@ pub(crate) fn stateless_headers(
                 &format!(
                     "Unsupported protocol version {v}: this server speaks {STATELESS_VERSION}"
                 ),
-                Some(json!({"supported": [STATELESS_VERSION], "requested": v})),
+                Some(
+                    json!({"supported": crate::tokio::revision::DISCOVERABLE_VERSIONS, "requested": v}),
+                ),
             ))
         }
         Some(Err(())) => return Err(mismatch("MCP-Protocol-Version header is malformed")),
         None if required => return Err(mismatch("MCP-Protocol-Version header is required")),
         None => {}
+    }
+    // A request's `_meta` must name the revision and the client's capabilities. (MCP's params
+    // are objects: a request with positional params is a method of the application's own,
+    // which has no place for `_meta`.)
+    if required && !posted.params().is_some_and(|p| p.is_array()) {
+        let params = posted
+            .params()
+            .and_then(|p| serde_json::from_str::<serde_json::Value>(p.as_str()).ok());
+        if let Some(problem) = crate::tokio::revision::meta_problem(params.as_ref()) {
+            return Err(refuse(ErrorCode::INVALID_PARAMS, problem, None));
+        }
     }
     let meta = member(posted.params(), "_meta");
     if let Some(v) = meta.and_then(|m| member_str(Some(m), META_PROTOCOL_VERSION)) {
@@ -167,6 +180,54 @@ pub(crate) fn stateless_headers(
             "Header mismatch: Mcp-Name header sent, but {method} names no target"
         ))),
     }
+}
+
+/// An `Mcp-Param-*` header of a request (the name lowercased): absent, its value decoded
+/// from its `=?base64?...?=` form, or `Err` when it is repeated, not visible ASCII, or holds
+/// no valid Base64 of UTF-8.
+pub(crate) fn param_header(headers: &HeaderMap, name: &str) -> Result<Option<String>, ()> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (None, _) => Ok(None),
+        (Some(v), None) => {
+            let text = v.to_str().map_err(|_| ())?;
+            decode_value(text).map(|v| Some(v.into_owned())).ok_or(())
+        }
+        (Some(_), Some(_)) => Err(()),
+    }
+}
+
+/// True when a POST with no session id, to a server in session mode, is of the stateless
+/// revision: its `MCP-Protocol-Version` names no session revision, or (with no such header)
+/// its `_meta` names a revision. A session revision's `initialize` names its revision in
+/// `params.protocolVersion` and sends no such header, and its other requests without a
+/// session id are refused as before.
+pub(crate) fn asks_stateless(headers: &HeaderMap, posted: &Posted<'_>) -> bool {
+    let header = headers.get(HEADER_PROTOCOL_VERSION);
+    if header.is_some_and(|v| crate::ProtocolVersion::from_bytes(v.as_bytes()).is_none()) {
+        return true;
+    }
+    header.is_none() && member(member(posted.params(), "_meta"), META_PROTOCOL_VERSION).is_some()
+}
+
+/// A 2026-07-28 request for a method the revision removed (`initialize`, `ping`,
+/// `logging/setLevel`, `resources/subscribe`, `resources/unsubscribe`): 404 with Method not
+/// found, whatever the router has (it serves the session revisions too).
+pub(crate) fn removed_method(posted: &Posted<'_>) -> Option<Box<Response<Body>>> {
+    let Posted::Request { id, method, .. } = posted else {
+        return None;
+    };
+    crate::tokio::revision::REMOVED_METHODS
+        .contains(&method.as_ref())
+        .then(|| {
+            Box::new(rpc_error_to(
+                StatusCode::NOT_FOUND,
+                Some(id),
+                ErrorCode::METHOD_NOT_FOUND,
+                &format!("Method not found: {method} is not part of {STATELESS_VERSION}"),
+                None,
+            ))
+        })
 }
 
 #[cfg(test)]

@@ -38,11 +38,32 @@
 #![allow(clippy::indexing_slicing)]
 
 mod client;
+mod header_params;
+mod input;
+mod listen;
+mod request_state;
+pub mod revision;
 mod server;
+mod surface;
+mod surface_calls;
+mod task_calls;
+mod tasks;
 
 pub use client::{ClientOptions, McpClient, McpError, Progress, RunningCall, ServerTool};
+pub use header_params::MAX_HEADER_PARAMS;
+pub use input::{missing_capability_error, InputRequired, ToolReply};
+pub use listen::{Change, Changes, CHANGE_BUFFER, MAX_RESOURCE_SUBSCRIPTIONS};
+pub use request_state::{
+    Binding, RequestStateSeal, StateError, DEFAULT_MAX_OPENED, DEFAULT_MAX_OPENED_PER_CALLER,
+    DEFAULT_MAX_STATE_LEN, DEFAULT_STATE_TTL,
+};
 #[cfg(not(feature = "schemars"))]
 pub use server::SchemarsFeatureRequired;
 pub use server::{
     mcp_builder, IntoToolResult, Json, McpServer, ToolContext, ToolError, ToolResult,
 };
+pub use surface::{
+    Answer, Content, PromptArgument, PromptMessage, ResourceContents, ResourceInfo, TemplateError,
+    UriTemplate, MAX_COMPLETION_VALUES,
+};
+pub use tasks::{TaskSettings, TaskSupport, TASKS_EXTENSION};
