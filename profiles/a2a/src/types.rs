@@ -404,6 +404,8 @@ impl StreamResponse {
 /// The answer to `SendMessage`: a task or a direct message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+// One per answer, built and serialized once: boxing the task would add an allocation per call.
+#[allow(clippy::large_enum_variant)]
 pub enum SendMessageResponse {
     /// The task the message started or continued.
     Task(Task),
