@@ -45,6 +45,7 @@ mod access;
 mod auth;
 mod caller;
 mod client;
+pub mod deadline;
 mod dispatch;
 mod error;
 mod identity;
@@ -52,6 +53,7 @@ mod ratelimit;
 mod responder;
 mod router;
 mod service;
+mod undelivered;
 
 pub use access::{Policy, DISCOVER_METHOD, FORBIDDEN, FORBIDDEN_MESSAGE};
 #[cfg(feature = "jwt")]
@@ -72,6 +74,7 @@ pub use router::{Cancellation, Context, Router};
 pub use rpcwire::ErrorCode;
 pub use rpcwire_telemetry::{Remote, Transport};
 pub use service::{CancelProfile, Service, DEFAULT_HANDSHAKE_TIMEOUT, MAX_INFLIGHT};
+pub use undelivered::undelivered;
 
 /// The core connection every transport runs for the service: heap storage that grows on
 /// demand and shrinks back.

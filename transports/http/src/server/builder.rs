@@ -274,7 +274,7 @@ impl HttpServer {
             self.endpoint.max_body,
             self.endpoint.streams,
         );
-        let clock = crate::deadline::clock(self.endpoint.timeout);
+        let clock = rpcwire_service::deadline::clock(self.endpoint.timeout);
         RpcService {
             inner: Arc::new(Inner {
                 credential_header: service
