@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 pub mod bridge;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+pub mod nats;
 pub mod out;
 pub mod policy;
 pub mod tap;

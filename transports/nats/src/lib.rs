@@ -38,6 +38,9 @@
 mod client;
 mod server;
 
+/// The NATS client this crate is built on (connect with it).
+pub use async_nats;
+
 pub use client::{is_no_responders, NatsClient, NOT_SENT, NO_RESPONDERS};
 pub use server::{NatsServer, TIMED_OUT};
 
