@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::service::ServiceExt;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use rpcwire_service::deadline::{before, clock};
-use rpcwire_service::{undelivered, Responder};
+use rpcwire_service::{undelivered, Exchange, Responder, Sent};
 use rpcwire_tokio::{Builder, Caller, ErrorCode, Identity, RpcError};
 use tokio::sync::Semaphore;
 
@@ -80,26 +80,48 @@ impl NatsServer {
             let Some(request) = endpoint.next().await else {
                 break;
             };
-            let (responder, caller, clock) =
-                (responder.clone(), Arc::clone(&caller), clock.clone());
+            let mut exchange = responder.exchange(&caller, &request.message.payload);
+            // Handlers that finish at once have answered: no task, and the slot is free again.
+            if let Some(answer) = answered_now(&mut exchange) {
+                reply(&request, answer).await;
+                continue;
+            }
+            let clock = clock.clone();
             tokio::spawn(async move {
                 let mut answer = Vec::new();
-                let body = &request.message.payload;
                 let deadline = tokio::time::Instant::now() + timeout;
-                let answered = responder.respond_as(&caller, body, &mut answer);
+                let mut dropped = |_: &[u8]| {};
+                let answered = exchange.run(&mut answer, &mut dropped);
                 if before(&clock, deadline, answered).await.is_err() {
                     let late = RpcError::new(ErrorCode(TIMED_OUT), "answer timed out");
-                    answer = undelivered(body, &late).unwrap_or_default();
+                    answer = undelivered(&request.message.payload, &late).unwrap_or_default();
                 }
-                // Notifications get nothing; a message without a reply subject cannot.
-                if !answer.is_empty() && request.message.reply.is_some() {
-                    if let Err(e) = request.respond(Ok(answer.into())).await {
-                        tracing::debug!(error = %e, "NATS answer not sent");
-                    }
-                }
-                drop(slot);
+                reply(&request, answer).await;
+                drop((exchange, slot));
             });
         }
         Ok(())
+    }
+}
+
+/// The exchange's answer if it has one without waiting (empty: none is due), dropping what
+/// its handlers send their peer, as `Responder::respond` does; `None` while a handler waits.
+fn answered_now(exchange: &mut Exchange) -> Option<Vec<u8>> {
+    loop {
+        match exchange.next().now_or_never()? {
+            Some(Sent::Message(_)) => {}
+            Some(Sent::Answer(answer)) => return Some(answer),
+            None => return Some(Vec::new()),
+        }
+    }
+}
+
+/// Sends `answer` to the message's reply subject: nothing for notifications (an empty
+/// answer), nor for a message without a reply subject.
+async fn reply(request: &async_nats::service::Request, answer: Vec<u8>) {
+    if !answer.is_empty() && request.message.reply.is_some() {
+        if let Err(e) = request.respond(Ok(answer.into())).await {
+            tracing::debug!(error = %e, "NATS answer not sent");
+        }
     }
 }
