@@ -91,6 +91,8 @@ echo "| server | instructions, $small calls | instructions, $big calls | per cal
 echo "|---|---:|---:|---:|"
 report rpcwire "$target/release/rpcwire" serve --nats "$url" --subject bench
 report plain-async-nats "$target/release/nats-plain" "$url" bench
+report plain-on-service-module "$target/release/nats-plain" "$url" bench service
 echo
 awk -v r="$(cat "$work/rpcwire.per")" -v p="$(cat "$work/plain-async-nats.per")" \
-    'BEGIN { printf "rpcwire / plain async-nats loop: %.2fx the instructions per call\n", r / p }'
+    -v s="$(cat "$work/plain-on-service-module.per")" \
+    'BEGIN { printf "rpcwire / plain async-nats loop: %.2fx the instructions per call; rpcwire / the plain loop on the service module: %.2fx\n", r / p, r / s }'

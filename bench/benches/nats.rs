@@ -2,6 +2,10 @@
 //! answering with serde_json (`src/bin/nats_plain.rs`), side by side in one run, through one
 //! `nats-server` on loopback: `cargo bench -p rpcwire-bench --bench nats`.
 //!
+//! A third row: the plain loop taking its messages from an endpoint of `async-nats`'s service
+//! module and answering with its `Request::respond`, as rpcwire does (the share of that
+//! module's bookkeeping).
+//!
 //! Throughput: W1 calls (`subtract [42,23]`, every answer checked) from `nats-feed` (4
 //! connections, 32 requests under way on each), both servers on one worker thread; median of
 //! `RPCWIRE_BENCH_ROUNDS` (default 3) rounds of `RPCWIRE_BENCH_SCALE` x 40 000 calls, the
@@ -77,13 +81,18 @@ fn run() -> Result<String, Error> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let url = format!("nats://127.0.0.1:{port}");
-    let subjects: [(&str, PathBuf, Vec<&str>); 2] = [
+    let subjects: [(&str, PathBuf, Vec<&str>); 3] = [
         (
             "rpcwire serve --nats",
             rpcwire,
             vec!["serve", "--nats", &url, "--subject", "bench"],
         ),
-        ("plain async-nats loop", plain, vec![&url, "bench"]),
+        ("plain async-nats loop", plain.clone(), vec![&url, "bench"]),
+        (
+            "plain loop on the service module",
+            plain,
+            vec![&url, "bench", "service"],
+        ),
     ];
     let rounds: usize = std::env::var("RPCWIRE_BENCH_ROUNDS")
         .ok()

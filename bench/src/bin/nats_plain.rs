@@ -2,8 +2,13 @@
 //! `subtract` with serde_json (the request parsed into a struct, the answer serialized from
 //! one), in one queue group, on one worker thread, each message answered in the loop itself.
 //!
-//! Usage: `nats-plain URL SUBJECT`; prints `ready` on stderr once subscribed.
+//! With `service` after the subject, the same loop takes its messages from an endpoint of
+//! `async-nats`'s service module and answers with its `Request::respond` (which counts them
+//! for `$SRV.STATS`), as `rpcwire serve --nats` does: the share of that bookkeeping.
+//!
+//! Usage: `nats-plain URL SUBJECT [service]`; prints `ready` on stderr once subscribed.
 
+use async_nats::service::ServiceExt;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -24,10 +29,12 @@ struct Answer<'a> {
     id: &'a RawValue,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), async_nats::Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [url, subject] = args.as_slice() else {
-        return Err("usage: nats-plain URL SUBJECT".into());
+    let (url, subject, service) = match args.as_slice() {
+        [url, subject] => (url, subject, false),
+        [url, subject, s] if s == "service" => (url, subject, true),
+        _ => return Err("usage: nats-plain URL SUBJECT [service]".into()),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -35,6 +42,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     runtime.block_on(async {
         let nats = async_nats::connect(url.as_str()).await?;
+        if service {
+            let service = nats.service_builder().start("plain", "1.0.0").await?;
+            let mut endpoint = service.endpoint(subject.as_str()).await?;
+            nats.flush().await?;
+            eprintln!("ready");
+            while let Some(request) = endpoint.next().await {
+                if let Some(answer) = answer(&request.message.payload) {
+                    request.respond(Ok(answer.into())).await?;
+                }
+            }
+            return Ok(());
+        }
         let mut requests = nats.queue_subscribe(subject.clone(), "q".into()).await?;
         nats.flush().await?;
         eprintln!("ready");
@@ -57,4 +76,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok(())
     })
+}
+
+/// The answer to a `subtract` request, with serde_json.
+fn answer(payload: &[u8]) -> Option<Vec<u8>> {
+    let request = serde_json::from_slice::<Request<'_>>(payload).ok()?;
+    if request.method != "subtract" {
+        return None;
+    }
+    let (a, b) = request.params;
+    serde_json::to_vec(&Answer {
+        jsonrpc: "2.0",
+        result: a - b,
+        id: request.id,
+    })
+    .ok()
 }
