@@ -2,6 +2,8 @@
 //! reply subjects, notifications as plain publishes) and whose input is their answers and the
 //! messages of the subjects it listens to.
 
+use std::time::Duration;
+
 use async_nats::RequestErrorKind;
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -27,6 +29,10 @@ fn code(kind: RequestErrorKind) -> i32 {
         NOT_SENT
     }
 }
+
+/// The longest a request waits in NATS for its answer when the connection's calls have no
+/// default deadline (`Builder::request_timeout(None)`).
+pub const MAX_WAIT: Duration = Duration::from_secs(300);
 
 /// Whether a call ended because no server listens on its subject.
 pub fn is_no_responders(error: &CallError) -> bool {
@@ -61,8 +67,10 @@ impl NatsClient {
         nats: async_nats::Client,
         builder: Builder,
     ) -> Result<Session, NatsError> {
-        // A request waits no longer in NATS than a call waits by default.
-        let wait = builder.config().request_timeout;
+        // A request waits in NATS as long as a call waits by default, and never forever: a
+        // call that ended at its own deadline leaves no task waiting for a server that never
+        // answers past this.
+        let wait = Some(builder.config().request_timeout.unwrap_or(MAX_WAIT));
         let (session, messages) = builder.run_messages(64);
         let Messages {
             mut outgoing,

@@ -41,7 +41,7 @@ mod server;
 /// The NATS client this crate is built on (connect with it).
 pub use async_nats;
 
-pub use client::{is_no_responders, NatsClient, NOT_SENT, NO_RESPONDERS};
+pub use client::{is_no_responders, NatsClient, MAX_WAIT, NOT_SENT, NO_RESPONDERS};
 pub use server::{NatsServer, TIMED_OUT};
 
 /// A message over NATS, as callers' [`Caller::transport`](rpcwire_tokio::Caller::transport)
