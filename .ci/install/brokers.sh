@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs what the message-broker transports' tests use (transports/nats/tests,
-# transports/mqtt/tests): the NATS server and the Mosquitto MQTT broker from Debian, and the
-# brokers' Python clients (`nats-py`, `paho-mqtt`) in a virtualenv under $RPCWIRE_INTEROP
-# (default ~/.cache/rpcwire-interop/brokers). Pinned, idempotent, quick when already installed.
+# Installs what the message-broker transports' tests use: the NATS server from Debian and its
+# Python client `nats-py` (transports/nats/tests/nats.rs, cli/tests/cli_nats.rs, and the `nats`
+# bench), and for the MQTT transport to come the Mosquitto broker and `paho-mqtt`; the Python
+# clients in a virtualenv under $RPCWIRE_INTEROP (default ~/.cache/rpcwire-interop/brokers,
+# where `rpcwire_tests::interop::venv_python("brokers", ..)` looks). Pinned, idempotent, quick
+# when already installed.
 set -euo pipefail
 DIR="${RPCWIRE_INTEROP:-$HOME/.cache/rpcwire-interop/brokers}"
 PY_PKGS=(nats-py==2.16.0 paho-mqtt==2.2.0)
