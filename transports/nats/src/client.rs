@@ -116,6 +116,8 @@ impl NatsClient {
                     }
                 });
             }
+            // The connection ended: what it published last (a notification) leaves now.
+            let _ = nats.flush().await;
         });
         Ok(session)
     }
