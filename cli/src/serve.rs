@@ -10,7 +10,7 @@ use rpcwire_tokio::{Builder, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME};
 use crate::{http, FramingArg, ProfileArg, EXIT_USAGE};
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial", "http", "ws"])))]
+#[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial", "http", "ws", "nats"])))]
 #[command(group(ArgGroup::new("web").args(["http", "ws"])))]
 pub(crate) struct ServeArgs {
     /// Serve on stdin/stdout (the default).
@@ -158,6 +158,8 @@ pub(crate) struct ServeArgs {
     pub(crate) cors: crate::cors::CorsArgs,
     #[command(flatten)]
     pub(crate) refusal_log: rpcwire_cli::logs::RefusalLogArgs,
+    #[command(flatten)]
+    pub(crate) nats: rpcwire_cli::nats::NatsServeArgs,
     /// The OTLP metrics' recorder, for --metrics to record beside its own (not an option).
     #[cfg(all(feature = "otlp", feature = "metrics"))]
     #[arg(skip)]
@@ -397,6 +399,9 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
     if let Some(n) = args.rate_limit {
         builder =
             builder.map_service(|s| s.rate_limit(rpcwire_tokio::RateLimiter::new(f64::from(n), n)));
+    }
+    if args.nats.nats.is_some() {
+        return rpcwire_cli::nats::serve(&args.nats, builder).await;
     }
     if let Some(path) = &args.serial {
         let baud = args.baud.unwrap_or(DEFAULT_BAUD);

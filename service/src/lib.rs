@@ -45,6 +45,7 @@ mod access;
 mod auth;
 mod caller;
 mod client;
+pub mod deadline;
 mod dispatch;
 mod error;
 mod identity;
@@ -54,6 +55,7 @@ mod responder;
 mod router;
 mod service;
 mod shutdown;
+mod undelivered;
 
 pub use access::{Policy, DISCOVER_METHOD, FORBIDDEN, FORBIDDEN_MESSAGE};
 #[cfg(feature = "jwt")]
@@ -80,6 +82,7 @@ pub use service::{CancelProfile, Service, DEFAULT_HANDSHAKE_TIMEOUT, MAX_INFLIGH
 pub use shutdown::{
     Drained, Shutdown, Tracked, DEFAULT_DRAIN_DEADLINE, SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE,
 };
+pub use undelivered::undelivered;
 
 /// The core connection every transport runs for the service: heap storage that grows on
 /// demand and shrinks back.

@@ -1,5 +1,6 @@
 //! Helpers shared by rpcwire's integration suites (in `tests/`).
 
+pub mod brokers;
 pub mod interop;
 #[cfg(feature = "oauth")]
 pub mod oauth;

@@ -122,7 +122,6 @@ mod challenge;
 mod client;
 mod connect;
 mod console;
-mod deadline;
 mod endpoint;
 mod fast;
 #[cfg(feature = "signing")]

@@ -78,6 +78,7 @@
 
 mod accept;
 mod driver;
+mod messages;
 mod stdio;
 #[cfg(feature = "tls")]
 pub mod tls;
@@ -93,6 +94,7 @@ use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::task::JoinHandle;
 
 pub use accept::{accept_loop, Listener, Slot};
+pub use messages::Messages;
 pub use rpcwire::wire::Framing;
 pub use rpcwire::ErrorCode;
 #[cfg(feature = "jwt")]

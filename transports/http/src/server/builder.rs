@@ -297,7 +297,7 @@ impl HttpServer {
         hub.end_streams_on(service.shutdown_ref());
         let mut endpoint = self.endpoint;
         endpoint.set_shutdown(service.shutdown_ref());
-        let clock = crate::deadline::clock(endpoint.timeout);
+        let clock = rpcwire_service::deadline::clock(endpoint.timeout);
         RpcService {
             inner: Arc::new(Inner {
                 credential_header: service

@@ -9,8 +9,8 @@ use rpcwire_service::{Exchange, Sent};
 use tokio::sync::{mpsc, watch};
 
 use crate::body::Body;
-use crate::deadline::before;
 use crate::response::{event_stream, json, refuse, sse_event, status};
+use rpcwire_service::deadline::before;
 
 /// The body of the 413 answer to a batch longer than the limit.
 const BATCH_TOO_LONG: &[u8] = br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request","data":"batch too large"},"id":null}"#;

@@ -21,7 +21,6 @@ use tokio::time::Instant;
 
 use crate::body::Body;
 use crate::caller::{admit, connection_certificate, connection_peer, traced_caller};
-use crate::deadline::before;
 use crate::endpoint::Endpoint;
 use crate::fast::{Answer, Posts};
 use crate::handles::{HandlesIncoming, HandlesWhole, ResponseFuture};
@@ -29,6 +28,7 @@ use crate::media::accepts;
 use crate::post::{after_body, post_body};
 use crate::response::{event_stream, refuse};
 use crate::stream::EventHub;
+use rpcwire_service::deadline::before;
 
 use super::reply::Reply;
 

@@ -1,5 +1,19 @@
 //! Request deadlines seen on the ticks of one clock per service, not with a timer per
-//! request (each would cost a registration, often a wake-up).
+//! request (each would cost a registration, often a wake-up): how long a request/response
+//! transport (an HTTP POST, a broker message) lets one body's answer take.
+//!
+//! ```
+//! use std::time::Duration;
+//! use rpcwire_service::deadline::{before, clock};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let clock = clock(Duration::from_millis(80));
+//! let deadline = tokio::time::Instant::now() + Duration::from_millis(40);
+//! assert_eq!(before(&clock, deadline, async { 7 }).await, Ok(7));
+//! assert_eq!(before(&clock, deadline, std::future::pending::<()>()).await, Err(()));
+//! # }
+//! ```
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,7 +22,7 @@ use std::task::{Context, Poll};
 use tokio::sync::watch;
 
 /// `fut`'s output, or `Err` once `deadline` has passed (seen on a tick of `clock`).
-pub(crate) fn before<F: Future>(
+pub fn before<F: Future>(
     clock: &watch::Receiver<()>,
     deadline: tokio::time::Instant,
     fut: F,
@@ -26,7 +40,7 @@ pin_project_lite::pin_project! {
     /// waits, boxed: a call answered at once (a handler that does not wait) clones no watch
     /// and allocates nothing, and an idle connection's task, which holds the
     /// room of its largest request future, keeps a pointer for it.
-    pub(crate) struct Before<'a, F> {
+    pub struct Before<'a, F> {
         #[pin]
         fut: F,
         clock: &'a watch::Receiver<()>,
@@ -63,7 +77,7 @@ async fn expires(mut clock: watch::Receiver<()>, deadline: tokio::time::Instant)
 
 /// A clock that ticks a few times per `timeout` (every eighth of it, within 10 to 250 ms)
 /// while its receivers live: the deadlines of one service's requests are seen on its ticks.
-pub(crate) fn clock(timeout: std::time::Duration) -> watch::Receiver<()> {
+pub fn clock(timeout: std::time::Duration) -> watch::Receiver<()> {
     use std::time::Duration;
     let (tick_tx, clock) = watch::channel(());
     let granularity = (timeout / 8).clamp(Duration::from_millis(10), Duration::from_millis(250));
