@@ -52,6 +52,7 @@ mod identity;
 mod ratelimit;
 mod refusal_log;
 mod responder;
+pub mod resumable;
 mod router;
 mod service;
 mod shutdown;

@@ -138,7 +138,6 @@ mod pipe;
 mod post;
 pub mod profile;
 mod response;
-mod resume;
 mod server;
 mod stream;
 pub mod transport;

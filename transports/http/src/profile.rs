@@ -90,8 +90,8 @@ pub use crate::on_hyper::serve_hyper_connection;
 pub use crate::pipe::{send_body, ChannelReader, FrameWriter};
 pub use crate::post::{after_body, read_post_body};
 pub use crate::response::{event_stream, json, refuse, sse_event, status};
-pub use crate::resume::{
+pub use crate::stream::{EventHub, StreamLimits, VecSink};
+pub use rpcwire_service::resumable::{
     parse_event_id, priming_event, stream_event, ParkedStreams, ResumableStream, StreamRelay,
     DEFAULT_MAX_PARKED,
 };
-pub use crate::stream::{EventHub, StreamLimits, VecSink};

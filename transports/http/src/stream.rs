@@ -9,42 +9,16 @@
 //! one resumes from the oldest event held.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
-use rpcwire::wire::ser::Sink;
 use rpcwire::wire::sse::{self, Replay};
 use rpcwire::wire::Framing;
 use rpcwire_tokio::{Builder, Client};
 use tokio::sync::{mpsc, watch};
 
 use crate::pipe::{send_body, ChannelReader, FrameWriter};
-
-/// A `Vec<u8>` as a core encoder sink (for `rpcwire::wire::sse`'s writers).
-#[derive(Debug)]
-pub struct VecSink<'a>(pub &'a mut Vec<u8>);
-
-impl Sink for VecSink<'_> {
-    fn put(&mut self, bytes: &[u8]) {
-        self.0.extend_from_slice(bytes);
-    }
-}
-
-/// Limits and timings of an event stream: its resumption buffer, bounded in events and in
-/// bytes (the oldest go first; the newest is always kept), its keep-alive comments, and the
-/// reconnection time clients are told. [`Endpoint`](crate::profile::Endpoint)'s setters
-/// apply the bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StreamLimits {
-    /// The most events held for resumption.
-    pub events: usize,
-    /// The most bytes held for resumption.
-    pub bytes: usize,
-    /// The interval of keep-alive comments on an idle GET stream.
-    pub keep_alive: Duration,
-    /// The reconnection time sent as `retry:`.
-    pub retry: Duration,
-}
+pub use rpcwire::wire::ser::VecSink;
+pub use rpcwire_service::resumable::StreamLimits;
 
 /// The server side of the GET streams: a connection whose messages (sent through its
 /// [`client`](EventHub::client)) are numbered, kept in a bounded buffer and sent to every

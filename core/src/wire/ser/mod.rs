@@ -51,4 +51,6 @@ mod strings;
 pub use self::error::{SerializeError, ToSliceError};
 pub use self::rendered::Rendered;
 pub use self::serializer::{encoded_len, to_sink, to_slice, RAW_JSON_TOKEN};
+#[cfg(feature = "alloc")]
+pub use self::sink::VecSink;
 pub use self::sink::{CountingSink, Sink, SliceSink};

@@ -79,3 +79,16 @@ impl Sink for CountingSink {
         self.len = self.len.saturating_add(bytes.len());
     }
 }
+
+/// A growable `Vec<u8>` as a sink (feature `alloc`): the encoders' output on a host.
+#[cfg(feature = "alloc")]
+#[derive(Debug)]
+pub struct VecSink<'a>(pub &'a mut alloc::vec::Vec<u8>);
+
+#[cfg(feature = "alloc")]
+impl Sink for VecSink<'_> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+}

@@ -1,4 +1,4 @@
-//! Resumable POST event streams: the events of one answer (a request's progress and its
+//! Resumable event streams: the events of one answer (a request's progress and its
 //! answer, a task's updates) kept in a bounded buffer while they are sent, so that a client
 //! whose connection broke, or whom the server sent away to poll, comes back with
 //! `Last-Event-ID` and gets exactly the events after it.
@@ -7,19 +7,39 @@
 //! streams of a session, of a task...) and the event's place in it, from 1. A first
 //! "priming" event (`p<stream>-0`, no data) tells the client the id to resume from before
 //! any message has come.
+//!
+//! They live in the service layer, not in a transport: they hold a profile's stream state
+//! (encoded events, the streams parked per owner), with no HTTP in them; `rpcwire-http`
+//! serves them as `text/event-stream` and re-exports them under `rpcwire_http::profile`.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use bytes::Bytes;
+use rpcwire::wire::ser::VecSink;
 use rpcwire::wire::sse::{self, Replay};
 use tokio::sync::{mpsc, Notify};
 
-use crate::stream::{StreamLimits, VecSink};
-
 /// The default of [`ParkedStreams::new`]: the most streams kept for resumption per owner.
 pub const DEFAULT_MAX_PARKED: usize = 16;
+
+/// Limits and timings of an event stream: its resumption buffer, bounded in events and in
+/// bytes (the oldest go first; the newest is always kept), its keep-alive comments, and the
+/// reconnection time clients are told. `rpcwire-http`'s `Endpoint` setters apply
+/// the bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// The most events held for resumption.
+    pub events: usize,
+    /// The most bytes held for resumption.
+    pub bytes: usize,
+    /// The interval of keep-alive comments on an idle GET stream.
+    pub keep_alive: Duration,
+    /// The reconnection time sent as `retry:`.
+    pub retry: Duration,
+}
 
 /// `p<stream>-<seq>` → (stream, seq); `None` for an id of any other form.
 pub fn parse_event_id(id: &str) -> Option<(u64, u64)> {
