@@ -440,15 +440,6 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         builder.serve_tcp(listener).await;
         return ExitCode::SUCCESS;
     }
-    match builder.stdio().join().await {
-        Ok(()) => ExitCode::SUCCESS,
-        // `rpcwire serve | head -c1`: the reader of our answers has gone.
-        Err(rpcwire_tokio::DriverError::Io(e)) if rpcwire_cli::out::is_stdout_closed(&e) => {
-            rpcwire_cli::out::stdout_closed()
-        }
-        Err(e) => {
-            eprintln!("rpcwire: {e}");
-            ExitCode::from(EXIT_CONNECTION)
-        }
-    }
+    // `rpcwire serve | head -c1`: 141 when the reader of our answers has gone.
+    rpcwire_cli::out::serve_stdio(builder, EXIT_CONNECTION).await
 }
