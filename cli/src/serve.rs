@@ -13,6 +13,11 @@ use crate::{http, FramingArg, ProfileArg, EXIT_USAGE};
 #[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial", "http", "ws"])))]
 #[command(group(ArgGroup::new("web").args(["http", "ws"])))]
 pub(crate) struct ServeArgs {
+    /// Read the flags from this TOML file, one key per flag (its long name: `max-frame =
+    /// 1024`, `tokens = "tokens.txt"`, `any-host = true`, `redact = ["card"]`); a flag given on
+    /// the command line overrides its key.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<std::path::PathBuf>,
     /// Serve on stdin/stdout (the default).
     #[arg(long)]
     pub(crate) stdio: bool,
