@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the observability tests run against (cli/tests/observability_prometheus.rs,
 # cli/tests/observability_otlp.rs): a real Prometheus server (Debian's `prometheus`, run by
-# the test in the foreground with its own configuration and storage on 127.0.0.1), the PyPI
+# the test in the foreground with its own configuration and storage on 127.0.0.1; the package
+# ships `promtool`, whose `check metrics` the test runs on every exposition), the PyPI
 # `prometheus-client` parser of the text exposition format, and the PyPI `opentelemetry-proto`
 # messages that the OTLP receiver of the tests (tests/otlp_receiver.py) decodes the exported
 # spans with; pinned, in a virtualenv under $HOME/.cache/rpcwire-interop.
@@ -14,6 +15,7 @@ if ! command -v prometheus >/dev/null 2>&1; then
   if command -v systemctl >/dev/null 2>&1; then systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
 fi
 prometheus --version 2>&1 | head -n 1
+promtool --version 2>&1 | head -n 1
 DIR="$HOME/.cache/rpcwire-interop/observability"
 if [ ! -x "$DIR/venv/bin/python" ]; then
   python3 -m venv "$DIR/venv"

@@ -11,6 +11,7 @@ use rpcwire_cli::{demo_router, EXIT_CONNECTION};
 use rpcwire_tokio::{Builder, CallError, Client, Framing};
 
 mod call;
+mod config;
 mod cors;
 mod drain;
 mod hosts;
@@ -148,9 +149,26 @@ fn sample_ratio_from_env() -> Option<rpcwire_telemetry::SampleRatio> {
     })
 }
 
+/// The command line, with the flags of `serve --config FILE` read in (see `config`).
+fn parse_cli() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let command = Cli::command();
+    let matches = command.clone().get_matches_from(argv.clone());
+    let argv = match config::with_config(argv, &command, &matches) {
+        Ok(argv) => argv,
+        Err(e) => {
+            eprintln!("rpcwire: {e}");
+            std::process::exit(i32::from(EXIT_USAGE));
+        }
+    };
+    let matches = command.get_matches_from(argv);
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
     #[cfg_attr(not(feature = "otlp"), allow(unused_mut))]
-    let mut cli = Cli::parse();
+    let mut cli = parse_cli();
     let log_calls = matches!(&cli.command, Cmd::Serve(args) if args.log_calls);
     // Started before the subscriber, which holds its layer; dropped (flushed) last.
     #[cfg(feature = "otlp")]
@@ -361,4 +379,65 @@ async fn demo() -> ExitCode {
          `rpcwire call --tcp 127.0.0.1:4000 subtract '[42, 23]'` in another."
     );
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every flag of `serve` has a key in a `--config` file: each one, alone in a table
+    /// (a sample value of its kind), becomes that flag. A flag that could not (no long name,
+    /// say) fails here as soon as it is added.
+    #[test]
+    fn every_serve_flag_has_a_config_key() {
+        let cli = Cli::command();
+        let serve = cli.find_subcommand("serve").unwrap();
+        let mut seen = 0;
+        for arg in serve.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "config" || id == "help" || arg.is_global_set() {
+                continue;
+            }
+            let long = arg
+                .get_long()
+                .unwrap_or_else(|| panic!("`serve` flag `{id}` has no long name: no config key"));
+            let takes_value = arg.get_action().takes_values();
+            let value = if takes_value {
+                toml::Value::String("1".into())
+            } else {
+                toml::Value::Boolean(true)
+            };
+            for key in [long.to_owned(), long.replace('-', "_")] {
+                let mut table = toml::Table::new();
+                table.insert(key.clone(), value.clone());
+                let flags = config::flags_of(&table, serve, &|_| false)
+                    .unwrap_or_else(|e| panic!("`{key}`: {e}"));
+                let mut want = vec![std::ffi::OsString::from(format!("--{long}"))];
+                if takes_value {
+                    want.push("1".into());
+                }
+                assert_eq!(flags, want, "`{key}`");
+                // Given on the command line: the key is left out.
+                let given = config::flags_of(&table, serve, &|i| i == id).unwrap();
+                assert!(given.is_empty(), "`{key}`");
+            }
+            seen += 1;
+        }
+        assert!(seen > 30, "only {seen} flags seen");
+    }
+
+    #[test]
+    fn unknown_keys_and_wrong_kinds_are_refused_with_their_key() {
+        let cli = Cli::command();
+        let serve = cli.find_subcommand("serve").unwrap();
+        let table: toml::Table = "max-frames = 3".parse().unwrap();
+        let e = config::flags_of(&table, serve, &|_| false).unwrap_err();
+        assert!(e.to_string().contains("max-frames"), "{e}");
+        let table: toml::Table = "any-host = 3".parse().unwrap();
+        let e = config::flags_of(&table, serve, &|_| false).unwrap_err();
+        assert!(e.to_string().contains("any-host"), "{e}");
+        let table: toml::Table = "max-frame = { a = 1 }".parse().unwrap();
+        assert!(config::flags_of(&table, serve, &|_| false).is_err());
+    }
 }

@@ -13,6 +13,11 @@ use crate::{http, FramingArg, ProfileArg, EXIT_USAGE};
 #[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial", "http", "ws", "nats"])))]
 #[command(group(ArgGroup::new("web").args(["http", "ws"])))]
 pub(crate) struct ServeArgs {
+    /// Read the flags from this TOML file, one key per flag (its long name: `max-frame =
+    /// 1024`, `tokens = "tokens.txt"`, `any-host = true`, `redact = ["card"]`); a flag given on
+    /// the command line overrides its key.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<std::path::PathBuf>,
     /// Serve on stdin/stdout (the default).
     #[arg(long)]
     pub(crate) stdio: bool,
@@ -479,15 +484,6 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         builder.serve_tcp(listener).await;
         return crate::drain::finish(&shutdown, ExitCode::SUCCESS).await;
     }
-    match builder.stdio().join().await {
-        Ok(()) => ExitCode::SUCCESS,
-        // `rpcwire serve | head -c1`: the reader of our answers has gone.
-        Err(rpcwire_tokio::DriverError::Io(e)) if rpcwire_cli::out::is_stdout_closed(&e) => {
-            rpcwire_cli::out::stdout_closed()
-        }
-        Err(e) => {
-            eprintln!("rpcwire: {e}");
-            ExitCode::from(EXIT_CONNECTION)
-        }
-    }
+    // `rpcwire serve | head -c1`: 141 when the reader of our answers has gone.
+    rpcwire_cli::out::serve_stdio(builder, EXIT_CONNECTION).await
 }

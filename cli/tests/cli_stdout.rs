@@ -79,3 +79,52 @@ fn ends_quietly_with_141(child: &mut std::process::Child, mut meanwhile: impl Fn
     assert_eq!(status.code(), Some(141), "stderr: {stderr}");
     stderr
 }
+
+/// `echo '<a call with a 300 000-byte answer>' | rpcwire serve --stdio | head -c1`: stdin has
+/// ended before the reader goes away, with most of the answer unwritten; the same 141 as with
+/// stdin open (three runs: the end of stdin and the broken pipe race).
+#[test]
+fn serve_with_stdin_ended_into_a_reader_that_stops_after_one_byte_ends_with_141() {
+    let big = "x".repeat(300_000);
+    let call =
+        format!("{{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"{big}\"],\"id\":1}}\n");
+    for _ in 0..3 {
+        let mut child = Command::new(bin())
+            .args(["serve", "--stdio"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(call.as_bytes()).unwrap();
+        // stdin ends: the server answers what it received, then would exit 0.
+        drop(stdin);
+        let mut stdout = child.stdout.take().unwrap();
+        stdout.read_exact(&mut [0u8; 1]).unwrap();
+        drop(stdout);
+        let stderr = ends_quietly_with_141(&mut child, || {});
+        assert!(!stderr.contains("i/o error"), "stderr: {stderr}");
+    }
+}
+
+/// The whole answer read: stdin's end is the orderly end, exit 0.
+#[test]
+fn serve_with_stdin_ended_and_every_answer_read_exits_0() {
+    let big = "x".repeat(300_000);
+    let call =
+        format!("{{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"{big}\"],\"id\":1}}\n");
+    let mut child = Command::new(bin())
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(call.as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.len() > 300_000, "{}", out.stdout.len());
+}

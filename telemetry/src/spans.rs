@@ -131,9 +131,10 @@ pub fn batch_size(len: usize) {
 /// (the HTTP server's) hold one per accepted connection.
 #[derive(Debug)]
 pub struct ConnectionScope {
-    /// The transport counted (two bytes with the flags: every connection's future holds it).
+    /// The `network.transport` counted (every connection's future holds it: not the whole
+    /// `Transport`).
     #[cfg(feature = "metrics")]
-    transport: crate::Transport,
+    transport: &'static str,
     /// Counted in the open-connections gauge.
     #[cfg(feature = "metrics")]
     metered: bool,
@@ -200,7 +201,7 @@ impl ConnectionScope {
         (
             ConnectionScope {
                 #[cfg(feature = "metrics")]
-                transport: kind,
+                transport,
                 #[cfg(feature = "metrics")]
                 metered,
                 #[cfg(feature = "metrics")]
@@ -215,7 +216,7 @@ impl Drop for ConnectionScope {
     fn drop(&mut self) {
         #[cfg(feature = "metrics")]
         if self.metered {
-            let transport = self.transport.network_transport();
+            let transport = self.transport;
             metrics::gauge!(names::CONNECTIONS, "network.transport" => transport).decrement(1.0);
         }
         #[cfg(feature = "metrics")]

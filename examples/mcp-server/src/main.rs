@@ -141,9 +141,16 @@ struct HttpOptions {
     sample: Option<rpcwire_telemetry::SampleRatio>,
 }
 
+/// `--log-format json`: the stderr log as one JSON object per line (for a log collector).
+fn log_json() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    args.windows(2)
+        .any(|w| w[0] == "--log-format" && w[1] == "json")
+}
+
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json]");
     std::process::exit(2);
 }
 
@@ -204,6 +211,11 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
                         .unwrap_or_else(|_| usage("--max-sessions takes a number")),
                 )
             }
+            // Read by `log_json` (it applies over stdio too); checked here.
+            "--log-format" => match value(&mut args, "--log-format").as_str() {
+                "text" | "json" => {}
+                _ => usage("--log-format takes text or json"),
+            },
             other => usage(&format!("unknown argument {other}")),
         }
     }
@@ -353,12 +365,27 @@ fn start_otlp(
     )
     .unwrap_or_else(|e| usage(&e.to_string()));
     metrics.install().unwrap_or_else(|e| usage(&e.to_string()));
-    let log = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(false);
-    let registry = tracing_subscriber::registry().with(export.layer()).with(
-        tracing_subscriber::Layer::with_filter(log, tracing_subscriber::filter::LevelFilter::INFO),
-    );
+    use tracing_subscriber::Layer;
+    let info = tracing_subscriber::filter::LevelFilter::INFO;
+    let json = log_json();
+    // One of the two, as `--log-format` says (an absent layer lets everything through).
+    let json_log = json.then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .json()
+            .with_filter(info)
+    });
+    let text_log = (!json).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .with_filter(info)
+    });
+    let registry = tracing_subscriber::registry()
+        .with(export.layer())
+        .with(json_log)
+        .with(text_log);
     let _ = tracing::subscriber::set_global_default(registry);
     (export, metrics)
 }
@@ -413,10 +440,14 @@ async fn main() {
     if otlp.is_some() {
         usage("--otlp needs the feature `otlp`");
     }
-    tracing_subscriber::fmt()
+    let log = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+        .with_ansi(false);
+    if log_json() {
+        log.json().init();
+    } else {
+        log.init();
+    }
     let server = tools();
     if let Some(opts) = opts {
         serve_http(server, opts).await;

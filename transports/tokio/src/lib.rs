@@ -80,6 +80,17 @@ mod accept;
 mod driver;
 mod messages;
 mod stdio;
+
+/// This process's stdin and stdout as the async streams [`Builder::stdio`] runs over (on the
+/// runtime's own threads wherever the kind of descriptor allows): for a program that wraps one
+/// of them before [`Builder::run`] (to watch its writes, say) and runs as `stdio` would, with
+/// [`Caller::local`]`(`[`transport::STDIO`]`)` as its caller.
+pub fn stdio_streams() -> (
+    Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+    Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
+) {
+    stdio::streams()
+}
 #[cfg(feature = "tls")]
 pub mod tls;
 
@@ -549,7 +560,7 @@ impl Builder {
     /// # }
     /// ```
     pub fn stdio(self) -> Session {
-        let (reader, writer) = stdio::streams();
+        let (reader, writer) = stdio_streams();
         self.caller_if_unset(|| Caller::local(transport::STDIO))
             .run(reader, writer)
     }
