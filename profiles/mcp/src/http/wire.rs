@@ -9,7 +9,7 @@
 pub const CLOSE_STREAM: &str = "rpcwire/closeStream";
 
 /// The revision the stateless mode speaks.
-pub const STATELESS_VERSION: &str = "2026-07-28";
+pub use crate::STATELESS_VERSION;
 /// The session header (session mode).
 pub const HEADER_SESSION_ID: &str = "mcp-session-id";
 /// The protocol revision header.
