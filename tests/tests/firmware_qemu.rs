@@ -673,12 +673,12 @@ fn mcp_image_answers_2026_07_28_discover_and_tools_call_over_its_uart() {
     );
     // Progress before the result, as on the session revisions.
     link.send(
-        format!(
-            r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"blink","arguments":{{"times":2}},"_meta":{{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+        concat!(
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"blink","arguments":{"times":2},"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+            "\n"
         )
         .as_bytes(),
     );
-    link.send(b"\n");
     for done in 1..=2 {
         let note: Value =
             serde_json::from_str(&link.line(Duration::from_secs(10)).expect("progress")).unwrap();
