@@ -10,7 +10,8 @@
 # the stack high-water mark (from the firmware's `rpc.stats` method) is reported.
 # The MCP image (rpcwire-firmware-mcp, same crate): flash <= 24 KiB, static RAM <= 6 KiB,
 # enforced the same way; its end-to-end test is the Python MCP SDK through `rpcwire bridge`
-# (cli/tests/firmware_mcp.rs), which reports its stack high-water mark.
+# (cli/tests/firmware_mcp.rs), which reports its stack high-water mark, and its MCP 2026-07-28
+# answers are checked exactly over its UART by tests/tests/firmware_qemu.rs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -579,3 +579,208 @@ fn host_reaches_the_firmware_through_a_pty_with_rpcwire_serial() {
     assert_eq!(call(3, "nope", "[]"), serde_json::json!({"error": -32601}));
     assert!(call(4, "rpc.stats", "{}")["stack_used"].as_u64().is_some());
 }
+
+/// `_meta` of a 2026-07-28 request: its revision and the client's capabilities (and, as the
+/// specification recommends, its name).
+const META_2026: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"qemu-test","version":"1"}}"#;
+
+/// The MCP image (examples/firmware, `rpcwire-firmware-mcp`) speaks MCP 2026-07-28 over its
+/// UART with no `initialize`: `server/discover`, `tools/list` and `tools/call` (with progress)
+/// answered exactly, `resultType` on every result; the specification's refusals of a request
+/// whose `_meta` is missing or incomplete, or names an unknown revision, and of the methods
+/// 2026-07-28 removed; then, on the same line, an `initialize` session whose results stay as
+/// the session revisions have them (both revisions at once).
+#[test]
+fn mcp_image_answers_2026_07_28_discover_and_tools_call_over_its_uart() {
+    if !firmware::have_qemu() {
+        return;
+    }
+    let Some(elf) = firmware::build("rpcwire-firmware-mcp") else {
+        return;
+    };
+    let (_qemu, mut link) = start_tcp(&elf);
+    let booted: Value = serde_json::from_str(
+        &link
+            .line(Duration::from_secs(20))
+            .expect("boot notification"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        booted["params"]["firmware"], "rpcwire-firmware-mcp",
+        "{booted}"
+    );
+    let version = booted["params"]["version"]
+        .as_str()
+        .expect("version")
+        .to_owned();
+    let expect = |link: &mut Link, request: &str, expected: Value| {
+        let reply = link.exchange(request);
+        assert_eq!(reply, expected, "{request}");
+    };
+
+    expect(
+        &mut link,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{{META_2026}}}}}"#
+        ),
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "supportedVersions": ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
+            "capabilities": {"tools": {"listChanged": false}},
+            "instructions": "A Cortex-M3 board: read its counter, switch or blink its LED, add integers.",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "rpcwire-firmware-mcp", "version": version}},
+            "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}}),
+    );
+    expect(
+        &mut link,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"add","arguments":{{"a":40,"b":2}},{META_2026}}}}}"#
+        ),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {
+            "content": [{"type": "text", "text": "42"}], "isError": false, "resultType": "complete"}}),
+    );
+    // A failing tool is a result too, with `resultType`.
+    expect(
+        &mut link,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{{"name":"set_led","arguments":{{"on":1}},{META_2026}}}}}"#
+        ),
+        serde_json::json!({"jsonrpc": "2.0", "id": "s", "result": {
+            "content": [{"type": "text", "text": "set_led expects {\"on\": true or false}"}],
+            "isError": true, "resultType": "complete"}}),
+    );
+    let list = link.exchange(&format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{{{META_2026}}}}}"#
+    ));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["read_counter", "set_led", "add", "blink"], "{list}");
+    assert_eq!(
+        (
+            &list["result"]["resultType"],
+            &list["result"]["ttlMs"],
+            &list["result"]["cacheScope"]
+        ),
+        (
+            &Value::from("complete"),
+            &Value::from(0),
+            &Value::from("private")
+        ),
+        "{list}"
+    );
+    // Progress before the result, as on the session revisions.
+    link.send(
+        concat!(
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"blink","arguments":{"times":2},"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+            "\n"
+        )
+        .as_bytes(),
+    );
+    for done in 1..=2 {
+        let note: Value =
+            serde_json::from_str(&link.line(Duration::from_secs(10)).expect("progress")).unwrap();
+        assert_eq!(
+            note,
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": "p", "progress": done, "total": 2}})
+        );
+    }
+    let done: Value =
+        serde_json::from_str(&link.line(Duration::from_secs(10)).expect("result")).unwrap();
+    assert_eq!(
+        done,
+        serde_json::json!({"jsonrpc": "2.0", "id": 4, "result": {
+            "content": [{"type": "text", "text": "blinked 2 times"}], "isError": false,
+            "resultType": "complete"}})
+    );
+
+    // Refusals. `server/discover` without `_meta`, or a `_meta` lacking a key: Invalid params.
+    let error = |id: u32, code: i32, message: &str| serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    expect(
+        &mut link,
+        r#"{"jsonrpc":"2.0","id":10,"method":"server/discover","params":{}}"#,
+        error(10, -32602, "Invalid params"),
+    );
+    expect(
+        &mut link,
+        r#"{"jsonrpc":"2.0","id":11,"method":"server/discover"}"#,
+        error(11, -32602, "Invalid params"),
+    );
+    expect(
+        &mut link,
+        r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+        error(12, -32602, "Invalid params"),
+    );
+    expect(
+        &mut link,
+        r#"{"jsonrpc":"2.0","id":13,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+        error(13, -32602, "Invalid params"),
+    );
+    expect(
+        &mut link,
+        r#"{"jsonrpc":"2.0","id":14,"method":"tools/list","params":{"_meta":"2026-07-28"}}"#,
+        error(14, -32602, "Invalid params"),
+    );
+    // A revision nobody speaks: UnsupportedProtocolVersionError.
+    expect(
+        &mut link,
+        r#"{"jsonrpc":"2.0","id":15,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+        error(15, -32022, "Server error"),
+    );
+    // Methods 2026-07-28 removed.
+    for (id, method) in [(16, "ping"), (17, "initialize"), (18, "logging/setLevel")] {
+        expect(
+            &mut link,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{META_2026}}}}}"#
+            ),
+            error(id, -32601, "Method not found"),
+        );
+    }
+    // No `_meta` revision and no `initialize`: the session revisions' refusal.
+    expect(
+        &mut link,
+        r#"{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}"#,
+        error(19, -32600, "Invalid Request"),
+    );
+    // An unknown tool stays Invalid params; the one after it runs.
+    expect(
+        &mut link,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{{"name":"nope",{META_2026}}}}}"#
+        ),
+        error(20, -32602, "Invalid params"),
+    );
+
+    // The session revisions beside it, on the same line.
+    let init = link.exchange(
+        r#"{"jsonrpc":"2.0","id":30,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"qemu-test","version":"1"}}}"#,
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    link.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+    expect(
+        &mut link,
+        r#"{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"add","arguments":{"a":-5,"b":2}}}"#,
+        serde_json::json!({"jsonrpc": "2.0", "id": 31, "result": {
+            "content": [{"type": "text", "text": "-3"}], "isError": false}}),
+    );
+    expect(
+        &mut link,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":32,"method":"tools/call","params":{{"name":"add","arguments":{{"a":7,"b":8}},{META_2026}}}}}"#
+        ),
+        serde_json::json!({"jsonrpc": "2.0", "id": 32, "result": {
+            "content": [{"type": "text", "text": "15"}], "isError": false, "resultType": "complete"}}),
+    );
+    let counter = link.exchange(&format!(
+        r#"{{"jsonrpc":"2.0","id":33,"method":"tools/call","params":{{"name":"read_counter",{META_2026}}}}}"#
+    ));
+    let text = counter["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    println!("2026-07-28 read_counter: {text}");
+    assert!(text.starts_with("counter=6 "), "six calls ran: {counter}");
+}

@@ -16,7 +16,12 @@
 //! - [`Requests`]: progress-token and cancellation bookkeeping of running requests;
 //! - [`LogLevel`]: `notifications/message` levels and `logging/setLevel`;
 //! - [`Server`]: all of it over a `Connection`; the application only runs tool calls
-//!   ([`Step::Call`]).
+//!   ([`Step::Call`]);
+//! - 2026-07-28 beside the session revisions, per request: [`classify`] reads a request's
+//!   `_meta` ([`RequestRevision`], [`MetaProblem`]); [`Server`] then answers
+//!   `server/discover` ([`Reply::Discover`], [`SUPPORTED_VERSIONS`]) and `tools/list` with no
+//!   handshake, refuses the [`REMOVED_METHODS`], and adds `resultType` to its results
+//!   ([`Reply::write_completed`]).
 //!
 //!
 //! With feature `tokio`, the `tokio` module gives an async server (a tool is an
@@ -95,6 +100,7 @@ mod log;
 pub mod methods;
 mod msg;
 mod server;
+mod stateless;
 mod track;
 mod version;
 mod writer;
@@ -112,6 +118,10 @@ pub use msg::{
     InitializeParams, Notice, Raw, Reply, ServerInfo, Text, Tool,
 };
 pub use server::{Server, Step, ToolCall, DEFAULT_OUT};
+pub use stateless::{
+    classify, is_removed, MetaProblem, RequestRevision, REMOVED_METHODS, STATELESS_VERSION,
+    SUPPORTED_VERSIONS,
+};
 pub use track::{Requests, MAX_KEY_LEN};
 pub use version::ProtocolVersion;
 pub use writer::Writer;

@@ -11,7 +11,7 @@ use rpcwire::wire::{JsonStr, RawJson};
 use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
-use crate::{LogLevel, ProtocolVersion, Writer};
+use crate::{LogLevel, ProtocolVersion, Writer, SUPPORTED_VERSIONS};
 
 /// A tool of a static tools table: its name, a description for the model, and its input's
 /// JSON Schema as JSON text (an object schema, `{"type":"object",...}`), sent verbatim.
@@ -134,34 +134,57 @@ pub enum Reply<'a> {
         /// The tool failed.
         is_error: bool,
     },
+    /// The `server/discover` result (2026-07-28): `supportedVersions`
+    /// ([`SUPPORTED_VERSIONS`](crate::SUPPORTED_VERSIONS)), `capabilities`, `instructions`,
+    /// the server's name and version in `_meta`, and the members every 2026-07-28 result of
+    /// a cacheable method carries (`resultType`, `ttlMs`, `cacheScope`): it is complete in
+    /// either form.
+    Discover(&'a ServerInfo<'a>),
 }
 
 impl Reply<'_> {
-    /// Writes the result as JSON text (what [`Server`](crate::Server) sends, as one
-    /// [`Raw`] value; the `Serialize` impl gives the same text through a serializer).
+    /// Writes the result as JSON text (what [`Server`](crate::Server) sends to a request of a
+    /// session revision, as one [`Raw`] value; the `Serialize` impl gives the same text
+    /// through a serializer).
     pub fn write(&self, w: &mut Writer<'_>) {
+        self.write_members(w);
+        w.raw(b"}");
+    }
+
+    /// Writes the result as a 2026-07-28 request gets it: with `resultType` `"complete"`,
+    /// and for a cacheable result (`tools/list`, `server/discover`) `ttlMs` 0 (do not reuse)
+    /// and `cacheScope` `"private"`, as the std server's results.
+    pub fn write_completed(&self, w: &mut Writer<'_>) {
+        let any = self.write_members(w);
+        if !matches!(self, Reply::Discover(_)) {
+            if any {
+                w.raw(b",");
+            }
+            w.raw(b"\"resultType\":\"complete\"");
+            if matches!(self, Reply::Tools(_)) {
+                w.raw(CACHE_HINTS);
+            }
+        }
+        w.raw(b"}");
+    }
+
+    /// Writes the result without its closing brace; true when it has members.
+    fn write_members(&self, w: &mut Writer<'_>) -> bool {
         match *self {
             Reply::Empty => {
-                w.raw(b"{}");
+                w.raw(b"{");
+                return false;
             }
             Reply::Initialize { version, info } => {
                 w.raw(b"{\"protocolVersion\":\"")
                     .raw(version.as_str().as_bytes())
                     .raw(b"\",\"capabilities\":")
-                    .raw(if info.logging {
-                        CAPS_TOOLS_LOGGING
-                    } else {
-                        CAPS_TOOLS
-                    })
-                    .raw(b",\"serverInfo\":{\"name\":")
-                    .string(info.name)
-                    .raw(b",\"version\":")
-                    .string(info.version)
-                    .raw(b"}");
+                    .raw(caps(info))
+                    .raw(b",\"serverInfo\":");
+                write_implementation(w, info);
                 if let Some(instructions) = info.instructions {
                     w.raw(b",\"instructions\":").string(instructions);
                 }
-                w.raw(b"}");
             }
             Reply::Tools(tools) => {
                 w.raw(b"{\"tools\":[");
@@ -177,19 +200,60 @@ impl Reply<'_> {
                         .raw(tool.input_schema.as_bytes())
                         .raw(b"}");
                 }
-                w.raw(b"]}");
+                w.raw(b"]");
             }
             Reply::ToolResult { text, is_error } => {
                 w.raw(b"{\"content\":[{\"type\":\"text\",\"text\":");
                 text.write(w);
                 w.raw(if is_error {
-                    b"}],\"isError\":true}"
+                    b"}],\"isError\":true"
                 } else {
-                    b"}],\"isError\":false}"
+                    b"}],\"isError\":false"
                 });
             }
+            Reply::Discover(info) => {
+                w.raw(b"{\"supportedVersions\":[");
+                for (i, v) in SUPPORTED_VERSIONS.iter().enumerate() {
+                    if i > 0 {
+                        w.raw(b",");
+                    }
+                    w.raw(b"\"").raw(v.as_bytes()).raw(b"\"");
+                }
+                w.raw(b"],\"capabilities\":").raw(caps(info));
+                if let Some(instructions) = info.instructions {
+                    w.raw(b",\"instructions\":").string(instructions);
+                }
+                w.raw(b",\"_meta\":{\"")
+                    .raw(crate::methods::META_SERVER_INFO.as_bytes())
+                    .raw(b"\":");
+                write_implementation(w, info);
+                w.raw(b"},\"resultType\":\"complete\"").raw(CACHE_HINTS);
+            }
         }
+        true
     }
+}
+
+/// The caching hints of a cacheable 2026-07-28 result: do not reuse it, and never share it
+/// between users.
+const CACHE_HINTS: &[u8] = b",\"ttlMs\":0,\"cacheScope\":\"private\"";
+
+/// The capabilities object of `info`.
+fn caps(info: &ServerInfo<'_>) -> &'static [u8] {
+    if info.logging {
+        CAPS_TOOLS_LOGGING
+    } else {
+        CAPS_TOOLS
+    }
+}
+
+/// `{"name":..,"version":..}`.
+fn write_implementation(w: &mut Writer<'_>, info: &ServerInfo<'_>) {
+    w.raw(b"{\"name\":")
+        .string(info.name)
+        .raw(b",\"version\":")
+        .string(info.version)
+        .raw(b"}");
 }
 
 struct ToolsSeq<'a>(&'a [Tool<'a>]);
@@ -242,6 +306,17 @@ impl Serialize for ServerInfo<'_> {
     }
 }
 
+/// `{"io.modelcontextprotocol/serverInfo": {..}}`.
+struct ServerInfoMeta<'a>(&'a ServerInfo<'a>);
+
+impl Serialize for ServerInfoMeta<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Meta", 1)?;
+        st.serialize_field(crate::methods::META_SERVER_INFO, self.0)?;
+        st.end()
+    }
+}
+
 impl Serialize for Reply<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match *self {
@@ -249,12 +324,7 @@ impl Serialize for Reply<'_> {
             Reply::Initialize { version, info } => {
                 let mut st = s.serialize_struct("InitializeResult", 4)?;
                 st.serialize_field("protocolVersion", version.as_str())?;
-                let caps = if info.logging {
-                    CAPS_TOOLS_LOGGING
-                } else {
-                    CAPS_TOOLS
-                };
-                st.serialize_field("capabilities", &Raw(caps))?;
+                st.serialize_field("capabilities", &Raw(caps(info)))?;
                 st.serialize_field("serverInfo", info)?;
                 if let Some(instructions) = info.instructions {
                     st.serialize_field("instructions", instructions)?;
@@ -270,6 +340,19 @@ impl Serialize for Reply<'_> {
                 let mut st = s.serialize_struct("CallToolResult", 2)?;
                 st.serialize_field("content", &TextContent(text))?;
                 st.serialize_field("isError", &is_error)?;
+                st.end()
+            }
+            Reply::Discover(info) => {
+                let mut st = s.serialize_struct("DiscoverResult", 7)?;
+                st.serialize_field("supportedVersions", &SUPPORTED_VERSIONS)?;
+                st.serialize_field("capabilities", &Raw(caps(info)))?;
+                if let Some(instructions) = info.instructions {
+                    st.serialize_field("instructions", instructions)?;
+                }
+                st.serialize_field("_meta", &ServerInfoMeta(info))?;
+                st.serialize_field("resultType", "complete")?;
+                st.serialize_field("ttlMs", &0u32)?;
+                st.serialize_field("cacheScope", "private")?;
                 st.end()
             }
         }

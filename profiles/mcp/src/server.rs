@@ -1,6 +1,7 @@
 //! A whole MCP server's protocol side over a core `Connection`, for firmware: the handshake,
-//! `ping`, `tools/list`, `logging/setLevel` and cancellations are handled here; the
-//! application runs tool calls.
+//! `ping`, `tools/list`, `logging/setLevel` and cancellations are handled here, and the
+//! 2026-07-28 revision's requests beside them (`server/discover`, no handshake, `_meta` per
+//! request, `resultType` on results); the application runs tool calls.
 
 use rpcwire::storage::Storage;
 use rpcwire::wire::{Notification, RawJson};
@@ -10,6 +11,7 @@ use rpcwire::{
 };
 
 use crate::msg::{self, CallParams, Notice, Raw, Reply, ServerInfo, Text, Tool};
+use crate::stateless::{self, RequestRevision};
 use crate::{methods, Handshake, LogLevel, Phase, ProtocolVersion, Requests, Writer};
 
 /// The default size of [`Server`]'s rendering buffer (`OUT`).
@@ -18,20 +20,80 @@ pub const DEFAULT_OUT: usize = 1024;
 /// Renders `reply` on the stack and answers with it as one verbatim value: every answer goes
 /// through one `respond::<Raw>` (a firmware may answer its own methods with [`Raw`] too and
 /// share it). Too large for `OUT`: Internal error is sent, and `TooLarge` returned.
+/// `completed`: the request is of 2026-07-28 ([`Reply::write_completed`]).
 fn answer<S: Storage, const OUT: usize>(
     conn: &mut Connection<S>,
     handle: RequestHandle,
     reply: &Reply<'_>,
+    completed: bool,
 ) -> Result<(), RespondError> {
     let mut buf = [0u8; OUT];
     let mut w = Writer::new(&mut buf);
-    reply.write(&mut w);
+    if completed {
+        reply.write_completed(&mut w);
+    } else {
+        reply.write(&mut w);
+    }
     match w.finish() {
         Ok(bytes) => conn.respond(handle, &Raw(bytes)),
         Err(required) => {
             conn.reject(handle, ErrorCode::INTERNAL_ERROR)?;
             Err(RespondError::TooLarge { required })
         }
+    }
+}
+
+/// Refuses a 2026-07-28 request whose `_meta` is incomplete (Invalid params) or names a
+/// revision not spoken here (`UnsupportedProtocolVersionError`, -32022) with the code's
+/// standard message and no `data`: a message or `data` of our own would link a second
+/// instantiation of the core's response encoder, about 1 KiB of a firmware's flash (measured
+/// on the MCP firmware image, whose budget it would break). The std server's refusals carry
+/// both.
+fn refuse_revision<S: Storage>(
+    conn: &mut Connection<S>,
+    handle: RequestHandle,
+    revision: RequestRevision<'_>,
+) -> Result<(), RespondError> {
+    let code = match revision {
+        RequestRevision::Unsupported(_) => methods::UNSUPPORTED_PROTOCOL_VERSION,
+        _ => ErrorCode::INVALID_PARAMS,
+    };
+    conn.reject(handle, code)
+}
+
+/// The running requests of the 2026-07-28 revision (their results carry `resultType`), by
+/// handle: kept apart from [`Requests`], which does not track a request whose id is too long
+/// to be cancelled by.
+struct Stateless<const N: usize>([Option<RequestHandle>; N]);
+
+impl<const N: usize> Stateless<N> {
+    /// Marks `handle`; false when all `N` marks are taken (the connection has at most `N`
+    /// requests in flight, so only when the application forgot to finish some).
+    fn mark(&mut self, handle: RequestHandle) -> bool {
+        self.unmark(handle);
+        match self.0.iter_mut().find(|m| m.is_none()) {
+            Some(free) => {
+                *free = Some(handle);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets `handle`; true when it was marked.
+    fn unmark(&mut self, handle: RequestHandle) -> bool {
+        let mut found = false;
+        for m in self.0.iter_mut() {
+            if *m == Some(handle) {
+                *m = None;
+                found = true;
+            }
+        }
+        found
+    }
+
+    fn contains(&self, handle: RequestHandle) -> bool {
+        self.0.contains(&Some(handle))
     }
 }
 
@@ -135,6 +197,7 @@ pub struct Server<'t, const N: usize, const OUT: usize = DEFAULT_OUT> {
     tools: &'t [Tool<'t>],
     handshake: Handshake,
     requests: Requests<N>,
+    stateless: Stateless<N>,
     level: LogLevel,
 }
 
@@ -147,6 +210,7 @@ impl<'t, const N: usize, const OUT: usize> Server<'t, N, OUT> {
             tools,
             handshake: Handshake::new(),
             requests: Requests::new(),
+            stateless: Stateless([None; N]),
             level: LogLevel::Debug,
         }
     }
@@ -197,6 +261,16 @@ impl<'t, const N: usize, const OUT: usize> Server<'t, N, OUT> {
         req: InboundRequest<'a>,
     ) -> Result<Step<'a>, RespondError> {
         let method = req.method.escaped_bytes();
+        match stateless::classify(req.params) {
+            RequestRevision::Stateless => return self.stateless_request(conn, req),
+            RequestRevision::Session if method == methods::SERVER_DISCOVER.as_bytes() => {
+                // A method of 2026-07-28 only: its request must say so in `_meta`.
+                let missing = RequestRevision::Invalid(stateless::MetaProblem::Missing);
+                return refuse_revision(conn, req.handle, missing).map(|()| Step::Done);
+            }
+            RequestRevision::Session => {}
+            refused => return refuse_revision(conn, req.handle, refused).map(|()| Step::Done),
+        }
         if let Err(refusal) = self.handshake.admit(method) {
             return conn.reject(req.handle, refusal.code()).map(|()| Step::Done);
         }
@@ -209,6 +283,7 @@ impl<'t, const N: usize, const OUT: usize> Server<'t, N, OUT> {
                     version,
                     info: self.info,
                 },
+                false,
             )?;
             // Only once the answer is queued: a retry after WouldBlock finds the same phase.
             let _ = self.handshake.initialize(req.params);
@@ -222,7 +297,7 @@ impl<'t, const N: usize, const OUT: usize> Server<'t, N, OUT> {
         } else if method == methods::LOGGING_SET_LEVEL.as_bytes() && self.info.logging {
             match msg::set_level(req.params) {
                 Some(level) => {
-                    answer::<S, OUT>(conn, req.handle, &Reply::Empty)?;
+                    answer::<S, OUT>(conn, req.handle, &Reply::Empty, false)?;
                     self.level = level;
                     return Ok(Step::Done);
                 }
@@ -238,7 +313,46 @@ impl<'t, const N: usize, const OUT: usize> Server<'t, N, OUT> {
             self.requests.track(req.handle, req.id.raw_bytes(), None);
             return Ok(Step::Request(req));
         };
-        answer::<S, OUT>(conn, req.handle, &reply).map(|()| Step::Done)
+        answer::<S, OUT>(conn, req.handle, &reply, false).map(|()| Step::Done)
+    }
+
+    /// A complete 2026-07-28 request: no handshake; `server/discover` and `tools/list`
+    /// answered here, the methods the revision removed refused with Method not found, a tool
+    /// call or another method handed over marked (its result gets `resultType`).
+    fn stateless_request<'a, S: Storage>(
+        &mut self,
+        conn: &mut Connection<S>,
+        req: InboundRequest<'a>,
+    ) -> Result<Step<'a>, RespondError> {
+        let method = req.method.escaped_bytes();
+        let reply = if method == methods::SERVER_DISCOVER.as_bytes() {
+            Reply::Discover(self.info)
+        } else if method == methods::TOOLS_LIST.as_bytes() {
+            Reply::Tools(self.tools)
+        } else if stateless::is_removed(method) {
+            return conn
+                .reject(req.handle, ErrorCode::METHOD_NOT_FOUND)
+                .map(|()| Step::Done);
+        } else {
+            let step = if method == methods::TOOLS_CALL.as_bytes() {
+                self.call(conn, req)?
+            } else {
+                self.requests.track(req.handle, req.id.raw_bytes(), None);
+                Step::Request(req)
+            };
+            if matches!(step, Step::Call(_) | Step::Request(_)) {
+                self.stateless.mark(req.handle);
+            }
+            return Ok(step);
+        };
+        answer::<S, OUT>(conn, req.handle, &reply, true).map(|()| Step::Done)
+    }
+
+    /// True while `handle` names a running request of the 2026-07-28 revision: what the
+    /// application answers it with must carry `resultType` (as [`respond_tool`](Server::respond_tool)'s
+    /// results do).
+    pub fn is_stateless(&self, handle: RequestHandle) -> bool {
+        self.stateless.contains(handle)
     }
 
     fn call<'a, S: Storage>(
@@ -296,8 +410,14 @@ impl<'t, const N: usize, const OUT: usize> Server<'t, N, OUT> {
         text: Text<'_>,
         is_error: bool,
     ) -> Result<(), RespondError> {
-        answer::<S, OUT>(conn, handle, &Reply::ToolResult { text, is_error })?;
-        self.requests.finish(handle);
+        let completed = self.stateless.contains(handle);
+        answer::<S, OUT>(
+            conn,
+            handle,
+            &Reply::ToolResult { text, is_error },
+            completed,
+        )?;
+        self.finish(handle);
         Ok(())
     }
 
@@ -310,7 +430,7 @@ impl<'t, const N: usize, const OUT: usize> Server<'t, N, OUT> {
         handle: RequestHandle,
     ) -> Result<(), RespondError> {
         conn.release(handle)?;
-        self.requests.finish(handle);
+        self.finish(handle);
         Ok(())
     }
 
@@ -318,6 +438,7 @@ impl<'t, const N: usize, const OUT: usize> Server<'t, N, OUT> {
     /// answered with a JSON-RPC error).
     pub fn finish(&mut self, handle: RequestHandle) {
         self.requests.finish(handle);
+        self.stateless.unmark(handle);
     }
 
     /// True once `notifications/cancelled` named this request.

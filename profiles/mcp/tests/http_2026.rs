@@ -12,7 +12,7 @@ use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client as Hyper;
 use hyper_util::rt::TokioExecutor;
-use rpcwire_mcp::http::McpHttpServer;
+use rpcwire_mcp::http::{McpHttpServer, Mode};
 use rpcwire_mcp::tokio::{InputRequired, McpServer, ToolContext, ToolError};
 use serde_json::{json, Value};
 
@@ -89,6 +89,41 @@ fn stateless(id: u32, method: &str, mut params: Value, caps: Value) -> Value {
 }
 
 const V: (&str, &str) = ("mcp-protocol-version", "2026-07-28");
+
+/// `server/discover` lists every revision the server speaks: a session server (which takes
+/// 2026-07-28 requests too) all of them, a stateless one 2026-07-28 only.
+#[tokio::test]
+async fn discover_lists_the_revisions_of_the_servers_mode() {
+    for (mode, expected) in [
+        (
+            Mode::Sessions,
+            json!([
+                "2024-11-05",
+                "2025-03-26",
+                "2025-06-18",
+                "2025-11-25",
+                "2026-07-28"
+            ]),
+        ),
+        (Mode::Stateless, json!(["2026-07-28"])),
+    ] {
+        let service = McpHttpServer::new(McpServer::new("modes", "1.0"))
+            .mode(mode)
+            .build();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(rpcwire_mcp::http::serve(listener, service));
+        let (status, _, v) = post(
+            &url,
+            &[V, ("mcp-method", "server/discover")],
+            &stateless(1, "server/discover", json!({}), json!({})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{v}");
+        assert_eq!(v["result"]["supportedVersions"], expected, "{mode:?}: {v}");
+        assert_eq!(v["result"]["resultType"], "complete", "{v}");
+    }
+}
 
 #[tokio::test]
 async fn a_session_server_serves_the_stateless_revision_per_request() {

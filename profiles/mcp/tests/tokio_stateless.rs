@@ -170,7 +170,18 @@ async fn discover_and_completed_results_with_no_handshake() {
     let mut pipe = Pipe::open(server(&seal, &Arc::default()));
     let d = pipe.call(1, "server/discover", json!({}), caps()).await;
     let r = &d["result"];
-    assert_eq!(r["supportedVersions"], json!(["2026-07-28"]), "{d}");
+    // The server speaks the session revisions too (a client may `initialize` instead).
+    assert_eq!(
+        r["supportedVersions"],
+        json!([
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            "2026-07-28"
+        ]),
+        "{d}"
+    );
     assert_eq!(
         r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
         "stateless"

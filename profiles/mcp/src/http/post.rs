@@ -255,8 +255,9 @@ impl Inner {
             .as_ref()
             .and_then(|s| HeaderValue::from_str(s.id()).ok());
         let stateless = stateless_method.is_some();
+        let versions = self.mode.versions();
         let complete = |answer: Bytes| match &stateless_method {
-            Some(method) => completed_answer(method, answer),
+            Some(method) => completed_answer(method, answer, versions),
             None => answer,
         };
         let first = match exchange.next().await {
@@ -309,7 +310,7 @@ impl Inner {
             }
             None => {
                 let method = stateless_method.unwrap_or_default();
-                tokio::spawn(stateless_stream(exchange, first, tx, method));
+                tokio::spawn(stateless_stream(exchange, first, tx, method, versions));
             }
         }
         let mut r = event_stream(rx);
@@ -378,6 +379,7 @@ async fn stateless_stream(
     mut next: Next,
     tx: mpsc::Sender<Bytes>,
     method: String,
+    versions: &'static [&'static str],
 ) {
     loop {
         match next {
@@ -390,7 +392,7 @@ async fn stateless_stream(
                 let answer = if method.is_empty() {
                     answer
                 } else {
-                    completed_answer(&method, answer)
+                    completed_answer(&method, answer, versions)
                 };
                 let _ = tx.send(sse_event(&answer)).await;
                 return;

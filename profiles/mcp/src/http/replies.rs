@@ -68,9 +68,11 @@ pub(crate) fn json_answer(answer: Bytes, stateless: bool) -> Response<Body> {
 }
 
 /// A 2026-07-28 answer as the revision wants it: a result with `resultType` (and, for a
-/// cacheable method, `ttlMs` and `cacheScope`) whatever handler made it. Anything that is not
-/// a result object is sent as it is.
-pub(crate) fn completed_answer(method: &str, answer: Bytes) -> Bytes {
+/// cacheable method, `ttlMs` and `cacheScope`) whatever handler made it; a `server/discover`
+/// result lists the revisions this transport's mode speaks (`versions`: the router's
+/// `McpServer` speaks them all, a stateless-mode server only 2026-07-28). Anything that is
+/// not a result object is sent as it is.
+pub(crate) fn completed_answer(method: &str, answer: Bytes, versions: &[&str]) -> Bytes {
     if !answer.starts_with(br#"{"jsonrpc":"2.0","result":{"#) {
         return answer;
     }
@@ -78,7 +80,12 @@ pub(crate) fn completed_answer(method: &str, answer: Bytes) -> Bytes {
         return answer;
     };
     match message.get_mut("result").and_then(Value::as_object_mut) {
-        Some(result) => crate::tokio::revision::complete_result(method, result),
+        Some(result) => {
+            crate::tokio::revision::complete_result(method, result);
+            if method == crate::methods::SERVER_DISCOVER {
+                result.insert("supportedVersions".into(), json!(versions));
+            }
+        }
         None => return answer,
     }
     Bytes::from(message.to_string())

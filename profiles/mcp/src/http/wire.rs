@@ -9,7 +9,7 @@
 pub const CLOSE_STREAM: &str = "rpcwire/closeStream";
 
 /// The revision the stateless mode speaks.
-pub const STATELESS_VERSION: &str = "2026-07-28";
+pub use crate::STATELESS_VERSION;
 /// The session header (session mode).
 pub const HEADER_SESSION_ID: &str = "mcp-session-id";
 /// The protocol revision header.
@@ -27,4 +27,23 @@ pub enum Mode {
     Sessions,
     /// Stateless (2026-07-28): no sessions, `Mcp-Method` / `Mcp-Name`, GET and DELETE 405.
     Stateless,
+}
+
+impl Mode {
+    /// The revisions a server in this mode speaks, as its `server/discover` lists them: a
+    /// session server every revision (it takes 2026-07-28 requests too, POSTs with no session
+    /// id that name it), a stateless one 2026-07-28 only.
+    ///
+    /// ```
+    /// use rpcwire_mcp::http::Mode;
+    /// assert_eq!(Mode::Stateless.versions(), ["2026-07-28"]);
+    /// assert_eq!(Mode::Sessions.versions().last(), Some(&"2026-07-28"));
+    /// assert!(Mode::Sessions.versions().contains(&"2025-11-25"));
+    /// ```
+    pub const fn versions(self) -> &'static [&'static str] {
+        match self {
+            Mode::Sessions => &crate::SUPPORTED_VERSIONS,
+            Mode::Stateless => &crate::tokio::revision::DISCOVERABLE_VERSIONS,
+        }
+    }
 }

@@ -7,10 +7,9 @@ use std::prelude::rust_2021::*;
 
 use serde_json::{Map, Value};
 
-use crate::methods;
+use crate::{methods, MetaProblem};
 
-/// The stateless revision: no `initialize`, each request names it in `_meta`.
-pub const STATELESS_VERSION: &str = "2026-07-28";
+pub use crate::stateless::{REMOVED_METHODS, STATELESS_VERSION, SUPPORTED_VERSIONS};
 
 /// The revisions a `server/discover` lists and an `UnsupportedProtocolVersionError` names:
 /// those a request can name in its `_meta` (the session revisions start with `initialize`
@@ -26,16 +25,6 @@ pub const CACHEABLE_METHODS: [&str; 6] = [
     "resources/list",
     "resources/templates/list",
     "resources/read",
-];
-
-/// Methods of the session revisions that 2026-07-28 removed: a request of that revision
-/// naming one is answered Method not found (HTTP 404), whatever the router has.
-pub const REMOVED_METHODS: [&str; 5] = [
-    methods::INITIALIZE,
-    methods::PING,
-    methods::LOGGING_SET_LEVEL,
-    "resources/subscribe",
-    "resources/unsubscribe",
 ];
 
 /// The revision a request's params name in `_meta`, if any (as sent, any string).
@@ -55,25 +44,26 @@ pub fn is_stateless(params: Option<&Value>) -> bool {
 /// it must be there and hold the protocol version and the client's capabilities (an object);
 /// `clientInfo` is recommended, not required.
 pub fn meta_problem(params: Option<&Value>) -> Option<&'static str> {
-    let Some(meta) = params.and_then(|p| p.get("_meta")) else {
-        return Some("Invalid params: _meta is required");
+    let problem = match params.and_then(|p| p.get("_meta")) {
+        None => MetaProblem::Missing,
+        Some(meta) if !meta.is_object() => MetaProblem::NotAnObject,
+        Some(meta)
+            if !meta
+                .get(methods::META_PROTOCOL_VERSION)
+                .is_some_and(Value::is_string) =>
+        {
+            MetaProblem::NoProtocolVersion
+        }
+        Some(meta)
+            if !meta
+                .get(methods::META_CLIENT_CAPABILITIES)
+                .is_some_and(Value::is_object) =>
+        {
+            MetaProblem::NoClientCapabilities
+        }
+        Some(_) => return None,
     };
-    if !meta.is_object() {
-        return Some("Invalid params: _meta must be an object");
-    }
-    if !meta
-        .get(methods::META_PROTOCOL_VERSION)
-        .is_some_and(Value::is_string)
-    {
-        return Some("Invalid params: _meta lacks io.modelcontextprotocol/protocolVersion");
-    }
-    if !meta
-        .get(methods::META_CLIENT_CAPABILITIES)
-        .is_some_and(Value::is_object)
-    {
-        return Some("Invalid params: _meta lacks io.modelcontextprotocol/clientCapabilities");
-    }
-    None
+    Some(problem.message())
 }
 
 /// The client capabilities a 2026-07-28 request declares (`None`: not a request of that

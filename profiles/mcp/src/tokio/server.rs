@@ -1017,14 +1017,16 @@ fn capabilities(s: &Shared, stateless: bool) -> Value {
     caps
 }
 
-/// `server/discover` (2026-07-28): the revisions a request may name, the capabilities, the
-/// instructions, and the server's name and version in `_meta`.
+/// `server/discover` (2026-07-28): every revision this server speaks (the session revisions
+/// too: a client may `initialize` instead; over Streamable HTTP the transport's mode narrows
+/// the list), the capabilities, the instructions, and the server's name and version in
+/// `_meta`.
 fn discover(s: &Shared, params: &Value) -> Result<Value, RpcError> {
     if let Some(problem) = revision::meta_problem(Some(params)) {
         return Err(RpcError::new(ErrorCode::INVALID_PARAMS, problem));
     }
     let mut result = json!({
-        "supportedVersions": revision::DISCOVERABLE_VERSIONS,
+        "supportedVersions": revision::SUPPORTED_VERSIONS,
         "capabilities": capabilities(s, true),
         "_meta": {methods::META_SERVER_INFO: {"name": s.name, "version": s.version}},
     });

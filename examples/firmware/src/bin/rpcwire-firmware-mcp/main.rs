@@ -5,7 +5,9 @@
 //! with no heap, on the no_std part of `rpcwire-mcp`: `initialize` (version negotiation),
 //! `ping`, `tools/list` and `tools/call` for four device tools (`read_counter`, `set_led`,
 //! `add`, `blink`, the last with `notifications/progress` when the call carries a progress
-//! token). Batches are refused, as MCP 2025-06-18 and later require. It sends one `booted`
+//! token). MCP 2026-07-28 is spoken beside it, request by request (no `initialize`;
+//! `server/discover`; `resultType` on results): the profile's `Server` does it all. Batches are
+//! refused, as MCP 2025-06-18 and later require. It sends one `booted`
 //! notification when it starts (`rpcwire bridge` reports it as a device reset and keeps it
 //! from the host).
 //!

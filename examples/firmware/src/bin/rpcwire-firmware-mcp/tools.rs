@@ -14,7 +14,7 @@ use crate::clock::SysTickClock;
 use crate::text::{int, Raw, Text};
 use crate::{Ctx, INFLIGHT};
 
-/// What the server says of itself in its `initialize` result.
+/// What the server says of itself in its `initialize` and `server/discover` results.
 static INFO: ServerInfo<'static> = ServerInfo {
     name: "rpcwire-firmware-mcp",
     version: env!("CARGO_PKG_VERSION"),
