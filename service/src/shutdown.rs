@@ -14,6 +14,7 @@
 //! open), as tower and axum servers are.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,6 +56,9 @@ pub struct Shutdown(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
+    /// Set once the drain begins: what every request looks at (`CancellationToken`'s own
+    /// state is behind a lock).
+    draining: AtomicBool,
     trigger: CancellationToken,
     open: TaskTracker,
     deadline: Duration,
@@ -84,6 +88,7 @@ impl Shutdown {
     /// A handle whose drain may last `deadline` after it is triggered.
     pub fn new(deadline: Duration) -> Self {
         Shutdown(Arc::new(Inner {
+            draining: AtomicBool::new(false),
             trigger: CancellationToken::new(),
             open: TaskTracker::new(),
             deadline,
@@ -97,7 +102,7 @@ impl Shutdown {
 
     /// Starts the drain (again: no effect).
     pub fn trigger(&self) {
-        if !self.0.trigger.is_cancelled() {
+        if !self.0.draining.swap(true, Ordering::AcqRel) {
             tracing::info!(deadline = ?self.0.deadline, "shutting down: draining connections");
         }
         self.0.open.close();
@@ -107,7 +112,7 @@ impl Shutdown {
     /// Whether the drain has begun (one atomic load: checked once per request).
     #[inline]
     pub fn is_draining(&self) -> bool {
-        self.0.trigger.is_cancelled()
+        self.0.draining.load(Ordering::Acquire)
     }
 
     /// Resolves when the drain begins (at once if it has).
