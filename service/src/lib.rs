@@ -9,8 +9,8 @@
 //!   ([`Router::show_error_details`]).
 //! - Callers: the [`Identity`] an [`Authenticator`] establishes at a transport's edge
 //!   ([`Service::admit`]), and the [`Caller`] a handler sees (identity, transport, peer, TLS
-//!   client certificate, transport metadata). Built-in schemes: [`StaticTokens`] (feature
-//!   `auth`), [`jwt`] (feature `jwt`), [`signing`] (feature `auth`).
+//!   client certificate, transport metadata). Built-in schemes: `StaticTokens` (feature
+//!   `auth`), `jwt` (feature `jwt`), `signing` (feature `auth`).
 //! - [`RateLimiter`]: per-caller token buckets, counted once per call.
 //! - [`Service`]: the router and those policies together: what a transport serves.
 //! - [`Dispatcher`]: **the one place a request is run.** A transport hands it each inbound
