@@ -12,7 +12,8 @@ use rpcwire_tokio::{Builder, CallError, Client, DriverError, Router, RpcError, S
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::server::{mcp_builder, ToolResult};
+use super::server::mcp_builder;
+use super::tool_result::ToolResult;
 use crate::{methods, LogLevel, ProtocolVersion};
 
 /// Who the client says it is, and what it asks for.

@@ -9,8 +9,10 @@ use std::prelude::rust_2021::*;
 
 use serde_json::{json, Map, Value};
 
+use rpcwire_tokio::{Context, ErrorCode, RpcError};
+
+use super::request_state::{Binding, RequestStateSeal};
 use super::revision;
-use super::server::{IntoToolResult, ToolResult};
 use crate::methods;
 
 /// The most rounds a call runs on a session revision before it gives up (a tool that asks
@@ -133,53 +135,6 @@ pub fn missing_capability_error(capabilities: &[&str]) -> rpcwire_tokio::RpcErro
     .with_data(&json!({"requiredCapabilities": required}))
 }
 
-/// What a tool answers: a result, or a request for input ([`InputRequired`]). Tools that
-/// never ask return a [`ToolResult`] (or text, or [`Json`](super::Json)) instead.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolReply {
-    /// The call is done.
-    Complete(ToolResult),
-    /// The client must answer these requests and retry.
-    InputRequired(InputRequired),
-}
-
-impl From<ToolResult> for ToolReply {
-    fn from(r: ToolResult) -> Self {
-        ToolReply::Complete(r)
-    }
-}
-
-impl From<InputRequired> for ToolReply {
-    fn from(r: InputRequired) -> Self {
-        ToolReply::InputRequired(r)
-    }
-}
-
-impl IntoToolResult for ToolReply {
-    fn into_tool_result(self) -> ToolResult {
-        match self {
-            ToolReply::Complete(r) => r,
-            ToolReply::InputRequired(_) => {
-                ToolResult::error("this tool needs input from the client to finish")
-            }
-        }
-    }
-
-    fn into_reply(self) -> ToolReply {
-        self
-    }
-}
-
-impl IntoToolResult for InputRequired {
-    fn into_tool_result(self) -> ToolResult {
-        ToolReply::InputRequired(self).into_tool_result()
-    }
-
-    fn into_reply(self) -> ToolReply {
-        ToolReply::InputRequired(self)
-    }
-}
-
 /// What a call's request says beyond its name and arguments: its revision's `_meta` and the
 /// answers of an earlier round.
 #[derive(Debug, Default)]
@@ -229,6 +184,79 @@ impl RequestInfo {
             state: None,
         })
     }
+}
+
+/// A session revision's input round: the server sends the input requests to the client
+/// itself; the next round's request info, with the answers and the state.
+pub(crate) async fn ask_peer(
+    ctx: &Context,
+    ask: &mut InputRequired,
+) -> Result<RequestInfo, RpcError> {
+    let mut next = RequestInfo {
+        state: ask.state.take(),
+        ..RequestInfo::default()
+    };
+    for (key, request) in &ask.requests {
+        let method = request["method"].as_str().unwrap_or_default();
+        let answer: Value = ctx
+            .peer()
+            .call(method, request["params"].clone())
+            .await
+            .map_err(|e| RpcError::internal(format!("{method} failed: {e}")))?;
+        next.responses.insert(key.clone(), answer);
+    }
+    Ok(next)
+}
+
+/// Opens a request's `requestState` for `binding` into `info` (Invalid params when it does
+/// not open: tampered, expired, replayed, sealed for another request, or not a string).
+pub(crate) fn open_state(
+    seal: Option<&RequestStateSeal>,
+    p: &Value,
+    binding: &Binding<'_>,
+    info: &mut RequestInfo,
+) -> Result<(), RpcError> {
+    let refused = || {
+        RpcError::new(
+            ErrorCode::INVALID_PARAMS,
+            "Invalid params: invalid requestState",
+        )
+    };
+    let token = match p.get("requestState") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::String(token)) => token,
+        Some(_) => return Err(refused()),
+    };
+    let seal = seal.ok_or_else(refused)?;
+    let state = seal.open(token, binding).map_err(|e| {
+        tracing::debug!(error = %e, method = binding.method, target = binding.target, "requestState refused");
+        refused()
+    })?;
+    info.state = Some(state);
+    Ok(())
+}
+
+/// An `InputRequiredResult`: the requests the client declared the capabilities for, and the
+/// state sealed for this tool and caller. Requests the client cannot answer are dropped; when
+/// none is left the call needs a capability the client lacks (-32021).
+pub(crate) fn input_required(
+    seal: Option<&RequestStateSeal>,
+    info: &RequestInfo,
+    binding: &Binding<'_>,
+    ask: &mut InputRequired,
+) -> Result<Value, RpcError> {
+    let declared = info.capabilities.clone().unwrap_or_default();
+    let missing = ask.keep_declared(&declared);
+    if ask.requests.is_empty() && !missing.is_empty() {
+        return Err(missing_capability_error(&missing));
+    }
+    let seal = seal.ok_or_else(|| RpcError::internal("no key to seal requestState with"))?;
+    let state = seal.seal(binding, ask.state.as_ref().unwrap_or(&Value::Null));
+    Ok(json!({
+        "resultType": "input_required",
+        "inputRequests": ask.requests,
+        "requestState": state,
+    }))
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@
 #![allow(clippy::indexing_slicing)]
 
 mod client;
+mod context;
 mod header_params;
 mod input;
 mod listen;
@@ -48,10 +49,13 @@ mod surface;
 mod surface_calls;
 mod task_calls;
 mod tasks;
+mod tool_calls;
+mod tool_result;
 
 pub use client::{ClientOptions, McpClient, McpError, Progress, RunningCall, ServerTool};
+pub use context::ToolContext;
 pub use header_params::MAX_HEADER_PARAMS;
-pub use input::{missing_capability_error, InputRequired, ToolReply};
+pub use input::{missing_capability_error, InputRequired};
 pub use listen::{Change, Changes, CHANGE_BUFFER, MAX_RESOURCE_SUBSCRIPTIONS};
 pub use request_state::{
     Binding, RequestStateSeal, StateError, DEFAULT_MAX_OPENED, DEFAULT_MAX_OPENED_PER_CALLER,
@@ -59,11 +63,10 @@ pub use request_state::{
 };
 #[cfg(not(feature = "schemars"))]
 pub use server::SchemarsFeatureRequired;
-pub use server::{
-    mcp_builder, IntoToolResult, Json, McpServer, ToolContext, ToolError, ToolResult,
-};
+pub use server::{mcp_builder, McpServer};
 pub use surface::{
     Answer, Content, PromptArgument, PromptMessage, ResourceContents, ResourceInfo, TemplateError,
     UriTemplate, MAX_COMPLETION_VALUES,
 };
 pub use tasks::{TaskSettings, TaskSupport, TASKS_EXTENSION};
+pub use tool_result::{IntoToolResult, Json, ToolError, ToolReply, ToolResult};

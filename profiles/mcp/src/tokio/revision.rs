@@ -5,6 +5,7 @@
 
 use std::prelude::rust_2021::*;
 
+use rpcwire_tokio::{ErrorCode, RpcError};
 use serde_json::{Map, Value};
 
 use crate::{methods, MetaProblem};
@@ -89,6 +90,27 @@ pub fn complete_result(method: &str, result: &mut Map<String, Value>) {
             .entry("cacheScope")
             .or_insert_with(|| Value::from("private"));
     }
+}
+
+/// A method 2026-07-28 removed (`initialize`, `ping`, `logging/setLevel`,
+/// `resources/subscribe`, `resources/unsubscribe`), asked for by a request of that revision:
+/// Method not found, as over Streamable HTTP (where the transport answers it with 404).
+pub(crate) fn removed_in_stateless(params: &Value) -> Result<(), RpcError> {
+    if is_stateless(Some(params)) {
+        return Err(RpcError::standard(ErrorCode::METHOD_NOT_FOUND));
+    }
+    Ok(())
+}
+
+/// A result as the request's revision wants it: on 2026-07-28, with `resultType` (and the
+/// caching hints of a cacheable result).
+pub(crate) fn completed(method: &str, params: &Value, mut result: Value) -> Value {
+    if is_stateless(Some(params)) {
+        if let Some(object) = result.as_object_mut() {
+            complete_result(method, object);
+        }
+    }
+    result
 }
 
 #[cfg(test)]

@@ -9,18 +9,11 @@
 use std::prelude::rust_2021::*;
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
 
-use rpcwire_tokio::RpcError;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::input::InputRequired;
-use super::server::ToolContext;
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// What a resource, template or prompt handler answers: the result, or a request for the
 /// client's input (2026-07-28 `InputRequiredResult`; on a session revision the server asks
@@ -286,113 +279,8 @@ impl UriTemplate {
     }
 }
 
-pub(crate) type ReadFn = Arc<
-    dyn Fn(
-            ToolContext,
-            String,
-            HashMap<String, String>,
-        ) -> BoxFuture<Result<Answer<Vec<ResourceContents>>, RpcError>>
-        + Send
-        + Sync,
->;
-pub(crate) type PromptFn = Arc<
-    dyn Fn(
-            ToolContext,
-            Map<String, Value>,
-        ) -> BoxFuture<Result<Answer<Vec<PromptMessage>>, RpcError>>
-        + Send
-        + Sync,
->;
-pub(crate) type CompleteFn =
-    Arc<dyn Fn(ToolContext, Value) -> BoxFuture<Result<Vec<String>, RpcError>> + Send + Sync>;
-
-/// The resources, templates, prompts and completion of a server.
-#[derive(Default, Clone)]
-pub(crate) struct Surface {
-    pub(crate) resources: Vec<(ResourceInfo, ReadFn)>,
-    pub(crate) templates: Vec<(UriTemplate, ResourceInfo, ReadFn)>,
-    pub(crate) prompts: Vec<(String, String, Vec<PromptArgument>, PromptFn)>,
-    pub(crate) completion: Option<CompleteFn>,
-}
-
 /// The most completion values one answer carries (the revision's limit).
 pub const MAX_COMPLETION_VALUES: usize = 100;
-
-impl Surface {
-    pub(crate) fn has_resources(&self) -> bool {
-        !self.resources.is_empty() || !self.templates.is_empty()
-    }
-
-    pub(crate) fn resources_list(&self) -> Value {
-        let list: Vec<&ResourceInfo> = self.resources.iter().map(|(i, _)| i).collect();
-        json!({ "resources": list })
-    }
-
-    pub(crate) fn templates_list(&self) -> Value {
-        let list: Vec<Value> = self
-            .templates
-            .iter()
-            .map(|(t, info, _)| {
-                let mut v = serde_json::to_value(info).unwrap_or_default();
-                if let Some(o) = v.as_object_mut() {
-                    o.remove("uri");
-                    o.insert("uriTemplate".into(), json!(t.as_str()));
-                }
-                v
-            })
-            .collect();
-        json!({ "resourceTemplates": list })
-    }
-
-    /// The handler of `uri` and the template's variables: a fixed resource first, then the
-    /// first template that matches.
-    pub(crate) fn reader(&self, uri: &str) -> Option<(ReadFn, HashMap<String, String>)> {
-        if let Some((_, read)) = self.resources.iter().find(|(i, _)| i.uri == uri) {
-            return Some((Arc::clone(read), HashMap::new()));
-        }
-        self.templates
-            .iter()
-            .find_map(|(t, _, read)| t.matches(uri).map(|vars| (Arc::clone(read), vars)))
-    }
-
-    pub(crate) fn prompts_list(&self) -> Value {
-        let list: Vec<Value> = self
-            .prompts
-            .iter()
-            .map(|(name, description, args, _)| {
-                let mut v = json!({"name": name, "description": description});
-                if !args.is_empty() {
-                    v["arguments"] = json!(args);
-                }
-                v
-            })
-            .collect();
-        json!({ "prompts": list })
-    }
-
-    /// The prompt `name`'s handler, once its required arguments are there.
-    pub(crate) fn prompt(
-        &self,
-        name: &str,
-        args: &Map<String, Value>,
-    ) -> Result<PromptFn, RpcError> {
-        let (_, _, declared, run) = self
-            .prompts
-            .iter()
-            .find(|p| p.0 == name)
-            .ok_or_else(|| RpcError::invalid_params(format!("unknown prompt {name}")))?;
-        if let Some(missing) = declared
-            .iter()
-            .find(|a| a.required && !args.get(&a.name).is_some_and(Value::is_string))
-        {
-            return Err(RpcError::invalid_params(format!(
-                "missing argument {}",
-                missing.name
-            )));
-        }
-        Ok(Arc::clone(run))
-    }
-}
 
 /// The `resources/read` result.
 pub(crate) fn read_result(contents: Vec<ResourceContents>) -> Value {

@@ -9,11 +9,10 @@ use std::sync::Arc;
 use rpcwire_tokio::{Context, Router, RpcError};
 use serde_json::{json, Value};
 
-use super::input::{RequestInfo, MAX_SESSION_ROUNDS};
+use super::context::{Shared, ToolContext};
+use super::input::{ask_peer, input_required, open_state, RequestInfo, MAX_SESSION_ROUNDS};
 use super::request_state::Binding;
-use super::server::{
-    ask_peer, completed, input_required, open_state, removed_in_stateless, Shared, ToolContext,
-};
+use super::revision::{completed, removed_in_stateless};
 use super::surface::{self, Answer};
 use crate::methods;
 
@@ -38,7 +37,7 @@ where
         target,
         caller: &subject,
     };
-    open_state(s, p, &binding, &mut info)?;
+    open_state(s.seal.as_ref(), p, &binding, &mut info)?;
     let stateless = info.stateless;
     let mut info = Arc::new(info);
     for _ in 0..MAX_SESSION_ROUNDS {
@@ -53,7 +52,7 @@ where
         match run(handler_ctx).await? {
             Answer::Complete(t) => return Ok(Ok(t)),
             Answer::InputRequired(mut ask) if stateless => {
-                return input_required(s, &info, &binding, &mut ask).map(Err)
+                return input_required(s.seal.as_ref(), &info, &binding, &mut ask).map(Err)
             }
             Answer::InputRequired(mut ask) => info = Arc::new(ask_peer(ctx, &mut ask).await?),
         }

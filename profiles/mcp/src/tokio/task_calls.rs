@@ -8,10 +8,11 @@ use std::sync::Arc;
 use rpcwire_tokio::{Context, ErrorCode, RpcError};
 use serde_json::{json, Value};
 
-use super::input::{self, RequestInfo, ToolReply, MAX_SESSION_ROUNDS};
+use super::context::{Shared, ToolContext, ToolFn};
+use super::input::{self, RequestInfo, MAX_SESSION_ROUNDS};
 use super::revision;
-use super::server::{Shared, ToolContext, ToolFn};
 use super::tasks;
+use super::tool_result::ToolReply;
 use crate::methods;
 
 /// Creates a task for a call and runs the tool in the background; the `CreateTaskResult`.
