@@ -12,7 +12,8 @@
 //! notification is reported as a reset.
 //!
 //! Skips (printing `SKIPPED:`) when qemu, socat, the thumbv7m target or the Python SDK is
-//! missing, unless CI=true. Prints `FIRMWARE_MCP_STACK_USED=<bytes>` for .ci/after/firmware.sh.
+//! missing, unless CI=true. Prints `FIRMWARE_MCP_STACK_USED=<bytes>` and records it in
+//! `target/figures/` for .ci/after/firmware.sh.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -214,6 +215,7 @@ fn python_sdk_runs_a_session_against_the_mcp_firmware_through_the_bridge() {
     let stdout = out_lines.lock().unwrap().join("\n");
     let stderr = err_lines.lock().unwrap().join("\n");
     println!("{stdout}\n--- stderr (the bridge's reports)\n{stderr}");
+    record_stack_figure(&stdout);
     assert!(status.success(), "python exited with {status}");
     assert_eq!(
         stdout.lines().last(),
@@ -254,4 +256,21 @@ fn python_sdk_runs_a_session_against_the_mcp_firmware_through_the_bridge() {
             && summary.contains("1 resets"),
         "{summary} (injected {injected})"
     );
+}
+
+/// Records the stack high-water mark the Python session printed in
+/// `target/figures/firmware-mcp-stack-used`, where .ci/after/firmware.sh reports it from.
+fn record_stack_figure(stdout: &str) {
+    let Some(used) = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("FIRMWARE_MCP_STACK_USED="))
+    else {
+        return;
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/figures");
+    if let Err(e) = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(dir.join("firmware-mcp-stack-used"), used.trim()))
+    {
+        println!("could not record the stack figure: {e}");
+    }
 }

@@ -209,6 +209,18 @@ pub mod firmware {
         machine: "mps2-an386",
     };
 
+    /// Records a figure a test measured (a stack high-water mark) in the workspace's
+    /// `target/figures/NAME`, where .ci/after/firmware.sh reports it from without running the
+    /// test a second time. Best effort: a figure that cannot be written is only printed.
+    pub fn record_figure(name: &str, value: u64) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/figures");
+        if let Err(e) = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(dir.join(name), value.to_string()))
+        {
+            println!("could not record {name}: {e}");
+        }
+    }
+
     /// The firmware's folder (its own workspace).
     pub fn dir() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/firmware")

@@ -8,7 +8,8 @@
 //! The tests build the images themselves (`cargo build --release` in each image's folder,
 //! into its `target/`). They skip, printing `SKIPPED:`, when qemu-system-arm or an image's
 //! target is missing, unless CI=true, in which case they fail.
-//! It prints `FIRMWARE_STACK_USED=<bytes>` (read by .ci/after/firmware.sh).
+//! It prints `FIRMWARE_STACK_USED=<bytes>` and records it in `target/figures/` (read by
+//! .ci/after/firmware.sh).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
@@ -181,6 +182,7 @@ fn firmware_answers_every_spec_example_in_qemu() {
     assert!(used > 0 && used < 16 * 1024, "{stats}");
     println!("firmware stats: {}", stats["result"]);
     println!("FIRMWARE_STACK_USED={used}");
+    firmware::record_figure("firmware-stack-used", used);
 }
 
 /// The Cortex-M0 image (interrupt-driven UART, `Driver::handle_bytes`) on qemu's micro:bit:
