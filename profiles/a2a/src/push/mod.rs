@@ -147,6 +147,16 @@ impl Push {
         Ok(config)
     }
 
+    /// The tasks that have configs, when the table holds as many tasks as it may (those of
+    /// tasks no longer held may then make room); none otherwise.
+    pub(crate) fn tasks_when_full(&self) -> Vec<String> {
+        let table = self.table();
+        if table.len() < self.limits.max_tasks {
+            return Vec::new();
+        }
+        table.keys().cloned().collect()
+    }
+
     /// Config `id` of task `task_id`.
     pub(crate) fn get(&self, task_id: &str, id: &str) -> Option<TaskPushNotificationConfig> {
         self.table()
