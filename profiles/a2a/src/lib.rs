@@ -103,7 +103,8 @@ pub use serde_json;
 pub use server::serve_tls;
 pub use server::{serve, A2aServer, A2aService, EXTENSIONS_HEADER, VERSION_HEADER};
 pub use store::{
-    Lease, LeaseConfig, MemoryTaskStore, StoreError, StoreFuture, StoreLimits, TaskStore,
+    EventLog, EventLogLimits, Lease, LeaseConfig, LoggedEvent, MemoryEventLog, MemoryTaskStore,
+    StoreError, StoreFuture, StoreLimits, TaskStore,
 };
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteError, SqliteTaskStore};

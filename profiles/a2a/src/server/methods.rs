@@ -409,7 +409,11 @@ async fn list_tasks(call: Call, p: ListTasksRequest) -> Result<ListTasksResponse
             StoreError::BadPageToken | StoreError::BadTimestamp => {
                 A2aError::with_message(ErrorKind::InvalidParams, e.to_string())
             }
-            StoreError::Full | StoreError::Backend(_) => {
+            StoreError::Full
+            | StoreError::NotFound
+            | StoreError::Trimmed
+            | StoreError::NotOwner
+            | StoreError::Backend(_) => {
                 tracing::warn!(error = %e, "the task store failed");
                 ErrorKind::Internal.into()
             }

@@ -1,4 +1,5 @@
-//! Where tasks are kept: the asynchronous [`TaskStore`] trait, the [`Lease`]s that tie a
+//! Where tasks and their streams' events are kept: the asynchronous [`TaskStore`] and
+//! [`EventLog`] traits, the [`Lease`]s that tie a
 //! working task to the process running it, [`MemoryTaskStore`] (the default, bounded in the
 //! number of tasks, finished tasks evicted past a count or an age) and, with the `sqlite`
 //! feature, [`SqliteTaskStore`](crate::SqliteTaskStore) (one file that outlives the process).
@@ -15,6 +16,7 @@
 //! trip; the memory store answers with a future that is ready at once, which the server
 //! polls in place without a task of its own.
 
+mod events;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -24,6 +26,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+pub use events::{EventLog, EventLogLimits, LoggedEvent, MemoryEventLog};
 pub use memory::{MemoryTaskStore, StoreLimits};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteError, SqliteTaskStore};
@@ -47,6 +50,15 @@ pub enum StoreError {
     /// A `ListTasks` `statusTimestampAfter` that is not an RFC 3339 date-time.
     #[error("statusTimestampAfter is not an RFC 3339 date-time")]
     BadTimestamp,
+    /// No such task (or event log), or none the caller may see.
+    #[error("no such task")]
+    NotFound,
+    /// An event log read after an event id whose next events were trimmed.
+    #[error("the events after that id are no longer kept")]
+    Trimmed,
+    /// An event appended to a task's log by a caller who does not own it.
+    #[error("the task's event log has another owner")]
+    NotOwner,
     /// The store's backend failed (a database error, a row that does not decode).
     #[error("the task store failed: {0}")]
     Backend(#[source] Arc<dyn std::error::Error + Send + Sync>),

@@ -17,10 +17,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::events::may_read;
 use super::memory::Cursor;
-use super::{lapse, leasable, Lease, StoreError, StoreFuture, StoreLimits, TaskStore};
+use super::{
+    lapse, leasable, EventLog, EventLogLimits, Lease, LoggedEvent, StoreError, StoreFuture,
+    StoreLimits, TaskStore,
+};
 use crate::timestamp::parse_micros;
-use crate::types::{Artifact, ListTasksRequest, ListTasksResponse, Message, Task, TaskState};
+use crate::types::{
+    Artifact, ListTasksRequest, ListTasksResponse, Message, StreamResponse, Task, TaskState,
+};
 
 /// Why a SQLite store could not be opened or used: the database's error, or a row whose
 /// JSON does not decode.
@@ -67,6 +73,21 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_listing ON tasks (status_at DESC, seq DESC);
     CREATE INDEX tasks_finished ON tasks (finished_at) WHERE finished_at IS NOT NULL;
     CREATE INDEX tasks_leased ON tasks (lease_until) WHERE lease_until IS NOT NULL;",
+    // 2: the event logs of tasks' streams: one row per log (its owner, the id of its first
+    // kept event and of its next), one per event kept.
+    "CREATE TABLE event_logs (
+        task_id TEXT PRIMARY KEY NOT NULL,
+        created INTEGER NOT NULL UNIQUE,
+        owner TEXT,
+        first_id INTEGER NOT NULL,
+        next_id INTEGER NOT NULL
+    );
+    CREATE TABLE events (
+        task_id TEXT NOT NULL,
+        id INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        PRIMARY KEY (task_id, id)
+    ) WITHOUT ROWID;",
 ];
 
 /// Tasks in a SQLite file, bounded by [`StoreLimits`] as [`MemoryTaskStore`] is (finished
@@ -76,6 +97,7 @@ const MIGRATIONS: &[&str] = &[
 pub struct SqliteTaskStore {
     conn: Arc<Mutex<Connection>>,
     limits: StoreLimits,
+    event_limits: EventLogLimits,
 }
 
 impl std::fmt::Debug for SqliteTaskStore {
@@ -108,7 +130,14 @@ impl SqliteTaskStore {
         Ok(SqliteTaskStore {
             conn: Arc::new(Mutex::new(conn)),
             limits,
+            event_limits: EventLogLimits::default(),
         })
+    }
+
+    /// The bounds of its event logs ([`EventLogLimits::default`] unless set).
+    pub fn event_limits(mut self, limits: EventLogLimits) -> Self {
+        self.event_limits = limits;
+        self
     }
 
     /// Runs `work` with the connection on a blocking thread.
@@ -128,6 +157,113 @@ impl SqliteTaskStore {
             .map_err(StoreError::from)
         })
     }
+}
+
+fn append(
+    conn: &mut Connection,
+    limits: EventLogLimits,
+    task_id: &str,
+    owner: Option<&str>,
+    event: &StreamResponse,
+) -> Result<u64, StoreError> {
+    let body = serde_json::to_string(event).map_err(SqliteError::from)?;
+    let tx = conn.transaction().map_err(SqliteError::from)?;
+    let log: Option<(Option<String>, i64)> = tx
+        .query_row(
+            "SELECT owner, next_id FROM event_logs WHERE task_id = ?1",
+            params![task_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(SqliteError::from)?;
+    let id = match log {
+        Some((held, _)) if held.as_deref() != owner => return Err(StoreError::NotOwner),
+        Some((_, next)) => next,
+        None => {
+            // Room for a new log: the oldest ones go.
+            tx.execute(
+                "DELETE FROM events WHERE task_id IN (SELECT task_id FROM event_logs
+                    ORDER BY created DESC LIMIT -1 OFFSET ?1)",
+                params![i64::try_from(limits.max_tasks.max(1) - 1).unwrap_or(i64::MAX)],
+            )
+            .map_err(SqliteError::from)?;
+            tx.execute(
+                "DELETE FROM event_logs WHERE task_id IN (SELECT task_id FROM event_logs
+                    ORDER BY created DESC LIMIT -1 OFFSET ?1)",
+                params![i64::try_from(limits.max_tasks.max(1) - 1).unwrap_or(i64::MAX)],
+            )
+            .map_err(SqliteError::from)?;
+            tx.execute(
+                "INSERT INTO event_logs (task_id, created, owner, first_id, next_id)
+                 VALUES (?1, (SELECT COALESCE(MAX(created), 0) + 1 FROM event_logs), ?2, 1, 1)",
+                params![task_id, owner],
+            )
+            .map_err(SqliteError::from)?;
+            1
+        }
+    };
+    tx.execute(
+        "INSERT INTO events (task_id, id, event) VALUES (?1, ?2, ?3)",
+        params![task_id, id, body],
+    )
+    .map_err(SqliteError::from)?;
+    // Past the bound, the oldest go: the first kept is `max_events` before the next.
+    let first = (id + 1 - i64::try_from(limits.max_events.max(1)).unwrap_or(i64::MAX)).max(1);
+    tx.execute(
+        "DELETE FROM events WHERE task_id = ?1 AND id < ?2",
+        params![task_id, first],
+    )
+    .map_err(SqliteError::from)?;
+    tx.execute(
+        "UPDATE event_logs SET next_id = ?2, first_id = MAX(first_id, ?3) WHERE task_id = ?1",
+        params![task_id, id + 1, first],
+    )
+    .map_err(SqliteError::from)?;
+    tx.commit().map_err(SqliteError::from)?;
+    Ok(u64::try_from(id).unwrap_or(0))
+}
+
+fn read_after(
+    conn: &Connection,
+    task_id: &str,
+    caller: Option<&str>,
+    after: u64,
+    max: usize,
+) -> Result<Vec<LoggedEvent>, StoreError> {
+    let log: Option<(Option<String>, i64)> = conn
+        .query_row(
+            "SELECT owner, first_id FROM event_logs WHERE task_id = ?1",
+            params![task_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(SqliteError::from)?;
+    let first = match log {
+        Some((owner, first)) if may_read(owner.as_deref(), caller) => first,
+        _ => return Err(StoreError::NotFound),
+    };
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    if after.saturating_add(1) < first {
+        return Err(StoreError::Trimmed);
+    }
+    let mut stmt = conn
+        .prepare("SELECT id, event FROM events WHERE task_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3")
+        .map_err(SqliteError::from)?;
+    let rows = stmt
+        .query_map(
+            params![task_id, after, i64::try_from(max).unwrap_or(i64::MAX)],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+        )
+        .map_err(SqliteError::from)?;
+    let mut events = Vec::new();
+    for row in rows {
+        let (id, body) = row.map_err(SqliteError::from)?;
+        events.push(LoggedEvent {
+            id: u64::try_from(id).unwrap_or(0),
+            event: serde_json::from_str(&body).map_err(SqliteError::from)?,
+        });
+    }
+    Ok(events)
 }
 
 /// Runs the migrations the file has not had, in one transaction.
@@ -521,5 +657,80 @@ impl TaskStore for SqliteTaskStore {
         let holder = holder.to_owned();
         let reason = reason.to_owned();
         self.run(move |conn, _| fail_lapsed(conn, now, &holder, &reason))
+    }
+}
+
+impl EventLog for SqliteTaskStore {
+    fn append<'a>(
+        &'a self,
+        task_id: &'a str,
+        owner: Option<&'a str>,
+        event: StreamResponse,
+    ) -> StoreFuture<'a, u64> {
+        let conn = Arc::clone(&self.conn);
+        let limits = self.event_limits;
+        let task_id = task_id.to_owned();
+        let owner = owner.map(str::to_owned);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                append(&mut conn, limits, &task_id, owner.as_deref(), &event)
+            })
+            .await
+            .map_err(|_| StoreError::from(SqliteError::Join))?
+        })
+    }
+
+    fn read_after<'a>(
+        &'a self,
+        task_id: &'a str,
+        caller: Option<&'a str>,
+        after: u64,
+        max: usize,
+    ) -> StoreFuture<'a, Vec<LoggedEvent>> {
+        let conn = Arc::clone(&self.conn);
+        let task_id = task_id.to_owned();
+        let caller = caller.map(str::to_owned);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                read_after(&conn, &task_id, caller.as_deref(), after, max)
+            })
+            .await
+            .map_err(|_| StoreError::from(SqliteError::Join))?
+        })
+    }
+
+    fn trim<'a>(&'a self, task_id: &'a str, through: u64) -> StoreFuture<'a, usize> {
+        let task_id = task_id.to_owned();
+        let through = i64::try_from(through).unwrap_or(i64::MAX);
+        self.run(move |conn, _| {
+            let tx = conn.transaction()?;
+            let dropped = tx.execute(
+                "DELETE FROM events WHERE task_id = ?1 AND id <= ?2",
+                params![task_id, through],
+            )?;
+            tx.execute(
+                "UPDATE event_logs SET first_id = MAX(first_id, MIN(?2 + 1, next_id))
+                 WHERE task_id = ?1",
+                params![task_id, through],
+            )?;
+            tx.commit()?;
+            Ok(dropped)
+        })
+    }
+
+    fn forget<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, ()> {
+        let task_id = task_id.to_owned();
+        self.run(move |conn, _| {
+            let tx = conn.transaction()?;
+            tx.execute("DELETE FROM events WHERE task_id = ?1", params![task_id])?;
+            tx.execute(
+                "DELETE FROM event_logs WHERE task_id = ?1",
+                params![task_id],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
     }
 }
