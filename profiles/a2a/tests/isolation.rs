@@ -5,8 +5,6 @@
 //! memory log and (feature `sqlite`) the SQLite store's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
-
 use proptest::prelude::*;
 use rpcwire_a2a::{
     EventLog, EventLogLimits, MemoryEventLog, Message, Role, StoreError, StreamResponse, TaskState,
@@ -168,7 +166,7 @@ proptest! {
         let store = rpcwire_a2a::SqliteTaskStore::open_in_memory(rpcwire_a2a::StoreLimits::default())
             .unwrap()
             .event_limits(LIMITS);
-        let store: Arc<dyn EventLog> = Arc::new(store);
+        let store: std::sync::Arc<dyn EventLog> = std::sync::Arc::new(store);
         runtime().block_on(check(&*store, &ops))?;
     }
 }
