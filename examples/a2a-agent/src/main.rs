@@ -271,10 +271,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         renew_every: Duration::from_millis(args.lease_renew_ms),
     });
     if let Store::Sqlite(path) = &args.store {
-        server = server.store(Arc::new(SqliteTaskStore::open(
-            path,
-            StoreLimits::default(),
-        )?));
+        // One file for tasks and push configs.
+        let sqlite = Arc::new(SqliteTaskStore::open(path, StoreLimits::default())?);
+        server = server
+            .store(Arc::clone(&sqlite) as _)
+            .push_config_store(sqlite);
     }
     let service = server
         .max_body(args.max_body)

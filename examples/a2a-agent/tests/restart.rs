@@ -1,7 +1,8 @@
 //! The agent with `--store sqlite:PATH` killed with SIGKILL while it holds 100 finished and
 //! 10 running tasks, then started again on the same file: every finished task comes back
 //! from `GetTask` and `ListTasks` as it was, history and artifacts included, and the 10 it was
-//! working on are `failed`, with the reason, once their lease lapses. Over the agent's real
+//! working on are `failed`, with the reason, once their lease lapses; push notification
+//! configs set before the kill are listed after it. Over the agent's real
 //! JSON-RPC HTTP interface, on loopback.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use rpcwire_a2a::{
     A2aClient, ListTasksRequest, Message, Role, SendMessageResponse, StreamResponse, Task,
-    TaskState,
+    TaskPushNotificationConfig, TaskState,
 };
 use rpcwire_tests::interop::Server;
 
@@ -33,6 +34,8 @@ fn agent(store: &str) -> (Server, A2aClient) {
             LEASE_MS,
             "--lease-renew-ms",
             "100",
+            "--webhook-allow",
+            "127.0.0.1",
         ]),
         "listening ",
         Duration::from_secs(20),
@@ -121,6 +124,19 @@ async fn finished_tasks_survive_a_kill_and_running_ones_fail_when_their_lease_la
             other => panic!("the task first, not {other:?}"),
         }
     }
+    // A push config on each of 5 finished tasks (never delivered to: they are final).
+    let mut configs = HashMap::new();
+    for (i, id) in finished.iter().take(5).enumerate() {
+        let config = TaskPushNotificationConfig {
+            task_id: id.clone(),
+            url: format!("http://127.0.0.1:9/hook{i}"),
+            token: format!("token{i}"),
+            ..TaskPushNotificationConfig::default()
+        };
+        let kept = client.create_push_config(&config).await.unwrap();
+        assert!(!kept.id.is_empty());
+        configs.insert(id.clone(), kept);
+    }
     // As they were before the kill, from the server itself.
     let mut before: HashMap<String, Task> = HashMap::new();
     for id in &finished {
@@ -140,6 +156,14 @@ async fn finished_tasks_survive_a_kill_and_running_ones_fail_when_their_lease_la
     for (id, was) in &before {
         let now = client.get_task(id, None).await.unwrap();
         assert_eq!(&now, was, "GetTask after the restart");
+    }
+    for (id, config) in &configs {
+        let listed = client.list_push_configs(id).await.unwrap();
+        assert_eq!(
+            listed.configs,
+            std::slice::from_ref(config),
+            "push configs after the restart"
+        );
     }
     // The running ones: failed, with the reason, once the lease lapsed (bounded wait).
     let start = Instant::now();

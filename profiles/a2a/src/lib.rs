@@ -104,7 +104,7 @@ pub use server::serve_tls;
 pub use server::{serve, A2aServer, A2aService, EXTENSIONS_HEADER, VERSION_HEADER};
 pub use store::{
     EventLog, EventLogLimits, Lease, LeaseConfig, LoggedEvent, MemoryEventLog, MemoryTaskStore,
-    StoreError, StoreFuture, StoreLimits, TaskStore,
+    PushConfigStore, StoreError, StoreFuture, StoreLimits, TaskStore,
 };
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteError, SqliteTaskStore};

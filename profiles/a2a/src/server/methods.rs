@@ -463,6 +463,7 @@ async fn push_of<'a>(call: &'a Call, task_id: &str) -> Result<&'a Push, A2aError
         .tasks
         .visible(task_id, call.ctx.identity())
         .await?;
+    call.methods.tasks.load_push(task_id).await?;
     Ok(push)
 }
 
@@ -475,9 +476,7 @@ async fn create_push_config(
     let push = push_of(&call, &p.task_id).await?;
     let invalid = |e: ConfigError| A2aError::with_message(ErrorKind::InvalidParams, e.to_string());
     push.check(&p.url).await.map_err(invalid)?;
-    let gone = call.methods.tasks.gone_push_tasks(push).await;
-    push.insert(p, || super::tasks::new_id("push"), |t| !gone.contains(t))
-        .map_err(invalid)
+    call.methods.tasks.insert_push(p).await?.map_err(invalid)
 }
 
 /// `GetTaskPushNotificationConfig`: the config, or -32001 when there is no such config.
@@ -512,7 +511,8 @@ async fn list_push_configs(
 
 /// `DeleteTaskPushNotificationConfig`: gone (or was not there): `{}`.
 async fn delete_push_config(call: Call, p: PushConfigRequest) -> Result<Empty, A2aError> {
-    push_of(&call, &p.task_id).await?.delete(&p.task_id, &p.id);
+    push_of(&call, &p.task_id).await?;
+    call.methods.tasks.delete_push(&p.task_id, &p.id).await?;
     Ok(Empty {})
 }
 

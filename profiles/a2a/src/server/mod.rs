@@ -32,7 +32,7 @@ use crate::agent::{Agent, TaskLimits};
 use crate::push::webhook::WebhookPolicy;
 use crate::push::{Push, PushLimits};
 use crate::security::{SecurityRequirement, SecurityScheme};
-use crate::store::{LeaseConfig, MemoryTaskStore, StoreLimits, TaskStore};
+use crate::store::{LeaseConfig, MemoryTaskStore, PushConfigStore, StoreLimits, TaskStore};
 use crate::types::AgentCard;
 
 pub use post::{EXTENSIONS_HEADER, VERSION_HEADER};
@@ -51,6 +51,7 @@ pub struct A2aServer {
     extended: Option<AgentCard>,
     agent: Arc<dyn Agent>,
     store: Option<Arc<dyn TaskStore>>,
+    push_store: Option<Arc<dyn PushConfigStore>>,
     store_limits: StoreLimits,
     leases: LeaseConfig,
     task_limits: TaskLimits,
@@ -94,6 +95,7 @@ impl A2aServer {
             extended: None,
             agent: Arc::new(agent),
             store: None,
+            push_store: None,
             store_limits: StoreLimits::default(),
             leases: LeaseConfig::default(),
             task_limits: TaskLimits::default(),
@@ -169,6 +171,13 @@ impl A2aServer {
     /// Keeps tasks in `store` instead of memory.
     pub fn store(mut self, store: Arc<dyn TaskStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Writes push notification configs through to `store` (and reads a task's from it when
+    /// memory has none, after a restart), beyond the memory that holds them by default.
+    pub fn push_config_store(mut self, store: Arc<dyn PushConfigStore>) -> Self {
+        self.push_store = Some(store);
         self
     }
 
@@ -346,6 +355,7 @@ impl A2aServer {
             self.task_limits,
             self.send_wait,
             push,
+            self.push_store,
             self.leases,
         ));
         let streams = Arc::new(Streams::new(

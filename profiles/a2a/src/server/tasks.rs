@@ -19,9 +19,11 @@ use crate::agent::{
     event_channel, push_history, Agent, Running, TaskContext, TaskLimits, TurnResult,
 };
 use crate::error::{A2aError, ErrorKind};
+use crate::push::config::TaskPushNotificationConfig as Config;
+use crate::push::ConfigError;
 use crate::push::{Push, TaskPushNotificationConfig};
 use crate::request::TurnRequest;
-use crate::store::{Lease, LeaseConfig, StoreError, TaskStore};
+use crate::store::{Lease, LeaseConfig, PushConfigStore, StoreError, TaskStore};
 use crate::types::{
     ListTasksRequest, ListTasksResponse, Message, Role, StreamResponse, Task, TaskState,
     TaskStatus, TaskStatusUpdateEvent,
@@ -51,6 +53,11 @@ pub(crate) struct Tasks {
     table: Mutex<Table>,
     /// Push notifications, when the server sends them.
     pub(crate) push: Option<Arc<Push>>,
+    /// Where push configs are written through to, when beyond memory.
+    push_store: Option<Arc<dyn PushConfigStore>>,
+    /// Held from a change of push configs to its write to `push_store`, so that the store's
+    /// writes are in the order of the changes.
+    push_writes: tokio::sync::Mutex<()>,
 }
 
 /// The tasks that have a turn running, and the event channels of tasks waiting for input
@@ -75,6 +82,7 @@ impl Tasks {
         limits: TaskLimits,
         send_wait: Duration,
         push: Option<Arc<Push>>,
+        push_store: Option<Arc<dyn PushConfigStore>>,
         leases: LeaseConfig,
     ) -> Self {
         Tasks {
@@ -88,6 +96,8 @@ impl Tasks {
             send_wait,
             table: Mutex::default(),
             push,
+            push_store,
+            push_writes: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -280,17 +290,19 @@ impl Tasks {
         let (task, continuation) = if message.task_id.is_empty() {
             (self.new_task(&mut message, &identity), false)
         } else {
-            (self.next_turn(&mut message, &identity).await?, true)
+            let task = self.next_turn(&mut message, &identity).await?;
+            // Its configs, kept before a restart, see the turn's events.
+            self.load_push(&task.id).await?;
+            (task, true)
         };
-        if let (Some(config), Some(pusher)) = (push, &self.push) {
+        if let Some(config) = push {
             // Before the turn's first event: the config sees them all.
             let config = TaskPushNotificationConfig {
                 task_id: task.id.clone(),
                 ..config
             };
-            let gone = self.gone_push_tasks(pusher).await;
-            pusher
-                .insert(config, || new_id("push"), |t| !gone.contains(t))
+            self.insert_push(config)
+                .await?
                 .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, e.to_string()))?;
         }
         self.keep_leases();
@@ -536,6 +548,65 @@ impl Tasks {
 }
 
 impl Tasks {
+    /// Adds (or replaces) a push config, written through to the push config store: the
+    /// config as kept, or why it was refused (the outer error: the store failed).
+    pub(crate) async fn insert_push(
+        self: &Arc<Self>,
+        config: Config,
+    ) -> Result<Result<Config, ConfigError>, A2aError> {
+        let push = self
+            .push
+            .as_deref()
+            .ok_or(ErrorKind::PushNotificationNotSupported)?;
+        let _order = self.push_writes.lock().await;
+        let task_id = config.task_id.clone();
+        self.load_push(&task_id).await?;
+        let gone = self.gone_push_tasks(push).await;
+        let kept = match push.insert(config, || new_id("push"), |t| !gone.contains(t)) {
+            Ok(kept) => kept,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.save_push(push, &task_id).await?;
+        Ok(Ok(kept))
+    }
+
+    /// Removes push config `id` of task `task_id`, written through to the store.
+    pub(crate) async fn delete_push(
+        self: &Arc<Self>,
+        task_id: &str,
+        id: &str,
+    ) -> Result<(), A2aError> {
+        let push = self
+            .push
+            .as_deref()
+            .ok_or(ErrorKind::PushNotificationNotSupported)?;
+        let _order = self.push_writes.lock().await;
+        self.load_push(task_id).await?;
+        push.delete(task_id, id);
+        self.save_push(push, task_id).await
+    }
+
+    /// Reads task `task_id`'s push configs from the store when memory has none of it.
+    pub(crate) async fn load_push(&self, task_id: &str) -> Result<(), A2aError> {
+        let (Some(push), Some(store)) = (&self.push, &self.push_store) else {
+            return Ok(());
+        };
+        if push.configs_of(task_id).is_some() {
+            return Ok(());
+        }
+        let configs = store.load_configs(task_id).await.map_err(internal)?;
+        push.restore(task_id, configs);
+        Ok(())
+    }
+
+    async fn save_push(&self, push: &Push, task_id: &str) -> Result<(), A2aError> {
+        let Some(store) = &self.push_store else {
+            return Ok(());
+        };
+        let configs = push.configs_of(task_id).unwrap_or_default();
+        store.save_configs(task_id, configs).await.map_err(internal)
+    }
+
     /// The tasks with push configs that the store no longer holds, looked up only when the
     /// config table is full (then its configs may make room).
     pub(crate) async fn gone_push_tasks(self: &Arc<Self>, push: &Push) -> HashSet<String> {

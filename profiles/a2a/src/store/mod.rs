@@ -31,6 +31,7 @@ pub use memory::{MemoryTaskStore, StoreLimits};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteError, SqliteTaskStore};
 
+use crate::push::TaskPushNotificationConfig;
 use crate::types::{
     ListTasksRequest, ListTasksResponse, Message, Role, Task, TaskState, TaskStatus,
 };
@@ -162,6 +163,25 @@ pub trait TaskStore: Send + Sync + 'static {
     fn answers_at_once(&self) -> bool {
         false
     }
+}
+
+/// Where a server's push notification configs are kept beyond its memory
+/// ([`A2aServer::push_config_store`](crate::A2aServer::push_config_store)): the server keeps
+/// them in memory as it always does (bounded by [`PushLimits`](crate::PushLimits)) and writes
+/// each task's list through to this store when it changes, and reads a task's list from it
+/// when its memory has none (after a restart, or on another replica).
+pub trait PushConfigStore: Send + Sync + 'static {
+    /// Replaces task `task_id`'s configs with `configs` (none: the task has none left).
+    fn save_configs<'a>(
+        &'a self,
+        task_id: &'a str,
+        configs: Vec<TaskPushNotificationConfig>,
+    ) -> StoreFuture<'a, ()>;
+    /// Task `task_id`'s configs (none when it has none).
+    fn load_configs<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, Vec<TaskPushNotificationConfig>>;
 }
 
 /// Whether a task in `state` has a turn running and so may hold a lease.

@@ -20,9 +20,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::events::may_read;
 use super::memory::Cursor;
 use super::{
-    lapse, leasable, EventLog, EventLogLimits, Lease, LoggedEvent, StoreError, StoreFuture,
-    StoreLimits, TaskStore,
+    lapse, leasable, EventLog, EventLogLimits, Lease, LoggedEvent, PushConfigStore, StoreError,
+    StoreFuture, StoreLimits, TaskStore,
 };
+use crate::push::TaskPushNotificationConfig;
 use crate::timestamp::parse_micros;
 use crate::types::{
     Artifact, ListTasksRequest, ListTasksResponse, Message, StreamResponse, Task, TaskState,
@@ -87,6 +88,11 @@ const MIGRATIONS: &[&str] = &[
         id INTEGER NOT NULL,
         event TEXT NOT NULL,
         PRIMARY KEY (task_id, id)
+    ) WITHOUT ROWID;",
+    // 3: push notification configs, each task's list as JSON; gone with their task.
+    "CREATE TABLE push_configs (
+        task_id TEXT PRIMARY KEY NOT NULL,
+        configs TEXT NOT NULL
     ) WITHOUT ROWID;",
 ];
 
@@ -320,19 +326,24 @@ fn row_task(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, String, String
     Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
 }
 
-/// Drops finished tasks past the age and count limits, oldest first.
+/// Drops finished tasks past the age and count limits, oldest first, with their push configs.
 fn evict(conn: &Connection, limits: StoreLimits, now: i64) -> Result<(), SqliteError> {
     let ttl = i64::try_from(limits.finished_ttl.as_micros()).unwrap_or(i64::MAX);
+    let old = "SELECT id FROM tasks WHERE finished_at IS NOT NULL AND finished_at < ?1";
+    let over = "SELECT id FROM tasks WHERE finished_at IS NOT NULL
+        ORDER BY finished_at DESC, seq DESC LIMIT -1 OFFSET ?1";
+    let aged = params![now.saturating_sub(ttl)];
+    let count = params![i64::try_from(limits.max_finished).unwrap_or(i64::MAX)];
     conn.execute(
-        "DELETE FROM tasks WHERE finished_at IS NOT NULL AND finished_at < ?1",
-        params![now.saturating_sub(ttl)],
+        &format!("DELETE FROM push_configs WHERE task_id IN ({old})"),
+        aged,
     )?;
+    conn.execute(&format!("DELETE FROM tasks WHERE id IN ({old})"), aged)?;
     conn.execute(
-        "DELETE FROM tasks WHERE id IN (
-            SELECT id FROM tasks WHERE finished_at IS NOT NULL
-            ORDER BY finished_at DESC, seq DESC LIMIT -1 OFFSET ?1)",
-        params![i64::try_from(limits.max_finished).unwrap_or(i64::MAX)],
+        &format!("DELETE FROM push_configs WHERE task_id IN ({over})"),
+        count,
     )?;
+    conn.execute(&format!("DELETE FROM tasks WHERE id IN ({over})"), count)?;
     Ok(())
 }
 
@@ -411,12 +422,15 @@ fn put(
                 .map_err(SqliteError::from)?;
             if usize::try_from(count).unwrap_or(usize::MAX) >= limits.max_tasks {
                 // Room from the oldest finished task, or refused.
+                let oldest = "SELECT id FROM tasks WHERE finished_at IS NOT NULL
+                    ORDER BY finished_at, seq LIMIT 1";
+                tx.execute(
+                    &format!("DELETE FROM push_configs WHERE task_id IN ({oldest})"),
+                    [],
+                )
+                .map_err(SqliteError::from)?;
                 let freed = tx
-                    .execute(
-                        "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks
-                            WHERE finished_at IS NOT NULL ORDER BY finished_at, seq LIMIT 1)",
-                        [],
-                    )
+                    .execute(&format!("DELETE FROM tasks WHERE id IN ({oldest})"), [])
                     .map_err(SqliteError::from)?;
                 if freed == 0 {
                     return Err(StoreError::Full);
@@ -604,7 +618,10 @@ impl TaskStore for SqliteTaskStore {
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         let id = id.to_owned();
         self.run(move |conn, _| {
-            conn.execute("DELETE FROM tasks WHERE id = ?1", params![id])?;
+            let tx = conn.transaction()?;
+            tx.execute("DELETE FROM push_configs WHERE task_id = ?1", params![id])?;
+            tx.execute("DELETE FROM tasks WHERE id = ?1", params![id])?;
+            tx.commit()?;
             Ok(())
         })
     }
@@ -731,6 +748,51 @@ impl EventLog for SqliteTaskStore {
             )?;
             tx.commit()?;
             Ok(())
+        })
+    }
+}
+
+impl PushConfigStore for SqliteTaskStore {
+    fn save_configs<'a>(
+        &'a self,
+        task_id: &'a str,
+        configs: Vec<TaskPushNotificationConfig>,
+    ) -> StoreFuture<'a, ()> {
+        let task_id = task_id.to_owned();
+        self.run(move |conn, _| {
+            if configs.is_empty() {
+                conn.execute(
+                    "DELETE FROM push_configs WHERE task_id = ?1",
+                    params![task_id],
+                )?;
+            } else {
+                conn.execute(
+                    "INSERT INTO push_configs (task_id, configs) VALUES (?1, ?2)
+                     ON CONFLICT (task_id) DO UPDATE SET configs = excluded.configs",
+                    params![task_id, serde_json::to_string(&configs)?],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn load_configs<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, Vec<TaskPushNotificationConfig>> {
+        let task_id = task_id.to_owned();
+        self.run(move |conn, _| {
+            let configs: Option<String> = conn
+                .query_row(
+                    "SELECT configs FROM push_configs WHERE task_id = ?1",
+                    params![task_id],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(match configs {
+                Some(json) => serde_json::from_str(&json)?,
+                None => Vec::new(),
+            })
         })
     }
 }
