@@ -302,3 +302,58 @@ async fn a_server_fails_the_tasks_of_a_dead_process_and_keeps_its_own() {
         );
     }
 }
+
+/// Asks for a name, then greets it (the greeting an artifact).
+async fn greet(ctx: TaskContext) {
+    if ctx.is_continuation() {
+        ctx.text_artifact("greeting", format!("Hello, {}!", ctx.text()));
+        ctx.complete(None);
+    } else {
+        ctx.input_required("What is your name?");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continuation_right_after_its_question_is_stored_after_it() {
+    for (name, store) in stores() {
+        let shared = Arc::clone(&store);
+        let (_, url, _service) = common::serve("greet", greet, move |s| s.store(shared)).await;
+        let client = A2aClient::new(&url).unwrap();
+        for i in 0..20 {
+            let rpcwire_a2a::SendMessageResponse::Task(asked) = client
+                .send_message(Message::text(Role::User, format!("q{i}"), "greet"))
+                .await
+                .unwrap()
+            else {
+                panic!("{name}: a task")
+            };
+            assert_eq!(asked.status.state, TaskState::InputRequired, "{name}");
+            let mut answer = Message::text(Role::User, format!("a{i}"), format!("n{i}"));
+            answer.task_id.clone_from(&asked.id);
+            let rpcwire_a2a::SendMessageResponse::Task(done) =
+                client.send_message(answer).await.unwrap()
+            else {
+                panic!("{name}: a task")
+            };
+            assert_eq!(done.status.state, TaskState::Completed, "{name}");
+            // The store ends with the last turn's task, whatever order its writes ran in.
+            let started = std::time::Instant::now();
+            loop {
+                let stored = store.get(&done.id).await.unwrap().unwrap();
+                if stored == done {
+                    break;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(5),
+                    "{name}: the store holds {stored:?}, not {done:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            assert_eq!(
+                client.get_task(&done.id, None).await.unwrap(),
+                done,
+                "{name}"
+            );
+        }
+    }
+}

@@ -306,6 +306,9 @@ impl Tasks {
                 .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, e.to_string()))?;
         }
         self.keep_leases();
+        // The previous turn's writes first (a store that does not answer at once may still
+        // be writing them): this one must not be overwritten by them.
+        self.writes.settled(&task.id).await;
         // Stored with this server's lease before the turn runs: a task of a process that
         // dies from here on is failed once the lease lapses.
         self.store

@@ -46,6 +46,8 @@ impl Slot {
 pub(crate) struct Writes {
     store: Arc<dyn TaskStore>,
     slots: Mutex<HashMap<String, Slot>>,
+    /// Woken each time a task's writes are all done.
+    settled: tokio::sync::Notify,
 }
 
 impl Writes {
@@ -53,6 +55,7 @@ impl Writes {
         Arc::new(Writes {
             store,
             slots: Mutex::default(),
+            settled: tokio::sync::Notify::new(),
         })
     }
 
@@ -63,6 +66,20 @@ impl Writes {
     /// The latest write of task `id` the store may not have yet.
     pub(crate) fn latest(&self, id: &str) -> Option<Write> {
         self.slots().get(id).and_then(Slot::latest).cloned()
+    }
+
+    /// Returns once the store has every write of task `id` made so far: a write made past
+    /// them (a turn's first, with its lease) then lands after them.
+    pub(crate) async fn settled(&self, id: &str) {
+        loop {
+            let notified = self.settled.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if !self.slots().contains_key(id) {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Writes `write` of task `id`, after its writes before.
@@ -111,6 +128,7 @@ impl Writes {
                         }
                         None => {
                             slots.remove(&owned);
+                            this.settled.notify_waiters();
                             return Ok(());
                         }
                     }
@@ -123,6 +141,7 @@ impl Writes {
         });
         if !spawned {
             self.slots().remove(id);
+            self.settled.notify_waiters();
         }
     }
 }
