@@ -796,3 +796,66 @@ impl PushConfigStore for SqliteTaskStore {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_run_once_and_a_newer_schema_is_refused() {
+        let mut conn = Connection::open_in_memory().unwrap_or_else(|e| panic!("{e}"));
+        migrate(&mut conn).unwrap_or_else(|e| panic!("{e}"));
+        // A second run finds nothing to do (the tables exist: running them again would fail).
+        migrate(&mut conn).unwrap_or_else(|e| panic!("{e}"));
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap_or_default();
+        assert_eq!(version, MIGRATIONS.len() as i64);
+        conn.pragma_update(None, "user_version", version + 1)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            migrate(&mut conn),
+            Err(SqliteError::NewerSchema(v)) if v == version + 1
+        ));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_full_store_makes_room_from_finished_tasks_only() {
+        let store = SqliteTaskStore::open_in_memory(StoreLimits {
+            max_tasks: 2,
+            max_finished: 10,
+            finished_ttl: Duration::from_secs(60),
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let task = |id: &str, state| Task {
+            id: id.into(),
+            status: crate::types::TaskStatus {
+                state,
+                ..Default::default()
+            },
+            ..Task::default()
+        };
+        assert_eq!(store.put(task("a", TaskState::Working), None).await, Ok(()));
+        assert_eq!(
+            store.put(task("b", TaskState::Completed), None).await,
+            Ok(())
+        );
+        store
+            .save_configs("b", vec![TaskPushNotificationConfig::default()])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // The finished one makes room, its push configs with it.
+        assert_eq!(store.put(task("c", TaskState::Working), None).await, Ok(()));
+        assert_eq!(store.get("b").await, Ok(None));
+        assert_eq!(store.load_configs("b").await, Ok(Vec::new()));
+        assert_eq!(
+            store.put(task("d", TaskState::Working), None).await,
+            Err(StoreError::Full)
+        );
+        // Updating a held task is always allowed.
+        assert_eq!(
+            store.put(task("a", TaskState::Completed), None).await,
+            Ok(())
+        );
+    }
+}
