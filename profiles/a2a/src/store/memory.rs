@@ -1,7 +1,7 @@
 //! [`MemoryTaskStore`]: tasks in memory, bounded in the number of tasks, with finished tasks
 //! evicted past a count or an age. Every call is answered at once (a ready future).
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -40,8 +40,8 @@ struct Held {
     /// Boxed: the table has room for more entries than it holds, and a task is a few
     /// hundred bytes before its strings.
     task: Box<Task>,
-    /// Its lease, while a turn of it runs.
-    lease: Option<Lease>,
+    /// Its lease, while a turn of it runs (boxed: most held tasks have none).
+    lease: Option<Box<Lease>>,
 }
 
 /// Every operation is at most logarithmic in the number of tasks held: a store at its limit
@@ -58,8 +58,6 @@ struct Inner {
     finished: VecDeque<(u64, Instant)>,
     stale: usize,
     next_seq: u64,
-    /// The ids of the tasks holding a lease: the ones [`TaskStore::fail_lapsed`] looks at.
-    leased: HashSet<String>,
 }
 
 impl Inner {
@@ -87,7 +85,6 @@ impl Inner {
         };
         if let Some(id) = self.order.remove(&seq) {
             self.tasks.remove(&id);
-            self.leased.remove(&id);
         }
         true
     }
@@ -156,23 +153,17 @@ impl MemoryTaskStore {
         self.evict(&mut inner, now);
         let done = task.status.state.is_terminal();
         let keeps_lease = leasable(task.status.state);
-        let id = task.id.clone();
+        let lease = lease.filter(|_| keeps_lease).map(Box::new);
         if let Some(held) = inner.tasks.get_mut(&task.id) {
             let newly_done = done && !held.finished;
             held.finished |= done;
             *held.task = task;
             if lease.is_some() || !keeps_lease {
-                held.lease = lease.filter(|_| keeps_lease);
+                held.lease = lease;
             }
-            let leased = held.lease.is_some();
             let seq = held.seq;
             if newly_done {
                 inner.finished.push_back((seq, now));
-            }
-            if leased {
-                inner.leased.insert(id);
-            } else {
-                inner.leased.remove(&id);
             }
         } else {
             // Make room from the oldest finished task, or refuse.
@@ -191,12 +182,9 @@ impl MemoryTaskStore {
                     seq,
                     finished: done,
                     task: Box::new(task),
-                    lease: lease.filter(|_| keeps_lease),
+                    lease,
                 },
             );
-            if inner.tasks.get(&id).is_some_and(|h| h.lease.is_some()) {
-                inner.leased.insert(id);
-            }
         }
         self.evict(&mut inner, now);
         Ok(())
@@ -215,7 +203,6 @@ impl MemoryTaskStore {
         let Some(held) = inner.tasks.remove(id) else {
             return;
         };
-        inner.leased.remove(id);
         inner.order.remove(&held.seq);
         if held.finished {
             inner.stale += 1;
@@ -296,7 +283,7 @@ impl MemoryTaskStore {
         let mut inner = self.lock();
         let mut renewed = 0;
         for id in ids {
-            let held = inner.tasks.get_mut(id).and_then(|h| h.lease.as_mut());
+            let held = inner.tasks.get_mut(id).and_then(|h| h.lease.as_deref_mut());
             if let Some(held) = held.filter(|l| l.holder == lease.holder) {
                 held.until = lease.until;
                 renewed += 1;
@@ -305,34 +292,29 @@ impl MemoryTaskStore {
         renewed
     }
 
-    /// [`TaskStore::fail_lapsed`], at once. It looks at the leased tasks only, not at all.
+    /// [`TaskStore::fail_lapsed`], at once. It looks at every task held: a sweep runs once
+    /// per renewal interval, not per message, and an index of the leased ones would cost
+    /// memory for each running task.
     pub fn fail_lapsed_now(&self, now: SystemTime, holder: &str, reason: &str) -> Vec<Task> {
         let mut inner = self.lock();
-        let lapsed: Vec<String> = inner
-            .leased
-            .iter()
-            .filter(|id| {
-                inner.tasks.get(*id).is_some_and(|h| {
-                    h.lease
-                        .as_ref()
-                        .is_some_and(|l| l.holder != holder && l.until < now)
-                })
-            })
-            .cloned()
-            .collect();
-        let mut failed = Vec::with_capacity(lapsed.len());
-        for id in lapsed {
-            inner.leased.remove(&id);
-            let Some(held) = inner.tasks.get_mut(&id) else {
+        let mut failed = Vec::new();
+        let mut done = Vec::new();
+        for held in inner.tasks.values_mut() {
+            let lapsed = held
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.holder != holder && l.until < now);
+            if !lapsed {
                 continue;
-            };
+            }
             held.lease = None;
             lapse(&mut held.task, reason);
             held.finished = true;
-            let seq = held.seq;
+            done.push(held.seq);
             failed.push(Task::clone(&held.task));
-            inner.finished.push_back((seq, Instant::now()));
         }
+        let at = Instant::now();
+        inner.finished.extend(done.into_iter().map(|seq| (seq, at)));
         failed
     }
 }

@@ -72,7 +72,7 @@ const MIGRATIONS: &[&str] = &[
         lease_until INTEGER
     );
     CREATE INDEX tasks_listing ON tasks (status_at DESC, seq DESC);
-    CREATE INDEX tasks_finished ON tasks (finished_at) WHERE finished_at IS NOT NULL;
+    CREATE INDEX tasks_finished ON tasks (finished_at, seq) WHERE finished_at IS NOT NULL;
     CREATE INDEX tasks_leased ON tasks (lease_until) WHERE lease_until IS NOT NULL;",
     // 2: the event logs of tasks' streams: one row per log (its owner, the id of its first
     // kept event and of its next), one per event kept.
