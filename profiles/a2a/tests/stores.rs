@@ -247,11 +247,12 @@ async fn slow(ctx: TaskContext) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_fails_the_tasks_of_a_dead_process_and_keeps_its_own() {
     for (name, store) in stores() {
-        // A task a process that died left working, its lease 300 ms from now.
+        // A task a process that died left working, its lease 1.5 s from now.
+        let put_at = std::time::Instant::now();
         store
             .put(
                 task("orphan", TaskState::Working),
-                Some(lease("dead", Duration::from_millis(300))),
+                Some(lease("dead", Duration::from_millis(1500))),
             )
             .await
             .unwrap();
@@ -268,6 +269,9 @@ async fn a_server_fails_the_tasks_of_a_dead_process_and_keeps_its_own() {
         })
         .await;
         let client = A2aClient::new(&url).unwrap();
+        // Within its lease it is left alone (this call also starts the server's sweeps).
+        let early = client.get_task("orphan", None).await.unwrap();
+        assert_eq!(early.status.state, TaskState::Working, "{name}");
         let rpcwire_a2a::SendMessageResponse::Task(own) = client
             .send_message(Message::text(Role::User, "m1", "go"))
             .await
@@ -292,6 +296,12 @@ async fn a_server_fails_the_tasks_of_a_dead_process_and_keeps_its_own() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         };
         assert_eq!(orphan.status.state, TaskState::Failed, "{name}");
+        // Not before its lease lapsed.
+        assert!(
+            put_at.elapsed() >= Duration::from_millis(1500),
+            "{name}: failed {:?} after the put, within its lease",
+            put_at.elapsed()
+        );
         assert!(
             orphan
                 .status
