@@ -102,6 +102,9 @@ const MIGRATIONS: &[&str] = &[
 /// [`MemoryTaskStore`]: super::MemoryTaskStore
 pub struct SqliteTaskStore {
     conn: Arc<Mutex<Connection>>,
+    /// One permit: calls wait for the connection here, as futures, rather than each holding
+    /// one of tokio's blocking threads while it waits on the connection's lock.
+    gate: Arc<tokio::sync::Semaphore>,
     limits: StoreLimits,
     event_limits: EventLogLimits,
 }
@@ -135,6 +138,7 @@ impl SqliteTaskStore {
         migrate(&mut conn)?;
         Ok(SqliteTaskStore {
             conn: Arc::new(Mutex::new(conn)),
+            gate: Arc::new(tokio::sync::Semaphore::new(1)),
             limits,
             event_limits: EventLogLimits::default(),
         })
@@ -146,22 +150,35 @@ impl SqliteTaskStore {
         self
     }
 
-    /// Runs `work` with the connection on a blocking thread.
-    fn run<'a, T: Send + 'static>(
+    /// Runs `work` with the connection on a blocking thread, once the gate lets it.
+    fn call<'a, T: Send + 'static>(
         &'a self,
-        work: impl FnOnce(&mut Connection, StoreLimits) -> Result<T, SqliteError> + Send + 'static,
+        work: impl FnOnce(&mut Connection, StoreLimits) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'a, T> {
         let conn = Arc::clone(&self.conn);
+        let gate = Arc::clone(&self.gate);
         let limits = self.limits;
         Box::pin(async move {
+            let permit = gate
+                .acquire_owned()
+                .await
+                .map_err(|_| StoreError::from(SqliteError::Join))?;
             tokio::task::spawn_blocking(move || {
+                let _permit = permit;
                 let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
                 work(&mut conn, limits)
             })
             .await
-            .map_err(|_| SqliteError::Join)?
-            .map_err(StoreError::from)
+            .map_err(|_| StoreError::from(SqliteError::Join))?
         })
+    }
+
+    /// [`call`](Self::call) for work that fails with a [`SqliteError`].
+    fn run<'a, T: Send + 'static>(
+        &'a self,
+        work: impl FnOnce(&mut Connection, StoreLimits) -> Result<T, SqliteError> + Send + 'static,
+    ) -> StoreFuture<'a, T> {
+        self.call(move |conn, limits| work(conn, limits).map_err(StoreError::from))
     }
 }
 
@@ -592,16 +609,7 @@ fn fail_lapsed(
 
 impl TaskStore for SqliteTaskStore {
     fn put(&self, task: Task, lease: Option<Lease>) -> StoreFuture<'_, ()> {
-        let conn = Arc::clone(&self.conn);
-        let limits = self.limits;
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                put(&mut conn, limits, task, lease)
-            })
-            .await
-            .map_err(|_| StoreError::from(SqliteError::Join))?
-        })
+        self.call(move |conn, limits| put(conn, limits, task, lease))
     }
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Task>> {
@@ -632,17 +640,9 @@ impl TaskStore for SqliteTaskStore {
         caller: Option<&'a str>,
         max_page: usize,
     ) -> StoreFuture<'a, ListTasksResponse> {
-        let conn = Arc::clone(&self.conn);
         let query = query.clone();
         let caller = caller.map(str::to_owned);
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                list(&conn, &query, caller.as_deref(), max_page)
-            })
-            .await
-            .map_err(|_| StoreError::from(SqliteError::Join))?
-        })
+        self.call(move |conn, _| list(conn, &query, caller.as_deref(), max_page))
     }
 
     fn renew<'a>(&'a self, lease: &'a Lease, ids: &'a [String]) -> StoreFuture<'a, usize> {
@@ -684,18 +684,10 @@ impl EventLog for SqliteTaskStore {
         owner: Option<&'a str>,
         event: StreamResponse,
     ) -> StoreFuture<'a, u64> {
-        let conn = Arc::clone(&self.conn);
         let limits = self.event_limits;
         let task_id = task_id.to_owned();
         let owner = owner.map(str::to_owned);
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                append(&mut conn, limits, &task_id, owner.as_deref(), &event)
-            })
-            .await
-            .map_err(|_| StoreError::from(SqliteError::Join))?
-        })
+        self.call(move |conn, _| append(conn, limits, &task_id, owner.as_deref(), &event))
     }
 
     fn read_after<'a>(
@@ -705,17 +697,9 @@ impl EventLog for SqliteTaskStore {
         after: u64,
         max: usize,
     ) -> StoreFuture<'a, Vec<LoggedEvent>> {
-        let conn = Arc::clone(&self.conn);
         let task_id = task_id.to_owned();
         let caller = caller.map(str::to_owned);
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                read_after(&conn, &task_id, caller.as_deref(), after, max)
-            })
-            .await
-            .map_err(|_| StoreError::from(SqliteError::Join))?
-        })
+        self.call(move |conn, _| read_after(conn, &task_id, caller.as_deref(), after, max))
     }
 
     fn trim<'a>(&'a self, task_id: &'a str, through: u64) -> StoreFuture<'a, usize> {
