@@ -272,6 +272,15 @@ async fn a_server_fails_the_tasks_of_a_dead_process_and_keeps_its_own() {
         // Within its lease it is left alone (this call also starts the server's sweeps).
         let early = client.get_task("orphan", None).await.unwrap();
         assert_eq!(early.status.state, TaskState::Working, "{name}");
+        // A subscriber to it gets the task, then its failure once the lease lapses.
+        let mut watch = client.subscribe("orphan").await.unwrap();
+        let watched = tokio::spawn(async move {
+            let mut states = Vec::new();
+            while let Some(Ok(event)) = watch.next().await {
+                states.extend(event.state());
+            }
+            states
+        });
         let rpcwire_a2a::SendMessageResponse::Task(own) = client
             .send_message(Message::text(Role::User, "m1", "go"))
             .await
@@ -296,6 +305,11 @@ async fn a_server_fails_the_tasks_of_a_dead_process_and_keeps_its_own() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         };
         assert_eq!(orphan.status.state, TaskState::Failed, "{name}");
+        let states = tokio::time::timeout(Duration::from_secs(5), watched)
+            .await
+            .expect("the subscription ends")
+            .unwrap();
+        assert_eq!(states, [TaskState::Working, TaskState::Failed], "{name}");
         // Not before its lease lapsed.
         assert!(
             put_at.elapsed() >= Duration::from_millis(1500),

@@ -191,16 +191,19 @@ impl Tasks {
             Ok(failed) => {
                 for task in failed {
                     tracing::warn!(task = task.id, "a task's lease lapsed: failed");
+                    let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                        task_id: task.id.clone(),
+                        context_id: task.context_id.clone(),
+                        status: task.status.clone(),
+                        metadata: None,
+                    });
                     if let Some(push) = &tasks.push {
-                        push.notify(
-                            &task.id,
-                            &StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                                task_id: task.id.clone(),
-                                context_id: task.context_id.clone(),
-                                status: task.status.clone(),
-                                metadata: None,
-                            }),
-                        );
+                        push.notify(&task.id, &event);
+                    }
+                    // Subscribers here to the task of a process that died: the final state
+                    // ends their streams.
+                    if let Some(tx) = tasks.table().waiting.remove(&task.id) {
+                        let _ = tx.send(Arc::new(event));
                     }
                 }
             }
