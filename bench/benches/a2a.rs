@@ -12,6 +12,9 @@
 //!    answered) back to back for `RPCWIRE_BENCH_A2A_SECS` (default 5) seconds; every answer is
 //!    checked to be a completed task.
 //!
+//! 3. The same two with the agent's tasks in a SQLite file (`--store sqlite:PATH`, a fresh
+//!    file in the system's temporary directory), in the same run.
+//!
 //! The Python side needs `.ci/install/a2a-interop.sh`; without it only rpcwire is measured.
 //! `RPCWIRE_BENCH_A2A_BASELINE=/path/to/a2a-agent` measures another build of the agent too
 //! (an earlier commit's), in the same run.
@@ -265,6 +268,34 @@ async fn run() -> Result<(), Error> {
             "3600000",
         ]))?;
         rows.push(measure("rpcwire-a2a (a2a-agent)", &server, k, conns, secs).await?);
+    }
+    {
+        let file =
+            std::env::temp_dir().join(format!("rpcwire-bench-a2a-{}.sqlite", std::process::id()));
+        let store = format!("sqlite:{}", file.display());
+        let server = Server::start(Command::new(&agent).args([
+            "--http",
+            "127.0.0.1:0",
+            "--step-ms",
+            "3600000",
+            "--store",
+            &store,
+        ]))?;
+        let row = measure(
+            "rpcwire-a2a (a2a-agent --store sqlite)",
+            &server,
+            k,
+            conns,
+            secs,
+        )
+        .await;
+        drop(server);
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = file.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+        rows.push(row?);
     }
     // Another build of the agent (an earlier commit's, say), measured in the same run.
     if let Some(baseline) = std::env::var_os("RPCWIRE_BENCH_A2A_BASELINE") {

@@ -6,17 +6,23 @@
 //!   it (the turn is dropped at its next step).
 //! - `greet` (skill `greet`): asks for a name (`input-required`), then greets it.
 //!
+//! It keeps its tasks in memory, or with `--store sqlite:PATH` in a SQLite file that outlives
+//! the process: tasks finished before a restart are served after it, and those it was working
+//! on when it died are failed once their lease (`--lease-ms`) lapses.
+//!
 //! It sends push notifications to webhooks at public addresses (and those `--webhook-allow`
 //! names). It prints `listening http://ADDR` once it serves, and `count stopped at STEP` on stderr
 //! when a count is cancelled (the tests read it to see the work stop).
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use rpcwire_a2a::{
-    A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Chunk, Part,
-    PushLimits, TaskContext, WebhookPolicy,
+    A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Chunk,
+    LeaseConfig, Part, PushLimits, SqliteTaskStore, StoreLimits, TaskContext, WebhookPolicy,
 };
 
 #[derive(Parser, Debug)]
@@ -45,6 +51,33 @@ struct Args {
     /// webhook on loopback); repeat for more.
     #[arg(long)]
     webhook_allow: Vec<IpAddr>,
+    /// Where tasks are kept: `memory`, or `sqlite:PATH` (a file, created when missing, that
+    /// outlives the process).
+    #[arg(long, default_value = "memory", value_parser = parse_store)]
+    store: Store,
+    /// How long the lease of a task being worked on lasts, in milliseconds: the task of a
+    /// process that died is failed this long after its last renewal.
+    #[arg(long, default_value_t = 30_000)]
+    lease_ms: u64,
+    /// How often the leases are renewed (and lapsed ones failed), in milliseconds; at most
+    /// half of `--lease-ms` is used.
+    #[arg(long, default_value_t = 10_000)]
+    lease_renew_ms: u64,
+}
+
+/// Where tasks are kept (`--store`).
+#[derive(Debug, Clone)]
+enum Store {
+    Memory,
+    Sqlite(PathBuf),
+}
+
+fn parse_store(text: &str) -> Result<Store, String> {
+    match text.split_once(':') {
+        _ if text == "memory" => Ok(Store::Memory),
+        Some(("sqlite", path)) if !path.is_empty() => Ok(Store::Sqlite(path.into())),
+        _ => Err(format!("{text:?}: expected memory or sqlite:PATH")),
+    }
 }
 
 fn skill(id: &str, description: &str, tags: &[&str], example: &str) -> AgentSkill {
@@ -233,7 +266,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // arrives is answered 503, then the process ends (at most 30 s later).
     let shutdown = rpcwire_a2a::Shutdown::new(Duration::from_secs(30));
     shutdown.on_signals();
-    let service = A2aServer::new(card, move |ctx| turn(ctx, step))
+    let mut server = A2aServer::new(card, move |ctx| turn(ctx, step)).leases(LeaseConfig {
+        duration: Duration::from_millis(args.lease_ms),
+        renew_every: Duration::from_millis(args.lease_renew_ms),
+    });
+    if let Store::Sqlite(path) = &args.store {
+        // One file for tasks and push configs.
+        let sqlite = Arc::new(SqliteTaskStore::open(path, StoreLimits::default())?);
+        server = server
+            .store(Arc::clone(&sqlite) as _)
+            .push_config_store(sqlite);
+    }
+    let service = server
         .max_body(args.max_body)
         .compat_v03(args.compat_v03)
         .map_service(|s| s.shutdown(&shutdown))

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use crate::error::A2aError;
 use crate::push::Push;
 use crate::request::TurnRequest;
-use crate::store::TaskStore;
+use crate::server::writes::{Write, Writes};
 use crate::types::{
     now_rfc3339, Artifact, Message, Part, Role, SendMessageConfiguration, StreamResponse, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
@@ -168,7 +168,8 @@ pub(crate) struct Running {
     /// Whether a cancel was asked for, and whether the turn is over (the runner has
     /// finished): one channel for both, as each costs a few hundred bytes per running task.
     pub(crate) phase: watch::Sender<Phase>,
-    store: Arc<dyn TaskStore>,
+    /// The task's snapshots go to the store through it.
+    writes: Arc<Writes>,
     limits: TaskLimits,
     /// Where the task's events are pushed to webhooks, when the server pushes.
     push: Option<Arc<Push>>,
@@ -179,7 +180,7 @@ impl Running {
     /// turn already hold) or on a new channel.
     pub(crate) fn new(
         task: Task,
-        store: Arc<dyn TaskStore>,
+        writes: Arc<Writes>,
         limits: TaskLimits,
         events: Option<broadcast::Sender<Arc<StreamResponse>>>,
         push: Option<Arc<Push>>,
@@ -189,7 +190,7 @@ impl Running {
             turn: Mutex::default(),
             events: events.unwrap_or_else(|| event_channel(limits)),
             phase: watch::channel(Phase::default()).0,
-            store,
+            writes,
             limits,
             push,
         })
@@ -237,7 +238,8 @@ impl Running {
         turn.announced = true;
         drop(turn);
         let task = self.snapshot();
-        let _ = self.store.put(task.clone());
+        self.writes
+            .write(&task.id, Write::Put(Box::new(task.clone())));
         self.send(StreamResponse::Task(task));
     }
 
@@ -265,7 +267,8 @@ impl Running {
             if let Some(m) = &status.message {
                 push_history(&mut task, m.clone(), self.limits.max_history);
             }
-            let _ = self.store.put(task.clone());
+            self.writes
+                .write(&task.id, Write::Put(Box::new(task.clone())));
             TaskStatusUpdateEvent {
                 task_id: task.id.clone(),
                 context_id: task.context_id.clone(),
@@ -312,7 +315,8 @@ impl Running {
                 }
                 None => task.artifacts.push(artifact.clone()),
             }
-            let _ = self.store.put(task.clone());
+            self.writes
+                .write(&task.id, Write::Put(Box::new(task.clone())));
             TaskArtifactUpdateEvent {
                 task_id: task.id.clone(),
                 context_id: task.context_id.clone(),

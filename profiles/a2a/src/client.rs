@@ -252,6 +252,27 @@ impl A2aClient {
         self.call("ListTasks", query).await
     }
 
+    /// `CreateTaskPushNotificationConfig`: the config as the server keeps it (its id given
+    /// when it had none).
+    pub async fn create_push_config(
+        &self,
+        config: &crate::TaskPushNotificationConfig,
+    ) -> Result<crate::TaskPushNotificationConfig, ClientError> {
+        self.call("CreateTaskPushNotificationConfig", config).await
+    }
+
+    /// `ListTaskPushNotificationConfigs`: task `task_id`'s configs.
+    pub async fn list_push_configs(
+        &self,
+        task_id: &str,
+    ) -> Result<crate::ListPushConfigsResponse, ClientError> {
+        let params = crate::ListPushConfigsRequest {
+            task_id: task_id.to_owned(),
+            ..crate::ListPushConfigsRequest::default()
+        };
+        self.call("ListTaskPushNotificationConfigs", &params).await
+    }
+
     /// `CancelTask`: the task, canceled.
     pub async fn cancel_task(&self, id: &str) -> Result<Task, ClientError> {
         let params = TaskIdRequest {

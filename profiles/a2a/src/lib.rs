@@ -102,5 +102,10 @@ pub use serde_json;
 #[cfg(feature = "tls")]
 pub use server::serve_tls;
 pub use server::{serve, A2aServer, A2aService, EXTENSIONS_HEADER, VERSION_HEADER};
-pub use store::{MemoryTaskStore, StoreError, StoreLimits, TaskStore};
+pub use store::{
+    EventLog, EventLogLimits, Lease, LeaseConfig, LoggedEvent, MemoryEventLog, MemoryTaskStore,
+    PushConfigStore, StoreError, StoreFuture, StoreLimits, TaskStore,
+};
+#[cfg(feature = "sqlite")]
+pub use store::{SqliteError, SqliteTaskStore};
 pub use types::*;

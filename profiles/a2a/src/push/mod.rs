@@ -147,6 +147,35 @@ impl Push {
         Ok(config)
     }
 
+    /// The tasks that have configs, when the table holds as many tasks as it may (those of
+    /// tasks no longer held may then make room); none otherwise.
+    pub(crate) fn tasks_when_full(&self) -> Vec<String> {
+        let table = self.table();
+        if table.len() < self.limits.max_tasks {
+            return Vec::new();
+        }
+        table.keys().cloned().collect()
+    }
+
+    /// Task `task_id`'s configs, when its table has an entry for it (`None`: none known
+    /// here; a store may have some).
+    pub(crate) fn configs_of(&self, task_id: &str) -> Option<Vec<TaskPushNotificationConfig>> {
+        self.table().get(task_id).cloned()
+    }
+
+    /// Puts back task `task_id`'s `configs` read from a store, when the table has room and
+    /// no entry for it (what it has is newer).
+    pub(crate) fn restore(&self, task_id: &str, configs: Vec<TaskPushNotificationConfig>) {
+        let mut table = self.table();
+        if configs.is_empty() || table.contains_key(task_id) || table.len() >= self.limits.max_tasks
+        {
+            return;
+        }
+        let mut configs = configs;
+        configs.truncate(self.limits.max_per_task);
+        table.insert(task_id.to_owned(), configs);
+    }
+
     /// Config `id` of task `task_id`.
     pub(crate) fn get(&self, task_id: &str, id: &str) -> Option<TaskPushNotificationConfig> {
         self.table()

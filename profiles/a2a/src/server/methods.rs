@@ -21,6 +21,7 @@ use crate::push::{
     TaskPushNotificationConfig,
 };
 use crate::request::TurnRequest;
+use crate::store::StoreError;
 use crate::types::{
     AgentCard, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest,
     SendMessageResponse, StreamResponse, Task, TaskIdRequest,
@@ -278,8 +279,9 @@ async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageRe
     let tasks = &call.methods.tasks;
     let push = call.inline_push(&p).await?;
     let (message, request) = call.turn_request(p)?;
-    let (running, mut events) =
-        tasks.start_turn(message, call.ctx.identity().clone(), request, push)?;
+    let (running, mut events) = tasks
+        .start_turn(message, call.ctx.identity().clone(), request, push)
+        .await?;
     let wait = async {
         let mut phase = running.phase.subscribe();
         if immediately {
@@ -319,7 +321,8 @@ async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aErro
     let (running, events) = call
         .methods
         .tasks
-        .start_turn(message, identity, request, push)?;
+        .start_turn(message, identity, request, push)
+        .await?;
     // A receiver of its own to wait on, subscribed before the turn is looked at: `events`
     // keeps every event for the stream.
     let mut probe = running.events.subscribe();
@@ -362,22 +365,16 @@ async fn subscribe(call: Call, p: TaskIdRequest) -> Result<(), A2aError> {
     call.streaming()?;
     let post = call.post()?;
     let methods = &call.methods;
-    let caller = subject(call.ctx.identity());
     if let Some((n, after)) = post.last_event {
         // Only a caller who may see the task resumes its streams.
-        methods
-            .tasks
-            .store
-            .get(&p.id)
-            .filter(|t| t.visible_to(caller))
-            .ok_or(ErrorKind::TaskNotFound)?;
+        methods.tasks.visible(&p.id, call.ctx.identity()).await?;
         let key = (p.id.clone(), n);
         if let Some(stream) = methods.streams.parked.get(&key) {
             post.hand_over(Handover::Resume { key, stream, after });
             return Ok(());
         }
     }
-    let (task, events) = methods.tasks.subscribe(&p.id, call.ctx.identity())?;
+    let (task, events) = methods.tasks.subscribe(&p.id, call.ctx.identity()).await?;
     post.hand_over(Handover::Open(Box::new(Opened {
         id: call.id(),
         task_id: p.id,
@@ -395,10 +392,8 @@ async fn get_task(call: Call, p: GetTaskRequest) -> Result<Task, A2aError> {
     let task = call
         .methods
         .tasks
-        .store
-        .get(&p.id)
-        .filter(|t| t.visible_to(subject(call.ctx.identity())))
-        .ok_or(ErrorKind::TaskNotFound)?;
+        .visible(&p.id, call.ctx.identity())
+        .await?;
     Ok(with_history(task, p.history_length))
 }
 
@@ -408,9 +403,21 @@ async fn list_tasks(call: Call, p: ListTasksRequest) -> Result<ListTasksResponse
     let mut page = call
         .methods
         .tasks
-        .store
         .list(&p, subject(call.ctx.identity()), call.methods.max_page)
-        .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, e.to_string()))?;
+        .await
+        .map_err(|e| match e {
+            StoreError::BadPageToken | StoreError::BadTimestamp => {
+                A2aError::with_message(ErrorKind::InvalidParams, e.to_string())
+            }
+            StoreError::Full
+            | StoreError::NotFound
+            | StoreError::Trimmed
+            | StoreError::NotOwner
+            | StoreError::Backend(_) => {
+                tracing::warn!(error = %e, "the task store failed");
+                ErrorKind::Internal.into()
+            }
+        })?;
     for t in &mut page.tasks {
         *t = with_history(std::mem::take(t), p.history_length);
         if !p.include_artifacts {
@@ -445,20 +452,18 @@ async fn extended_card(call: Call, _: IgnoredAny) -> Result<AgentCard, A2aError>
 
 /// The server's push notifications, for the task `task_id`, which the caller may see;
 /// -32003 when the server sends none.
-fn push_of<'a>(call: &'a Call, task_id: &str) -> Result<&'a Push, A2aError> {
+async fn push_of<'a>(call: &'a Call, task_id: &str) -> Result<&'a Push, A2aError> {
     let push = call
         .methods
         .tasks
         .push
         .as_deref()
         .ok_or(ErrorKind::PushNotificationNotSupported)?;
-    let caller = subject(call.ctx.identity());
     call.methods
         .tasks
-        .store
-        .get(task_id)
-        .filter(|t| t.visible_to(caller))
-        .ok_or(ErrorKind::TaskNotFound)?;
+        .visible(task_id, call.ctx.identity())
+        .await?;
+    call.methods.tasks.load_push(task_id).await?;
     Ok(push)
 }
 
@@ -468,16 +473,10 @@ async fn create_push_config(
     call: Call,
     p: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig, A2aError> {
-    let push = push_of(&call, &p.task_id)?;
+    let push = push_of(&call, &p.task_id).await?;
     let invalid = |e: ConfigError| A2aError::with_message(ErrorKind::InvalidParams, e.to_string());
     push.check(&p.url).await.map_err(invalid)?;
-    let store = &call.methods.tasks.store;
-    push.insert(
-        p,
-        || super::tasks::new_id("push"),
-        |t| store.get(t).is_some(),
-    )
-    .map_err(invalid)
+    call.methods.tasks.insert_push(p).await?.map_err(invalid)
 }
 
 /// `GetTaskPushNotificationConfig`: the config, or -32001 when there is no such config.
@@ -485,7 +484,8 @@ async fn get_push_config(
     call: Call,
     p: PushConfigRequest,
 ) -> Result<TaskPushNotificationConfig, A2aError> {
-    push_of(&call, &p.task_id)?
+    push_of(&call, &p.task_id)
+        .await?
         .get(&p.task_id, &p.id)
         .ok_or_else(|| {
             A2aError::with_message(
@@ -504,14 +504,15 @@ async fn list_push_configs(
     p: ListPushConfigsRequest,
 ) -> Result<ListPushConfigsResponse, A2aError> {
     Ok(ListPushConfigsResponse {
-        configs: push_of(&call, &p.task_id)?.list(&p.task_id),
+        configs: push_of(&call, &p.task_id).await?.list(&p.task_id),
         next_page_token: String::new(),
     })
 }
 
 /// `DeleteTaskPushNotificationConfig`: gone (or was not there): `{}`.
 async fn delete_push_config(call: Call, p: PushConfigRequest) -> Result<Empty, A2aError> {
-    push_of(&call, &p.task_id)?.delete(&p.task_id, &p.id);
+    push_of(&call, &p.task_id).await?;
+    call.methods.tasks.delete_push(&p.task_id, &p.id).await?;
     Ok(Empty {})
 }
 

@@ -17,6 +17,7 @@ mod methods;
 mod post;
 mod streams;
 mod tasks;
+pub(crate) mod writes;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +32,7 @@ use crate::agent::{Agent, TaskLimits};
 use crate::push::webhook::WebhookPolicy;
 use crate::push::{Push, PushLimits};
 use crate::security::{SecurityRequirement, SecurityScheme};
-use crate::store::{MemoryTaskStore, StoreLimits, TaskStore};
+use crate::store::{LeaseConfig, MemoryTaskStore, PushConfigStore, StoreLimits, TaskStore};
 use crate::types::AgentCard;
 
 pub use post::{EXTENSIONS_HEADER, VERSION_HEADER};
@@ -50,7 +51,9 @@ pub struct A2aServer {
     extended: Option<AgentCard>,
     agent: Arc<dyn Agent>,
     store: Option<Arc<dyn TaskStore>>,
+    push_store: Option<Arc<dyn PushConfigStore>>,
     store_limits: StoreLimits,
+    leases: LeaseConfig,
     task_limits: TaskLimits,
     endpoint: Endpoint,
     path: String,
@@ -81,7 +84,8 @@ impl std::fmt::Debug for A2aServer {
 
 impl A2aServer {
     /// A server for `agent`, publishing `card`. Defaults: the JSON-RPC endpoint at `/`, an
-    /// in-memory store ([`StoreLimits::default`]), [`TaskLimits::default`], 4 MiB bodies,
+    /// in-memory store ([`StoreLimits::default`]), 30 s leases ([`LeaseConfig::default`]),
+    /// [`TaskLimits::default`], 4 MiB bodies,
     /// 64 events (1 MiB) kept per stream for resumption, 1 024 streams parked for
     /// resumption for 60 s, `SendMessage` waiting at most 60 s for a turn to end; callers
     /// anonymous, no rate limit, no access rules, the card cacheable for 300 s.
@@ -91,7 +95,9 @@ impl A2aServer {
             extended: None,
             agent: Arc::new(agent),
             store: None,
+            push_store: None,
             store_limits: StoreLimits::default(),
+            leases: LeaseConfig::default(),
             task_limits: TaskLimits::default(),
             endpoint: Endpoint::new(Duration::from_secs(60), 64),
             path: "/".to_owned(),
@@ -165,6 +171,22 @@ impl A2aServer {
     /// Keeps tasks in `store` instead of memory.
     pub fn store(mut self, store: Arc<dyn TaskStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Writes push notification configs through to `store` (and reads a task's from it when
+    /// memory has none, after a restart), beyond the memory that holds them by default.
+    pub fn push_config_store(mut self, store: Arc<dyn PushConfigStore>) -> Self {
+        self.push_store = Some(store);
+        self
+    }
+
+    /// How long the lease a running turn holds on its task lasts, and how often this server
+    /// renews its leases and fails the tasks whose lease lapsed ([`LeaseConfig::default`]:
+    /// 30 s, every 10 s). A store shared by processes, or kept across restarts, thus never
+    /// keeps a task `working` whose process died.
+    pub fn leases(mut self, leases: LeaseConfig) -> Self {
+        self.leases = leases;
         self
     }
 
@@ -333,6 +355,8 @@ impl A2aServer {
             self.task_limits,
             self.send_wait,
             push,
+            self.push_store,
+            self.leases,
         ));
         let streams = Arc::new(Streams::new(
             self.max_parked,

@@ -3,14 +3,14 @@
 //! task of its own (so that it outlives the request and the client's connection), ending it
 //! however it ends (returned, cancelled, panicked), and cancelling.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::Waker;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use rpcwire_service::Identity;
 use tokio::sync::broadcast;
@@ -19,23 +19,45 @@ use crate::agent::{
     event_channel, push_history, Agent, Running, TaskContext, TaskLimits, TurnResult,
 };
 use crate::error::{A2aError, ErrorKind};
+use crate::push::config::TaskPushNotificationConfig as Config;
+use crate::push::ConfigError;
 use crate::push::{Push, TaskPushNotificationConfig};
 use crate::request::TurnRequest;
-use crate::store::TaskStore;
+use crate::store::{Lease, LeaseConfig, PushConfigStore, StoreError, TaskStore};
 use crate::types::{
-    Message, Role, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    ListTasksRequest, ListTasksResponse, Message, Role, StreamResponse, Task, TaskState,
+    TaskStatus, TaskStatusUpdateEvent,
 };
+
+use super::writes::{Write, Writes};
+
+/// The status message of a task failed because the process running it stopped renewing its
+/// lease.
+pub(crate) const LAPSED: &str =
+    "the agent's process stopped while working on this task (its lease lapsed)";
 
 /// The tasks of one server: the agent, the store, and the turns running.
 pub(crate) struct Tasks {
     agent: Arc<dyn Agent>,
-    pub(crate) store: Arc<dyn TaskStore>,
+    store: Arc<dyn TaskStore>,
+    /// The turns' writes to the store, in order, not waited for.
+    pub(crate) writes: Arc<Writes>,
+    /// This server's id as a lease holder, and its leases' timing.
+    holder: String,
+    leases: LeaseConfig,
+    /// Whether the task renewing this server's leases runs.
+    keeping: AtomicBool,
     limits: TaskLimits,
     /// How long a request waits for a turn (`SendMessage`'s answer, a cancellation).
     pub(crate) send_wait: Duration,
     table: Mutex<Table>,
     /// Push notifications, when the server sends them.
     pub(crate) push: Option<Arc<Push>>,
+    /// Where push configs are written through to, when beyond memory.
+    push_store: Option<Arc<dyn PushConfigStore>>,
+    /// Held from a change of push configs to its write to `push_store`, so that the store's
+    /// writes are in the order of the changes.
+    push_writes: tokio::sync::Mutex<()>,
 }
 
 /// The tasks that have a turn running, and the event channels of tasks waiting for input
@@ -60,19 +82,142 @@ impl Tasks {
         limits: TaskLimits,
         send_wait: Duration,
         push: Option<Arc<Push>>,
+        push_store: Option<Arc<dyn PushConfigStore>>,
+        leases: LeaseConfig,
     ) -> Self {
         Tasks {
             agent,
+            writes: Writes::new(Arc::clone(&store)),
             store,
+            holder: new_id("server"),
+            leases,
+            keeping: AtomicBool::new(false),
             limits,
             send_wait,
             table: Mutex::default(),
             push,
+            push_store,
+            push_writes: tokio::sync::Mutex::new(()),
         }
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The task of that id as it is now: its running turn's snapshot, a write the store has
+    /// not yet, or the store's.
+    pub(crate) async fn get(self: &Arc<Self>, id: &str) -> Result<Option<Task>, A2aError> {
+        self.keep_leases();
+        if let Some(running) = self.running(id) {
+            return Ok(Some(running.snapshot()));
+        }
+        match self.writes.latest(id) {
+            Some(Write::Put(task)) => return Ok(Some(*task)),
+            Some(Write::Remove) => return Ok(None),
+            None => {}
+        }
+        self.store.get(id).await.map_err(internal)
+    }
+
+    /// The task of that id, when `identity` may see it; else TaskNotFound.
+    pub(crate) async fn visible(
+        self: &Arc<Self>,
+        id: &str,
+        identity: &Identity,
+    ) -> Result<Task, A2aError> {
+        self.get(id)
+            .await?
+            .filter(|t| t.visible_to(subject(identity)))
+            .ok_or_else(|| ErrorKind::TaskNotFound.into())
+    }
+
+    /// A page of `ListTasks`.
+    pub(crate) async fn list(
+        self: &Arc<Self>,
+        query: &ListTasksRequest,
+        caller: Option<&str>,
+        max_page: usize,
+    ) -> Result<ListTasksResponse, StoreError> {
+        self.keep_leases();
+        self.store.list(query, caller, max_page).await
+    }
+
+    /// Whether the store holds task `id`.
+    pub(crate) async fn held(self: &Arc<Self>, id: &str) -> bool {
+        matches!(self.get(id).await, Ok(Some(_)))
+    }
+
+    /// Starts the task that renews this server's leases and fails the tasks whose lease
+    /// lapsed, once (the first call made in a runtime); it stops when the server is dropped.
+    pub(crate) fn keep_leases(self: &Arc<Self>) {
+        if self.keeping.load(Ordering::Relaxed) || self.keeping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.keeping.store(false, Ordering::Release);
+            return;
+        };
+        let tasks = Arc::downgrade(self);
+        let every = self.leases.renew_interval();
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if !Tasks::renew_once(&tasks).await {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// One round of [`keep_leases`](Self::keep_leases); false once the server is gone.
+    async fn renew_once(tasks: &Weak<Tasks>) -> bool {
+        let Some(tasks) = tasks.upgrade() else {
+            return false;
+        };
+        let ids: Vec<String> = tasks.table().running.keys().cloned().collect();
+        if !ids.is_empty() {
+            if let Err(e) = tasks.store.renew(&tasks.lease(), &ids).await {
+                tracing::warn!(error = %e, "leases not renewed");
+            }
+        }
+        match tasks
+            .store
+            .fail_lapsed(SystemTime::now(), &tasks.holder, LAPSED)
+            .await
+        {
+            Ok(failed) => {
+                for task in failed {
+                    tracing::warn!(task = task.id, "a task's lease lapsed: failed");
+                    let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                        task_id: task.id.clone(),
+                        context_id: task.context_id.clone(),
+                        status: task.status.clone(),
+                        metadata: None,
+                    });
+                    if let Some(push) = &tasks.push {
+                        push.notify(&task.id, &event);
+                    }
+                    // Subscribers here to the task of a process that died: the final state
+                    // ends their streams.
+                    if let Some(tx) = tasks.table().waiting.remove(&task.id) {
+                        let _ = tx.send(Arc::new(event));
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "lapsed leases not swept"),
+        }
+        true
+    }
+
+    /// A lease of this server's from now.
+    fn lease(&self) -> Lease {
+        Lease {
+            holder: self.holder.clone(),
+            until: SystemTime::now() + self.leases.duration,
+        }
     }
 
     /// How many tasks have a turn running.
@@ -87,25 +232,25 @@ impl Tasks {
 
     /// Subscribes to task `id`, not in a terminal state: its running turn's events, or, for a
     /// task waiting for input, the events of the turns to come.
-    pub(crate) fn subscribe(
-        &self,
+    pub(crate) async fn subscribe(
+        self: &Arc<Self>,
         id: &str,
         identity: &Identity,
     ) -> Result<Subscription, A2aError> {
         let visible = |t: &Task| t.visible_to(subject(identity));
-        let mut table = self.table();
-        if let Some(running) = table.running.get(id) {
+        if let Some(running) = self.running(id) {
             let task = running.snapshot();
             if !visible(&task) {
                 return Err(ErrorKind::TaskNotFound.into());
             }
             return Ok((task, running.events.subscribe()));
         }
-        let task = self
-            .store
-            .get(id)
-            .filter(|t| visible(t))
-            .ok_or(ErrorKind::TaskNotFound)?;
+        let task = self.visible(id, identity).await?;
+        let mut table = self.table();
+        // A turn started while the store was read: its events from now on.
+        if let Some(running) = table.running.get(id) {
+            return Ok((running.snapshot(), running.events.subscribe()));
+        }
         if task.status.state.is_terminal() {
             return Err(A2aError::with_message(
                 ErrorKind::UnsupportedOperation,
@@ -126,7 +271,7 @@ impl Tasks {
     /// Starts a turn for `message` from `identity`: a new task, or the next turn of one waiting
     /// for input. The events receiver is subscribed before the turn runs, so that it misses
     /// none.
-    pub(crate) fn start_turn(
+    pub(crate) async fn start_turn(
         self: &Arc<Self>,
         mut message: Message,
         identity: Identity,
@@ -148,29 +293,48 @@ impl Tasks {
         let (task, continuation) = if message.task_id.is_empty() {
             (self.new_task(&mut message, &identity), false)
         } else {
-            (self.next_turn(&mut message, &identity)?, true)
+            let task = self.next_turn(&mut message, &identity).await?;
+            // Its configs, kept before a restart, see the turn's events.
+            self.load_push(&task.id).await?;
+            (task, true)
         };
-        if let (Some(config), Some(pusher)) = (push, &self.push) {
+        if let Some(config) = push {
             // Before the turn's first event: the config sees them all.
             let config = TaskPushNotificationConfig {
                 task_id: task.id.clone(),
                 ..config
             };
-            pusher
-                .insert(config, || new_id("push"), |t| self.store.get(t).is_some())
+            self.insert_push(config)
+                .await?
                 .map_err(|e| A2aError::with_message(ErrorKind::InvalidParams, e.to_string()))?;
         }
-        self.store.put(task.clone()).map_err(|e| {
-            A2aError::with_message(ErrorKind::Internal, format!("Task not accepted: {e}"))
-        })?;
+        self.keep_leases();
+        // The previous turn's writes first (a store that does not answer at once may still
+        // be writing them): this one must not be overwritten by them.
+        self.writes.settled(&task.id).await;
+        // Stored with this server's lease before the turn runs: a task of a process that
+        // dies from here on is failed once the lease lapses.
+        self.store
+            .put(task.clone(), Some(self.lease()))
+            .await
+            .map_err(|e| {
+                A2aError::with_message(ErrorKind::Internal, format!("Task not accepted: {e}"))
+            })?;
         let task_id = task.id.clone();
         let running = {
             let mut table = self.table();
+            if table.running.contains_key(&task_id) {
+                // Two continuations of one task at once: the other came first.
+                return Err(A2aError::with_message(
+                    ErrorKind::UnsupportedOperation,
+                    format!("Task {task_id} is running; send when it asks for input"),
+                ));
+            }
             // Subscribers waiting for this turn get its events.
             let waiting = table.waiting.remove(&task_id);
             let running = Running::new(
                 task,
-                Arc::clone(&self.store),
+                Arc::clone(&self.writes),
                 self.limits,
                 waiting,
                 self.push.clone(),
@@ -242,12 +406,12 @@ impl Tasks {
     }
 
     /// The task `message` names, taking it as its next turn's input.
-    fn next_turn(&self, message: &mut Message, identity: &Identity) -> Result<Task, A2aError> {
-        let mut task = self
-            .store
-            .get(&message.task_id)
-            .filter(|t| t.visible_to(subject(identity)))
-            .ok_or(ErrorKind::TaskNotFound)?;
+    async fn next_turn(
+        self: &Arc<Self>,
+        message: &mut Message,
+        identity: &Identity,
+    ) -> Result<Task, A2aError> {
+        let mut task = self.visible(&message.task_id, identity).await?;
         if !message.context_id.is_empty() && message.context_id != task.context_id {
             return Err(A2aError::with_message(
                 ErrorKind::InvalidParams,
@@ -276,7 +440,11 @@ impl Tasks {
 
     /// Cancels task `id`: its running turn is dropped, or the task waiting for input is
     /// cancelled here.
-    pub(crate) async fn cancel(&self, id: &str, identity: &Identity) -> Result<Task, A2aError> {
+    pub(crate) async fn cancel(
+        self: &Arc<Self>,
+        id: &str,
+        identity: &Identity,
+    ) -> Result<Task, A2aError> {
         let caller = subject(identity);
         if let Some(running) = self.running(id) {
             if !running.snapshot().visible_to(caller) {
@@ -293,11 +461,7 @@ impl Tasks {
             }
             return Err(ErrorKind::TaskNotCancelable.into());
         }
-        let mut task = self
-            .store
-            .get(id)
-            .filter(|t| t.visible_to(caller))
-            .ok_or(ErrorKind::TaskNotFound)?;
+        let mut task = self.visible(id, identity).await?;
         if task.status.state.is_terminal() {
             return Err(ErrorKind::TaskNotCancelable.into());
         }
@@ -307,7 +471,7 @@ impl Tasks {
             message: None,
             timestamp: Some(crate::types::now_rfc3339()),
         };
-        let _ = self.store.put(task.clone());
+        self.writes.write(id, Write::Put(Box::new(task.clone())));
         let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
@@ -335,7 +499,7 @@ impl Tasks {
         };
         match how {
             // A direct message: no task remains.
-            _ if replied => self.store.remove(task_id),
+            _ if replied => self.writes.write(task_id, Write::Remove),
             Ended::Cancelled => {
                 run.set_status(TaskState::Canceled, None);
             }
@@ -343,7 +507,7 @@ impl Tasks {
                 // Nothing published: the request answers the error. A new task is
                 // forgotten; a task waiting for input stays as it was.
                 if !continuation {
-                    self.store.remove(task_id);
+                    self.writes.write(task_id, Write::Remove);
                 }
                 run.turn
                     .lock()
@@ -387,6 +551,85 @@ impl Tasks {
         drop(table);
         run.phase.send_modify(|p| p.done = true);
     }
+}
+
+impl Tasks {
+    /// Adds (or replaces) a push config, written through to the push config store: the
+    /// config as kept, or why it was refused (the outer error: the store failed).
+    pub(crate) async fn insert_push(
+        self: &Arc<Self>,
+        config: Config,
+    ) -> Result<Result<Config, ConfigError>, A2aError> {
+        let push = self
+            .push
+            .as_deref()
+            .ok_or(ErrorKind::PushNotificationNotSupported)?;
+        let _order = self.push_writes.lock().await;
+        let task_id = config.task_id.clone();
+        self.load_push(&task_id).await?;
+        let gone = self.gone_push_tasks(push).await;
+        let kept = match push.insert(config, || new_id("push"), |t| !gone.contains(t)) {
+            Ok(kept) => kept,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.save_push(push, &task_id).await?;
+        Ok(Ok(kept))
+    }
+
+    /// Removes push config `id` of task `task_id`, written through to the store.
+    pub(crate) async fn delete_push(
+        self: &Arc<Self>,
+        task_id: &str,
+        id: &str,
+    ) -> Result<(), A2aError> {
+        let push = self
+            .push
+            .as_deref()
+            .ok_or(ErrorKind::PushNotificationNotSupported)?;
+        let _order = self.push_writes.lock().await;
+        self.load_push(task_id).await?;
+        push.delete(task_id, id);
+        self.save_push(push, task_id).await
+    }
+
+    /// Reads task `task_id`'s push configs from the store when memory has none of it.
+    pub(crate) async fn load_push(&self, task_id: &str) -> Result<(), A2aError> {
+        let (Some(push), Some(store)) = (&self.push, &self.push_store) else {
+            return Ok(());
+        };
+        if push.configs_of(task_id).is_some() {
+            return Ok(());
+        }
+        let configs = store.load_configs(task_id).await.map_err(internal)?;
+        push.restore(task_id, configs);
+        Ok(())
+    }
+
+    async fn save_push(&self, push: &Push, task_id: &str) -> Result<(), A2aError> {
+        let Some(store) = &self.push_store else {
+            return Ok(());
+        };
+        let configs = push.configs_of(task_id).unwrap_or_default();
+        store.save_configs(task_id, configs).await.map_err(internal)
+    }
+
+    /// The tasks with push configs that the store no longer holds, looked up only when the
+    /// config table is full (then its configs may make room).
+    pub(crate) async fn gone_push_tasks(self: &Arc<Self>, push: &Push) -> HashSet<String> {
+        let mut gone = HashSet::new();
+        for id in push.tasks_when_full() {
+            if !self.held(&id).await {
+                gone.insert(id);
+            }
+        }
+        gone
+    }
+}
+
+/// A store's failure, as the generic internal error (what failed is in the log).
+fn internal(e: StoreError) -> A2aError {
+    tracing::warn!(error = %e, "the task store failed");
+    ErrorKind::Internal.into()
 }
 
 /// How a turn ended.

@@ -1,47 +1,13 @@
-//! Where tasks are kept: the [`TaskStore`] trait and [`MemoryTaskStore`], bounded in the
-//! number of tasks, with finished tasks evicted past a count or an age.
+//! [`MemoryTaskStore`]: tasks in memory, bounded in the number of tasks, with finished tasks
+//! evicted past a count or an age. Every call is answered at once (a ready future).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
+use super::{lapse, leasable, ready, Lease, StoreError, StoreFuture, TaskStore};
 use crate::timestamp::parse_micros;
 use crate::types::{ListTasksRequest, ListTasksResponse, Task};
-
-/// Why a task could not be stored, or a listing not made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
-    /// The store holds as many unfinished tasks as it may.
-    #[error("the task store is full")]
-    Full,
-    /// A `ListTasks` page token this store did not give.
-    #[error("the page token is not one this server gave")]
-    BadPageToken,
-    /// A `ListTasks` `statusTimestampAfter` that is not an RFC 3339 date-time.
-    #[error("statusTimestampAfter is not an RFC 3339 date-time")]
-    BadTimestamp,
-}
-
-/// A store of tasks by id. Implement it to keep tasks elsewhere (a database); the server
-/// writes a task's snapshot after each of its events.
-pub trait TaskStore: Send + Sync + 'static {
-    /// Inserts or replaces `task`.
-    fn put(&self, task: Task) -> Result<(), StoreError>;
-    /// The task of that id.
-    fn get(&self, id: &str) -> Option<Task>;
-    /// Forgets the task of that id (a turn that answered with a direct message).
-    fn remove(&self, id: &str);
-    /// A page of the tasks `caller` may see ([`Task::visible_to`]: its own, and those nobody
-    /// owns) matching every filter of `query` (context, state, status time), the latest
-    /// status first, at most `max_page` of them. Its `nextPageToken` is a cursor, not an
-    /// offset: a task created between two pages does not move the next page.
-    fn list(
-        &self,
-        query: &ListTasksRequest,
-        caller: Option<&str>,
-        max_page: usize,
-    ) -> Result<ListTasksResponse, StoreError>;
-}
 
 /// The limits of a [`MemoryTaskStore`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +40,8 @@ struct Held {
     /// Boxed: the table has room for more entries than it holds, and a task is a few
     /// hundred bytes before its strings.
     task: Box<Task>,
+    /// Its lease, while a turn of it runs (boxed: most held tasks have none).
+    lease: Option<Box<Lease>>,
 }
 
 /// Every operation is at most logarithmic in the number of tasks held: a store at its limit
@@ -176,16 +144,23 @@ impl MemoryTaskStore {
     }
 }
 
-impl TaskStore for MemoryTaskStore {
-    fn put(&self, task: Task) -> Result<(), StoreError> {
+/// The store's work, done at once; the [`TaskStore`] methods wrap these in ready futures.
+impl MemoryTaskStore {
+    /// [`TaskStore::put`], at once.
+    pub fn put_now(&self, task: Task, lease: Option<Lease>) -> Result<(), StoreError> {
         let now = Instant::now();
         let mut inner = self.lock();
         self.evict(&mut inner, now);
         let done = task.status.state.is_terminal();
+        let keeps_lease = leasable(task.status.state);
+        let lease = lease.filter(|_| keeps_lease).map(Box::new);
         if let Some(held) = inner.tasks.get_mut(&task.id) {
             let newly_done = done && !held.finished;
             held.finished |= done;
             *held.task = task;
+            if lease.is_some() || !keeps_lease {
+                held.lease = lease;
+            }
             let seq = held.seq;
             if newly_done {
                 inner.finished.push_back((seq, now));
@@ -207,6 +182,7 @@ impl TaskStore for MemoryTaskStore {
                     seq,
                     finished: done,
                     task: Box::new(task),
+                    lease,
                 },
             );
         }
@@ -214,13 +190,15 @@ impl TaskStore for MemoryTaskStore {
         Ok(())
     }
 
-    fn get(&self, id: &str) -> Option<Task> {
+    /// [`TaskStore::get`], at once.
+    pub fn get_now(&self, id: &str) -> Option<Task> {
         let mut inner = self.lock();
         self.evict(&mut inner, Instant::now());
         inner.tasks.get(id).map(|held| Task::clone(&held.task))
     }
 
-    fn remove(&self, id: &str) {
+    /// [`TaskStore::remove`], at once.
+    pub fn remove_now(&self, id: &str) {
         let mut inner = self.lock();
         let Some(held) = inner.tasks.remove(id) else {
             return;
@@ -238,7 +216,8 @@ impl TaskStore for MemoryTaskStore {
         }
     }
 
-    fn list(
+    /// [`TaskStore::list`], at once.
+    pub fn list_now(
         &self,
         query: &ListTasksRequest,
         caller: Option<&str>,
@@ -298,13 +277,96 @@ impl TaskStore for MemoryTaskStore {
     }
 }
 
+impl MemoryTaskStore {
+    /// [`TaskStore::renew`], at once.
+    pub fn renew_now(&self, lease: &Lease, ids: &[String]) -> usize {
+        let mut inner = self.lock();
+        let mut renewed = 0;
+        for id in ids {
+            let held = inner.tasks.get_mut(id).and_then(|h| h.lease.as_deref_mut());
+            if let Some(held) = held.filter(|l| l.holder == lease.holder) {
+                held.until = lease.until;
+                renewed += 1;
+            }
+        }
+        renewed
+    }
+
+    /// [`TaskStore::fail_lapsed`], at once. It looks at every task held: a sweep runs once
+    /// per renewal interval, not per message, and an index of the leased ones would cost
+    /// memory for each running task.
+    pub fn fail_lapsed_now(&self, now: SystemTime, holder: &str, reason: &str) -> Vec<Task> {
+        let mut inner = self.lock();
+        let mut failed = Vec::new();
+        let mut done = Vec::new();
+        for held in inner.tasks.values_mut() {
+            let lapsed = held
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.holder != holder && l.until < now);
+            if !lapsed {
+                continue;
+            }
+            held.lease = None;
+            lapse(&mut held.task, reason);
+            held.finished = true;
+            done.push(held.seq);
+            failed.push(Task::clone(&held.task));
+        }
+        let at = Instant::now();
+        inner.finished.extend(done.into_iter().map(|seq| (seq, at)));
+        failed
+    }
+}
+
+impl TaskStore for MemoryTaskStore {
+    fn answers_at_once(&self) -> bool {
+        true
+    }
+
+    fn put(&self, task: Task, lease: Option<Lease>) -> StoreFuture<'_, ()> {
+        ready(self.put_now(task, lease))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Task>> {
+        ready(Ok(self.get_now(id)))
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        self.remove_now(id);
+        ready(Ok(()))
+    }
+
+    fn list<'a>(
+        &'a self,
+        query: &'a ListTasksRequest,
+        caller: Option<&'a str>,
+        max_page: usize,
+    ) -> StoreFuture<'a, ListTasksResponse> {
+        ready(self.list_now(query, caller, max_page))
+    }
+
+    fn renew<'a>(&'a self, lease: &'a Lease, ids: &'a [String]) -> StoreFuture<'a, usize> {
+        ready(Ok(self.renew_now(lease, ids)))
+    }
+
+    fn fail_lapsed<'a>(
+        &'a self,
+        now: SystemTime,
+        holder: &'a str,
+        reason: &'a str,
+    ) -> StoreFuture<'a, Vec<Task>> {
+        ready(Ok(self.fail_lapsed_now(now, holder, reason)))
+    }
+}
+
 /// Where a listing page ends: a task's status time (microseconds since the epoch; 0 when
 /// it has none) and its place in the insertion order. Ordered as the listing is, so the next
 /// page is the tasks before the cursor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Cursor {
-    at: i64,
-    seq: u64,
+pub(super) struct Cursor {
+    pub(super) at: i64,
+    pub(super) seq: u64,
 }
 
 impl Cursor {
@@ -322,11 +384,11 @@ impl Cursor {
     }
 
     /// The token: both numbers, in hex.
-    fn write(self) -> String {
+    pub(super) fn write(self) -> String {
         format!("{:x}.{:x}", self.at, self.seq)
     }
 
-    fn read(token: &str) -> Option<Self> {
+    pub(super) fn read(token: &str) -> Option<Self> {
         let (at, seq) = token.split_once('.')?;
         Some(Cursor {
             at: i64::from_str_radix(at, 16).ok()?,
@@ -361,12 +423,12 @@ mod tests {
         });
         for i in 0..5 {
             assert_eq!(
-                store.put(task(&format!("t{i}"), TaskState::Completed)),
+                store.put_now(task(&format!("t{i}"), TaskState::Completed), None),
                 Ok(())
             );
         }
         assert_eq!(store.len(), 2);
-        assert!(store.get("t0").is_none() && store.get("t4").is_some());
+        assert!(store.get_now("t0").is_none() && store.get_now("t4").is_some());
     }
 
     #[test]
@@ -376,11 +438,17 @@ mod tests {
             max_finished: 100,
             finished_ttl: Duration::ZERO,
         });
-        assert_eq!(store.put(task("done", TaskState::Completed)), Ok(()));
-        assert_eq!(store.put(task("running", TaskState::Working)), Ok(()));
+        assert_eq!(
+            store.put_now(task("done", TaskState::Completed), None),
+            Ok(())
+        );
+        assert_eq!(
+            store.put_now(task("running", TaskState::Working), None),
+            Ok(())
+        );
         std::thread::sleep(Duration::from_millis(2));
-        assert!(store.get("done").is_none());
-        assert!(store.get("running").is_some());
+        assert!(store.get_now("done").is_none());
+        assert!(store.get_now("running").is_some());
     }
 
     #[test]
@@ -390,17 +458,17 @@ mod tests {
             max_finished: 10,
             finished_ttl: Duration::from_secs(60),
         });
-        assert_eq!(store.put(task("a", TaskState::Working)), Ok(()));
-        assert_eq!(store.put(task("b", TaskState::Completed)), Ok(()));
+        assert_eq!(store.put_now(task("a", TaskState::Working), None), Ok(()));
+        assert_eq!(store.put_now(task("b", TaskState::Completed), None), Ok(()));
         // The finished one makes room.
-        assert_eq!(store.put(task("c", TaskState::Working)), Ok(()));
-        assert!(store.get("b").is_none());
+        assert_eq!(store.put_now(task("c", TaskState::Working), None), Ok(()));
+        assert!(store.get_now("b").is_none());
         assert_eq!(
-            store.put(task("d", TaskState::Working)),
+            store.put_now(task("d", TaskState::Working), None),
             Err(StoreError::Full)
         );
         // Updating a held task is always allowed.
-        assert_eq!(store.put(task("a", TaskState::Completed)), Ok(()));
+        assert_eq!(store.put_now(task("a", TaskState::Completed), None), Ok(()));
     }
 
     #[test]
@@ -408,7 +476,7 @@ mod tests {
         let store = MemoryTaskStore::default();
         for i in 0..5 {
             assert_eq!(
-                store.put(task(&format!("t{i}"), TaskState::Working)),
+                store.put_now(task(&format!("t{i}"), TaskState::Working), None),
                 Ok(())
             );
         }
@@ -416,7 +484,7 @@ mod tests {
             page_size: Some(2),
             ..ListTasksRequest::default()
         };
-        let p = store.list(&q, None, 100).unwrap_or_default();
+        let p = store.list_now(&q, None, 100).unwrap_or_default();
         assert_eq!(p.total_size, 5);
         assert_eq!(p.tasks[0].id, "t4");
         let q2 = ListTasksRequest {
@@ -424,7 +492,7 @@ mod tests {
             ..q
         };
         assert_eq!(
-            store.list(&q2, None, 100).unwrap_or_default().tasks[0].id,
+            store.list_now(&q2, None, 100).unwrap_or_default().tasks[0].id,
             "t2"
         );
     }
@@ -438,8 +506,8 @@ mod tests {
         });
         for i in 0..10_000 {
             let id = format!("gone{i}");
-            assert_eq!(store.put(task(&id, TaskState::Completed)), Ok(()));
-            store.remove(&id);
+            assert_eq!(store.put_now(task(&id, TaskState::Completed), None), Ok(()));
+            store.remove_now(&id);
             let inner = store.lock();
             assert!(
                 inner.finished.len() <= 8,
@@ -451,19 +519,19 @@ mod tests {
         assert!(store.is_empty());
         // Removed ones do not count towards `max_finished`: the three kept are the newest.
         for id in ["a", "b", "c", "d"] {
-            assert_eq!(store.put(task(id, TaskState::Completed)), Ok(()));
+            assert_eq!(store.put_now(task(id, TaskState::Completed), None), Ok(()));
         }
-        store.remove("c");
-        assert_eq!(store.put(task("e", TaskState::Failed)), Ok(()));
+        store.remove_now("c");
+        assert_eq!(store.put_now(task("e", TaskState::Failed), None), Ok(()));
         let held: Vec<bool> = ["a", "b", "d", "e"]
             .iter()
-            .map(|id| store.get(id).is_some())
+            .map(|id| store.get_now(id).is_some())
             .collect();
         assert_eq!(held, [false, true, true, true]);
         // A removed id comes back as a new task, newest in the listing.
-        assert_eq!(store.put(task("a", TaskState::Working)), Ok(()));
+        assert_eq!(store.put_now(task("a", TaskState::Working), None), Ok(()));
         let all = store
-            .list(&ListTasksRequest::default(), None, 100)
+            .list_now(&ListTasksRequest::default(), None, 100)
             .unwrap_or_default();
         let ids: Vec<&str> = all.tasks.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["a", "e", "d", "b"]);
@@ -476,10 +544,10 @@ mod tests {
             max_finished: 2,
             finished_ttl: Duration::from_secs(60),
         });
-        assert_eq!(store.put(task("x", TaskState::Completed)), Ok(()));
-        assert_eq!(store.put(task("x", TaskState::Completed)), Ok(()));
-        assert_eq!(store.put(task("y", TaskState::Completed)), Ok(()));
-        assert!(store.get("x").is_some() && store.get("y").is_some());
+        assert_eq!(store.put_now(task("x", TaskState::Completed), None), Ok(()));
+        assert_eq!(store.put_now(task("x", TaskState::Completed), None), Ok(()));
+        assert_eq!(store.put_now(task("y", TaskState::Completed), None), Ok(()));
+        assert!(store.get_now("x").is_some() && store.get_now("y").is_some());
         assert_eq!(store.lock().finished.len(), 2);
     }
 
@@ -504,40 +572,58 @@ mod tests {
         let store = MemoryTaskStore::default();
         for i in 0..4 {
             let time = format!("2026-01-01T00:00:0{i}Z");
-            assert_eq!(store.put(at(&format!("t{i}"), "c", &time)), Ok(()));
+            assert_eq!(
+                store.put_now(at(&format!("t{i}"), "c", &time), None),
+                Ok(())
+            );
         }
         let q = ListTasksRequest {
             page_size: Some(2),
             ..ListTasksRequest::default()
         };
-        let first = store.list(&q, None, 100).unwrap_or_default();
+        let first = store.list_now(&q, None, 100).unwrap_or_default();
         assert_eq!(ids(&first), ["t3", "t2"]);
         // A task created between two pages: it is newer than the cursor, not on page 2.
-        assert_eq!(store.put(at("new", "c", "2026-01-01T00:00:09Z")), Ok(()));
+        assert_eq!(
+            store.put_now(at("new", "c", "2026-01-01T00:00:09Z"), None),
+            Ok(())
+        );
         let q2 = ListTasksRequest {
             page_token: first.next_page_token.clone(),
             ..q.clone()
         };
-        let second = store.list(&q2, None, 100).unwrap_or_default();
+        let second = store.list_now(&q2, None, 100).unwrap_or_default();
         assert_eq!(ids(&second), ["t1", "t0"]);
         assert_eq!(second.next_page_token, "", "the last page");
         let bad = ListTasksRequest {
             page_token: "12".into(),
             ..q
         };
-        assert_eq!(store.list(&bad, None, 100), Err(StoreError::BadPageToken));
+        assert_eq!(
+            store.list_now(&bad, None, 100),
+            Err(StoreError::BadPageToken)
+        );
     }
 
     #[test]
     fn every_filter_holds() {
         let store = MemoryTaskStore::default();
-        assert_eq!(store.put(at("a", "c1", "2026-01-01T00:00:01Z")), Ok(()));
-        assert_eq!(store.put(at("b", "c2", "2026-01-01T00:00:02Z")), Ok(()));
-        assert_eq!(store.put(at("c", "c1", "2026-01-01T00:00:03Z")), Ok(()));
+        assert_eq!(
+            store.put_now(at("a", "c1", "2026-01-01T00:00:01Z"), None),
+            Ok(())
+        );
+        assert_eq!(
+            store.put_now(at("b", "c2", "2026-01-01T00:00:02Z"), None),
+            Ok(())
+        );
+        assert_eq!(
+            store.put_now(at("c", "c1", "2026-01-01T00:00:03Z"), None),
+            Ok(())
+        );
         let mut done = at("d", "c1", "2026-01-01T00:00:04Z");
         done.status.state = TaskState::Completed;
-        assert_eq!(store.put(done), Ok(()));
-        let list = |q: ListTasksRequest| store.list(&q, None, 100);
+        assert_eq!(store.put_now(done, None), Ok(()));
+        let list = |q: ListTasksRequest| store.list_now(&q, None, 100);
         let context = list(ListTasksRequest {
             context_id: "c1".into(),
             ..ListTasksRequest::default()
@@ -584,11 +670,11 @@ mod tests {
             owned("b1", Some("b")),
             owned("n", None),
         ] {
-            assert_eq!(store.put(t), Ok(()));
+            assert_eq!(store.put_now(t, None), Ok(()));
         }
         let seen = |caller| {
             let page = store
-                .list(&ListTasksRequest::default(), caller, 100)
+                .list_now(&ListTasksRequest::default(), caller, 100)
                 .unwrap_or_default();
             let mut ids: Vec<String> = page.tasks.into_iter().map(|t| t.id).collect();
             ids.sort();

@@ -1,0 +1,186 @@
+//! The task snapshots a running turn writes to the store, in order per task, without making
+//! the agent wait. A turn's events come from synchronous calls ([`TaskContext::complete`]
+//! and the like, made wherever the agent is), so their store writes cannot be awaited there.
+//!
+//! A store that [answers at once](TaskStore::answers_at_once) (the memory store) has each
+//! write's future polled once in place: done at once, with no task and no copy. Any other
+//! store's write is driven by a task of its own; a later write of the same task, meanwhile, waits in that
+//! task's slot (replacing an earlier waiting one: a snapshot replaces the one before it), so
+//! writes reach the store in order, at most two per task are held, and reads see the latest
+//! ([`Writes::latest`]) before the store has it.
+//!
+//! [`TaskContext::complete`]: crate::TaskContext::complete
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+
+use crate::store::{StoreError, TaskStore};
+use crate::types::Task;
+
+/// A write of one task's snapshot.
+#[derive(Debug, Clone)]
+pub(crate) enum Write {
+    /// The task as it is now.
+    Put(Box<Task>),
+    /// The task is forgotten.
+    Remove,
+}
+
+/// The writes not yet done: per task, the one in flight and the next.
+#[derive(Default)]
+struct Slot {
+    in_flight: Option<Write>,
+    next: Option<Write>,
+}
+
+impl Slot {
+    fn latest(&self) -> Option<&Write> {
+        self.next.as_ref().or(self.in_flight.as_ref())
+    }
+}
+
+/// The writes of one server's turns to its store.
+pub(crate) struct Writes {
+    store: Arc<dyn TaskStore>,
+    slots: Mutex<HashMap<String, Slot>>,
+    /// Woken each time a task's writes are all done.
+    settled: tokio::sync::Notify,
+}
+
+impl Writes {
+    pub(crate) fn new(store: Arc<dyn TaskStore>) -> Arc<Self> {
+        Arc::new(Writes {
+            store,
+            slots: Mutex::default(),
+            settled: tokio::sync::Notify::new(),
+        })
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<String, Slot>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The latest write of task `id` the store may not have yet.
+    pub(crate) fn latest(&self, id: &str) -> Option<Write> {
+        self.slots().get(id).and_then(Slot::latest).cloned()
+    }
+
+    /// Returns once the store has every write of task `id` made so far: a write made past
+    /// them (a turn's first, with its lease) then lands after them.
+    pub(crate) async fn settled(&self, id: &str) {
+        loop {
+            let notified = self.settled.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if !self.slots().contains_key(id) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Writes `write` of task `id`, after its writes before.
+    pub(crate) fn write(self: &Arc<Self>, id: &str, write: Write) {
+        let mut slots = self.slots();
+        if let Some(slot) = slots.get_mut(id) {
+            slot.next = Some(write);
+            return;
+        }
+        if self.store.answers_at_once() {
+            // Under the lock: no other write of this task starts before this one is done.
+            let mut future = start(Arc::clone(&self.store), id.to_owned(), write);
+            match future
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()))
+            {
+                Poll::Ready(result) => log(id, result),
+                // A store that said it answers at once and did not: its write still happens.
+                Poll::Pending => drop(spawn(id, future)),
+            }
+            return;
+        }
+        let future = start(Arc::clone(&self.store), id.to_owned(), write.clone());
+        slots.insert(
+            id.to_owned(),
+            Slot {
+                in_flight: Some(write),
+                next: None,
+            },
+        );
+        drop(slots);
+        let this = Arc::clone(self);
+        let owned = id.to_owned();
+        let spawned = spawn(id, async move {
+            log(&owned, future.await);
+            loop {
+                let next = {
+                    let mut slots = this.slots();
+                    let Some(slot) = slots.get_mut(&owned) else {
+                        return Ok(());
+                    };
+                    match slot.next.take() {
+                        Some(next) => {
+                            slot.in_flight = Some(next.clone());
+                            next
+                        }
+                        None => {
+                            slots.remove(&owned);
+                            this.settled.notify_waiters();
+                            return Ok(());
+                        }
+                    }
+                };
+                log(
+                    &owned,
+                    start(Arc::clone(&this.store), owned.clone(), next).await,
+                );
+            }
+        });
+        if !spawned {
+            self.slots().remove(id);
+            self.settled.notify_waiters();
+        }
+    }
+}
+
+/// The store's future for `write` of task `id`, owning what it needs.
+fn start(
+    store: Arc<dyn TaskStore>,
+    id: String,
+    write: Write,
+) -> Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>> {
+    Box::pin(async move {
+        match write {
+            Write::Put(task) => store.put(*task, None).await,
+            Write::Remove => store.remove(&id).await,
+        }
+    })
+}
+
+/// Runs `future` on the current runtime; false (the write dropped, and logged) outside one:
+/// a turn ended by the runtime shutting down.
+fn spawn(id: &str, future: impl Future<Output = Result<(), StoreError>> + Send + 'static) -> bool {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(async move {
+                if let Err(e) = future.await {
+                    tracing::warn!(error = %e, "a task's snapshot was not stored");
+                }
+            });
+            true
+        }
+        Err(_) => {
+            tracing::warn!(task = id, "a task's store write outside a runtime: dropped");
+            false
+        }
+    }
+}
+
+fn log(id: &str, result: Result<(), StoreError>) {
+    if let Err(e) = result {
+        tracing::warn!(task = id, error = %e, "a task's snapshot was not stored");
+    }
+}
