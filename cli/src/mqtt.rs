@@ -1,6 +1,7 @@
 //! The MQTT side of the `rpcwire` command: `serve --mqtt URL --topic T [--group G]` (the demo
-//! service on a topic, alone or in a shared subscription) and `call --mqtt URL --topic T` (the
-//! connection a call goes over).
+//! service on a topic, alone or in a shared subscription), `call --mqtt URL --topic T` (the
+//! connection a call goes over) and `bridge --serial DEV|--tcp ADDR --mqtt URL --topic T` (a
+//! device served on the broker).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -8,7 +9,9 @@ use std::time::Duration;
 use clap::Args;
 use rpcwire_mqtt::rumqttc::v5::MqttOptions;
 use rpcwire_mqtt::{MqttClient, MqttServer, REPLY_LEVEL};
-use rpcwire_tokio::{Builder, Session};
+use rpcwire_tokio::{Builder, ErrorCode, Router, RpcError, Session};
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::EXIT_CONNECTION;
 
@@ -112,4 +115,63 @@ pub async fn session(args: &MqttCallArgs, builder: Builder) -> Option<Result<Ses
                 ExitCode::from(EXIT_CONNECTION)
             }),
     )
+}
+
+/// `rpcwire bridge ... --mqtt`: the device at the other end of `device_in`/`device_out`
+/// (newline-framed JSON-RPC, a serial line or a TCP socket) served on the broker as `args`
+/// say. The device is a connection of its own (its frames checked by the core: garbage and
+/// oversize lines dropped and logged, ids its own); every request that reaches the bridge is
+/// forwarded to it by method and params and its answer (result or error) passed back, each
+/// within `timeout` (past it, -32000 "device timeout"); notifications are forwarded too.
+/// Ends when the device link closes (or the broker refuses the connection).
+pub async fn bridge<R, W>(
+    args: &MqttServeArgs,
+    device_in: R,
+    device_out: W,
+    timeout: Duration,
+    max_frame: usize,
+) -> ExitCode
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let device = Builder::new()
+        .max_frame(max_frame)
+        .request_timeout(Some(timeout));
+    let (device, link) = device.run(device_in, device_out).into_parts();
+    let (calls, notes) = (device.clone(), device);
+    let router = Router::new()
+        .fallback_method(move |ctx, params| {
+            let device = calls.clone();
+            async move {
+                let method = ctx.method();
+                let answer = match params {
+                    Some(params) => device.call::<_, Box<RawValue>>(method, params).await,
+                    None => device.call::<_, Box<RawValue>>(method, ()).await,
+                };
+                answer.map_err(|e| match e.rpc() {
+                    Some(error) => error.clone(),
+                    None => RpcError::new(ErrorCode(crate::bridge::DEVICE_ERROR), "device timeout"),
+                })
+            }
+        })
+        .fallback_notification(move |ctx, params| {
+            let device = notes.clone();
+            async move {
+                let _ = match params {
+                    Some(params) => device.notify(ctx.method(), params).await,
+                    None => device.notify(ctx.method(), ()).await,
+                };
+            }
+        });
+    let builder = Builder::new().router(router).max_frame(max_frame);
+    let url = args.mqtt.as_deref().unwrap_or_default();
+    eprintln!("rpcwire bridge: serving the device on {url}");
+    tokio::select! {
+        code = serve(args, builder) => code,
+        ended = link => {
+            eprintln!("rpcwire bridge: the device link ended ({ended:?})");
+            ExitCode::from(crate::bridge::EXIT_DEVICE)
+        }
+    }
 }

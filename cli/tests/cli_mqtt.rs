@@ -206,3 +206,108 @@ async fn rpcwire_call_over_mqtt_and_the_servers_last_will() {
         .expect("the will");
     assert_eq!(offline, "offline");
 }
+
+/// `rpcwire bridge --tcp ADDR --mqtt URL --topic dev`: a TCP device (here `rpcwire serve
+/// --tcp`, the demo service) answers `rpcwire call --mqtt`, its errors passed back as it sent
+/// them; the bridge's status topic says `offline` once the bridge is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tcp_device_behind_rpcwire_bridge_answers_over_mqtt() {
+    let Some(broker) = Mosquitto::start() else {
+        return;
+    };
+    let addr = format!("127.0.0.1:{}", rpcwire_tests::brokers::free_port());
+    let _device = Command::new(BIN)
+        .args(["serve", "--tcp", &addr])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the device starts");
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(&addr).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut bridge = Command::new(BIN)
+        .args([
+            "bridge",
+            "--tcp",
+            &addr,
+            "--mqtt",
+            &broker.url(),
+            "--topic",
+            "dev",
+        ])
+        .args(["--status-topic", "dev/status"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the bridge starts");
+    let options = MqttOptions::new("probe", "127.0.0.1", broker.port);
+    let probe = MqttClient::new("dev")
+        .start(options, Builder::new())
+        .await
+        .expect("connects");
+    let mut answered = None;
+    for _ in 0..100 {
+        let call = probe.client().call_with_timeout::<_, i64>(
+            "subtract",
+            [42, 23],
+            Duration::from_millis(200),
+        );
+        if let Ok(n) = call.await {
+            answered = Some(n);
+            break;
+        }
+    }
+    assert_eq!(answered, Some(19), "the bridge never answered");
+    let out = Command::new(BIN)
+        .args([
+            "call",
+            "--mqtt",
+            &broker.url(),
+            "--topic",
+            "dev",
+            "subtract",
+            "[5,3]",
+        ])
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(30), out)
+        .await
+        .expect("ends")
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
+    // The device's own error comes back as it sent it.
+    let missing = probe
+        .client()
+        .call::<_, i64>("no_such_method", ())
+        .await
+        .expect_err("an error");
+    assert_eq!(missing.rpc().map(|e| e.code), Some(-32601), "{missing:?}");
+    let (mqtt, mut events) =
+        AsyncClient::new(MqttOptions::new("watcher", "127.0.0.1", broker.port), 8);
+    mqtt.subscribe("dev/status", QoS::AtLeastOnce)
+        .await
+        .expect("queued");
+    let mut next_status = async || loop {
+        if let Event::Incoming(Packet::Publish(p)) = events.poll().await.expect("connected") {
+            return p.payload;
+        }
+    };
+    let online = tokio::time::timeout(Duration::from_secs(5), next_status())
+        .await
+        .expect("retained");
+    assert_eq!(online, "online");
+    bridge.kill().await.expect("killed");
+    let offline = tokio::time::timeout(Duration::from_secs(5), next_status())
+        .await
+        .expect("the will");
+    assert_eq!(offline, "offline");
+}
