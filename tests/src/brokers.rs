@@ -63,7 +63,7 @@ impl Drop for Nats {
 }
 
 /// A running `mosquitto` on 127.0.0.1 with a configuration of its own (anonymous clients, no
-/// persistence), in the foreground; killed on drop.
+/// persistence, `$SYS` topics every second), in the foreground; killed on drop.
 pub struct Mosquitto {
     child: Child,
     /// Its port on 127.0.0.1.
@@ -109,7 +109,10 @@ impl Mosquitto {
             std::env::temp_dir().join(format!("rpcwire-mosquitto-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a temporary folder");
         let config = dir.join("mosquitto.conf");
-        let text = format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n");
+        // `$SYS` topics every second: tests read the broker's count of connected clients there.
+        let text = format!(
+            "listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nsys_interval 1\n"
+        );
         std::fs::write(&config, text).expect("the configuration written");
         let child = Command::new(bin)
             .arg("-c")

@@ -522,3 +522,40 @@ async fn both_ends_come_back_after_a_broker_restart() {
     }
     drop(broker);
 }
+
+/// A client whose session has ended disconnects and stays disconnected: the broker's count of
+/// connected clients (`$SYS`) goes back down and does not come up again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_ends_leaves_the_broker() {
+    let Some(broker) = Mosquitto::start() else {
+        return;
+    };
+    let mut watcher = Raw::connect(&broker, &["$SYS/broker/clients/connected"]).await;
+    let mut connected = async |within| loop {
+        let (_, count, _) = watcher.next(within).await.expect("a count every second");
+        if let Ok(n) = std::str::from_utf8(&count).unwrap_or("").parse::<u32>() {
+            return n;
+        }
+    };
+    let client = MqttClient {
+        reconnect_after: Duration::from_millis(100),
+        ..MqttClient::new("svc")
+    };
+    let session = client
+        .start(options(&broker), Builder::new())
+        .await
+        .expect("starts");
+    let until = Instant::now() + Duration::from_secs(5);
+    while connected(Duration::from_secs(3)).await != 2 {
+        assert!(Instant::now() < until, "the client never counted");
+    }
+    drop(session);
+    let until = Instant::now() + Duration::from_secs(5);
+    while connected(Duration::from_secs(3)).await != 1 {
+        assert!(Instant::now() < until, "the client never left");
+    }
+    // The broker says the count again only when it changes: nothing more within 2.5 s (a
+    // client connecting again would make it 2 after 100 ms).
+    let again = watcher.next(Duration::from_millis(2500)).await;
+    assert!(again.is_none(), "{again:?}");
+}
