@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the message-broker transports' tests use: the NATS server from Debian and its
 # Python client `nats-py` (transports/nats/tests/nats.rs, cli/tests/cli_nats.rs, and the `nats`
-# bench), and for the MQTT transport to come the Mosquitto broker and `paho-mqtt`; the Python
+# bench), and the Mosquitto broker and `paho-mqtt` (transports/mqtt/tests/mqtt.rs,
+# cli/tests/cli_mqtt.rs: the tests start `mosquitto -c` with a configuration of their own); the Python
 # clients in a virtualenv under $RPCWIRE_INTEROP (default ~/.cache/rpcwire-interop/brokers,
 # where `rpcwire_tests::interop::venv_python("brokers", ..)` looks). Pinned, idempotent, quick
 # when already installed.

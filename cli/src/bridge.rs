@@ -694,6 +694,9 @@ pub struct BridgeArgs {
     /// The notification method the device sends when it boots (reported as a reset).
     #[arg(long, value_name = "METHOD", default_value = "booted")]
     pub boot_method: String,
+    /// With --mqtt: the device served on an MQTT broker instead of stdio.
+    #[command(flatten)]
+    pub mqtt: crate::mqtt::MqttServeArgs,
 }
 
 /// Exit code: the device link could not be opened, failed or closed.
@@ -736,8 +739,11 @@ pub async fn main(args: BridgeArgs) -> std::process::ExitCode {
                 return ExitCode::from(EXIT_DEVICE);
             }
         };
-        report!("bridging stdio to {path} at {baud} baud");
         let (r, w) = tokio::io::split(port);
+        if args.mqtt.mqtt.is_some() {
+            return crate::mqtt::bridge(&args.mqtt, r, w, timeout, args.max_frame).await;
+        }
+        report!("bridging stdio to {path} at {baud} baud");
         run(stdin, stdout, r, w, config).await
     } else {
         let addr = args.tcp.unwrap_or_default();
@@ -754,8 +760,11 @@ pub async fn main(args: BridgeArgs) -> std::process::ExitCode {
                 }
             };
         let _ = stream.set_nodelay(true);
-        report!("bridging stdio to {addr}");
         let (r, w) = stream.into_split();
+        if args.mqtt.mqtt.is_some() {
+            return crate::mqtt::bridge(&args.mqtt, r, w, timeout, args.max_frame).await;
+        }
+        report!("bridging stdio to {addr}");
         run(stdin, stdout, r, w, config).await
     };
     match outcome {

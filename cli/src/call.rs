@@ -14,7 +14,7 @@ use crate::serve::{open_serial, DEFAULT_BAUD};
 use crate::{http, FramingArg, ProfileArg, EXIT_RPC_ERROR, EXIT_TIMEOUT, EXIT_USAGE};
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("transport").required(true).args(["tcp", "serial", "exec", "http", "ws", "nats"])))]
+#[command(group(ArgGroup::new("transport").required(true).args(["tcp", "serial", "exec", "http", "ws", "nats", "mqtt"])))]
 #[command(group(ArgGroup::new("web").args(["http", "ws"])))]
 pub(crate) struct CallArgs {
     /// Connect to this TCP address.
@@ -38,6 +38,8 @@ pub(crate) struct CallArgs {
     ws: Option<String>,
     #[command(flatten)]
     nats: rpcwire_cli::nats::NatsCallArgs,
+    #[command(flatten)]
+    mqtt: rpcwire_cli::mqtt::MqttCallArgs,
     /// For an https:// or wss:// URL, or --tcp with --tls: trust the certificates in this PEM
     /// file (a private CA, a self-signed server) instead of Mozilla's root certificates.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["serial", "exec"])]
@@ -192,6 +194,12 @@ async fn connect(args: &CallArgs, timeout: Duration) -> Result<Target, ExitCode>
         .max_frame(args.max_frame)
         .request_timeout(Some(timeout));
     if let Some(session) = rpcwire_cli::nats::session(&args.nats, builder.clone()).await {
+        return session.map(|session| Target {
+            session,
+            child: None,
+        });
+    }
+    if let Some(session) = rpcwire_cli::mqtt::session(&args.mqtt, builder.clone()).await {
         return session.map(|session| Target {
             session,
             child: None,

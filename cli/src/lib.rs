@@ -13,6 +13,7 @@ pub mod bridge;
 pub mod logs;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+pub mod mqtt;
 pub mod nats;
 pub mod out;
 pub mod policy;

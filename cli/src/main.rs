@@ -231,7 +231,7 @@ fn main() -> ExitCode {
     );
     // One connection (stdio, a serial port, a call) runs best on one thread: no hand-offs
     // between workers. A TCP server spreads its connections over every core.
-    let one_connection = !matches!(&cli.command, Cmd::Serve(args) if args.tcp.is_some() || args.http.is_some() || args.ws.ws.is_some() || args.nats.nats.is_some());
+    let one_connection = !matches!(&cli.command, Cmd::Serve(args) if args.tcp.is_some() || args.http.is_some() || args.ws.ws.is_some() || args.nats.nats.is_some() || args.mqtt.mqtt.is_some());
     let mut builder = if one_connection {
         tokio::runtime::Builder::new_current_thread()
     } else {

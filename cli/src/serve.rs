@@ -10,7 +10,7 @@ use rpcwire_tokio::{Builder, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME};
 use crate::{http, FramingArg, ProfileArg, EXIT_USAGE};
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial", "http", "ws", "nats"])))]
+#[command(group(ArgGroup::new("transport").args(["stdio", "tcp", "serial", "http", "ws", "nats", "mqtt"])))]
 #[command(group(ArgGroup::new("web").args(["http", "ws"])))]
 pub(crate) struct ServeArgs {
     /// Read the flags from this TOML file, one key per flag (its long name: `max-frame =
@@ -165,6 +165,8 @@ pub(crate) struct ServeArgs {
     pub(crate) refusal_log: rpcwire_cli::logs::RefusalLogArgs,
     #[command(flatten)]
     pub(crate) nats: rpcwire_cli::nats::NatsServeArgs,
+    #[command(flatten)]
+    pub(crate) mqtt: rpcwire_cli::mqtt::MqttServeArgs,
     /// The OTLP metrics' recorder, for --metrics to record beside its own (not an option).
     #[cfg(all(feature = "otlp", feature = "metrics"))]
     #[arg(skip)]
@@ -407,6 +409,9 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
     }
     if args.nats.nats.is_some() {
         return rpcwire_cli::nats::serve(&args.nats, builder).await;
+    }
+    if args.mqtt.mqtt.is_some() {
+        return rpcwire_cli::mqtt::serve(&args.mqtt, builder).await;
     }
     if let Some(path) = &args.serial {
         let baud = args.baud.unwrap_or(DEFAULT_BAUD);

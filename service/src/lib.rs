@@ -41,6 +41,7 @@
 //! # }
 //! ```
 
+mod accept;
 mod access;
 mod auth;
 mod caller;
@@ -49,6 +50,9 @@ pub mod deadline;
 mod dispatch;
 mod error;
 mod identity;
+mod ids;
+mod messages;
+pub mod pipe;
 mod ratelimit;
 mod refusal_log;
 mod responder;
@@ -58,6 +62,7 @@ mod service;
 mod shutdown;
 mod undelivered;
 
+pub use accept::{accept_loop, Slot};
 pub use access::{Policy, DISCOVER_METHOD, FORBIDDEN, FORBIDDEN_MESSAGE};
 #[cfg(feature = "jwt")]
 pub use auth::jwt;
@@ -73,6 +78,8 @@ pub use client::{Batch, BatchResults, Client, Hub, SessionStats, DEFAULT_HUB_SEN
 pub use dispatch::{ClientSettings, Dispatcher, Wake, Woke, MAX_PENDING_CALLS};
 pub use error::{CallError, RpcError};
 pub use identity::Identity;
+pub use ids::random_id;
+pub use messages::{AnswerSlot, MessageAnswers, TIMED_OUT};
 pub use ratelimit::{RateLimiter, RATE_LIMITED, RATE_LIMITED_MESSAGE};
 pub use refusal_log::RefusalLogLimit;
 pub use responder::{Exchange, Responder, Sent};

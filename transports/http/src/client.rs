@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::connect::{error_chain, hyper_client, no_tls, parse_url, HyperClient, Tls, UrlError};
-use crate::pipe::{send_body, ChannelReader, FrameWriter};
+use rpcwire_service::pipe::{send_body, ChannelReader, FrameWriter};
 
 /// The code of the error response a call gets when its POST fails at the HTTP level (a status
 /// other than 200/202/204, or no connection): one of the specification's implementation-

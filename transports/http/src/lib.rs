@@ -128,13 +128,11 @@ mod fast;
 pub mod guard;
 mod h2_idle;
 mod handles;
-mod ids;
 #[cfg(feature = "jwks")]
 pub mod jwks;
 mod listen;
 mod media;
 mod on_hyper;
-mod pipe;
 mod post;
 pub mod profile;
 mod response;

@@ -81,16 +81,16 @@ pub use crate::connect::{
 };
 pub use crate::endpoint::Endpoint;
 pub use crate::handles::{HandlesIncoming, HandlesWhole};
-pub use crate::ids::random_id;
 pub use crate::listen::serve_profile;
 #[cfg(feature = "tls")]
 pub use crate::listen::serve_profile_tls;
 pub use crate::media::{accepted_media, AcceptedMedia};
 pub use crate::on_hyper::serve_hyper_connection;
-pub use crate::pipe::{send_body, ChannelReader, FrameWriter};
 pub use crate::post::{after_body, read_post_body};
 pub use crate::response::{event_stream, json, refuse, sse_event, status};
 pub use crate::stream::{EventHub, StreamLimits, VecSink};
+pub use rpcwire_service::pipe::{send_body, ChannelReader, FrameWriter};
+pub use rpcwire_service::random_id;
 pub use rpcwire_service::resumable::{
     parse_event_id, priming_event, stream_event, ParkedStreams, ResumableStream, StreamRelay,
     DEFAULT_MAX_PARKED,

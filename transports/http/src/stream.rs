@@ -16,8 +16,8 @@ use rpcwire::wire::Framing;
 use rpcwire_tokio::{Builder, Client};
 use tokio::sync::{mpsc, watch};
 
-use crate::pipe::{send_body, ChannelReader, FrameWriter};
 pub use rpcwire::wire::ser::VecSink;
+use rpcwire_service::pipe::{send_body, ChannelReader, FrameWriter};
 pub use rpcwire_service::resumable::StreamLimits;
 
 /// The server side of the GET streams: a connection whose messages (sent through its

@@ -81,7 +81,7 @@ impl NatsClient {
             let incoming = incoming.clone();
             tokio::spawn(async move {
                 while let Some(m) = messages.next().await {
-                    if incoming.send(m.payload.to_vec()).await.is_err() {
+                    if !incoming.send(m.payload).await {
                         break;
                     }
                 }
@@ -92,7 +92,6 @@ impl NatsClient {
         let subject = self.subject;
         tokio::spawn(async move {
             while let Some(frame) = outgoing.recv().await {
-                let frame = Bytes::from(frame);
                 // Nothing to answer (notifications, answers to the server): a plain publish.
                 if classify(&frame, usize::MAX).is_silent() {
                     if let Err(e) = nats.publish(subject.clone(), frame).await {
@@ -104,15 +103,16 @@ impl NatsClient {
                 tokio::spawn(async move {
                     let request = async_nats::Request::new().payload(frame.clone());
                     let answer = match nats.send_request(subject, request.timeout(wait)).await {
-                        Ok(m) => Some(m.payload.to_vec()),
+                        Ok(m) => Some(m.payload),
                         // The call's own deadline ends it.
                         Err(e) if e.kind() == RequestErrorKind::TimedOut => None,
                         Err(e) => {
-                            undelivered(&frame, &RpcError::new(ErrorCode(code(e.kind())), e.kind()))
+                            let error = RpcError::new(ErrorCode(code(e.kind())), e.kind());
+                            undelivered(&frame, &error).map(Bytes::from)
                         }
                     };
                     if let Some(answer) = answer {
-                        let _ = incoming.send(answer).await;
+                        incoming.send(answer).await;
                     }
                 });
             }

@@ -5,11 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::service::ServiceExt;
-use futures_util::{FutureExt, StreamExt};
-use rpcwire_service::deadline::{before, clock};
-use rpcwire_service::{undelivered, Exchange, Responder, Sent};
-use rpcwire_tokio::{Builder, Caller, ErrorCode, Identity, RpcError};
-use tokio::sync::Semaphore;
+use futures_util::StreamExt;
+use rpcwire_service::{MessageAnswers, Responder};
+use rpcwire_tokio::{Builder, Caller, Identity};
 
 use crate::{NatsError, NATS};
 
@@ -39,8 +37,9 @@ pub struct NatsServer {
 }
 
 /// The code of the error a request gets when its message's answer took longer than the
-/// server's [`timeout`](NatsServer::timeout): one of the specification's server errors.
-pub const TIMED_OUT: i32 = -32096;
+/// server's [`timeout`](NatsServer::timeout): the service layer's, one of the specification's
+/// server errors.
+pub use rpcwire_service::TIMED_OUT;
 
 impl NatsServer {
     /// Serves on `subject` as the service `rpcwire` (version of this crate) in NATS's default
@@ -73,52 +72,25 @@ impl NatsServer {
         let responder = Responder::new(builder.service_ref().clone(), builder.config());
         // Messages carry no credentials of their sender: every caller is anonymous, over NATS.
         let caller = Arc::new(Caller::new(Identity::anonymous(), NATS));
-        let slots = Arc::new(Semaphore::new(self.concurrency.max(1)));
-        let (clock, timeout) = (clock(self.timeout), self.timeout);
+        let answers = MessageAnswers::new(responder, caller, self.concurrency, self.timeout);
         // A free slot first: at the limit, the next message waits in NATS's hands.
-        while let Ok(slot) = Arc::clone(&slots).acquire_owned().await {
+        loop {
+            let slot = answers.slot().await;
             let Some(request) = endpoint.next().await else {
                 break;
             };
-            let mut exchange = responder.exchange(&caller, &request.message.payload);
-            // Handlers that finish at once have answered: no task, and the slot is free again.
-            if let Some(answer) = answered_now(&mut exchange) {
-                reply(&request, answer).await;
-                continue;
-            }
-            let clock = clock.clone();
-            tokio::spawn(async move {
-                let mut answer = Vec::new();
-                let deadline = tokio::time::Instant::now() + timeout;
-                let mut dropped = |_: &[u8]| {};
-                let answered = exchange.run(&mut answer, &mut dropped);
-                if before(&clock, deadline, answered).await.is_err() {
-                    let late = RpcError::new(ErrorCode(TIMED_OUT), "answer timed out");
-                    answer = undelivered(&request.message.payload, &late).unwrap_or_default();
-                }
-                reply(&request, answer).await;
-                drop((exchange, slot));
-            });
+            let body = request.message.payload.clone();
+            answers
+                .answer(slot, body, |answer| reply(request, answer))
+                .await;
         }
         Ok(())
     }
 }
 
-/// The exchange's answer if it has one without waiting (empty: none is due), dropping what
-/// its handlers send their peer, as `Responder::respond` does; `None` while a handler waits.
-fn answered_now(exchange: &mut Exchange) -> Option<Vec<u8>> {
-    loop {
-        match exchange.next().now_or_never()? {
-            Some(Sent::Message(_)) => {}
-            Some(Sent::Answer(answer)) => return Some(answer),
-            None => return Some(Vec::new()),
-        }
-    }
-}
-
 /// Sends `answer` to the message's reply subject: nothing for notifications (an empty
 /// answer), nor for a message without a reply subject.
-async fn reply(request: &async_nats::service::Request, answer: Vec<u8>) {
+async fn reply(request: async_nats::service::Request, answer: Vec<u8>) {
     if !answer.is_empty() && request.message.reply.is_some() {
         if let Err(e) = request.respond(Ok(answer.into())).await {
             tracing::debug!(error = %e, "NATS answer not sent");

@@ -3,7 +3,8 @@
 //! transport knows (the peer's address, the TLS client certificate), then the connection runs
 //! in a driver task of its own under the server's connection limit.
 //!
-//! The loop itself ([`accept_loop`]: the connection limit, a failed accept retried) and the
+//! The loop itself ([`accept_loop`]: the service layer's, with the connection limit, the drain
+//! and a failed accept retried, over a [`Listener`]) and the
 //! TLS handshake in a task of its own ([`tls::spawn_handshake`](crate::tls::spawn_handshake))
 //! are building blocks: `rpcwire-http`'s servers accept with them too.
 //!
@@ -12,13 +13,12 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
-use rpcwire_service::{Credentials, Shutdown, Tracked};
+pub use rpcwire_service::Slot;
+use rpcwire_service::{Credentials, Shutdown};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use tokio::net::TcpListener;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::{transport, Builder, Caller, Identity};
 
@@ -247,79 +247,15 @@ impl Builder {
     }
 }
 
-/// How long a draining accept loop waits for the next connection of its listen backlog.
-const BACKLOG_WAIT: Duration = Duration::from_millis(10);
-
-/// What an accepted connection holds while it lives: its place under the connection limit,
-/// and its count among the connections a drain waits for.
-#[derive(Debug)]
-pub struct Slot {
-    _permit: OwnedSemaphorePermit,
-    _tracked: Tracked,
-}
-
 /// Accepts connections on `listener` and hands each to `start` with a [`Slot`] it holds while
-/// it lives: at most `max_connections` (at least 1) are open at once, and at the limit new
-/// clients wait in the listen backlog (logged once per wait). A failed accept (out of file
-/// descriptors, say) is logged and retried after 50 ms. Runs until dropped or until
-/// `shutdown` is triggered: the connections already waiting in the listen backlog are then
-/// handed on too (as slots allow), and the listener is closed. Connections handed on go on,
-/// each counted in `shutdown`'s drain until its slot is dropped.
+/// it lives: the service layer's [`accept_loop`](rpcwire_service::accept_loop) (the connection
+/// limit, the drain, failed accepts retried) over the listener's `accept`.
 pub async fn accept_loop<L: Listener>(
     listener: L,
     max_connections: usize,
     shutdown: &Shutdown,
     start: impl Fn(L::Stream, Option<std::net::SocketAddr>, Slot),
 ) {
-    let max_connections = max_connections.max(1);
-    let slots = Arc::new(Semaphore::new(max_connections));
-    let draining = shutdown.draining();
-    tokio::pin!(draining);
-    let slot = |permit| Slot {
-        _permit: permit,
-        _tracked: shutdown.track(),
-    };
-    loop {
-        let next = async {
-            let permit = match Arc::clone(&slots).try_acquire_owned() {
-                Ok(permit) => permit,
-                Err(_) => {
-                    tracing::warn!(
-                        limit = max_connections,
-                        "connection limit reached: new connections wait until one ends"
-                    );
-                    // The semaphore is never closed.
-                    Arc::clone(&slots).acquire_owned().await.ok()?
-                }
-            };
-            match listener.accept().await {
-                Ok((stream, peer)) => Some(Some((stream, peer, permit))),
-                Err(e) => {
-                    // Out of descriptors and the like: wait and go on.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    Some(None)
-                }
-            }
-        };
-        let accepted = tokio::select! {
-            biased;
-            () = &mut draining => {
-                // Connections the kernel has completed are served (their requests refused),
-                // not reset with the listener: those that come within a few milliseconds.
-                while let Ok(permit) = Arc::clone(&slots).try_acquire_owned() {
-                    let backlog = tokio::time::timeout(BACKLOG_WAIT, listener.accept()).await;
-                    let Ok(Ok((stream, peer))) = backlog else { return };
-                    start(stream, peer, slot(permit));
-                }
-                return;
-            }
-            accepted = next => accepted,
-        };
-        match accepted {
-            Some(Some((stream, peer, permit))) => start(stream, peer, slot(permit)),
-            Some(None) => {}
-            None => return,
-        }
-    }
+    let listener = &listener;
+    rpcwire_service::accept_loop(|| listener.accept(), max_connections, shutdown, start).await
 }

@@ -105,7 +105,7 @@ use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::task::JoinHandle;
 
 pub use accept::{accept_loop, Listener, Slot};
-pub use messages::Messages;
+pub use messages::{Incoming, Messages};
 pub use rpcwire::wire::Framing;
 pub use rpcwire::ErrorCode;
 #[cfg(feature = "jwt")]

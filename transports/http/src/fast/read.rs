@@ -12,8 +12,6 @@ use bytes::{Buf, Bytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
-use crate::pipe::read_from;
-
 use super::limits::{KEEP, MAX_HEAD};
 
 /// Reads more into `buf` (at least one byte, or `Ok(false)` at the end of the stream);
@@ -208,7 +206,9 @@ impl<I: AsyncRead + Unpin> AsyncRead for Rewind<I> {
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         if this.read.has_remaining() {
-            read_from(&mut this.read, buf);
+            let n = this.read.len().min(buf.remaining());
+            buf.put_slice(&this.read[..n]);
+            this.read.advance(n);
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.io).poll_read(cx, buf)

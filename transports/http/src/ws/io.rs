@@ -21,7 +21,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 use super::config::WsConfig;
-use crate::pipe::{send_body, ChannelReader, FrameWriter};
+use rpcwire_service::pipe::{send_body, ChannelReader, FrameWriter};
 
 /// The reason sent with close code 1003 when a binary message arrives.
 pub(crate) const BINARY_REFUSED: &str =

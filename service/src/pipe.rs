@@ -1,17 +1,18 @@
-//! In-memory byte pipes between an HTTP exchange and a `rpcwire-tokio` driver.
+//! In-memory byte pipes between whole messages and a stream driver (`rpcwire-tokio`'s): for
+//! transports whose unit is a message (an HTTP body, a WebSocket message, a broker message)
+//! that run a long-lived connection over them.
 //!
-//! The driver runs over any `AsyncRead + AsyncWrite`; here its input is one or more HTTP
-//! bodies and its output is cut back into messages. Both directions use `Content-Length`
+//! The driver runs over any `AsyncRead + AsyncWrite`; here its input is one or more messages
+//! and its output is cut back into messages. Both directions use `Content-Length`
 //! framing, so a body may hold any JSON text (pretty-printed, with newlines) and every message
 //! the driver writes comes out whole. The framing rules are the core's (`RxBuffer`).
 //!
 //! A long-lived connection runs over these with `Builder::run` (or `run_inline`), its framing
 //! set to `Framing::ContentLength`: input from [`ChannelReader`] (bodies handed over with
-//! [`send_body`]), output through [`FrameWriter`]. The server's GET stream ([`EventHub`]) and
-//! the clients (this crate's, a profile's) use them; a POST body is answered by the service's
-//! `Responder`, with no pipes.
-//!
-//! [`EventHub`]: crate::profile::EventHub
+//! [`send_body`]), output through [`FrameWriter`]. `rpcwire-http`'s GET event stream, its
+//! WebSocket connections and its clients (and a profile's) use them; a message answered on
+//! its own (a POST body) goes to the [`Responder`](crate::Responder), with no pipes. Nothing
+//! here knows a transport: they moved here from `rpcwire-http`.
 
 use std::collections::VecDeque;
 use std::io;
@@ -32,7 +33,7 @@ fn frame_header(len: usize) -> Bytes {
 }
 
 /// Moves as much of `from` as `buf` has room for; true when anything moved.
-pub(crate) fn read_from(from: &mut Bytes, buf: &mut ReadBuf<'_>) -> bool {
+fn read_from(from: &mut Bytes, buf: &mut ReadBuf<'_>) -> bool {
     let n = from.len().min(buf.remaining());
     buf.put_slice(&from[..n]);
     from.advance(n);

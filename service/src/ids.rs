@@ -1,5 +1,5 @@
 //! Ids a client cannot guess, for what a profile keeps for a client and finds again by id
-//! (MCP's sessions, A2A's tasks).
+//! (MCP's sessions, A2A's tasks), on any transport (moved here from `rpcwire-http`).
 
 /// An id no client can guess: `prefix`, `-`, and 128 bits from the operating system's secure
 /// random source as 32 hex digits; `None` when the system gives no randomness.

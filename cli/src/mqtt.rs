@@ -1,0 +1,177 @@
+//! The MQTT side of the `rpcwire` command: `serve --mqtt URL --topic T [--group G]` (the demo
+//! service on a topic, alone or in a shared subscription), `call --mqtt URL --topic T` (the
+//! connection a call goes over) and `bridge --serial DEV|--tcp ADDR --mqtt URL --topic T` (a
+//! device served on the broker).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use rpcwire_mqtt::rumqttc::v5::MqttOptions;
+use rpcwire_mqtt::{MqttClient, MqttServer, REPLY_LEVEL};
+use rpcwire_tokio::{Builder, ErrorCode, Router, RpcError, Session};
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::EXIT_CONNECTION;
+
+/// The MQTT options of `rpcwire serve`.
+#[derive(Debug, Args)]
+pub struct MqttServeArgs {
+    /// Serve on an MQTT broker (e.g. mqtt://127.0.0.1:1883), one JSON-RPC message per MQTT
+    /// message: MQTT 5 requests answered on their Response Topic, MQTT 3.1.1 ones published
+    /// on TOPIC/reply/R answered on R.
+    #[arg(long, value_name = "URL", requires = "topic")]
+    pub mqtt: Option<String>,
+    /// With --mqtt: the request topic.
+    #[arg(long, value_name = "TOPIC", requires = "mqtt")]
+    pub topic: Option<String>,
+    /// With --mqtt: a shared subscription's group ($share/GROUP/TOPIC): each message goes to
+    /// one server of it.
+    #[arg(long, value_name = "GROUP", requires = "mqtt")]
+    pub group: Option<String>,
+    /// With --mqtt: a topic holding `online` (retained) while the server runs and `offline`
+    /// (its last will) once it is gone.
+    #[arg(long, value_name = "TOPIC", requires = "mqtt")]
+    pub status_topic: Option<String>,
+}
+
+/// The MQTT options of `rpcwire call`.
+#[derive(Debug, Args)]
+pub struct MqttCallArgs {
+    /// Call over an MQTT broker (e.g. mqtt://127.0.0.1:1883), MQTT 5: the request is published
+    /// on --topic with a Response Topic of the call's own.
+    #[arg(long, value_name = "URL", requires = "topic")]
+    pub mqtt: Option<String>,
+    /// With --mqtt: the topic the service is served on.
+    #[arg(long, value_name = "TOPIC", requires = "mqtt")]
+    pub topic: Option<String>,
+}
+
+/// The options of a connection to the broker at `url` (`mqtt://HOST[:PORT]`, `tcp://` or no
+/// scheme; port 1883 by default), with a client id of this process's own. Hand-written: the
+/// URL parser of rumqttc is behind a feature that pulls in the `url` crate for this alone.
+fn options(url: &str, role: &str) -> Result<MqttOptions, ExitCode> {
+    let address = ["mqtt://", "tcp://"]
+        .iter()
+        .find_map(|scheme| url.strip_prefix(scheme))
+        .unwrap_or(url)
+        .trim_end_matches('/');
+    let (host, port) = match address.rsplit_once(':') {
+        Some((host, port)) => (host, port.parse::<u16>().ok()),
+        None => (address, Some(1883)),
+    };
+    let (Some(port), false) = (port, host.is_empty() || address.contains('/')) else {
+        eprintln!("rpcwire: --mqtt wants mqtt://HOST[:PORT], not {url}");
+        return Err(ExitCode::from(EXIT_CONNECTION));
+    };
+    let id = rpcwire_http::profile::random_id(role)
+        .unwrap_or_else(|| format!("{role}-{}", std::process::id()));
+    let mut options = MqttOptions::new(id, host.trim_matches(['[', ']']), port);
+    options.set_keep_alive(Duration::from_secs(30));
+    Ok(options)
+}
+
+/// Serves `builder`'s service as `args` say, until the broker refuses the connection.
+pub async fn serve(args: &MqttServeArgs, builder: Builder) -> ExitCode {
+    let (Some(url), Some(topic)) = (&args.mqtt, &args.topic) else {
+        return ExitCode::from(EXIT_CONNECTION);
+    };
+    let options = match options(url, "rpcwire-serve") {
+        Ok(options) => options,
+        Err(code) => return code,
+    };
+    let server = MqttServer {
+        group: args.group.clone(),
+        status_topic: args.status_topic.clone(),
+        ..MqttServer::new(topic.as_str())
+    };
+    let group = args.group.as_deref().unwrap_or("(none)");
+    eprintln!(
+        "rpcwire: serving the demo service on {url}, topic {topic} (and {topic}/{REPLY_LEVEL}/#), shared group {group}"
+    );
+    match server.serve(options, builder).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rpcwire: {e}");
+            ExitCode::from(EXIT_CONNECTION)
+        }
+    }
+}
+
+/// The connection a call goes over (`None` without `--mqtt`).
+pub async fn session(args: &MqttCallArgs, builder: Builder) -> Option<Result<Session, ExitCode>> {
+    let (url, topic) = (args.mqtt.as_ref()?, args.topic.as_ref()?);
+    let options = match options(url, "rpcwire-call") {
+        Ok(options) => options,
+        Err(code) => return Some(Err(code)),
+    };
+    Some(
+        MqttClient::new(topic.as_str())
+            .start(options, builder)
+            .await
+            .map_err(|e| {
+                eprintln!("rpcwire: {e}");
+                ExitCode::from(EXIT_CONNECTION)
+            }),
+    )
+}
+
+/// `rpcwire bridge ... --mqtt`: the device at the other end of `device_in`/`device_out`
+/// (newline-framed JSON-RPC, a serial line or a TCP socket) served on the broker as `args`
+/// say. The device is a connection of its own (its frames checked by the core: garbage and
+/// oversize lines dropped and logged, ids its own); every request that reaches the bridge is
+/// forwarded to it by method and params and its answer (result or error) passed back, each
+/// within `timeout` (past it, -32000 "device timeout"); notifications are forwarded too.
+/// Ends when the device link closes (or the broker refuses the connection).
+pub async fn bridge<R, W>(
+    args: &MqttServeArgs,
+    device_in: R,
+    device_out: W,
+    timeout: Duration,
+    max_frame: usize,
+) -> ExitCode
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let device = Builder::new()
+        .max_frame(max_frame)
+        .request_timeout(Some(timeout));
+    let (device, link) = device.run(device_in, device_out).into_parts();
+    let (calls, notes) = (device.clone(), device);
+    let router = Router::new()
+        .fallback_method(move |ctx, params| {
+            let device = calls.clone();
+            async move {
+                let method = ctx.method();
+                let answer = match params {
+                    Some(params) => device.call::<_, Box<RawValue>>(method, params).await,
+                    None => device.call::<_, Box<RawValue>>(method, ()).await,
+                };
+                answer.map_err(|e| match e.rpc() {
+                    Some(error) => error.clone(),
+                    None => RpcError::new(ErrorCode(crate::bridge::DEVICE_ERROR), "device timeout"),
+                })
+            }
+        })
+        .fallback_notification(move |ctx, params| {
+            let device = notes.clone();
+            async move {
+                let _ = match params {
+                    Some(params) => device.notify(ctx.method(), params).await,
+                    None => device.notify(ctx.method(), ()).await,
+                };
+            }
+        });
+    let builder = Builder::new().router(router).max_frame(max_frame);
+    let url = args.mqtt.as_deref().unwrap_or_default();
+    eprintln!("rpcwire bridge: serving the device on {url}");
+    tokio::select! {
+        code = serve(args, builder) => code,
+        ended = link => {
+            eprintln!("rpcwire bridge: the device link ended ({ended:?})");
+            ExitCode::from(crate::bridge::EXIT_DEVICE)
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! `rpcwire serve --mqtt` and `rpcwire call --mqtt` against a real `mosquitto` on loopback:
+//! the MQTT Python client (`paho-mqtt`) sending the specification's examples over MQTT 5
+//! (Response Topic and Correlation Data) and over MQTT 3.1.1 (the reply-topic convention),
+//! `rpcwire call --mqtt`, and the server's last will.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use rpcwire_mqtt::rumqttc::v5::mqttbytes::v5::Packet;
+use rpcwire_mqtt::rumqttc::v5::mqttbytes::QoS;
+use rpcwire_mqtt::rumqttc::v5::{AsyncClient, Event, MqttOptions};
+use rpcwire_mqtt::MqttClient;
+use rpcwire_tests::brokers::Mosquitto;
+use rpcwire_tokio::Builder;
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rpcwire");
+
+/// `rpcwire serve --mqtt URL --topic demo --group workers --status-topic demo/status`, once
+/// it answers.
+async fn server(broker: &Mosquitto) -> Child {
+    let child = Command::new(BIN)
+        .args(["serve", "--mqtt", &broker.url(), "--topic", "demo"])
+        .args(["--group", "workers", "--status-topic", "demo/status"])
+        .env("RPCWIRE_THREADS", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("rpcwire starts");
+    let options = MqttOptions::new("probe", "127.0.0.1", broker.port);
+    let probe = MqttClient::new("demo")
+        .start(options, Builder::new())
+        .await
+        .expect("connects");
+    for _ in 0..100 {
+        let call = probe.client().call_with_timeout::<_, serde_json::Value>(
+            "rpc.discover",
+            (),
+            Duration::from_millis(200),
+        );
+        if call.await.is_ok() {
+            return child;
+        }
+    }
+    panic!("rpcwire serve --mqtt never answered");
+}
+
+/// The Python client: each example sent as raw bytes, over MQTT 5 (`v5`: a Response Topic and
+/// Correlation Data, which must come back) or MQTT 3.1.1 (`v311`: published on
+/// `demo/reply/<its reply topic>`); its answer (or `null` when none came within 500 ms)
+/// printed as one JSON line.
+const PY_CLIENT: &str = r#"
+import json, queue, sys
+import paho.mqtt.client as mqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+port, topic, path, version = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+examples = json.load(open(path))
+v5 = version == "v5"
+reply = "py/" + version + "/answers"
+answers, subscribed = queue.Queue(), queue.Queue()
+client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="py-" + version,
+                     protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311)
+client.on_message = lambda c, u, msg: answers.put(msg)
+client.on_subscribe = lambda c, u, mid, codes, props: subscribed.put(codes)
+client.connect("127.0.0.1", port)
+client.loop_start()
+client.subscribe(reply, qos=1)
+subscribed.get(timeout=5)
+for n, request in enumerate(examples):
+    correlation = b"corr-%d" % n
+    if v5:
+        props = Properties(PacketTypes.PUBLISH)
+        props.ResponseTopic = reply
+        props.CorrelationData = correlation
+        client.publish(topic, request.encode(), qos=1, properties=props).wait_for_publish(5)
+    else:
+        client.publish(topic + "/reply/" + reply, request.encode(), qos=1).wait_for_publish(5)
+    try:
+        msg = answers.get(timeout=0.5)
+    except queue.Empty:
+        print("null")
+        continue
+    assert msg.topic == reply, msg.topic
+    if v5:
+        got = getattr(msg.properties, "CorrelationData", None)
+        assert got == correlation, (got, correlation)
+    print(json.dumps(msg.payload.decode()))
+client.loop_stop()
+client.disconnect()
+"#;
+
+async fn paho_gets_the_specifications_answers(version: &str) {
+    let Some(broker) = Mosquitto::start() else {
+        return;
+    };
+    let Some(python) = rpcwire_tests::interop::venv_python("brokers", "paho.mqtt.client") else {
+        return;
+    };
+    let _server = server(&broker).await;
+    let examples = rpcwire_demo::spec::SPEC_EXAMPLES;
+    let dir =
+        std::env::temp_dir().join(format!("rpcwire-mqtt-py-{}-{version}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("examples.json");
+    let requests: Vec<&str> = examples.iter().map(|e| e.request).collect();
+    std::fs::write(&path, serde_json::to_vec(&requests).unwrap()).unwrap();
+    let script = dir.join("client.py");
+    std::fs::write(&script, PY_CLIENT).unwrap();
+    let port = broker.port.to_string();
+    let out = Command::new(python)
+        .arg(&script)
+        .args([port.as_str(), "demo"])
+        .arg(&path)
+        .arg(version)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), out)
+        .await
+        .expect("ends")
+        .expect("runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), examples.len(), "{stdout}");
+    for (example, line) in examples.iter().zip(&lines) {
+        let answer: Option<String> = serde_json::from_str(line).unwrap();
+        match (example.response, answer) {
+            (None, None) => {}
+            (Some(expected), Some(got)) => assert_eq!(
+                rpcwire_tests::normalize(&got),
+                rpcwire_tests::normalize(expected),
+                "{}",
+                example.name
+            ),
+            (expected, got) => panic!("{}: expected {expected:?}, got {got:?}", example.name),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paho_mqtt_5_gets_the_specifications_answers() {
+    paho_gets_the_specifications_answers("v5").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paho_mqtt_3_1_1_gets_the_specifications_answers() {
+    paho_gets_the_specifications_answers("v311").await;
+}
+
+/// `rpcwire call --mqtt` gets the answer; the server's status topic says `online`, then
+/// `offline` once the process is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpcwire_call_over_mqtt_and_the_servers_last_will() {
+    let Some(broker) = Mosquitto::start() else {
+        return;
+    };
+    let mut server = server(&broker).await;
+    let out = Command::new(BIN)
+        .args([
+            "call",
+            "--mqtt",
+            &broker.url(),
+            "--topic",
+            "demo",
+            "subtract",
+            "[42,23]",
+        ])
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(30), out)
+        .await
+        .expect("ends")
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "19");
+    let (mqtt, mut events) =
+        AsyncClient::new(MqttOptions::new("watcher", "127.0.0.1", broker.port), 8);
+    mqtt.subscribe("demo/status", QoS::AtLeastOnce)
+        .await
+        .expect("queued");
+    let mut next_status = async || loop {
+        match events.poll().await.expect("connected") {
+            Event::Incoming(Packet::Publish(p)) => return p.payload,
+            _ => continue,
+        }
+    };
+    let online = tokio::time::timeout(Duration::from_secs(5), next_status())
+        .await
+        .expect("retained");
+    assert_eq!(online, "online");
+    server.kill().await.expect("killed");
+    let offline = tokio::time::timeout(Duration::from_secs(5), next_status())
+        .await
+        .expect("the will");
+    assert_eq!(offline, "offline");
+}
+
+/// `rpcwire bridge --tcp ADDR --mqtt URL --topic dev`: a TCP device (here `rpcwire serve
+/// --tcp`, the demo service) answers `rpcwire call --mqtt`, its errors passed back as it sent
+/// them; the bridge's status topic says `offline` once the bridge is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tcp_device_behind_rpcwire_bridge_answers_over_mqtt() {
+    let Some(broker) = Mosquitto::start() else {
+        return;
+    };
+    let addr = format!("127.0.0.1:{}", rpcwire_tests::brokers::free_port());
+    let _device = Command::new(BIN)
+        .args(["serve", "--tcp", &addr])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the device starts");
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(&addr).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut bridge = Command::new(BIN)
+        .args([
+            "bridge",
+            "--tcp",
+            &addr,
+            "--mqtt",
+            &broker.url(),
+            "--topic",
+            "dev",
+        ])
+        .args(["--status-topic", "dev/status"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the bridge starts");
+    let options = MqttOptions::new("probe", "127.0.0.1", broker.port);
+    let probe = MqttClient::new("dev")
+        .start(options, Builder::new())
+        .await
+        .expect("connects");
+    let mut answered = None;
+    for _ in 0..100 {
+        let call = probe.client().call_with_timeout::<_, i64>(
+            "subtract",
+            [42, 23],
+            Duration::from_millis(200),
+        );
+        if let Ok(n) = call.await {
+            answered = Some(n);
+            break;
+        }
+    }
+    assert_eq!(answered, Some(19), "the bridge never answered");
+    let out = Command::new(BIN)
+        .args([
+            "call",
+            "--mqtt",
+            &broker.url(),
+            "--topic",
+            "dev",
+            "subtract",
+            "[5,3]",
+        ])
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(30), out)
+        .await
+        .expect("ends")
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
+    // The device's own error comes back as it sent it.
+    let missing = probe
+        .client()
+        .call::<_, i64>("no_such_method", ())
+        .await
+        .expect_err("an error");
+    assert_eq!(missing.rpc().map(|e| e.code), Some(-32601), "{missing:?}");
+    let (mqtt, mut events) =
+        AsyncClient::new(MqttOptions::new("watcher", "127.0.0.1", broker.port), 8);
+    mqtt.subscribe("dev/status", QoS::AtLeastOnce)
+        .await
+        .expect("queued");
+    let mut next_status = async || loop {
+        if let Event::Incoming(Packet::Publish(p)) = events.poll().await.expect("connected") {
+            return p.payload;
+        }
+    };
+    let online = tokio::time::timeout(Duration::from_secs(5), next_status())
+        .await
+        .expect("retained");
+    assert_eq!(online, "online");
+    bridge.kill().await.expect("killed");
+    let offline = tokio::time::timeout(Duration::from_secs(5), next_status())
+        .await
+        .expect("the will");
+    assert_eq!(offline, "offline");
+}
