@@ -150,8 +150,15 @@ fn log_json() -> bool {
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures]");
     std::process::exit(2);
+}
+
+/// `--fixtures`: over stdio, the conformance fixtures too (`src/fixtures.rs`: the tools,
+/// resources, prompts, completion and tasks the HTTP server always has), so that an SDK can
+/// run a 2026-07-28 session over stdio against them.
+fn with_fixtures() -> bool {
+    std::env::args().any(|a| a == "--fixtures")
 }
 
 /// The options, and the `--otlp` URL (which applies over stdio too).
@@ -182,6 +189,8 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
             "--http" => opts.addr = value(&mut args, "--http"),
             "--server-name" => opts.name = value(&mut args, "--server-name"),
             "--stateless" => opts.stateless = true,
+            // Read by `with_fixtures` (it applies over stdio too).
+            "--fixtures" => {}
             "--allow-host" => opts.hosts.push(value(&mut args, "--allow-host")),
             "--jwks" => opts.jwks = Some(value(&mut args, "--jwks")),
             "--issuer" => opts.issuer = Some(value(&mut args, "--issuer")),
@@ -453,6 +462,13 @@ async fn main() {
         serve_http(server, opts).await;
         return;
     }
+    let server = if with_fixtures() {
+        // The handshake stays required of the older revisions' requests; a 2026-07-28
+        // request carries its revision in `_meta` and needs none.
+        fixtures::surface(fixtures::tools(server))
+    } else {
+        server
+    };
     if let Err(e) = server.serve_stdio().await {
         eprintln!("mcp-server: {e}");
         std::process::exit(1);
