@@ -150,8 +150,14 @@ fn log_json() -> bool {
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
     std::process::exit(2);
+}
+
+/// `--quiet`: the stderr log at `WARN` and above, without the line per call (for benchmarks
+/// against servers that log nothing).
+fn quiet() -> bool {
+    std::env::args().any(|a| a == "--quiet")
 }
 
 /// `--fixtures`: over stdio, the conformance fixtures too (`src/fixtures.rs`: the tools,
@@ -191,6 +197,8 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
             "--stateless" => opts.stateless = true,
             // Read by `with_fixtures` (it applies over stdio too).
             "--fixtures" => {}
+            // Read by `quiet`.
+            "--quiet" => {}
             "--allow-host" => opts.hosts.push(value(&mut args, "--allow-host")),
             "--jwks" => opts.jwks = Some(value(&mut args, "--jwks")),
             "--issuer" => opts.issuer = Some(value(&mut args, "--issuer")),
@@ -375,7 +383,11 @@ fn start_otlp(
     .unwrap_or_else(|e| usage(&e.to_string()));
     metrics.install().unwrap_or_else(|e| usage(&e.to_string()));
     use tracing_subscriber::Layer;
-    let info = tracing_subscriber::filter::LevelFilter::INFO;
+    let info = if quiet() {
+        tracing_subscriber::filter::LevelFilter::WARN
+    } else {
+        tracing_subscriber::filter::LevelFilter::INFO
+    };
     let json = log_json();
     // One of the two, as `--log-format` says (an absent layer lets everything through).
     let json_log = json.then(|| {
@@ -451,7 +463,12 @@ async fn main() {
     }
     let log = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(false);
+        .with_ansi(false)
+        .with_max_level(if quiet() {
+            tracing_subscriber::filter::LevelFilter::WARN
+        } else {
+            tracing_subscriber::filter::LevelFilter::INFO
+        });
     if log_json() {
         log.json().init();
     } else {
