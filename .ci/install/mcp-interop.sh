@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs the official MCP SDKs the MCP interop tests drive (profiles/mcp/tests/interop.rs):
-# PyPI `mcp` in a virtualenv and npm `@modelcontextprotocol/sdk` in a node_modules folder, both
-# pinned, under $RPCWIRE_INTEROP_DIR (default ~/.cache/rpcwire-interop)/mcp. Quick when done.
+# Installs the official MCP SDKs the MCP interop tests drive (examples/mcp-server/tests/sdk_*.rs):
+# PyPI `mcp` in a virtualenv, npm `@modelcontextprotocol/sdk` (1.x, the 2025 revisions) in one
+# node_modules folder and npm `@modelcontextprotocol/client` (2.x, which speaks 2026-07-28) in
+# another, all pinned, under $RPCWIRE_INTEROP_DIR (default ~/.cache/rpcwire-interop)/mcp.
+# Quick when done.
 set -euo pipefail
 PY_MCP='mcp==2.3.0'
 NPM_SDK='@modelcontextprotocol/sdk@1.32.2'
+NPM_CLIENT='@modelcontextprotocol/client@2.4.0'
 dir="${RPCWIRE_INTEROP_DIR:-$HOME/.cache/rpcwire-interop}/mcp"
 mkdir -p "$dir"
 
@@ -42,3 +45,14 @@ if [ "$have" != "$want" ]; then
   npm install --silent --no-audit --no-fund --prefix "$node_dir" "$NPM_SDK"
 fi
 echo "npm @modelcontextprotocol/sdk $(node -p "require('$node_dir/node_modules/@modelcontextprotocol/sdk/package.json').version")"
+
+# The 2.x client (tests/sdk_modern.rs), in a folder of its own: it and the 1.x package both
+# bring their own copies of the shared dependencies.
+client_dir="$dir/node-client"
+want="${NPM_CLIENT##*@}"
+have=$(node -p "require('$client_dir/node_modules/@modelcontextprotocol/client/package.json').version" 2>/dev/null || true)
+if [ "$have" != "$want" ]; then
+  mkdir -p "$client_dir"
+  npm install --silent --no-audit --no-fund --prefix "$client_dir" "$NPM_CLIENT"
+fi
+echo "npm @modelcontextprotocol/client $(node -p "require('$client_dir/node_modules/@modelcontextprotocol/client/package.json').version")"

@@ -150,8 +150,21 @@ fn log_json() -> bool {
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
     std::process::exit(2);
+}
+
+/// `--quiet`: the stderr log at `WARN` and above, without the line per call (for benchmarks
+/// against servers that log nothing).
+fn quiet() -> bool {
+    std::env::args().any(|a| a == "--quiet")
+}
+
+/// `--fixtures`: over stdio, the conformance fixtures too (`src/fixtures.rs`: the tools,
+/// resources, prompts, completion and tasks the HTTP server always has), so that an SDK can
+/// run a 2026-07-28 session over stdio against them.
+fn with_fixtures() -> bool {
+    std::env::args().any(|a| a == "--fixtures")
 }
 
 /// The options, and the `--otlp` URL (which applies over stdio too).
@@ -182,6 +195,10 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
             "--http" => opts.addr = value(&mut args, "--http"),
             "--server-name" => opts.name = value(&mut args, "--server-name"),
             "--stateless" => opts.stateless = true,
+            // Read by `with_fixtures` (it applies over stdio too).
+            "--fixtures" => {}
+            // Read by `quiet`.
+            "--quiet" => {}
             "--allow-host" => opts.hosts.push(value(&mut args, "--allow-host")),
             "--jwks" => opts.jwks = Some(value(&mut args, "--jwks")),
             "--issuer" => opts.issuer = Some(value(&mut args, "--issuer")),
@@ -366,7 +383,11 @@ fn start_otlp(
     .unwrap_or_else(|e| usage(&e.to_string()));
     metrics.install().unwrap_or_else(|e| usage(&e.to_string()));
     use tracing_subscriber::Layer;
-    let info = tracing_subscriber::filter::LevelFilter::INFO;
+    let info = if quiet() {
+        tracing_subscriber::filter::LevelFilter::WARN
+    } else {
+        tracing_subscriber::filter::LevelFilter::INFO
+    };
     let json = log_json();
     // One of the two, as `--log-format` says (an absent layer lets everything through).
     let json_log = json.then(|| {
@@ -442,7 +463,12 @@ async fn main() {
     }
     let log = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(false);
+        .with_ansi(false)
+        .with_max_level(if quiet() {
+            tracing_subscriber::filter::LevelFilter::WARN
+        } else {
+            tracing_subscriber::filter::LevelFilter::INFO
+        });
     if log_json() {
         log.json().init();
     } else {
@@ -453,6 +479,13 @@ async fn main() {
         serve_http(server, opts).await;
         return;
     }
+    let server = if with_fixtures() {
+        // The handshake stays required of the older revisions' requests; a 2026-07-28
+        // request carries its revision in `_meta` and needs none.
+        fixtures::surface(fixtures::tools(server))
+    } else {
+        server
+    };
     if let Err(e) = server.serve_stdio().await {
         eprintln!("mcp-server: {e}");
         std::process::exit(1);

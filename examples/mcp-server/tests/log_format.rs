@@ -1,5 +1,5 @@
 //! `mcp-server --log-format json`: the stderr log as one JSON object per line (a warning for
-//! bytes that are not JSON on stdin, here).
+//! bytes that are not JSON on stdin, here); `--quiet`: warnings still, no line per call.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
@@ -34,5 +34,39 @@ fn json_log_lines_with_log_format_json() {
             .unwrap()
             .contains("not JSON"),
         "{warning}"
+    );
+}
+
+/// The stderr log of `mcp-server ARGS` given these stdin lines (the server exits when stdin
+/// ends).
+fn stderr_of(args: &[&str], stdin_text: &[u8]) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-server"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(stdin_text).unwrap();
+    drop(stdin);
+    String::from_utf8(child.wait_with_output().unwrap().stderr).unwrap()
+}
+
+#[test]
+fn quiet_drops_the_line_per_call_and_keeps_warnings() {
+    // A 2026-07-28 tools/call (no handshake needed), then bytes that are not JSON.
+    let input = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":40},"#,
+        r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+        "\nnot json at all\n"
+    );
+    let loud = stderr_of(&[], input.as_bytes());
+    assert!(loud.contains("method=tools/call"), "{loud}");
+    let quiet = stderr_of(&["--quiet"], input.as_bytes());
+    assert!(!quiet.contains("method=tools/call"), "{quiet}");
+    assert!(
+        quiet.contains("WARN") && quiet.contains("not JSON"),
+        "{quiet}"
     );
 }
