@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 pub mod bridge;
+pub mod bridge_command;
 pub mod logs;
 #[cfg(feature = "metrics")]
 pub mod metrics;

@@ -83,7 +83,7 @@ enum Cmd {
         after_help = "Exit codes: 0 stdin ended; 2 bad arguments; 3 the device link \
         could not be opened, failed or closed."
     )]
-    Bridge(rpcwire_cli::bridge::BridgeArgs),
+    Bridge(rpcwire_cli::bridge_command::BridgeArgs),
 }
 
 /// A protocol profile's connection settings.
@@ -266,7 +266,7 @@ fn main() -> ExitCode {
             Cmd::Call(args) => call::call(args).await,
             Cmd::Listen(args) => rpcwire_cli::ws::listen(&args).await,
             Cmd::Demo => demo().await,
-            Cmd::Bridge(args) => rpcwire_cli::bridge::main(args).await,
+            Cmd::Bridge(args) => rpcwire_cli::bridge_command::main(args).await,
         }
     });
     // A blocking stdin read may still be parked in the runtime's blocking pool: do not wait

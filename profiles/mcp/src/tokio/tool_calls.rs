@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::context::{Shared, ToolContext, ToolEntry};
+#[cfg(feature = "http")]
 use super::header_params;
 use super::input::{ask_peer, input_required, open_state, RequestInfo, MAX_SESSION_ROUNDS};
 use super::request_state::Binding;
