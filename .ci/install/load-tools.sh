@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # HTTP load generators for the graceful-shutdown test (cli/tests/drain_load.rs): wrk
 # (HTTP/1.1 keep-alive) and h2load (HTTP/2, Debian package nghttp2-client). Idempotent (a
-# second run only checks).
+# second run only checks). That test's OTLP receiver comes from observability.sh.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""

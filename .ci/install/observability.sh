@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the observability tests run against (cli/tests/observability_prometheus.rs,
-# cli/tests/observability_otlp.rs): a real Prometheus server (Debian's `prometheus`, run by
+# cli/tests/observability_otlp.rs, and the OTLP receiver of cli/tests/drain_load.rs): a real Prometheus server (Debian's `prometheus`, run by
 # the test in the foreground with its own configuration and storage on 127.0.0.1; the package
 # ships `promtool`, whose `check metrics` the test runs on every exposition), the PyPI
 # `prometheus-client` parser of the text exposition format, and the PyPI `opentelemetry-proto`

@@ -2,7 +2,13 @@
 # Installs what the WebSocket interop and browser tests use (cli/tests/ws_interop.rs,
 # cli/tests/ws_console.rs): Python `websockets` and `selenium` in a virtualenv, Node's `ws` in a
 # node_modules folder (both under $RPCWIRE_INTEROP, default ~/.cache/rpcwire-interop/ws), and
-# Debian's Chromium with its chromedriver. Pinned, idempotent, quick when already installed.
+# Debian's Chromium with its chromedriver, and for transports/http/tests/axum_tls.rs's mutual
+# TLS: NSS's certutil/pk12util and openssl (a test puts its client certificate into an NSS
+# database under a scratch HOME, where Chromium on Linux looks for client certificates) and a
+# Chromium policy that selects, without the dialog a headless browser cannot answer, a client
+# certificate for https://127.0.0.1 pages, and only one issued by the tests' CA (its common
+# name below). Chromium reads policies only from /etc/chromium/policies (its --policy switch is
+# ignored in Debian's build). Pinned, idempotent, quick when already installed.
 set -euo pipefail
 DIR="${RPCWIRE_INTEROP:-$HOME/.cache/rpcwire-interop/ws}"
 PY_PKGS=(websockets==17.4 selenium==4.45.0)
@@ -15,10 +21,18 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 [ -x /usr/bin/chromedriver ] || need_apt+=(chromium-driver)
+command -v pk12util >/dev/null 2>&1 || need_apt+=(libnss3-tools)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   apt-get update
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need_apt[@]}"
 fi
+
+POLICY=/etc/chromium/policies/managed/rpcwire-loopback-client-certificate.json
+mkdir -p "$(dirname "$POLICY")"
+cat >"$POLICY" <<'JSON'
+{"AutoSelectCertificateForUrls": ["{\"pattern\":\"https://127.0.0.1:*\",\"filter\":{\"ISSUER\":{\"CN\":\"rpcwire browser test CA\"}}}"]}
+JSON
 
 if [ ! -x "$DIR/venv/bin/python" ]; then
   python3 -m venv "$DIR/venv"

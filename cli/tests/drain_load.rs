@@ -3,15 +3,19 @@
 //! under way, and SIGTERM arrives. Every request is answered or refused (503 before it ran,
 //! `-32042` on a WebSocket), none is cut (wrk reports no socket error, h2load no timeout and
 //! no more errored streams than may cross its GOAWAY), the slow calls finish, every WebSocket
-//! gets a close frame 1001, and the process exits 0 well within its drain deadline.
+//! gets a close frame 1001, and the process exits 0 well within its drain deadline. The server
+//! exports its spans over OTLP to a real receiver (`rpcwire_tests::otlp`): the server spans of
+//! the slow calls, which end during the drain, have reached it by the time the process has
+//! exited.
 //!
-//! wrk and h2load come from `.ci/install/load-tools.sh`. Skips with a visible `SKIPPED:` line
-//! when they are missing, unless `CI=true`.
+//! wrk and h2load come from `.ci/install/load-tools.sh`, the receiver's venv from
+//! `.ci/install/observability.sh`. Skips with a visible `SKIPPED:` line when they are missing,
+//! unless `CI=true`.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{bounded, serve_http};
 use futures_util::{SinkExt, StreamExt};
@@ -52,6 +56,14 @@ function done(summary, latency, requests)
   io.write(string.format("STATUS ok=%d refused=%d other=%d\n", o, r, x))
 end
 "#;
+
+/// OTLP's `SPAN_KIND_SERVER`.
+const SERVER: i64 = 2;
+
+/// Nanoseconds since the Unix epoch, as OTLP's span times count.
+fn unix_nanos(at: SystemTime) -> u64 {
+    u64::try_from(at.duration_since(UNIX_EPOCH).unwrap().as_nanos()).unwrap()
+}
 
 fn found(tool: &str) -> bool {
     std::process::Command::new(tool)
@@ -162,7 +174,11 @@ async fn sigterm_under_load_drains_every_connection_cleanly() {
     )
     .unwrap();
 
-    let (mut server, url) = serve_http(&["--drain-timeout", &DRAIN.to_string()]).await;
+    let Some(receiver) = rpcwire_tests::otlp::OtlpReceiver::start() else {
+        return;
+    };
+    let drain = DRAIN.to_string();
+    let (mut server, url) = serve_http(&["--drain-timeout", &drain, "--otlp", &receiver.url]).await;
     let load_secs = "6";
     let wrk = Command::new("wrk")
         .args(["-t4", "-c4", "-d", load_secs, "-s"])
@@ -208,6 +224,7 @@ async fn sigterm_under_load_drains_every_connection_cleanly() {
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     let stopped = Instant::now();
+    let stopped_at = unix_nanos(SystemTime::now());
     rpcwire_tests::otlp::sigterm(server.id().expect("running"));
     let status = bounded(server.wait()).await.unwrap();
     let exited = stopped.elapsed();
@@ -216,6 +233,33 @@ async fn sigterm_under_load_drains_every_connection_cleanly() {
         exited < Duration::from_secs(DRAIN),
         "exited {exited:?} after SIGTERM, past its drain deadline"
     );
+    // The process is gone: whatever the receiver has, it was sent before the exit. Among it,
+    // the server spans of the three slow calls (two over HTTP, one over WebSocket), ended
+    // after SIGTERM.
+    let mut slow = Vec::new();
+    let mut spans = 0u64;
+    while let Some(span) = receiver.try_next_span(Duration::from_secs(5)) {
+        spans += 1;
+        if span["name"] == "sleep" && span["kind"] == SERVER {
+            slow.push(span);
+        }
+    }
+    println!("{spans} spans received, {} of slow calls", slow.len());
+    let protocols = |span: &Value| span["attributes"]["network.protocol.name"].clone();
+    let mut by_protocol: Vec<Value> = slow.iter().map(protocols).collect();
+    by_protocol.sort_by_key(Value::to_string);
+    assert_eq!(
+        by_protocol,
+        [json!("http"), json!("http"), json!("websocket")],
+        "the slow calls' spans: {slow:?}"
+    );
+    for span in &slow {
+        let end = span["end"].as_u64().expect("an end time");
+        assert!(
+            end > stopped_at,
+            "a slow call's span ended before SIGTERM: {span}"
+        );
+    }
 
     for call in slow_calls {
         let (answer, at) = bounded(call).await.unwrap();

@@ -246,6 +246,9 @@ async fn prometheus_scrapes_call_counts_and_errors() {
         let failed = r#"sum(rpc_server_call_duration_seconds_count{error_type!=""})"#;
         let seen = wait_for(&api, all, calls).await;
         assert_eq!(seen, Some(calls), "calls counted by Prometheus");
+        // Prometheus's own view of the target: its last scrape succeeded.
+        let up = r#"up{job="rpcwire"}"#;
+        assert_eq!(query(&api, up).await, Some(1.0), "the CLI's target is up");
         assert_eq!(query(&api, failed).await, Some(errors), "errors");
         let methods = "count(count by (rpc_method) (rpc_server_call_duration_seconds_count))";
         assert_eq!(
@@ -359,6 +362,12 @@ async fn prometheus_scrapes_a_library_built_server() {
         let (api, _prometheus, dir) = start_prometheus(&prometheus, &bound.to_string(), "library");
         let all = "sum(rpc_server_call_duration_seconds_count)";
         assert_eq!(wait_for(&api, all, calls).await, Some(calls), "calls");
+        let up = r#"up{job="rpcwire"}"#;
+        assert_eq!(
+            query(&api, up).await,
+            Some(1.0),
+            "the library's target is up"
+        );
         let unknown = r#"sum(rpc_server_rejections_total{reason="not_found"})"#;
         assert_eq!(
             query(&api, unknown).await,

@@ -76,6 +76,8 @@ class Receiver(BaseHTTPRequestHandler):
                             "parent_span_id": span.parent_span_id.hex(),
                             "trace_state": span.trace_state,
                             "status": span.status.code,
+                            "start": span.start_time_unix_nano,
+                            "end": span.end_time_unix_nano,
                             "attributes": attributes(span.attributes),
                         }
                     )

@@ -7,7 +7,8 @@
 //! Each `tools/call` span has the `_meta.traceparent` as its parent (trace id and parent span
 //! id; the `tracestate` kept) and the MCP attributes with their exact values:
 //! `mcp.method.name`, `gen_ai.tool.name`, `mcp.session.id` (the session the SDK was given),
-//! `mcp.protocol.version`, and `error.type = "tool_error"` for the failing tool.
+//! `mcp.protocol.version`, `server.address`/`server.port` (the server's end of the connection),
+//! and `error.type = "tool_error"` for the failing tool.
 //!
 //! Its metrics go to the same receiver when it stops: the two `tools/call` calls counted in
 //! `rpc.server.call.duration`, and the `mcp.server.sessions` gauge.
@@ -43,6 +44,7 @@ fn python_sdk_meta_traceparent_is_the_parent_of_the_tool_call_span() {
         return;
     };
     let mut server = HttpServer::start(&["--otlp", &receiver.url]);
+    let port: u16 = server.addr.rsplit(':').next().unwrap().parse().unwrap();
     let out = run_bounded(
         Command::new(&python)
             .arg(script("python_traced_client.py"))
@@ -92,6 +94,8 @@ fn python_sdk_meta_traceparent_is_the_parent_of_the_tool_call_span() {
         assert_eq!(attr(span, "mcp.protocol.version"), "2025-11-25", "{span}");
         assert_eq!(attr(span, "network.transport"), "tcp");
         assert_eq!(attr(span, "network.peer.address"), "127.0.0.1", "{span}");
+        assert_eq!(attr(span, "server.address"), "127.0.0.1", "{span}");
+        assert_eq!(attr(span, "server.port"), i64::from(port), "{span}");
     }
     assert_eq!(add["trace_state"], "sdk=1");
     assert!(attr(&add, "error.type").is_null(), "{add}");

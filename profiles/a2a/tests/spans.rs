@@ -1,6 +1,7 @@
 //! The dispatcher's span through the A2A endpoint: one `rpc.server.call` span (kind server)
 //! per call, a streaming call's included, with no span of the profile's own around it; the
-//! request's `traceparent` reaches the call's caller (the remote parent of its span).
+//! request's `traceparent` reaches the call's caller (the remote parent of its span); each
+//! span names the server's end of its connection (`server.address`, `server.port`).
 //!
 //! Its own test binary: `tracing` caches callsite interest per process, and this one installs
 //! a global subscriber.
@@ -85,6 +86,17 @@ async fn one_server_span_per_call_with_the_callers_trace_context() {
     );
     for call in &calls {
         assert_eq!(call.fields["otel.kind"], "server", "{call:?}");
+        // The server's end of the connection, as on the HTTP server's spans.
+        assert_eq!(
+            call.fields.get("server.address").map(String::as_str),
+            Some("127.0.0.1"),
+            "{call:?}"
+        );
+        assert_eq!(
+            call.fields.get("server.port"),
+            Some(&addr.port().to_string()),
+            "{call:?}"
+        );
         // Nothing of the profile's between the call and the request: at most the
         // connection's span above it.
         if let Some(parent) = call.parent {

@@ -174,8 +174,8 @@ fn code(answer: &Value) -> Option<i64> {
 }
 
 /// Runs every policy through a server in `mode`; its request ids start with `tag`. Returns
-/// the ids of the calls made.
-async fn policies_hold(mode: Mode, tag: &str) -> Vec<String> {
+/// the server's address and the ids of the calls made.
+async fn policies_hold(mode: Mode, tag: &str) -> (SocketAddr, Vec<String>) {
     let addr = served(mode).await;
     let mut ids = Vec::new();
     let mut id = |what: &str| {
@@ -227,7 +227,7 @@ async fn policies_hold(mode: Mode, tag: &str) -> Vec<String> {
     // Counted per caller: another caller still has its burst.
     let (status, _) = alice.tool(&id("whoami"), "whoami").await;
     assert_eq!(status, 200);
-    ids
+    (addr, ids)
 }
 
 #[tokio::test]
@@ -235,8 +235,9 @@ async fn policies_hold_through_the_mcp_endpoint() {
     let spans = Spans::default();
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(spans.clone()))
         .unwrap();
-    let mut ids = policies_hold(Mode::Sessions, "s").await;
-    ids.extend(policies_hold(Mode::Stateless, "l").await);
+    let (sessions, mut ids) = policies_hold(Mode::Sessions, "s").await;
+    let (stateless, more) = policies_hold(Mode::Stateless, "l").await;
+    ids.extend(more);
 
     let calls = spans.named("rpc.server.call");
     for id in &ids {
@@ -250,6 +251,23 @@ async fn policies_hold_through_the_mcp_endpoint() {
             "nothing between {id} and its traceparent"
         );
         assert_eq!(mine[0].fields["network.peer.address"], "127.0.0.1");
+        // The server's end of the connection, as on the HTTP server's spans.
+        let server = if id.starts_with("s-") {
+            sessions
+        } else {
+            stateless
+        };
+        assert_eq!(
+            mine[0].fields.get("server.address").map(String::as_str),
+            Some("127.0.0.1"),
+            "{id}: {:?}",
+            mine[0]
+        );
+        assert_eq!(
+            mine[0].fields.get("server.port"),
+            Some(&server.port().to_string()),
+            "{id}"
+        );
     }
     // The only connections with spans of their own are the sessions' GET streams (one per
     // session: alice's, root's and flood's), none per POST.

@@ -76,6 +76,17 @@ pub fn traced_caller(
     )
 }
 
+/// [`traced_caller`] for `req`, with everything its connection told it: the peer
+/// ([`connection_peer`]) and the server's end (the local address and the HTTP version: the
+/// calls' spans' `server.address`, `server.port`, `network.protocol.version`), and the
+/// request's W3C trace context. What a profile's server does for each request while a
+/// subscriber listens to call spans; without one (or from an accept loop that told the
+/// request nothing) it is [`traced_caller`] with the peer alone.
+pub fn traced_request_caller<B>(caller: Caller, req: &Request<B>) -> Caller {
+    let caller = with_local_end(caller, &connection_end(req));
+    traced_caller(caller, req.headers(), connection_peer(req))
+}
+
 /// [`traced_caller`] from the values of the `traceparent` and `tracestate` fields, each
 /// field's in order (the HTTP/1.1 fast path finds them in its own head parse).
 pub(crate) fn with_trace<'a>(

@@ -74,7 +74,9 @@
 //! ```
 
 pub use crate::body::Body;
-pub use crate::caller::{admit, connection_certificate, connection_peer, traced_caller};
+pub use crate::caller::{
+    admit, connection_certificate, connection_peer, traced_caller, traced_request_caller,
+};
 pub use crate::client::{failure, is_event_stream};
 pub use crate::connect::{
     error_chain, http_client, parse_url, ClientTls, Connector, HyperClient, TlsError,

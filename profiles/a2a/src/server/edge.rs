@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use rpcwire_http::profile::{
     admit, after_body, connection_certificate, connection_peer, json, read_post_body, refuse,
-    status, traced_caller, AcceptedMedia, Body, Endpoint,
+    status, traced_request_caller, AcceptedMedia, Body, Endpoint,
 };
 use rpcwire_http::{has_query_token, BearerChallenge};
 use rpcwire_service::{Responder, Sent};
@@ -71,9 +71,7 @@ impl Edge {
         )
         .await
         {
-            Ok(caller) if rpcwire_telemetry::spans_enabled() => {
-                traced_caller(caller, headers, None)
-            }
+            Ok(caller) if rpcwire_telemetry::spans_enabled() => traced_request_caller(caller, &req),
             Ok(caller) => caller,
             Err(refusal) => return after_body(req, max_body, timeout, refusal).await,
         };

@@ -19,7 +19,7 @@ use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use rpcwire_http::profile::{
     after_body, connection_peer, event_stream, parse_event_id, refuse, serve_hyper_connection,
-    serve_profile, status, traced_caller, Body, Endpoint, HandlesIncoming, HandlesWhole,
+    serve_profile, status, traced_request_caller, Body, Endpoint, HandlesIncoming, HandlesWhole,
 };
 use rpcwire_http::{ConnectionError, Protocol, ResponseFuture};
 use rpcwire_service::Responder;
@@ -324,5 +324,5 @@ fn with_peer_and_trace<B>(caller: Option<Arc<Caller>>, req: &Request<B>) -> Opti
         },
         |c| (*c).clone(),
     );
-    Some(Arc::new(traced_caller(base, req.headers(), peer)))
+    Some(Arc::new(traced_request_caller(base, req)))
 }
