@@ -36,6 +36,10 @@ pub(super) enum Reply {
 const RATE_LIMITED_ANSWER: &[u8] = br#"{"jsonrpc":"2.0","error":{"code":-32041,"#;
 
 impl Reply {
+    /// A request not answered before its deadline: 503.
+    pub(super) const TIMED_OUT: Reply =
+        Reply::Refused(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n");
+
     /// The status of a JSON answer: the body's own for the core's answer to a batch over the
     /// limit (413) and for a call refused by the rate limit alone (429), else 200.
     pub(super) fn json_status(message: &[u8]) -> StatusCode {

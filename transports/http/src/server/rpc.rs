@@ -362,6 +362,16 @@ impl Inner {
             .into_response()
     }
 
+    /// A POST that got no answer: notifications (their handlers run on), or responses, which
+    /// answer the event stream's calls and go to its connection.
+    async fn accepted(&self, body: &[u8]) -> Reply {
+        if classify(body, 128) != BodyKind::Notifications {
+            // Boxed: a connection's task holds its largest state for its whole life.
+            Box::pin(self.hub.deliver(Bytes::copy_from_slice(body))).await;
+        }
+        Reply::Accepted
+    }
+
     /// The answer to a POST body whose head passed every check, shared by hyper's path and
     /// the fast path: the body runs through the service's dispatcher ([`Responder`]); what its
     /// handlers send the client before the answer makes it an event stream when the client
@@ -378,11 +388,8 @@ impl Inner {
         let mut exchange = self.responder.exchange(caller, body);
         let streaming = self.sse && sse_ok;
         loop {
-            let next = match before(&self.clock, deadline, exchange.next()).await {
-                Ok(next) => next,
-                Err(()) => {
-                    return Reply::Refused(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
-                }
+            let Ok(next) = before(&self.clock, deadline, exchange.next()).await else {
+                return Reply::TIMED_OUT;
             };
             return match next {
                 Some(Sent::Answer(answer)) if json_ok || !sse_ok => Reply::Json(answer.into()),
@@ -393,16 +400,7 @@ impl Inner {
                 }
                 // Plain JSON: messages before the answer have no place; dropped.
                 Some(Sent::Message(_)) => continue,
-                None => {
-                    // No answer: notifications (their handlers run on), or responses, which
-                    // answer the event stream's calls and go to its connection.
-                    if classify(body, 128) != BodyKind::Notifications {
-                        // Boxed: a connection's task holds its largest state for its whole
-                        // life.
-                        Box::pin(self.hub.deliver(Bytes::copy_from_slice(body))).await;
-                    }
-                    Reply::Accepted
-                }
+                None => self.accepted(body).await,
             };
         }
     }
@@ -458,15 +456,8 @@ impl Inner {
                 // Plain JSON: messages before the answer have no place; dropped.
                 Ok(Some(Sent::Message(_))) => continue,
                 // Notifications or responses, as in `answer`.
-                Ok(None) => {
-                    if classify(body, 128) != BodyKind::Notifications {
-                        Box::pin(self.hub.deliver(Bytes::copy_from_slice(body))).await;
-                    }
-                    break Reply::Accepted;
-                }
-                Err(()) => {
-                    break Reply::Refused(StatusCode::SERVICE_UNAVAILABLE, "request timed out\n")
-                }
+                Ok(None) => break self.accepted(body).await,
+                Err(()) => break Reply::TIMED_OUT,
             }
         };
         Answer::Other(Box::new(reply.into_response()))
