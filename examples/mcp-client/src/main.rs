@@ -10,12 +10,73 @@
 
 use std::process::ExitCode;
 
-use rpcwire_mcp::http::{McpHttpClient, Mode};
+use rpcwire_mcp::http::{Authorizer, McpHttpClient, Mode, OAuth, OAuthConfig, OAuthError};
 use rpcwire_mcp::tokio::{ClientHandlers, ClientOptions, ElicitResult, McpClient, Root};
 use rpcwire_mcp::STATELESS_VERSION;
 use serde_json::{json, Map, Value};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Where the authorization server sends the user back (never listened on: [`AutoApprove`]
+/// reads the redirect's `Location` instead).
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+/// The client's id where the authorization server takes Client ID Metadata Documents.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The browser step against the suite's authorization server, which approves at once: GET
+/// the authorization URL and take the redirect's `Location` (what a browser would follow to
+/// the redirect URI).
+struct AutoApprove;
+
+impl Authorizer for AutoApprove {
+    fn authorize(
+        &self,
+        authorization_url: String,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, OAuthError>> + Send + '_>>
+    {
+        Box::pin(async move {
+            redirect_location(&authorization_url)
+                .await
+                .map_err(|e| OAuthError::Authorizer(e.to_string()))
+        })
+    }
+}
+
+/// `GET url` over plain HTTP/1.1 (the suite's servers are `http://localhost`); the
+/// `Location` of its redirect.
+async fn redirect_location(url: &str) -> Result<String, Error> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let url = url::Url::parse(url)?;
+    let host = url.host_str().ok_or("no host")?;
+    let port = url.port_or_known_default().ok_or("no port")?;
+    let target = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    };
+    let mut stream = tokio::net::TcpStream::connect((host, port)).await?;
+    let request =
+        format!("GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut head = Vec::new();
+    // The head is all that is read (bounded): the body does not matter.
+    let mut chunk = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 << 10 {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut chunk))
+            .await??;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(chunk.get(..n).unwrap_or_default());
+    }
+    let head = String::from_utf8_lossy(&head);
+    head.lines()
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(name, _)| name.eq_ignore_ascii_case("location"))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .ok_or_else(|| format!("no redirect: {}", head.lines().next().unwrap_or("")).into())
+}
 
 fn main() -> ExitCode {
     // The suite keeps stderr in its results: `MCP_CLIENT_DEBUG=1` for every step there.
@@ -87,6 +148,14 @@ fn handlers() -> ClientHandlers {
 }
 
 async fn connect(url: &str, handlers: ClientHandlers) -> Result<McpHttpClient, Error> {
+    connect_with(url, handlers, None).await
+}
+
+async fn connect_with(
+    url: &str,
+    handlers: ClientHandlers,
+    oauth: Option<OAuth>,
+) -> Result<McpHttpClient, Error> {
     let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
     let mode = if version == STATELESS_VERSION {
         Mode::Stateless
@@ -98,11 +167,11 @@ async fn connect(url: &str, handlers: ClientHandlers) -> Result<McpHttpClient, E
         handlers,
         ..ClientOptions::default()
     };
-    Ok(McpHttpClient::builder(url)
-        .mode(mode)
-        .options(options)
-        .connect()
-        .await?)
+    let mut builder = McpHttpClient::builder(url).mode(mode).options(options);
+    if let Some(oauth) = oauth {
+        builder = builder.oauth(oauth);
+    }
+    Ok(builder.connect().await?)
 }
 
 async fn run(scenario: &str, url: &str) -> Result<(), Error> {
@@ -134,7 +203,19 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
             client.close().await?;
             Ok(())
         }
-        s if s.starts_with("auth/") => Err(format!("{s}: OAuth is not implemented").into()),
+        s if s.starts_with("auth/") => {
+            let ctx = context();
+            let mut config = OAuthConfig::new("rpcwire-conformance-client", REDIRECT_URI);
+            config.client_metadata_url = Some(CLIENT_METADATA_URL.into());
+            // auth/pre-registration: the credentials the suite registered for the client.
+            config.client_id = ctx["client_id"].as_str().map(str::to_owned);
+            config.client_secret = ctx["client_secret"].as_str().map(str::to_owned);
+            let client =
+                connect_with(url, handlers(), Some(OAuth::new(config, AutoApprove))).await?;
+            call_every_tool(client.mcp()).await?;
+            client.close().await?;
+            Ok(())
+        }
         _ => {
             // initialize, tools_call, sse-retry, request-metadata, elicitation defaults, MRTR,
             // invalid tool headers, $ref: list the tools and call each one.

@@ -62,6 +62,8 @@ pub struct McpHttpClientBuilder {
     headers: HeaderMap,
     tls: ClientTls,
     listen: bool,
+    #[cfg(feature = "oauth")]
+    oauth: Option<Arc<super::oauth::OAuth>>,
 }
 
 impl McpHttpClientBuilder {
@@ -69,6 +71,14 @@ impl McpHttpClientBuilder {
     /// names a target, `Mcp-Name`; `MCP-Protocol-Version: 2026-07-28`).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
+        self
+    }
+
+    /// OAuth (feature `oauth`): a 401 or 403 of the server is answered by authorizing (see
+    /// [`OAuth`](super::oauth::OAuth)) and the request sent again with the token.
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: super::oauth::OAuth) -> Self {
+        self.oauth = Some(Arc::new(oauth));
         self
     }
 
@@ -153,6 +163,8 @@ impl McpHttpClientBuilder {
             version: Mutex::new(None),
             cancelled: Mutex::new(VecDeque::new()),
             tool_headers: Mutex::new(HashMap::new()),
+            #[cfg(feature = "oauth")]
+            oauth: self.oauth,
         });
         let poster = Arc::clone(&shared);
         let posts = tokio::spawn(async move {
@@ -219,6 +231,9 @@ struct Shared {
     /// mode), mirrored into `Mcp-Param-*` headers on `tools/call`; at most
     /// [`MAX_TOOLS_KEPT`] tools.
     tool_headers: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    /// The client's OAuth, which answers the server's 401 and 403.
+    #[cfg(feature = "oauth")]
+    oauth: Option<Arc<super::oauth::OAuth>>,
 }
 
 /// How many tools' header parameters [`Shared`] keeps (a server listing more has the oldest
@@ -307,6 +322,8 @@ impl McpHttpClient {
             headers: HeaderMap::new(),
             tls: ClientTls::default(),
             listen: true,
+            #[cfg(feature = "oauth")]
+            oauth: None,
         }
     }
 
@@ -375,6 +392,12 @@ impl Shared {
         *req.uri_mut() = self.uri.clone();
         *req.headers_mut() = self.headers.clone();
         let h = req.headers_mut();
+        #[cfg(feature = "oauth")]
+        if let Some(token) = self.oauth.as_ref().and_then(|o| o.bearer()) {
+            if let Ok(v) = HeaderValue::from_str(&format!("Bearer {token}")) {
+                h.insert(header::AUTHORIZATION, v);
+            }
+        }
         h.insert(
             header::ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
@@ -416,30 +439,34 @@ impl Shared {
                 None => return,
             }
         }
-        let mut req = self.request(Method::POST, message);
-        let h = req.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
         let method = value.get("method").and_then(Value::as_str);
-        if self.mode == Mode::Stateless {
-            if let Some(m) = method.and_then(|m| HeaderValue::from_str(m).ok()) {
-                h.insert(HEADER_METHOD, m);
+        // Built anew for each attempt: an authorization in between changes its token.
+        let build = || {
+            let mut req = self.request(Method::POST, message.clone());
+            let h = req.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            if self.mode == Mode::Stateless {
+                if let Some(m) = method.and_then(|m| HeaderValue::from_str(m).ok()) {
+                    h.insert(HEADER_METHOD, m);
+                }
+                let params = value.get("params").unwrap_or(&Value::Null);
+                if let Some(name) = method
+                    .and_then(name_member)
+                    .and_then(|key| params.get(key))
+                    .and_then(Value::as_str)
+                    .and_then(|n| HeaderValue::from_str(&encode_value(n)).ok())
+                {
+                    h.insert(HEADER_NAME, name);
+                }
+                if method == Some(crate::methods::TOOLS_CALL) {
+                    self.mirror_params(params, h);
+                }
             }
-            let params = value.get("params").unwrap_or(&Value::Null);
-            if let Some(name) = method
-                .and_then(name_member)
-                .and_then(|key| params.get(key))
-                .and_then(Value::as_str)
-                .and_then(|n| HeaderValue::from_str(&encode_value(n)).ok())
-            {
-                h.insert(HEADER_NAME, name);
-            }
-            if method == Some(crate::methods::TOOLS_CALL) {
-                self.mirror_params(params, h);
-            }
-        }
+            req
+        };
         if method == Some(CANCELLED) {
             if let Some(id) = value.pointer("/params/requestId") {
                 self.note_cancelled(id.clone());
@@ -452,8 +479,27 @@ impl Shared {
             initialize,
             tools_list,
         };
-        let outcome =
-            tokio::time::timeout(self.timeout, self.exchange(req, read, id.as_ref())).await;
+        let mut authorizations = 0;
+        let outcome = loop {
+            let mut challenge = None;
+            let outcome = tokio::time::timeout(
+                self.timeout,
+                self.exchange(build(), read, id.as_ref(), &mut challenge),
+            )
+            .await;
+            // 401 and 403: the client's OAuth (if any) gets a token and the POST goes again.
+            if let Ok(Err((status @ (401 | 403), _))) = &outcome {
+                match self
+                    .authorize(*status, challenge.as_deref(), &mut authorizations)
+                    .await
+                {
+                    Some(Ok(())) => continue,
+                    Some(Err(reason)) => break Ok(Err((*status, reason))),
+                    None => {}
+                }
+            }
+            break outcome;
+        };
         let (status, reason) = match outcome {
             Ok(Ok(())) => return,
             Ok(Err(f)) => f,
@@ -465,6 +511,35 @@ impl Shared {
                 "data": {"status": status, "reason": reason}}});
             send_body(&self.inbound, Bytes::from(error.to_string())).await;
         }
+    }
+
+    /// After a 401 or 403: `None` when the client has no OAuth (the status is the answer),
+    /// else whether it got a token to try again with (at most
+    /// [`OAuthConfig::max_authorizations`](super::oauth::OAuthConfig::max_authorizations) per
+    /// request).
+    #[cfg_attr(not(feature = "oauth"), allow(clippy::unused_async, unused_variables))]
+    async fn authorize(
+        &self,
+        status: u16,
+        challenge: Option<&str>,
+        authorizations: &mut usize,
+    ) -> Option<Result<(), String>> {
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            if *authorizations >= oauth.max_authorizations() {
+                let e = super::oauth::OAuthError::TooManyAuthorizations(*authorizations);
+                return Some(Err(e.to_string()));
+            }
+            *authorizations += 1;
+            let url = self.uri.to_string();
+            return Some(
+                oauth
+                    .on_challenge(&self.http, &url, status, challenge)
+                    .await
+                    .map_err(|e| e.to_string()),
+            );
+        }
+        None
     }
 
     /// Reads the session's GET stream until it ends, reopening it (from the last event id,
@@ -549,6 +624,7 @@ impl Shared {
         req: Request<Full<Bytes>>,
         read: Read,
         want: Option<&Value>,
+        challenge: &mut Option<String>,
     ) -> Result<(), (u16, String)> {
         let initialize = read.initialize;
         let response = self
@@ -571,6 +647,11 @@ impl Shared {
             StatusCode::ACCEPTED | StatusCode::NO_CONTENT => return Ok(()),
             StatusCode::OK => {}
             other => {
+                *challenge = response
+                    .headers()
+                    .get(header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
                 let (status, text) = failure(other, response).await;
                 // An error status whose body answers the request with a JSON-RPC error (the
                 // stateless revision's 400 and 404): the error is the answer.

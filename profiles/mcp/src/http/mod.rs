@@ -73,6 +73,8 @@
 mod auth;
 mod client;
 mod exchange;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod post;
 mod posted;
 mod replies;
@@ -90,6 +92,8 @@ pub use rpcwire_http::{HostPolicy, Protocol};
 
 pub use auth::{ProtectedResource, METADATA_PATH};
 pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
+#[cfg(feature = "oauth")]
+pub use oauth::{Authorizer, OAuth, OAuthConfig, OAuthError};
 #[cfg(feature = "tls")]
 pub use server::serve_tls;
 pub use server::{serve, serve_connection, McpService};
