@@ -210,6 +210,8 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
             // auth/pre-registration: the credentials the suite registered for the client.
             config.client_id = ctx["client_id"].as_str().map(str::to_owned);
             config.client_secret = ctx["client_secret"].as_str().map(str::to_owned);
+            // The client credentials extension: no user, the context's client.
+            config.client_credentials = s == "auth/client-credentials-basic";
             let client =
                 connect_with(url, handlers(), Some(OAuth::new(config, AutoApprove))).await?;
             call_every_tool(client.mcp()).await?;

@@ -122,6 +122,10 @@ pub struct OAuthConfig {
     /// The most authorizations one request goes through (the first included) before it
     /// fails (default 3).
     pub max_authorizations: usize,
+    /// Machine to machine: get tokens with the `client_credentials` grant and the
+    /// pre-registered `client_id` and `client_secret`, with no user and no [`Authorizer`]
+    /// call (default false).
+    pub client_credentials: bool,
 }
 
 impl OAuthConfig {
@@ -135,6 +139,7 @@ impl OAuthConfig {
             client_secret: None,
             offline_access: true,
             max_authorizations: 3,
+            client_credentials: false,
         }
     }
 }
@@ -395,6 +400,19 @@ impl OAuth {
         } else {
             scope
         };
+        if self.config.client_credentials {
+            let registration = self.registration(http, &metadata, scope.as_deref()).await?;
+            let mut form = vec![
+                ("grant_type", "client_credentials".to_owned()),
+                ("resource", prm.resource.clone()),
+            ];
+            if let Some(scope) = scope {
+                form.push(("scope", scope));
+            }
+            self.token_request(http, &metadata, &registration, form)
+                .await?;
+            return Ok(());
+        }
         let scope = self.with_offline_access(scope, &metadata);
         self.authorize(http, &metadata, &prm, scope).await
     }
