@@ -93,7 +93,7 @@ pub use rpcwire_http::{HostPolicy, Protocol};
 pub use auth::{ProtectedResource, METADATA_PATH};
 pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
 #[cfg(feature = "oauth")]
-pub use oauth::{Authorizer, OAuth, OAuthConfig, OAuthError};
+pub use oauth::{Authorizer, OAuth, OAuthConfig, OAuthError, DEFAULT_MAX_RESPONSE};
 #[cfg(feature = "tls")]
 pub use server::serve_tls;
 pub use server::{serve, serve_connection, McpService};

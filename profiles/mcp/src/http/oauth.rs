@@ -32,8 +32,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use url::Url;
 
-/// The largest metadata or token answer read (bytes).
-const MAX_ANSWER: usize = 256 << 10;
+/// The default of [`OAuthConfig::max_response`].
+pub const DEFAULT_MAX_RESPONSE: usize = 256 << 10;
 
 /// Why the client could not get a token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -126,6 +126,9 @@ pub struct OAuthConfig {
     /// pre-registered `client_id` and `client_secret`, with no user and no [`Authorizer`]
     /// call (default false).
     pub client_credentials: bool,
+    /// The largest metadata, registration or token response read, in bytes (default
+    /// [`DEFAULT_MAX_RESPONSE`]); a larger one is as good as none.
+    pub max_response: usize,
 }
 
 impl OAuthConfig {
@@ -140,6 +143,7 @@ impl OAuthConfig {
             offline_access: true,
             max_authorizations: 3,
             client_credentials: false,
+            max_response: DEFAULT_MAX_RESPONSE,
         }
     }
 }
@@ -324,7 +328,7 @@ impl OAuth {
     ) -> Result<(StatusCode, Value), OAuthError> {
         let response = http.request(req).await.map_err(http_error)?;
         let status = response.status();
-        let body = Limited::new(response.into_body(), MAX_ANSWER)
+        let body = Limited::new(response.into_body(), self.config.max_response)
             .collect()
             .await
             .map_err(http_error)?
