@@ -1,8 +1,9 @@
 //! The Streamable HTTP client's OAuth at the edges the conformance suite does not reach
 //! (`examples/mcp-client/tests/conformance_client.rs` runs the flows against the suite's
 //! servers): a metadata document of exactly `OAuthConfig::max_response` bytes is read, one
-//! byte more is as good as none; an `Authorizer` is not called before the metadata checks
-//! pass. The server is a few lines of HTTP/1.1 on loopback.
+//! byte more is as good as none; a metadata server that never answers is given up on after
+//! `OAuthConfig::timeout`; an `Authorizer` is not called before the metadata checks pass. The
+//! server is a few lines of HTTP/1.1 on loopback.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::future::Future;
@@ -67,6 +68,11 @@ async fn server(prm: impl Fn(&str) -> String) -> (String, usize) {
                          resource_metadata=\"{hint}\"\r\ncontent-length: 0\r\n\
                          connection: close\r\n\r\n"
                     ),
+                    "/prm" if prm.is_empty() => {
+                        // Never answers (until the client gives up and closes).
+                        let _ = stream.read(&mut byte).await;
+                        return;
+                    }
                     "/prm" => format!(
                         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
                          content-length: {}\r\nconnection: close\r\n\r\n{prm}",
@@ -86,6 +92,7 @@ async fn server(prm: impl Fn(&str) -> String) -> (String, usize) {
 async fn failure(base: &str, max_response: usize, authorized: &Arc<AtomicUsize>) -> String {
     let mut config = OAuthConfig::new("edge", "http://localhost:1/callback");
     config.max_response = max_response;
+    config.timeout = std::time::Duration::from_millis(300);
     let oauth = OAuth::new(config, Counting(Arc::clone(authorized)));
     let e = McpHttpClient::builder(&format!("{base}/mcp"))
         .oauth(oauth)
@@ -116,5 +123,17 @@ async fn metadata_at_the_size_limit_is_read_and_one_byte_over_is_not() {
     let over = failure(&base, length - 1, &authorized).await;
     assert!(over.contains("no protected resource metadata"), "{over}");
     // Neither got as far as asking the user.
+    assert_eq!(authorized.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_metadata_server_that_never_answers_is_given_up_on() {
+    let (base, _) = server(|_| String::new()).await;
+    let authorized = Arc::new(AtomicUsize::new(0));
+    let started = std::time::Instant::now();
+    let e = failure(&base, 1 << 10, &authorized).await;
+    assert!(e.contains("no protected resource metadata"), "{e}");
+    // Three candidate URLs at 300 ms each at most (the first never answers; the others 404).
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
     assert_eq!(authorized.load(Ordering::SeqCst), 0);
 }

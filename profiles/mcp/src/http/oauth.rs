@@ -19,6 +19,7 @@ use std::prelude::rust_2021::*;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
@@ -129,6 +130,9 @@ pub struct OAuthConfig {
     /// The largest metadata, registration or token response read, in bytes (default
     /// [`DEFAULT_MAX_RESPONSE`]); a larger one is as good as none.
     pub max_response: usize,
+    /// The longest one metadata, registration or token exchange may take (default 30 s);
+    /// the [`Authorizer`] (the user) has no limit here.
+    pub timeout: Duration,
 }
 
 impl OAuthConfig {
@@ -144,6 +148,7 @@ impl OAuthConfig {
             max_authorizations: 3,
             client_credentials: false,
             max_response: DEFAULT_MAX_RESPONSE,
+            timeout: Duration::from_secs(30),
         }
     }
 }
@@ -326,14 +331,19 @@ impl OAuth {
         http: &HyperClient,
         req: Request<Full<Bytes>>,
     ) -> Result<(StatusCode, Value), OAuthError> {
-        let response = http.request(req).await.map_err(http_error)?;
-        let status = response.status();
-        let body = Limited::new(response.into_body(), self.config.max_response)
-            .collect()
+        let exchange = async {
+            let response = http.request(req).await.map_err(http_error)?;
+            let status = response.status();
+            let body = Limited::new(response.into_body(), self.config.max_response)
+                .collect()
+                .await
+                .map_err(http_error)?
+                .to_bytes();
+            Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+        };
+        tokio::time::timeout(self.config.timeout, exchange)
             .await
-            .map_err(http_error)?
-            .to_bytes();
-        Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+            .map_err(|_| OAuthError::Http("no answer in time".into()))?
     }
 
     async fn get_json(&self, http: &HyperClient, url: &str) -> Option<Value> {
