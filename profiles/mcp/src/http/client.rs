@@ -62,6 +62,7 @@ pub struct McpHttpClientBuilder {
     headers: HeaderMap,
     tls: ClientTls,
     listen: bool,
+    max_tools: usize,
     #[cfg(feature = "oauth")]
     oauth: Option<Arc<super::oauth::OAuth>>,
 }
@@ -79,6 +80,15 @@ impl McpHttpClientBuilder {
     #[cfg(feature = "oauth")]
     pub fn oauth(mut self, oauth: super::oauth::OAuth) -> Self {
         self.oauth = Some(Arc::new(oauth));
+        self
+    }
+
+    /// How many tools' `x-mcp-header` parameters the client keeps (stateless mode; default
+    /// [`DEFAULT_MAX_TOOLS`]). When a listing goes past it, those kept so far are forgotten:
+    /// a forgotten tool's calls go without their `Mcp-Param-*` headers (which a server
+    /// refuses) until the tools are listed again.
+    pub fn max_tools(mut self, tools: usize) -> Self {
+        self.max_tools = tools.max(1);
         self
     }
 
@@ -163,6 +173,7 @@ impl McpHttpClientBuilder {
             version: Mutex::new(None),
             cancelled: Mutex::new(VecDeque::new()),
             tool_headers: Mutex::new(HashMap::new()),
+            max_tools: self.max_tools,
             #[cfg(feature = "oauth")]
             oauth: self.oauth,
         });
@@ -228,17 +239,16 @@ struct Shared {
     /// their streams end with no answer (MCP), and are not resumed.
     cancelled: Mutex<VecDeque<Value>>,
     /// The `x-mcp-header` parameters of each tool of the latest `tools/list` pages (stateless
-    /// mode), mirrored into `Mcp-Param-*` headers on `tools/call`; at most
-    /// [`MAX_TOOLS_KEPT`] tools.
+    /// mode), mirrored into `Mcp-Param-*` headers on `tools/call`; at most `max_tools`.
     tool_headers: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    max_tools: usize,
     /// The client's OAuth, which answers the server's 401 and 403.
     #[cfg(feature = "oauth")]
     oauth: Option<Arc<super::oauth::OAuth>>,
 }
 
-/// How many tools' header parameters [`Shared`] keeps (a server listing more has the oldest
-/// forgotten: their calls go without `Mcp-Param-*` headers, which such a server refuses).
-const MAX_TOOLS_KEPT: usize = 4096;
+/// The default of [`McpHttpClientBuilder::max_tools`].
+pub const DEFAULT_MAX_TOOLS: usize = 4096;
 
 /// How many times in a row the GET stream is reopened after it ended with no message.
 const LISTEN_REOPENS: usize = 3;
@@ -322,6 +332,7 @@ impl McpHttpClient {
             headers: HeaderMap::new(),
             tls: ClientTls::default(),
             listen: true,
+            max_tools: DEFAULT_MAX_TOOLS,
             #[cfg(feature = "oauth")]
             oauth: None,
         }
@@ -803,7 +814,7 @@ impl Shared {
                 kept.remove(name);
                 return false;
             }
-            if kept.len() >= MAX_TOOLS_KEPT && !kept.contains_key(name) {
+            if kept.len() >= self.max_tools && !kept.contains_key(name) {
                 kept.clear();
             }
             kept.insert(name.to_owned(), params);
