@@ -208,7 +208,8 @@ impl McpHttpClientBuilder {
         let listen = if self.mode == Mode::Sessions && self.listen {
             let (opened, open) = tokio::sync::oneshot::channel();
             let task = AbortOnDrop(tokio::spawn(Arc::clone(&shared).listen(opened)));
-            let _ = tokio::time::timeout(self.timeout, open).await;
+            // A server that holds the GET's headers back does not hold `connect` for long.
+            let _ = tokio::time::timeout(self.timeout.min(LISTEN_OPEN_WAIT), open).await;
             Some(task)
         } else {
             None
@@ -249,6 +250,9 @@ struct Shared {
 
 /// The default of [`McpHttpClientBuilder::max_tools`].
 pub const DEFAULT_MAX_TOOLS: usize = 4096;
+
+/// How long `connect` waits for the GET stream's answer before it returns anyway.
+const LISTEN_OPEN_WAIT: Duration = Duration::from_secs(5);
 
 /// How many times in a row the GET stream is reopened after it ended with no message.
 const LISTEN_REOPENS: usize = 3;
