@@ -10,7 +10,9 @@
 
 use std::process::ExitCode;
 
-use rpcwire_mcp::http::{Authorizer, McpHttpClient, Mode, OAuth, OAuthConfig, OAuthError};
+use rpcwire_mcp::http::{
+    Authorizer, ClientAssertion, McpHttpClient, Mode, OAuth, OAuthConfig, OAuthError,
+};
 use rpcwire_mcp::tokio::{ClientHandlers, ClientOptions, ElicitResult, McpClient, Root};
 use rpcwire_mcp::STATELESS_VERSION;
 use serde_json::{json, Map, Value};
@@ -211,7 +213,18 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
             config.client_id = ctx["client_id"].as_str().map(str::to_owned);
             config.client_secret = ctx["client_secret"].as_str().map(str::to_owned);
             // The client credentials extension: no user, the context's client.
-            config.client_credentials = s == "auth/client-credentials-basic";
+            config.client_credentials =
+                s == "auth/client-credentials-basic" || s == "auth/client-credentials-jwt";
+            // ... with `private_key_jwt` (RFC 7523) where the context holds a key.
+            if let Some(pem) = ctx["private_key_pem"].as_str() {
+                config.client_assertion = Some(ClientAssertion {
+                    private_key_pem: pem.to_owned(),
+                    algorithm: ctx["signing_algorithm"]
+                        .as_str()
+                        .unwrap_or("ES256")
+                        .to_owned(),
+                });
+            }
             let client =
                 connect_with(url, handlers(), Some(OAuth::new(config, AutoApprove))).await?;
             call_every_tool(client.mcp()).await?;

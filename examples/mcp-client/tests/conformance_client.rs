@@ -4,7 +4,8 @@
 //! passes, except those listed in `conformance/expected-failures.txt` (each of which must
 //! still fail: one that passes is taken off the list). The scenarios the suite runs but does
 //! not score (the authorization extensions, those added after the release) are printed with
-//! their counts.
+//! their counts; those the client implements (`conformance/extensions-passing.txt`: the
+//! client credentials grant with a secret and with a signed JWT) must pass.
 //!
 //! Installed by `.ci/install/mcp-conformance.sh` (the suite and the Node 22 it needs). Skips
 //! with a visible `SKIPPED:` line when the suite is missing, unless `CI=true`.
@@ -124,6 +125,20 @@ fn report(revision: &str, run: &Run) {
     }
 }
 
+/// The scenario names of a `conformance/` list, comments and blank lines left out.
+fn list(file: &str) -> Vec<String> {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("conformance")
+            .join(file),
+    )
+    .unwrap()
+    .lines()
+    .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    .map(|l| l.trim().to_owned())
+    .collect()
+}
+
 /// `conformance/expected-failures.txt`: `REVISION SCENARIO` lines.
 fn expected_failures(revision: &str) -> Vec<String> {
     std::fs::read_to_string(
@@ -164,6 +179,15 @@ fn conformance_client_scenarios_pass_both_revisions() {
             .iter()
             .filter(|f| !expected.iter().any(|e| e == **f))
             .collect();
+        let extensions_failing: Vec<String> = list("extensions-passing.txt")
+            .into_iter()
+            .filter(|e| !result.scenarios.iter().any(|s| &s.name == e && s.passed))
+            .collect();
+        assert!(
+            extensions_failing.is_empty(),
+            "{revision}: implemented extensions failing: {extensions_failing:?}\n{}",
+            result.output
+        );
         let now_passing: Vec<&String> = expected
             .iter()
             .filter(|e| !failing.contains(&e.as_str()))

@@ -92,6 +92,8 @@ pub use rpcwire_http::{HostPolicy, Protocol};
 
 pub use auth::{ProtectedResource, METADATA_PATH};
 pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError, DEFAULT_MAX_TOOLS};
+#[cfg(feature = "oauth-jwt")]
+pub use oauth::ClientAssertion;
 #[cfg(feature = "oauth")]
 pub use oauth::{Authorizer, OAuth, OAuthConfig, OAuthError, DEFAULT_MAX_RESPONSE};
 #[cfg(feature = "tls")]

@@ -133,6 +133,66 @@ pub struct OAuthConfig {
     /// The longest one metadata, registration or token exchange may take (default 30 s);
     /// the [`Authorizer`] (the user) has no limit here.
     pub timeout: Duration,
+    /// Authenticate at the token endpoint with a signed JWT (`private_key_jwt`, RFC 7523)
+    /// instead of a secret (feature `oauth-jwt`).
+    #[cfg(feature = "oauth-jwt")]
+    pub client_assertion: Option<ClientAssertion>,
+}
+
+/// The key a client signs its `private_key_jwt` assertions with (feature `oauth-jwt`).
+#[cfg(feature = "oauth-jwt")]
+#[derive(Clone)]
+pub struct ClientAssertion {
+    /// The private key, PEM: PKCS#8 (`BEGIN PRIVATE KEY`) for EC and Ed25519 keys, PKCS#1
+    /// (`BEGIN RSA PRIVATE KEY`) for RSA.
+    pub private_key_pem: String,
+    /// The JWS algorithm (`ES256`, `RS256`, ...).
+    pub algorithm: String,
+}
+
+#[cfg(feature = "oauth-jwt")]
+impl std::fmt::Debug for ClientAssertion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key stays out of logs.
+        f.debug_struct("ClientAssertion")
+            .field("algorithm", &self.algorithm)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(feature = "oauth-jwt")]
+impl ClientAssertion {
+    /// A fresh assertion for `client_id` at the authorization server `audience` (its issuer),
+    /// valid for five minutes.
+    fn sign(&self, client_id: &str, audience: &str) -> Result<String, OAuthError> {
+        use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
+        let bad_key = |e: jsonwebtoken::errors::Error| OAuthError::Authorizer(e.to_string());
+        let algorithm: Algorithm = self.algorithm.parse().map_err(bad_key)?;
+        // The PEM's body is the PKCS#8 DER the signer takes (jsonwebtoken's own PEM reader
+        // would bring two more crates for these few lines).
+        let der: String = self
+            .private_key_pem
+            .lines()
+            .filter(|l| !l.starts_with("-----"))
+            .collect();
+        let der = STANDARD
+            .decode(der.trim())
+            .map_err(|e| OAuthError::Authorizer(format!("client assertion key: {e}")))?;
+        let key = match algorithm {
+            Algorithm::ES256 | Algorithm::ES384 => EncodingKey::from_ec_der(&der),
+            Algorithm::EdDSA => EncodingKey::from_ed_der(&der),
+            _ => EncodingKey::from_rsa_der(&der),
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        let claims = serde_json::json!({
+            "iss": client_id, "sub": client_id, "aud": audience,
+            "iat": now, "exp": now + 300, "jti": random_token(),
+        });
+        encode(&Header::new(algorithm), &claims, &key).map_err(bad_key)
+    }
 }
 
 impl OAuthConfig {
@@ -149,6 +209,8 @@ impl OAuthConfig {
             client_credentials: false,
             max_response: DEFAULT_MAX_RESPONSE,
             timeout: Duration::from_secs(30),
+            #[cfg(feature = "oauth-jwt")]
+            client_assertion: None,
         }
     }
 }
@@ -629,6 +691,19 @@ impl OAuth {
         mut form: Vec<(&str, String)>,
     ) -> Result<bool, OAuthError> {
         let mut basic = None;
+        #[cfg(feature = "oauth-jwt")]
+        if let Some(assertion) = &self.config.client_assertion {
+            form.push(("client_id", registration.client_id.clone()));
+            form.push((
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+            ));
+            form.push((
+                "client_assertion",
+                assertion.sign(&registration.client_id, &metadata.issuer)?,
+            ));
+            return self.send_token_request(http, metadata, form, None).await;
+        }
         match (
             Self::token_auth(metadata, registration),
             &registration.secret,
@@ -645,6 +720,17 @@ impl OAuth {
             }
             _ => form.push(("client_id", registration.client_id.clone())),
         }
+        self.send_token_request(http, metadata, form, basic).await
+    }
+
+    /// POSTs a token request; the tokens kept.
+    async fn send_token_request(
+        &self,
+        http: &HyperClient,
+        metadata: &ServerMetadata,
+        form: Vec<(&str, String)>,
+        basic: Option<String>,
+    ) -> Result<bool, OAuthError> {
         let body = form_urlencoded::Serializer::new(String::new())
             .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
             .finish();
