@@ -11,7 +11,8 @@
 use std::process::ExitCode;
 
 use rpcwire_mcp::http::{
-    Authorizer, ClientAssertion, McpHttpClient, Mode, OAuth, OAuthConfig, OAuthError,
+    Authorizer, ClientAssertion, EnterpriseGrant, McpHttpClient, Mode, OAuth, OAuthConfig,
+    OAuthError,
 };
 use rpcwire_mcp::tokio::{ClientHandlers, ClientOptions, ElicitResult, McpClient, Root};
 use rpcwire_mcp::STATELESS_VERSION;
@@ -215,6 +216,17 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
             // The client credentials extension: no user, the context's client.
             config.client_credentials =
                 s == "auth/client-credentials-basic" || s == "auth/client-credentials-jwt";
+            // Enterprise-managed authorization: the context's identity provider and ID token.
+            if let (Some(endpoint), Some(id_token)) = (
+                ctx["idp_token_endpoint"].as_str(),
+                ctx["idp_id_token"].as_str(),
+            ) {
+                config.enterprise = Some(EnterpriseGrant {
+                    idp_token_endpoint: endpoint.to_owned(),
+                    id_token: id_token.to_owned(),
+                    idp_client_id: ctx["idp_client_id"].as_str().unwrap_or_default().to_owned(),
+                });
+            }
             // ... with `private_key_jwt` (RFC 7523) where the context holds a key.
             if let Some(pem) = ctx["private_key_pem"].as_str() {
                 config.client_assertion = Some(ClientAssertion {

@@ -5,7 +5,8 @@
 //! still fail: one that passes is taken off the list). The scenarios the suite runs but does
 //! not score (the authorization extensions, those added after the release) are printed with
 //! their counts; those the client implements (`conformance/extensions-passing.txt`: the
-//! client credentials grant with a secret and with a signed JWT) must pass.
+//! client credentials grant with a secret and with a signed JWT, enterprise-managed
+//! authorization) must pass.
 //!
 //! Installed by `.ci/install/mcp-conformance.sh` (the suite and the Node 22 it needs). Skips
 //! with a visible `SKIPPED:` line when the suite is missing, unless `CI=true`.

@@ -95,7 +95,9 @@ pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError, DEFAULT_MAX_
 #[cfg(feature = "oauth-jwt")]
 pub use oauth::ClientAssertion;
 #[cfg(feature = "oauth")]
-pub use oauth::{Authorizer, OAuth, OAuthConfig, OAuthError, DEFAULT_MAX_RESPONSE};
+pub use oauth::{
+    Authorizer, EnterpriseGrant, OAuth, OAuthConfig, OAuthError, DEFAULT_MAX_RESPONSE,
+};
 #[cfg(feature = "tls")]
 pub use server::serve_tls;
 pub use server::{serve, serve_connection, McpService};

@@ -133,10 +133,37 @@ pub struct OAuthConfig {
     /// The longest one metadata, registration or token exchange may take (default 30 s);
     /// the [`Authorizer`] (the user) has no limit here.
     pub timeout: Duration,
+    /// Enterprise-managed authorization (the extension, SEP-990): no user step here, the
+    /// enterprise identity provider's ID token is exchanged there for an identity assertion
+    /// grant (ID-JAG), which the authorization server takes with the JWT bearer grant and the
+    /// pre-registered client's authentication.
+    pub enterprise: Option<EnterpriseGrant>,
     /// Authenticate at the token endpoint with a signed JWT (`private_key_jwt`, RFC 7523)
     /// instead of a secret (feature `oauth-jwt`).
     #[cfg(feature = "oauth-jwt")]
     pub client_assertion: Option<ClientAssertion>,
+}
+
+/// Where and with what the client gets an identity assertion grant (ID-JAG) from the
+/// enterprise identity provider ([`OAuthConfig::enterprise`]).
+#[derive(Clone)]
+pub struct EnterpriseGrant {
+    /// The identity provider's token endpoint.
+    pub idp_token_endpoint: String,
+    /// The user's ID token from that provider.
+    pub id_token: String,
+    /// The client's id at that provider.
+    pub idp_client_id: String,
+}
+
+impl std::fmt::Debug for EnterpriseGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token stays out of logs.
+        f.debug_struct("EnterpriseGrant")
+            .field("idp_token_endpoint", &self.idp_token_endpoint)
+            .field("idp_client_id", &self.idp_client_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The key a client signs its `private_key_jwt` assertions with (feature `oauth-jwt`).
@@ -209,6 +236,7 @@ impl OAuthConfig {
             client_credentials: false,
             max_response: DEFAULT_MAX_RESPONSE,
             timeout: Duration::from_secs(30),
+            enterprise: None,
             #[cfg(feature = "oauth-jwt")]
             client_assertion: None,
         }
@@ -476,6 +504,55 @@ impl OAuth {
         } else {
             scope
         };
+        if let Some(enterprise) = &self.config.enterprise {
+            let form = [
+                (
+                    "grant_type",
+                    "urn:ietf:params:oauth:grant-type:token-exchange",
+                ),
+                (
+                    "requested_token_type",
+                    "urn:ietf:params:oauth:token-type:id-jag",
+                ),
+                ("audience", metadata.issuer.as_str()),
+                ("resource", prm.resource.as_str()),
+                ("subject_token", enterprise.id_token.as_str()),
+                (
+                    "subject_token_type",
+                    "urn:ietf:params:oauth:token-type:id_token",
+                ),
+                ("client_id", enterprise.idp_client_id.as_str()),
+            ];
+            let body = form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(form)
+                .finish();
+            let (status, answer) = self
+                .post(
+                    http,
+                    &enterprise.idp_token_endpoint,
+                    body.into_bytes(),
+                    "application/x-www-form-urlencoded",
+                    None,
+                )
+                .await?;
+            let Some(grant) = answer["access_token"]
+                .as_str()
+                .filter(|_| status.is_success())
+            else {
+                return Err(OAuthError::Refused(answer.to_string()));
+            };
+            let registration = self.registration(http, &metadata, scope.as_deref()).await?;
+            let form = vec![
+                (
+                    "grant_type",
+                    "urn:ietf:params:oauth:grant-type:jwt-bearer".to_owned(),
+                ),
+                ("assertion", grant.to_owned()),
+            ];
+            self.token_request(http, &metadata, &registration, form)
+                .await?;
+            return Ok(());
+        }
         if self.config.client_credentials {
             let registration = self.registration(http, &metadata, scope.as_deref()).await?;
             let mut form = vec![
