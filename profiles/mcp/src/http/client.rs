@@ -3,7 +3,7 @@
 
 use std::prelude::rust_2021::*;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -28,6 +28,7 @@ use super::wire::{
     Mode, HEADER_METHOD, HEADER_NAME, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, STATELESS_VERSION,
 };
 use crate::methods::CANCELLED;
+use crate::tokio::header_params::{self, HeaderParam};
 use crate::tokio::{ClientOptions, McpClient, McpError};
 
 /// An MCP HTTP client could not start or end.
@@ -60,6 +61,10 @@ pub struct McpHttpClientBuilder {
     max_body: usize,
     headers: HeaderMap,
     tls: ClientTls,
+    listen: bool,
+    max_tools: usize,
+    #[cfg(feature = "oauth")]
+    oauth: Option<Arc<super::oauth::OAuth>>,
 }
 
 impl McpHttpClientBuilder {
@@ -67,6 +72,31 @@ impl McpHttpClientBuilder {
     /// names a target, `Mcp-Name`; `MCP-Protocol-Version: 2026-07-28`).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
+        self
+    }
+
+    /// OAuth (feature `oauth`): a 401 or 403 of the server is answered by authorizing (see
+    /// [`OAuth`](super::oauth::OAuth)) and the request sent again with the token.
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: super::oauth::OAuth) -> Self {
+        self.oauth = Some(Arc::new(oauth));
+        self
+    }
+
+    /// How many tools' `x-mcp-header` parameters the client keeps (stateless mode; default
+    /// [`DEFAULT_MAX_TOOLS`]). When a listing goes past it, those kept so far are forgotten:
+    /// a forgotten tool's calls go without their `Mcp-Param-*` headers (which a server
+    /// refuses) until the tools are listed again.
+    pub fn max_tools(mut self, tools: usize) -> Self {
+        self.max_tools = tools.max(1);
+        self
+    }
+
+    /// Whether a session opens the GET event stream after `initialize` (default true), on
+    /// which the server sends its requests and notifications that belong to no call (a
+    /// server that has none answers 405 and the client goes on without it).
+    pub fn listen(mut self, on: bool) -> Self {
+        self.listen = on;
         self
     }
 
@@ -123,8 +153,10 @@ impl McpHttpClientBuilder {
         self
     }
 
-    /// Starts the client and initializes the MCP session.
-    pub async fn connect(self) -> Result<McpHttpClient, McpHttpError> {
+    /// Starts the client and initializes the MCP session (stateless mode: asks
+    /// `server/discover`).
+    pub async fn connect(mut self) -> Result<McpHttpClient, McpHttpError> {
+        self.options.stateless = self.mode == Mode::Stateless;
         let uri = parse_url(&self.url)?;
         let http = http_client(self.tls)?;
         let (in_tx, in_rx) = mpsc::channel(16);
@@ -140,6 +172,10 @@ impl McpHttpClientBuilder {
             session: Mutex::new(None),
             version: Mutex::new(None),
             cancelled: Mutex::new(VecDeque::new()),
+            tool_headers: Mutex::new(HashMap::new()),
+            max_tools: self.max_tools,
+            #[cfg(feature = "oauth")]
+            oauth: self.oauth,
         });
         let poster = Arc::clone(&shared);
         let posts = tokio::spawn(async move {
@@ -165,10 +201,24 @@ impl McpHttpClientBuilder {
                 return Err(e.into());
             }
         };
+        // Session mode: the GET stream, where the server sends what belongs to no request
+        // (its requests and notifications outside a call).
+        // It is open before `connect` returns: a server drops what it has for a stream that
+        // is not there yet.
+        let listen = if self.mode == Mode::Sessions && self.listen {
+            let (opened, open) = tokio::sync::oneshot::channel();
+            let task = AbortOnDrop(tokio::spawn(Arc::clone(&shared).listen(opened)));
+            // A server that holds the GET's headers back does not hold `connect` for long.
+            let _ = tokio::time::timeout(self.timeout.min(LISTEN_OPEN_WAIT), open).await;
+            Some(task)
+        } else {
+            None
+        };
         Ok(McpHttpClient {
             mcp,
             shared,
             _posts: AbortOnDrop(posts),
+            _listen: listen,
         })
     }
 }
@@ -189,7 +239,23 @@ struct Shared {
     /// The ids of the latest requests this client cancelled (at most [`CANCELLED_KEPT`]):
     /// their streams end with no answer (MCP), and are not resumed.
     cancelled: Mutex<VecDeque<Value>>,
+    /// The `x-mcp-header` parameters of each tool of the latest `tools/list` pages (stateless
+    /// mode), mirrored into `Mcp-Param-*` headers on `tools/call`; at most `max_tools`.
+    tool_headers: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    max_tools: usize,
+    /// The client's OAuth, which answers the server's 401 and 403.
+    #[cfg(feature = "oauth")]
+    oauth: Option<Arc<super::oauth::OAuth>>,
 }
+
+/// The default of [`McpHttpClientBuilder::max_tools`].
+pub const DEFAULT_MAX_TOOLS: usize = 4096;
+
+/// How long `connect` waits for the GET stream's answer before it returns anyway.
+const LISTEN_OPEN_WAIT: Duration = Duration::from_secs(5);
+
+/// How many times in a row the GET stream is reopened after it ended with no message.
+const LISTEN_REOPENS: usize = 3;
 
 /// How many cancelled request ids [`Shared`] remembers.
 const CANCELLED_KEPT: usize = 64;
@@ -230,6 +296,7 @@ pub struct McpHttpClient {
     mcp: McpClient,
     shared: Arc<Shared>,
     _posts: AbortOnDrop,
+    _listen: Option<AbortOnDrop>,
 }
 
 impl std::fmt::Debug for McpHttpClient {
@@ -268,6 +335,10 @@ impl McpHttpClient {
             max_body: 4 << 20,
             headers: HeaderMap::new(),
             tls: ClientTls::default(),
+            listen: true,
+            max_tools: DEFAULT_MAX_TOOLS,
+            #[cfg(feature = "oauth")]
+            oauth: None,
         }
     }
 
@@ -306,7 +377,13 @@ impl McpHttpClient {
             }
             _ => Ok(()),
         };
-        let McpHttpClient { mcp, _posts, .. } = self;
+        let McpHttpClient {
+            mcp,
+            _posts,
+            _listen,
+            ..
+        } = self;
+        drop(_listen);
         drop(_posts);
         let _ = mcp.close().await;
         result
@@ -330,6 +407,12 @@ impl Shared {
         *req.uri_mut() = self.uri.clone();
         *req.headers_mut() = self.headers.clone();
         let h = req.headers_mut();
+        #[cfg(feature = "oauth")]
+        if let Some(token) = self.oauth.as_ref().and_then(|o| o.bearer()) {
+            if let Ok(v) = HeaderValue::from_str(&format!("Bearer {token}")) {
+                h.insert(header::AUTHORIZATION, v);
+            }
+        }
         h.insert(
             header::ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
@@ -371,37 +454,67 @@ impl Shared {
                 None => return,
             }
         }
-        let mut req = self.request(Method::POST, message);
-        let h = req.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
         let method = value.get("method").and_then(Value::as_str);
-        if self.mode == Mode::Stateless {
-            if let Some(m) = method.and_then(|m| HeaderValue::from_str(m).ok()) {
-                h.insert(HEADER_METHOD, m);
+        // Built anew for each attempt: an authorization in between changes its token.
+        let build = || {
+            let mut req = self.request(Method::POST, message.clone());
+            let h = req.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            if self.mode == Mode::Stateless {
+                if let Some(m) = method.and_then(|m| HeaderValue::from_str(m).ok()) {
+                    h.insert(HEADER_METHOD, m);
+                }
+                let params = value.get("params").unwrap_or(&Value::Null);
+                if let Some(name) = method
+                    .and_then(name_member)
+                    .and_then(|key| params.get(key))
+                    .and_then(Value::as_str)
+                    .and_then(|n| HeaderValue::from_str(&encode_value(n)).ok())
+                {
+                    h.insert(HEADER_NAME, name);
+                }
+                if method == Some(crate::methods::TOOLS_CALL) {
+                    self.mirror_params(params, h);
+                }
             }
-            let params = value.get("params").unwrap_or(&Value::Null);
-            if let Some(name) = method
-                .and_then(name_member)
-                .and_then(|key| params.get(key))
-                .and_then(Value::as_str)
-                .and_then(|n| HeaderValue::from_str(&encode_value(n)).ok())
-            {
-                h.insert(HEADER_NAME, name);
-            }
-        }
+            req
+        };
         if method == Some(CANCELLED) {
             if let Some(id) = value.pointer("/params/requestId") {
                 self.note_cancelled(id.clone());
             }
         }
-        let initialize = method == Some("initialize")
-            || (self.mode == Mode::Stateless && method == Some(crate::methods::SERVER_DISCOVER));
+        let initialize = method == Some("initialize");
+        let tools_list = self.mode == Mode::Stateless && method == Some(crate::methods::TOOLS_LIST);
         let id = value.get("id").filter(|_| method.is_some()).cloned();
-        let outcome =
-            tokio::time::timeout(self.timeout, self.exchange(req, initialize, id.as_ref())).await;
+        let read = Read {
+            initialize,
+            tools_list,
+        };
+        let mut authorizations = 0;
+        let outcome = loop {
+            let mut challenge = None;
+            let outcome = tokio::time::timeout(
+                self.timeout,
+                self.exchange(build(), read, id.as_ref(), &mut challenge),
+            )
+            .await;
+            // 401 and 403: the client's OAuth (if any) gets a token and the POST goes again.
+            if let Ok(Err((status @ (401 | 403), _))) = &outcome {
+                match self
+                    .authorize(*status, challenge.as_deref(), &mut authorizations)
+                    .await
+                {
+                    Some(Ok(())) => continue,
+                    Some(Err(reason)) => break Ok(Err((*status, reason))),
+                    None => {}
+                }
+            }
+            break outcome;
+        };
         let (status, reason) = match outcome {
             Ok(Ok(())) => return,
             Ok(Err(f)) => f,
@@ -415,13 +528,101 @@ impl Shared {
         }
     }
 
-    async fn receive(&self, message: Bytes, initialize: bool) {
-        let message = if initialize && self.mode == Mode::Stateless {
-            initialize_result(message)
+    /// After a 401 or 403: `None` when the client has no OAuth (the status is the answer),
+    /// else whether it got a token to try again with (at most
+    /// [`OAuthConfig::max_authorizations`](super::oauth::OAuthConfig::max_authorizations) per
+    /// request).
+    #[cfg_attr(not(feature = "oauth"), allow(clippy::unused_async, unused_variables))]
+    async fn authorize(
+        &self,
+        status: u16,
+        challenge: Option<&str>,
+        authorizations: &mut usize,
+    ) -> Option<Result<(), String>> {
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            if *authorizations >= oauth.max_authorizations() {
+                let e = super::oauth::OAuthError::TooManyAuthorizations(*authorizations);
+                return Some(Err(e.to_string()));
+            }
+            *authorizations += 1;
+            let url = self.uri.to_string();
+            return Some(
+                oauth
+                    .on_challenge(&self.http, &url, status, challenge)
+                    .await
+                    .map_err(|e| e.to_string()),
+            );
+        }
+        None
+    }
+
+    /// Reads the session's GET stream until it ends, reopening it (from the last event id,
+    /// after the server's `retry` wait) at most [`LISTEN_REOPENS`] times in a row without an
+    /// event.
+    async fn listen(self: Arc<Self>, opened: tokio::sync::oneshot::Sender<()>) {
+        let mut opened = Some(opened);
+        let mut decoder = SseDecoder::with_buffer(Vec::new(), self.max_body);
+        let mut retry = Duration::from_secs(1);
+        let mut idle_reopens = 0;
+        let read = Read {
+            initialize: false,
+            tools_list: false,
+        };
+        while idle_reopens <= LISTEN_REOPENS {
+            let mut req = self.request(Method::GET, Bytes::new());
+            req.headers_mut().insert(
+                header::ACCEPT,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            let last = decoder.last_event_id().to_owned();
+            if let Some(v) = Some(last).filter(|l| !l.is_empty()) {
+                if let Ok(v) = HeaderValue::from_str(&v) {
+                    req.headers_mut().insert("last-event-id", v);
+                }
+            }
+            let response = self.http.request(req).await;
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
+            let Ok(response) = response else {
+                return;
+            };
+            if response.status() != StatusCode::OK || !is_event_stream(&response) {
+                // 405: the server offers no GET stream.
+                return;
+            }
+            decoder.reset();
+            let mut body = response.into_body();
+            idle_reopens += 1;
+            while let Some(Ok(frame)) = body.frame().await {
+                let Ok(chunk) = frame.into_data() else {
+                    continue;
+                };
+                let mut input: &[u8] = &chunk;
+                while let Some(item) = decoder.next(&mut input) {
+                    match item {
+                        SseItem::Event(e) if e.event == "message" && !e.data.is_empty() => {
+                            idle_reopens = 0;
+                            let data = Bytes::copy_from_slice(e.data.as_bytes());
+                            self.receive(data, read).await;
+                        }
+                        SseItem::Retry(ms) => retry = Duration::from_millis(ms),
+                        _ => {}
+                    }
+                }
+            }
+            tokio::time::sleep(retry.min(Duration::from_secs(30))).await;
+        }
+    }
+
+    async fn receive(&self, message: Bytes, read: Read) {
+        let message = if read.tools_list {
+            self.checked_tools(message)
         } else {
             message
         };
-        if initialize {
+        if read.initialize {
             if let Ok(v) = serde_json::from_slice::<Value>(&message) {
                 if let Some(version) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
                 {
@@ -436,9 +637,11 @@ impl Shared {
     async fn exchange(
         &self,
         req: Request<Full<Bytes>>,
-        initialize: bool,
+        read: Read,
         want: Option<&Value>,
+        challenge: &mut Option<String>,
     ) -> Result<(), (u16, String)> {
+        let initialize = read.initialize;
         let response = self
             .http
             .request(req)
@@ -459,11 +662,16 @@ impl Shared {
             StatusCode::ACCEPTED | StatusCode::NO_CONTENT => return Ok(()),
             StatusCode::OK => {}
             other => {
+                *challenge = response
+                    .headers()
+                    .get(header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
                 let (status, text) = failure(other, response).await;
                 // An error status whose body answers the request with a JSON-RPC error (the
                 // stateless revision's 400 and 404): the error is the answer.
                 if want.is_some_and(|id| is_answer_to(&text, id)) {
-                    self.receive(Bytes::from(text), initialize).await;
+                    self.receive(Bytes::from(text), read).await;
                     return Ok(());
                 }
                 return Err((status, text));
@@ -487,7 +695,7 @@ impl Shared {
                             SseItem::Event(e) if e.event == "message" && !e.data.is_empty() => {
                                 answered |= want.is_some_and(|id| is_answer_to(e.data, id));
                                 let data = Bytes::copy_from_slice(e.data.as_bytes());
-                                self.receive(data, initialize).await;
+                                self.receive(data, read).await;
                             }
                             SseItem::Retry(ms) => retry = Duration::from_millis(ms),
                             _ => {}
@@ -535,22 +743,18 @@ impl Shared {
             .map_err(|e| (200, format!("body failed: {e}")))?
             .to_bytes();
         if !bytes.is_empty() {
-            self.receive(bytes, initialize).await;
+            self.receive(bytes, read).await;
         }
         Ok(())
     }
 }
 
-/// A message of the session API as the stateless revision (2026-07-28) sends it: `_meta`
-/// naming the revision, the client's capabilities and its name on every request and
-/// notification; `initialize` becomes `server/discover` (its answer is read back as an
-/// `initialize` result, [`initialize_result`]); `None` for `notifications/initialized`, which
-/// the revision does not have.
+/// A message as the stateless revision (2026-07-28) sends it: the [`McpClient`] puts `_meta`
+/// on its requests; its notifications (`notifications/cancelled`) get the revision and the
+/// capabilities here. `None` for `notifications/initialized`, which the revision does not
+/// have.
 fn stateless_message(value: &mut Value) -> Option<Bytes> {
-    use crate::methods::{
-        INITIALIZE, INITIALIZED, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION,
-        SERVER_DISCOVER,
-    };
+    use crate::methods::{INITIALIZED, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
     let method = value
         .get("method")
         .and_then(Value::as_str)
@@ -564,48 +768,86 @@ fn stateless_message(value: &mut Value) -> Option<Bytes> {
         .as_object_mut()?
         .entry("params")
         .or_insert_with(|| json!({}));
-    if !params.is_object() {
-        return Some(Bytes::from(value.to_string()));
-    }
-    if method.as_deref() == Some(INITIALIZE) {
-        let init = params.take();
-        *params = json!({"_meta": {
-            META_CLIENT_CAPABILITIES: init.get("capabilities").cloned().unwrap_or(json!({})),
-            META_CLIENT_INFO: init.get("clientInfo").cloned().unwrap_or(json!({})),
-        }});
-        value["method"] = json!(SERVER_DISCOVER);
-    }
-    let meta = value["params"]
-        .as_object_mut()?
-        .entry("_meta")
-        .or_insert_with(|| json!({}));
-    if let Some(meta) = meta.as_object_mut() {
-        meta.insert(META_PROTOCOL_VERSION.to_owned(), json!(STATELESS_VERSION));
+    if let Some(meta) = params
+        .as_object_mut()
+        .map(|p| p.entry("_meta").or_insert_with(|| json!({})))
+        .and_then(Value::as_object_mut)
+    {
+        meta.entry(META_PROTOCOL_VERSION)
+            .or_insert_with(|| json!(STATELESS_VERSION));
         meta.entry(META_CLIENT_CAPABILITIES)
             .or_insert_with(|| json!({}));
     }
     Some(Bytes::from(value.to_string()))
 }
 
-/// A `server/discover` answer as the session API's `initialize` result: its capabilities,
-/// instructions and server name. Its `protocolVersion` is the newest session revision, the
-/// one [`McpClient`] speaks; the wire speaks 2026-07-28.
-fn initialize_result(message: Bytes) -> Bytes {
-    let Ok(mut v) = serde_json::from_slice::<Value>(&message) else {
-        return message;
-    };
-    let Some(result) = v.get_mut("result").and_then(Value::as_object_mut) else {
-        return message;
-    };
-    let info = result
-        .get("_meta")
-        .and_then(|m| m.get(crate::methods::META_SERVER_INFO))
-        .cloned()
-        .unwrap_or(json!({}));
-    result.insert("serverInfo".to_owned(), info);
-    result.insert(
-        "protocolVersion".to_owned(),
-        json!(crate::ProtocolVersion::LATEST.as_str()),
-    );
-    Bytes::from(v.to_string())
+/// What [`Shared::receive`] does with the answers to a POST besides passing them on.
+#[derive(Debug, Clone, Copy)]
+struct Read {
+    /// `initialize`: keep the revision the server chose.
+    initialize: bool,
+    /// `tools/list` (stateless): keep each tool's header parameters, and leave out the tools
+    /// whose `x-mcp-header` annotations break the revision's rules.
+    tools_list: bool,
+}
+
+impl Shared {
+    /// A `tools/list` answer without the tools whose `x-mcp-header` annotations are invalid
+    /// (the revision: the client MUST exclude them); the others' header parameters noted.
+    fn checked_tools(&self, message: Bytes) -> Bytes {
+        let Ok(mut v) = serde_json::from_slice::<Value>(&message) else {
+            return message;
+        };
+        let Some(tools) = v.pointer_mut("/result/tools").and_then(Value::as_array_mut) else {
+            return message;
+        };
+        let mut kept = self
+            .tool_headers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        tools.retain(|tool| {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+            let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
+            let (params, problems) = header_params::of_schema(schema);
+            if !problems.is_empty() {
+                tracing::warn!(
+                    tool = name,
+                    ?problems,
+                    "tool left out: invalid x-mcp-header"
+                );
+                kept.remove(name);
+                return false;
+            }
+            if kept.len() >= self.max_tools && !kept.contains_key(name) {
+                kept.clear();
+            }
+            kept.insert(name.to_owned(), params);
+            true
+        });
+        drop(kept);
+        Bytes::from(v.to_string())
+    }
+
+    /// The `Mcp-Param-*` headers of a `tools/call`: each annotated parameter present (not
+    /// null) in its arguments, encoded as the revision says.
+    fn mirror_params(&self, params: &Value, headers: &mut HeaderMap) {
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return;
+        };
+        let arguments = params.get("arguments").unwrap_or(&Value::Null);
+        let kept = self
+            .tool_headers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for p in kept.get(name).into_iter().flatten() {
+            let value = p.value(arguments);
+            let value = value.as_deref().map(encode_value);
+            if let (Ok(name), Some(Ok(value))) = (
+                HeaderName::from_bytes(p.header().as_bytes()),
+                value.map(|v| HeaderValue::from_str(&v)),
+            ) {
+                headers.insert(name, value);
+            }
+        }
+    }
 }

@@ -73,6 +73,8 @@
 mod auth;
 mod client;
 mod exchange;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod post;
 mod posted;
 mod replies;
@@ -89,7 +91,13 @@ mod wire;
 pub use rpcwire_http::{HostPolicy, Protocol};
 
 pub use auth::{ProtectedResource, METADATA_PATH};
-pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError};
+pub use client::{McpHttpClient, McpHttpClientBuilder, McpHttpError, DEFAULT_MAX_TOOLS};
+#[cfg(feature = "oauth-jwt")]
+pub use oauth::ClientAssertion;
+#[cfg(feature = "oauth")]
+pub use oauth::{
+    Authorizer, EnterpriseGrant, OAuth, OAuthConfig, OAuthError, DEFAULT_MAX_RESPONSE,
+};
 #[cfg(feature = "tls")]
 pub use server::serve_tls;
 pub use server::{serve, serve_connection, McpService};

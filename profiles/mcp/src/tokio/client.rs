@@ -12,6 +12,10 @@ use rpcwire_tokio::{Builder, CallError, Client, DriverError, Router, RpcError, S
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::client_handlers::{
+    ClientHandlers, ELICITATION_CREATE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE,
+};
+use super::client_wire::Wire;
 use super::server::mcp_builder;
 use super::tool_result::ToolResult;
 use crate::{methods, LogLevel, ProtocolVersion};
@@ -28,6 +32,18 @@ pub struct ClientOptions {
     /// The timeout of each request (default: the connection's, 30 s). A long tool call
     /// needs more.
     pub timeout: Option<Duration>,
+    /// Speak 2026-07-28 (default false: a session revision, `protocol_version`): no
+    /// `initialize` but `server/discover`, the revision, capabilities and `clientInfo` in each
+    /// request's `_meta`, and `InputRequiredResult` rounds answered by `handlers`.
+    /// [`McpHttpClientBuilder::mode`](crate::http::McpHttpClientBuilder::mode) sets it.
+    pub stateless: bool,
+    /// The answers to the server's elicitation, sampling and roots requests (their
+    /// capabilities are declared from them).
+    pub handlers: ClientHandlers,
+    /// The most `InputRequiredResult` rounds one request goes through (default 8).
+    pub max_input_rounds: usize,
+    /// The most input requests one `InputRequiredResult` may hold (default 16).
+    pub max_input_requests: usize,
 }
 
 impl Default for ClientOptions {
@@ -37,6 +53,10 @@ impl Default for ClientOptions {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             protocol_version: ProtocolVersion::LATEST,
             timeout: None,
+            stateless: false,
+            handlers: ClientHandlers::default(),
+            max_input_rounds: 8,
+            max_input_requests: 16,
         }
     }
 }
@@ -66,6 +86,16 @@ pub enum McpError {
     /// The call was cancelled ([`RunningCall::cancel`]).
     #[error("the call was cancelled")]
     Cancelled,
+    /// A handler could not answer an input request of an `InputRequiredResult`.
+    #[error("cannot answer the server's input request: {0}")]
+    Input(#[source] RpcError),
+    /// An `InputRequiredResult` was not of the revision's shape or over the limit.
+    #[error("bad InputRequiredResult: {0}")]
+    BadInputRequest(&'static str),
+    /// The server asked for input more times than the limit
+    /// ([`ClientOptions::max_input_rounds`]).
+    #[error("the server asked for input more than {0} times")]
+    TooManyRounds(usize),
 }
 
 impl McpError {
@@ -113,6 +143,7 @@ struct Hub {
     progress: Mutex<HashMap<String, ProgressFn>>,
     next: AtomicU64,
     log: Mutex<Option<LogFn>>,
+    handlers: ClientHandlers,
 }
 
 #[derive(Deserialize)]
@@ -163,6 +194,9 @@ impl Hub {
                 std::future::ready(())
             })
             .sync_method(methods::PING, |_: Value| Ok::<_, RpcError>(json!({})))
+            .with_handler(self, ELICITATION_CREATE)
+            .with_handler(self, SAMPLING_CREATE_MESSAGE)
+            .with_handler(self, ROOTS_LIST)
     }
 
     /// Registers a progress callback under a new token; the guard removes it.
@@ -176,6 +210,21 @@ impl Hub {
             hub: Arc::clone(self),
             token,
         }
+    }
+}
+
+/// The server's requests of a session revision, answered by the client's handlers.
+trait WithHandler {
+    fn with_handler(self, hub: &Arc<Hub>, method: &'static str) -> Self;
+}
+
+impl WithHandler for Router {
+    fn with_handler(self, hub: &Arc<Hub>, method: &'static str) -> Self {
+        let hub = Arc::clone(hub);
+        self.method(method, move |params: Value| {
+            let hub = Arc::clone(&hub);
+            async move { hub.handlers.answer(method, params).await }
+        })
     }
 }
 
@@ -217,12 +266,13 @@ pub struct McpClient {
     hub: Arc<Hub>,
     init: Value,
     version: ProtocolVersion,
+    wire: Arc<Wire>,
 }
 
 impl fmt::Debug for McpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpClient")
-            .field("version", &self.version)
+            .field("revision", &self.revision())
             .field("server", &self.init.get("serverInfo"))
             .finish()
     }
@@ -230,7 +280,10 @@ impl fmt::Debug for McpClient {
 
 impl McpClient {
     fn prepare(options: &ClientOptions) -> (Builder, Arc<Hub>) {
-        let hub = Arc::new(Hub::default());
+        let hub = Arc::new(Hub {
+            handlers: options.handlers.clone(),
+            ..Hub::default()
+        });
         let mut builder = mcp_builder().router(hub.router());
         if let Some(timeout) = options.timeout {
             builder = builder.request_timeout(Some(timeout));
@@ -243,10 +296,38 @@ impl McpClient {
         hub: Arc<Hub>,
         options: &ClientOptions,
     ) -> Result<McpClient, McpError> {
+        let client_info = json!({"name": options.name, "version": options.version});
+        let wire = Arc::new(Wire::new(
+            options.stateless,
+            client_info.clone(),
+            options.handlers.clone(),
+            options.max_input_rounds,
+            options.max_input_requests,
+        ));
+        if options.stateless {
+            let mut init = wire.discover(session.client()).await?;
+            // The server's name: `serverInfo`, or in `_meta` (as the session API reads it).
+            if init.get("serverInfo").is_none() {
+                if let Some(info) = init
+                    .pointer("/_meta")
+                    .and_then(|m| m.get(methods::META_SERVER_INFO))
+                    .cloned()
+                {
+                    init["serverInfo"] = info;
+                }
+            }
+            return Ok(McpClient {
+                session,
+                hub,
+                init,
+                version: ProtocolVersion::LATEST,
+                wire,
+            });
+        }
         let params = json!({
             "protocolVersion": options.protocol_version.as_str(),
-            "capabilities": {},
-            "clientInfo": {"name": options.name, "version": options.version},
+            "capabilities": options.handlers.capabilities(),
+            "clientInfo": client_info,
         });
         let init: Value = session.client().call(methods::INITIALIZE, params).await?;
         let chosen = init["protocolVersion"].as_str().unwrap_or_default();
@@ -259,6 +340,7 @@ impl McpClient {
             hub,
             init,
             version,
+            wire,
         })
     }
 
@@ -296,14 +378,37 @@ impl McpClient {
         Ok((McpClient::finish(session, hub, &options).await?, child))
     }
 
-    /// The negotiated revision.
+    /// The session revision `initialize` negotiated ([`ProtocolVersion::LATEST`] on
+    /// 2026-07-28, which has no handshake: see [`revision`](McpClient::revision)).
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.version
     }
 
-    /// The server's `initialize` result (`serverInfo`, `capabilities`, `instructions`).
+    /// The revision spoken on the wire: the negotiated session revision, or `2026-07-28`.
+    pub fn revision(&self) -> &'static str {
+        if self.wire.stateless {
+            crate::STATELESS_VERSION
+        } else {
+            self.version.as_str()
+        }
+    }
+
+    /// True when the client speaks 2026-07-28 ([`ClientOptions::stateless`]).
+    pub fn is_stateless(&self) -> bool {
+        self.wire.stateless
+    }
+
+    /// The server's `initialize` result (`serverInfo`, `capabilities`, `instructions`), or
+    /// on 2026-07-28 its `server/discover` result (`supportedVersions`, `capabilities`,
+    /// `serverInfo`).
     pub fn initialize_result(&self) -> &Value {
         &self.init
+    }
+
+    /// Any request by name, on the revision the client speaks (on 2026-07-28 with `_meta`
+    /// and through the `InputRequiredResult` rounds): its result.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, McpError> {
+        self.wire.request(self.client(), method, params).await
     }
 
     /// The JSON-RPC client underneath (for requests this type has no method for).
@@ -318,15 +423,14 @@ impl McpClient {
 
     /// `ping`.
     pub async fn ping(&self) -> Result<(), McpError> {
-        let _: Value = self.client().call(methods::PING, json!({})).await?;
+        let _: Value = self.request(methods::PING, json!({})).await?;
         Ok(())
     }
 
     /// `logging/setLevel`.
     pub async fn set_log_level(&self, level: LogLevel) -> Result<(), McpError> {
         let _: Value = self
-            .client()
-            .call(methods::LOGGING_SET_LEVEL, json!({"level": level.as_str()}))
+            .request(methods::LOGGING_SET_LEVEL, json!({"level": level.as_str()}))
             .await?;
         Ok(())
     }
@@ -346,7 +450,7 @@ impl McpClient {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
             };
-            let page: Value = self.client().call(methods::TOOLS_LIST, params).await?;
+            let page: Value = self.request(methods::TOOLS_LIST, params).await?;
             let page: Page = serde_json::from_value(page).map_err(|source| McpError::Decode {
                 what: "tools/list",
                 source,
@@ -362,6 +466,7 @@ impl McpClient {
 
     async fn call(
         client: Client,
+        wire: Arc<Wire>,
         name: String,
         arguments: Value,
         token: Option<String>,
@@ -370,7 +475,7 @@ impl McpClient {
         if let Some(token) = token {
             params["_meta"] = json!({"progressToken": token});
         }
-        let result: Value = client.call(methods::TOOLS_CALL, params).await?;
+        let result: Value = wire.request(&client, methods::TOOLS_CALL, params).await?;
         serde_json::from_value(result).map_err(|source| McpError::Decode {
             what: "tools/call",
             source,
@@ -389,7 +494,14 @@ impl McpClient {
         arguments: impl Serialize,
     ) -> Result<ToolResult, McpError> {
         let arguments = McpClient::arguments(arguments)?;
-        McpClient::call(self.client().clone(), name.to_owned(), arguments, None).await
+        McpClient::call(
+            self.client().clone(),
+            Arc::clone(&self.wire),
+            name.to_owned(),
+            arguments,
+            None,
+        )
+        .await
     }
 
     /// `tools/call` with a progress token: `on_progress` gets each `notifications/progress`
@@ -405,6 +517,7 @@ impl McpClient {
         let token = guard.token.clone();
         let result = McpClient::call(
             self.client().clone(),
+            Arc::clone(&self.wire),
             name.to_owned(),
             arguments,
             Some(token),
@@ -426,9 +539,10 @@ impl McpClient {
         let guard = on_progress.map(|f| self.hub.register(f));
         let token = guard.as_ref().map(|g| g.token.clone());
         let client = self.client().clone();
+        let wire = Arc::clone(&self.wire);
         let name = name.to_owned();
         let task = tokio::spawn(async move {
-            let result = McpClient::call(client, name, arguments, token).await;
+            let result = McpClient::call(client, wire, name, arguments, token).await;
             drop(guard);
             result
         });

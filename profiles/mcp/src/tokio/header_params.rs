@@ -94,6 +94,28 @@ fn walk(
     }
 }
 
+impl HeaderParam {
+    /// The header's name (`mcp-param-{name}`, lowercased).
+    #[cfg(feature = "http")]
+    pub(crate) fn header(&self) -> &str {
+        &self.header
+    }
+
+    /// The header's value for these arguments, before the transport's encoding: the string
+    /// itself, the integer or boolean written out; `None` when the parameter is absent or
+    /// null (the header is then left out) or not of its declared type.
+    #[cfg(feature = "http")]
+    pub(crate) fn value(&self, arguments: &Value) -> Option<String> {
+        let value = self.path.iter().try_fold(arguments, |v, key| v.get(key))?;
+        match (self.kind, value) {
+            (Kind::String, Value::String(s)) => Some(s.clone()),
+            (Kind::Integer, Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+            (Kind::Boolean, Value::Bool(b)) => Some(b.to_string()),
+            _ => None,
+        }
+    }
+}
+
 /// RFC 9110 `token`: one or more `tchar`.
 fn is_token(name: &str) -> bool {
     !name.is_empty()

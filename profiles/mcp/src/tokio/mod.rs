@@ -38,8 +38,11 @@
 #![allow(clippy::indexing_slicing)]
 
 mod client;
+mod client_calls;
+mod client_handlers;
+mod client_wire;
 mod context;
-mod header_params;
+pub(crate) mod header_params;
 mod input;
 mod listen;
 mod request_state;
@@ -53,6 +56,14 @@ mod tool_calls;
 mod tool_result;
 
 pub use client::{ClientOptions, McpClient, McpError, Progress, RunningCall, ServerTool};
+pub use client_calls::{
+    Completion, PromptMessageReceived, PromptResult, ReadContents, ServerPrompt,
+    ServerPromptArgument, ServerResource, ServerResourceTemplate,
+};
+pub use client_handlers::{
+    ClientHandlers, ElicitAction, ElicitRequest, ElicitResult, HandlerFuture, Root,
+    ELICITATION_CREATE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE,
+};
 pub use context::ToolContext;
 pub use header_params::MAX_HEADER_PARAMS;
 pub use input::{missing_capability_error, InputRequired};
