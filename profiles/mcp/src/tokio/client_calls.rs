@@ -7,7 +7,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::client::{McpClient, McpError};
+use super::client::McpClient;
+use super::client_config::McpError;
 
 /// The most pages a list call follows (`nextCursor`).
 const MAX_PAGES: usize = 1000;

@@ -8,7 +8,7 @@ use std::prelude::rust_2021::*;
 use rpcwire_tokio::{CallError, Client};
 use serde_json::{json, Map, Value};
 
-use super::client::McpError;
+use super::client_config::McpError;
 use super::client_handlers::ClientHandlers;
 use crate::methods::{
     META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, UNSUPPORTED_PROTOCOL_VERSION,

@@ -39,6 +39,7 @@
 
 mod client;
 mod client_calls;
+mod client_config;
 mod client_handlers;
 mod client_wire;
 mod context;
@@ -55,11 +56,12 @@ mod tasks;
 mod tool_calls;
 mod tool_result;
 
-pub use client::{ClientOptions, McpClient, McpError, Progress, RunningCall, ServerTool};
+pub use client::{McpClient, Progress, RunningCall, ServerTool};
 pub use client_calls::{
     Completion, PromptMessageReceived, PromptResult, ReadContents, ServerPrompt,
     ServerPromptArgument, ServerResource, ServerResourceTemplate,
 };
+pub use client_config::{ClientOptions, McpError};
 pub use client_handlers::{
     ClientHandlers, ElicitAction, ElicitRequest, ElicitResult, HandlerFuture, Root,
     ELICITATION_CREATE, ROOTS_LIST, SAMPLING_CREATE_MESSAGE,
