@@ -75,6 +75,11 @@ fn options(url: &str, role: &str) -> Result<MqttOptions, ExitCode> {
 
 /// Serves `builder`'s service as `args` say, until the broker refuses the connection.
 pub async fn serve(args: &MqttServeArgs, builder: Builder) -> ExitCode {
+    serve_within(args, builder, MqttServer::new("").timeout).await
+}
+
+/// [`serve`], each message answered within `answer_limit` (the server's timeout).
+async fn serve_within(args: &MqttServeArgs, builder: Builder, answer_limit: Duration) -> ExitCode {
     let (Some(url), Some(topic)) = (&args.mqtt, &args.topic) else {
         return ExitCode::from(EXIT_CONNECTION);
     };
@@ -85,6 +90,7 @@ pub async fn serve(args: &MqttServeArgs, builder: Builder) -> ExitCode {
     let server = MqttServer {
         group: args.group.clone(),
         status_topic: args.status_topic.clone(),
+        timeout: answer_limit,
         ..MqttServer::new(topic.as_str())
     };
     let group = args.group.as_deref().unwrap_or("(none)");
@@ -145,6 +151,12 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let max_frame = config.max_frame;
+    // The engine's own -32000 "device_timeout" must come before the server's -32096: the
+    // server waits at least a second longer than `--timeout` (and never less than its
+    // default).
+    let answer_limit = MqttServer::new("")
+        .timeout
+        .max(config.timeout.saturating_add(Duration::from_secs(1)));
     // The pipe holds a few frames each way; the engine and the connection read it always.
     let (ours, engine_end) = tokio::io::duplex(max_frame.saturating_mul(2).max(PIPE_MIN));
     let (host_in, host_out) = tokio::io::split(engine_end);
@@ -189,7 +201,7 @@ where
     let url = args.mqtt.as_deref().unwrap_or_default();
     eprintln!("rpcwire bridge: serving the device on {url}");
     tokio::select! {
-        code = serve(args, builder) => code,
+        code = serve_within(args, builder, answer_limit) => code,
         ended = engine => {
             match ended {
                 Ok(stats) => eprintln!("rpcwire bridge: the device link ended ({stats:?})"),
