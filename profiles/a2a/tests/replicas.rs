@@ -172,3 +172,45 @@ async fn replicas_append_to_one_log_without_sharing_an_id() {
         Err(rpcwire_a2a::StoreError::NotFound)
     );
 }
+
+/// At the store's limit, two replicas inserting at once: exactly `max_tasks` are kept, the
+/// rest refused as full (the last free place is never taken twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_at_the_limit_never_both_take_the_last_place() {
+    let Some(pg) = tokio::task::spawn_blocking(Postgres::start).await.unwrap() else {
+        return;
+    };
+    let limits = StoreLimits {
+        max_tasks: 10,
+        ..StoreLimits::default()
+    };
+    let url = pg.url();
+    let connect = || PostgresTaskStore::connect(&url, limits);
+    let (a, b) = tokio::join!(connect(), connect());
+    let (a, b) = (Arc::new(a.unwrap()), Arc::new(b.unwrap()));
+    let mut puts = Vec::new();
+    for i in 0..30 {
+        let store = if i % 2 == 0 {
+            Arc::clone(&a)
+        } else {
+            Arc::clone(&b)
+        };
+        puts.push(tokio::spawn(async move {
+            store.put(working(&format!("t{i}")), None).await
+        }));
+    }
+    let (mut stored, mut full) = (0, 0);
+    for put in puts {
+        match put.await.unwrap() {
+            Ok(()) => stored += 1,
+            Err(rpcwire_a2a::StoreError::Full) => full += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!((stored, full), (10, 20));
+    let listed = a
+        .list(&ListTasksRequest::default(), None, 100)
+        .await
+        .unwrap();
+    assert_eq!(listed.total_size, 10);
+}

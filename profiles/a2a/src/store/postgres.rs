@@ -45,7 +45,7 @@ use crate::types::{
 #[derive(Debug, thiserror::Error)]
 pub enum PostgresError {
     /// The server (or the connection to it) said no.
-    #[error(transparent)]
+    #[error("{}", describe(.0))]
     Postgres(#[from] tokio_postgres::Error),
     /// A stored task's JSON does not decode (or a task does not encode).
     #[error("a stored task does not decode: {0}")]
@@ -56,6 +56,16 @@ pub enum PostgresError {
     /// A schema name that is not a plain lower-case SQL identifier.
     #[error("{0:?} is not a schema name (lower-case letters, digits and '_', at most 63)")]
     BadSchema(String),
+}
+
+/// The driver's error with the server's message, or the cause (its own `Display` says only
+/// "db error" or the like).
+fn describe(e: &tokio_postgres::Error) -> String {
+    match (e.as_db_error(), std::error::Error::source(e)) {
+        (Some(db), _) => format!("{e}: {} ({})", db.message(), db.code().code()),
+        (None, Some(cause)) => format!("{e}: {cause}"),
+        (None, None) => e.to_string(),
+    }
 }
 
 impl From<PostgresError> for StoreError {
@@ -252,7 +262,8 @@ impl PostgresTaskStore {
             if !plain_identifier(schema) {
                 return Err(PostgresError::BadSchema(schema.clone()));
             }
-            config.options(format!("-c search_path={schema}"));
+            // Quoted: a plain identifier may still be a keyword (`user`, `full`).
+            config.options(format!("-c search_path=\"{schema}\""));
         }
         let mut client = connect(&config).await?;
         migrate(&mut client, options.schema.as_deref()).await?;
@@ -282,7 +293,7 @@ async fn migrate(client: &mut Client, schema: Option<&str>) -> Result<(), Postgr
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])
         .await?;
     if let Some(schema) = schema {
-        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
             .await?;
     }
     tx.batch_execute("CREATE TABLE IF NOT EXISTS rpcwire_a2a_schema (version BIGINT NOT NULL)")
@@ -954,5 +965,110 @@ mod tests {
             PostgresTaskStore::connect_with(&url, StoreLimits::default(), bad).await,
             Err(PostgresError::BadSchema(_))
         ));
+    }
+
+    /// A store in schema `schema` of `url` with these limits.
+    async fn store_in(url: &str, schema: &str, limits: StoreLimits) -> PostgresTaskStore {
+        let options = PostgresOptions {
+            pool_size: 2,
+            schema: Some(schema.into()),
+        };
+        PostgresTaskStore::connect_with(url, limits, options)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn task(id: &str, state: TaskState) -> Task {
+        Task {
+            id: id.into(),
+            status: crate::types::TaskStatus {
+                state,
+                ..Default::default()
+            },
+            ..Task::default()
+        }
+    }
+
+    fn event(n: usize) -> StreamResponse {
+        StreamResponse::Message(Message::text(
+            crate::types::Role::Agent,
+            format!("m{n}"),
+            "x",
+        ))
+    }
+
+    /// The bounds at their edges, as the SQLite store's: a full store makes room from
+    /// finished tasks only (their push configs with them); a log past its events trims the
+    /// oldest; a log past the number of logs forgets the oldest log.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_bounds_hold_at_their_edges() {
+        let Some(pg) = tokio::task::spawn_blocking(rpcwire_tests::postgres::Postgres::start)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+        else {
+            return;
+        };
+        let limits = StoreLimits {
+            max_tasks: 2,
+            max_finished: 10,
+            finished_ttl: std::time::Duration::from_secs(60),
+        };
+        // A keyword as a schema name: quoted, it works.
+        let store = store_in(&pg.url(), "full", limits).await;
+        assert_eq!(store.put(task("a", TaskState::Working), None).await, Ok(()));
+        assert_eq!(
+            store.put(task("b", TaskState::Completed), None).await,
+            Ok(())
+        );
+        store
+            .save_configs("b", vec![TaskPushNotificationConfig::default()])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(store.put(task("c", TaskState::Working), None).await, Ok(()));
+        assert_eq!(store.get("b").await, Ok(None));
+        assert_eq!(store.load_configs("b").await, Ok(Vec::new()));
+        assert_eq!(
+            store.put(task("d", TaskState::Working), None).await,
+            Err(StoreError::Full)
+        );
+        assert_eq!(store.get("d").await, Ok(None), "a refused task is not kept");
+        assert_eq!(
+            store.put(task("a", TaskState::Completed), None).await,
+            Ok(())
+        );
+
+        let logs = store_in(&pg.url(), "logs", StoreLimits::default())
+            .await
+            .event_limits(EventLogLimits {
+                max_tasks: 2,
+                max_events: 3,
+            });
+        for n in 0..4 {
+            assert_eq!(logs.append("x", None, event(n)).await, Ok(n as u64 + 1));
+        }
+        // 4 appended, 3 kept: after 0 is trimmed, after 1 is the first kept.
+        assert_eq!(
+            logs.read_after("x", None, 0, 10).await,
+            Err(StoreError::Trimmed)
+        );
+        let kept = logs.read_after("x", None, 1, 10).await.unwrap_or_default();
+        assert_eq!(kept.iter().map(|e| e.id).collect::<Vec<_>>(), [2, 3, 4]);
+        assert_eq!(kept[0].event, event(1));
+        // A second log fits; a third forgets the oldest (x).
+        logs.append("y", None, event(0))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(logs.read_after("x", None, 1, 10).await.is_ok());
+        logs.append("z", None, event(0))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            logs.read_after("x", None, 1, 10).await,
+            Err(StoreError::NotFound)
+        );
+        assert!(logs.read_after("y", None, 0, 10).await.is_ok());
+        // `max` bounds a read.
+        let one = logs.read_after("y", None, 0, 0).await.unwrap_or_default();
+        assert!(one.is_empty());
     }
 }
