@@ -1,7 +1,7 @@
 //! A PostgreSQL server for the database-backed stores' tests: a cluster `initdb`'d in a
 //! temporary folder and a `postgres` serving it on a free loopback port (Debian's packages,
 //! installed by `.ci/install/postgres.sh`), stopped and removed on drop. As root, both run as
-//! user `postgres` (`runuser`), since PostgreSQL refuses to run as root.
+//! user `postgres`, since PostgreSQL refuses to run as root.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -47,23 +47,35 @@ fn bin_dir() -> Option<PathBuf> {
     })
 }
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
+/// Output of `id ARGS` as a number.
+fn id(args: &[&str]) -> Option<u32> {
+    let out = Command::new("id").args(args).output().ok()?;
+    std::str::from_utf8(&out.stdout).ok()?.trim().parse().ok()
 }
 
-/// `bin` (in `dir`, or the `PATH`), as user `postgres` when we are root.
-fn command(dir: &Path, bin: &str, root: bool) -> Command {
-    let bin = dir.join(bin);
-    if root {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--"]).arg(bin);
-        c
-    } else {
-        Command::new(bin)
+/// As root, the uid and gid of user `postgres` (PostgreSQL refuses to run as root).
+fn postgres_user() -> Option<(u32, u32)> {
+    if id(&["-u"]) != Some(0) {
+        return None;
     }
+    let user = id(&["-u", "postgres"]).zip(id(&["-g", "postgres"]));
+    assert!(
+        user.is_some(),
+        "root, and no user postgres to run PostgreSQL as"
+    );
+    user
+}
+
+/// `bin` (in `dir`, or the `PATH`), as `user` when given. The user is set in the child itself
+/// (no `runuser` between), so that the child is the server and a signal to it reaches it.
+fn command(dir: &Path, bin: &str, user: Option<(u32, u32)>) -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(dir.join(bin));
+    if let Some((uid, gid)) = user {
+        // From a folder the user may enter (initdb and postgres change back to it).
+        c.uid(uid).gid(gid).current_dir("/");
+    }
+    c
 }
 
 impl Postgres {
@@ -78,7 +90,7 @@ impl Postgres {
             crate::skip("PostgreSQL is not installed (.ci/install/postgres.sh)");
             return None;
         };
-        let root = is_root();
+        let user = postgres_user();
         let port = free_port();
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -86,16 +98,11 @@ impl Postgres {
         let dir =
             std::env::temp_dir().join(format!("rpcwire-pg-{}-{port}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a temporary folder");
-        if root {
-            let owned = Command::new("chown")
-                .args(["postgres:postgres"])
-                .arg(&dir)
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(owned, "chown postgres {}", dir.display());
+        if let Some((uid, gid)) = user {
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).expect("chown postgres");
         }
         let data = dir.join("data");
-        let init = command(&bin, "initdb", root)
+        let init = command(&bin, "initdb", user)
             .args([
                 "-U",
                 "postgres",
@@ -115,7 +122,7 @@ impl Postgres {
             String::from_utf8_lossy(&init.stderr)
         );
         // fsync off: a test's data need not survive a crash of the machine.
-        let child = command(&bin, "postgres", root)
+        let child = command(&bin, "postgres", user)
             .arg("-D")
             .arg(&data)
             .arg("-k")
