@@ -230,6 +230,7 @@ fn postgres_logs_keep_tasks_and_owners_apart() {
                 rpcwire_a2a::PostgresOptions {
                     pool_size: 2,
                     schema: Some(format!("case_{n}")),
+                    ..rpcwire_a2a::PostgresOptions::default()
                 },
             )
             .await

@@ -28,7 +28,7 @@ fn working(id: &str) -> Task {
 async fn replica(url: &str) -> Arc<PostgresTaskStore> {
     let options = PostgresOptions {
         pool_size: 4,
-        schema: None,
+        ..PostgresOptions::default()
     };
     Arc::new(
         PostgresTaskStore::connect_with(url, StoreLimits::default(), options)

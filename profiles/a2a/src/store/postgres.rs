@@ -24,7 +24,7 @@
 //! configuration types for it.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::{Client, Config, NoTls, Row, Transaction};
@@ -135,6 +135,10 @@ pub struct PostgresOptions {
     /// The schema its tables live in (created when missing), for several agents in one
     /// database; `None`: the connection's default (`public`).
     pub schema: Option<String>,
+    /// The longest a statement may run, waits for locks included (the server's
+    /// `statement_timeout`), so that a stuck database fails a call rather than hanging it;
+    /// 30 s by default. Connecting is bounded too: 10 s unless the URL says otherwise.
+    pub statement_timeout: Duration,
 }
 
 impl Default for PostgresOptions {
@@ -142,6 +146,7 @@ impl Default for PostgresOptions {
         PostgresOptions {
             pool_size: 4,
             schema: None,
+            statement_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -258,12 +263,20 @@ impl PostgresTaskStore {
         options: PostgresOptions,
     ) -> Result<Self, PostgresError> {
         let mut config: Config = url.parse()?;
+        // The URL's own server options first, then the store's.
+        let mut server_options = config.get_options().unwrap_or_default().to_owned();
         if let Some(schema) = &options.schema {
             if !plain_identifier(schema) {
                 return Err(PostgresError::BadSchema(schema.clone()));
             }
             // Quoted: a plain identifier may still be a keyword (`user`, `full`).
-            config.options(format!("-c search_path=\"{schema}\""));
+            server_options.push_str(&format!(" -c search_path=\"{schema}\""));
+        }
+        let timeout = options.statement_timeout.as_millis().max(1);
+        server_options.push_str(&format!(" -c statement_timeout={timeout}"));
+        config.options(server_options.trim_start());
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
         }
         let mut client = connect(&config).await?;
         migrate(&mut client, options.schema.as_deref()).await?;

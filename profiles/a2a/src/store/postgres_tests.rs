@@ -58,6 +58,7 @@ async fn store_in(url: &str, schema: &str, limits: StoreLimits) -> PostgresTaskS
     let options = PostgresOptions {
         pool_size: 2,
         schema: Some(schema.into()),
+        ..PostgresOptions::default()
     };
     PostgresTaskStore::connect_with(url, limits, options)
         .await
@@ -156,4 +157,55 @@ async fn the_bounds_hold_at_their_edges() {
     // `max` bounds a read.
     let one = logs.read_after("y", None, 0, 0).await.unwrap_or_default();
     assert!(one.is_empty());
+}
+
+/// A call that waits on a lock longer than the statement timeout fails (a `Backend` error)
+/// instead of hanging; once the lock is free, the same call succeeds.
+#[tokio::test(flavor = "current_thread")]
+async fn a_stuck_database_fails_a_call_after_the_statement_timeout() {
+    let Some(pg) = tokio::task::spawn_blocking(rpcwire_tests::postgres::Postgres::start)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+    else {
+        return;
+    };
+    let options = PostgresOptions {
+        pool_size: 2,
+        statement_timeout: std::time::Duration::from_millis(200),
+        ..PostgresOptions::default()
+    };
+    let store = PostgresTaskStore::connect_with(&pg.url(), StoreLimits::default(), options)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Another session holds the lock new tasks take.
+    let holder = PostgresTaskStore::connect(&pg.url(), StoreLimits::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut c = holder.pool.get().await.unwrap_or_else(|e| panic!("{e}"));
+    let tx = c
+        .client()
+        .transaction()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TASKS_LOCK])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let started = std::time::Instant::now();
+    let put = store.put(task("new", TaskState::Working), None).await;
+    assert!(matches!(put, Err(StoreError::Backend(_))), "{put:?}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_millis(200)
+            && waited < std::time::Duration::from_secs(10),
+        "{waited:?}"
+    );
+    assert!(put
+        .map_err(|e| e.to_string())
+        .err()
+        .is_some_and(|e| e.contains("statement timeout")));
+    tx.rollback().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        store.put(task("new", TaskState::Working), None).await,
+        Ok(())
+    );
 }
