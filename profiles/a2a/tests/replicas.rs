@@ -46,8 +46,9 @@ async fn replicas_share_tasks_and_fail_each_others_lapsed_leases_once() {
     let url = pg.url();
     let (a, b) = tokio::join!(replica(&url), replica(&url));
 
-    // A's tasks are B's to read and list.
-    let soon = SystemTime::now() + Duration::from_millis(300);
+    // A's tasks are B's to read and list. The sweeps below are given their time (`now`), so
+    // that nothing here depends on how fast the machine runs.
+    let soon = SystemTime::now() + Duration::from_secs(60);
     const N: usize = 20;
     for i in 0..N {
         let lease = Lease {
@@ -65,21 +66,21 @@ async fn replicas_share_tasks_and_fail_each_others_lapsed_leases_once() {
 
     // Before the leases lapse, B's sweep takes nothing; A's own sweep never does.
     assert!(b
-        .fail_lapsed(SystemTime::now(), "replica-b", "gone")
+        .fail_lapsed(soon, "replica-b", "gone")
         .await
         .unwrap()
         .is_empty());
     // A renews half of them, then dies: the other half lapses.
     let renewed = Lease {
         holder: "replica-a".into(),
-        until: SystemTime::now() + Duration::from_secs(600),
+        until: soon + Duration::from_secs(600),
     };
     let kept: Vec<String> = (0..N / 2).map(|i| format!("t{i}")).collect();
     assert_eq!(a.renew(&renewed, &kept).await.unwrap(), N / 2);
     drop(a);
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let lapsed_at = soon + Duration::from_millis(1);
     assert!(b
-        .fail_lapsed(SystemTime::now(), "replica-a", "own")
+        .fail_lapsed(lapsed_at, "replica-a", "own")
         .await
         .unwrap()
         .is_empty());
@@ -87,7 +88,7 @@ async fn replicas_share_tasks_and_fail_each_others_lapsed_leases_once() {
     // B and a third replica C sweep together, 8 sweeps each at once: every lapsed task is
     // failed by exactly one of them, once.
     let c = replica(&url).await;
-    let now = SystemTime::now();
+    let now = lapsed_at;
     let mut sweeps = Vec::new();
     for k in 0..16 {
         let (store, holder) = if k % 2 == 0 {
