@@ -1,33 +1,45 @@
 //! A2A over HTTP (`rpcwire-a2a`, `examples/a2a-agent`) against the official Python SDK's own
-//! server (`a2a-sdk` 1.3.0 on uvicorn, `profiles/a2a/tests/py/sdk_agent.py`) with the same
-//! agent logic, in the same run: `cargo bench -p rpcwire-bench --bench a2a`.
+//! server (`a2a-sdk` 1.3.0 on uvicorn, `bench/py/a2a_sdk_agent.py`) with the same agent logic,
+//! for each task store, in the same run: `cargo bench -p rpcwire-bench --bench a2a`.
 //!
-//! 1. Streams held open: K clients (`RPCWIRE_BENCH_A2A_STREAMS`, default 1 000), one
-//!    connection each, send `SendStreamingMessage` for a task that then waits (a count whose
-//!    step is an hour); each reads its first two events (the task, then a status update) and
-//!    keeps the stream open. The server's `VmRSS` before and after gives the memory per open
-//!    stream (connection, task, stream buffer and all).
-//! 2. `SendMessage` calls/s: C connections (`RPCWIRE_BENCH_A2A_CONNS`, default 32), keep-alive,
-//!    each sending `SendMessage` "echo ..." (a task created, an artifact, completed, the task
-//!    answered) back to back for `RPCWIRE_BENCH_A2A_SECS` (default 5) seconds; every answer is
-//!    checked to be a completed task.
+//! For each store (`RPCWIRE_BENCH_A2A_STORES`, default `memory,sqlite,postgres`), rpcwire's
+//! agent and then the Python agent, each a fresh process on a fresh store (a new SQLite file in
+//! the system's temporary directory; a new PostgreSQL cluster from `rpcwire_tests::postgres`
+//! for each server, `.ci/install/postgres.sh`):
 //!
-//! 3. The same two with the agent's tasks in a SQLite file (`--store sqlite:PATH`, a fresh
-//!    file in the system's temporary directory), in the same run.
+//! 1. `SendMessage` calls/s: C connections (`RPCWIRE_BENCH_A2A_CONNS`, default 32), keep-alive,
+//!    each sending `SendMessage` "echo hello" (a task created, an artifact, completed, the task
+//!    answered) back to back for `RPCWIRE_BENCH_A2A_SECS` (default 5) seconds after a warm-up
+//!    of `RPCWIRE_BENCH_A2A_WARMUP_MS` (default 1 000); every answer is checked to be the
+//!    completed task with its echo.
+//! 2. Streaming calls/s: the same connections sending `SendStreamingMessage` "count N"
+//!    (`RPCWIRE_BENCH_A2A_STEPS`, default 3, one step every `RPCWIRE_BENCH_A2A_STEP_MS`,
+//!    default 0: the servers' own cost, not the agent's sleeping), each stream read to its end
+//!    and checked: the task, working, a status update and an artifact chunk per step, then
+//!    completed (2N + 3 events).
 //!
-//! The Python side needs `.ci/install/a2a-interop.sh`; without it only rpcwire is measured.
-//! `RPCWIRE_BENCH_A2A_BASELINE=/path/to/a2a-agent` measures another build of the agent too
-//! (an earlier commit's), in the same run.
-//! The table is printed and written to `target/bench-a2a.md`.
+//! With the memory store, also memory per open stream: K clients (`RPCWIRE_BENCH_A2A_STREAMS`,
+//! default 1 000), one connection each, send `SendStreamingMessage` for a task that then waits
+//! (a count whose step is an hour, a server of its own); each reads its first two events (the
+//! task, then working) and keeps the stream open. The server's `VmRSS` before and after gives
+//! the memory per open stream (connection, task, stream buffer and all).
+//!
+//! An answer that is not the expected one is counted as an error, not as a call (the table
+//! shows how many); a connection that fails ends the run. The Python side needs
+//! `.ci/install/a2a-interop.sh`; without it only rpcwire is measured.
+//! `RPCWIRE_BENCH_A2A_BASELINE=/path/to/a2a-agent` measures another build of the agent too (an
+//! earlier commit's, with the memory store), in the same run. The table is printed and written
+//! to `target/bench-a2a.md`.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rpcwire_bench::{cargo_build, proc_status, workspace_root, Error};
+use rpcwire_tests::postgres::Postgres;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -35,8 +47,37 @@ fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|s| s.trim().parse().ok())
-        .filter(|&n| n > 0)
         .unwrap_or(default)
+}
+
+/// The run's settings, from the environment.
+struct Settings {
+    streams: usize,
+    conns: usize,
+    secs: u64,
+    warmup: Duration,
+    steps: usize,
+    step_ms: u64,
+    stores: Vec<String>,
+}
+
+impl Settings {
+    fn from_env() -> Settings {
+        Settings {
+            streams: env_usize("RPCWIRE_BENCH_A2A_STREAMS", 1_000).max(1),
+            conns: env_usize("RPCWIRE_BENCH_A2A_CONNS", 32).max(1),
+            secs: env_usize("RPCWIRE_BENCH_A2A_SECS", 5).max(1) as u64,
+            warmup: Duration::from_millis(env_usize("RPCWIRE_BENCH_A2A_WARMUP_MS", 1_000) as u64),
+            steps: env_usize("RPCWIRE_BENCH_A2A_STEPS", 3).clamp(1, 1000),
+            step_ms: env_usize("RPCWIRE_BENCH_A2A_STEP_MS", 0) as u64,
+            stores: std::env::var("RPCWIRE_BENCH_A2A_STORES")
+                .unwrap_or_else(|_| "memory,sqlite,postgres".into())
+                .split(',')
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect(),
+        }
+    }
 }
 
 /// A server process, killed on drop.
@@ -91,61 +132,181 @@ fn post(addr: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-fn send_body(text: &str, n: u64) -> String {
+fn message_body(method: &str, text: &str, n: u64) -> String {
     format!(
-        r#"{{"jsonrpc":"2.0","id":{n},"method":"SendMessage","params":{{"message":{{"messageId":"m{n}","role":"ROLE_USER","parts":[{{"text":"{text}"}}]}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":{n},"method":"{method}","params":{{"message":{{"messageId":"m{n}","role":"ROLE_USER","parts":[{{"text":"{text}"}}]}}}}}}"#
     )
 }
 
-/// Reads one HTTP/1.1 response with a `content-length` body; returns the body.
+/// Reads more of the connection into `buf`; an error when the peer closed it.
+async fn fill(s: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    let mut chunk = [0u8; 16384];
+    let n = s.read(&mut chunk).await?;
+    if n == 0 {
+        return Err(std::io::Error::other("closed mid-response"));
+    }
+    buf.extend_from_slice(&chunk[..n]);
+    Ok(())
+}
+
+/// Reads one HTTP/1.1 response, its body sized by `content-length` or sent chunked (a
+/// stream); returns the body. Hand-written, as the load generator's other readers: a few lines
+/// that cost both servers the same, with no HTTP client's own pooling or buffering in between.
 async fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Vec<u8>> {
-    loop {
+    let end = loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .ok_or_else(|| std::io::Error::other(format!("no content-length in {head}")))?;
-            while buf.len() < end + 4 + len {
-                let mut chunk = [0u8; 16384];
-                let n = s.read(&mut chunk).await?;
-                if n == 0 {
-                    return Err(std::io::Error::other("closed mid-body"));
-                }
-                buf.extend_from_slice(&chunk[..n]);
+            break end;
+        }
+        fill(s, buf).await?;
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    if !head.starts_with("http/1.1 200") {
+        return Err(std::io::Error::other(format!("answered {head}")));
+    }
+    buf.drain(..end + 4);
+    let header = |name: &str| {
+        head.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_owned())
+    };
+    if let Some(len) = header("content-length:").and_then(|v| v.parse::<usize>().ok()) {
+        while buf.len() < len {
+            fill(s, buf).await?;
+        }
+        return Ok(buf.drain(..len).collect());
+    }
+    if header("transfer-encoding:").as_deref() != Some("chunked") {
+        return Err(std::io::Error::other(format!("no body length in {head}")));
+    }
+    let mut body = Vec::new();
+    loop {
+        let line_end = loop {
+            if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
+                break i;
             }
-            let body = buf[end + 4..end + 4 + len].to_vec();
-            buf.drain(..end + 4 + len);
+            fill(s, buf).await?;
+        };
+        let size_text = String::from_utf8_lossy(&buf[..line_end]).into_owned();
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+            .map_err(|_| std::io::Error::other(format!("chunk size {size_text:?}")))?;
+        // The chunk and its CRLF; the last (empty) chunk is followed by the final CRLF.
+        while buf.len() < line_end + 2 + size + 2 {
+            fill(s, buf).await?;
+        }
+        body.extend_from_slice(&buf[line_end + 2..line_end + 2 + size]);
+        buf.drain(..line_end + 2 + size + 2);
+        if size == 0 {
             return Ok(body);
         }
-        let mut chunk = [0u8; 16384];
-        let n = s.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(std::io::Error::other("closed before a response"));
-        }
-        buf.extend_from_slice(&chunk[..n]);
     }
+}
+
+/// What a call's answer must be.
+#[derive(Clone, Copy)]
+enum Call {
+    /// `SendMessage` "echo hello": the completed task with the echo artifact.
+    Send,
+    /// `SendStreamingMessage` "count N", read to the end: 2N + 3 events, the last completed.
+    Stream(usize),
+}
+
+impl Call {
+    fn body(self, n: u64) -> String {
+        match self {
+            Call::Send => message_body("SendMessage", "echo hello", n),
+            Call::Stream(steps) => {
+                message_body("SendStreamingMessage", &format!("count {steps}"), n)
+            }
+        }
+    }
+
+    /// Whether `body` is the answer this call must get.
+    fn check(self, body: &[u8]) -> bool {
+        match self {
+            Call::Send => serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|v| {
+                v.pointer("/result/task/status/state")
+                    == Some(&serde_json::json!("TASK_STATE_COMPLETED"))
+                    && v.pointer("/result/task/artifacts/0/parts/0/text")
+                        == Some(&serde_json::json!("hello"))
+            }),
+            Call::Stream(steps) => {
+                // The SSE events' `data:` lines; empty ones (rpcwire's first event, which only
+                // sets the retry delay) and comments carry no JSON-RPC response.
+                let events: Vec<serde_json::Value> = String::from_utf8_lossy(body)
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim)
+                    .filter(|d| !d.is_empty())
+                    .filter_map(|d| serde_json::from_str(d).ok())
+                    .collect();
+                events.len() == 2 * steps + 3
+                    && events[0].pointer("/result/task").is_some()
+                    && events
+                        .last()
+                        .and_then(|e| e.pointer("/result/statusUpdate/status/state"))
+                        == Some(&serde_json::json!("TASK_STATE_COMPLETED"))
+            }
+        }
+    }
+}
+
+/// Calls/s and wrong answers of `call` over `conns` keep-alive connections for `secs`, after
+/// a warm-up whose calls are not counted.
+async fn rate(addr: &str, call: Call, s: &Settings) -> Result<(f64, u64), Error> {
+    let done = Arc::new(AtomicU64::new(0));
+    let wrong = Arc::new(AtomicU64::new(0));
+    let counting = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    let measure_from = start + s.warmup;
+    let deadline = measure_from + Duration::from_secs(s.secs);
+    let workers: Vec<_> = (0..s.conns)
+        .map(|c| {
+            let addr = addr.to_owned();
+            let (done, wrong, counting) =
+                (Arc::clone(&done), Arc::clone(&wrong), Arc::clone(&counting));
+            tokio::spawn(async move {
+                let mut stream = TcpStream::connect(&addr).await?;
+                stream.set_nodelay(true)?;
+                let mut buf = Vec::new();
+                let mut n = (c as u64) << 32;
+                while Instant::now() < deadline {
+                    n += 1;
+                    stream.write_all(&post(&addr, &call.body(n))).await?;
+                    let body = read_response(&mut stream, &mut buf).await?;
+                    if Instant::now() >= measure_from {
+                        counting.store(true, Ordering::Relaxed);
+                        let counter = if call.check(&body) { &done } else { &wrong };
+                        counter.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Ok::<_, std::io::Error>(())
+            })
+        })
+        .collect();
+    for w in workers {
+        w.await
+            .map_err(|e| Error::Server(e.to_string()))?
+            .map_err(|e| Error::io("a call", e))?;
+    }
+    let measured = start.elapsed().saturating_sub(s.warmup).as_secs_f64();
+    Ok((
+        done.load(Ordering::Relaxed) as f64 / measured,
+        wrong.load(Ordering::Relaxed),
+    ))
 }
 
 /// Opens `k` streams and holds them; the RSS of `pid` before and after, in KiB.
 async fn hold_streams(addr: &str, pid: u32, k: usize) -> Result<(u64, u64, Vec<TcpStream>), Error> {
     let before = proc_status(pid)?.rss_kib;
     let mut held = Vec::with_capacity(k);
-    let body = |n: usize| {
-        format!(
-            r#"{{"jsonrpc":"2.0","id":{n},"method":"SendStreamingMessage","params":{{"message":{{"messageId":"s{n}","role":"ROLE_USER","parts":[{{"text":"count 1"}}]}}}}}}"#
-        )
-    };
     for chunk in (0..k).collect::<Vec<_>>().chunks(100) {
         let opened = chunk.iter().map(|&n| {
             let addr = addr.to_owned();
-            let request = post(&addr, &body(n));
+            let request = post(&addr, &Call::Stream(1).body(n as u64));
             tokio::spawn(async move {
                 let mut s = TcpStream::connect(&addr).await?;
                 s.write_all(&request).await?;
-                // Wait for two `data:` events with a JSON-RPC response: the task and the
-                // working status.
+                // Two `data:` events with a JSON-RPC response: the task and working.
                 let mut seen = Vec::new();
                 while seen.windows(8).filter(|w| w == b"\"result\"").count() < 2 {
                     let mut b = [0u8; 8192];
@@ -171,73 +332,130 @@ async fn hold_streams(addr: &str, pid: u32, k: usize) -> Result<(u64, u64, Vec<T
     Ok((before, after, held))
 }
 
-/// `SendMessage` calls/s over `conns` keep-alive connections for `secs`.
-async fn send_rate(addr: &str, conns: usize, secs: u64) -> Result<f64, Error> {
-    let done = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    let start = Instant::now();
-    let workers: Vec<_> = (0..conns)
-        .map(|c| {
-            let addr = addr.to_owned();
-            let done = Arc::clone(&done);
-            tokio::spawn(async move {
-                let mut s = TcpStream::connect(&addr).await?;
-                let mut buf = Vec::new();
-                let mut n = (c as u64) << 32;
-                while Instant::now() < deadline {
-                    n += 1;
-                    s.write_all(&post(&addr, &send_body("echo hello", n)))
-                        .await?;
-                    let body = read_response(&mut s, &mut buf).await?;
-                    let v: serde_json::Value = serde_json::from_slice(&body)
-                        .map_err(|e| std::io::Error::other(e.to_string()))?;
-                    if v.pointer("/result/task/status/state")
-                        .and_then(|s| s.as_str())
-                        != Some("TASK_STATE_COMPLETED")
-                    {
-                        return Err(std::io::Error::other(format!("unexpected answer {v}")));
-                    }
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok::<_, std::io::Error>(())
-            })
-        })
-        .collect();
-    for w in workers {
-        w.await
-            .map_err(|e| Error::Server(e.to_string()))?
-            .map_err(|e| Error::io("SendMessage", e))?;
-    }
-    Ok(done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64())
+/// One server's figures.
+struct Row {
+    store: String,
+    name: String,
+    send: (f64, u64),
+    stream: (f64, u64),
+    /// KiB per open stream and how many were open (memory store only).
+    per_stream: Option<(f64, usize)>,
+    python: bool,
 }
 
-struct Row {
-    name: &'static str,
-    streams: usize,
-    per_stream_kib: f64,
-    rate: f64,
+/// How to start one kind of server with a given store and step.
+enum Kind<'a> {
+    Rpcwire(&'a Path),
+    Python(&'a Path),
+}
+
+impl Kind<'_> {
+    fn command(&self, store: &str, step_ms: u64) -> Command {
+        let mut c = match self {
+            Kind::Rpcwire(agent) => Command::new(agent),
+            Kind::Python(python) => {
+                let mut c = Command::new(python);
+                c.arg(workspace_root().join("bench/py/a2a_sdk_agent.py"));
+                c
+            }
+        };
+        c.args(["--http", "127.0.0.1:0", "--step-ms", &step_ms.to_string()])
+            .args(["--store", store]);
+        c
+    }
+}
+
+/// A fresh store for one server: its `--store` argument and what keeps it alive (the
+/// PostgreSQL server), removed when dropped.
+struct FreshStore {
+    arg: String,
+    _postgres: Option<Postgres>,
+    file: Option<PathBuf>,
+}
+
+impl FreshStore {
+    fn new(store: &str, tag: &str) -> Result<Option<FreshStore>, Error> {
+        Ok(match store {
+            "memory" => Some(FreshStore {
+                arg: "memory".into(),
+                _postgres: None,
+                file: None,
+            }),
+            "sqlite" => {
+                let file = std::env::temp_dir().join(format!(
+                    "rpcwire-bench-a2a-{}-{tag}.sqlite",
+                    std::process::id()
+                ));
+                Some(FreshStore {
+                    arg: format!("sqlite:{}", file.display()),
+                    _postgres: None,
+                    file: Some(file),
+                })
+            }
+            "postgres" => Postgres::start().map(|pg| FreshStore {
+                arg: format!("postgres:{}", pg.url()),
+                _postgres: Some(pg),
+                file: None,
+            }),
+            other => return Err(Error::Server(format!("unknown store {other:?}"))),
+        })
+    }
+}
+
+impl Drop for FreshStore {
+    fn drop(&mut self) {
+        if let Some(file) = &self.file {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut p = file.clone().into_os_string();
+                p.push(suffix);
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
 }
 
 async fn measure(
-    name: &'static str,
-    server: &Server,
-    k: usize,
-    conns: usize,
-    secs: u64,
-) -> Result<Row, Error> {
-    let rate = send_rate(&server.addr, conns, secs).await?;
-    let (before, after, held) = hold_streams(&server.addr, server.pid(), k).await?;
-    let per = (after.saturating_sub(before)) as f64 / k as f64;
+    kind: &Kind<'_>,
+    name: &str,
+    store: &str,
+    s: &Settings,
+) -> Result<Option<Row>, Error> {
+    let tag = name.split_whitespace().next().unwrap_or("server");
+    let Some(fresh) = FreshStore::new(store, tag)? else {
+        return Ok(None);
+    };
+    let (send, stream) = {
+        let server = Server::start(&mut kind.command(&fresh.arg, s.step_ms))?;
+        let send = rate(&server.addr, Call::Send, s).await?;
+        let stream = rate(&server.addr, Call::Stream(s.steps), s).await?;
+        (send, stream)
+    };
+    drop(fresh);
+    let per_stream = if store == "memory" {
+        let server = Server::start(&mut kind.command("memory", 3_600_000))?;
+        let (before, after, held) = hold_streams(&server.addr, server.pid(), s.streams).await?;
+        drop(held);
+        let per = after.saturating_sub(before) as f64 / s.streams as f64;
+        eprintln!(
+            "{name}: {} streams open, RSS {before} -> {after} KiB",
+            s.streams
+        );
+        Some((per, s.streams))
+    } else {
+        None
+    };
     eprintln!(
-        "{name}: {k} streams open, RSS {before} -> {after} KiB ({per:.1} KiB per stream); SendMessage {rate:.0}/s"
+        "{name}, {store}: SendMessage {:.0}/s ({} wrong), streaming {:.0}/s ({} wrong)",
+        send.0, send.1, stream.0, stream.1
     );
-    drop(held);
-    Ok(Row {
-        name,
-        streams: k,
-        per_stream_kib: per,
-        rate,
-    })
+    Ok(Some(Row {
+        store: store.to_owned(),
+        name: name.to_owned(),
+        send,
+        stream,
+        per_stream,
+        python: matches!(kind, Kind::Python(_)),
+    }))
 }
 
 fn python() -> Option<PathBuf> {
@@ -248,91 +466,86 @@ fn python() -> Option<PathBuf> {
                 .join(".cache/rpcwire-interop")
         });
     let p = dir.join("a2a/venv/bin/python");
-    p.exists().then_some(p)
+    // The database stores need the SDK's `sqlite` and `postgresql` extras too.
+    let ready = Command::new(&p)
+        .args([
+            "-c",
+            "import a2a.server.tasks.database_task_store, aiosqlite, asyncpg",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|st| st.success());
+    ready.then_some(p)
+}
+
+fn table(rows: &[Row], s: &Settings) -> String {
+    let mut out = format!(
+        "| store | server | `SendMessage` calls/s | rpcwire ÷ Python | streaming calls/s (count {}, {} events) | rpcwire ÷ Python | memory per open stream ({} open) |\n|---|---|---:|---:|---:|---:|---:|\n",
+        s.steps,
+        2 * s.steps + 3,
+        s.streams
+    );
+    let calls = |(rate, wrong): (f64, u64)| {
+        if wrong == 0 {
+            format!("{rate:.0}")
+        } else {
+            format!("{rate:.0} ({wrong} wrong answers)")
+        }
+    };
+    for r in rows {
+        let python = rows.iter().find(|p| p.python && p.store == r.store);
+        let ratio = |pick: fn(&Row) -> f64| match python {
+            Some(p) if !r.python && pick(p) > 0.0 => format!("{:.1}×", pick(r) / pick(p)),
+            _ => "—".to_owned(),
+        };
+        let memory = r
+            .per_stream
+            .map_or("—".to_owned(), |(kib, _)| format!("{kib:.1} KiB"));
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {memory} |\n",
+            r.store,
+            r.name,
+            calls(r.send),
+            ratio(|r| r.send.0),
+            calls(r.stream),
+            ratio(|r| r.stream.0),
+        ));
+    }
+    out
 }
 
 async fn run() -> Result<(), Error> {
-    let k = env_usize("RPCWIRE_BENCH_A2A_STREAMS", 1_000);
-    let conns = env_usize("RPCWIRE_BENCH_A2A_CONNS", 32);
-    let secs = env_usize("RPCWIRE_BENCH_A2A_SECS", 5) as u64;
-    let wanted = 2 * k as u64 + 512;
-    let _ = rlimit::increase_nofile_limit(wanted);
-
+    let s = Settings::from_env();
+    let _ = rlimit::increase_nofile_limit(2 * s.streams as u64 + 512);
     let agent = cargo_build("rpcwire-example-a2a-agent", "a2a-agent")?;
-    let mut rows = Vec::new();
-    {
-        let server = Server::start(Command::new(&agent).args([
-            "--http",
-            "127.0.0.1:0",
-            "--step-ms",
-            "3600000",
-        ]))?;
-        rows.push(measure("rpcwire-a2a (a2a-agent)", &server, k, conns, secs).await?);
-    }
-    {
-        let file =
-            std::env::temp_dir().join(format!("rpcwire-bench-a2a-{}.sqlite", std::process::id()));
-        let store = format!("sqlite:{}", file.display());
-        let server = Server::start(Command::new(&agent).args([
-            "--http",
-            "127.0.0.1:0",
-            "--step-ms",
-            "3600000",
-            "--store",
-            &store,
-        ]))?;
-        let row = measure(
-            "rpcwire-a2a (a2a-agent --store sqlite)",
-            &server,
-            k,
-            conns,
-            secs,
-        )
-        .await;
-        drop(server);
-        for suffix in ["", "-wal", "-shm"] {
-            let mut p = file.clone().into_os_string();
-            p.push(suffix);
-            let _ = std::fs::remove_file(p);
-        }
-        rows.push(row?);
-    }
-    // Another build of the agent (an earlier commit's, say), measured in the same run.
-    if let Some(baseline) = std::env::var_os("RPCWIRE_BENCH_A2A_BASELINE") {
-        let server = Server::start(Command::new(baseline).args([
-            "--http",
-            "127.0.0.1:0",
-            "--step-ms",
-            "3600000",
-        ]))?;
-        rows.push(measure("a2a-agent, baseline build", &server, k, conns, secs).await?);
-    }
-    match python() {
-        Some(py) => {
-            let script = workspace_root().join("profiles/a2a/tests/py/sdk_agent.py");
-            let server = Server::start(Command::new(py).arg(script).args(["0", "3600000"]))?;
-            rows.push(measure("a2a-sdk 1.3.0 (Python, uvicorn)", &server, k, conns, secs).await?);
-        }
-        None => eprintln!(
+    let baseline = std::env::var_os("RPCWIRE_BENCH_A2A_BASELINE").map(PathBuf::from);
+    let py = python();
+    if py.is_none() {
+        eprintln!(
             "a2a: the Python SDK is not installed (.ci/install/a2a-interop.sh): rpcwire alone"
-        ),
+        );
     }
-
-    let mut table = String::from(
-        "| server | streams held open | memory per open stream | SendMessage calls/s | calls/s ratio |\n|---|---:|---:|---:|---:|\n",
-    );
-    let reference = rows
-        .iter()
-        .find(|r| r.name.starts_with("a2a-sdk"))
-        .map(|r| r.rate);
-    for r in &rows {
-        let ratio = reference.map_or("—".to_owned(), |p| format!("{:.1}×", r.rate / p));
-        table.push_str(&format!(
-            "| {} | {} | {:.1} KiB | {:.0} | {ratio} |\n",
-            r.name, r.streams, r.per_stream_kib, r.rate
-        ));
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    for store in &s.stores {
+        let mut servers = vec![(Kind::Rpcwire(&agent), "rpcwire-a2a (a2a-agent)")];
+        if let (Some(b), "memory") = (&baseline, store.as_str()) {
+            servers.push((Kind::Rpcwire(b), "a2a-agent, baseline build"));
+        }
+        if let Some(p) = &py {
+            servers.push((Kind::Python(p), "a2a-sdk 1.3.0 (Python, uvicorn)"));
+        }
+        for (kind, name) in &servers {
+            match measure(kind, name, store, &s).await? {
+                Some(row) => rows.push(row),
+                None => eprintln!("a2a: {store} skipped (PostgreSQL is not installed)"),
+            }
+        }
     }
+    let table = table(&rows, &s);
     print!("{table}");
+    eprintln!("a2a: measured in {:.0} s", started.elapsed().as_secs_f64());
     let out = workspace_root().join("target/bench-a2a.md");
     std::fs::write(&out, &table).map_err(|e| Error::io(format!("write {}", out.display()), e))?;
     Ok(())
