@@ -18,11 +18,12 @@
 //!    and checked: the task, working, a status update and an artifact chunk per step, then
 //!    completed (2N + 3 events).
 //!
-//! With the memory store, also memory per open stream: K clients (`RPCWIRE_BENCH_A2A_STREAMS`,
-//! default 1 000), one connection each, send `SendStreamingMessage` for a task that then waits
-//! (a count whose step is an hour, a server of its own); each reads its first two events (the
-//! task, then working) and keeps the stream open. The server's `VmRSS` before and after gives
-//! the memory per open stream (connection, task, stream buffer and all).
+//! With the memory store, also memory per open stream: right after the `SendMessage` load, on
+//! the same server (whose count steps are an hour long; the streaming rate is then measured on
+//! a second one), K clients (`RPCWIRE_BENCH_A2A_STREAMS`, default 1 000), one connection each,
+//! send `SendStreamingMessage` "count 1" for a task that then waits; each reads its first two
+//! events (the task, then working) and keeps the stream open. The server's `VmRSS` before and
+//! after gives the memory per open stream (connection, task, stream buffer and all).
 //!
 //! An answer that is not the expected one is counted as an error, not as a call (the table
 //! shows how many); a connection that fails ends the run. The Python side needs
@@ -424,26 +425,37 @@ async fn measure(
     let Some(fresh) = FreshStore::new(store, tag)? else {
         return Ok(None);
     };
-    let (send, stream) = {
-        let server = Server::start(&mut kind.command(&fresh.arg, s.step_ms))?;
+    let mut per_stream = None;
+    let send = if store == "memory" {
+        // Memory per open stream on the server that has just carried the `SendMessage` load
+        // (its runtime and allocator warmed, finished tasks kept), as earlier runs measured
+        // it: what one more stream costs, not the process's first growth. Its count steps
+        // are an hour long, so the streaming rate is measured on a second server.
+        let server = Server::start(&mut kind.command(&fresh.arg, 3_600_000))?;
         let send = rate(&server.addr, Call::Send, s).await?;
-        let stream = rate(&server.addr, Call::Stream(s.steps), s).await?;
-        (send, stream)
-    };
-    drop(fresh);
-    let per_stream = if store == "memory" {
-        let server = Server::start(&mut kind.command("memory", 3_600_000))?;
         let (before, after, held) = hold_streams(&server.addr, server.pid(), s.streams).await?;
         drop(held);
-        let per = after.saturating_sub(before) as f64 / s.streams as f64;
         eprintln!(
             "{name}: {} streams open, RSS {before} -> {after} KiB",
             s.streams
         );
-        Some((per, s.streams))
+        per_stream = Some((
+            after.saturating_sub(before) as f64 / s.streams as f64,
+            s.streams,
+        ));
+        Some(send)
     } else {
         None
     };
+    let (send, stream) = {
+        let server = Server::start(&mut kind.command(&fresh.arg, s.step_ms))?;
+        let send = match send {
+            Some(send) => send,
+            None => rate(&server.addr, Call::Send, s).await?,
+        };
+        (send, rate(&server.addr, Call::Stream(s.steps), s).await?)
+    };
+    drop(fresh);
     eprintln!(
         "{name}, {store}: SendMessage {:.0}/s ({} wrong), streaming {:.0}/s ({} wrong)",
         send.0, send.1, stream.0, stream.1
