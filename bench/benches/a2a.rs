@@ -28,6 +28,8 @@
 //! An answer that is not the expected one is counted as an error, not as a call (the table
 //! shows how many); a connection that fails ends the run. The Python side needs
 //! `.ci/install/a2a-interop.sh`; without it only rpcwire is measured.
+//! `RPCWIRE_BENCH_A2A_SDK_ARGS` adds options to the Python agent's command line (e.g.
+//! `--sqlite-journal default`: SQLite's own journal instead of the WAL both stores use).
 //! `RPCWIRE_BENCH_A2A_BASELINE=/path/to/a2a-agent` measures another build of the agent too (an
 //! earlier commit's, with the memory store), in the same run. The table is printed and written
 //! to `target/bench-a2a.md`.
@@ -357,6 +359,10 @@ impl Kind<'_> {
             Kind::Python(python) => {
                 let mut c = Command::new(python);
                 c.arg(workspace_root().join("bench/py/a2a_sdk_agent.py"));
+                // More options of the reference agent, e.g. `--sqlite-journal default`.
+                if let Ok(more) = std::env::var("RPCWIRE_BENCH_A2A_SDK_ARGS") {
+                    c.args(more.split_whitespace());
+                }
                 c
             }
         };

@@ -14,12 +14,16 @@ Same messages, same events, in the same order, as `a2a-agent`:
 - anything else: rejected, "unknown skill: start with echo, count or greet".
 
 usage: a2a_sdk_agent.py [--http 127.0.0.1:PORT] [--step-ms MS] [--store STORE]
+                        [--sqlite-journal wal|default]
 
 STORE is `memory` (the SDK's `InMemoryTaskStore`, the default), `sqlite:PATH` (its
 `DatabaseTaskStore` on SQLAlchemy with aiosqlite, the file created when missing) or
 `postgres:URL` (the same store with asyncpg, e.g.
 `postgres:postgres://postgres@127.0.0.1:5432/postgres`); with a database the push configs are
-kept there too (`DatabasePushNotificationConfigStore`), as `a2a-agent` does. It prints
+kept there too (`DatabasePushNotificationConfigStore`), as `a2a-agent` does. The SQLite file
+is opened as `a2a-agent` opens its own (WAL, synchronous NORMAL) unless `--sqlite-journal
+default` keeps SQLite's defaults. Otherwise the stores are as the SDK makes them (the engine's
+default pool). It prints
 `listening http://127.0.0.1:PORT` once it serves. Needs `.ci/install/a2a-interop.sh`.
 """
 
@@ -113,7 +117,7 @@ class Agent(AgentExecutor):
         await up.cancel()
 
 
-async def open_stores(store: str):
+async def open_stores(store: str, sqlite_journal: str):
     """The task store and push config store (None: the SDK's default) that STORE names."""
     if store == "memory":
         return InMemoryTaskStore(), None
@@ -130,6 +134,18 @@ async def open_stores(store: str):
     from a2a.server.tasks import DatabasePushNotificationConfigStore, DatabaseTaskStore
 
     engine = create_async_engine(url)
+    if kind == "sqlite" and sqlite_journal == "wal":
+        # The file as a2a-agent's SQLite store opens it (WAL, synchronous NORMAL), so that
+        # the two stores are compared with the same durability, not the same defaults.
+        from sqlalchemy import event
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def wal(dbapi_connection, _record) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
     tasks = DatabaseTaskStore(engine)
     configs = DatabasePushNotificationConfigStore(engine)
     await tasks.initialize()
@@ -173,7 +189,7 @@ async def serve(args: argparse.Namespace) -> None:
     sock.bind((host, int(port)))
     host, port = sock.getsockname()[:2]
     card = agent_card(f"http://{host}:{port}/")
-    tasks, configs = await open_stores(args.store)
+    tasks, configs = await open_stores(args.store, args.sqlite_journal)
     handler = DefaultRequestHandler(
         agent_executor=Agent(args.step_ms / 1000),
         task_store=tasks,
@@ -197,6 +213,13 @@ def main() -> None:
     parser.add_argument("--http", default="127.0.0.1:0", help="address to serve on")
     parser.add_argument("--step-ms", type=float, default=100, help="time between two steps")
     parser.add_argument("--store", default="memory", help="memory, sqlite:PATH or postgres:URL")
+    parser.add_argument(
+        "--sqlite-journal",
+        choices=["wal", "default"],
+        default="wal",
+        help="wal: WAL and synchronous NORMAL, as a2a-agent; default: SQLite's own (rollback "
+        "journal, synchronous FULL)",
+    )
     asyncio.run(serve(parser.parse_args()))
 
 
