@@ -83,7 +83,9 @@ mod server;
 mod session;
 mod session_table;
 mod settings;
+mod shared_stream;
 mod stateless;
+pub mod store;
 mod wire;
 
 /// The `Host` / `Origin` policy ([`McpHttpServer::hosts`]) and the protocol of a connection
