@@ -446,9 +446,9 @@ impl Inner {
             stream: number,
         };
         let limits = self.endpoint.streams();
-        let parked = Arc::clone(&session.shared_parked);
         let log = Arc::clone(&store.events);
-        let mut relay = match SharedRelay::start(log, key, limits, ttl, parked, tx).await {
+        let held = Arc::clone(&session);
+        let mut relay = match SharedRelay::start(log, key, limits, ttl, held, tx).await {
             Ok(relay) => relay,
             Err(e) => {
                 tracing::warn!(error = %e, "a request stream could not be stored");

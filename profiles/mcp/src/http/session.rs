@@ -45,7 +45,7 @@ pub(crate) struct McpSession {
     pub(crate) next_stream: AtomicU64,
     /// With a shared store: this replica's streams of the session whose client went away
     /// (their events are in the store's log; bounded as `detached` is).
-    pub(crate) shared_parked: Arc<AtomicUsize>,
+    pub(crate) shared_parked: AtomicUsize,
 }
 
 impl McpSession {
@@ -134,7 +134,7 @@ fn new_state(endpoint: &Endpoint, owner: Option<String>) -> McpSession {
         level: Mutex::new(None),
         detached: ParkedStreams::default(),
         next_stream: AtomicU64::new(0),
-        shared_parked: Arc::new(AtomicUsize::new(0)),
+        shared_parked: AtomicUsize::new(0),
         hub: {
             let hub = EventHub::start(mcp_builder(), max_body, streams);
             hub.end_streams_on(endpoint.shutdown());

@@ -9,7 +9,7 @@
 //! time after its last event; and at most [`DEFAULT_MAX_PARKED`] streams per session and
 //! replica whose client went away while their work goes on (past it the work is given up).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +17,7 @@ use bytes::Bytes;
 use rpcwire_http::profile::{priming_event, stream_event, StreamLimits, DEFAULT_MAX_PARKED};
 use tokio::sync::mpsc;
 
+use super::session::Session;
 use super::store::{EventLog, LogBounds, StoreError, StreamKey};
 
 /// How many events one read of a log takes.
@@ -33,8 +34,8 @@ pub(crate) struct SharedRelay {
     bounds: LogBounds,
     live: Option<mpsc::Sender<Bytes>>,
     seq: u64,
-    /// The session's count of this replica's parked streams, and whether this one is in it.
-    parked_count: Arc<AtomicUsize>,
+    /// The session, whose count of this replica's parked streams this one may be in.
+    session: Arc<Session>,
     parked: bool,
 }
 
@@ -56,7 +57,7 @@ impl SharedRelay {
         key: StreamKey,
         limits: StreamLimits,
         ttl: Duration,
-        parked_count: Arc<AtomicUsize>,
+        session: Arc<Session>,
         tx: mpsc::Sender<Bytes>,
     ) -> Result<Self, StoreError> {
         let bounds = LogBounds {
@@ -77,7 +78,7 @@ impl SharedRelay {
             bounds,
             live,
             seq: 0,
-            parked_count,
+            session,
             parked: false,
         })
     }
@@ -122,9 +123,10 @@ impl SharedRelay {
     pub(crate) fn park(&mut self) -> bool {
         self.live = None;
         if !self.parked {
-            let before = self.parked_count.fetch_add(1, Ordering::SeqCst);
+            let count = &self.session.shared_parked;
+            let before = count.fetch_add(1, Ordering::SeqCst);
             if before >= DEFAULT_MAX_PARKED {
-                self.parked_count.fetch_sub(1, Ordering::SeqCst);
+                count.fetch_sub(1, Ordering::SeqCst);
                 return false;
             }
             self.parked = true;
@@ -162,7 +164,7 @@ impl Drop for SharedRelay {
             self.parked,
         );
         if parked {
-            self.parked_count.fetch_sub(1, Ordering::SeqCst);
+            self.session.shared_parked.fetch_sub(1, Ordering::SeqCst);
         }
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
