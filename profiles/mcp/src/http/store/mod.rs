@@ -18,6 +18,24 @@
 //! The traits return boxed futures (object safe: a server holds an `Arc<dyn ...>`) and fail
 //! with a [`StoreError`]; a request that meets one is answered 503.
 //!
+//! Two replicas in one process (each would be a process of its own on a `RedisStore`):
+//!
+//! ```
+//! use std::sync::Arc;
+//! use rpcwire_mcp::http::store::{MemoryStore, SharedStore};
+//! use rpcwire_mcp::http::McpHttpServer;
+//! use rpcwire_mcp::tokio::McpServer;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let store = SharedStore::new(Arc::new(MemoryStore::default()));
+//! let a = McpHttpServer::new(McpServer::new("demo", "1.0")).store(store.clone()).build();
+//! let b = McpHttpServer::new(McpServer::new("demo", "1.0")).store(store).build();
+//! // A session `initialize`d on `a` is served by `b`: serve both behind any load balancer.
+//! # drop((a, b));
+//! # }
+//! ```
+//!
 //! [`McpHttpServer::store`]: super::McpHttpServer::store
 
 mod memory;
