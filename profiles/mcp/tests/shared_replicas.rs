@@ -2,7 +2,8 @@
 //! (`McpHttpServer::store`): two replicas, every request sent to the one the test chooses.
 //!
 //! - a session made on one replica is served by the other; its log level set on one holds
-//!   on the other; DELETE on one ends it on both;
+//!   on the other; DELETE on one ends it on both; a GET stream open on one replica keeps the
+//!   session alive past its idle time and ends when the other replica ends the session;
 //! - a request stream polled closed (`CLOSE_STREAM`) on one replica resumes with
 //!   `Last-Event-ID` on the other, every event once; the same id in another session gets
 //!   nothing of it;
@@ -102,12 +103,18 @@ fn tools(dropped: Arc<AtomicBool>) -> McpServer {
 
 /// Two replicas on `store`: their URLs, and the flags of their `wait` tools.
 async fn replicas(store: &SharedStore) -> ([String; 2], [Arc<AtomicBool>; 2]) {
+    replicas_idle(store, Duration::from_secs(600)).await
+}
+
+/// [`replicas`] whose sessions end after `idle`.
+async fn replicas_idle(store: &SharedStore, idle: Duration) -> ([String; 2], [Arc<AtomicBool>; 2]) {
     let mut urls = Vec::new();
     let mut flags = Vec::new();
     for _ in 0..2 {
         let dropped = Arc::new(AtomicBool::new(false));
         let service = McpHttpServer::new(tools(Arc::clone(&dropped)))
             .store(store.clone())
+            .idle_timeout(idle)
             .build();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
@@ -213,7 +220,8 @@ async fn a_session_is_served_by_either_replica() {
     .await;
     assert_eq!(r.status(), StatusCode::OK);
 
-    // The level set on `a` holds on `b`: only the error comes.
+    // The level set on `a` holds on `b` (which took the session in before it was set): only
+    // the error comes.
     let r = send(
         "POST",
         &a,
@@ -347,4 +355,49 @@ async fn a_full_store_refuses_new_sessions_with_503() {
     let r = send("POST", &b, &[], &init.to_string()).await;
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(r.headers().get("mcp-session-id").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_stream_keeps_its_session_alive_and_ends_with_it() {
+    let store = SharedStore::new(Arc::new(MemoryStore::default()));
+    let ([a, b], _) = replicas_idle(&store, Duration::from_millis(400)).await;
+    let session = initialize(&a).await;
+    let sid = [("mcp-session-id", session.as_str())];
+    // The session's GET stream on `b`.
+    let r = send("GET", &b, &sid, "").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let mut stream = r.into_body();
+    // Well past the idle time with no request: the open stream kept the session alive.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let r = send(
+        "POST",
+        &a,
+        &sid,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    // Ended on `a`: the stream on `b` ends soon after.
+    let r = send("DELETE", &a, &sid, "").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let ended = tokio::time::timeout(WAIT, async {
+        while let Some(frame) = stream.frame().await {
+            if frame.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the GET stream outlived its session");
+    // Without a stream or a request, a session ends after its idle time.
+    let other = initialize(&b).await;
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let r = send(
+        "POST",
+        &a,
+        &[("mcp-session-id", other.as_str())],
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }

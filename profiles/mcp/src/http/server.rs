@@ -329,9 +329,23 @@ impl Inner {
         let (tx, rx) = mpsc::channel(8);
         let active = session.hold();
         let hub = Arc::clone(&session.hub);
+        let watch = self
+            .store
+            .clone()
+            .map(|store| (store, self.sessions.clone(), session.id().to_owned()));
         tokio::spawn(async move {
             let _active = active;
-            hub.serve_stream(cursor, tx).await;
+            match watch {
+                // With a shared store the stream keeps the session alive there too, and
+                // ends when another replica ends the session (DELETE) or it expired.
+                Some((store, sessions, id)) => tokio::select! {
+                    () = hub.serve_stream(cursor, tx) => {}
+                    () = session::until_ended(&store, &sessions, &id) => {
+                        sessions.remove(&id);
+                    }
+                },
+                None => hub.serve_stream(cursor, tx).await,
+            }
         });
         event_stream(rx)
     }

@@ -12,6 +12,7 @@ use std::prelude::rust_2021::*;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use http::header::HeaderMap;
 use http::{Response, StatusCode};
@@ -267,6 +268,20 @@ async fn shared(
     };
     session.follow(&record);
     Ok(session)
+}
+
+/// Returns once the session `id` is gone from the shared store (ended on another replica, or
+/// expired), reading it a few times per idle time (every 5 ms to 30 s), which starts its time to
+/// live again: what is held open on this replica (a GET stream) keeps it alive everywhere,
+/// as it keeps it active here. A store that fails is read again at the next tick.
+pub(crate) async fn until_ended(store: &SharedStore, sessions: &Sessions, id: &str) {
+    let every = (sessions.idle() / 4).clamp(Duration::from_millis(5), Duration::from_secs(30));
+    loop {
+        tokio::time::sleep(every).await;
+        if let Ok(None) = store.sessions.load(id, sessions.idle()).await {
+            return;
+        }
+    }
 }
 
 /// The answer to a request the shared store failed (503).
