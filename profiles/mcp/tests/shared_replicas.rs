@@ -9,7 +9,9 @@
 //!   nothing of it;
 //! - the client's answer to the server's `sampling/createMessage`, and a
 //!   `notifications/cancelled`, POSTed to the replica not running the request, reach it;
-//! - a store that fails answers 503.
+//! - with authentication, a session (and its streams' events) is its creator's on every
+//!   replica: another identity naming it gets 404;
+//! - a full store answers 503.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +28,7 @@ use rpcwire::wire::sse::{SseDecoder, SseItem};
 use rpcwire_mcp::http::store::{MemoryStore, SharedStore};
 use rpcwire_mcp::http::McpHttpServer;
 use rpcwire_mcp::tokio::{McpServer, ToolContext, ToolError};
+use rpcwire_tokio::{AuthError, AuthFuture, Authenticator, Credentials, Identity};
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -103,19 +106,25 @@ fn tools(dropped: Arc<AtomicBool>) -> McpServer {
 
 /// Two replicas on `store`: their URLs, and the flags of their `wait` tools.
 async fn replicas(store: &SharedStore) -> ([String; 2], [Arc<AtomicBool>; 2]) {
-    replicas_idle(store, Duration::from_secs(600)).await
+    replicas_with(store, |s| s).await
 }
 
 /// [`replicas`] whose sessions end after `idle`.
 async fn replicas_idle(store: &SharedStore, idle: Duration) -> ([String; 2], [Arc<AtomicBool>; 2]) {
+    replicas_with(store, |s| s.idle_timeout(idle)).await
+}
+
+/// [`replicas`] with settings of their own.
+async fn replicas_with(
+    store: &SharedStore,
+    settings: impl Fn(McpHttpServer) -> McpHttpServer,
+) -> ([String; 2], [Arc<AtomicBool>; 2]) {
     let mut urls = Vec::new();
     let mut flags = Vec::new();
     for _ in 0..2 {
         let dropped = Arc::new(AtomicBool::new(false));
-        let service = McpHttpServer::new(tools(Arc::clone(&dropped)))
-            .store(store.clone())
-            .idle_timeout(idle)
-            .build();
+        let service =
+            settings(McpHttpServer::new(tools(Arc::clone(&dropped))).store(store.clone())).build();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         urls.push(format!("http://{}/mcp", listener.local_addr().unwrap()));
         tokio::spawn(rpcwire_mcp::http::serve(listener, service));
@@ -180,10 +189,14 @@ async fn events(body: &mut Incoming, n: usize) -> Vec<(String, String)> {
 }
 
 async fn initialize(url: &str) -> String {
+    initialize_as(url, &[]).await
+}
+
+async fn initialize_as(url: &str, headers: &[(&str, &str)]) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
         "clientInfo": {"name": "t", "version": "1"}}});
-    let r = send("POST", url, &[], &init.to_string()).await;
+    let r = send("POST", url, headers, &init.to_string()).await;
     assert_eq!(r.status(), StatusCode::OK);
     let id = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
     let answer: Value = serde_json::from_str(&text(r).await).unwrap();
@@ -400,4 +413,57 @@ async fn a_get_stream_keeps_its_session_alive_and_ends_with_it() {
     )
     .await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
+}
+
+/// Bearer tokens that name their subject.
+struct Names;
+
+impl Authenticator for Names {
+    fn authenticate<'a>(&'a self, credentials: Credentials<'a>) -> AuthFuture<'a> {
+        Box::pin(async move {
+            let name = credentials.bearer()?.ok_or(AuthError::Missing)?;
+            Ok(Identity::new(name))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_and_its_events_are_its_creators_on_every_replica() {
+    let store = SharedStore::new(Arc::new(MemoryStore::default()));
+    let ([a, b], _) = replicas_with(&store, |s| s.authenticator(Names)).await;
+    let alice = [("authorization", "Bearer alice")];
+    let session = initialize_as(&a, &alice).await;
+    let as_alice = [alice[0], ("mcp-session-id", session.as_str())];
+    let as_bob = [
+        ("authorization", "Bearer bob"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    // Alice's call on `a` polls its stream closed after one event.
+    let r = send("POST", &a, &as_alice, &call(5, "poll")).await;
+    let first = events(&mut r.into_body(), 10).await;
+    assert_eq!(first.len(), 1, "{first:?}");
+    let last = first[0].1.clone();
+    // Bob, naming her session on `b`: 404 for a request and for her stream.
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let r = send("POST", &b, &as_bob, ping).await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let r = send(
+        "GET",
+        &b,
+        &[as_bob[0], as_bob[1], ("last-event-id", &last)],
+        "",
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    // Alice on `b` gets the rest of her stream.
+    let r = send(
+        "GET",
+        &b,
+        &[as_alice[0], as_alice[1], ("last-event-id", &last)],
+        "",
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let rest = events(&mut r.into_body(), 10).await;
+    assert_eq!(rest.len(), 3, "{rest:?}");
 }
