@@ -5,7 +5,9 @@
 //!
 //! - The official Python MCP SDK (`.ci/install/mcp-interop.sh`,
 //!   `tests/interop/python_replicas_client.py`): initializes, lists and calls tools with the
-//!   session's requests spread over all three replicas, and resumes `count`'s event stream,
+//!   session's requests spread over all three replicas; answers elicitation and sampling
+//!   requests with POSTs that land on other replicas than the call's (and reach it); and
+//!   resumes `count`'s event stream,
 //!   cut by the client mid-call, with `Last-Event-ID` on another replica than the one
 //!   running the call: every progress value once, in order.
 //! - The MCP conformance suite (`.ci/install/mcp-conformance.sh`), requirement set

@@ -4,7 +4,8 @@ command line). Every request of a session may land on any replica (nginx names t
 answered in `X-Upstream`).
 
 Checks: initialize, list and call tools with the session's requests spread over the replicas;
-then `count` (progress notifications over SSE) whose response stream the client cuts after a
+`test_elicitation` and `test_sampling`, whose answers (POSTs of their own) land on other replicas
+than the call's and still reach it; then `count` (progress notifications over SSE) whose response stream the client cuts after a
 few events (the transport below stops reading and closes the connection), so that the SDK
 resumes it with a GET and `Last-Event-ID`, which nginx sends to whichever replica is next:
 every progress value exactly once and in order, and the result. Repeated until a resumption
@@ -16,7 +17,7 @@ import sys
 
 import anyio
 import httpx2
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from sdk_checks import check
 
@@ -78,7 +79,15 @@ async def main(url):
     client = httpx2.AsyncClient(transport=cutting, timeout=60)
     async with client:
         async with streamable_http_client(url, http_client=client) as (read, write):
-            async with ClientSession(read, write) as session:
+            async def on_elicit(context, params):
+                return types.ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.com"})
+
+            async def on_sample(context, params):
+                return types.CreateMessageResult(role="assistant", model="m",
+                                                 content=types.TextContent(type="text", text="hi"))
+
+            async with ClientSession(read, write, elicitation_callback=on_elicit,
+                                     sampling_callback=on_sample) as session:
                 init = await session.initialize()
                 check(init.protocol_version == "2025-11-25", f"initialize: {init.protocol_version}")
                 for _ in range(3):
@@ -88,6 +97,28 @@ async def main(url):
                     check(not r.is_error and r.content[0].text == "42", "call add: 42")
                 upstreams = {u for m, u, _, _ in cutting.seen if m == "POST" and u}
                 check(len(upstreams) == 3, f"the session's POSTs reached every replica: {sorted(upstreams)}")
+
+                # Elicitation and sampling: the answers are POSTs of their own, which nginx sends
+                # to whichever replica is next; they reach the replica running the call.
+                answered_elsewhere = 0
+                for attempt in range(1, 7):
+                    start = len(cutting.seen)
+                    with anyio.fail_after(30):
+                        r = await session.call_tool("test_elicitation", {"message": "who?"})
+                    check(not r.is_error and "action=accept" in r.content[0].text and "ada" in r.content[0].text,
+                          f"elicitation {attempt}: {r.content[0].text}")
+                    with anyio.fail_after(30):
+                        r = await session.call_tool("test_sampling", {"prompt": "say hi"})
+                    check(not r.is_error and r.content[0].text == "LLM response: hi",
+                          f"sampling {attempt}: {r.content[0].text}")
+                    posts = [u for m, u, _, _ in cutting.seen[start:] if m == "POST"]
+                    # call, answer, call, answer
+                    if len(posts) == 4 and (posts[0] != posts[1] or posts[2] != posts[3]):
+                        answered_elsewhere += 1
+                    if answered_elsewhere >= 2:
+                        break
+                check(answered_elsewhere >= 2,
+                      f"{answered_elsewhere} rounds with an answer POSTed to another replica than the call's")
 
                 elsewhere = 0
                 for attempt in range(1, 9):
