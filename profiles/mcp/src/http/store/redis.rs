@@ -263,7 +263,16 @@ async fn listen(
         };
         if let Some(pubsub) = pubsub {
             let mut messages = pubsub.into_on_message();
-            while let Some(msg) = messages.next().await {
+            loop {
+                // A quiet channel is looked up every few seconds: the task ends (and its
+                // connection closes) soon after the store is dropped.
+                let msg = match tokio::time::timeout(Duration::from_secs(5), messages.next()).await
+                {
+                    Err(_) if store.strong_count() == 0 => return,
+                    Err(_) => continue,
+                    Ok(None) => break,
+                    Ok(Some(msg)) => msg,
+                };
                 let Some(store) = store.upgrade() else { return };
                 let payload = msg.get_payload_bytes();
                 if msg.get_channel_name() == wake {
