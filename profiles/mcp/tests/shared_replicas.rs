@@ -407,6 +407,41 @@ async fn a_get_stream_keeps_its_session_alive_and_ends_with_it(store: SharedStor
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }
 
+/// At most 16 streams of a session whose client went away keep running on a replica (as
+/// without a store): the 17th request is cancelled when its client goes.
+async fn parked_streams_are_bounded_per_session(store: SharedStore) {
+    let ([a, _], [dropped_a, _]) = replicas(&store).await;
+    let session = initialize(&a).await;
+    let sid = [("mcp-session-id", session.as_str())];
+    let leave = |id: u64| {
+        let (a, sid) = (a.clone(), sid);
+        async move {
+            let r = send("POST", &a, &sid, &call(id, "wait")).await;
+            let mut body = r.into_body();
+            assert_eq!(events(&mut body, 1).await.len(), 1, "call {id} runs");
+            // The client goes away; the request goes on, its stream parked.
+            drop(body);
+        }
+    };
+    for id in 1..=16 {
+        leave(id).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !dropped_a.load(Ordering::SeqCst),
+        "16 parked requests run on"
+    );
+    leave(17).await;
+    let end = std::time::Instant::now() + WAIT;
+    while !dropped_a.load(Ordering::SeqCst) {
+        assert!(
+            std::time::Instant::now() < end,
+            "the 17th request was not given up"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Bearer tokens that name their subject.
 struct Names;
 
@@ -501,6 +536,7 @@ macro_rules! on_both_stores {
 }
 
 on_both_stores!(
+    parked_streams_are_bounded_per_session,
     a_session_is_served_by_either_replica,
     a_stream_resumes_on_the_other_replica_and_only_in_its_session,
     answers_and_cancellations_reach_the_replica_running_the_request,
