@@ -10,6 +10,7 @@ pub mod pki;
 pub mod postgres;
 #[cfg(feature = "raw-http")]
 pub mod raw_http;
+pub mod redis;
 #[cfg(feature = "spans")]
 pub mod spans;
 #[cfg(feature = "tls")]

@@ -4,7 +4,9 @@
 //! (`fixtures.rs`). Options: `--server-name NAME` (the prefix of its session ids, for routing
 //! behind a load balancer), `--stateless` (the 2026-07-28 revision: no sessions),
 //! `--allow-host NAME` (repeatable: accepted `Host`/`Origin` names besides loopback),
-//! `--idle-timeout SECS`, `--max-sessions N`.
+//! `--idle-timeout SECS`, `--max-sessions N`, `--store redis://HOST:PORT` (sessions and
+//! resumable streams shared with other replicas through Redis or Valkey: any replica serves
+//! any session, no sticky routing; feature `redis`, on by default).
 //!
 //! Tools: `add` and `echo` (simple), `count` (reports progress), `fail` (a tool failure, an
 //! `isError: true` result), `long_task` (runs until done or until the client sends
@@ -126,6 +128,8 @@ struct HttpOptions {
     hosts: Vec<String>,
     idle: Option<u64>,
     max_sessions: Option<usize>,
+    /// `--store redis://...`: the shared store's URL.
+    store: Option<String>,
     /// OAuth: the authorization server's JWKS URL; tokens are verified against it.
     jwks: Option<String>,
     issuer: Option<String>,
@@ -150,7 +154,7 @@ fn log_json() -> bool {
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--store redis://HOST:PORT] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
     std::process::exit(2);
 }
 
@@ -177,6 +181,7 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
         hosts: Vec::new(),
         idle: None,
         max_sessions: None,
+        store: None,
         jwks: None,
         issuer: None,
         resource: None,
@@ -199,6 +204,7 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
             "--fixtures" => {}
             // Read by `quiet`.
             "--quiet" => {}
+            "--store" => opts.store = Some(value(&mut args, "--store")),
             "--allow-host" => opts.hosts.push(value(&mut args, "--allow-host")),
             "--jwks" => opts.jwks = Some(value(&mut args, "--jwks")),
             "--issuer" => opts.issuer = Some(value(&mut args, "--issuer")),
@@ -258,6 +264,29 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
     ((!opts.addr.is_empty()).then_some(opts), otlp)
 }
 
+/// `--store URL`: the shared store of sessions and event logs (`redis://` or `rediss://`:
+/// Redis or Valkey, keys under `rpcwire:mcp`); exits when it cannot be reached.
+#[cfg(feature = "redis")]
+async fn shared_store(url: &str) -> rpcwire_mcp::http::store::SharedStore {
+    use rpcwire_mcp::http::store::{RedisStore, SharedStore};
+    if !url.starts_with("redis://") && !url.starts_with("rediss://") {
+        usage("--store takes a redis:// URL");
+    }
+    match RedisStore::connect(url, "rpcwire:mcp", Duration::from_secs(5)).await {
+        Ok(store) => SharedStore::new(store),
+        Err(e) => {
+            let source = std::error::Error::source(&e).map(ToString::to_string);
+            eprintln!("mcp-server: {e}: {}", source.unwrap_or_default());
+            std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(not(feature = "redis"))]
+async fn shared_store(_url: &str) -> rpcwire_mcp::http::store::SharedStore {
+    usage("--store needs the feature `redis`")
+}
+
 async fn serve_http(server: McpServer, opts: HttpOptions) {
     use rpcwire_mcp::http::HostPolicy;
     use rpcwire_mcp::http::{McpHttpServer, Mode};
@@ -285,6 +314,9 @@ async fn serve_http(server: McpServer, opts: HttpOptions) {
     }
     if let Some(n) = opts.max_sessions {
         config = config.max_sessions(n);
+    }
+    if let Some(url) = &opts.store {
+        config = config.store(shared_store(url).await);
     }
     let listener = match tokio::net::TcpListener::bind(&opts.addr).await {
         Ok(l) => l,

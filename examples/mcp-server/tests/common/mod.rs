@@ -2,6 +2,8 @@
 //! SDKs are installed, the test scripts, and bounded runs of third-party programs.
 #![allow(dead_code)]
 
+pub mod conformance;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -40,8 +40,9 @@
 //! every request goes through, GET and DELETE, the serve loops), `post` (a POST read,
 //! checked and answered), `exchange` (one POST's exchange with MCP's additions), `routes`
 //! (answers and cancellations routed to the exchange they name), `session` and
-//! `session_table` (what a session keeps; the bounded table), `stateless` (the 2026-07-28
-//! headers), `posted` (a body sorted by the core's parser), `replies` (answers that carry
+//! `session_table` (what a session keeps; the bounded table), [`store`] (sessions, event logs
+//! and forwarded answers shared by replicas: [`McpHttpServer::store`]), `shared_stream` (a
+//! request stream through the shared log), `stateless` (the 2026-07-28 headers), `posted` (a body sorted by the core's parser), `replies` (answers that carry
 //! JSON-RPC), `wire` (the shared names), `auth` (OAuth resource server), `client`.
 //!
 //! ```
@@ -83,7 +84,9 @@ mod server;
 mod session;
 mod session_table;
 mod settings;
+mod shared_stream;
 mod stateless;
+pub mod store;
 mod wire;
 
 /// The `Host` / `Origin` policy ([`McpHttpServer::hosts`]) and the protocol of a connection

@@ -28,7 +28,9 @@ use super::posted::{member_str, Posted};
 use super::replies::{accepts, completed_answer, json_answer, rpc_error};
 use super::server::Inner;
 use super::session::{self, Active, Session};
+use super::shared_stream::SharedRelay;
 use super::stateless::{asks_stateless, removed_method, stateless_headers};
+use super::store::{Forwarded, SessionChange, SharedStore, StreamKey};
 use super::wire::{Mode, HEADER_SESSION_ID};
 use crate::LogLevel;
 
@@ -112,7 +114,7 @@ impl Inner {
                 return *r;
             }
         } else if !is_initialize {
-            match session::named(&self.sessions, &parts.headers, caller.as_ref()) {
+            match self.named(&parts.headers, caller.as_ref()).await {
                 Ok(s) => session = Some(s),
                 Err(r) => return *r,
             }
@@ -163,23 +165,52 @@ impl Inner {
             }
             Posted::Response => {
                 if let Err(body) = self.routes.answer(&session_key, body.to_vec()).await {
-                    // Not an answer to a POST's request: one to a request sent on the
-                    // session's GET stream, which its connection matches (or drops).
-                    match &session {
-                        Some(s) => {
+                    // Not an answer to a request of this server's exchanges: with a shared
+                    // store, an answer to one running on another replica (the server's wire
+                    // ids are strings); else one to a request sent on the session's GET
+                    // stream, which its connection matches (or drops).
+                    match (&session, &self.store) {
+                        (Some(_), Some(store)) if answers_wire_id(&body) => {
+                            let forwarded = Forwarded::Answer {
+                                session: session_key,
+                                body,
+                            };
+                            if let Err(e) = store.forwarder.forward(&forwarded).await {
+                                return *session::store_failed(&e);
+                            }
+                        }
+                        (Some(s), _) => {
                             s.hub.deliver(Bytes::from(body)).await;
                         }
-                        None => tracing::debug!("an answer to no pending request"),
+                        (None, _) => tracing::debug!("an answer to no pending request"),
                     }
                 }
                 status(StatusCode::ACCEPTED)
             }
             Posted::Notification { method, params } => {
                 if method == "notifications/cancelled" {
-                    self.routes
+                    let here = self
+                        .routes
                         .cancel(&session_key, params, body.to_vec())
                         .await;
+                    if let (false, Some(store), Some(_)) = (here, &self.store, &session) {
+                        // Perhaps a request running on another replica.
+                        let forwarded = Forwarded::Cancel {
+                            session: session_key,
+                            body: body.to_vec(),
+                        };
+                        if let Err(e) = store.forwarder.forward(&forwarded).await {
+                            tracing::warn!(error = %e, "a cancellation was not forwarded");
+                        }
+                    }
                     return status(StatusCode::ACCEPTED);
+                }
+                if method == "notifications/initialized" {
+                    if let Some(s) = &session {
+                        let change = SessionChange::Initialized;
+                        session::note_change(self.store.as_ref(), &self.sessions, s.id(), change)
+                            .await;
+                    }
                 }
                 // Other notifications are dispatched now and accepted at once: a handler that
                 // waits finishes on its own (dropping the exchange leaves it running), and
@@ -197,19 +228,39 @@ impl Inner {
                         .and_then(|l| LogLevel::from_bytes(l.as_bytes()));
                     if let (Some(s), Some(level)) = (&session, level) {
                         s.set_level(level);
+                        let change = SessionChange::Level(level.as_str().to_owned());
+                        session::note_change(self.store.as_ref(), &self.sessions, s.id(), change)
+                            .await;
                     }
                 }
                 let mut session = session;
                 if is_initialize && !stateless {
-                    match session::create(&self.sessions, &self.endpoint, call.caller.as_ref()) {
-                        Ok(s) => session = Some(s),
-                        Err(why) => {
-                            return rpc_error(
-                                StatusCode::SERVICE_UNAVAILABLE,
-                                -32000,
-                                &why.to_string(),
+                    let made = match &self.store {
+                        Some(store) => {
+                            let params = params.and_then(|p| serde_json::from_str(p.as_str()).ok());
+                            session::create_shared(
+                                &self.sessions,
+                                store,
+                                &self.endpoint,
+                                call.caller.as_ref(),
+                                params,
                             )
+                            .await
                         }
+                        None => {
+                            session::create(&self.sessions, &self.endpoint, call.caller.as_ref())
+                                .map_err(|why| {
+                                    Box::new(rpc_error(
+                                        StatusCode::SERVICE_UNAVAILABLE,
+                                        -32000,
+                                        &why.to_string(),
+                                    ))
+                                })
+                        }
+                    };
+                    match made {
+                        Ok(s) => session = Some(s),
+                        Err(r) => return *r,
                     }
                     call.init = true;
                 }
@@ -268,7 +319,8 @@ impl Inner {
             Next::Answer(answer) => {
                 let answer = complete(answer);
                 if let Some(s) = session.as_ref().filter(|_| init) {
-                    if !session::note_initialized(&self.sessions, s, &answer) {
+                    let store = self.store.as_ref();
+                    if !session::note_initialized(&self.sessions, store, s, &answer).await {
                         return json_answer(answer, stateless);
                     }
                 }
@@ -304,9 +356,13 @@ impl Inner {
         match session {
             Some(session) => {
                 let keep = session.hold();
-                tokio::spawn(
-                    Arc::clone(&self).session_stream(session, exchange, first, tx, init, keep),
-                );
+                let run = (exchange, first, tx, init, keep);
+                match self.store.clone() {
+                    Some(store) => {
+                        tokio::spawn(Arc::clone(&self).shared_session_stream(session, store, run))
+                    }
+                    None => tokio::spawn(Arc::clone(&self).session_stream(session, run)),
+                };
             }
             None => {
                 let method = stateless_method.unwrap_or_default();
@@ -326,15 +382,8 @@ impl Inner {
     /// `Last-Event-ID` then carries the rest. It is cancelled instead when the session
     /// already keeps the most detached streams, or when a detached stream outgrows its
     /// buffer.
-    async fn session_stream(
-        self: Arc<Self>,
-        session: Arc<Session>,
-        mut exchange: McpExchange,
-        mut next: Next,
-        tx: mpsc::Sender<Bytes>,
-        init: bool,
-        keep: Active,
-    ) {
+    async fn session_stream(self: Arc<Self>, session: Arc<Session>, run: StreamRun) {
+        let (mut exchange, mut next, tx, init, keep) = run;
         let _keep = keep;
         let id = session.next_stream.fetch_add(1, Ordering::Relaxed) + 1;
         let limits = self.endpoint.streams();
@@ -350,7 +399,7 @@ impl Inner {
                 }
                 Next::Answer(answer) => {
                     if init {
-                        session::note_initialized(&self.sessions, &session, &answer);
+                        session::note_initialized(&self.sessions, None, &session, &answer).await;
                     }
                     relay.send(&answer).await;
                     return;
@@ -369,6 +418,79 @@ impl Inner {
             };
         }
     }
+}
+
+/// What a session's request stream runs: the exchange, its first output, the client's
+/// stream, whether it is `initialize`, and the hold that keeps the session active.
+type StreamRun = (McpExchange, Next, mpsc::Sender<Bytes>, bool, Active);
+
+impl Inner {
+    /// [`session_stream`](Inner::session_stream) with a shared store: the stream is numbered
+    /// by the store and its events appended to the store's log, so that the client may resume
+    /// it on any replica.
+    async fn shared_session_stream(
+        self: Arc<Self>,
+        session: Arc<Session>,
+        store: SharedStore,
+        run: StreamRun,
+    ) {
+        let (mut exchange, mut next, tx, init, keep) = run;
+        let _keep = keep;
+        let ttl = self.sessions.idle();
+        let number = match store.sessions.next_stream(session.id(), ttl).await {
+            Ok(0) | Err(_) => return, // the session ended, or the store is away
+            Ok(n) => n,
+        };
+        let key = StreamKey {
+            session: session.id().to_owned(),
+            stream: number,
+        };
+        let limits = self.endpoint.streams();
+        let log = Arc::clone(&store.events);
+        let held = Arc::clone(&session);
+        let mut relay = match SharedRelay::start(log, key, limits, ttl, held, tx).await {
+            Ok(relay) => relay,
+            Err(e) => {
+                tracing::warn!(error = %e, "a request stream could not be stored");
+                return;
+            }
+        };
+        loop {
+            match next {
+                Next::Message(m) => {
+                    if !relay.send(&m).await {
+                        return;
+                    }
+                }
+                Next::Answer(answer) => {
+                    if init {
+                        let store = Some(&store);
+                        session::note_initialized(&self.sessions, store, &session, &answer).await;
+                    }
+                    relay.send(&answer).await;
+                    return;
+                }
+                Next::Close => {
+                    if !relay.close() {
+                        return;
+                    }
+                }
+                Next::End | Next::TimedOut => return,
+            }
+            next = match relay.unless_gone(exchange.next()).await {
+                Some(n) => n,
+                None if relay.park() => exchange.next().await,
+                None => return,
+            };
+        }
+    }
+}
+
+/// True for an answer whose id is a string: the wire ids the server gives its requests
+/// ([`Routes`](super::routes::Routes)) are strings.
+fn answers_wire_id(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .is_ok_and(|v| v.get("id").is_some_and(serde_json::Value::is_string))
 }
 
 /// A request's stream with no session (stateless): every message as an event, the answer

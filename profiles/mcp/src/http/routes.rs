@@ -112,12 +112,19 @@ impl Routes {
     /// `notifications/cancelled` (its `params`, the whole `body`) goes to the exchange running
     /// the request it names in `session`, whose dispatcher stops the handler; the request is
     /// left unanswered (MCP's rule), and its exchange ends when the handler has stopped.
-    pub(crate) async fn cancel(&self, session: &str, params: Option<RawJson<'_>>, body: Vec<u8>) {
+    /// False when no request of this server's is named (one running on another replica,
+    /// say).
+    pub(crate) async fn cancel(
+        &self,
+        session: &str,
+        params: Option<RawJson<'_>>,
+        body: Vec<u8>,
+    ) -> bool {
         let target = member(params, "requestId")
             .and_then(|id| Id::from_json(id.as_str()))
             .map(|id| id.match_key().into_owned());
         let Some(target) = target else {
-            return;
+            return false;
         };
         // Taken out: once cancelled, nothing more is routed to the request.
         let input = self
@@ -125,8 +132,30 @@ impl Routes {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&(session.to_owned(), target));
-        if let Some(input) = input {
-            let _ = input.send(body).await;
+        match input {
+            Some(input) => {
+                let _ = input.send(body).await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// An answer or a cancellation another replica forwarded (a shared store's
+    /// [`Forwarder`](super::store::Forwarder)): taken when it is for one of this server's
+    /// requests in `session`, ignored otherwise.
+    pub(crate) async fn take_forwarded(&self, forwarded: super::store::Forwarded) {
+        use super::store::Forwarded;
+        match forwarded {
+            Forwarded::Answer { session, body } => {
+                let _ = self.answer(&session, body).await;
+            }
+            Forwarded::Cancel { session, body } => {
+                if let Some(Posted::Notification { params, .. }) = Posted::of(&body) {
+                    let whole = body.clone();
+                    self.cancel(&session, params, whole).await;
+                }
+            }
         }
     }
 }

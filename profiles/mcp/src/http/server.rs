@@ -4,6 +4,7 @@
 //! in `post`.
 
 // Named, not the std prelude's glob: its `panic` would be ambiguous in `tokio::select!`.
+use std::borrow::ToOwned;
 use std::boxed::Box;
 use std::string::String;
 use std::vec::Vec;
@@ -30,6 +31,8 @@ use super::auth::Gate;
 use super::replies::{accepts, header_str, rpc_error};
 use super::routes::Routes;
 use super::session::{self, Sessions};
+use super::shared_stream;
+use super::store::{SharedStore, StreamKey};
 use super::wire::{Mode, HEADER_PROTOCOL_VERSION};
 use crate::ProtocolVersion;
 
@@ -52,6 +55,9 @@ pub(crate) struct Inner {
     pub(crate) sessions: Sessions,
     /// Where the client's answers to the server's requests, and cancellations, go.
     pub(crate) routes: Arc<Routes>,
+    /// The store replicas share sessions and event logs through
+    /// ([`McpHttpServer::store`](super::McpHttpServer::store)); none by default.
+    pub(crate) store: Option<SharedStore>,
 }
 
 /// The MCP server as a tower `Service<http::Request<B>>` (cheap to clone). Run it with
@@ -235,8 +241,8 @@ impl Inner {
         let (parts, body) = req.into_parts();
         let response = match (self.mode, &parts.method) {
             (_, &Method::POST) => return self.post(parts, body, caller).await,
-            (Mode::Sessions, &Method::GET) => self.get(&parts, caller.as_ref()),
-            (Mode::Sessions, &Method::DELETE) => self.delete(&parts, caller.as_ref()),
+            (Mode::Sessions, &Method::GET) => self.get(&parts, caller.as_ref()).await,
+            (Mode::Sessions, &Method::DELETE) => self.delete(&parts, caller.as_ref()).await,
             (mode, _) => {
                 let mut r = refuse(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
                 let allow = match mode {
@@ -259,7 +265,27 @@ impl Inner {
         .await
     }
 
-    fn get(&self, parts: &http::request::Parts, caller: Option<&Arc<Caller>>) -> Response<Body> {
+    /// The session a request names (see [`session::named`]).
+    pub(crate) async fn named(
+        &self,
+        headers: &http::HeaderMap,
+        caller: Option<&Arc<Caller>>,
+    ) -> Result<Arc<session::Session>, Box<Response<Body>>> {
+        session::named(
+            &self.sessions,
+            self.store.as_ref(),
+            &self.endpoint,
+            headers,
+            caller,
+        )
+        .await
+    }
+
+    async fn get(
+        &self,
+        parts: &http::request::Parts,
+        caller: Option<&Arc<Caller>>,
+    ) -> Response<Body> {
         let (_, sse_ok) = accepts(&parts.headers);
         if !sse_ok {
             return refuse(
@@ -267,7 +293,7 @@ impl Inner {
                 "GET opens an event stream: accept text/event-stream\n",
             );
         }
-        let session = match session::named(&self.sessions, &parts.headers, caller) {
+        let session = match self.named(&parts.headers, caller).await {
             Ok(s) => s,
             Err(r) => return *r,
         };
@@ -275,7 +301,19 @@ impl Inner {
         if let Some((stream_id, seq)) = last.and_then(parse_event_id) {
             // The rest of a request's stream (SSE polling, or a broken connection).
             let (tx, rx) = mpsc::channel(8);
-            if let Some(stream) = session.detached.get(&stream_id) {
+            if let Some(store) = &self.store {
+                // From the shared log, wherever the request runs: the key names this
+                // session, so no other session's events can come.
+                let key = StreamKey {
+                    session: session.id().to_owned(),
+                    stream: stream_id,
+                };
+                let (log, active) = (Arc::clone(&store.events), session.hold());
+                tokio::spawn(async move {
+                    let _active = active;
+                    shared_stream::resume(log, key, seq, tx).await;
+                });
+            } else if let Some(stream) = session.detached.get(&stream_id) {
                 let active = session.hold();
                 tokio::spawn(async move {
                     let _active = active;
@@ -291,18 +329,40 @@ impl Inner {
         let (tx, rx) = mpsc::channel(8);
         let active = session.hold();
         let hub = Arc::clone(&session.hub);
+        let watch = self
+            .store
+            .clone()
+            .map(|store| (store, self.sessions.clone(), session.id().to_owned()));
         tokio::spawn(async move {
             let _active = active;
-            hub.serve_stream(cursor, tx).await;
+            match watch {
+                // With a shared store the stream keeps the session alive there too, and
+                // ends when another replica ends the session (DELETE) or it expired.
+                Some((store, sessions, id)) => tokio::select! {
+                    () = hub.serve_stream(cursor, tx) => {}
+                    () = session::until_ended(&store, &sessions, &id) => {
+                        sessions.remove(&id);
+                    }
+                },
+                None => hub.serve_stream(cursor, tx).await,
+            }
         });
         event_stream(rx)
     }
 
-    fn delete(&self, parts: &http::request::Parts, caller: Option<&Arc<Caller>>) -> Response<Body> {
-        match session::named(&self.sessions, &parts.headers, caller) {
-            Ok(session) if self.sessions.remove(session.id()) => status(StatusCode::OK),
-            Ok(_) => rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found"),
-            Err(r) => *r,
+    async fn delete(
+        &self,
+        parts: &http::request::Parts,
+        caller: Option<&Arc<Caller>>,
+    ) -> Response<Body> {
+        let session = match self.named(&parts.headers, caller).await {
+            Ok(session) => session,
+            Err(r) => return *r,
+        };
+        if session::end(&self.sessions, self.store.as_ref(), session.id()).await {
+            status(StatusCode::OK)
+        } else {
+            rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found")
         }
     }
 }

@@ -255,9 +255,15 @@ impl<T: SessionState> SessionTable<T> {
         self.insert_with(id, state)
     }
 
+    /// How long an inactive session lives.
+    pub(crate) fn idle(&self) -> Duration {
+        self.table.limits.idle
+    }
+
     /// Makes room, then the session under `id`; its state is made only once there is room
-    /// for it. [`SessionError::Taken`] when the id is in use (never overwritten).
-    fn insert_with(
+    /// for it. [`SessionError::Taken`] when the id is in use (never overwritten). (A replica
+    /// takes in this way a session another replica created, from a shared store.)
+    pub(crate) fn insert_with(
         &self,
         id: String,
         state: impl FnOnce(&str) -> T,

@@ -4,7 +4,6 @@
 
 use std::prelude::rust_2021::*;
 
-#[cfg(feature = "signing")]
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +18,7 @@ use super::routes::Routes;
 use super::server::{Inner, McpService};
 use super::session::Sessions;
 use super::session_table::{clean_prefix, SessionLimits};
+use super::store::SharedStore;
 use super::wire::Mode;
 use crate::tokio::McpServer;
 
@@ -33,6 +33,8 @@ pub struct McpHttpServer {
     prefix: String,
     sessions: SessionLimits,
     auth: AuthSettings,
+    /// Sessions and event logs shared with other replicas.
+    store: Option<SharedStore>,
     /// Every POST signed (feature `signing`).
     #[cfg(feature = "signing")]
     signing: Option<Arc<rpcwire_tokio::signing::RequestSigning>>,
@@ -74,9 +76,21 @@ impl McpHttpServer {
                 idle: Duration::from_secs(600),
             },
             auth: AuthSettings::default(),
+            store: None,
             #[cfg(feature = "signing")]
             signing: None,
         }
+    }
+
+    /// Shares the sessions (2025-11-25 and older revisions), the request streams' events and
+    /// the client's answers to the server's requests with other replicas through `store`
+    /// ([`MemoryStore`](super::store::MemoryStore), or `RedisStore` with the feature
+    /// `redis`), so that any replica serves any request of any session: no sticky routing.
+    /// Each request then reads its session from the store (a failing store answers 503).
+    /// Without it (the default) sessions live in this server's own table.
+    pub fn store(mut self, store: SharedStore) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// At most `limiter`'s rate of calls per caller (the authenticated subject; an
@@ -258,6 +272,25 @@ impl McpHttpServer {
         // The service's drain is the serve loops' (stop accepting, 503 while draining).
         let mut endpoint = self.endpoint;
         endpoint.set_shutdown(self.builder.service_ref().shutdown_ref());
+        // With a shared store, the wire ids of the server's requests name this replica (a
+        // random part after the prefix), so that a forwarded answer is taken by the replica
+        // that asked, and only by it.
+        let routes = match &self.store {
+            Some(_) => Routes::new(
+                &rpcwire_http::profile::random_id(sessions.prefix())
+                    .unwrap_or_else(|| sessions.prefix().to_owned()),
+            ),
+            None => Routes::new(sessions.prefix()),
+        };
+        if let Some(store) = &self.store {
+            let mut forwarded = store.forwarder.subscribe();
+            let routes = Arc::clone(&routes);
+            tokio::spawn(async move {
+                while let Some(m) = forwarded.recv().await {
+                    routes.take_forwarded(m).await;
+                }
+            });
+        }
         McpService::new(Inner {
             gate,
             #[cfg(feature = "signing")]
@@ -269,8 +302,9 @@ impl McpHttpServer {
             mode: self.mode,
             path: self.path,
             endpoint,
-            routes: Routes::new(sessions.prefix()),
+            routes,
             sessions,
+            store: self.store,
         })
     }
 }
