@@ -17,6 +17,7 @@ use crate::error::A2aError;
 use crate::push::Push;
 use crate::request::TurnRequest;
 use crate::server::writes::{Write, Writes};
+use crate::store::LoggedEvent;
 use crate::types::{
     now_rfc3339, Artifact, Message, Part, Role, SendMessageConfiguration, StreamResponse, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
@@ -164,7 +165,7 @@ pub(crate) struct Phase {
 pub(crate) struct Running {
     pub(crate) task: Mutex<Task>,
     pub(crate) turn: Mutex<TurnState>,
-    pub(crate) events: broadcast::Sender<Arc<StreamResponse>>,
+    pub(crate) events: broadcast::Sender<Arc<LoggedEvent>>,
     /// Whether a cancel was asked for, and whether the turn is over (the runner has
     /// finished): one channel for both, as each costs a few hundred bytes per running task.
     pub(crate) phase: watch::Sender<Phase>,
@@ -182,7 +183,7 @@ impl Running {
         task: Task,
         writes: Arc<Writes>,
         limits: TaskLimits,
-        events: Option<broadcast::Sender<Arc<StreamResponse>>>,
+        events: Option<broadcast::Sender<Arc<LoggedEvent>>>,
         push: Option<Arc<Push>>,
     ) -> Arc<Self> {
         Arc::new(Running {
@@ -225,8 +226,16 @@ impl Running {
                 push.notify(id, &event);
             }
         }
+        // Logged first: its id there is its id on every stream that sends it.
+        let (task_id, owner) = {
+            let task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
+            (task.id.clone(), task.owner.clone())
+        };
+        let id = self
+            .writes
+            .append(&task_id, owner.as_deref(), event.clone());
         // No subscriber is fine: the snapshot in the store has it.
-        let _ = self.events.send(Arc::new(event));
+        let _ = self.events.send(Arc::new(LoggedEvent { id, event }));
     }
 
     /// Sends the task event if this turn has not yet.
@@ -350,7 +359,7 @@ impl Running {
 }
 
 /// The channel a task's events are published on, as many buffered as `limits` say.
-pub(crate) fn event_channel(limits: TaskLimits) -> broadcast::Sender<Arc<StreamResponse>> {
+pub(crate) fn event_channel(limits: TaskLimits) -> broadcast::Sender<Arc<LoggedEvent>> {
     broadcast::channel(limits.event_buffer.max(2)).0
 }
 

@@ -29,13 +29,11 @@ use crate::types::{
 
 use super::checks::Admission;
 use super::post::{Handover, Opened, Post};
-use super::streams::Streams;
 use super::tasks::{check_history_length, subject, with_history, Tasks};
 
 /// What the methods work with.
 pub(crate) struct Methods {
     pub(crate) tasks: Arc<Tasks>,
-    pub(crate) streams: Arc<Streams>,
     /// The card `GetExtendedAgentCard` answers with.
     pub(crate) extended: Option<AgentCard>,
     /// The most tasks a `ListTasks` page holds.
@@ -349,9 +347,9 @@ async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aErro
     }
     call.post()?.hand_over(Handover::Open(Box::new(Opened {
         id: call.id(),
-        task_id: running.id(),
         first: None,
-        events,
+        replay: Vec::new(),
+        events: Some(events),
         dialect: call.dialect,
         until_terminal: false,
     })));
@@ -359,30 +357,58 @@ async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aErro
 }
 
 /// `SubscribeToTask`: the task as it is, then its events until it reaches a terminal state
-/// (through the turns of a task waiting for input); with `Last-Event-ID`, the rest of a
-/// stream the client lost.
+/// (through the turns of a task waiting for input); with `Last-Event-ID`, the events of the
+/// task's log after it instead of the task, then the live ones (the task as it is first when
+/// the log no longer has them all).
 async fn subscribe(call: Call, p: TaskIdRequest) -> Result<(), A2aError> {
     call.streaming()?;
     let post = call.post()?;
-    let methods = &call.methods;
-    if let Some((n, after)) = post.last_event {
-        // Only a caller who may see the task resumes its streams.
-        methods.tasks.visible(&p.id, call.ctx.identity()).await?;
-        let key = (p.id.clone(), n);
-        if let Some(stream) = methods.streams.parked.get(&key) {
-            post.hand_over(Handover::Resume { key, stream, after });
-            return Ok(());
+    let tasks = &call.methods.tasks;
+    let identity = call.ctx.identity();
+    let opened = |first, replay, events| {
+        Handover::Open(Box::new(Opened {
+            id: call.id(),
+            first,
+            replay,
+            events,
+            dialect: call.dialect,
+            until_terminal: true,
+        }))
+    };
+    if let Some(after) = post.last_event {
+        // Live events first, then the log: an event logged in between is in both, and
+        // the stream skips the live copy of what it replayed.
+        let live = match tasks.subscribe(&p.id, identity).await {
+            Ok((_, events)) => Some(events),
+            // Over: the log is all there is.
+            Err(e) if e.kind == ErrorKind::UnsupportedOperation => None,
+            Err(e) => return Err(e),
+        };
+        match tasks.read_log(&p.id, identity, after).await {
+            Ok(replay) => {
+                post.hand_over(opened(None, replay, live));
+                return Ok(());
+            }
+            // Events were missed: the task as it is, then the live ones.
+            Err(StoreError::Trimmed) => {
+                let task = tasks.visible(&p.id, identity).await?;
+                post.hand_over(opened(Some(StreamResponse::Task(task)), Vec::new(), live));
+                return Ok(());
+            }
+            // No log this caller may read (none kept, or another's): a new subscription.
+            Err(StoreError::NotFound) => {}
+            Err(e) => {
+                tracing::warn!(task = p.id, error = %e, "a task's event log was not read");
+                return Err(ErrorKind::Internal.into());
+            }
         }
     }
-    let (task, events) = methods.tasks.subscribe(&p.id, call.ctx.identity()).await?;
-    post.hand_over(Handover::Open(Box::new(Opened {
-        id: call.id(),
-        task_id: p.id,
-        first: Some(StreamResponse::Task(task)),
-        events,
-        dialect: call.dialect,
-        until_terminal: true,
-    })));
+    let (task, events) = tasks.subscribe(&p.id, identity).await?;
+    post.hand_over(opened(
+        Some(StreamResponse::Task(task)),
+        Vec::new(),
+        Some(events),
+    ));
     Ok(())
 }
 

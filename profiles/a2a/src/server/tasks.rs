@@ -23,7 +23,9 @@ use crate::push::config::TaskPushNotificationConfig as Config;
 use crate::push::ConfigError;
 use crate::push::{Push, TaskPushNotificationConfig};
 use crate::request::TurnRequest;
-use crate::store::{Lease, LeaseConfig, PushConfigStore, StoreError, TaskStore};
+use crate::store::{
+    EventLog, Lease, LeaseConfig, LoggedEvent, PushConfigStore, StoreError, TaskStore,
+};
 use crate::types::{
     ListTasksRequest, ListTasksResponse, Message, Role, StreamResponse, Task, TaskState,
     TaskStatus, TaskStatusUpdateEvent,
@@ -42,6 +44,8 @@ pub(crate) struct Tasks {
     store: Arc<dyn TaskStore>,
     /// The turns' writes to the store, in order, not waited for.
     pub(crate) writes: Arc<Writes>,
+    /// The most events read from the log at once for a resumed stream.
+    max_replay: usize,
     /// This server's id as a lease holder, and its leases' timing.
     holder: String,
     leases: LeaseConfig,
@@ -66,14 +70,14 @@ pub(crate) struct Tasks {
 #[derive(Default)]
 struct Table {
     running: HashMap<String, Arc<Running>>,
-    waiting: HashMap<String, broadcast::Sender<Arc<StreamResponse>>>,
+    waiting: HashMap<String, broadcast::Sender<Arc<LoggedEvent>>>,
 }
 
 /// The events a subscription to a task gets: the task as it is, and its events from then on.
-pub(crate) type Subscription = (Task, broadcast::Receiver<Arc<StreamResponse>>);
+pub(crate) type Subscription = (Task, broadcast::Receiver<Arc<LoggedEvent>>);
 
 /// A turn just started: the turn, and its events from the first on.
-pub(crate) type Started = (Arc<Running>, broadcast::Receiver<Arc<StreamResponse>>);
+pub(crate) type Started = (Arc<Running>, broadcast::Receiver<Arc<LoggedEvent>>);
 
 impl Tasks {
     pub(crate) fn new(
@@ -84,10 +88,13 @@ impl Tasks {
         push: Option<Arc<Push>>,
         push_store: Option<Arc<dyn PushConfigStore>>,
         leases: LeaseConfig,
+        log: Arc<dyn EventLog>,
+        max_replay: usize,
     ) -> Self {
         Tasks {
             agent,
-            writes: Writes::new(Arc::clone(&store)),
+            writes: Writes::new(Arc::clone(&store), log),
+            max_replay,
             store,
             holder: new_id("server"),
             leases,
@@ -202,14 +209,55 @@ impl Tasks {
                     }
                     // Subscribers here to the task of a process that died: the final state
                     // ends their streams.
+                    let id = tasks.log(&task, event.clone()).await;
                     if let Some(tx) = tasks.table().waiting.remove(&task.id) {
-                        let _ = tx.send(Arc::new(event));
+                        let _ = tx.send(Arc::new(LoggedEvent { id, event }));
                     }
                 }
             }
             Err(e) => tracing::warn!(error = %e, "lapsed leases not swept"),
         }
         true
+    }
+
+    /// Appends `event` of `task` to the event log: its id there, or 0 when it was not logged.
+    async fn log(&self, task: &Task, event: StreamResponse) -> u64 {
+        match self
+            .writes
+            .log
+            .append(&task.id, task.owner.as_deref(), event)
+            .await
+        {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::warn!(task = task.id, error = %e, "a task's event was not logged");
+                0
+            }
+        }
+    }
+
+    /// The events of task `id`'s log after event `after`, to `identity`.
+    pub(crate) async fn read_log(
+        &self,
+        id: &str,
+        identity: &Identity,
+        after: u64,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        // In pages: a log may keep more than a page (the log bounds the whole).
+        let mut events: Vec<LoggedEvent> = Vec::new();
+        loop {
+            let from = events.last().map_or(after, |e| e.id);
+            let page = self
+                .writes
+                .log
+                .read_after(id, subject(identity), from, self.max_replay)
+                .await?;
+            let whole = page.len() < self.max_replay;
+            events.extend(page);
+            if whole {
+                return Ok(events);
+            }
+        }
     }
 
     /// A lease of this server's from now.
@@ -481,8 +529,9 @@ impl Tasks {
         if let Some(push) = &self.push {
             push.notify(&task.id, &event);
         }
+        let logged = self.log(&task, event.clone()).await;
         if let Some(tx) = self.table().waiting.remove(id) {
-            let _ = tx.send(Arc::new(event));
+            let _ = tx.send(Arc::new(LoggedEvent { id: logged, event }));
         }
         Ok(task)
     }

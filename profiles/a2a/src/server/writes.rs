@@ -17,8 +17,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
-use crate::store::{StoreError, TaskStore};
-use crate::types::Task;
+use crate::store::{EventLog, StoreError, TaskStore};
+use crate::types::{StreamResponse, Task};
 
 /// A write of one task's snapshot.
 #[derive(Debug, Clone)]
@@ -45,15 +45,18 @@ impl Slot {
 /// The writes of one server's turns to its store.
 pub(crate) struct Writes {
     store: Arc<dyn TaskStore>,
+    /// Where the tasks' stream events are appended, each given its id there.
+    pub(crate) log: Arc<dyn EventLog>,
     slots: Mutex<HashMap<String, Slot>>,
     /// Woken each time a task's writes are all done.
     settled: tokio::sync::Notify,
 }
 
 impl Writes {
-    pub(crate) fn new(store: Arc<dyn TaskStore>) -> Arc<Self> {
+    pub(crate) fn new(store: Arc<dyn TaskStore>, log: Arc<dyn EventLog>) -> Arc<Self> {
         Arc::new(Writes {
             store,
+            log,
             slots: Mutex::default(),
             settled: tokio::sync::Notify::new(),
         })
@@ -143,6 +146,50 @@ impl Writes {
             self.slots().remove(id);
             self.settled.notify_waiters();
         }
+    }
+}
+
+impl Writes {
+    /// Appends `event` to task `task_id`'s log (owned by `owner`) and returns its id there,
+    /// or 0 when it could not be logged (logged as a warning: the event is still sent live,
+    /// without an id to resume after).
+    ///
+    /// The id is needed before the event is sent, and events come from synchronous calls:
+    /// the append is polled in place, which a memory log answers at once; a log that waits
+    /// (the SQLite store's, on tokio's blocking threads) is waited for on this thread, so
+    /// that ids follow the order of the agent's calls.
+    pub(crate) fn append(&self, task_id: &str, owner: Option<&str>, event: StreamResponse) -> u64 {
+        match wait_in_place(self.log.append(task_id, owner, event)) {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::warn!(task = task_id, error = %e, "a task's event was not logged");
+                0
+            }
+        }
+    }
+}
+
+/// Wakes the thread that waits in [`wait_in_place`].
+struct ThreadWaker(std::thread::Thread);
+
+impl std::task::Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// `future`'s output, polled on this thread until ready: once for a future ready at once,
+/// parking between polls otherwise. Hand-written rather than a runtime's `block_on`, which
+/// refuses to run inside a runtime; the futures waited for here do their work elsewhere
+/// (tokio's blocking threads), so parking this thread does not stop them.
+fn wait_in_place<T>(mut future: crate::store::StoreFuture<'_, T>) -> Result<T, StoreError> {
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
     }
 }
 
