@@ -271,10 +271,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         renew_every: Duration::from_millis(args.lease_renew_ms),
     });
     if let Store::Sqlite(path) = &args.store {
-        // One file for tasks and push configs.
+        // One file for tasks, their streams' events and push configs: a stream resumes
+        // with `Last-Event-ID` after a restart too.
         let sqlite = Arc::new(SqliteTaskStore::open(path, StoreLimits::default())?);
         server = server
             .store(Arc::clone(&sqlite) as _)
+            .event_log(Arc::clone(&sqlite) as _)
             .push_config_store(sqlite);
     }
     let service = server
