@@ -43,7 +43,7 @@ pub use post::{EXTENSIONS_HEADER, VERSION_HEADER};
 use edge::Edge;
 use methods::Methods;
 use streams::Streams;
-use tasks::Tasks;
+use tasks::{TaskEvents, Tasks};
 
 /// What [`A2aServer::map_router`] was given.
 type RouterHook = Box<dyn FnOnce(Router) -> Router + Send>;
@@ -366,10 +366,12 @@ impl A2aServer {
             self.task_limits,
             self.send_wait,
             push,
-            self.push_store,
             self.leases,
-            event_log,
-            limits.max_events.max(1),
+            TaskEvents {
+                log: event_log,
+                push: self.push_store,
+                max_replay: limits.max_events.max(1),
+            },
         ));
         let streams = Arc::new(Streams::new(self.endpoint.streams()));
         let methods = Methods {

@@ -73,6 +73,14 @@ struct Table {
     waiting: HashMap<String, broadcast::Sender<Arc<LoggedEvent>>>,
 }
 
+/// Where the tasks' stream events are logged (and how many are read from the log at once),
+/// and where push configs are written through to.
+pub(crate) struct TaskEvents {
+    pub(crate) log: Arc<dyn EventLog>,
+    pub(crate) push: Option<Arc<dyn PushConfigStore>>,
+    pub(crate) max_replay: usize,
+}
+
 /// The events a subscription to a task gets: the task as it is, and its events from then on.
 pub(crate) type Subscription = (Task, broadcast::Receiver<Arc<LoggedEvent>>);
 
@@ -86,15 +94,13 @@ impl Tasks {
         limits: TaskLimits,
         send_wait: Duration,
         push: Option<Arc<Push>>,
-        push_store: Option<Arc<dyn PushConfigStore>>,
         leases: LeaseConfig,
-        log: Arc<dyn EventLog>,
-        max_replay: usize,
+        stores: TaskEvents,
     ) -> Self {
         Tasks {
             agent,
-            writes: Writes::new(Arc::clone(&store), log),
-            max_replay,
+            writes: Writes::new(Arc::clone(&store), stores.log),
+            max_replay: stores.max_replay,
             store,
             holder: new_id("server"),
             leases,
@@ -103,7 +109,7 @@ impl Tasks {
             send_wait,
             table: Mutex::default(),
             push,
-            push_store,
+            push_store: stores.push,
             push_writes: tokio::sync::Mutex::new(()),
         }
     }
