@@ -158,8 +158,32 @@ impl Writes {
     /// the append is polled in place, which a memory log answers at once; a log that waits
     /// (the SQLite store's, on tokio's blocking threads) is waited for on this thread, so
     /// that ids follow the order of the agent's calls.
+    ///
+    /// Outside a runtime (a turn ended by the runtime shutting down) nothing is logged: a log
+    /// that works on the runtime's threads could not, and the process is going away.
     pub(crate) fn append(&self, task_id: &str, owner: Option<&str>, event: StreamResponse) -> u64 {
-        match wait_in_place(self.log.append(task_id, owner, event)) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(
+                task = task_id,
+                "a task's event outside a runtime: not logged"
+            );
+            return 0;
+        };
+        let mut future = self.log.append(task_id, owner, event);
+        let at_once = future
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()));
+        let appended = match (at_once, runtime.runtime_flavor()) {
+            // A memory log: done.
+            (Poll::Ready(out), _) => out,
+            // Other tasks of this worker move to another thread while this one waits: one
+            // of them may hold what the append waits for (a permit of the store's).
+            (Poll::Pending, tokio::runtime::RuntimeFlavor::MultiThread) => {
+                tokio::task::block_in_place(|| wait_in_place(future))
+            }
+            (Poll::Pending, _) => wait_in_place(future),
+        };
+        match appended {
             Ok(id) => id,
             Err(e) => {
                 tracing::warn!(task = task_id, error = %e, "a task's event was not logged");
