@@ -191,6 +191,13 @@ impl A2aServer {
     /// log that outlives the process (the SQLite store's) resumes streams across a restart.
     /// By default a [`MemoryEventLog`] bounded by
     /// [`event_log_limits`](Self::event_log_limits).
+    ///
+    /// An agent's events come from synchronous calls and need their id before they are
+    /// sent, so an append that does not answer at once (a database's) is waited for on the
+    /// agent's thread: with `block_in_place` on a multi-thread runtime, which serve such a
+    /// log on (on a current-thread runtime nothing else runs meanwhile, and an append that
+    /// waits for another task of that runtime, such as a store's permit it holds, never
+    /// ends).
     pub fn event_log(mut self, log: Arc<dyn EventLog>) -> Self {
         self.event_log = Some(log);
         self

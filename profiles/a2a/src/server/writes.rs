@@ -181,6 +181,8 @@ impl Writes {
             (Poll::Pending, tokio::runtime::RuntimeFlavor::MultiThread) => {
                 tokio::task::block_in_place(|| wait_in_place(future))
             }
+            // A current-thread runtime runs nothing else meanwhile: a log whose append waits
+            // for another task of it would wait for ever (see `A2aServer::event_log`).
             (Poll::Pending, _) => wait_in_place(future),
         };
         match appended {
