@@ -86,7 +86,7 @@ pub async fn main(args: BridgeArgs) -> std::process::ExitCode {
         };
         let (r, w) = tokio::io::split(port);
         if args.mqtt.mqtt.is_some() {
-            return crate::mqtt::bridge(&args.mqtt, r, w, timeout, args.max_frame).await;
+            return crate::mqtt::bridge(&args.mqtt, r, w, config).await;
         }
         report!("bridging stdio to {path} at {baud} baud");
         run(stdin, stdout, r, w, config).await
@@ -107,7 +107,7 @@ pub async fn main(args: BridgeArgs) -> std::process::ExitCode {
         let _ = stream.set_nodelay(true);
         let (r, w) = stream.into_split();
         if args.mqtt.mqtt.is_some() {
-            return crate::mqtt::bridge(&args.mqtt, r, w, timeout, args.max_frame).await;
+            return crate::mqtt::bridge(&args.mqtt, r, w, config).await;
         }
         report!("bridging stdio to {addr}");
         run(stdin, stdout, r, w, config).await

@@ -13,6 +13,7 @@ use rpcwire_tokio::{Builder, ErrorCode, Router, RpcError, Session};
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use crate::bridge::BridgeConfig;
 use crate::EXIT_CONNECTION;
 
 /// The MQTT options of `rpcwire serve`.
@@ -74,6 +75,11 @@ fn options(url: &str, role: &str) -> Result<MqttOptions, ExitCode> {
 
 /// Serves `builder`'s service as `args` say, until the broker refuses the connection.
 pub async fn serve(args: &MqttServeArgs, builder: Builder) -> ExitCode {
+    serve_within(args, builder, MqttServer::new("").timeout).await
+}
+
+/// [`serve`], each message answered within `answer_limit` (the server's timeout).
+async fn serve_within(args: &MqttServeArgs, builder: Builder, answer_limit: Duration) -> ExitCode {
     let (Some(url), Some(topic)) = (&args.mqtt, &args.topic) else {
         return ExitCode::from(EXIT_CONNECTION);
     };
@@ -84,6 +90,7 @@ pub async fn serve(args: &MqttServeArgs, builder: Builder) -> ExitCode {
     let server = MqttServer {
         group: args.group.clone(),
         status_topic: args.status_topic.clone(),
+        timeout: answer_limit,
         ..MqttServer::new(topic.as_str())
     };
     let group = args.group.as_deref().unwrap_or("(none)");
@@ -119,26 +126,48 @@ pub async fn session(args: &MqttCallArgs, builder: Builder) -> Option<Result<Ses
 
 /// `rpcwire bridge ... --mqtt`: the device at the other end of `device_in`/`device_out`
 /// (newline-framed JSON-RPC, a serial line or a TCP socket) served on the broker as `args`
-/// say. The device is a connection of its own (its frames checked by the core: garbage and
-/// oversize lines dropped and logged, ids its own); every request that reaches the bridge is
-/// forwarded to it by method and params and its answer (result or error) passed back, each
-/// within `timeout` (past it, -32000 "device timeout"); notifications are forwarded too.
-/// Ends when the device link closes (or the broker refuses the connection).
+/// say.
+///
+/// The device link goes through the stdio bridge's engine ([`crate::bridge::run`]), so the
+/// device is checked exactly as `rpcwire bridge` on stdio checks it: garbled, oversize and
+/// invalid lines and answers to no waiting call are dropped and reported on stderr; the boot
+/// notification (`config.boot_method`) is a reset that fails every waiting call at once with
+/// -32000 (`data.reason` "device_reset"); a call fails with -32000 "device_timeout" when the
+/// device stays silent for `config.timeout`; past `config.max_pending` calls get Server busy.
+/// The engine's host end is an in-memory pipe to a client connection of the bridge's own:
+/// every request that reaches the bridge on the broker is called on the device through it
+/// (by method and params, with an id of that connection's, so that callers on the broker
+/// never collide on ids) and its answer, or the engine's error, passed back as it is.
+/// Notifications are passed on. Ends when the device link closes (or the broker refuses the
+/// connection); the broker then publishes the status topic's last will.
 pub async fn bridge<R, W>(
     args: &MqttServeArgs,
     device_in: R,
     device_out: W,
-    timeout: Duration,
-    max_frame: usize,
+    config: BridgeConfig,
 ) -> ExitCode
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let device = Builder::new()
+    let max_frame = config.max_frame;
+    // The engine's own -32000 "device_timeout" must come before the server's -32096: the
+    // server waits at least a second longer than `--timeout` (and never less than its
+    // default).
+    let answer_limit = MqttServer::new("")
+        .timeout
+        .max(config.timeout.saturating_add(Duration::from_secs(1)));
+    // The pipe holds a few frames each way; the engine and the connection read it always.
+    let (ours, engine_end) = tokio::io::duplex(max_frame.saturating_mul(2).max(PIPE_MIN));
+    let (host_in, host_out) = tokio::io::split(engine_end);
+    let engine = crate::bridge::run(host_in, host_out, device_in, device_out, config);
+    // No timeout of its own: the engine answers every call it forwards (timeout, reset,
+    // link closed) and refuses the rest.
+    let (device, _link) = Builder::new()
         .max_frame(max_frame)
-        .request_timeout(Some(timeout));
-    let (device, link) = device.run(device_in, device_out).into_parts();
+        .request_timeout(None)
+        .run_io(ours)
+        .into_parts();
     let (calls, notes) = (device.clone(), device);
     let router = Router::new()
         .fallback_method(move |ctx, params| {
@@ -151,7 +180,11 @@ where
                 };
                 answer.map_err(|e| match e.rpc() {
                     Some(error) => error.clone(),
-                    None => RpcError::new(ErrorCode(crate::bridge::DEVICE_ERROR), "device timeout"),
+                    None => RpcError::new(
+                        ErrorCode(crate::bridge::DEVICE_ERROR),
+                        "the device link closed before an answer",
+                    )
+                    .with_data(&serde_json::json!({ "reason": "device_closed" })),
                 })
             }
         })
@@ -168,10 +201,16 @@ where
     let url = args.mqtt.as_deref().unwrap_or_default();
     eprintln!("rpcwire bridge: serving the device on {url}");
     tokio::select! {
-        code = serve(args, builder) => code,
-        ended = link => {
-            eprintln!("rpcwire bridge: the device link ended ({ended:?})");
+        code = serve_within(args, builder, answer_limit) => code,
+        ended = engine => {
+            match ended {
+                Ok(stats) => eprintln!("rpcwire bridge: the device link ended ({stats:?})"),
+                Err(e) => eprintln!("rpcwire bridge: {e}"),
+            }
             ExitCode::from(crate::bridge::EXIT_DEVICE)
         }
     }
 }
+
+/// The smallest in-memory pipe between the bridge engine and the bridge's connection.
+const PIPE_MIN: usize = 16 << 10;

@@ -311,3 +311,160 @@ async fn a_tcp_device_behind_rpcwire_bridge_answers_over_mqtt() {
         .expect("the will");
     assert_eq!(offline, "offline");
 }
+
+/// `rpcwire bridge --tcp ADDR --mqtt URL` in front of a fake device (this test, on a TCP
+/// socket), checked as the stdio bridge's own tests check it: garbage, an oversize line, an
+/// invalid message and an answer to no call from the device are dropped (the waiting call
+/// gets the device's real answer); the device's boot notification fails the call waiting on
+/// it at once with the stdio bridge's error (-32000, `data.reason` "device_reset"), long
+/// before `--timeout`; the device closing its link ends the bridge (exit 3) and its status
+/// topic goes `offline`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mqtt_bridge_drops_device_garbage_and_fails_calls_on_a_reset() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let Some(broker) = Mosquitto::start() else {
+        return;
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let bridge = Command::new(BIN)
+        .args(["bridge", "--tcp", &addr, "--mqtt", &broker.url()])
+        .args(["--topic", "fake", "--status-topic", "fake/status"])
+        .args(["--timeout", "30", "--max-frame", "1024"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the bridge starts");
+    let (device, _) = tokio::time::timeout(Duration::from_secs(10), listener.accept())
+        .await
+        .expect("the bridge connects")
+        .unwrap();
+    let (device_in, mut device_out) = device.into_split();
+    let mut device_in = BufReader::new(device_in).lines();
+    let mut next_request = async || {
+        let line = tokio::time::timeout(Duration::from_secs(10), device_in.next_line())
+            .await
+            .expect("a request reaches the device")
+            .unwrap()
+            .expect("the link is open");
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()
+    };
+
+    // Online once the bridge has subscribed: requests published after it are seen.
+    let (mqtt, mut events) = AsyncClient::new(
+        MqttOptions::new("fake-watcher", "127.0.0.1", broker.port),
+        8,
+    );
+    mqtt.subscribe("fake/status", QoS::AtLeastOnce)
+        .await
+        .expect("queued");
+    let mut next_status = async || loop {
+        if let Event::Incoming(Packet::Publish(p)) = events.poll().await.expect("connected") {
+            return p.payload;
+        }
+    };
+    let online = tokio::time::timeout(Duration::from_secs(10), next_status())
+        .await
+        .expect("online");
+    assert_eq!(online, "online");
+    let options = MqttOptions::new("fake-probe", "127.0.0.1", broker.port);
+    let probe = MqttClient::new("fake")
+        .start(options, Builder::new())
+        .await
+        .expect("connects");
+
+    // Garbage before the answer: dropped, the call gets the answer.
+    let client = probe.client().clone();
+    let call = tokio::spawn(async move {
+        client
+            .call_with_timeout::<_, i64>("subtract", [42, 23], Duration::from_secs(20))
+            .await
+    });
+    let request = next_request().await;
+    assert_eq!(
+        (&request["method"], &request["params"]),
+        (&serde_json::json!("subtract"), &serde_json::json!([42, 23]))
+    );
+    let mut junk = b"\x00\xff\xfe}{ garbage from a glitching UART\n".to_vec();
+    junk.extend_from_slice(
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":[\"{}\"]}}\n",
+            "x".repeat(2000)
+        )
+        .as_bytes(),
+    );
+    junk.extend_from_slice(
+        b"{\"x\":1}\n{\"jsonrpc\":\"2.0\",\"result\":7,\"id\":\"nobody-asked\"}\n",
+    );
+    let answer = serde_json::json!({"jsonrpc": "2.0", "result": 19, "id": request["id"]});
+    junk.extend_from_slice(format!("{answer}\n").as_bytes());
+    device_out.write_all(&junk).await.unwrap();
+    let answered = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("answered")
+        .unwrap();
+    assert_eq!(answered.expect("the device's answer"), 19);
+
+    // A reset while a call waits: the call fails at once, not at --timeout (30 s).
+    let client = probe.client().clone();
+    let started = std::time::Instant::now();
+    let call = tokio::spawn(async move {
+        client
+            .call_with_timeout::<_, i64>("sum", [1, 2], Duration::from_secs(20))
+            .await
+    });
+    assert_eq!(next_request().await["method"], "sum");
+    device_out
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"booted\",\"params\":{\"firmware\":\"fake\"}}\n",
+        )
+        .await
+        .unwrap();
+    let failed = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("failed in time")
+        .unwrap()
+        .expect_err("the device reset");
+    let error = failed.rpc().unwrap_or_else(|| panic!("{failed:?}"));
+    let data: serde_json::Value =
+        serde_json::from_str(error.data.as_ref().expect("data").get()).unwrap();
+    assert_eq!(
+        (error.code, error.message.as_str(), &data["reason"]),
+        (
+            -32000,
+            "the device reset before answering",
+            &serde_json::json!("device_reset")
+        )
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // The device link closes: the bridge ends (exit 3), the broker publishes its last will.
+    drop(device_out);
+    drop(device_in);
+    let out = tokio::time::timeout(Duration::from_secs(10), bridge.wait_with_output())
+        .await
+        .expect("the bridge ends")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let offline = tokio::time::timeout(Duration::from_secs(10), next_status())
+        .await
+        .expect("the will");
+    assert_eq!(offline, "offline");
+    for report in [
+        "dropped a garbled line",
+        "over --max-frame 1024",
+        "dropped an invalid message from the device",
+        "no waiting call (id \"nobody-asked\"",
+        "the device reset (boot notification {\"firmware\":\"fake\"})",
+        "1 calls were waiting: failed them",
+    ] {
+        assert!(stderr.contains(report), "{report:?} not in:\n{stderr}");
+    }
+}

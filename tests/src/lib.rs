@@ -7,6 +7,7 @@ pub mod oauth;
 pub mod otlp;
 #[cfg(feature = "tls")]
 pub mod pki;
+pub mod postgres;
 #[cfg(feature = "raw-http")]
 pub mod raw_http;
 #[cfg(feature = "spans")]

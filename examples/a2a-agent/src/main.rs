@@ -22,7 +22,8 @@ use std::time::Duration;
 use clap::Parser;
 use rpcwire_a2a::{
     A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Chunk,
-    LeaseConfig, Part, PushLimits, SqliteTaskStore, StoreLimits, TaskContext, WebhookPolicy,
+    LeaseConfig, Part, PostgresTaskStore, PushLimits, SqliteTaskStore, StoreLimits, TaskContext,
+    WebhookPolicy,
 };
 
 #[derive(Parser, Debug)]
@@ -51,8 +52,9 @@ struct Args {
     /// webhook on loopback); repeat for more.
     #[arg(long)]
     webhook_allow: Vec<IpAddr>,
-    /// Where tasks are kept: `memory`, or `sqlite:PATH` (a file, created when missing, that
-    /// outlives the process).
+    /// Where tasks are kept: `memory`, `sqlite:PATH` (a file, created when missing, that
+    /// outlives the process), or `postgres:URL` (a PostgreSQL database several replicas
+    /// share, e.g. `postgres:postgres://user@127.0.0.1:5432/agents`).
     #[arg(long, default_value = "memory", value_parser = parse_store)]
     store: Store,
     /// How long the lease of a task being worked on lasts, in milliseconds: the task of a
@@ -70,13 +72,17 @@ struct Args {
 enum Store {
     Memory,
     Sqlite(PathBuf),
+    Postgres(String),
 }
 
 fn parse_store(text: &str) -> Result<Store, String> {
     match text.split_once(':') {
         _ if text == "memory" => Ok(Store::Memory),
         Some(("sqlite", path)) if !path.is_empty() => Ok(Store::Sqlite(path.into())),
-        _ => Err(format!("{text:?}: expected memory or sqlite:PATH")),
+        Some(("postgres", url)) if !url.is_empty() => Ok(Store::Postgres(url.into())),
+        _ => Err(format!(
+            "{text:?}: expected memory, sqlite:PATH or postgres:URL"
+        )),
     }
 }
 
@@ -270,14 +276,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         duration: Duration::from_millis(args.lease_ms),
         renew_every: Duration::from_millis(args.lease_renew_ms),
     });
-    if let Store::Sqlite(path) = &args.store {
-        // One file for tasks, their streams' events and push configs: a stream resumes
-        // with `Last-Event-ID` after a restart too.
-        let sqlite = Arc::new(SqliteTaskStore::open(path, StoreLimits::default())?);
-        server = server
-            .store(Arc::clone(&sqlite) as _)
-            .event_log(Arc::clone(&sqlite) as _)
-            .push_config_store(sqlite);
+    match &args.store {
+        Store::Memory => {}
+        Store::Sqlite(path) => {
+            // One file for tasks, their streams' events and push configs: a stream resumes
+            // with `Last-Event-ID` after a restart too.
+            let sqlite = Arc::new(SqliteTaskStore::open(path, StoreLimits::default())?);
+            server = server
+                .store(Arc::clone(&sqlite) as _)
+                .event_log(Arc::clone(&sqlite) as _)
+                .push_config_store(sqlite);
+        }
+        Store::Postgres(url) => {
+            // One database for tasks and push configs, shared with the other replicas.
+            let postgres = Arc::new(PostgresTaskStore::connect(url, StoreLimits::default()).await?);
+            server = server
+                .store(Arc::clone(&postgres) as _)
+                .push_config_store(postgres);
+        }
     }
     let service = server
         .max_body(args.max_body)

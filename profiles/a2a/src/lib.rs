@@ -106,6 +106,8 @@ pub use store::{
     EventLog, EventLogLimits, Lease, LeaseConfig, LoggedEvent, MemoryEventLog, MemoryTaskStore,
     PushConfigStore, StoreError, StoreFuture, StoreLimits, TaskStore,
 };
+#[cfg(feature = "postgres")]
+pub use store::{PostgresError, PostgresOptions, PostgresTaskStore};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteError, SqliteTaskStore};
 pub use types::*;

@@ -2,7 +2,8 @@
 //! tasks owned by several callers (and by nobody), against a model. A read never returns an
 //! event of another task, never serves a caller a log it may not see, and a replay after any
 //! event id returns exactly the events after it (or says they were trimmed). Against the
-//! memory log and (feature `sqlite`) the SQLite store's.
+//! memory log, (feature `sqlite`) the SQLite store's and (feature `postgres`) the PostgreSQL
+//! store's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use proptest::prelude::*;
@@ -205,5 +206,41 @@ fn sqlite_logs_outlive_the_connection() {
         let mut p = path.clone().into_os_string();
         p.push(suffix);
         let _ = std::fs::remove_file(p);
+    }
+}
+
+/// The same property against the PostgreSQL store: one server for every case, a schema of
+/// its own for each (so that each case starts from empty logs).
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_logs_keep_tasks_and_owners_apart() {
+    use proptest::test_runner::{Config, TestRunner};
+    let Some(pg) = rpcwire_tests::postgres::Postgres::start() else {
+        return;
+    };
+    let url = pg.url();
+    let case = std::sync::atomic::AtomicUsize::new(0);
+    let mut runner = TestRunner::new(Config::with_cases(48));
+    let result = runner.run(&prop::collection::vec(op(), 1..80), |ops| {
+        let n = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        runtime().block_on(async {
+            let store = rpcwire_a2a::PostgresTaskStore::connect_with(
+                &url,
+                rpcwire_a2a::StoreLimits::default(),
+                rpcwire_a2a::PostgresOptions {
+                    pool_size: 2,
+                    schema: Some(format!("case_{n}")),
+                    ..rpcwire_a2a::PostgresOptions::default()
+                },
+            )
+            .await
+            .unwrap()
+            .event_limits(LIMITS);
+            check(&store, &ops).await
+        })
+    });
+    drop(pg);
+    if let Err(e) = result {
+        panic!("{e}");
     }
 }

@@ -1,5 +1,6 @@
 //! Every task store behaves alike: the same checks against the memory store and (feature
-//! `sqlite`) the SQLite store: tasks with their history, artifacts and owner; leases renewed
+//! `sqlite`) the SQLite store and (feature `postgres`) the PostgreSQL store, on a server of
+//! the test's own: tasks with their history, artifacts and owner; leases renewed
 //! by their holder only and failed once lapsed, at the edge of their time; and a server whose
 //! store holds a task of a process that died fails it within the lease, while its own long
 //! turns, renewed, are never failed.
@@ -10,13 +11,20 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+#[cfg(not(feature = "postgres"))]
+/// Stands for the PostgreSQL server when the feature is off.
+struct Postgres;
+#[cfg(feature = "postgres")]
+use rpcwire_tests::postgres::Postgres;
+
 use rpcwire_a2a::{
     A2aClient, Artifact, Lease, LeaseConfig, ListTasksRequest, MemoryTaskStore, Message, Part,
     Role, StoreLimits, Task, TaskContext, TaskState, TaskStatus, TaskStore,
 };
 
-/// The stores under test, fresh.
-fn stores() -> Vec<(&'static str, Arc<dyn TaskStore>)> {
+/// The stores under test, fresh, with (feature `postgres`) the PostgreSQL server theirs
+/// lives in, stopped when dropped.
+async fn stores() -> (Vec<(&'static str, Arc<dyn TaskStore>)>, Option<Postgres>) {
     #[allow(unused_mut)]
     let mut stores: Vec<(&'static str, Arc<dyn TaskStore>)> = vec![(
         "memory",
@@ -27,7 +35,19 @@ fn stores() -> Vec<(&'static str, Arc<dyn TaskStore>)> {
         "sqlite",
         Arc::new(rpcwire_a2a::SqliteTaskStore::open_in_memory(StoreLimits::default()).unwrap()),
     ));
-    stores
+    #[cfg(feature = "postgres")]
+    {
+        let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
+        if let Some(pg) = &pg {
+            let store = rpcwire_a2a::PostgresTaskStore::connect(&pg.url(), StoreLimits::default())
+                .await
+                .unwrap();
+            stores.push(("postgres", Arc::new(store)));
+        }
+        (stores, pg)
+    }
+    #[cfg(not(feature = "postgres"))]
+    (stores, None)
 }
 
 fn task(id: &str, state: TaskState) -> Task {
@@ -58,7 +78,8 @@ fn lease(holder: &str, from_now: Duration) -> Lease {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_come_back_whole() {
-    for (name, store) in stores() {
+    let (stores, _pg) = stores().await;
+    for (name, store) in stores {
         let mut t = task("t1", TaskState::Completed);
         t.owner = Some("alice".into());
         store.put(t.clone(), None).await.unwrap();
@@ -83,7 +104,8 @@ async fn tasks_come_back_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listing_pages_and_filters_alike() {
-    for (name, store) in stores() {
+    let (stores, _pg) = stores().await;
+    for (name, store) in stores {
         for i in 0..5 {
             let mut t = task(&format!("t{i}"), TaskState::Working);
             t.status.timestamp = Some(format!("2026-01-01T00:00:0{i}Z"));
@@ -135,7 +157,8 @@ async fn listing_pages_and_filters_alike() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_lapse_at_their_time_and_not_before() {
-    for (name, store) in stores() {
+    let (stores, _pg) = stores().await;
+    for (name, store) in stores {
         let until = SystemTime::now() + Duration::from_secs(60);
         let held = Lease {
             holder: "dead".into(),
@@ -205,7 +228,8 @@ async fn leases_lapse_at_their_time_and_not_before() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_that_stops_working_drops_its_lease() {
-    for (name, store) in stores() {
+    let (stores, _pg) = stores().await;
+    for (name, store) in stores {
         let past = lease("dead", Duration::ZERO);
         for (id, then) in [
             ("done", TaskState::Completed),
@@ -246,7 +270,8 @@ async fn slow(ctx: TaskContext) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_fails_the_tasks_of_a_dead_process_and_keeps_its_own() {
-    for (name, store) in stores() {
+    let (stores, _pg) = stores().await;
+    for (name, store) in stores {
         // A task a process that died left working, its lease 1.5 s from now.
         let put_at = std::time::Instant::now();
         store
@@ -339,7 +364,8 @@ async fn greet(ctx: TaskContext) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_continuation_right_after_its_question_is_stored_after_it() {
-    for (name, store) in stores() {
+    let (stores, _pg) = stores().await;
+    for (name, store) in stores {
         let shared = Arc::clone(&store);
         let (_, url, _service) = common::serve("greet", greet, move |s| s.store(shared)).await;
         let client = A2aClient::new(&url).unwrap();

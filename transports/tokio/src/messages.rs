@@ -55,7 +55,7 @@ impl Builder {
         // The service layer's pipes between whole messages and a stream driver (as over HTTP
         // and WebSocket), `Content-Length` framing: any JSON text goes in whole.
         let capacity = capacity.max(1);
-        let (in_tx, in_rx) = mpsc::channel(2 * capacity);
+        let (in_tx, in_rx) = mpsc::channel(capacity);
         let (out_tx, outgoing) = mpsc::channel(capacity);
         let writer = FrameWriter::new(out_tx, self.config().max_frame);
         let session = self

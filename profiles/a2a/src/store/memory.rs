@@ -223,20 +223,11 @@ impl MemoryTaskStore {
         caller: Option<&str>,
         max_page: usize,
     ) -> Result<ListTasksResponse, StoreError> {
-        let page_size = query
-            .page_size
-            .and_then(|n| usize::try_from(n).ok())
-            .filter(|n| *n > 0)
-            .unwrap_or(50)
-            .min(max_page.max(1));
-        let after = match &query.status_timestamp_after {
-            Some(t) => Some(parse_micros(t).ok_or(StoreError::BadTimestamp)?),
-            None => None,
-        };
-        let cursor = match query.page_token.as_str() {
-            "" => None,
-            token => Some(Cursor::read(token).ok_or(StoreError::BadPageToken)?),
-        };
+        let Page {
+            size: page_size,
+            after,
+            cursor,
+        } = Page::of(query, max_page)?;
         let mut inner = self.lock();
         self.evict(&mut inner, Instant::now());
         let mut matching: Vec<(Cursor, &Task)> = inner
@@ -357,6 +348,39 @@ impl TaskStore for MemoryTaskStore {
         reason: &'a str,
     ) -> StoreFuture<'a, Vec<Task>> {
         ready(Ok(self.fail_lapsed_now(now, holder, reason)))
+    }
+}
+
+/// What a `ListTasks` request asks of its page, read and checked once for every store: its
+/// size (50 unless asked, at most the store's `max_page`), the status time it starts after
+/// (microseconds), and the cursor its page token names.
+pub(super) struct Page {
+    pub(super) size: usize,
+    pub(super) after: Option<i64>,
+    pub(super) cursor: Option<Cursor>,
+}
+
+impl Page {
+    pub(super) fn of(query: &ListTasksRequest, max_page: usize) -> Result<Page, StoreError> {
+        let size = query
+            .page_size
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(50)
+            .min(max_page.max(1));
+        let after = match &query.status_timestamp_after {
+            Some(t) => Some(parse_micros(t).ok_or(StoreError::BadTimestamp)?),
+            None => None,
+        };
+        let cursor = match query.page_token.as_str() {
+            "" => None,
+            token => Some(Cursor::read(token).ok_or(StoreError::BadPageToken)?),
+        };
+        Ok(Page {
+            size,
+            after,
+            cursor,
+        })
     }
 }
 

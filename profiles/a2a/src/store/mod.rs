@@ -2,7 +2,9 @@
 //! [`EventLog`] traits, the [`Lease`]s that tie a
 //! working task to the process running it, [`MemoryTaskStore`] (the default, bounded in the
 //! number of tasks, finished tasks evicted past a count or an age) and, with the `sqlite`
-//! feature, [`SqliteTaskStore`](crate::SqliteTaskStore) (one file that outlives the process).
+//! feature, [`SqliteTaskStore`](crate::SqliteTaskStore) (one file that outlives the process);
+//! with the `postgres` feature, [`PostgresTaskStore`](crate::PostgresTaskStore) (tables that
+//! several replicas share).
 //!
 //! # Why boxed futures
 //!
@@ -18,6 +20,8 @@
 
 mod events;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -28,6 +32,8 @@ use std::time::{Duration, SystemTime};
 
 pub use events::{EventLog, EventLogLimits, LoggedEvent, MemoryEventLog};
 pub use memory::{MemoryTaskStore, StoreLimits};
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresError, PostgresOptions, PostgresTaskStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteError, SqliteTaskStore};
 

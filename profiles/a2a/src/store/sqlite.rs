@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::events::may_read;
-use super::memory::Cursor;
+use super::memory::{Cursor, Page};
 use super::{
     lapse, leasable, EventLog, EventLogLimits, Lease, LoggedEvent, PushConfigStore, StoreError,
     StoreFuture, StoreLimits, TaskStore,
@@ -488,20 +488,11 @@ fn list(
     caller: Option<&str>,
     max_page: usize,
 ) -> Result<ListTasksResponse, StoreError> {
-    let page_size = query
-        .page_size
-        .and_then(|n| usize::try_from(n).ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(50)
-        .min(max_page.max(1));
-    let after = match &query.status_timestamp_after {
-        Some(t) => Some(parse_micros(t).ok_or(StoreError::BadTimestamp)?),
-        None => None,
-    };
-    let cursor = match query.page_token.as_str() {
-        "" => None,
-        token => Some(Cursor::read(token).ok_or(StoreError::BadPageToken)?),
-    };
+    let Page {
+        size: page_size,
+        after,
+        cursor,
+    } = Page::of(query, max_page)?;
     let state = query.status.map(state_name).transpose()?;
     let filter = "(owner IS NULL OR owner = ?1) AND (?2 = '' OR context_id = ?2)
         AND (?3 IS NULL OR state = ?3) AND (?4 IS NULL OR status_at > ?4)";

@@ -50,7 +50,7 @@ pub(crate) fn run<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (in_tx, in_rx) = mpsc::channel(QUEUED * 2);
+    let (in_tx, in_rx) = mpsc::channel(QUEUED);
     let (out_tx, out_rx) = mpsc::channel(QUEUED);
     let (reader, writer) = (
         ChannelReader::new(in_rx),

@@ -1,0 +1,921 @@
+//! [`PostgresTaskStore`]: tasks with their history, artifacts and leases, event logs and push
+//! configs in PostgreSQL tables that several replicas of an agent share (feature `postgres`).
+//!
+//! The schema mirrors the SQLite store's (JSON in `TEXT` columns, times as microseconds since
+//! the epoch), and so do the bounds ([`StoreLimits`], [`EventLogLimits`]). What differs is that
+//! other processes write the same rows at the same time, so every write that reads before it
+//! writes is one statement or a transaction that locks what it reads:
+//!
+//! - a lapsed lease is failed by `UPDATE … WHERE lease_until < now … RETURNING`, which locks
+//!   the rows it takes and clears their lease in the same statement: a second replica's sweep
+//!   waits for the first's to commit, then finds no lease on them, so a task is failed once;
+//! - an event's id is the log's `next_id`, read `FOR UPDATE`, so two replicas appending to one
+//!   log never give out one id twice; a read after an id is one statement (one snapshot), so
+//!   a trim between its steps cannot hide a gap;
+//! - creating a task or a log, and evicting old ones, runs under a transaction-scoped advisory
+//!   lock, so that two replicas never both take the last free place, and evictions never
+//!   deadlock one another.
+//!
+//! tokio-postgres rather than sqlx: it is the asynchronous driver sqlx's is modelled on,
+//! without sqlx's macros, its runtime layer and its other databases, a fraction of the
+//! compile time on two cores. The pool is the crate's own (a semaphore and a list of idle
+//! connections, [`Pool`]): a fixed number of connections, reconnected when one is found
+//! closed, is all the store needs, and deadpool-postgres would bring a pool framework and its
+//! configuration types for it.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio_postgres::{Client, Config, NoTls, Row, Transaction};
+
+use super::events::may_read;
+use super::memory::{Cursor, Page};
+use super::{
+    lapse, leasable, EventLog, EventLogLimits, Lease, LoggedEvent, PushConfigStore, StoreError,
+    StoreFuture, StoreLimits, TaskStore,
+};
+use crate::push::TaskPushNotificationConfig;
+use crate::timestamp::parse_micros;
+use crate::types::{
+    Artifact, ListTasksRequest, ListTasksResponse, Message, StreamResponse, Task, TaskState,
+};
+
+/// Why a PostgreSQL store could not be opened or used.
+#[derive(Debug, thiserror::Error)]
+pub enum PostgresError {
+    /// The server (or the connection to it) said no.
+    #[error("{}", describe(.0))]
+    Postgres(#[from] tokio_postgres::Error),
+    /// A stored task's JSON does not decode (or a task does not encode).
+    #[error("a stored task does not decode: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The database was migrated by a newer version of this crate (its schema version).
+    #[error("the database's schema version {0} is newer than this crate's")]
+    NewerSchema(i64),
+    /// A schema name that is not a plain lower-case SQL identifier.
+    #[error("{0:?} is not a schema name (lower-case letters, digits and '_', at most 63)")]
+    BadSchema(String),
+}
+
+/// The driver's error with the server's message, or the cause (its own `Display` says only
+/// "db error" or the like).
+fn describe(e: &tokio_postgres::Error) -> String {
+    match (e.as_db_error(), std::error::Error::source(e)) {
+        (Some(db), _) => format!("{e}: {} ({})", db.message(), db.code().code()),
+        (None, Some(cause)) => format!("{e}: {cause}"),
+        (None, None) => e.to_string(),
+    }
+}
+
+impl From<PostgresError> for StoreError {
+    fn from(e: PostgresError) -> Self {
+        StoreError::Backend(Arc::new(e))
+    }
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        PostgresError::from(e).into()
+    }
+}
+
+/// The migrations, in order; the `rpcwire_a2a_schema` table says how many ran.
+const MIGRATIONS: &[&str] = &[
+    // 1: tasks, as in the SQLite store; `seq` orders tasks of one status time.
+    "CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+        context_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        status_at BIGINT NOT NULL,
+        owner TEXT,
+        task TEXT NOT NULL,
+        history TEXT NOT NULL,
+        artifacts TEXT NOT NULL,
+        finished_at BIGINT,
+        lease_holder TEXT,
+        lease_until BIGINT
+    );
+    CREATE INDEX tasks_listing ON tasks (status_at DESC, seq DESC);
+    CREATE INDEX tasks_finished ON tasks (finished_at, seq) WHERE finished_at IS NOT NULL;
+    CREATE INDEX tasks_leased ON tasks (lease_until) WHERE lease_until IS NOT NULL;",
+    // 2: the event logs of tasks' streams and their events.
+    "CREATE TABLE event_logs (
+        task_id TEXT PRIMARY KEY,
+        created BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+        owner TEXT,
+        first_id BIGINT NOT NULL,
+        next_id BIGINT NOT NULL
+    );
+    CREATE TABLE events (
+        task_id TEXT NOT NULL,
+        id BIGINT NOT NULL,
+        event TEXT NOT NULL,
+        PRIMARY KEY (task_id, id)
+    );",
+    // 3: push notification configs, each task's list as JSON.
+    "CREATE TABLE push_configs (
+        task_id TEXT PRIMARY KEY,
+        configs TEXT NOT NULL
+    );",
+];
+
+/// Advisory lock keys (one namespace per database): migrations, task creation and eviction,
+/// log creation and eviction.
+const MIGRATE_LOCK: i64 = 0x7270_6377_0001;
+const TASKS_LOCK: i64 = 0x7270_6377_0002;
+const LOGS_LOCK: i64 = 0x7270_6377_0003;
+
+/// How a [`PostgresTaskStore`] connects, beyond its URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresOptions {
+    /// The most connections it opens (at least 1); calls beyond wait for one. 4 by default.
+    pub pool_size: usize,
+    /// The schema its tables live in (created when missing), for several agents in one
+    /// database; `None`: the connection's default (`public`).
+    pub schema: Option<String>,
+    /// The longest a statement may run, waits for locks included (the server's
+    /// `statement_timeout`), so that a stuck database fails a call rather than hanging it;
+    /// 30 s by default. Connecting is bounded too: 10 s unless the URL says otherwise.
+    pub statement_timeout: Duration,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            pool_size: 4,
+            schema: None,
+            statement_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A fixed number of connections: a permit of `gate` per connection in use, the idle ones
+/// in `idle`. A connection found closed is dropped and a new one opened in its place.
+struct Pool {
+    config: Config,
+    gate: Semaphore,
+    idle: Mutex<Vec<Client>>,
+}
+
+/// A connection taken from the [`Pool`], given back on drop unless it closed.
+struct Pooled<'a> {
+    client: Option<Client>,
+    pool: &'a Pool,
+    _permit: SemaphorePermit<'a>,
+}
+
+impl Pool {
+    async fn get(&self) -> Result<Pooled<'_>, PostgresError> {
+        let permit = self
+            .gate
+            .acquire()
+            .await
+            .unwrap_or_else(|_| unreachable!("the pool's semaphore is never closed"));
+        let idle = {
+            let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            idle.retain(|c| !c.is_closed());
+            idle.pop()
+        };
+        let client = match idle {
+            Some(client) => client,
+            None => connect(&self.config).await?,
+        };
+        Ok(Pooled {
+            client: Some(client),
+            pool: self,
+            _permit: permit,
+        })
+    }
+}
+
+impl Pooled<'_> {
+    fn client(&mut self) -> &mut Client {
+        self.client
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("taken only on drop"))
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take().filter(|c| !c.is_closed()) {
+            self.pool
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(client);
+        }
+    }
+}
+
+/// Opens a connection; its I/O runs on a task of its own until the client is dropped.
+async fn connect(config: &Config) -> Result<Client, PostgresError> {
+    let (client, connection) = config.connect(NoTls).await?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "a PostgreSQL task store connection failed");
+        }
+    });
+    Ok(client)
+}
+
+/// Tasks, event logs and push configs in PostgreSQL, bounded by [`StoreLimits`] and
+/// [`EventLogLimits`] as the SQLite store is; several stores (replicas) may share one
+/// database.
+pub struct PostgresTaskStore {
+    pool: Pool,
+    limits: StoreLimits,
+    event_limits: EventLogLimits,
+}
+
+impl std::fmt::Debug for PostgresTaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresTaskStore")
+            .field("limits", &self.limits)
+            .field("event_limits", &self.event_limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `name` is a schema name this store puts in SQL as is.
+fn plain_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 63
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+impl PostgresTaskStore {
+    /// Connects to the database at `url` (`postgres://user@host:port/db`, or `key=value`
+    /// pairs) with [`PostgresOptions::default`] and runs the migrations it has not had.
+    pub async fn connect(url: &str, limits: StoreLimits) -> Result<Self, PostgresError> {
+        Self::connect_with(url, limits, PostgresOptions::default()).await
+    }
+
+    /// [`connect`](Self::connect) with these options.
+    pub async fn connect_with(
+        url: &str,
+        limits: StoreLimits,
+        options: PostgresOptions,
+    ) -> Result<Self, PostgresError> {
+        let mut config: Config = url.parse()?;
+        // The URL's own server options first, then the store's.
+        let mut server_options = config.get_options().unwrap_or_default().to_owned();
+        if let Some(schema) = &options.schema {
+            if !plain_identifier(schema) {
+                return Err(PostgresError::BadSchema(schema.clone()));
+            }
+            // Quoted: a plain identifier may still be a keyword (`user`, `full`).
+            server_options.push_str(&format!(" -c search_path=\"{schema}\""));
+        }
+        let timeout = options.statement_timeout.as_millis().max(1);
+        server_options.push_str(&format!(" -c statement_timeout={timeout}"));
+        config.options(server_options.trim_start());
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        let mut client = connect(&config).await?;
+        migrate(&mut client, options.schema.as_deref()).await?;
+        let store = PostgresTaskStore {
+            pool: Pool {
+                config,
+                gate: Semaphore::new(options.pool_size.max(1)),
+                idle: Mutex::new(vec![client]),
+            },
+            limits,
+            event_limits: EventLogLimits::default(),
+        };
+        Ok(store)
+    }
+
+    /// The bounds of its event logs ([`EventLogLimits::default`] unless set).
+    pub fn event_limits(mut self, limits: EventLogLimits) -> Self {
+        self.event_limits = limits;
+        self
+    }
+}
+
+/// Runs the migrations the database has not had, in one transaction under an advisory lock
+/// (replicas starting together migrate once).
+async fn migrate(client: &mut Client, schema: Option<&str>) -> Result<(), PostgresError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_LOCK])
+        .await?;
+    if let Some(schema) = schema {
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+            .await?;
+    }
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS rpcwire_a2a_schema (version BIGINT NOT NULL)")
+        .await?;
+    let version: i64 = match tx
+        .query_opt("SELECT version FROM rpcwire_a2a_schema", &[])
+        .await?
+    {
+        Some(row) => row.try_get(0)?,
+        None => {
+            tx.execute("INSERT INTO rpcwire_a2a_schema (version) VALUES (0)", &[])
+                .await?;
+            0
+        }
+    };
+    let known = MIGRATIONS.len() as i64;
+    if version > known {
+        return Err(PostgresError::NewerSchema(version));
+    }
+    for migration in MIGRATIONS
+        .iter()
+        .skip(usize::try_from(version).unwrap_or(0))
+    {
+        tx.batch_execute(migration).await?;
+    }
+    tx.execute("UPDATE rpcwire_a2a_schema SET version = $1", &[&known])
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Microseconds since the epoch.
+fn micros(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The state's wire name, as the `state` column holds it.
+fn state_name(state: TaskState) -> Result<String, PostgresError> {
+    Ok(match serde_json::to_value(state)? {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    })
+}
+
+/// A task from a row whose first four columns are task, history, artifacts, owner.
+fn decode(row: &Row) -> Result<Task, PostgresError> {
+    let mut t: Task = serde_json::from_str(row.try_get(0)?)?;
+    t.history = serde_json::from_str::<Vec<Message>>(row.try_get(1)?)?;
+    t.artifacts = serde_json::from_str::<Vec<Artifact>>(row.try_get(2)?)?;
+    t.owner = row.try_get(3)?;
+    Ok(t)
+}
+
+const SELECT: &str = "SELECT task, history, artifacts, owner FROM tasks";
+
+/// Drops finished tasks past the age and count limits, oldest first, with their push
+/// configs. The caller holds [`TASKS_LOCK`].
+async fn evict(tx: &Transaction<'_>, limits: StoreLimits, now: i64) -> Result<(), PostgresError> {
+    let ttl = i64::try_from(limits.finished_ttl.as_micros()).unwrap_or(i64::MAX);
+    let old = "SELECT id FROM tasks WHERE finished_at IS NOT NULL AND finished_at < $1";
+    let over = "SELECT id FROM tasks WHERE finished_at IS NOT NULL
+        ORDER BY finished_at DESC, seq DESC OFFSET $1";
+    let aged = now.saturating_sub(ttl);
+    let count = to_i64(limits.max_finished);
+    for (select, param) in [(old, aged), (over, count)] {
+        tx.execute(
+            &format!("DELETE FROM push_configs WHERE task_id IN ({select})"),
+            &[&param],
+        )
+        .await?;
+        tx.execute(
+            &format!("DELETE FROM tasks WHERE id IN ({select})"),
+            &[&param],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// The assignments of a task's columns from parameters $2.. (see [`put`]): the first finish
+/// time stays, and with `$10` the lease it holds stays.
+const ASSIGN: &str = "context_id = $2, state = $3, status_at = $4, owner = $5, task = $6,
+    history = $7, artifacts = $8, finished_at = COALESCE(tasks.finished_at, $9),
+    lease_holder = CASE WHEN $10 THEN tasks.lease_holder ELSE $11 END,
+    lease_until = CASE WHEN $10 THEN tasks.lease_until ELSE $12 END";
+
+async fn put(
+    client: &mut Client,
+    limits: StoreLimits,
+    mut task: Task,
+    lease: Option<Lease>,
+) -> Result<(), StoreError> {
+    let now = micros(SystemTime::now());
+    let state = task.status.state;
+    let history =
+        serde_json::to_string(&std::mem::take(&mut task.history)).map_err(PostgresError::from)?;
+    let artifacts =
+        serde_json::to_string(&std::mem::take(&mut task.artifacts)).map_err(PostgresError::from)?;
+    let body = serde_json::to_string(&task).map_err(PostgresError::from)?;
+    let status_at = task
+        .status
+        .timestamp
+        .as_deref()
+        .and_then(parse_micros)
+        .unwrap_or(0);
+    let name = state_name(state)?;
+    let finished = state.is_terminal().then_some(now);
+    let keeps_lease = leasable(state);
+    let lease = lease.filter(|_| keeps_lease);
+    let keep_held = lease.is_none() && keeps_lease;
+    let holder = lease.as_ref().map(|l| l.holder.clone());
+    let until = lease.as_ref().map(|l| micros(l.until));
+    let tx = client.transaction().await?;
+    // A finishing write may evict: it takes the lock before it locks its own row, as every
+    // evicting transaction does, so that two never wait on each other.
+    if finished.is_some() {
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TASKS_LOCK])
+            .await?;
+    }
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 12] = [
+        &task.id,
+        &task.context_id,
+        &name,
+        &status_at,
+        &task.owner,
+        &body,
+        &history,
+        &artifacts,
+        &finished,
+        &keep_held,
+        &holder,
+        &until,
+    ];
+    let updated = tx
+        .execute(&format!("UPDATE tasks SET {ASSIGN} WHERE id = $1"), &params)
+        .await?;
+    if updated == 0 {
+        // A new task: under the lock (taken with no row locked), make room or refuse.
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TASKS_LOCK])
+            .await?;
+        evict(&tx, limits, now).await?;
+        let count: i64 = tx
+            .query_one("SELECT COUNT(*) FROM tasks", &[])
+            .await?
+            .try_get(0)?;
+        if usize::try_from(count).unwrap_or(usize::MAX) >= limits.max_tasks {
+            let oldest = "SELECT id FROM tasks WHERE finished_at IS NOT NULL
+                ORDER BY finished_at, seq LIMIT 1";
+            tx.execute(
+                &format!("DELETE FROM push_configs WHERE task_id IN ({oldest})"),
+                &[],
+            )
+            .await?;
+            let freed = tx
+                .execute(&format!("DELETE FROM tasks WHERE id IN ({oldest})"), &[])
+                .await?;
+            if freed == 0 {
+                return Err(StoreError::Full);
+            }
+        }
+        tx.execute(
+            &format!(
+                "INSERT INTO tasks (id, context_id, state, status_at, owner, task, history,
+                    artifacts, finished_at, lease_holder, lease_until)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12)
+                 ON CONFLICT (id) DO UPDATE SET {ASSIGN}"
+            ),
+            &params,
+        )
+        .await?;
+    }
+    if finished.is_some() {
+        evict(&tx, limits, now).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn list(
+    client: &Client,
+    query: &ListTasksRequest,
+    caller: Option<&str>,
+    max_page: usize,
+) -> Result<ListTasksResponse, StoreError> {
+    let Page {
+        size: page_size,
+        after,
+        cursor,
+    } = Page::of(query, max_page)?;
+    let state = query.status.map(state_name).transpose()?;
+    let filter = "(owner IS NULL OR owner = $1::text) AND ($2::text = '' OR context_id = $2)
+        AND ($3::text IS NULL OR state = $3) AND ($4::bigint IS NULL OR status_at > $4)";
+    let caller = caller.map(str::to_owned);
+    let total: i64 = client
+        .query_one(
+            &format!("SELECT COUNT(*) FROM tasks WHERE {filter}"),
+            &[&caller, &query.context_id, &state, &after],
+        )
+        .await?
+        .try_get(0)?;
+    let rows = client
+        .query(
+            &format!(
+                "SELECT task, history, artifacts, owner, status_at, seq FROM tasks WHERE {filter}
+                 AND ($5::bigint IS NULL OR (status_at, seq) < ($5, $6::bigint))
+                 ORDER BY status_at DESC, seq DESC LIMIT $7"
+            ),
+            &[
+                &caller,
+                &query.context_id,
+                &state,
+                &after,
+                &cursor.map(|c| c.at),
+                &cursor.map(|c| i64::try_from(c.seq).unwrap_or(i64::MAX)),
+                &to_i64(page_size + 1),
+            ],
+        )
+        .await?;
+    let mut tasks = Vec::with_capacity(page_size);
+    let mut last = None;
+    let mut more = false;
+    for row in &rows {
+        if tasks.len() == page_size {
+            more = true;
+            break;
+        }
+        tasks.push(decode(row)?);
+        last = Some(Cursor {
+            at: row.try_get(4)?,
+            seq: u64::try_from(row.try_get::<_, i64>(5)?).unwrap_or(0),
+        });
+    }
+    Ok(ListTasksResponse {
+        tasks,
+        next_page_token: match last {
+            Some(c) if more => c.write(),
+            _ => String::new(),
+        },
+        page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
+        total_size: i32::try_from(total).unwrap_or(i32::MAX),
+    })
+}
+
+async fn fail_lapsed(
+    client: &mut Client,
+    now: SystemTime,
+    holder: &str,
+    reason: &str,
+) -> Result<Vec<Task>, PostgresError> {
+    let tx = client.transaction().await?;
+    // Taking the lease off in the statement that finds it: a concurrent sweep waits on
+    // these rows' locks, then sees no lease on them and leaves them alone.
+    let rows = tx
+        .query(
+            "UPDATE tasks SET lease_holder = NULL, lease_until = NULL
+             WHERE lease_until IS NOT NULL AND lease_until < $1 AND lease_holder <> $2
+             RETURNING task, history, artifacts, owner",
+            &[&micros(now), &holder],
+        )
+        .await?;
+    let mut lapsed = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
+    let stamp = micros(SystemTime::now());
+    let failed = state_name(TaskState::Failed)?;
+    for task in &mut lapsed {
+        lapse(task, reason);
+        let mut bare = task.clone();
+        let history = serde_json::to_string(&std::mem::take(&mut bare.history))?;
+        bare.artifacts.clear();
+        let status_at = bare
+            .status
+            .timestamp
+            .as_deref()
+            .and_then(parse_micros)
+            .unwrap_or(stamp);
+        tx.execute(
+            "UPDATE tasks SET state = $2, status_at = $3, task = $4, history = $5,
+                finished_at = $6 WHERE id = $1",
+            &[
+                &task.id,
+                &failed,
+                &status_at,
+                &serde_json::to_string(&bare)?,
+                &history,
+                &stamp,
+            ],
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(lapsed)
+}
+
+async fn append(
+    client: &mut Client,
+    limits: EventLogLimits,
+    task_id: &str,
+    owner: Option<&str>,
+    event: &StreamResponse,
+) -> Result<u64, StoreError> {
+    let body = serde_json::to_string(event).map_err(PostgresError::from)?;
+    let owner = owner.map(str::to_owned);
+    let tx = client.transaction().await?;
+    let lock_log = "SELECT owner, next_id FROM event_logs WHERE task_id = $1 FOR UPDATE";
+    let mut log = tx.query_opt(lock_log, &[&task_id]).await?;
+    if log.is_none() {
+        // A new log: under the lock (no row locked yet), the oldest go, logs before events
+        // (the order an appender locks them in), then it is created.
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOGS_LOCK])
+            .await?;
+        log = tx.query_opt(lock_log, &[&task_id]).await?;
+        if log.is_none() {
+            let keep = to_i64(limits.max_tasks.max(1) - 1);
+            let gone: Vec<String> = tx
+                .query(
+                    "DELETE FROM event_logs WHERE task_id IN (SELECT task_id FROM event_logs
+                        ORDER BY created DESC OFFSET $1) RETURNING task_id",
+                    &[&keep],
+                )
+                .await?
+                .iter()
+                .map(|r| r.try_get(0))
+                .collect::<Result<_, _>>()?;
+            tx.execute("DELETE FROM events WHERE task_id = ANY($1)", &[&gone])
+                .await?;
+            tx.execute(
+                "INSERT INTO event_logs (task_id, owner, first_id, next_id) VALUES ($1, $2, 1, 1)",
+                &[&task_id, &owner],
+            )
+            .await?;
+            log = tx.query_opt(lock_log, &[&task_id]).await?;
+        }
+    }
+    let log = log.ok_or(StoreError::NotFound)?;
+    let held: Option<String> = log.try_get(0)?;
+    if held != owner {
+        return Err(StoreError::NotOwner);
+    }
+    let id: i64 = log.try_get(1)?;
+    tx.execute(
+        "INSERT INTO events (task_id, id, event) VALUES ($1, $2, $3)",
+        &[&task_id, &id, &body],
+    )
+    .await?;
+    // Past the bound, the oldest go: the first kept is `max_events` before the next.
+    let first = (id + 1 - to_i64(limits.max_events.max(1))).max(1);
+    tx.execute(
+        "UPDATE event_logs SET next_id = $2, first_id = GREATEST(first_id, $3)
+         WHERE task_id = $1",
+        &[&task_id, &(id + 1), &first],
+    )
+    .await?;
+    tx.execute(
+        "DELETE FROM events WHERE task_id = $1 AND id < $2",
+        &[&task_id, &first],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(u64::try_from(id).unwrap_or(0))
+}
+
+async fn read_after(
+    client: &Client,
+    task_id: &str,
+    caller: Option<&str>,
+    after: u64,
+    max: usize,
+) -> Result<Vec<LoggedEvent>, StoreError> {
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    // One statement, one snapshot: the log's first kept id and its events agree.
+    let rows = client
+        .query(
+            "SELECT l.owner, l.first_id, e.id, e.event FROM event_logs l
+             LEFT JOIN LATERAL (SELECT id, event FROM events
+                WHERE task_id = l.task_id AND id > $2 ORDER BY id LIMIT $3) e ON true
+             WHERE l.task_id = $1 ORDER BY e.id",
+            &[&task_id, &after, &to_i64(max)],
+        )
+        .await?;
+    let Some(head) = rows.first() else {
+        return Err(StoreError::NotFound);
+    };
+    let owner: Option<&str> = head.try_get(0)?;
+    if !may_read(owner, caller) {
+        return Err(StoreError::NotFound);
+    }
+    let first: i64 = head.try_get(1)?;
+    if after.saturating_add(1) < first {
+        return Err(StoreError::Trimmed);
+    }
+    let mut events = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let Some(id) = row.try_get::<_, Option<i64>>(2)? else {
+            continue;
+        };
+        let body: &str = row.try_get(3)?;
+        events.push(LoggedEvent {
+            id: u64::try_from(id).unwrap_or(0),
+            event: serde_json::from_str(body).map_err(PostgresError::from)?,
+        });
+    }
+    Ok(events)
+}
+
+impl PostgresTaskStore {
+    /// Runs `work` with a pooled connection.
+    fn with<'a, T, F>(&'a self, work: impl FnOnce(&'a Pool) -> F + Send + 'a) -> StoreFuture<'a, T>
+    where
+        F: std::future::Future<Output = Result<T, StoreError>> + Send + 'a,
+        T: Send + 'a,
+    {
+        Box::pin(work(&self.pool))
+    }
+}
+
+impl TaskStore for PostgresTaskStore {
+    fn put(&self, task: Task, lease: Option<Lease>) -> StoreFuture<'_, ()> {
+        let limits = self.limits;
+        self.with(
+            move |pool| async move { put(pool.get().await?.client(), limits, task, lease).await },
+        )
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Task>> {
+        self.with(move |pool| async move {
+            let mut c = pool.get().await?;
+            let row = c
+                .client()
+                .query_opt(&format!("{SELECT} WHERE id = $1"), &[&id])
+                .await?;
+            Ok(row.as_ref().map(decode).transpose()?)
+        })
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        self.with(move |pool| async move {
+            let mut c = pool.get().await?;
+            let tx = c.client().transaction().await?;
+            tx.execute("DELETE FROM push_configs WHERE task_id = $1", &[&id])
+                .await?;
+            tx.execute("DELETE FROM tasks WHERE id = $1", &[&id])
+                .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        query: &'a ListTasksRequest,
+        caller: Option<&'a str>,
+        max_page: usize,
+    ) -> StoreFuture<'a, ListTasksResponse> {
+        self.with(move |pool| async move {
+            let mut c = pool.get().await?;
+            // Repeatable read: the total and the page are of one snapshot.
+            let tx = c
+                .client()
+                .build_transaction()
+                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await?;
+            let page = list(tx.client(), query, caller, max_page).await?;
+            tx.commit().await?;
+            Ok(page)
+        })
+    }
+
+    fn renew<'a>(&'a self, lease: &'a Lease, ids: &'a [String]) -> StoreFuture<'a, usize> {
+        self.with(move |pool| async move {
+            let mut c = pool.get().await?;
+            let renewed = c
+                .client()
+                .execute(
+                    "UPDATE tasks SET lease_until = $3 WHERE id = ANY($1) AND lease_holder = $2",
+                    &[&ids, &lease.holder, &micros(lease.until)],
+                )
+                .await?;
+            Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+        })
+    }
+
+    fn fail_lapsed<'a>(
+        &'a self,
+        now: SystemTime,
+        holder: &'a str,
+        reason: &'a str,
+    ) -> StoreFuture<'a, Vec<Task>> {
+        self.with(move |pool| async move {
+            Ok(fail_lapsed(pool.get().await?.client(), now, holder, reason).await?)
+        })
+    }
+}
+
+impl EventLog for PostgresTaskStore {
+    fn append<'a>(
+        &'a self,
+        task_id: &'a str,
+        owner: Option<&'a str>,
+        event: StreamResponse,
+    ) -> StoreFuture<'a, u64> {
+        let limits = self.event_limits;
+        self.with(move |pool| async move {
+            append(pool.get().await?.client(), limits, task_id, owner, &event).await
+        })
+    }
+
+    fn read_after<'a>(
+        &'a self,
+        task_id: &'a str,
+        caller: Option<&'a str>,
+        after: u64,
+        max: usize,
+    ) -> StoreFuture<'a, Vec<LoggedEvent>> {
+        self.with(move |pool| async move {
+            read_after(pool.get().await?.client(), task_id, caller, after, max).await
+        })
+    }
+
+    fn trim<'a>(&'a self, task_id: &'a str, through: u64) -> StoreFuture<'a, usize> {
+        let through = i64::try_from(through).unwrap_or(i64::MAX);
+        self.with(move |pool| async move {
+            let mut c = pool.get().await?;
+            let tx = c.client().transaction().await?;
+            // The log's row first, then its events: the order an appender locks them in.
+            tx.execute(
+                "UPDATE event_logs SET first_id = GREATEST(first_id, LEAST($2::bigint + 1, next_id))
+                 WHERE task_id = $1",
+                &[&task_id, &through],
+            )
+            .await?;
+            let dropped = tx
+                .execute(
+                    "DELETE FROM events WHERE task_id = $1 AND id <= $2",
+                    &[&task_id, &through],
+                )
+                .await?;
+            tx.commit().await?;
+            Ok(usize::try_from(dropped).unwrap_or(usize::MAX))
+        })
+    }
+
+    fn forget<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, ()> {
+        self.with(move |pool| async move {
+            let mut c = pool.get().await?;
+            let tx = c.client().transaction().await?;
+            tx.execute("DELETE FROM event_logs WHERE task_id = $1", &[&task_id])
+                .await?;
+            tx.execute("DELETE FROM events WHERE task_id = $1", &[&task_id])
+                .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+}
+
+impl PushConfigStore for PostgresTaskStore {
+    fn save_configs<'a>(
+        &'a self,
+        task_id: &'a str,
+        configs: Vec<TaskPushNotificationConfig>,
+    ) -> StoreFuture<'a, ()> {
+        self.with(move |pool| async move {
+            let mut c = pool.get().await?;
+            if configs.is_empty() {
+                c.client()
+                    .execute("DELETE FROM push_configs WHERE task_id = $1", &[&task_id])
+                    .await?;
+            } else {
+                let json = serde_json::to_string(&configs).map_err(PostgresError::from)?;
+                c.client()
+                    .execute(
+                        "INSERT INTO push_configs (task_id, configs) VALUES ($1, $2)
+                         ON CONFLICT (task_id) DO UPDATE SET configs = EXCLUDED.configs",
+                        &[&task_id, &json],
+                    )
+                    .await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn load_configs<'a>(
+        &'a self,
+        task_id: &'a str,
+    ) -> StoreFuture<'a, Vec<TaskPushNotificationConfig>> {
+        self.with(move |pool| async move {
+            let mut c = pool.get().await?;
+            let row = c
+                .client()
+                .query_opt(
+                    "SELECT configs FROM push_configs WHERE task_id = $1",
+                    &[&task_id],
+                )
+                .await?;
+            Ok(match row {
+                Some(row) => serde_json::from_str(row.try_get(0)?).map_err(PostgresError::from)?,
+                None => Vec::new(),
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "postgres_tests.rs"]
+mod tests;

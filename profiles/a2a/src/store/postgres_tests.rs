@@ -1,0 +1,211 @@
+//! The PostgreSQL store's own checks: schema names, migrations, and the bounds at their
+//! edges, against a server of the test's own (`rpcwire_tests::postgres`).
+use super::*;
+
+#[test]
+fn schema_names_are_plain_identifiers() {
+    for good in ["a", "_x", "agent_1", &"s".repeat(63)] {
+        assert!(plain_identifier(good), "{good}");
+    }
+    for bad in ["", "1a", "A", "a-b", "a;drop", "a b", "é", &"s".repeat(64)] {
+        assert!(!plain_identifier(bad), "{bad}");
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn migrations_run_once_and_a_newer_schema_is_refused() {
+    let Some(pg) = tokio::task::spawn_blocking(rpcwire_tests::postgres::Postgres::start)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+    else {
+        return;
+    };
+    let url = pg.url();
+    let open = || PostgresTaskStore::connect(&url, StoreLimits::default());
+    let store = open().await.unwrap_or_else(|e| panic!("{e}"));
+    // A second open finds nothing to do (running the migrations again would fail).
+    drop(open().await.unwrap_or_else(|e| panic!("{e}")));
+    let mut c = store.pool.get().await.unwrap_or_else(|e| panic!("{e}"));
+    let version = |row: Row| row.get::<_, i64>(0);
+    let at = c
+        .client()
+        .query_one("SELECT version FROM rpcwire_a2a_schema", &[])
+        .await
+        .map(version)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(at, MIGRATIONS.len() as i64);
+    c.client()
+        .execute("UPDATE rpcwire_a2a_schema SET version = version + 1", &[])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(
+        open().await,
+        Err(PostgresError::NewerSchema(v)) if v == at + 1
+    ));
+    // A schema name that is not an identifier never reaches SQL.
+    let bad = PostgresOptions {
+        schema: Some("x; DROP TABLE tasks".into()),
+        ..PostgresOptions::default()
+    };
+    assert!(matches!(
+        PostgresTaskStore::connect_with(&url, StoreLimits::default(), bad).await,
+        Err(PostgresError::BadSchema(_))
+    ));
+}
+
+/// A store in schema `schema` of `url` with these limits.
+async fn store_in(url: &str, schema: &str, limits: StoreLimits) -> PostgresTaskStore {
+    let options = PostgresOptions {
+        pool_size: 2,
+        schema: Some(schema.into()),
+        ..PostgresOptions::default()
+    };
+    PostgresTaskStore::connect_with(url, limits, options)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn task(id: &str, state: TaskState) -> Task {
+    Task {
+        id: id.into(),
+        status: crate::types::TaskStatus {
+            state,
+            ..Default::default()
+        },
+        ..Task::default()
+    }
+}
+
+fn event(n: usize) -> StreamResponse {
+    StreamResponse::Message(Message::text(
+        crate::types::Role::Agent,
+        format!("m{n}"),
+        "x",
+    ))
+}
+
+/// The bounds at their edges, as the SQLite store's: a full store makes room from
+/// finished tasks only (their push configs with them); a log past its events trims the
+/// oldest; a log past the number of logs forgets the oldest log.
+#[tokio::test(flavor = "current_thread")]
+async fn the_bounds_hold_at_their_edges() {
+    let Some(pg) = tokio::task::spawn_blocking(rpcwire_tests::postgres::Postgres::start)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+    else {
+        return;
+    };
+    let limits = StoreLimits {
+        max_tasks: 2,
+        max_finished: 10,
+        finished_ttl: std::time::Duration::from_secs(60),
+    };
+    // A keyword as a schema name: quoted, it works.
+    let store = store_in(&pg.url(), "full", limits).await;
+    assert_eq!(store.put(task("a", TaskState::Working), None).await, Ok(()));
+    assert_eq!(
+        store.put(task("b", TaskState::Completed), None).await,
+        Ok(())
+    );
+    store
+        .save_configs("b", vec![TaskPushNotificationConfig::default()])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(store.put(task("c", TaskState::Working), None).await, Ok(()));
+    assert_eq!(store.get("b").await, Ok(None));
+    assert_eq!(store.load_configs("b").await, Ok(Vec::new()));
+    assert_eq!(
+        store.put(task("d", TaskState::Working), None).await,
+        Err(StoreError::Full)
+    );
+    assert_eq!(store.get("d").await, Ok(None), "a refused task is not kept");
+    assert_eq!(
+        store.put(task("a", TaskState::Completed), None).await,
+        Ok(())
+    );
+
+    let logs = store_in(&pg.url(), "logs", StoreLimits::default())
+        .await
+        .event_limits(EventLogLimits {
+            max_tasks: 2,
+            max_events: 3,
+        });
+    for n in 0..4 {
+        assert_eq!(logs.append("x", None, event(n)).await, Ok(n as u64 + 1));
+    }
+    // 4 appended, 3 kept: after 0 is trimmed, after 1 is the first kept.
+    assert_eq!(
+        logs.read_after("x", None, 0, 10).await,
+        Err(StoreError::Trimmed)
+    );
+    let kept = logs.read_after("x", None, 1, 10).await.unwrap_or_default();
+    assert_eq!(kept.iter().map(|e| e.id).collect::<Vec<_>>(), [2, 3, 4]);
+    assert_eq!(kept[0].event, event(1));
+    // A second log fits; a third forgets the oldest (x).
+    logs.append("y", None, event(0))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(logs.read_after("x", None, 1, 10).await.is_ok());
+    logs.append("z", None, event(0))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        logs.read_after("x", None, 1, 10).await,
+        Err(StoreError::NotFound)
+    );
+    assert!(logs.read_after("y", None, 0, 10).await.is_ok());
+    // `max` bounds a read.
+    let one = logs.read_after("y", None, 0, 0).await.unwrap_or_default();
+    assert!(one.is_empty());
+}
+
+/// A call that waits on a lock longer than the statement timeout fails (a `Backend` error)
+/// instead of hanging; once the lock is free, the same call succeeds.
+#[tokio::test(flavor = "current_thread")]
+async fn a_stuck_database_fails_a_call_after_the_statement_timeout() {
+    let Some(pg) = tokio::task::spawn_blocking(rpcwire_tests::postgres::Postgres::start)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+    else {
+        return;
+    };
+    let options = PostgresOptions {
+        pool_size: 2,
+        statement_timeout: std::time::Duration::from_millis(200),
+        ..PostgresOptions::default()
+    };
+    let store = PostgresTaskStore::connect_with(&pg.url(), StoreLimits::default(), options)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Another session holds the lock new tasks take.
+    let holder = PostgresTaskStore::connect(&pg.url(), StoreLimits::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut c = holder.pool.get().await.unwrap_or_else(|e| panic!("{e}"));
+    let tx = c
+        .client()
+        .transaction()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TASKS_LOCK])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let started = std::time::Instant::now();
+    let put = store.put(task("new", TaskState::Working), None).await;
+    assert!(matches!(put, Err(StoreError::Backend(_))), "{put:?}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_millis(200)
+            && waited < std::time::Duration::from_secs(10),
+        "{waited:?}"
+    );
+    assert!(put
+        .map_err(|e| e.to_string())
+        .err()
+        .is_some_and(|e| e.contains("statement timeout")));
+    tx.rollback().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        store.put(task("new", TaskState::Working), None).await,
+        Ok(())
+    );
+}
