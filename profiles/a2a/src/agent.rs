@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use crate::error::A2aError;
 use crate::push::Push;
 use crate::request::TurnRequest;
+use crate::server::publish::Publisher;
 use crate::server::writes::{Write, Writes};
 use crate::store::LoggedEvent;
 use crate::types::{
@@ -123,6 +124,12 @@ pub struct TaskLimits {
     pub max_artifact_parts: usize,
     /// The events buffered per task for slow subscribers.
     pub event_buffer: usize,
+    /// The most events of a task waiting for their append to the event log (a log that does
+    /// not answer at once: a database's). Past it, progress events (a working status, an
+    /// artifact) are refused: the agent's call returns false and the task is left as it
+    /// was; the task event that starts a turn and the status that ends it are always
+    /// queued. A memory log never makes events wait.
+    pub max_pending_events: usize,
 }
 
 impl Default for TaskLimits {
@@ -132,6 +139,7 @@ impl Default for TaskLimits {
             max_artifacts: 64,
             max_artifact_parts: 1024,
             event_buffer: 16,
+            max_pending_events: 256,
         }
     }
 }
@@ -171,6 +179,8 @@ pub(crate) struct Running {
     pub(crate) phase: watch::Sender<Phase>,
     /// The task's snapshots go to the store through it.
     writes: Arc<Writes>,
+    /// The task's events go to the event log, then to `events`, through it.
+    publisher: Arc<Publisher>,
     limits: TaskLimits,
     /// Where the task's events are pushed to webhooks, when the server pushes.
     push: Option<Arc<Push>>,
@@ -181,7 +191,7 @@ impl Running {
     /// turn already hold) or on a new channel.
     pub(crate) fn new(
         task: Task,
-        writes: Arc<Writes>,
+        (writes, publisher): (Arc<Writes>, Arc<Publisher>),
         limits: TaskLimits,
         events: Option<broadcast::Sender<Arc<LoggedEvent>>>,
         push: Option<Arc<Push>>,
@@ -192,6 +202,7 @@ impl Running {
             events: events.unwrap_or_else(|| event_channel(limits)),
             phase: watch::channel(Phase::default()).0,
             writes,
+            publisher,
             limits,
             push,
         })
@@ -231,11 +242,14 @@ impl Running {
             let task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
             (task.id.clone(), task.owner.clone())
         };
-        let id = self
-            .writes
-            .append(&task_id, owner.as_deref(), event.clone());
-        // No subscriber is fine: the snapshot in the store has it.
-        let _ = self.events.send(Arc::new(LoggedEvent { id, event }));
+        self.publisher
+            .publish(&task_id, owner.as_deref(), event, &self.events);
+    }
+
+    /// Whether a progress event may be published now (its task's events waiting for the log
+    /// are below the bound); checked before the task is changed.
+    fn has_room(&self) -> bool {
+        self.publisher.has_room(&self.id())
     }
 
     /// Sends the task event if this turn has not yet.
@@ -265,6 +279,9 @@ impl Running {
             return false;
         }
         self.announce();
+        if !state.ends_stream() && !self.has_room() {
+            return false;
+        }
         let status = TaskStatus {
             state,
             message,
@@ -301,6 +318,9 @@ impl Running {
             return false;
         }
         self.announce();
+        if !self.has_room() {
+            return false;
+        }
         let event = {
             let mut task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
             let count = task.artifacts.len();

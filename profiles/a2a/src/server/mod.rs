@@ -5,6 +5,7 @@
 //!
 //! - `edge`: the HTTP edge (checks, the card, authentication, the POST and its answer);
 //! - `methods`: the methods on the router;
+//! - `publish`: a task's events to the event log, then to its live subscribers;
 //! - `post`: what the edge and a method pass each other for one POST (its A2A headers, the
 //!   stream a streaming method hands back);
 //! - `streams`: the event streams, resumed from the tasks' event logs;
@@ -15,6 +16,7 @@ mod checks;
 mod edge;
 mod methods;
 mod post;
+pub(crate) mod publish;
 mod streams;
 mod tasks;
 pub(crate) mod writes;
@@ -192,12 +194,11 @@ impl A2aServer {
     /// By default a [`MemoryEventLog`] bounded by
     /// [`event_log_limits`](Self::event_log_limits).
     ///
-    /// An agent's events come from synchronous calls and need their id before they are
-    /// sent, so an append that does not answer at once (a database's) is waited for on the
-    /// agent's thread: with `block_in_place` on a multi-thread runtime, which serve such a
-    /// log on (on a current-thread runtime nothing else runs meanwhile, and an append that
-    /// waits for another task of that runtime, such as a store's permit it holds, never
-    /// ends).
+    /// An agent's events come from synchronous calls and are sent to live subscribers only
+    /// with their id in the log: a log that does not answer at once (a database's) is
+    /// appended to by a task of the server's, in order per task, never on the agent's
+    /// thread, on any runtime; an event waits in its task's queue meanwhile, bounded by
+    /// [`TaskLimits::max_pending_events`].
     pub fn event_log(mut self, log: Arc<dyn EventLog>) -> Self {
         self.event_log = Some(log);
         self

@@ -31,6 +31,7 @@ use crate::types::{
     TaskStatus, TaskStatusUpdateEvent,
 };
 
+use super::publish::Publisher;
 use super::writes::{Write, Writes};
 
 /// The status message of a task failed because the process running it stopped renewing its
@@ -44,6 +45,8 @@ pub(crate) struct Tasks {
     store: Arc<dyn TaskStore>,
     /// The turns' writes to the store, in order, not waited for.
     pub(crate) writes: Arc<Writes>,
+    /// The turns' events to the event log and then to their subscribers, in order.
+    pub(crate) publisher: Arc<Publisher>,
     /// The most events read from the log at once for a resumed stream.
     max_replay: usize,
     /// This server's id as a lease holder, and its leases' timing.
@@ -99,7 +102,8 @@ impl Tasks {
     ) -> Self {
         Tasks {
             agent,
-            writes: Writes::new(Arc::clone(&store), stores.log),
+            writes: Writes::new(Arc::clone(&store)),
+            publisher: Publisher::new(stores.log, limits.max_pending_events),
             max_replay: stores.max_replay,
             store,
             holder: new_id("server"),
@@ -229,7 +233,7 @@ impl Tasks {
     /// Appends `event` of `task` to the event log: its id there, or 0 when it was not logged.
     async fn log(&self, task: &Task, event: StreamResponse) -> u64 {
         match self
-            .writes
+            .publisher
             .log
             .append(&task.id, task.owner.as_deref(), event)
             .await
@@ -254,7 +258,7 @@ impl Tasks {
         loop {
             let from = events.last().map_or(after, |e| e.id);
             let page = self
-                .writes
+                .publisher
                 .log
                 .read_after(id, subject(identity), from, self.max_replay)
                 .await?;
@@ -304,6 +308,10 @@ impl Tasks {
         // A turn started while the store was read: its events from now on.
         if let Some(running) = table.running.get(id) {
             return Ok((running.snapshot(), running.events.subscribe()));
+        }
+        // A turn over whose last events wait for the log: those, as they are logged.
+        if let Some(events) = self.publisher.subscribe_pending(id) {
+            return Ok((task, events));
         }
         if task.status.state.is_terminal() {
             return Err(A2aError::with_message(
@@ -388,7 +396,7 @@ impl Tasks {
             let waiting = table.waiting.remove(&task_id);
             let running = Running::new(
                 task,
-                Arc::clone(&self.writes),
+                (Arc::clone(&self.writes), Arc::clone(&self.publisher)),
                 self.limits,
                 waiting,
                 self.push.clone(),

@@ -17,8 +17,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
-use crate::store::{EventLog, StoreError, TaskStore};
-use crate::types::{StreamResponse, Task};
+use crate::store::{StoreError, TaskStore};
+use crate::types::Task;
 
 /// A write of one task's snapshot.
 #[derive(Debug, Clone)]
@@ -45,18 +45,15 @@ impl Slot {
 /// The writes of one server's turns to its store.
 pub(crate) struct Writes {
     store: Arc<dyn TaskStore>,
-    /// Where the tasks' stream events are appended, each given its id there.
-    pub(crate) log: Arc<dyn EventLog>,
     slots: Mutex<HashMap<String, Slot>>,
     /// Woken each time a task's writes are all done.
     settled: tokio::sync::Notify,
 }
 
 impl Writes {
-    pub(crate) fn new(store: Arc<dyn TaskStore>, log: Arc<dyn EventLog>) -> Arc<Self> {
+    pub(crate) fn new(store: Arc<dyn TaskStore>) -> Arc<Self> {
         Arc::new(Writes {
             store,
-            log,
             slots: Mutex::default(),
             settled: tokio::sync::Notify::new(),
         })
@@ -146,76 +143,6 @@ impl Writes {
             self.slots().remove(id);
             self.settled.notify_waiters();
         }
-    }
-}
-
-impl Writes {
-    /// Appends `event` to task `task_id`'s log (owned by `owner`) and returns its id there,
-    /// or 0 when it could not be logged (logged as a warning: the event is still sent live,
-    /// without an id to resume after).
-    ///
-    /// The id is needed before the event is sent, and events come from synchronous calls:
-    /// the append is polled in place, which a memory log answers at once; a log that waits
-    /// (the SQLite store's, on tokio's blocking threads) is waited for on this thread, so
-    /// that ids follow the order of the agent's calls.
-    ///
-    /// Outside a runtime (a turn ended by the runtime shutting down) nothing is logged: a log
-    /// that works on the runtime's threads could not, and the process is going away.
-    pub(crate) fn append(&self, task_id: &str, owner: Option<&str>, event: StreamResponse) -> u64 {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(
-                task = task_id,
-                "a task's event outside a runtime: not logged"
-            );
-            return 0;
-        };
-        let mut future = self.log.append(task_id, owner, event);
-        let at_once = future
-            .as_mut()
-            .poll(&mut Context::from_waker(Waker::noop()));
-        let appended = match (at_once, runtime.runtime_flavor()) {
-            // A memory log: done.
-            (Poll::Ready(out), _) => out,
-            // Other tasks of this worker move to another thread while this one waits: one
-            // of them may hold what the append waits for (a permit of the store's).
-            (Poll::Pending, tokio::runtime::RuntimeFlavor::MultiThread) => {
-                tokio::task::block_in_place(|| wait_in_place(future))
-            }
-            // A current-thread runtime runs nothing else meanwhile: a log whose append waits
-            // for another task of it would wait for ever (see `A2aServer::event_log`).
-            (Poll::Pending, _) => wait_in_place(future),
-        };
-        match appended {
-            Ok(id) => id,
-            Err(e) => {
-                tracing::warn!(task = task_id, error = %e, "a task's event was not logged");
-                0
-            }
-        }
-    }
-}
-
-/// Wakes the thread that waits in [`wait_in_place`].
-struct ThreadWaker(std::thread::Thread);
-
-impl std::task::Wake for ThreadWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// `future`'s output, polled on this thread until ready: once for a future ready at once,
-/// parking between polls otherwise. Hand-written rather than a runtime's `block_on`, which
-/// refuses to run inside a runtime; the futures waited for here do their work elsewhere
-/// (tokio's blocking threads), so parking this thread does not stop them.
-fn wait_in_place<T>(mut future: crate::store::StoreFuture<'_, T>) -> Result<T, StoreError> {
-    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    loop {
-        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-            return out;
-        }
-        std::thread::park();
     }
 }
 

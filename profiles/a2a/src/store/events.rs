@@ -47,6 +47,13 @@ pub trait EventLog: Send + Sync + 'static {
     fn trim<'a>(&'a self, task_id: &'a str, through: u64) -> StoreFuture<'a, usize>;
     /// Forgets task `task_id`'s log.
     fn forget<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, ()>;
+    /// Whether every future this log returns is ready at its first poll (it never waits:
+    /// memory). The server then appends an agent's event in place and sends it at once;
+    /// otherwise a task of the server's appends a task's events in order, and each is sent
+    /// to live subscribers once appended. False unless overridden.
+    fn answers_at_once(&self) -> bool {
+        false
+    }
 }
 
 /// The bounds of a [`MemoryEventLog`] (and of the SQLite store's logs).
@@ -216,6 +223,10 @@ impl MemoryEventLog {
 }
 
 impl EventLog for MemoryEventLog {
+    fn answers_at_once(&self) -> bool {
+        true
+    }
+
     fn append<'a>(
         &'a self,
         task_id: &'a str,
