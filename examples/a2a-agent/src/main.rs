@@ -288,10 +288,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .push_config_store(sqlite);
         }
         Store::Postgres(url) => {
-            // One database for tasks and push configs, shared with the other replicas.
+            // One database for tasks, their streams' events and push configs, shared with the
+            // other replicas: a stream on any replica follows a task worked on by another.
             let postgres = Arc::new(PostgresTaskStore::connect(url, StoreLimits::default()).await?);
             server = server
                 .store(Arc::clone(&postgres) as _)
+                .event_log(Arc::clone(&postgres) as _)
                 .push_config_store(postgres);
         }
     }

@@ -293,6 +293,10 @@ async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageRe
         }
     };
     let _ = tokio::time::timeout(tasks.send_wait, wait).await;
+    // The answer goes out once the store has the task as answered: a `GetTask` on any
+    // replica then reads it at least as new (a memory store has it already).
+    let task_id = running.id();
+    let _ = tokio::time::timeout(tasks.send_wait, tasks.writes.settled(&task_id)).await;
     let turn = running.turn.lock().unwrap_or_else(PoisonError::into_inner);
     if turn.unfinished {
         // Its panic is in the log; the caller gets the generic internal error.
@@ -350,6 +354,7 @@ async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aErro
         first: None,
         replay: Vec::new(),
         events: Some(events),
+        follow: None,
         dialect: call.dialect,
         until_terminal: false,
     })));
@@ -371,10 +376,20 @@ async fn subscribe(call: Call, p: TaskIdRequest) -> Result<(), A2aError> {
             first,
             replay,
             events,
+            follow: None,
             dialect: call.dialect,
             until_terminal: true,
         }))
     };
+    if let Some(watch) = tasks.publisher.log.watch(&p.id) {
+        let opened = follow(tasks, &p.id, identity, post.last_event, watch).await?;
+        post.hand_over(Handover::Open(Box::new(Opened {
+            id: call.id(),
+            dialect: call.dialect,
+            ..opened
+        })));
+        return Ok(());
+    }
     if let Some(after) = post.last_event {
         // Live events first, then the log: an event logged in between is in both, and
         // the stream skips the live copy of what it replayed.
@@ -410,6 +425,75 @@ async fn subscribe(call: Call, p: TaskIdRequest) -> Result<(), A2aError> {
         Some(events),
     ));
     Ok(())
+}
+
+/// A subscription to task `id` that follows its log (a log other replicas append to, whose
+/// `watch` tells of their events): after `last_event`, the log's events after it, else the
+/// task as it is; then the log's new events as it tells of them, wherever the turns run.
+/// The watch is taken before the log is read, so that nothing appended after the read goes
+/// untold. (The returned stream's id and dialect are set by the caller.)
+async fn follow(
+    tasks: &Arc<Tasks>,
+    id: &str,
+    identity: &rpcwire_service::Identity,
+    last_event: Option<u64>,
+    watch: crate::store::LogWatch,
+) -> Result<Opened, A2aError> {
+    let failed = |e: StoreError| {
+        tracing::warn!(task = id, error = %e, "a task's event log was not read");
+        A2aError::from(ErrorKind::Internal)
+    };
+    let mut first = None;
+    let mut replay = Vec::new();
+    let mut after = 0;
+    let resumed = match last_event {
+        Some(last) => match tasks.read_log(id, identity, last).await {
+            Ok(events) => {
+                after = events.last().map_or(last, |e| e.id);
+                replay = events;
+                true
+            }
+            // Missed or never kept: the task as it is, then what follows.
+            Err(StoreError::Trimmed | StoreError::NotFound) => false,
+            Err(e) => return Err(failed(e)),
+        },
+        None => false,
+    };
+    if !resumed {
+        after = match tasks
+            .publisher
+            .log
+            .last_id(id, super::tasks::subject(identity))
+            .await
+        {
+            Ok(last) => last,
+            Err(StoreError::NotFound) => 0,
+            Err(e) => return Err(failed(e)),
+        };
+        let task = tasks.visible(id, identity).await?;
+        if task.status.state.is_terminal() {
+            return Err(A2aError::with_message(
+                ErrorKind::UnsupportedOperation,
+                format!("Task {id} is in a terminal state"),
+            ));
+        }
+        first = Some(StreamResponse::Task(task));
+    }
+    Ok(Opened {
+        id: Box::from(""),
+        first,
+        replay,
+        events: None,
+        follow: Some(super::streams::Follow {
+            tasks: Arc::clone(tasks),
+            task_id: id.to_owned(),
+            identity: identity.clone(),
+            watch,
+            after,
+        }),
+        dialect: Dialect::V1,
+        until_terminal: true,
+    })
 }
 
 /// `GetTask`, with at most `historyLength` history messages.

@@ -62,6 +62,9 @@ pub(crate) struct Opened {
     /// The task's live events, from the first not yet sent (none: the task is over, the
     /// replay is all there is).
     pub(crate) events: Option<broadcast::Receiver<Arc<LoggedEvent>>>,
+    /// Instead of live events: the task's log, read as it tells of new events (a log that
+    /// other replicas append to).
+    pub(crate) follow: Option<super::streams::Follow>,
     /// The shapes its events are written in.
     pub(crate) dialect: Dialect,
     /// The stream ends at a terminal state only (a subscription), not at an interrupted one

@@ -3,8 +3,13 @@
 //! synchronous calls ([`TaskContext::complete`] and the like, made wherever the agent is), so
 //! an append cannot be awaited where the event is made.
 //!
-//! A log that [answers at once](EventLog::answers_at_once) (the memory log) has each append
-//! polled once in place and the event sent at once: no task, no queue. Any other log's
+//! An event is appended once the task store has the snapshot written before it (the task as
+//! that event left it): whoever saw an event, on a stream or in the log, reads the task from
+//! the store (`GetTask` on any replica) at least as new as that event.
+//!
+//! A log that [answers at once](EventLog::answers_at_once) (the memory log), with a store
+//! that has the task's snapshot already (the memory store, which answers at once), has each
+//! append polled once in place and the event sent at once: no task, no queue. Any other log's
 //! appends are made in order by a task of their own, one per task with a backlog: an event
 //! made while its task's earlier ones are not yet logged waits in that task's queue, so that
 //! ids follow the order of the agent's calls and a subscriber receives them in that order, each
@@ -29,6 +34,8 @@ use std::task::{Context, Poll, Waker};
 use tokio::sync::broadcast;
 
 use crate::store::{EventLog, LoggedEvent, StoreError};
+
+use super::writes::Writes;
 use crate::types::StreamResponse;
 
 /// Where a task's events are sent once logged: its live subscribers.
@@ -45,6 +52,9 @@ struct Queued {
 pub(crate) struct Publisher {
     /// Where events are appended, each given its id there.
     pub(crate) log: Arc<dyn EventLog>,
+    /// The task snapshots' writes: an event is appended once the store has the snapshot
+    /// written before it, so that whoever saw the event reads the task at least as new.
+    writes: Arc<Writes>,
     /// See [`TaskLimits::max_pending_events`](crate::TaskLimits::max_pending_events).
     max_pending: usize,
     /// Per task with a writer running: the events after the one it is appending. A task has
@@ -62,9 +72,14 @@ struct Queue {
 }
 
 impl Publisher {
-    pub(crate) fn new(log: Arc<dyn EventLog>, max_pending: usize) -> Arc<Self> {
+    pub(crate) fn new(
+        log: Arc<dyn EventLog>,
+        writes: Arc<Writes>,
+        max_pending: usize,
+    ) -> Arc<Self> {
         Arc::new(Publisher {
             log,
+            writes,
             max_pending: max_pending.max(1),
             queues: Mutex::default(),
         })
@@ -125,7 +140,8 @@ impl Publisher {
             });
             return;
         }
-        if self.log.answers_at_once() {
+        // In place only when the store has the task's snapshot already (a memory store).
+        if self.log.answers_at_once() && !self.writes.pending(task_id) {
             // Under the lock: no other event of this task is logged or sent before this one.
             let mut future = self.log.append(task_id, owner, event.clone());
             if let Poll::Ready(appended) = future
@@ -170,6 +186,7 @@ impl Publisher {
     async fn drain(self: Arc<Self>, task_id: String, mut next: Queued) {
         loop {
             let Queued { owner, event, to } = next;
+            self.writes.settled(&task_id).await;
             let appended = self
                 .log
                 .append(&task_id, owner.as_deref(), event.clone())

@@ -19,10 +19,12 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::compat::{result_to_v03, Dialect};
 use crate::error::{A2aError, ErrorKind};
-use crate::store::LoggedEvent;
+use crate::store::{LogWatch, LoggedEvent, StoreError};
 use crate::types::{StreamResponse, TaskState};
+use rpcwire_service::Identity;
 
 use super::post::{Handover, Opened};
+use super::tasks::Tasks;
 
 /// The streams of one server: their `retry:` time.
 pub(crate) struct Streams {
@@ -44,6 +46,7 @@ impl Streams {
             first,
             replay,
             events,
+            follow,
             dialect,
             until_terminal,
         } = *opened;
@@ -60,7 +63,7 @@ impl Streams {
             )
         });
         let retry = u64::try_from(self.limits.retry.as_millis()).unwrap_or(u64::MAX);
-        tokio::spawn(relay(stream, retry, first, replay, events, tx));
+        tokio::spawn(relay(stream, retry, first, replay, (events, follow), tx));
         event_stream(rx)
     }
 }
@@ -74,7 +77,10 @@ async fn relay(
     retry: u64,
     first: Option<(bool, Vec<u8>)>,
     replay: Vec<LoggedEvent>,
-    events: Option<broadcast::Receiver<Arc<LoggedEvent>>>,
+    (events, follow): (
+        Option<broadcast::Receiver<Arc<LoggedEvent>>>,
+        Option<Follow>,
+    ),
     tx: mpsc::Sender<Bytes>,
 ) {
     let Stream {
@@ -108,6 +114,12 @@ async fn relay(
             return;
         }
     }
+    if let Some(follow) = follow {
+        follow
+            .relay(&stream_of(id, dialect, until_terminal), &tx)
+            .await;
+        return;
+    }
     let Some(mut events) = events else {
         return;
     };
@@ -139,6 +151,77 @@ async fn relay(
             }
             Err(broadcast::error::RecvError::Closed) => return,
         }
+    }
+}
+
+/// A stream following a task's log ([`EventLog::watch`](crate::EventLog::watch)): read after
+/// its last event each time the log tells of new ones.
+pub(crate) struct Follow {
+    pub(crate) tasks: Arc<Tasks>,
+    pub(crate) task_id: String,
+    /// Who reads: the log is read as the subscriber, so it gets only what it may see.
+    pub(crate) identity: Identity,
+    pub(crate) watch: LogWatch,
+    /// The last event sent (0: none yet).
+    pub(crate) after: u64,
+}
+
+impl std::fmt::Debug for Follow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Follow")
+            .field("task_id", &self.task_id)
+            .field("after", &self.after)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Follow {
+    /// Sends the log's events after `after` to `tx`, each once, in order, as the log tells
+    /// of them, until one ends the stream, the client goes away, or the log cannot be read
+    /// (an error event then: the client resumes with `Last-Event-ID`).
+    async fn relay(mut self, stream: &Stream, tx: &mpsc::Sender<Bytes>) {
+        loop {
+            match self
+                .tasks
+                .read_log(&self.task_id, &self.identity, self.after)
+                .await
+            {
+                Ok(events) => {
+                    for e in events {
+                        self.after = e.id;
+                        let ends = ends_with(stream.until_terminal, &e.event);
+                        let bytes = sse_event(e.id, &event(&stream.id, &e.event, stream.dialect));
+                        if tx.send(bytes).await.is_err() || ends {
+                            return;
+                        }
+                    }
+                }
+                // Not logged yet: nothing to send.
+                Err(StoreError::NotFound) => {}
+                Err(e) => {
+                    tracing::warn!(task = self.task_id, error = %e, "a followed event log was not read");
+                    let e = A2aError::with_message(
+                        ErrorKind::Internal,
+                        "the task's event log could not be read; resume it with Last-Event-ID",
+                    );
+                    let _ = tx.send(sse_event(0, &error(&stream.id, &e))).await;
+                    return;
+                }
+            }
+            tokio::select! {
+                () = self.watch.changed() => {}
+                () = tx.closed() => return,
+            }
+        }
+    }
+}
+
+/// The request's stream again, for [`Follow::relay`].
+fn stream_of(id: &str, dialect: Dialect, until_terminal: bool) -> Stream {
+    Stream {
+        id: Box::from(id),
+        dialect,
+        until_terminal,
     }
 }
 

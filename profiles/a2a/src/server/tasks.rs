@@ -100,10 +100,11 @@ impl Tasks {
         leases: LeaseConfig,
         stores: TaskEvents,
     ) -> Self {
+        let writes = Writes::new(Arc::clone(&store));
         Tasks {
             agent,
-            writes: Writes::new(Arc::clone(&store)),
-            publisher: Publisher::new(stores.log, limits.max_pending_events),
+            writes: Arc::clone(&writes),
+            publisher: Publisher::new(stores.log, writes, limits.max_pending_events),
             max_replay: stores.max_replay,
             store,
             holder: new_id("server"),

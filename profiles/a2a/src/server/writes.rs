@@ -68,6 +68,11 @@ impl Writes {
         self.slots().get(id).and_then(Slot::latest).cloned()
     }
 
+    /// Whether task `id` has writes the store does not have yet.
+    pub(crate) fn pending(&self, id: &str) -> bool {
+        self.slots().contains_key(id)
+    }
+
     /// Returns once the store has every write of task `id` made so far: a write made past
     /// them (a turn's first, with its lease) then lands after them.
     pub(crate) async fn settled(&self, id: &str) {

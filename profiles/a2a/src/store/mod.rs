@@ -22,6 +22,8 @@ mod events;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_listen;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -30,7 +32,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-pub use events::{EventLog, EventLogLimits, LoggedEvent, MemoryEventLog};
+pub use events::{EventLog, EventLogLimits, LogWatch, LoggedEvent, MemoryEventLog};
 pub use memory::{MemoryTaskStore, StoreLimits};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresError, PostgresOptions, PostgresTaskStore};

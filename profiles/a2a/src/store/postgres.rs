@@ -31,9 +31,10 @@ use tokio_postgres::{Client, Config, NoTls, Row, Transaction};
 
 use super::events::may_read;
 use super::memory::{Cursor, Page};
+use super::postgres_listen::{listen, Watchers, CHANNEL};
 use super::{
-    lapse, leasable, EventLog, EventLogLimits, Lease, LoggedEvent, PushConfigStore, StoreError,
-    StoreFuture, StoreLimits, TaskStore,
+    lapse, leasable, EventLog, EventLogLimits, Lease, LogWatch, LoggedEvent, PushConfigStore,
+    StoreError, StoreFuture, StoreLimits, TaskStore,
 };
 use crate::push::TaskPushNotificationConfig;
 use crate::timestamp::parse_micros;
@@ -139,6 +140,10 @@ pub struct PostgresOptions {
     /// `statement_timeout`), so that a stuck database fails a call rather than hanging it;
     /// 30 s by default. Connecting is bounded too: 10 s unless the URL says otherwise.
     pub statement_timeout: Duration,
+    /// How often a stream following a task's log here reads it while the connection that
+    /// listens for other replicas' appends is down (and how long that connection waits
+    /// before reconnecting); 1 s by default.
+    pub poll_interval: Duration,
 }
 
 impl Default for PostgresOptions {
@@ -147,6 +152,7 @@ impl Default for PostgresOptions {
             pool_size: 4,
             schema: None,
             statement_timeout: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(1),
         }
     }
 }
@@ -226,6 +232,8 @@ async fn connect(config: &Config) -> Result<Client, PostgresError> {
 /// database.
 pub struct PostgresTaskStore {
     pool: Pool,
+    /// The streams here following tasks' logs, woken by other replicas' appends.
+    watchers: Arc<Watchers>,
     limits: StoreLimits,
     event_limits: EventLogLimits,
 }
@@ -280,7 +288,14 @@ impl PostgresTaskStore {
         }
         let mut client = connect(&config).await?;
         migrate(&mut client, options.schema.as_deref()).await?;
+        let watchers = Watchers::new(options.poll_interval);
+        tokio::spawn(listen(
+            config.clone(),
+            Arc::downgrade(&watchers),
+            options.poll_interval,
+        ));
         let store = PostgresTaskStore {
+            watchers,
             pool: Pool {
                 config,
                 gate: Semaphore::new(options.pool_size.max(1)),
@@ -669,6 +684,13 @@ async fn append(
         &[&task_id, &first],
     )
     .await?;
+    // Delivered at commit: a replica woken by it reads the event. NOTIFY's payload is at
+    // most 8 000 bytes; a task id near that is not announced (its streams elsewhere poll).
+    let payload = format!("{task_id} {id}");
+    if payload.len() < 8000 {
+        tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])
+            .await?;
+    }
     tx.commit().await?;
     Ok(u64::try_from(id).unwrap_or(0))
 }
@@ -808,6 +830,32 @@ impl TaskStore for PostgresTaskStore {
 }
 
 impl EventLog for PostgresTaskStore {
+    fn watch(&self, task_id: &str) -> Option<LogWatch> {
+        Some(self.watchers.watch(task_id))
+    }
+
+    fn last_id<'a>(&'a self, task_id: &'a str, caller: Option<&'a str>) -> StoreFuture<'a, u64> {
+        self.with(move |pool| async move {
+            let mut c = pool.get().await?;
+            let row = c
+                .client()
+                .query_opt(
+                    "SELECT owner, next_id FROM event_logs WHERE task_id = $1",
+                    &[&task_id],
+                )
+                .await?;
+            let Some(row) = row else {
+                return Err(StoreError::NotFound);
+            };
+            let owner: Option<&str> = row.try_get(0)?;
+            if !may_read(owner, caller) {
+                return Err(StoreError::NotFound);
+            }
+            let next: i64 = row.try_get(1)?;
+            Ok(u64::try_from(next - 1).unwrap_or(0))
+        })
+    }
+
     fn append<'a>(
         &'a self,
         task_id: &'a str,
