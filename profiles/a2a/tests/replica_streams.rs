@@ -2,11 +2,13 @@
 //! database (a server of the test's own), as two replicas of an agent. A task worked on by
 //! replica A is subscribed to on replica B, plainly and with `Last-Event-ID`: B's streams get
 //! the events A's turn appends, each once, in order, through LISTEN/NOTIFY, and still when the
-//! listening connections are cut mid-task (the streams poll until they are back).
+//! listening connections are cut mid-task (the streams poll until they are back). A
+//! `CancelTask` on B reaches the work on A: the task ends canceled and its work stops.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,8 +18,20 @@ use rpcwire_a2a::{
 };
 use rpcwire_tests::postgres::Postgres;
 
-/// 12 steps 60 ms apart, then complete.
+/// The steps the long turns took, all tests together (only one test sends "long").
+static LONG_STEPS: AtomicUsize = AtomicUsize::new(0);
+
+/// 12 steps 60 ms apart, then complete; for "long", 500 steps, each counted.
 async fn paced(ctx: TaskContext) {
+    if ctx.text() == "long" {
+        for i in 0..500 {
+            LONG_STEPS.fetch_add(1, Ordering::SeqCst);
+            ctx.working(Some(&format!("step {i}")));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        ctx.complete(None);
+        return;
+    }
     for i in 0..12 {
         ctx.working(Some(&format!("step {i}")));
         tokio::time::sleep(Duration::from_millis(60)).await;
@@ -181,4 +195,53 @@ async fn a_stream_on_one_replica_gets_the_events_of_a_turn_on_another() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_listening_connections_drop_the_streams_poll() {
     across_replicas(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_on_one_replica_stops_the_work_on_another() {
+    let Some(pg) = tokio::task::spawn_blocking(Postgres::start).await.unwrap() else {
+        return;
+    };
+    let url = pg.url();
+    let (a, b) = (replica(&url).await, replica(&url).await);
+    let (url_a, _sa) = serve("replica-a", &a).await;
+    let (url_b, _sb) = serve("replica-b", &b).await;
+    let (client_a, client_b) = (
+        A2aClient::new(&url_a).unwrap(),
+        A2aClient::new(&url_b).unwrap(),
+    );
+    let run = async {
+        let mut on_a = client_a
+            .send_streaming(Message::text(Role::User, "m-long", "long"))
+            .await
+            .unwrap();
+        let mut task_id = String::new();
+        for _ in 0..4 {
+            if let StreamResponse::Task(t) = on_a.next().await.unwrap().unwrap() {
+                task_id = t.id;
+            }
+        }
+        let canceled = client_b.cancel_task(&task_id).await.unwrap();
+        assert_eq!(canceled.status.state, TaskState::Canceled);
+        // A's stream ends canceled; A's work stopped.
+        let rest = read_all(on_a).await;
+        assert_eq!(
+            rest.last().unwrap().1,
+            Some(TaskState::Canceled),
+            "{rest:?}"
+        );
+        let steps = LONG_STEPS.load(Ordering::SeqCst);
+        assert!(steps < 500, "the work ran to its end: {steps} steps");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(LONG_STEPS.load(Ordering::SeqCst), steps, "the work went on");
+        // Both replicas read it canceled; a second cancel is refused.
+        for client in [&client_a, &client_b] {
+            let task = client.get_task(&task_id, None).await.unwrap();
+            assert_eq!(task.status.state, TaskState::Canceled);
+        }
+        assert!(client_a.cancel_task(&task_id).await.is_err());
+    };
+    tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .unwrap();
 }

@@ -24,7 +24,7 @@ use crate::push::ConfigError;
 use crate::push::{Push, TaskPushNotificationConfig};
 use crate::request::TurnRequest;
 use crate::store::{
-    EventLog, Lease, LeaseConfig, LoggedEvent, PushConfigStore, StoreError, TaskStore,
+    leasable, EventLog, Lease, LeaseConfig, LoggedEvent, PushConfigStore, StoreError, TaskStore,
 };
 use crate::types::{
     ListTasksRequest, ListTasksResponse, Message, Role, StreamResponse, Task, TaskState,
@@ -176,6 +176,7 @@ impl Tasks {
             self.keeping.store(false, Ordering::Release);
             return;
         };
+        self.cancel_on_request(&runtime);
         let tasks = Arc::downgrade(self);
         let every = self.leases.renew_interval();
         runtime.spawn(async move {
@@ -518,6 +519,8 @@ impl Tasks {
             // The turn's future is dropped at its next await; a turn that never yields
             // still answers the request, as it is now.
             let _ = tokio::time::timeout(self.send_wait, phase.wait_for(|p| p.done)).await;
+            // Answered once the store has it (as `SendMessage` is).
+            let _ = tokio::time::timeout(self.send_wait, self.writes.settled(id)).await;
             let task = running.snapshot();
             if task.status.state == TaskState::Canceled {
                 return Ok(task);
@@ -527,6 +530,17 @@ impl Tasks {
         let mut task = self.visible(id, identity).await?;
         if task.status.state.is_terminal() {
             return Err(ErrorKind::TaskNotCancelable.into());
+        }
+        // A turn running on another replica: asked to stop there, and its end waited for.
+        if leasable(task.status.state) {
+            match self.store.request_cancel(id).await {
+                Ok(true) => return self.canceled_elsewhere(id, identity).await,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(task = id, error = %e, "a cancellation was not asked for");
+                    return Err(ErrorKind::Internal.into());
+                }
+            }
         }
         // Waiting for input, no turn running: cancelled here.
         task.status = TaskStatus {
@@ -549,6 +563,60 @@ impl Tasks {
             let _ = tx.send(Arc::new(LoggedEvent { id: logged, event }));
         }
         Ok(task)
+    }
+
+    /// Waits, at most `send_wait`, for task `id`, whose cancellation was asked of the
+    /// replica running it, to end: the task once canceled, `TaskNotCancelable` when it ended
+    /// otherwise or not in time (its replica died: the lease's sweep fails it).
+    async fn canceled_elsewhere(
+        self: &Arc<Self>,
+        id: &str,
+        identity: &Identity,
+    ) -> Result<Task, A2aError> {
+        let deadline = tokio::time::Instant::now() + self.send_wait;
+        let mut every = Duration::from_millis(5);
+        loop {
+            let task = self.visible(id, identity).await?;
+            match task.status.state {
+                TaskState::Canceled => return Ok(task),
+                s if s.is_terminal() => break,
+                _ => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + every)).await;
+            every = (every * 2).min(Duration::from_millis(100));
+        }
+        Err(ErrorKind::TaskNotCancelable.into())
+    }
+
+    /// Cancels, when its turn runs here, each task another replica (or this one) asked to
+    /// cancel through the store ([`TaskStore::request_cancel`]); ends with the server or the
+    /// store's channel.
+    fn cancel_on_request(self: &Arc<Self>, runtime: &tokio::runtime::Handle) {
+        let Some(mut requests) = self.store.cancel_requests() else {
+            return;
+        };
+        let tasks = Arc::downgrade(self);
+        runtime.spawn(async move {
+            loop {
+                let id = match requests.recv().await {
+                    Ok(id) => id,
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(lost = n, "cancellation requests lost (too many at once)");
+                        continue;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(tasks) = tasks.upgrade() else {
+                    return;
+                };
+                if let Some(running) = tasks.running(&id) {
+                    running.phase.send_modify(|p| p.cancel = true);
+                }
+            }
+        });
     }
 
     /// A turn is over: the task's state settled, the turn forgotten, its waiters woken.

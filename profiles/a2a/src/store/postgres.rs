@@ -31,7 +31,7 @@ use tokio_postgres::{Client, Config, NoTls, Row, Transaction};
 
 use super::events::may_read;
 use super::memory::{Cursor, Page};
-use super::postgres_listen::{listen, Watchers, CHANNEL};
+use super::postgres_listen::{listen, Watchers, CANCEL_CHANNEL, CHANNEL};
 use super::{
     lapse, leasable, EventLog, EventLogLimits, Lease, LogWatch, LoggedEvent, PushConfigStore,
     StoreError, StoreFuture, StoreLimits, TaskStore,
@@ -750,6 +750,25 @@ impl PostgresTaskStore {
 }
 
 impl TaskStore for PostgresTaskStore {
+    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        self.with(move |pool| async move {
+            // Payloads are at most 8 000 bytes: a longer id is no task of this server's.
+            if id.len() >= 8000 {
+                return Ok(false);
+            }
+            pool.get()
+                .await?
+                .client()
+                .execute("SELECT pg_notify($1, $2)", &[&CANCEL_CHANNEL, &id])
+                .await?;
+            Ok(true)
+        })
+    }
+
+    fn cancel_requests(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        Some(self.watchers.cancels.subscribe())
+    }
+
     fn put(&self, task: Task, lease: Option<Lease>) -> StoreFuture<'_, ()> {
         let limits = self.limits;
         self.with(

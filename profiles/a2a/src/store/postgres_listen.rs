@@ -5,6 +5,11 @@
 //! carries ids only: a stream reads the events from the log, after its last, with its caller's
 //! identity, so nothing it may not see reaches it.
 //!
+//! The same connection listens on [`CANCEL_CHANNEL`]: `CancelTask` on a replica that does not
+//! run the task asks, there, whichever replica does ([`TaskStore::request_cancel`]).
+//!
+//! [`TaskStore::request_cancel`]: super::TaskStore::request_cancel
+//!
 //! When the listening connection drops, the streams are told (`listening` false) and read the
 //! log every [`PostgresOptions::poll_interval`](super::PostgresOptions::poll_interval) until
 //! it is back; once back, every stream is woken once, for what was appended meanwhile.
@@ -20,12 +25,19 @@ use super::LogWatch;
 
 /// The channel appends notify on: `<task id> <event id>`.
 pub(crate) const CHANNEL: &str = "rpcwire_a2a_events";
+/// The channel a cancellation is asked for on, of whichever replica runs the task: its id.
+pub(crate) const CANCEL_CHANNEL: &str = "rpcwire_a2a_cancel";
+/// The cancellations heard and not yet taken by the server, past which the oldest are lost
+/// (their canceller's wait then ends without the task canceled).
+const CANCELS_HELD: usize = 256;
 
 /// The tasks followed by streams here, and whether the listening connection is up.
 pub(crate) struct Watchers {
     tasks: Mutex<HashMap<String, watch::Sender<u64>>>,
     listening: watch::Sender<bool>,
     poll: Duration,
+    /// The ids of tasks whose cancellation a replica asked for.
+    pub(crate) cancels: tokio::sync::broadcast::Sender<String>,
 }
 
 impl Watchers {
@@ -35,6 +47,7 @@ impl Watchers {
             tasks: Mutex::default(),
             listening: watch::channel(false).0,
             poll: poll.max(Duration::from_millis(1)),
+            cancels: tokio::sync::broadcast::channel(CANCELS_HELD).0,
         })
     }
 
@@ -90,7 +103,7 @@ impl Watchers {
 /// Listens on [`CHANNEL`] through a connection of its own, reconnecting after `retry` when it
 /// drops, until the store (`watchers`) is gone.
 pub(crate) async fn listen(config: Config, watchers: Weak<Watchers>, retry: Duration) {
-    let sql = format!("LISTEN {CHANNEL}");
+    let sql = format!("LISTEN {CHANNEL}; LISTEN {CANCEL_CHANNEL}");
     loop {
         if let Ok((client, mut connection)) = config.connect(NoTls).await {
             let subscribe = client.batch_execute(&sql);
@@ -111,7 +124,12 @@ pub(crate) async fn listen(config: Config, watchers: Weak<Watchers>, retry: Dura
                         match message {
                             Some(Ok(AsyncMessage::Notification(n))) => {
                                 let Some(w) = watchers.upgrade() else { return };
-                                w.heard(n.payload());
+                                if n.channel() == CANCEL_CHANNEL {
+                                    // No server listening yet: nothing of ours to cancel.
+                                    let _ = w.cancels.send(n.payload().to_owned());
+                                } else {
+                                    w.heard(n.payload());
+                                }
                             }
                             Some(Ok(_)) => {}
                             Some(Err(e)) => {
