@@ -104,29 +104,56 @@ async fn tokio_postgres_connect(
         .unwrap()
 }
 
+/// Two replicas on one database: their stores, their servers, a client of each.
+struct Replicas {
+    b: Arc<PostgresTaskStore>,
+    client_a: A2aClient,
+    client_b: A2aClient,
+    _servers: [rpcwire_a2a::A2aService; 2],
+    _a: Arc<PostgresTaskStore>,
+}
+
+async fn two_replicas(url: &str) -> Replicas {
+    let (a, b) = (replica(url).await, replica(url).await);
+    let (url_a, sa) = serve("replica-a", &a).await;
+    let (url_b, sb) = serve("replica-b", &b).await;
+    Replicas {
+        client_a: A2aClient::new(&url_a).unwrap(),
+        client_b: A2aClient::new(&url_b).unwrap(),
+        _servers: [sa, sb],
+        _a: a,
+        b,
+    }
+}
+
+/// Reads `n` events of `stream`, the first the task: its id.
+async fn read_first(stream: &mut rpcwire_a2a::EventStream, n: usize) -> String {
+    let mut task_id = String::new();
+    for _ in 0..n {
+        if let StreamResponse::Task(t) = stream.next().await.unwrap().unwrap() {
+            task_id = t.id;
+        }
+    }
+    task_id
+}
+
 async fn across_replicas(cut: bool) {
     let Some(pg) = tokio::task::spawn_blocking(Postgres::start).await.unwrap() else {
         return;
     };
     let url = pg.url();
-    let (a, b) = (replica(&url).await, replica(&url).await);
-    let (url_a, _sa) = serve("replica-a", &a).await;
-    let (url_b, _sb) = serve("replica-b", &b).await;
-    let (client_a, client_b) = (
-        A2aClient::new(&url_a).unwrap(),
-        A2aClient::new(&url_b).unwrap(),
-    );
+    let Replicas {
+        client_a,
+        client_b,
+        b,
+        ..
+    } = two_replicas(&url).await;
     let run = async {
         let mut on_a = client_a
             .send_streaming(Message::text(Role::User, "m-1", "go"))
             .await
             .unwrap();
-        let mut task_id = String::new();
-        for _ in 0..3 {
-            if let StreamResponse::Task(t) = on_a.next().await.unwrap().unwrap() {
-                task_id = t.id;
-            }
-        }
+        let task_id = read_first(&mut on_a, 3).await;
         let last: u64 = on_a.last_event_id().parse().unwrap();
         // On B: a plain subscription, and one resumed after A's third event.
         let plain = client_b.subscribe(&task_id).await.unwrap();
@@ -185,6 +212,12 @@ async fn across_replicas(cut: bool) {
     // And GetTask on B says what A did.
     let task = client_b.get_task(&task_id, None).await.unwrap();
     assert_eq!(task.status.state, TaskState::Completed);
+    // Resumed after the task's last event: nothing more, and the stream ends.
+    let done = client_b.resubscribe(&task_id, "14").await.unwrap();
+    let more = tokio::time::timeout(Duration::from_secs(5), read_all(done))
+        .await
+        .unwrap();
+    assert_eq!(more, []);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -202,25 +235,15 @@ async fn a_cancel_on_one_replica_stops_the_work_on_another() {
     let Some(pg) = tokio::task::spawn_blocking(Postgres::start).await.unwrap() else {
         return;
     };
-    let url = pg.url();
-    let (a, b) = (replica(&url).await, replica(&url).await);
-    let (url_a, _sa) = serve("replica-a", &a).await;
-    let (url_b, _sb) = serve("replica-b", &b).await;
-    let (client_a, client_b) = (
-        A2aClient::new(&url_a).unwrap(),
-        A2aClient::new(&url_b).unwrap(),
-    );
+    let Replicas {
+        client_a, client_b, ..
+    } = two_replicas(&pg.url()).await;
     let run = async {
         let mut on_a = client_a
             .send_streaming(Message::text(Role::User, "m-long", "long"))
             .await
             .unwrap();
-        let mut task_id = String::new();
-        for _ in 0..4 {
-            if let StreamResponse::Task(t) = on_a.next().await.unwrap().unwrap() {
-                task_id = t.id;
-            }
-        }
+        let task_id = read_first(&mut on_a, 4).await;
         let canceled = client_b.cancel_task(&task_id).await.unwrap();
         assert_eq!(canceled.status.state, TaskState::Canceled);
         // A's stream ends canceled; A's work stopped.

@@ -448,6 +448,19 @@ async fn follow(
     let mut after = 0;
     let resumed = match last_event {
         Some(last) => match tasks.read_log(id, identity, last).await {
+            // Nothing after the client's last event, which ended the task: nothing to follow
+            // (as for a task over on a server whose log has no watch).
+            Ok(events) if events.is_empty() && ended_at(tasks, id, identity, last).await => {
+                return Ok(Opened {
+                    id: Box::from(""),
+                    first: None,
+                    replay: Vec::new(),
+                    events: None,
+                    follow: None,
+                    dialect: Dialect::V1,
+                    until_terminal: true,
+                });
+            }
             Ok(events) => {
                 after = events.last().map_or(last, |e| e.id);
                 replay = events;
@@ -494,6 +507,24 @@ async fn follow(
         dialect: Dialect::V1,
         until_terminal: true,
     })
+}
+
+/// Whether event `at` of task `id`'s log is one that ends its task (a terminal state).
+async fn ended_at(
+    tasks: &Arc<Tasks>,
+    id: &str,
+    identity: &rpcwire_service::Identity,
+    at: u64,
+) -> bool {
+    let Some(before) = at.checked_sub(1) else {
+        return false;
+    };
+    tasks
+        .read_log(id, identity, before)
+        .await
+        .ok()
+        .and_then(|events| events.into_iter().next())
+        .is_some_and(|e| e.id == at && e.event.state().is_some_and(|s| s.is_terminal()))
 }
 
 /// `GetTask`, with at most `historyLength` history messages.

@@ -83,12 +83,7 @@ async fn relay(
     ),
     tx: mpsc::Sender<Bytes>,
 ) {
-    let Stream {
-        id,
-        dialect,
-        until_terminal,
-    } = stream;
-    let id = &*id;
+    let id = &*stream.id;
     let mut out = Vec::new();
     sse::write_retry(&mut VecSink(&mut out), retry);
     out.push(b'\n');
@@ -104,20 +99,12 @@ async fn relay(
     let mut replayed = 0;
     for e in replay {
         replayed = e.id;
-        let ends = ends_with(until_terminal, &e.event);
-        if tx
-            .send(sse_event(e.id, &event(id, &e.event, dialect)))
-            .await
-            .is_err()
-            || ends
-        {
+        if !stream.forward(&e, &tx).await {
             return;
         }
     }
     if let Some(follow) = follow {
-        follow
-            .relay(&stream_of(id, dialect, until_terminal), &tx)
-            .await;
+        follow.relay(&stream, &tx).await;
         return;
     }
     let Some(mut events) = events else {
@@ -131,13 +118,7 @@ async fn relay(
         match received {
             Ok(e) if e.id != 0 && e.id <= replayed => {}
             Ok(e) => {
-                let ends = ends_with(until_terminal, &e.event);
-                if tx
-                    .send(sse_event(e.id, &event(id, &e.event, dialect)))
-                    .await
-                    .is_err()
-                    || ends
-                {
+                if !stream.forward(&e, &tx).await {
                     return;
                 }
             }
@@ -189,9 +170,7 @@ impl Follow {
                 Ok(events) => {
                     for e in events {
                         self.after = e.id;
-                        let ends = ends_with(stream.until_terminal, &e.event);
-                        let bytes = sse_event(e.id, &event(&stream.id, &e.event, stream.dialect));
-                        if tx.send(bytes).await.is_err() || ends {
+                        if !stream.forward(&e, tx).await {
                             return;
                         }
                     }
@@ -216,15 +195,6 @@ impl Follow {
     }
 }
 
-/// The request's stream again, for [`Follow::relay`].
-fn stream_of(id: &str, dialect: Dialect, until_terminal: bool) -> Stream {
-    Stream {
-        id: Box::from(id),
-        dialect,
-        until_terminal,
-    }
-}
-
 /// One `message` event carrying `message`, with the event id `id` (none for 0: an event not
 /// in the log, after which a client cannot resume).
 fn sse_event(id: u64, message: &[u8]) -> Bytes {
@@ -242,6 +212,19 @@ struct Stream {
     dialect: Dialect,
     /// See [`Opened::until_terminal`].
     until_terminal: bool,
+}
+
+impl Stream {
+    /// Sends logged event `e` to the client's `tx`, with its id; false when the stream is
+    /// over (the client went away, or `e` ends it).
+    async fn forward(&self, e: &LoggedEvent, tx: &mpsc::Sender<Bytes>) -> bool {
+        let ends = ends_with(self.until_terminal, &e.event);
+        let sent = tx
+            .send(sse_event(e.id, &event(&self.id, &e.event, self.dialect)))
+            .await
+            .is_ok();
+        sent && !ends
+    }
 }
 
 /// Whether a stream ends after `e`: at a terminal state only when `until_terminal` (a

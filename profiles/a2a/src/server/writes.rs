@@ -76,6 +76,10 @@ impl Writes {
     /// Returns once the store has every write of task `id` made so far: a write made past
     /// them (a turn's first, with its lease) then lands after them.
     pub(crate) async fn settled(&self, id: &str) {
+        // Most often nothing is pending (always with a memory store): no waiter registered.
+        if !self.pending(id) {
+            return;
+        }
         loop {
             let notified = self.settled.notified();
             let mut notified = std::pin::pin!(notified);
