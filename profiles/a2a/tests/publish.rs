@@ -2,8 +2,9 @@
 //! when the log is slow (an append that waits on the runtime, as a database's does): on a
 //! current-thread runtime and a multi-thread one, a stream cut and resumed with
 //! `Last-Event-ID` gets every event once, in order, ids without a gap, the same the log
-//! holds; and past `TaskLimits::max_pending_events` progress events are refused, the turn's
-//! first and last still sent.
+//! holds; past `TaskLimits::max_pending_events` progress events are refused, the turn's
+//! first and last still sent; and with a slow store, a busy turn's events reach its stream
+//! while it runs (each waits for its own snapshot's write, not for the store to be idle).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -13,8 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rpcwire_a2a::{
-    A2aClient, EventLog, EventLogLimits, LoggedEvent, MemoryEventLog, Message, Role, StoreFuture,
-    StreamResponse, TaskContext, TaskLimits,
+    A2aClient, EventLog, EventLogLimits, Lease, ListTasksRequest, ListTasksResponse, LoggedEvent,
+    MemoryEventLog, MemoryTaskStore, Message, Role, StoreFuture, StoreLimits, StreamResponse, Task,
+    TaskContext, TaskLimits, TaskStore,
 };
 use tokio::sync::watch;
 
@@ -243,4 +245,105 @@ async fn the_bound_on_a_current_thread_runtime() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bound_on_a_multi_thread_runtime() {
     past_the_bound_progress_is_refused_and_the_turn_still_ends().await;
+}
+
+/// A memory store whose every snapshot write takes `delay` (a database's round trip).
+struct SlowStore {
+    inner: MemoryTaskStore,
+    delay: Duration,
+}
+
+impl TaskStore for SlowStore {
+    fn put(&self, task: Task, lease: Option<Lease>) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.inner.put_now(task, lease)
+        })
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Task>> {
+        self.inner.get(id)
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        self.inner.remove(id)
+    }
+
+    fn list<'a>(
+        &'a self,
+        query: &'a ListTasksRequest,
+        caller: Option<&'a str>,
+        max_page: usize,
+    ) -> StoreFuture<'a, ListTasksResponse> {
+        self.inner.list(query, caller, max_page)
+    }
+
+    fn renew<'a>(&'a self, lease: &'a Lease, ids: &'a [String]) -> StoreFuture<'a, usize> {
+        self.inner.renew(lease, ids)
+    }
+
+    fn fail_lapsed<'a>(
+        &'a self,
+        now: std::time::SystemTime,
+        holder: &'a str,
+        reason: &'a str,
+    ) -> StoreFuture<'a, Vec<Task>> {
+        self.inner.fail_lapsed(now, holder, reason)
+    }
+}
+
+/// With snapshot writes of 40 ms and a turn that changes its task every 5 ms for 400 ms (the
+/// store never idle meanwhile), the stream has its tenth event while the turn still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_turns_events_reach_its_stream_while_it_runs() {
+    let (_open_tx, open) = watch::channel(true);
+    let log = SlowLog::new(Duration::ZERO, open);
+    let store = Arc::new(SlowStore {
+        inner: MemoryTaskStore::new(StoreLimits::default()),
+        delay: Duration::from_millis(40),
+    });
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&finished);
+    let agent = move |ctx: TaskContext| {
+        let flag = Arc::clone(&flag);
+        async move {
+            for i in 0..80 {
+                ctx.working(Some(&format!("step {i}")));
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            flag.store(true, Ordering::SeqCst);
+            ctx.complete(None);
+        }
+    };
+    let (_, url, _service) = common::serve("busy", agent, |s| {
+        s.store(Arc::clone(&store) as _)
+            .event_log(Arc::clone(&log) as _)
+    })
+    .await;
+    let client = A2aClient::new(&url).unwrap();
+    let run = async {
+        let mut stream = client
+            .send_streaming(Message::text(Role::User, "m-busy", "go"))
+            .await
+            .unwrap();
+        for _ in 0..10 {
+            stream.next().await.unwrap().unwrap();
+        }
+        let during = !finished.load(Ordering::SeqCst);
+        let mut ids = vec![];
+        while let Some(e) = stream.next().await {
+            e.unwrap();
+            ids.push(stream.last_event_id().parse::<u64>().unwrap());
+        }
+        (during, ids)
+    };
+    let (during, ids) = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .unwrap();
+    assert!(
+        during,
+        "the stream's first ten events came only after the turn ended"
+    );
+    // Task, 80 steps, completed: ids 11 to 82 after the first ten.
+    assert_eq!(ids, (11..=82).collect::<Vec<u64>>());
 }

@@ -43,6 +43,8 @@ pub(crate) type Subscribers = broadcast::Sender<Arc<LoggedEvent>>;
 
 /// An event waiting for its append.
 struct Queued {
+    /// The number of the task's snapshot write made before it ([`Writes::made`]).
+    write: u64,
     owner: Option<String>,
     event: StreamResponse,
     to: Subscribers,
@@ -130,10 +132,13 @@ impl Publisher {
         event: StreamResponse,
         to: &Subscribers,
     ) {
+        // The snapshot this event goes with was written (or is being) before it was sent.
+        let write = self.writes.made(task_id);
         let mut queues = self.queues();
         if let Some(queue) = queues.get_mut(task_id) {
             queue.to.clone_from(to);
             queue.waiting.push_back(Queued {
+                write,
                 owner: owner.map(str::to_owned),
                 event,
                 to: to.clone(),
@@ -141,7 +146,7 @@ impl Publisher {
             return;
         }
         // In place only when the store has the task's snapshot already (a memory store).
-        if self.log.answers_at_once() && !self.writes.pending(task_id) {
+        if self.log.answers_at_once() && write == 0 {
             // Under the lock: no other event of this task is logged or sent before this one.
             let mut future = self.log.append(task_id, owner, event.clone());
             if let Poll::Ready(appended) = future
@@ -174,6 +179,7 @@ impl Publisher {
         );
         drop(queues);
         let first = Queued {
+            write,
             owner: owner.map(str::to_owned),
             event,
             to: to.clone(),
@@ -185,8 +191,15 @@ impl Publisher {
     /// sent once logged; ends (removing the task's queue) when none is left.
     async fn drain(self: Arc<Self>, task_id: String, mut next: Queued) {
         loop {
-            let Queued { owner, event, to } = next;
-            self.writes.settled(&task_id).await;
+            let Queued {
+                write,
+                owner,
+                event,
+                to,
+            } = next;
+            // Not the writes made after it: a busy task's log never waits for its store to
+            // be idle.
+            self.writes.written(&task_id, write).await;
             let appended = self
                 .log
                 .append(&task_id, owner.as_deref(), event.clone())
