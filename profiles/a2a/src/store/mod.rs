@@ -24,6 +24,8 @@ mod memory;
 mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_listen;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 

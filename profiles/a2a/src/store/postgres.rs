@@ -32,15 +32,14 @@ use tokio_postgres::{Client, Config, NoTls, Row, Transaction};
 use super::events::may_read;
 use super::memory::{Cursor, Page};
 use super::postgres_listen::{listen, Watchers, CANCEL_CHANNEL, CHANNEL};
+use super::sql;
 use super::{
     lapse, leasable, EventLog, EventLogLimits, Lease, LogWatch, LoggedEvent, PushConfigStore,
     StoreError, StoreFuture, StoreLimits, TaskStore,
 };
 use crate::push::TaskPushNotificationConfig;
 use crate::timestamp::parse_micros;
-use crate::types::{
-    Artifact, ListTasksRequest, ListTasksResponse, Message, StreamResponse, Task, TaskState,
-};
+use crate::types::{ListTasksRequest, ListTasksResponse, StreamResponse, Task, TaskState};
 
 /// Why a PostgreSQL store could not be opened or used.
 #[derive(Debug, thiserror::Error)]
@@ -366,19 +365,13 @@ fn to_i64(n: usize) -> i64 {
 
 /// The state's wire name, as the `state` column holds it.
 fn state_name(state: TaskState) -> Result<String, PostgresError> {
-    Ok(match serde_json::to_value(state)? {
-        serde_json::Value::String(s) => s,
-        other => other.to_string(),
-    })
+    Ok(sql::state_name(state)?)
 }
 
-/// A task from a row whose first four columns are task, history, artifacts, owner.
+/// A task row (`task`, `history`, `artifacts`, `owner` first), read back into the task.
 fn decode(row: &Row) -> Result<Task, PostgresError> {
-    let mut t: Task = serde_json::from_str(row.try_get(0)?)?;
-    t.history = serde_json::from_str::<Vec<Message>>(row.try_get(1)?)?;
-    t.artifacts = serde_json::from_str::<Vec<Artifact>>(row.try_get(2)?)?;
-    t.owner = row.try_get(3)?;
-    Ok(t)
+    let (task, history, artifacts) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+    Ok(sql::decode(task, history, artifacts, row.try_get(3)?)?)
 }
 
 const SELECT: &str = "SELECT task, history, artifacts, owner FROM tasks";
@@ -546,28 +539,14 @@ async fn list(
             ],
         )
         .await?;
-    let mut tasks = Vec::with_capacity(page_size);
-    let mut last = None;
-    let mut more = false;
-    for row in &rows {
-        if tasks.len() == page_size {
-            more = true;
-            break;
-        }
-        tasks.push(decode(row)?);
-        last = Some(Cursor {
-            at: row.try_get(4)?,
-            seq: u64::try_from(row.try_get::<_, i64>(5)?).unwrap_or(0),
-        });
-    }
-    Ok(ListTasksResponse {
-        tasks,
-        next_page_token: match last {
-            Some(c) if more => c.write(),
-            _ => String::new(),
-        },
-        page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
-        total_size: i32::try_from(total).unwrap_or(i32::MAX),
+    sql::page(rows.iter().map(Ok), page_size, total, |row| {
+        let at = row.try_get(4).map_err(PostgresError::from)?;
+        let seq = u64::try_from(row.try_get::<_, i64>(5).map_err(PostgresError::from)?);
+        let cursor = Cursor {
+            at,
+            seq: seq.unwrap_or(0),
+        };
+        Ok((decode(row)?, cursor))
     })
 }
 
