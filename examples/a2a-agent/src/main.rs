@@ -279,17 +279,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     match &args.store {
         Store::Memory => {}
         Store::Sqlite(path) => {
-            // One file for tasks and push configs.
+            // One file for tasks, their streams' events and push configs: a stream resumes
+            // with `Last-Event-ID` after a restart too.
             let sqlite = Arc::new(SqliteTaskStore::open(path, StoreLimits::default())?);
             server = server
                 .store(Arc::clone(&sqlite) as _)
+                .event_log(Arc::clone(&sqlite) as _)
                 .push_config_store(sqlite);
         }
         Store::Postgres(url) => {
-            // One database for tasks and push configs, shared with the other replicas.
+            // One database for tasks, their streams' events and push configs, shared with the
+            // other replicas: a stream on any replica follows a task worked on by another.
             let postgres = Arc::new(PostgresTaskStore::connect(url, StoreLimits::default()).await?);
             server = server
                 .store(Arc::clone(&postgres) as _)
+                .event_log(Arc::clone(&postgres) as _)
                 .push_config_store(postgres);
         }
     }

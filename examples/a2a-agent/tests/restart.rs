@@ -2,7 +2,9 @@
 //! 10 running tasks, then started again on the same file: every finished task comes back
 //! from `GetTask` and `ListTasks` as it was, history and artifacts included, and the 10 it was
 //! working on are `failed`, with the reason, once their lease lapses; push notification
-//! configs set before the kill are listed after it. Over the agent's real
+//! configs set before the kill are listed after it. A stream cut mid-task before the kill
+//! resumes after it with `Last-Event-ID` from the file's event log: every event after the
+//! last it had, once each, in order, to the lease's failure. Over the agent's real
 //! JSON-RPC HTTP interface, on loopback.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
@@ -203,4 +205,76 @@ async fn finished_tasks_survive_a_kill_and_running_ones_fail_when_their_lease_la
             Some(TaskState::Failed)
         );
     }
+}
+
+/// Reads `stream` to its end (at most 30 s): each event with its event id.
+async fn read_all(stream: &mut rpcwire_a2a::EventStream) -> Vec<(String, StreamResponse)> {
+    let mut out = Vec::new();
+    let read = async {
+        while let Some(e) = stream.next().await {
+            out.push((stream.last_event_id().to_owned(), e.unwrap()));
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), read)
+        .await
+        .expect("the stream ends");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_mid_task_resumes_from_the_log_after_a_kill() {
+    let file = TempFile(std::env::temp_dir().join(format!(
+        "rpcwire-a2a-resume-{}-{}.sqlite",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )));
+    let store = format!("sqlite:{}", file.0.display());
+    let (server, client) = agent(&store);
+    let message = Message::text(Role::User, "count-resume", "count 1000");
+    let mut stream = client.send_streaming(message).await.unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let e = stream.next().await.unwrap().unwrap();
+        seen.push((stream.last_event_id().to_owned(), e));
+    }
+    let StreamResponse::Task(task) = &seen[0].1 else {
+        panic!("the task first, not {:?}", seen[0])
+    };
+    let task_id = task.id.clone();
+    let last = stream.last_event_id().to_owned();
+    drop(stream); // the client goes away; the count goes on and logs its steps
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    drop(server); // SIGKILL
+
+    let (_server, client) = agent(&store);
+    let mut resumed = client.resubscribe(&task_id, &last).await.unwrap();
+    let rest = read_all(&mut resumed).await;
+    // Every event after the last one had, once, in order: ids 4, 5, ... with no gap, steps
+    // the killed process logged after the cut among them, the lease's failure last.
+    let ids: Vec<u64> = seen
+        .iter()
+        .chain(&rest)
+        .map(|(id, _)| id.parse().unwrap())
+        .collect();
+    let expected: Vec<u64> = (1..=ids.len() as u64).collect();
+    assert_eq!(ids, expected, "{rest:?}");
+    assert!(rest.len() >= 3, "steps logged before the kill: {rest:?}");
+    let Some((_, StreamResponse::StatusUpdate(end))) = rest.last() else {
+        panic!("a status last: {rest:?}")
+    };
+    assert_eq!(end.status.state, TaskState::Failed);
+    assert!(rest.iter().all(|(_, e)| match e {
+        StreamResponse::StatusUpdate(s) => s.task_id == task_id,
+        StreamResponse::ArtifactUpdate(a) => a.task_id == task_id,
+        StreamResponse::Task(t) => t.id == task_id,
+        StreamResponse::Message(_) => false,
+    }));
+    // The whole log, from the first event: what the two streams had, exactly.
+    let mut whole = client.resubscribe(&task_id, "0").await.unwrap();
+    let whole = read_all(&mut whole).await;
+    let had: Vec<(String, StreamResponse)> = seen.into_iter().chain(rest).collect();
+    assert_eq!(whole, had);
 }

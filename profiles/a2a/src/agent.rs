@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 use crate::error::A2aError;
 use crate::push::Push;
 use crate::request::TurnRequest;
+use crate::server::publish::Publisher;
 use crate::server::writes::{Write, Writes};
+use crate::store::LoggedEvent;
 use crate::types::{
     now_rfc3339, Artifact, Message, Part, Role, SendMessageConfiguration, StreamResponse, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
@@ -122,6 +124,12 @@ pub struct TaskLimits {
     pub max_artifact_parts: usize,
     /// The events buffered per task for slow subscribers.
     pub event_buffer: usize,
+    /// The most events of a task waiting for their append to the event log (a log that does
+    /// not answer at once: a database's). Past it, progress events (a working status, an
+    /// artifact) are refused: the agent's call returns false and the task is left as it
+    /// was; the task event that starts a turn and the status that ends it are always
+    /// queued. A memory log never makes events wait.
+    pub max_pending_events: usize,
 }
 
 impl Default for TaskLimits {
@@ -131,6 +139,7 @@ impl Default for TaskLimits {
             max_artifacts: 64,
             max_artifact_parts: 1024,
             event_buffer: 16,
+            max_pending_events: 256,
         }
     }
 }
@@ -164,12 +173,14 @@ pub(crate) struct Phase {
 pub(crate) struct Running {
     pub(crate) task: Mutex<Task>,
     pub(crate) turn: Mutex<TurnState>,
-    pub(crate) events: broadcast::Sender<Arc<StreamResponse>>,
+    pub(crate) events: broadcast::Sender<Arc<LoggedEvent>>,
     /// Whether a cancel was asked for, and whether the turn is over (the runner has
     /// finished): one channel for both, as each costs a few hundred bytes per running task.
     pub(crate) phase: watch::Sender<Phase>,
     /// The task's snapshots go to the store through it.
     writes: Arc<Writes>,
+    /// The task's events go to the event log, then to `events`, through it.
+    publisher: Arc<Publisher>,
     limits: TaskLimits,
     /// Where the task's events are pushed to webhooks, when the server pushes.
     push: Option<Arc<Push>>,
@@ -180,9 +191,9 @@ impl Running {
     /// turn already hold) or on a new channel.
     pub(crate) fn new(
         task: Task,
-        writes: Arc<Writes>,
+        (writes, publisher): (Arc<Writes>, Arc<Publisher>),
         limits: TaskLimits,
-        events: Option<broadcast::Sender<Arc<StreamResponse>>>,
+        events: Option<broadcast::Sender<Arc<LoggedEvent>>>,
         push: Option<Arc<Push>>,
     ) -> Arc<Self> {
         Arc::new(Running {
@@ -191,6 +202,7 @@ impl Running {
             events: events.unwrap_or_else(|| event_channel(limits)),
             phase: watch::channel(Phase::default()).0,
             writes,
+            publisher,
             limits,
             push,
         })
@@ -225,8 +237,19 @@ impl Running {
                 push.notify(id, &event);
             }
         }
-        // No subscriber is fine: the snapshot in the store has it.
-        let _ = self.events.send(Arc::new(event));
+        // Logged first: its id there is its id on every stream that sends it.
+        let (task_id, owner) = {
+            let task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
+            (task.id.clone(), task.owner.clone())
+        };
+        self.publisher
+            .publish(&task_id, owner.as_deref(), event, &self.events);
+    }
+
+    /// Whether a progress event may be published now (its task's events waiting for the log
+    /// are below the bound); checked before the task is changed.
+    fn has_room(&self) -> bool {
+        self.publisher.has_room(&self.id())
     }
 
     /// Sends the task event if this turn has not yet.
@@ -256,6 +279,9 @@ impl Running {
             return false;
         }
         self.announce();
+        if !state.ends_stream() && !self.has_room() {
+            return false;
+        }
         let status = TaskStatus {
             state,
             message,
@@ -292,6 +318,9 @@ impl Running {
             return false;
         }
         self.announce();
+        if !self.has_room() {
+            return false;
+        }
         let event = {
             let mut task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
             let count = task.artifacts.len();
@@ -350,7 +379,7 @@ impl Running {
 }
 
 /// The channel a task's events are published on, as many buffered as `limits` say.
-pub(crate) fn event_channel(limits: TaskLimits) -> broadcast::Sender<Arc<StreamResponse>> {
+pub(crate) fn event_channel(limits: TaskLimits) -> broadcast::Sender<Arc<LoggedEvent>> {
     broadcast::channel(limits.event_buffer.max(2)).0
 }
 

@@ -103,8 +103,8 @@ pub use serde_json;
 pub use server::serve_tls;
 pub use server::{serve, A2aServer, A2aService, EXTENSIONS_HEADER, VERSION_HEADER};
 pub use store::{
-    EventLog, EventLogLimits, Lease, LeaseConfig, LoggedEvent, MemoryEventLog, MemoryTaskStore,
-    PushConfigStore, StoreError, StoreFuture, StoreLimits, TaskStore,
+    EventLog, EventLogLimits, Lease, LeaseConfig, LogWatch, LoggedEvent, MemoryEventLog,
+    MemoryTaskStore, PushConfigStore, StoreError, StoreFuture, StoreLimits, TaskStore,
 };
 #[cfg(feature = "postgres")]
 pub use store::{PostgresError, PostgresOptions, PostgresTaskStore};

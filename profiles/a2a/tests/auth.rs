@@ -17,6 +17,7 @@ use rpcwire_service::jwt::JwtAuthenticator;
 use rpcwire_tests::oauth::Issuer;
 use rpcwire_tests::raw_http::{exchange, header, json_post, status};
 use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const AUDIENCE: &str = "https://agent.test/a2a";
 
@@ -190,4 +191,74 @@ async fn the_extended_card_is_not_served_to_anonymous_callers() {
         (200, Some(-32004)),
         "{answer}"
     );
+}
+
+/// `SubscribeToTask` with `Last-Event-ID: last` and the bearer `token`: (status, body).
+async fn resume(addr: SocketAddr, token: &str, task: &str, last: &str) -> (u16, String) {
+    let body =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": task}});
+    let headers = [
+        ("A2A-Version", "1.0".to_owned()),
+        ("Authorization", format!("Bearer {token}")),
+        ("Last-Event-ID", last.to_owned()),
+    ]
+    .map(|(n, v)| (n.to_owned(), v));
+    // Read to the end of the answer by hand: an event stream's body is chunked.
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = json_post("/", &headers, &body.to_string());
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut read = Vec::new();
+    let ended = |b: &[u8]| {
+        let text = String::from_utf8_lossy(b);
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            return false;
+        };
+        match head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            true => body.ends_with("0\r\n\r\n"),
+            false => head
+                .to_ascii_lowercase()
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .is_some_and(|n| body.len() >= n),
+        }
+    };
+    while !ended(&read) {
+        let mut chunk = [0u8; 4096];
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .expect("an answer in time")
+            .unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&read));
+        read.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&read).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_default();
+    (status(head), body.to_owned())
+}
+
+#[tokio::test]
+async fn a_task_s_logged_events_are_resumed_by_its_owner_only() {
+    let tokens: rpcwire_service::StaticTokens = "alice-token @alice user\nbob-token @bob user"
+        .parse()
+        .unwrap();
+    let addr = start(|s| s.authenticator(tokens)).await;
+    let (code, _, answer) = call(addr, Some("alice-token"), "SendMessage", send("hi", "m1")).await;
+    assert_eq!(code, 200, "{answer}");
+    let task = answer["result"]["task"]["id"].as_str().unwrap().to_owned();
+    // Alice: her task's log after event 1 (the task): its final status, with id 2.
+    let (code, body) = resume(addr, "alice-token", &task, "1").await;
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("id: 2\n"), "{body}");
+    assert!(body.contains("TASK_STATE_COMPLETED"), "{body}");
+    assert!(!body.contains("id: 1\n"), "only the events after 1: {body}");
+    // Bob: no such task, and none of its events.
+    let (code, body) = resume(addr, "bob-token", &task, "0").await;
+    assert_eq!(code, 200, "{body}");
+    let answer: Value = serde_json::from_str(body.trim()).unwrap_or(Value::Null);
+    assert_eq!(answer["error"]["code"].as_i64(), Some(-32001), "{body}");
+    assert!(!body.contains("TASK_STATE"), "{body}");
 }

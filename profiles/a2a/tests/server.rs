@@ -1,7 +1,7 @@
 //! The server's behaviour at its limits and in the cases the SDK tests do not reach, with
 //! the crate's own client: direct replies, eviction, a full store, history and artifact
 //! limits, turns that end without a final state, cancelling a task that waits for input,
-//! resumption with `Last-Event-ID` and the bound on streams kept for it.
+//! resumption with `Last-Event-ID` from the task's event log, and that log's bound.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
@@ -206,29 +206,44 @@ async fn a_task_waiting_for_input_is_cancelled_and_takes_no_more_messages() {
     assert_eq!(e.kind(), Some(ErrorKind::UnsupportedOperation));
 }
 
+/// Reads `stream` to its end: each event with the event id it came with.
+async fn read_all(stream: &mut rpcwire_a2a::EventStream) -> Vec<(String, StreamResponse)> {
+    let mut out = Vec::new();
+    while let Some(e) = stream.next().await {
+        out.push((stream.last_event_id().to_owned(), e.unwrap()));
+    }
+    out
+}
+
 #[tokio::test]
-async fn a_lost_stream_resumes_after_its_last_event() {
-    let (client, service) = start(|s| s).await;
+async fn a_lost_stream_resumes_after_its_last_event_from_the_log() {
+    let (client, _service) = start(|s| s).await;
     let mut stream = client.send_streaming(msg("slow 6")).await.unwrap();
     let mut first = Vec::new();
     for _ in 0..3 {
-        first.push(stream.next().await.unwrap().unwrap());
+        let e = stream.next().await.unwrap().unwrap();
+        first.push((stream.last_event_id().to_owned(), e));
     }
     let last = stream.last_event_id().to_owned();
-    let StreamResponse::Task(task) = &first[0] else {
+    let StreamResponse::Task(task) = &first[0].1 else {
         panic!("no task")
     };
     drop(stream); // the connection goes away mid-task
-    let mut rest = Vec::new();
     let mut resumed = client.resubscribe(&task.id, &last).await.unwrap();
-    while let Some(e) = resumed.next().await {
-        rest.push(e.unwrap());
-    }
-    // task, step 1..6, completed: none lost, none repeated.
+    let rest = read_all(&mut resumed).await;
+    // The task's log ids, one per event: 1, 2, 3 before the cut, 4.. after, none twice.
+    let ids: Vec<String> = first
+        .iter()
+        .chain(&rest)
+        .map(|(id, _)| id.clone())
+        .collect();
+    let expected: Vec<String> = (1..=ids.len()).map(|i| i.to_string()).collect();
+    assert_eq!(ids, expected);
+    // task, step 1..6, completed: none lost, none repeated, in order.
     let steps: Vec<String> = first
         .iter()
         .chain(&rest)
-        .filter_map(|e| match e {
+        .filter_map(|(_, e)| match e {
             StreamResponse::StatusUpdate(s) => s.status.message.as_ref().map(Message::joined_text),
             _ => None,
         })
@@ -238,40 +253,60 @@ async fn a_lost_stream_resumes_after_its_last_event() {
         ["step 1", "step 2", "step 3", "step 4", "step 5", "step 6"]
     );
     assert_eq!(
-        rest.last().and_then(StreamResponse::state),
+        rest.last().and_then(|(_, e)| e.state()),
         Some(TaskState::Completed)
     );
-    // Read whole, the stream is no longer kept.
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(service.parked_streams(), 0);
+    // The log is read, not consumed: a second resumption from the same id gets the same.
+    let mut again = client.resubscribe(&task.id, &last).await.unwrap();
+    assert_eq!(read_all(&mut again).await, rest);
+    // Ids are per task: another task's stream resumed with this id gets its own events.
+    let other = task_of(client.send_message(msg("done")).await.unwrap());
+    let mut theirs = client.resubscribe(&other.id, "1").await.unwrap();
+    let theirs = read_all(&mut theirs).await;
+    assert!(!theirs.is_empty());
+    assert!(theirs.iter().all(|(_, e)| match e {
+        StreamResponse::StatusUpdate(s) => s.task_id == other.id,
+        StreamResponse::ArtifactUpdate(a) => a.task_id == other.id,
+        StreamResponse::Task(t) => t.id == other.id,
+        StreamResponse::Message(_) => false,
+    }));
 }
 
 #[tokio::test]
-async fn streams_kept_for_resumption_are_bounded() {
-    let (client, service) = start(|s| s.parked_streams(1, Duration::from_secs(600))).await;
-    let mut ids = Vec::new();
-    for _ in 0..2 {
-        let mut stream = client.send_streaming(msg("slow 4")).await.unwrap();
-        let Some(Ok(StreamResponse::Task(t))) = stream.next().await else {
-            panic!("no task")
-        };
-        ids.push((t.id, stream.last_event_id().to_owned()));
-        drop(stream);
-    }
-    // Both tasks go on and complete although their clients went away.
-    for (id, _) in &ids {
-        for _ in 0..100 {
-            if client.get_task(id, None).await.unwrap().status.state == TaskState::Completed {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+async fn a_resumption_after_events_the_log_no_longer_keeps_starts_from_the_task() {
+    let limits = rpcwire_a2a::EventLogLimits {
+        max_tasks: 16,
+        max_events: 2,
+    };
+    let (client, _service) = start(|s| s.event_log_limits(limits)).await;
+    let mut stream = client.send_streaming(msg("slow 4")).await.unwrap();
+    let Some(Ok(StreamResponse::Task(t))) = stream.next().await else {
+        panic!("no task")
+    };
+    assert_eq!(stream.last_event_id(), "1");
+    drop(stream);
+    // The task goes on and completes although its client went away.
+    for _ in 0..100 {
+        if client.get_task(&t.id, None).await.unwrap().status.state == TaskState::Completed {
+            break;
         }
-        assert_eq!(
-            client.get_task(id, None).await.unwrap().status.state,
-            TaskState::Completed
-        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(service.parked_streams(), 1, "one stream kept, at the limit");
+    // 6 events logged, 2 kept (5 and 6): after 4, both; after 1, the task as it is.
+    let mut resumed = client.resubscribe(&t.id, "4").await.unwrap();
+    let ids: Vec<String> = read_all(&mut resumed)
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(ids, ["5", "6"]);
+    let mut resumed = client.resubscribe(&t.id, "1").await.unwrap();
+    let got = read_all(&mut resumed).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    let StreamResponse::Task(now) = &got[0].1 else {
+        panic!("not the task: {got:?}")
+    };
+    assert_eq!(now.status.state, TaskState::Completed);
 }
 
 #[tokio::test]

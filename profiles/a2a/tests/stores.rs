@@ -407,3 +407,58 @@ async fn a_continuation_right_after_its_question_is_stored_after_it() {
         }
     }
 }
+
+/// A stream of `slow` cut after its third event and resumed with `Last-Event-ID`, the
+/// server's event log the SQLite store's, on a runtime of `flavor`: every event after the
+/// cut, once each, in order, ids without a gap.
+#[cfg(feature = "sqlite")]
+async fn a_stream_resumes_from_the_sqlite_log() {
+    use rpcwire_a2a::StreamResponse;
+    let sqlite =
+        Arc::new(rpcwire_a2a::SqliteTaskStore::open_in_memory(StoreLimits::default()).unwrap());
+    let (_, url, _service) = common::serve("sqlite-log", slow, |s| {
+        s.store(Arc::clone(&sqlite) as _)
+            .event_log(Arc::clone(&sqlite) as _)
+    })
+    .await;
+    let client = A2aClient::new(&url).unwrap();
+    let message = Message::text(Role::User, "m-slow", "slow");
+    let mut stream = client.send_streaming(message).await.unwrap();
+    let mut ids = Vec::new();
+    let mut task_id = String::new();
+    for _ in 0..3 {
+        if let StreamResponse::Task(t) = stream.next().await.unwrap().unwrap() {
+            task_id = t.id;
+        }
+        ids.push(stream.last_event_id().to_owned());
+    }
+    let last = stream.last_event_id().to_owned();
+    drop(stream);
+    let mut resumed = client.resubscribe(&task_id, &last).await.unwrap();
+    let mut end = None;
+    let read = async {
+        while let Some(e) = resumed.next().await {
+            end = e.unwrap().state();
+            ids.push(resumed.last_event_id().to_owned());
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read)
+        .await
+        .unwrap();
+    let expected: Vec<String> = (1..=ids.len()).map(|i| i.to_string()).collect();
+    assert_eq!(ids, expected);
+    assert!(ids.len() > 3, "events after the cut: {ids:?}");
+    assert_eq!(end, Some(TaskState::Completed));
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_resumes_from_the_sqlite_log_on_a_multi_thread_runtime() {
+    a_stream_resumes_from_the_sqlite_log().await;
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn a_stream_resumes_from_the_sqlite_log_on_a_current_thread_runtime() {
+    a_stream_resumes_from_the_sqlite_log().await;
+}

@@ -121,11 +121,12 @@ with httpx.Client(timeout=10) as c:
         rest = events(r)
 both = first + rest
 ids = [i for i, _ in both]
-stream_no = ids[0].split("-")[0]
-assert ids == [f"{stream_no}-{n}" for n in range(1, len(ids) + 1)], ids
+# The ids are the events' ids in the task's event log: 1, 2, ... with no gap.
+assert ids == [str(n) for n in range(1, len(ids) + 1)], ids
 # task, "counting to 6", 6 x (status, artifact), completed
 assert len(both) == 15, [d["result"] for _, d in both]
-assert all(d["id"] == "s" for _, d in both), "events answer the original request"
+assert all(d["id"] == "s" for _, d in first), "events answer their request"
+assert all(d["id"] == "r" for _, d in rest), "resumed events answer the resuming request"
 final = both[-1][1]["result"]["statusUpdate"]["status"]["state"]
 assert final == "TASK_STATE_COMPLETED", final
 chunks = [d["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"] for _, d in both if "artifactUpdate" in d["result"]]

@@ -29,13 +29,11 @@ use crate::types::{
 
 use super::checks::Admission;
 use super::post::{Handover, Opened, Post};
-use super::streams::Streams;
 use super::tasks::{check_history_length, subject, with_history, Tasks};
 
 /// What the methods work with.
 pub(crate) struct Methods {
     pub(crate) tasks: Arc<Tasks>,
-    pub(crate) streams: Arc<Streams>,
     /// The card `GetExtendedAgentCard` answers with.
     pub(crate) extended: Option<AgentCard>,
     /// The most tasks a `ListTasks` page holds.
@@ -295,6 +293,10 @@ async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageRe
         }
     };
     let _ = tokio::time::timeout(tasks.send_wait, wait).await;
+    // The answer goes out once the store has the task as answered: a `GetTask` on any
+    // replica then reads it at least as new (a memory store has it already).
+    let task_id = running.id();
+    let _ = tokio::time::timeout(tasks.send_wait, tasks.writes.settled(&task_id)).await;
     let turn = running.turn.lock().unwrap_or_else(PoisonError::into_inner);
     if turn.unfinished {
         // Its panic is in the log; the caller gets the generic internal error.
@@ -349,9 +351,10 @@ async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aErro
     }
     call.post()?.hand_over(Handover::Open(Box::new(Opened {
         id: call.id(),
-        task_id: running.id(),
         first: None,
-        events,
+        replay: Vec::new(),
+        events: Some(events),
+        follow: None,
         dialect: call.dialect,
         until_terminal: false,
     })));
@@ -359,31 +362,169 @@ async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aErro
 }
 
 /// `SubscribeToTask`: the task as it is, then its events until it reaches a terminal state
-/// (through the turns of a task waiting for input); with `Last-Event-ID`, the rest of a
-/// stream the client lost.
+/// (through the turns of a task waiting for input); with `Last-Event-ID`, the events of the
+/// task's log after it instead of the task, then the live ones (the task as it is first when
+/// the log no longer has them all).
 async fn subscribe(call: Call, p: TaskIdRequest) -> Result<(), A2aError> {
     call.streaming()?;
     let post = call.post()?;
-    let methods = &call.methods;
-    if let Some((n, after)) = post.last_event {
-        // Only a caller who may see the task resumes its streams.
-        methods.tasks.visible(&p.id, call.ctx.identity()).await?;
-        let key = (p.id.clone(), n);
-        if let Some(stream) = methods.streams.parked.get(&key) {
-            post.hand_over(Handover::Resume { key, stream, after });
-            return Ok(());
+    let tasks = &call.methods.tasks;
+    let identity = call.ctx.identity();
+    let opened = |first, replay, events| {
+        Handover::Open(Box::new(Opened {
+            id: call.id(),
+            first,
+            replay,
+            events,
+            follow: None,
+            dialect: call.dialect,
+            until_terminal: true,
+        }))
+    };
+    if let Some(watch) = tasks.publisher.log.watch(&p.id) {
+        let opened = follow(tasks, &p.id, identity, post.last_event, watch).await?;
+        post.hand_over(Handover::Open(Box::new(Opened {
+            id: call.id(),
+            dialect: call.dialect,
+            ..opened
+        })));
+        return Ok(());
+    }
+    if let Some(after) = post.last_event {
+        // Live events first, then the log: an event logged in between is in both, and
+        // the stream skips the live copy of what it replayed.
+        let live = match tasks.subscribe(&p.id, identity).await {
+            Ok((_, events)) => Some(events),
+            // Over: the log is all there is.
+            Err(e) if e.kind == ErrorKind::UnsupportedOperation => None,
+            Err(e) => return Err(e),
+        };
+        match tasks.read_log(&p.id, identity, after).await {
+            Ok(replay) => {
+                post.hand_over(opened(None, replay, live));
+                return Ok(());
+            }
+            // Events were missed: the task as it is, then the live ones.
+            Err(StoreError::Trimmed) => {
+                let task = tasks.visible(&p.id, identity).await?;
+                post.hand_over(opened(Some(StreamResponse::Task(task)), Vec::new(), live));
+                return Ok(());
+            }
+            // No log this caller may read (none kept, or another's): a new subscription.
+            Err(StoreError::NotFound) => {}
+            Err(e) => {
+                tracing::warn!(task = p.id, error = %e, "a task's event log was not read");
+                return Err(ErrorKind::Internal.into());
+            }
         }
     }
-    let (task, events) = methods.tasks.subscribe(&p.id, call.ctx.identity()).await?;
-    post.hand_over(Handover::Open(Box::new(Opened {
-        id: call.id(),
-        task_id: p.id,
-        first: Some(StreamResponse::Task(task)),
-        events,
-        dialect: call.dialect,
-        until_terminal: true,
-    })));
+    let (task, events) = tasks.subscribe(&p.id, identity).await?;
+    post.hand_over(opened(
+        Some(StreamResponse::Task(task)),
+        Vec::new(),
+        Some(events),
+    ));
     Ok(())
+}
+
+/// A subscription to task `id` that follows its log (a log other replicas append to, whose
+/// `watch` tells of their events): after `last_event`, the log's events after it, else the
+/// task as it is; then the log's new events as it tells of them, wherever the turns run.
+/// The watch is taken before the log is read, so that nothing appended after the read goes
+/// untold. (The returned stream's id and dialect are set by the caller.)
+async fn follow(
+    tasks: &Arc<Tasks>,
+    id: &str,
+    identity: &rpcwire_service::Identity,
+    last_event: Option<u64>,
+    watch: crate::store::LogWatch,
+) -> Result<Opened, A2aError> {
+    let failed = |e: StoreError| {
+        tracing::warn!(task = id, error = %e, "a task's event log was not read");
+        A2aError::from(ErrorKind::Internal)
+    };
+    let mut first = None;
+    let mut replay = Vec::new();
+    let mut after = 0;
+    let resumed = match last_event {
+        Some(last) => match tasks.read_log(id, identity, last).await {
+            // Nothing after the client's last event, which ended the task: nothing to follow
+            // (as for a task over on a server whose log has no watch).
+            Ok(events) if events.is_empty() && ended_at(tasks, id, identity, last).await => {
+                return Ok(Opened {
+                    id: Box::from(""),
+                    first: None,
+                    replay: Vec::new(),
+                    events: None,
+                    follow: None,
+                    dialect: Dialect::V1,
+                    until_terminal: true,
+                });
+            }
+            Ok(events) => {
+                after = events.last().map_or(last, |e| e.id);
+                replay = events;
+                true
+            }
+            // Missed or never kept: the task as it is, then what follows.
+            Err(StoreError::Trimmed | StoreError::NotFound) => false,
+            Err(e) => return Err(failed(e)),
+        },
+        None => false,
+    };
+    if !resumed {
+        after = match tasks
+            .publisher
+            .log
+            .last_id(id, super::tasks::subject(identity))
+            .await
+        {
+            Ok(last) => last,
+            Err(StoreError::NotFound) => 0,
+            Err(e) => return Err(failed(e)),
+        };
+        let task = tasks.visible(id, identity).await?;
+        if task.status.state.is_terminal() {
+            return Err(A2aError::with_message(
+                ErrorKind::UnsupportedOperation,
+                format!("Task {id} is in a terminal state"),
+            ));
+        }
+        first = Some(StreamResponse::Task(task));
+    }
+    Ok(Opened {
+        id: Box::from(""),
+        first,
+        replay,
+        events: None,
+        follow: Some(super::streams::Follow {
+            tasks: Arc::clone(tasks),
+            task_id: id.to_owned(),
+            identity: identity.clone(),
+            watch,
+            after,
+        }),
+        dialect: Dialect::V1,
+        until_terminal: true,
+    })
+}
+
+/// Whether event `at` of task `id`'s log is one that ends its task (a terminal state).
+async fn ended_at(
+    tasks: &Arc<Tasks>,
+    id: &str,
+    identity: &rpcwire_service::Identity,
+    at: u64,
+) -> bool {
+    let Some(before) = at.checked_sub(1) else {
+        return false;
+    };
+    tasks
+        .read_log(id, identity, before)
+        .await
+        .ok()
+        .and_then(|events| events.into_iter().next())
+        .is_some_and(|e| e.id == at && e.event.state().is_some_and(|s| s.is_terminal()))
 }
 
 /// `GetTask`, with at most `historyLength` history messages.

@@ -5,9 +5,10 @@
 //!
 //! - `edge`: the HTTP edge (checks, the card, authentication, the POST and its answer);
 //! - `methods`: the methods on the router;
+//! - `publish`: a task's events to the event log, then to its live subscribers;
 //! - `post`: what the edge and a method pass each other for one POST (its A2A headers, the
 //!   stream a streaming method hands back);
-//! - `streams`: the event streams, parked and resumed;
+//! - `streams`: the event streams, resumed from the tasks' event logs;
 //! - `tasks`: the running turns.
 
 mod card;
@@ -15,6 +16,7 @@ mod checks;
 mod edge;
 mod methods;
 mod post;
+pub(crate) mod publish;
 mod streams;
 mod tasks;
 pub(crate) mod writes;
@@ -32,7 +34,10 @@ use crate::agent::{Agent, TaskLimits};
 use crate::push::webhook::WebhookPolicy;
 use crate::push::{Push, PushLimits};
 use crate::security::{SecurityRequirement, SecurityScheme};
-use crate::store::{LeaseConfig, MemoryTaskStore, PushConfigStore, StoreLimits, TaskStore};
+use crate::store::{
+    EventLog, EventLogLimits, LeaseConfig, MemoryEventLog, MemoryTaskStore, PushConfigStore,
+    StoreLimits, TaskStore,
+};
 use crate::types::AgentCard;
 
 pub use post::{EXTENSIONS_HEADER, VERSION_HEADER};
@@ -40,7 +45,7 @@ pub use post::{EXTENSIONS_HEADER, VERSION_HEADER};
 use edge::Edge;
 use methods::Methods;
 use streams::Streams;
-use tasks::Tasks;
+use tasks::{TaskEvents, Tasks};
 
 /// What [`A2aServer::map_router`] was given.
 type RouterHook = Box<dyn FnOnce(Router) -> Router + Send>;
@@ -52,13 +57,13 @@ pub struct A2aServer {
     agent: Arc<dyn Agent>,
     store: Option<Arc<dyn TaskStore>>,
     push_store: Option<Arc<dyn PushConfigStore>>,
+    event_log: Option<Arc<dyn EventLog>>,
+    event_log_limits: EventLogLimits,
     store_limits: StoreLimits,
     leases: LeaseConfig,
     task_limits: TaskLimits,
     endpoint: Endpoint,
     path: String,
-    max_parked: usize,
-    resume_window: Duration,
     send_wait: Duration,
     max_page: usize,
     compat_v03: bool,
@@ -85,9 +90,9 @@ impl std::fmt::Debug for A2aServer {
 impl A2aServer {
     /// A server for `agent`, publishing `card`. Defaults: the JSON-RPC endpoint at `/`, an
     /// in-memory store ([`StoreLimits::default`]), 30 s leases ([`LeaseConfig::default`]),
-    /// [`TaskLimits::default`], 4 MiB bodies,
-    /// 64 events (1 MiB) kept per stream for resumption, 1 024 streams parked for
-    /// resumption for 60 s, `SendMessage` waiting at most 60 s for a turn to end; callers
+    /// [`TaskLimits::default`], 4 MiB bodies, the streams' events logged in memory for
+    /// resumption ([`EventLogLimits::default`]: 64 events of each of 1 024 tasks),
+    /// `SendMessage` waiting at most 60 s for a turn to end; callers
     /// anonymous, no rate limit, no access rules, the card cacheable for 300 s.
     pub fn new(card: AgentCard, agent: impl Agent) -> Self {
         A2aServer {
@@ -96,13 +101,13 @@ impl A2aServer {
             agent: Arc::new(agent),
             store: None,
             push_store: None,
+            event_log: None,
+            event_log_limits: EventLogLimits::default(),
             store_limits: StoreLimits::default(),
             leases: LeaseConfig::default(),
             task_limits: TaskLimits::default(),
             endpoint: Endpoint::new(Duration::from_secs(60), 64),
             path: "/".to_owned(),
-            max_parked: 1024,
-            resume_window: Duration::from_secs(60),
             send_wait: Duration::from_secs(60),
             max_page: 100,
             compat_v03: false,
@@ -178,6 +183,30 @@ impl A2aServer {
     /// memory has none, after a restart), beyond the memory that holds them by default.
     pub fn push_config_store(mut self, store: Arc<dyn PushConfigStore>) -> Self {
         self.push_store = Some(store);
+        self
+    }
+
+    /// Appends every event the task streams send (the task as a turn announces it, status and
+    /// artifact updates, a direct message) to `log`, each with its id there as its SSE event
+    /// id; a client resuming with `SubscribeToTask` and `Last-Event-ID` is sent the events
+    /// of the task's log after that id (when it may see the task), then the live ones. A
+    /// log that outlives the process (the SQLite store's) resumes streams across a restart.
+    /// By default a [`MemoryEventLog`] bounded by
+    /// [`event_log_limits`](Self::event_log_limits).
+    ///
+    /// An agent's events come from synchronous calls and are sent to live subscribers only
+    /// with their id in the log: a log that does not answer at once (a database's) is
+    /// appended to by a task of the server's, in order per task, never on the agent's
+    /// thread, on any runtime; an event waits in its task's queue meanwhile, bounded by
+    /// [`TaskLimits::max_pending_events`].
+    pub fn event_log(mut self, log: Arc<dyn EventLog>) -> Self {
+        self.event_log = Some(log);
+        self
+    }
+
+    /// The bounds of the default, in-memory event log ([`EventLogLimits::default`]).
+    pub fn event_log_limits(mut self, limits: EventLogLimits) -> Self {
+        self.event_log_limits = limits;
         self
     }
 
@@ -314,20 +343,6 @@ impl A2aServer {
         self
     }
 
-    /// The events (and bytes) kept per stream for a client resuming with `Last-Event-ID`.
-    pub fn stream_buffer(mut self, events: usize, bytes: usize) -> Self {
-        self.endpoint.set_stream_buffer(events, bytes);
-        self
-    }
-
-    /// The most streams kept for resumption after their client went away, and for how long
-    /// after they end.
-    pub fn parked_streams(mut self, max: usize, window: Duration) -> Self {
-        self.max_parked = max.max(1);
-        self.resume_window = window;
-        self
-    }
-
     /// How long `SendMessage` waits for a turn to end before answering with the task as it
     /// is (the work goes on).
     pub fn send_wait(mut self, wait: Duration) -> Self {
@@ -349,23 +364,26 @@ impl A2aServer {
         let push = self
             .push
             .map(|(policy, limits)| Arc::new(Push::new(policy, limits)));
+        let limits = self.event_log_limits;
+        let event_log = self
+            .event_log
+            .unwrap_or_else(|| Arc::new(MemoryEventLog::new(limits)));
         let tasks = Arc::new(Tasks::new(
             self.agent,
             store,
             self.task_limits,
             self.send_wait,
             push,
-            self.push_store,
             self.leases,
+            TaskEvents {
+                log: event_log,
+                push: self.push_store,
+                max_replay: limits.max_events.max(1),
+            },
         ));
-        let streams = Arc::new(Streams::new(
-            self.max_parked,
-            self.resume_window,
-            self.endpoint.streams(),
-        ));
+        let streams = Arc::new(Streams::new(self.endpoint.streams()));
         let methods = Methods {
             tasks: Arc::clone(&tasks),
-            streams: Arc::clone(&streams),
             extended: self.extended,
             max_page: self.max_page,
             admission: checks::Admission::of(&self.card),
@@ -413,7 +431,6 @@ impl std::fmt::Debug for A2aService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("A2aService")
             .field("running", &self.running_tasks())
-            .field("parked_streams", &self.parked_streams())
             .finish()
     }
 }
@@ -475,10 +492,5 @@ impl A2aService {
     /// How many tasks have a turn running.
     pub fn running_tasks(&self) -> usize {
         self.edge.tasks.running_count()
-    }
-
-    /// How many streams are kept for resumption.
-    pub fn parked_streams(&self) -> usize {
-        self.edge.streams.parked.len()
     }
 }

@@ -12,12 +12,12 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use http::HeaderMap;
-use rpcwire_http::profile::{parse_event_id, ResumableStream};
 use tokio::sync::broadcast;
 
 use super::checks::requested_extensions;
 use crate::compat::Dialect;
 use crate::error::{A2aError, ErrorKind};
+use crate::store::LoggedEvent;
 use crate::types::StreamResponse;
 
 /// The header naming the protocol version a request speaks.
@@ -26,16 +26,13 @@ pub const VERSION_HEADER: &str = "a2a-version";
 /// The header naming the extensions a request activates.
 pub const EXTENSIONS_HEADER: &str = "a2a-extensions";
 
-/// Where a stream is kept for resumption: its task and its number.
-pub(crate) type StreamKey = (String, u64);
-
 /// One POST's A2A headers, and the stream its method hands back (see the module docs).
 #[derive(Debug)]
 pub(crate) struct Post {
     /// The `A2A-Version` asked for (trimmed; `None` when absent or empty).
     version: Option<Box<str>>,
-    /// `Last-Event-ID`, when it names an event of a stream of ours.
-    pub(crate) last_event: Option<(u64, u64)>,
+    /// `Last-Event-ID`, when it names an event of ours: an event id in a task's log.
+    pub(crate) last_event: Option<u64>,
     /// The extensions the request activates (`A2A-Extensions`).
     pub(crate) extensions: Vec<String>,
     /// The request's headers, until a method that starts a turn takes them.
@@ -46,33 +43,28 @@ pub(crate) struct Post {
 /// What a streaming method hands the edge to stream.
 #[derive(Debug)]
 pub(crate) enum Handover {
-    /// A new stream: `first`, then the task's events, each a JSON-RPC response with the
-    /// request's id. Boxed: the caller of a POST (which its turn keeps) holds the room of
-    /// the largest variant once the stream is taken.
+    /// A stream: `first`, the events replayed from the task's log, then the task's live
+    /// events, each a JSON-RPC response with the request's id. Boxed: the caller of a POST
+    /// (which its turn keeps) holds the room of the largest variant once the stream is taken.
     Open(Box<Opened>),
-    /// The rest of a stream kept for resumption, after the event `after` (the events as they
-    /// were sent: they answer the request that opened the stream).
-    Resume {
-        /// Where it is kept.
-        key: StreamKey,
-        /// The stream.
-        stream: Arc<ResumableStream>,
-        /// The last event the client had.
-        after: u64,
-    },
 }
 
-/// A new stream's parts ([`Handover::Open`]).
+/// A stream's parts ([`Handover::Open`]).
 #[derive(Debug)]
 pub(crate) struct Opened {
     /// The request's id, as JSON text.
     pub(crate) id: Box<str>,
-    /// The task whose events it carries.
-    pub(crate) task_id: String,
-    /// The event sent before the task's own (the task as it is, for a subscription).
+    /// The event sent before the task's own (the task as it is, for a subscription), with
+    /// no event id: it is not in the task's log.
     pub(crate) first: Option<StreamResponse>,
-    /// The task's events, from the first not yet sent.
-    pub(crate) events: broadcast::Receiver<Arc<StreamResponse>>,
+    /// The events of the task's log after the client's `Last-Event-ID` (a resumption).
+    pub(crate) replay: Vec<LoggedEvent>,
+    /// The task's live events, from the first not yet sent (none: the task is over, the
+    /// replay is all there is).
+    pub(crate) events: Option<broadcast::Receiver<Arc<LoggedEvent>>>,
+    /// Instead of live events: the task's log, read as it tells of new events (a log that
+    /// other replicas append to).
+    pub(crate) follow: Option<super::streams::Follow>,
     /// The shapes its events are written in.
     pub(crate) dialect: Dialect,
     /// The stream ends at a terminal state only (a subscription), not at an interrupted one
@@ -89,7 +81,7 @@ impl Post {
                 .map(str::trim)
                 .filter(|v| !v.is_empty())
                 .map(Box::from),
-            last_event: text("last-event-id").and_then(parse_event_id),
+            last_event: text("last-event-id").and_then(|id| id.trim().parse().ok()),
             extensions: requested_extensions(
                 headers
                     .get_all(EXTENSIONS_HEADER)
@@ -173,9 +165,9 @@ mod tests {
     #[test]
     fn event_ids_of_ours_are_read() {
         let mut h = HeaderMap::new();
+        h.insert("last-event-id", HeaderValue::from_static("7"));
+        assert_eq!(Post::new(h.clone()).last_event, Some(7));
         h.insert("last-event-id", HeaderValue::from_static("p3-7"));
-        assert_eq!(Post::new(h.clone()).last_event, Some((3, 7)));
-        h.insert("last-event-id", HeaderValue::from_static("elsewhere-7"));
         assert_eq!(Post::new(h).last_event, None);
     }
 }

@@ -1,149 +1,230 @@
 //! The event streams of `SendStreamingMessage` and `SubscribeToTask`: each event a JSON-RPC
 //! response with the request's id (written by the core's encoder), sent as Server-Sent
-//! Events with resumable ids. A client that goes away does not stop the task: its stream is
-//! parked (bounded in number, and in events and bytes each) for it to come back with
-//! `Last-Event-ID`, and forgotten a while after it ends.
+//! Events whose id is the event's id in its task's [`EventLog`](crate::EventLog). A client
+//! that goes away does not stop the task, and nothing of its stream is kept here: the log
+//! holds the task's events, and the client comes back with `SubscribeToTask` and
+//! `Last-Event-ID` to get those after the last it had, from the log, then the live ones.
+//! An open stream thus holds only its receiver of the task's events and its request's id.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::Response;
 use rpcwire::wire::encode;
+use rpcwire::wire::sse;
 use rpcwire::ErrorCode;
-use rpcwire_http::profile::{
-    event_stream, Body, ParkedStreams, StreamLimits, StreamRelay, VecSink,
-};
+use rpcwire_http::profile::{event_stream, Body, StreamLimits, VecSink};
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::compat::{result_to_v03, Dialect};
 use crate::error::{A2aError, ErrorKind};
+use crate::store::{LogWatch, LoggedEvent, StoreError};
 use crate::types::{StreamResponse, TaskState};
+use rpcwire_service::Identity;
 
-use super::post::{Handover, Opened, StreamKey};
+use super::post::{Handover, Opened};
+use super::tasks::Tasks;
 
-/// The streams of one server: those parked for resumption, and the numbers of new ones.
+/// The streams of one server: their `retry:` time.
 pub(crate) struct Streams {
-    pub(crate) parked: ParkedStreams<StreamKey>,
-    /// How long a parked stream is kept after it ends.
-    resume_window: Duration,
-    /// Each stream's buffer, keep-alive and `retry:`.
+    /// Each stream's `retry:`.
     limits: StreamLimits,
-    next: AtomicU64,
 }
 
 impl Streams {
-    pub(crate) fn new(max_parked: usize, resume_window: Duration, limits: StreamLimits) -> Self {
-        Streams {
-            parked: ParkedStreams::new(max_parked),
-            resume_window,
-            limits,
-            next: AtomicU64::new(1),
-        }
+    pub(crate) fn new(limits: StreamLimits) -> Self {
+        Streams { limits }
     }
 
     /// The event stream answering a POST whose method handed `handover` over.
     pub(crate) fn answer(self: &Arc<Self>, handover: Handover) -> Response<Body> {
         let (tx, rx) = mpsc::channel(16);
-        let streams = Arc::clone(self);
-        match handover {
-            Handover::Open(opened) => {
-                let Opened {
-                    id,
-                    task_id,
-                    first,
-                    events,
-                    dialect,
-                    until_terminal,
-                } = *opened;
-                let stream = Stream {
-                    id,
-                    task_id,
-                    dialect,
-                    until_terminal,
-                };
-                // Encoded now: a stream's task keeps what it holds for as long as it runs.
-                let first = first.map(|f| {
-                    (
-                        ends_with(until_terminal, &f),
-                        event(&stream.id, &f, dialect),
-                    )
-                });
-                tokio::spawn(streams.relay(stream, first, events, tx));
-            }
-            Handover::Resume { key, stream, after } => {
-                tokio::spawn(async move {
-                    if stream.resume(after, tx).await {
-                        streams.parked.forget(&key);
-                    }
-                });
-            }
-        }
-        event_stream(rx)
-    }
-
-    /// Sends `first` (encoded, and whether it ends the stream), then the task's `events` to
-    /// the client's `tx` until one ends the stream. When the client goes away the stream is
-    /// parked for resumption and the task goes on.
-    async fn relay(
-        self: Arc<Self>,
-        stream: Stream,
-        first: Option<(bool, Vec<u8>)>,
-        mut events: broadcast::Receiver<Arc<StreamResponse>>,
-        tx: mpsc::Sender<Bytes>,
-    ) {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let Stream {
+        let Handover::Open(opened) = handover;
+        let Opened {
             id,
-            task_id,
+            first,
+            replay,
+            events,
+            follow,
             dialect,
             until_terminal,
-        } = stream;
-        // The task's id moves into the key: one copy per open stream.
-        let key = (task_id, n);
-        let id = &*id;
-        let mut relay = StreamRelay::start(n, key.clone(), &self.parked, tx, self.limits).await;
-        let mut ended = false;
-        if let Some((ends, first)) = first {
-            ended = !relay.send(&first).await || ends;
-        }
-        while !ended {
-            match relay.unless_gone(events.recv()).await {
-                None => ended = !relay.park(),
-                Some(Ok(e)) => {
-                    ended =
-                        !relay.send(&event(id, &e, dialect)).await || ends_with(until_terminal, &e)
-                }
-                Some(Err(broadcast::error::RecvError::Lagged(_))) => {
-                    let e = A2aError::with_message(
-                        ErrorKind::Internal,
-                        "the stream fell behind the task's events; read the task with GetTask",
-                    );
-                    let _ = relay.send(&error(id, &e)).await;
-                    ended = true;
-                }
-                Some(Err(broadcast::error::RecvError::Closed)) => ended = true,
-            }
-        }
-        drop(relay);
-        if self.parked.get(&key).is_some() {
-            // Kept for a returning client for a while, then forgotten.
-            tokio::time::sleep(self.resume_window).await;
-            self.parked.forget(&key);
+        } = *opened;
+        let stream = Stream {
+            id,
+            dialect,
+            until_terminal,
+        };
+        // Encoded now: a stream's task keeps what it holds for as long as it runs.
+        let first = first.map(|f| {
+            (
+                ends_with(until_terminal, &f),
+                event(&stream.id, &f, dialect),
+            )
+        });
+        let retry = u64::try_from(self.limits.retry.as_millis()).unwrap_or(u64::MAX);
+        tokio::spawn(relay(stream, retry, first, replay, (events, follow), tx));
+        event_stream(rx)
+    }
+}
+
+/// Sends the `retry:` time, `first` (encoded, without an event id: it is not in the log, and
+/// whether it ends the stream), the `replay`ed events of the log, then the task's live
+/// `events` (those the replay had skipped) to the client's `tx`, until one ends the stream or
+/// the client goes away (the task goes on, and its events stay in the log).
+async fn relay(
+    stream: Stream,
+    retry: u64,
+    first: Option<(bool, Vec<u8>)>,
+    replay: Vec<LoggedEvent>,
+    (events, follow): (
+        Option<broadcast::Receiver<Arc<LoggedEvent>>>,
+        Option<Follow>,
+    ),
+    tx: mpsc::Sender<Bytes>,
+) {
+    let id = &*stream.id;
+    let mut out = Vec::new();
+    sse::write_retry(&mut VecSink(&mut out), retry);
+    out.push(b'\n');
+    if tx.send(Bytes::from(out)).await.is_err() {
+        return;
+    }
+    if let Some((ends, first)) = first {
+        if tx.send(sse_event(0, &first)).await.is_err() || ends {
+            return;
         }
     }
+    // The last event replayed: the live events up to it were in the replay.
+    let mut replayed = 0;
+    for e in replay {
+        replayed = e.id;
+        if !stream.forward(&e, &tx).await {
+            return;
+        }
+    }
+    if let Some(follow) = follow {
+        follow.relay(&stream, &tx).await;
+        return;
+    }
+    let Some(mut events) = events else {
+        return;
+    };
+    loop {
+        let received = tokio::select! {
+            r = events.recv() => r,
+            () = tx.closed() => return,
+        };
+        match received {
+            Ok(e) if e.id != 0 && e.id <= replayed => {}
+            Ok(e) => {
+                if !stream.forward(&e, &tx).await {
+                    return;
+                }
+            }
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                let e = A2aError::with_message(
+                    ErrorKind::Internal,
+                    "the stream fell behind the task's events; resume it with Last-Event-ID",
+                );
+                let _ = tx.send(sse_event(0, &error(id, &e))).await;
+                return;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// A stream following a task's log ([`EventLog::watch`](crate::EventLog::watch)): read after
+/// its last event each time the log tells of new ones.
+pub(crate) struct Follow {
+    pub(crate) tasks: Arc<Tasks>,
+    pub(crate) task_id: String,
+    /// Who reads: the log is read as the subscriber, so it gets only what it may see.
+    pub(crate) identity: Identity,
+    pub(crate) watch: LogWatch,
+    /// The last event sent (0: none yet).
+    pub(crate) after: u64,
+}
+
+impl std::fmt::Debug for Follow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Follow")
+            .field("task_id", &self.task_id)
+            .field("after", &self.after)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Follow {
+    /// Sends the log's events after `after` to `tx`, each once, in order, as the log tells
+    /// of them, until one ends the stream, the client goes away, or the log cannot be read
+    /// (an error event then: the client resumes with `Last-Event-ID`).
+    async fn relay(mut self, stream: &Stream, tx: &mpsc::Sender<Bytes>) {
+        loop {
+            match self
+                .tasks
+                .read_log(&self.task_id, &self.identity, self.after)
+                .await
+            {
+                Ok(events) => {
+                    for e in events {
+                        self.after = e.id;
+                        if !stream.forward(&e, tx).await {
+                            return;
+                        }
+                    }
+                }
+                // Not logged yet: nothing to send.
+                Err(StoreError::NotFound) => {}
+                Err(e) => {
+                    tracing::warn!(task = self.task_id, error = %e, "a followed event log was not read");
+                    let e = A2aError::with_message(
+                        ErrorKind::Internal,
+                        "the task's event log could not be read; resume it with Last-Event-ID",
+                    );
+                    let _ = tx.send(sse_event(0, &error(&stream.id, &e))).await;
+                    return;
+                }
+            }
+            tokio::select! {
+                () = self.watch.changed() => {}
+                () = tx.closed() => return,
+            }
+        }
+    }
+}
+
+/// One `message` event carrying `message`, with the event id `id` (none for 0: an event not
+/// in the log, after which a client cannot resume).
+fn sse_event(id: u64, message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 40);
+    let id = (id != 0).then(|| id.to_string());
+    let data = std::str::from_utf8(message).unwrap_or("");
+    sse::write_event(&mut VecSink(&mut out), Some("message"), id.as_deref(), data);
+    Bytes::from(out)
 }
 
 /// What a stream's task keeps of its request.
 struct Stream {
     /// The request's id, as JSON text.
     id: Box<str>,
-    task_id: String,
     dialect: Dialect,
     /// See [`Opened::until_terminal`].
     until_terminal: bool,
+}
+
+impl Stream {
+    /// Sends logged event `e` to the client's `tx`, with its id; false when the stream is
+    /// over (the client went away, or `e` ends it).
+    async fn forward(&self, e: &LoggedEvent, tx: &mpsc::Sender<Bytes>) -> bool {
+        let ends = ends_with(self.until_terminal, &e.event);
+        let sent = tx
+            .send(sse_event(e.id, &event(&self.id, &e.event, self.dialect)))
+            .await
+            .is_ok();
+        sent && !ends
+    }
 }
 
 /// Whether a stream ends after `e`: at a terminal state only when `until_terminal` (a

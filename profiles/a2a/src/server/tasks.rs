@@ -23,12 +23,15 @@ use crate::push::config::TaskPushNotificationConfig as Config;
 use crate::push::ConfigError;
 use crate::push::{Push, TaskPushNotificationConfig};
 use crate::request::TurnRequest;
-use crate::store::{Lease, LeaseConfig, PushConfigStore, StoreError, TaskStore};
+use crate::store::{
+    leasable, EventLog, Lease, LeaseConfig, LoggedEvent, PushConfigStore, StoreError, TaskStore,
+};
 use crate::types::{
     ListTasksRequest, ListTasksResponse, Message, Role, StreamResponse, Task, TaskState,
     TaskStatus, TaskStatusUpdateEvent,
 };
 
+use super::publish::Publisher;
 use super::writes::{Write, Writes};
 
 /// The status message of a task failed because the process running it stopped renewing its
@@ -42,6 +45,10 @@ pub(crate) struct Tasks {
     store: Arc<dyn TaskStore>,
     /// The turns' writes to the store, in order, not waited for.
     pub(crate) writes: Arc<Writes>,
+    /// The turns' events to the event log and then to their subscribers, in order.
+    pub(crate) publisher: Arc<Publisher>,
+    /// The most events read from the log at once for a resumed stream.
+    max_replay: usize,
     /// This server's id as a lease holder, and its leases' timing.
     holder: String,
     leases: LeaseConfig,
@@ -66,14 +73,22 @@ pub(crate) struct Tasks {
 #[derive(Default)]
 struct Table {
     running: HashMap<String, Arc<Running>>,
-    waiting: HashMap<String, broadcast::Sender<Arc<StreamResponse>>>,
+    waiting: HashMap<String, broadcast::Sender<Arc<LoggedEvent>>>,
+}
+
+/// Where the tasks' stream events are logged (and how many are read from the log at once),
+/// and where push configs are written through to.
+pub(crate) struct TaskEvents {
+    pub(crate) log: Arc<dyn EventLog>,
+    pub(crate) push: Option<Arc<dyn PushConfigStore>>,
+    pub(crate) max_replay: usize,
 }
 
 /// The events a subscription to a task gets: the task as it is, and its events from then on.
-pub(crate) type Subscription = (Task, broadcast::Receiver<Arc<StreamResponse>>);
+pub(crate) type Subscription = (Task, broadcast::Receiver<Arc<LoggedEvent>>);
 
 /// A turn just started: the turn, and its events from the first on.
-pub(crate) type Started = (Arc<Running>, broadcast::Receiver<Arc<StreamResponse>>);
+pub(crate) type Started = (Arc<Running>, broadcast::Receiver<Arc<LoggedEvent>>);
 
 impl Tasks {
     pub(crate) fn new(
@@ -82,12 +97,15 @@ impl Tasks {
         limits: TaskLimits,
         send_wait: Duration,
         push: Option<Arc<Push>>,
-        push_store: Option<Arc<dyn PushConfigStore>>,
         leases: LeaseConfig,
+        stores: TaskEvents,
     ) -> Self {
+        let writes = Writes::new(Arc::clone(&store));
         Tasks {
             agent,
-            writes: Writes::new(Arc::clone(&store)),
+            writes: Arc::clone(&writes),
+            publisher: Publisher::new(stores.log, writes, limits.max_pending_events),
+            max_replay: stores.max_replay,
             store,
             holder: new_id("server"),
             leases,
@@ -96,7 +114,7 @@ impl Tasks {
             send_wait,
             table: Mutex::default(),
             push,
-            push_store,
+            push_store: stores.push,
             push_writes: tokio::sync::Mutex::new(()),
         }
     }
@@ -158,6 +176,7 @@ impl Tasks {
             self.keeping.store(false, Ordering::Release);
             return;
         };
+        self.cancel_on_request(&runtime);
         let tasks = Arc::downgrade(self);
         let every = self.leases.renew_interval();
         runtime.spawn(async move {
@@ -202,14 +221,55 @@ impl Tasks {
                     }
                     // Subscribers here to the task of a process that died: the final state
                     // ends their streams.
+                    let id = tasks.log(&task, event.clone()).await;
                     if let Some(tx) = tasks.table().waiting.remove(&task.id) {
-                        let _ = tx.send(Arc::new(event));
+                        let _ = tx.send(Arc::new(LoggedEvent { id, event }));
                     }
                 }
             }
             Err(e) => tracing::warn!(error = %e, "lapsed leases not swept"),
         }
         true
+    }
+
+    /// Appends `event` of `task` to the event log: its id there, or 0 when it was not logged.
+    async fn log(&self, task: &Task, event: StreamResponse) -> u64 {
+        match self
+            .publisher
+            .log
+            .append(&task.id, task.owner.as_deref(), event)
+            .await
+        {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::warn!(task = task.id, error = %e, "a task's event was not logged");
+                0
+            }
+        }
+    }
+
+    /// The events of task `id`'s log after event `after`, to `identity`.
+    pub(crate) async fn read_log(
+        &self,
+        id: &str,
+        identity: &Identity,
+        after: u64,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        // In pages: a log may keep more than a page (the log bounds the whole).
+        let mut events: Vec<LoggedEvent> = Vec::new();
+        loop {
+            let from = events.last().map_or(after, |e| e.id);
+            let page = self
+                .publisher
+                .log
+                .read_after(id, subject(identity), from, self.max_replay)
+                .await?;
+            let whole = page.len() < self.max_replay;
+            events.extend(page);
+            if whole {
+                return Ok(events);
+            }
+        }
     }
 
     /// A lease of this server's from now.
@@ -250,6 +310,10 @@ impl Tasks {
         // A turn started while the store was read: its events from now on.
         if let Some(running) = table.running.get(id) {
             return Ok((running.snapshot(), running.events.subscribe()));
+        }
+        // A turn over whose last events wait for the log: those, as they are logged.
+        if let Some(events) = self.publisher.subscribe_pending(id) {
+            return Ok((task, events));
         }
         if task.status.state.is_terminal() {
             return Err(A2aError::with_message(
@@ -334,7 +398,7 @@ impl Tasks {
             let waiting = table.waiting.remove(&task_id);
             let running = Running::new(
                 task,
-                Arc::clone(&self.writes),
+                (Arc::clone(&self.writes), Arc::clone(&self.publisher)),
                 self.limits,
                 waiting,
                 self.push.clone(),
@@ -455,6 +519,8 @@ impl Tasks {
             // The turn's future is dropped at its next await; a turn that never yields
             // still answers the request, as it is now.
             let _ = tokio::time::timeout(self.send_wait, phase.wait_for(|p| p.done)).await;
+            // Answered once the store has it (as `SendMessage` is).
+            let _ = tokio::time::timeout(self.send_wait, self.writes.settled(id)).await;
             let task = running.snapshot();
             if task.status.state == TaskState::Canceled {
                 return Ok(task);
@@ -464,6 +530,17 @@ impl Tasks {
         let mut task = self.visible(id, identity).await?;
         if task.status.state.is_terminal() {
             return Err(ErrorKind::TaskNotCancelable.into());
+        }
+        // A turn running on another replica: asked to stop there, and its end waited for.
+        if leasable(task.status.state) {
+            match self.store.request_cancel(id).await {
+                Ok(true) => return self.canceled_elsewhere(id, identity).await,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(task = id, error = %e, "a cancellation was not asked for");
+                    return Err(ErrorKind::Internal.into());
+                }
+            }
         }
         // Waiting for input, no turn running: cancelled here.
         task.status = TaskStatus {
@@ -481,10 +558,65 @@ impl Tasks {
         if let Some(push) = &self.push {
             push.notify(&task.id, &event);
         }
+        let logged = self.log(&task, event.clone()).await;
         if let Some(tx) = self.table().waiting.remove(id) {
-            let _ = tx.send(Arc::new(event));
+            let _ = tx.send(Arc::new(LoggedEvent { id: logged, event }));
         }
         Ok(task)
+    }
+
+    /// Waits, at most `send_wait`, for task `id`, whose cancellation was asked of the
+    /// replica running it, to end: the task once canceled, `TaskNotCancelable` when it ended
+    /// otherwise or not in time (its replica died: the lease's sweep fails it).
+    async fn canceled_elsewhere(
+        self: &Arc<Self>,
+        id: &str,
+        identity: &Identity,
+    ) -> Result<Task, A2aError> {
+        let deadline = tokio::time::Instant::now() + self.send_wait;
+        let mut every = Duration::from_millis(5);
+        loop {
+            let task = self.visible(id, identity).await?;
+            match task.status.state {
+                TaskState::Canceled => return Ok(task),
+                s if s.is_terminal() => break,
+                _ => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + every)).await;
+            every = (every * 2).min(Duration::from_millis(100));
+        }
+        Err(ErrorKind::TaskNotCancelable.into())
+    }
+
+    /// Cancels, when its turn runs here, each task another replica (or this one) asked to
+    /// cancel through the store ([`TaskStore::request_cancel`]); ends with the server or the
+    /// store's channel.
+    fn cancel_on_request(self: &Arc<Self>, runtime: &tokio::runtime::Handle) {
+        let Some(mut requests) = self.store.cancel_requests() else {
+            return;
+        };
+        let tasks = Arc::downgrade(self);
+        runtime.spawn(async move {
+            loop {
+                let id = match requests.recv().await {
+                    Ok(id) => id,
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(lost = n, "cancellation requests lost (too many at once)");
+                        continue;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(tasks) = tasks.upgrade() else {
+                    return;
+                };
+                if let Some(running) = tasks.running(&id) {
+                    running.phase.send_modify(|p| p.cancel = true);
+                }
+            }
+        });
     }
 
     /// A turn is over: the task's state settled, the turn forgotten, its waiters woken.

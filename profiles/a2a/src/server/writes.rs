@@ -29,11 +29,24 @@ pub(crate) enum Write {
     Remove,
 }
 
-/// The writes not yet done: per task, the one in flight and the next.
+/// The writes not yet done: per task, the one in flight and the next, each with its number
+/// (one sequence for all tasks), and the number of the last done.
 #[derive(Default)]
 struct Slot {
     in_flight: Option<Write>,
     next: Option<Write>,
+    in_flight_seq: u64,
+    next_seq: u64,
+    /// Every write of the task numbered up to this is in the store (a write replaced by a
+    /// later one before it started is in the store once that one is).
+    done: u64,
+}
+
+impl Slot {
+    /// The number of the latest write made.
+    fn made(&self) -> u64 {
+        self.in_flight_seq.max(self.next_seq)
+    }
 }
 
 impl Slot {
@@ -46,7 +59,9 @@ impl Slot {
 pub(crate) struct Writes {
     store: Arc<dyn TaskStore>,
     slots: Mutex<HashMap<String, Slot>>,
-    /// Woken each time a task's writes are all done.
+    /// The number of the next write.
+    seq: std::sync::atomic::AtomicU64,
+    /// Woken each time a write is done.
     settled: tokio::sync::Notify,
 }
 
@@ -55,6 +70,7 @@ impl Writes {
         Arc::new(Writes {
             store,
             slots: Mutex::default(),
+            seq: std::sync::atomic::AtomicU64::new(1),
             settled: tokio::sync::Notify::new(),
         })
     }
@@ -68,14 +84,30 @@ impl Writes {
         self.slots().get(id).and_then(Slot::latest).cloned()
     }
 
-    /// Returns once the store has every write of task `id` made so far: a write made past
-    /// them (a turn's first, with its lease) then lands after them.
+    /// The number of task `id`'s latest write the store may not have yet; 0 when the store
+    /// has them all.
+    pub(crate) fn made(&self, id: &str) -> u64 {
+        self.slots().get(id).map_or(0, Slot::made)
+    }
+
+    /// Returns once the store has every write of task `id` made so far (later ones are not
+    /// waited for): a write made past them (a turn's first, with its lease) then lands after
+    /// them.
     pub(crate) async fn settled(&self, id: &str) {
+        self.written(id, self.made(id)).await;
+    }
+
+    /// Returns once the store has task `id`'s write numbered `seq` ([`made`](Self::made)) and
+    /// those before it; at once for 0.
+    pub(crate) async fn written(&self, id: &str, seq: u64) {
+        if seq == 0 {
+            return;
+        }
         loop {
             let notified = self.settled.notified();
             let mut notified = std::pin::pin!(notified);
             notified.as_mut().enable();
-            if !self.slots().contains_key(id) {
+            if self.slots().get(id).is_none_or(|s| s.done >= seq) {
                 return;
             }
             notified.await;
@@ -85,8 +117,10 @@ impl Writes {
     /// Writes `write` of task `id`, after its writes before.
     pub(crate) fn write(self: &Arc<Self>, id: &str, write: Write) {
         let mut slots = self.slots();
+        let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Some(slot) = slots.get_mut(id) {
             slot.next = Some(write);
+            slot.next_seq = seq;
             return;
         }
         if self.store.answers_at_once() {
@@ -107,7 +141,8 @@ impl Writes {
             id.to_owned(),
             Slot {
                 in_flight: Some(write),
-                next: None,
+                in_flight_seq: seq,
+                ..Slot::default()
             },
         );
         drop(slots);
@@ -121,9 +156,12 @@ impl Writes {
                     let Some(slot) = slots.get_mut(&owned) else {
                         return Ok(());
                     };
+                    slot.done = slot.in_flight_seq;
+                    this.settled.notify_waiters();
                     match slot.next.take() {
                         Some(next) => {
                             slot.in_flight = Some(next.clone());
+                            slot.in_flight_seq = slot.next_seq;
                             next
                         }
                         None => {

@@ -47,6 +47,72 @@ pub trait EventLog: Send + Sync + 'static {
     fn trim<'a>(&'a self, task_id: &'a str, through: u64) -> StoreFuture<'a, usize>;
     /// Forgets task `task_id`'s log.
     fn forget<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, ()>;
+    /// Whether every future this log returns is ready at its first poll (it never waits:
+    /// memory). The server then appends an agent's event in place and sends it at once;
+    /// otherwise a task of the server's appends a task's events in order, and each is sent
+    /// to live subscribers once appended. False unless overridden.
+    fn answers_at_once(&self) -> bool {
+        false
+    }
+    /// News of events appended to task `task_id`'s log by any process (other replicas
+    /// sharing the log included), for a stream here whose task runs elsewhere: `None` (the
+    /// default) when this log has no other writer than this process, whose streams get its
+    /// events live. A stream that has one reads the log after its last event each time the
+    /// watch says so.
+    fn watch(&self, task_id: &str) -> Option<LogWatch> {
+        let _ = task_id;
+        None
+    }
+    /// The id of the latest event of task `task_id`'s log that `caller` may see (0: none
+    /// yet), where a stream that starts with the task as it is follows the log from.
+    /// [`StoreError::NotFound`] as [`read_after`](Self::read_after). The default reads the
+    /// whole log (and fails with [`StoreError::Trimmed`] once it was trimmed); a log with a
+    /// [`watch`](Self::watch) overrides it.
+    fn last_id<'a>(&'a self, task_id: &'a str, caller: Option<&'a str>) -> StoreFuture<'a, u64> {
+        Box::pin(async move {
+            let events = self.read_after(task_id, caller, 0, usize::MAX).await?;
+            Ok(events.last().map_or(0, |e| e.id))
+        })
+    }
+}
+
+/// What a stream follows a task's log with when the task's events may be appended by another
+/// process ([`EventLog::watch`]): woken when the log tells of a new event of the task, and,
+/// while the log cannot tell (its listening connection is down), every `poll` instead.
+#[derive(Debug, Clone)]
+pub struct LogWatch {
+    /// Changes when the log hears of a new event of the task (its value: the latest id
+    /// heard of, or 0 after the log reconnected and may have missed some).
+    pub appended: tokio::sync::watch::Receiver<u64>,
+    /// Whether the log hears of new events now; while false, the stream polls.
+    pub listening: tokio::sync::watch::Receiver<bool>,
+    /// How often a stream reads the log while the log does not listen.
+    pub poll: std::time::Duration,
+}
+
+impl LogWatch {
+    /// Returns once the log may have events not yet read: at the next news of one, or,
+    /// while the log does not listen (or once it stopped), after `poll`.
+    pub async fn changed(&mut self) {
+        let listening = *self.listening.borrow_and_update();
+        if !listening {
+            tokio::time::sleep(self.poll).await;
+            return;
+        }
+        tokio::select! {
+            r = self.appended.changed() => {
+                if r.is_err() {
+                    // The log is gone: poll from now on.
+                    self.listening = tokio::sync::watch::channel(false).1;
+                }
+            }
+            r = self.listening.changed() => {
+                if r.is_err() {
+                    self.listening = tokio::sync::watch::channel(false).1;
+                }
+            }
+        }
+    }
 }
 
 /// The bounds of a [`MemoryEventLog`] (and of the SQLite store's logs).
@@ -216,6 +282,10 @@ impl MemoryEventLog {
 }
 
 impl EventLog for MemoryEventLog {
+    fn answers_at_once(&self) -> bool {
+        true
+    }
+
     fn append<'a>(
         &'a self,
         task_id: &'a str,

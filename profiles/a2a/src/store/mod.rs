@@ -22,6 +22,10 @@ mod events;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_listen;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -30,7 +34,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-pub use events::{EventLog, EventLogLimits, LoggedEvent, MemoryEventLog};
+pub use events::{EventLog, EventLogLimits, LogWatch, LoggedEvent, MemoryEventLog};
 pub use memory::{MemoryTaskStore, StoreLimits};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresError, PostgresOptions, PostgresTaskStore};
@@ -168,6 +172,21 @@ pub trait TaskStore: Send + Sync + 'static {
     /// keeps a copy of the latest not yet done for reads. False unless overridden.
     fn answers_at_once(&self) -> bool {
         false
+    }
+    /// Asks the process running task `id`'s turn, wherever it is, to cancel it: true when
+    /// asked (a store other processes share, which tells them through
+    /// [`cancel_requests`](Self::cancel_requests)), false (the default) when this store has
+    /// no other process to ask (the server then cancels a task no turn of its own runs in
+    /// the store itself).
+    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        let _ = id;
+        ready(Ok(false))
+    }
+    /// The ids of tasks whose cancellation a process asked for with
+    /// [`request_cancel`](Self::request_cancel) (this one included): the server cancels those
+    /// whose turn it runs. `None` (the default) for a store no other process shares.
+    fn cancel_requests(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
     }
 }
 

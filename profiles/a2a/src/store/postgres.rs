@@ -31,15 +31,15 @@ use tokio_postgres::{Client, Config, NoTls, Row, Transaction};
 
 use super::events::may_read;
 use super::memory::{Cursor, Page};
+use super::postgres_listen::{listen, Watchers, CANCEL_CHANNEL, CHANNEL};
+use super::sql;
 use super::{
-    lapse, leasable, EventLog, EventLogLimits, Lease, LoggedEvent, PushConfigStore, StoreError,
-    StoreFuture, StoreLimits, TaskStore,
+    lapse, leasable, EventLog, EventLogLimits, Lease, LogWatch, LoggedEvent, PushConfigStore,
+    StoreError, StoreFuture, StoreLimits, TaskStore,
 };
 use crate::push::TaskPushNotificationConfig;
 use crate::timestamp::parse_micros;
-use crate::types::{
-    Artifact, ListTasksRequest, ListTasksResponse, Message, StreamResponse, Task, TaskState,
-};
+use crate::types::{ListTasksRequest, ListTasksResponse, StreamResponse, Task, TaskState};
 
 /// Why a PostgreSQL store could not be opened or used.
 #[derive(Debug, thiserror::Error)]
@@ -139,6 +139,10 @@ pub struct PostgresOptions {
     /// `statement_timeout`), so that a stuck database fails a call rather than hanging it;
     /// 30 s by default. Connecting is bounded too: 10 s unless the URL says otherwise.
     pub statement_timeout: Duration,
+    /// How often a stream following a task's log here reads it while the connection that
+    /// listens for other replicas' appends is down (and how long that connection waits
+    /// before reconnecting); 1 s by default.
+    pub poll_interval: Duration,
 }
 
 impl Default for PostgresOptions {
@@ -147,6 +151,7 @@ impl Default for PostgresOptions {
             pool_size: 4,
             schema: None,
             statement_timeout: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(1),
         }
     }
 }
@@ -226,6 +231,8 @@ async fn connect(config: &Config) -> Result<Client, PostgresError> {
 /// database.
 pub struct PostgresTaskStore {
     pool: Pool,
+    /// The streams here following tasks' logs, woken by other replicas' appends.
+    watchers: Arc<Watchers>,
     limits: StoreLimits,
     event_limits: EventLogLimits,
 }
@@ -280,7 +287,14 @@ impl PostgresTaskStore {
         }
         let mut client = connect(&config).await?;
         migrate(&mut client, options.schema.as_deref()).await?;
+        let watchers = Watchers::new(options.poll_interval);
+        tokio::spawn(listen(
+            config.clone(),
+            Arc::downgrade(&watchers),
+            options.poll_interval,
+        ));
         let store = PostgresTaskStore {
+            watchers,
             pool: Pool {
                 config,
                 gate: Semaphore::new(options.pool_size.max(1)),
@@ -351,19 +365,13 @@ fn to_i64(n: usize) -> i64 {
 
 /// The state's wire name, as the `state` column holds it.
 fn state_name(state: TaskState) -> Result<String, PostgresError> {
-    Ok(match serde_json::to_value(state)? {
-        serde_json::Value::String(s) => s,
-        other => other.to_string(),
-    })
+    Ok(sql::state_name(state)?)
 }
 
-/// A task from a row whose first four columns are task, history, artifacts, owner.
+/// A task row (`task`, `history`, `artifacts`, `owner` first), read back into the task.
 fn decode(row: &Row) -> Result<Task, PostgresError> {
-    let mut t: Task = serde_json::from_str(row.try_get(0)?)?;
-    t.history = serde_json::from_str::<Vec<Message>>(row.try_get(1)?)?;
-    t.artifacts = serde_json::from_str::<Vec<Artifact>>(row.try_get(2)?)?;
-    t.owner = row.try_get(3)?;
-    Ok(t)
+    let (task, history, artifacts) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+    Ok(sql::decode(task, history, artifacts, row.try_get(3)?)?)
 }
 
 const SELECT: &str = "SELECT task, history, artifacts, owner FROM tasks";
@@ -531,28 +539,14 @@ async fn list(
             ],
         )
         .await?;
-    let mut tasks = Vec::with_capacity(page_size);
-    let mut last = None;
-    let mut more = false;
-    for row in &rows {
-        if tasks.len() == page_size {
-            more = true;
-            break;
-        }
-        tasks.push(decode(row)?);
-        last = Some(Cursor {
-            at: row.try_get(4)?,
-            seq: u64::try_from(row.try_get::<_, i64>(5)?).unwrap_or(0),
-        });
-    }
-    Ok(ListTasksResponse {
-        tasks,
-        next_page_token: match last {
-            Some(c) if more => c.write(),
-            _ => String::new(),
-        },
-        page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
-        total_size: i32::try_from(total).unwrap_or(i32::MAX),
+    sql::page(rows.iter().map(Ok), page_size, total, |row| {
+        let at = row.try_get(4).map_err(PostgresError::from)?;
+        let seq = u64::try_from(row.try_get::<_, i64>(5).map_err(PostgresError::from)?);
+        let cursor = Cursor {
+            at,
+            seq: seq.unwrap_or(0),
+        };
+        Ok((decode(row)?, cursor))
     })
 }
 
@@ -669,6 +663,13 @@ async fn append(
         &[&task_id, &first],
     )
     .await?;
+    // Delivered at commit: a replica woken by it reads the event. NOTIFY's payload is at
+    // most 8 000 bytes; a task id near that is not announced (its streams elsewhere poll).
+    let payload = format!("{task_id} {id}");
+    if payload.len() < 8000 {
+        tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])
+            .await?;
+    }
     tx.commit().await?;
     Ok(u64::try_from(id).unwrap_or(0))
 }
@@ -728,6 +729,25 @@ impl PostgresTaskStore {
 }
 
 impl TaskStore for PostgresTaskStore {
+    fn request_cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+        self.with(move |pool| async move {
+            // Payloads are at most 8 000 bytes: a longer id is no task of this server's.
+            if id.len() >= 8000 {
+                return Ok(false);
+            }
+            pool.get()
+                .await?
+                .client()
+                .execute("SELECT pg_notify($1, $2)", &[&CANCEL_CHANNEL, &id])
+                .await?;
+            Ok(true)
+        })
+    }
+
+    fn cancel_requests(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        Some(self.watchers.cancels.subscribe())
+    }
+
     fn put(&self, task: Task, lease: Option<Lease>) -> StoreFuture<'_, ()> {
         let limits = self.limits;
         self.with(
@@ -808,6 +828,32 @@ impl TaskStore for PostgresTaskStore {
 }
 
 impl EventLog for PostgresTaskStore {
+    fn watch(&self, task_id: &str) -> Option<LogWatch> {
+        Some(self.watchers.watch(task_id))
+    }
+
+    fn last_id<'a>(&'a self, task_id: &'a str, caller: Option<&'a str>) -> StoreFuture<'a, u64> {
+        self.with(move |pool| async move {
+            let mut c = pool.get().await?;
+            let row = c
+                .client()
+                .query_opt(
+                    "SELECT owner, next_id FROM event_logs WHERE task_id = $1",
+                    &[&task_id],
+                )
+                .await?;
+            let Some(row) = row else {
+                return Err(StoreError::NotFound);
+            };
+            let owner: Option<&str> = row.try_get(0)?;
+            if !may_read(owner, caller) {
+                return Err(StoreError::NotFound);
+            }
+            let next: i64 = row.try_get(1)?;
+            Ok(u64::try_from(next - 1).unwrap_or(0))
+        })
+    }
+
     fn append<'a>(
         &'a self,
         task_id: &'a str,

@@ -1,6 +1,7 @@
 //! The PostgreSQL store's own checks: schema names, migrations, and the bounds at their
 //! edges, against a server of the test's own (`rpcwire_tests::postgres`).
 use super::*;
+use crate::types::Message;
 
 #[test]
 fn schema_names_are_plain_identifiers() {

@@ -19,15 +19,14 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::events::may_read;
 use super::memory::{Cursor, Page};
+use super::sql;
 use super::{
     lapse, leasable, EventLog, EventLogLimits, Lease, LoggedEvent, PushConfigStore, StoreError,
     StoreFuture, StoreLimits, TaskStore,
 };
 use crate::push::TaskPushNotificationConfig;
 use crate::timestamp::parse_micros;
-use crate::types::{
-    Artifact, ListTasksRequest, ListTasksResponse, Message, StreamResponse, Task, TaskState,
-};
+use crate::types::{ListTasksRequest, ListTasksResponse, StreamResponse, Task, TaskState};
 
 /// Why a SQLite store could not be opened or used: the database's error, or a row whose
 /// JSON does not decode.
@@ -317,10 +316,7 @@ fn micros(t: SystemTime) -> i64 {
 
 /// The state's wire name, as the `state` column holds it.
 fn state_name(state: TaskState) -> Result<String, SqliteError> {
-    Ok(match serde_json::to_value(state)? {
-        serde_json::Value::String(s) => s,
-        other => other.to_string(),
-    })
+    Ok(sql::state_name(state)?)
 }
 
 /// The columns of one task row, read back into the task.
@@ -330,11 +326,7 @@ fn decode(
     artifacts: &str,
     owner: Option<String>,
 ) -> Result<Task, SqliteError> {
-    let mut t: Task = serde_json::from_str(task)?;
-    t.history = serde_json::from_str::<Vec<Message>>(history)?;
-    t.artifacts = serde_json::from_str::<Vec<Artifact>>(artifacts)?;
-    t.owner = owner;
-    Ok(t)
+    Ok(sql::decode(task, history, artifacts, owner)?)
 }
 
 const SELECT: &str = "SELECT task, history, artifacts, owner FROM tasks";
@@ -524,30 +516,17 @@ fn list(
             |r| Ok((row_task(r)?, r.get::<_, i64>(4)?, r.get::<_, i64>(5)?)),
         )
         .map_err(SqliteError::from)?;
-    let mut tasks = Vec::with_capacity(page_size);
-    let mut last = None;
-    let mut more = false;
-    for row in rows {
-        let ((task, history, artifacts, owner), at, seq) = row.map_err(SqliteError::from)?;
-        if tasks.len() == page_size {
-            more = true;
-            break;
-        }
-        tasks.push(decode(&task, &history, &artifacts, owner)?);
-        last = Some(Cursor {
-            at,
-            seq: u64::try_from(seq).unwrap_or(0),
-        });
-    }
-    Ok(ListTasksResponse {
-        tasks,
-        next_page_token: match last {
-            Some(c) if more => c.write(),
-            _ => String::new(),
+    let rows = rows.map(|r| r.map_err(|e| StoreError::from(SqliteError::from(e))));
+    sql::page(
+        rows,
+        page_size,
+        total,
+        |((task, history, artifacts, owner), at, seq)| {
+            let task = decode(&task, &history, &artifacts, owner)?;
+            let seq = u64::try_from(seq).unwrap_or(0);
+            Ok((task, Cursor { at, seq }))
         },
-        page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
-        total_size: i32::try_from(total).unwrap_or(i32::MAX),
-    })
+    )
 }
 
 fn fail_lapsed(
