@@ -28,7 +28,8 @@ use crate::types::{
 };
 
 use super::checks::Admission;
-use super::post::{Handover, Opened, Post};
+use super::post::Post;
+use super::streams::{Handover, Opened};
 use super::tasks::{check_history_length, subject, with_history, Tasks};
 
 /// What the methods work with.

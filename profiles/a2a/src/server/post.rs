@@ -9,16 +9,13 @@
 //! [`Caller`](rpcwire_service::Caller) carries the `Post` (as its transport metadata): one per
 //! POST, so a stream reaches only the request that made it.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use http::HeaderMap;
-use tokio::sync::broadcast;
 
 use super::checks::requested_extensions;
-use crate::compat::Dialect;
+use super::streams::Handover;
 use crate::error::{A2aError, ErrorKind};
-use crate::store::LoggedEvent;
-use crate::types::StreamResponse;
 
 /// The header naming the protocol version a request speaks.
 pub const VERSION_HEADER: &str = "a2a-version";
@@ -38,38 +35,6 @@ pub(crate) struct Post {
     /// The request's headers, until a method that starts a turn takes them.
     headers: Mutex<Option<HeaderMap>>,
     stream: Mutex<Option<Handover>>,
-}
-
-/// What a streaming method hands the edge to stream.
-#[derive(Debug)]
-pub(crate) enum Handover {
-    /// A stream: `first`, the events replayed from the task's log, then the task's live
-    /// events, each a JSON-RPC response with the request's id. Boxed: the caller of a POST
-    /// (which its turn keeps) holds the room of the largest variant once the stream is taken.
-    Open(Box<Opened>),
-}
-
-/// A stream's parts ([`Handover::Open`]).
-#[derive(Debug)]
-pub(crate) struct Opened {
-    /// The request's id, as JSON text.
-    pub(crate) id: Box<str>,
-    /// The event sent before the task's own (the task as it is, for a subscription), with
-    /// no event id: it is not in the task's log.
-    pub(crate) first: Option<StreamResponse>,
-    /// The events of the task's log after the client's `Last-Event-ID` (a resumption).
-    pub(crate) replay: Vec<LoggedEvent>,
-    /// The task's live events, from the first not yet sent (none: the task is over, the
-    /// replay is all there is).
-    pub(crate) events: Option<broadcast::Receiver<Arc<LoggedEvent>>>,
-    /// Instead of live events: the task's log, read as it tells of new events (a log that
-    /// other replicas append to).
-    pub(crate) follow: Option<super::streams::Follow>,
-    /// The shapes its events are written in.
-    pub(crate) dialect: Dialect,
-    /// The stream ends at a terminal state only (a subscription), not at an interrupted one
-    /// too (the stream of a message, which ends with its turn).
-    pub(crate) until_terminal: bool,
 }
 
 impl Post {

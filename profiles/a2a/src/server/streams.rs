@@ -23,7 +23,6 @@ use crate::store::{LogWatch, LoggedEvent, StoreError};
 use crate::types::{StreamResponse, TaskState};
 use rpcwire_service::Identity;
 
-use super::post::{Handover, Opened};
 use super::tasks::Tasks;
 
 /// The streams of one server: their `retry:` time.
@@ -133,6 +132,38 @@ async fn relay(
             Err(broadcast::error::RecvError::Closed) => return,
         }
     }
+}
+
+/// What a streaming method hands the edge to stream.
+#[derive(Debug)]
+pub(crate) enum Handover {
+    /// A stream: `first`, the events replayed from the task's log, then the task's live
+    /// events, each a JSON-RPC response with the request's id. Boxed: the caller of a POST
+    /// (which its turn keeps) holds the room of the largest variant once the stream is taken.
+    Open(Box<Opened>),
+}
+
+/// A stream's parts ([`Handover::Open`]).
+#[derive(Debug)]
+pub(crate) struct Opened {
+    /// The request's id, as JSON text.
+    pub(crate) id: Box<str>,
+    /// The event sent before the task's own (the task as it is, for a subscription), with
+    /// no event id: it is not in the task's log.
+    pub(crate) first: Option<StreamResponse>,
+    /// The events of the task's log after the client's `Last-Event-ID` (a resumption).
+    pub(crate) replay: Vec<LoggedEvent>,
+    /// The task's live events, from the first not yet sent (none: the task is over, the
+    /// replay is all there is).
+    pub(crate) events: Option<broadcast::Receiver<Arc<LoggedEvent>>>,
+    /// Instead of live events: the task's log, read as it tells of new events (a log that
+    /// other replicas append to).
+    pub(crate) follow: Option<Follow>,
+    /// The shapes its events are written in.
+    pub(crate) dialect: Dialect,
+    /// The stream ends at a terminal state only (a subscription), not at an interrupted one
+    /// too (the stream of a message, which ends with its turn).
+    pub(crate) until_terminal: bool,
 }
 
 /// A stream following a task's log ([`EventLog::watch`](crate::EventLog::watch)): read after
