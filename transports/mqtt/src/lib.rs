@@ -54,6 +54,12 @@ pub use server::{reply_topic, MqttServer, OFFLINE, ONLINE, REPLY_LEVEL};
 /// names it.
 pub const MQTT: rpcwire_tokio::Transport = rpcwire_tokio::Transport::new("mqtt", "tcp");
 
+/// The most QoS 1 and 2 publishes of a connection awaiting the broker's acknowledgement when
+/// its `MqttOptions` set no limit (`set_outgoing_inflight_upper_limit`): `rumqttc` allocates a
+/// slot for each up front, 65 536 by default (13.5 MiB a connection, measured), and the
+/// broker's Receive Maximum bounds them anyway (Mosquitto's default: 20).
+pub const MAX_INFLIGHT: u16 = 256;
+
 /// Why a server or a client stopped or could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -88,13 +94,15 @@ impl Subscribed {
     /// Connects with `options` (a request channel of `capacity`), subscribes to `filters` at
     /// `qos`, and returns once the broker has acknowledged the subscriptions.
     async fn connect(
-        options: rumqttc::v5::MqttOptions,
+        mut options: rumqttc::v5::MqttOptions,
         capacity: usize,
         filters: Vec<String>,
         qos: QoS,
         status: Option<String>,
         pause: std::time::Duration,
     ) -> Result<(rumqttc::v5::AsyncClient, Subscribed), MqttError> {
+        let inflight = options.get_outgoing_inflight_upper_limit();
+        options.set_outgoing_inflight_upper_limit(inflight.unwrap_or(MAX_INFLIGHT));
         let (mqtt, events) = rumqttc::v5::AsyncClient::new(options, capacity);
         let mut subscribed = Subscribed {
             events,
