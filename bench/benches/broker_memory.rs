@@ -109,15 +109,27 @@ fn run(mosquitto: &str) -> Result<String, Error> {
     let _mqtt = broker(mosquitto, &["-c", &config.to_string_lossy()], mqtt_port)?;
     let nats_url = format!("nats://127.0.0.1:{nats_port}");
     let mqtt_url = format!("127.0.0.1:{mqtt_port}");
+    // Each kind, and the row of the plain client it is compared with.
     let kinds = [
-        ("rpcwire-nats", "rpcwire `NatsClient`", &nats_url),
-        ("nats", "plain `async-nats` client", &nats_url),
-        ("rpcwire-mqtt", "rpcwire `MqttClient`", &mqtt_url),
-        ("mqtt", "plain `rumqttc` client", &mqtt_url),
+        ("rpcwire-nats", "rpcwire `NatsClient`", &nats_url, 1),
+        ("nats", "plain `async-nats` client", &nats_url, 1),
+        ("rpcwire-mqtt", "rpcwire `MqttClient`", &mqtt_url, 4),
+        (
+            "mqtt",
+            "plain `rumqttc` client, default options",
+            &mqtt_url,
+            3,
+        ),
+        (
+            "mqtt-256",
+            "plain `rumqttc` client, in-flight limit 256",
+            &mqtt_url,
+            4,
+        ),
     ];
     let mut figures = vec![Vec::new(); kinds.len()];
     for round in 0..rounds {
-        for (i, (kind, _, url)) in kinds.iter().enumerate() {
+        for (i, (kind, _, url, _)) in kinds.iter().enumerate() {
             let kib = per_client(&program, kind, url, n)?;
             eprintln!("round {round}: {kind}: {kib:.1} KiB per client");
             figures[i].push(kib);
@@ -126,12 +138,12 @@ fn run(mosquitto: &str) -> Result<String, Error> {
     let med: Vec<f64> = figures.iter().map(|f| median(f).unwrap_or(0.0)).collect();
     let mut table = format!(
         "RSS growth per idle client connection, {n} clients, median of {rounds} rounds\n\n\
-         | client | KiB per client | ratio to the plain client |\n|---|---:|---:|\n"
+         | client | KiB per client | ratio |\n|---|---:|---|\n"
     );
-    for (i, (_, name, _)) in kinds.iter().enumerate() {
-        // Each rpcwire row against the plain client of its broker (the row after it).
-        let reference = med[i | 1];
-        table += &format!("| {name} | {:.1} | {:.2}x |\n", med[i], med[i] / reference);
+    for (i, (_, name, _, reference)) in kinds.iter().enumerate() {
+        let (of, to) = (med[i], med[*reference]);
+        let against = kinds[*reference].1;
+        table += &format!("| {name} | {of:.1} | {:.2}x {against} |\n", of / to);
     }
     Ok(table)
 }

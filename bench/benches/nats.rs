@@ -9,9 +9,10 @@
 //! Throughput: W1 calls (`subtract [42,23]`, every answer checked) from `nats-feed` (4
 //! connections, 32 requests under way on each), both servers on one worker thread; median of
 //! `RPCWIRE_BENCH_ROUNDS` (default 3) rounds of `RPCWIRE_BENCH_SCALE` x 40 000 calls, the
-//! servers alternating (in the other order with `RPCWIRE_BENCH_PLAIN_FIRST=1`). Instructions per call: `bench/callgrind-nats.sh`. The table is printed
-//! and written to `target/bench-nats.md`. Without `nats-server` (`.ci/install/brokers.sh`) it
-//! prints `SKIPPED` and ends.
+//! servers alternating (in the other order with `RPCWIRE_BENCH_PLAIN_FIRST=1`). Instructions
+//! per call: `bench/callgrind-nats.sh`. The table is printed and written to
+//! `target/bench-nats.md`. Without `nats-server` (`.ci/install/brokers.sh`) it prints
+//! `SKIPPED` and ends.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};

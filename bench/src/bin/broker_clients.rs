@@ -4,7 +4,8 @@
 //! KIND is one of `rpcwire-nats` (`async_nats::connect` and `rpcwire_nats::NatsClient::start`),
 //! `nats` (`async_nats::connect` alone), `rpcwire-mqtt` (`rpcwire_mqtt::MqttClient::start`:
 //! connected and subscribed to its reply topic) or `mqtt` (a `rumqttc` MQTT 5 client whose
-//! event loop is polled in a task, subscribed to a reply topic of its own). Every client is
+//! event loop is polled in a task, subscribed to a reply topic of its own; `mqtt-256`: the
+//! same with the outgoing in-flight limit `rpcwire_mqtt` sets, 256). Every client is
 //! ready (its subscriptions acknowledged, or flushed to the NATS server) before the second
 //! reading, and none is used after it.
 //!
@@ -59,9 +60,13 @@ async fn client(kind: &str, url: &str, i: usize) -> Result<Held, Failure> {
             let client = rpcwire_mqtt::MqttClient::new("bench");
             Held::Session(client.start(mqtt_options(url, id)?, builder).await?)
         }
-        "mqtt" => {
+        "mqtt" | "mqtt-256" => {
             let reply = format!("bench/answers/{id}");
-            let (mqtt, mut events) = AsyncClient::new(mqtt_options(url, id)?, 64);
+            let mut options = mqtt_options(url, id)?;
+            if kind == "mqtt-256" {
+                options.set_outgoing_inflight_upper_limit(rpcwire_mqtt::MAX_INFLIGHT);
+            }
+            let (mqtt, mut events) = AsyncClient::new(options, 64);
             mqtt.subscribe(reply, QoS::AtMostOnce).await?;
             loop {
                 if let Event::Incoming(Packet::SubAck(_)) = events.poll().await? {
@@ -78,7 +83,9 @@ async fn client(kind: &str, url: &str, i: usize) -> Result<Held, Failure> {
 fn main() -> Result<(), Failure> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [kind, url, n] = args.as_slice() else {
-        return Err("usage: broker-clients rpcwire-nats|nats|rpcwire-mqtt|mqtt URL N".into());
+        return Err(
+            "usage: broker-clients rpcwire-nats|nats|rpcwire-mqtt|mqtt|mqtt-256 URL N".into(),
+        );
     };
     let n: usize = n.parse()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
