@@ -224,6 +224,59 @@ async fn rpcwire_call_over_mqtt_and_the_servers_last_will() {
     assert_eq!(offline, "offline");
 }
 
+/// SIGTERM drains `rpcwire serve --mqtt`: the `sleep` call under way is answered, the status
+/// topic says `offline` (published by the server: it disconnects cleanly) and the process
+/// exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_serve_mqtt() {
+    let Some(broker) = Mosquitto::start() else {
+        return;
+    };
+    let mut server = server(&broker).await;
+    let options = MqttOptions::new("drain-caller", "127.0.0.1", broker.port);
+    let caller = MqttClient::new("demo")
+        .start(options, Builder::new())
+        .await
+        .expect("connects");
+    let client = caller.client().clone();
+    let sleep = tokio::spawn(async move {
+        let params = serde_json::json!({"ms": 800});
+        client.call::<_, serde_json::Value>("sleep", params).await
+    });
+    // The call is under way (the server has it) before the signal.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = server.id().expect("running").to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().await;
+    assert!(killed.expect("kill runs").success());
+    let answer = tokio::time::timeout(Duration::from_secs(5), sleep)
+        .await
+        .expect("answered in time")
+        .expect("joined");
+    assert_eq!(
+        answer.expect("answered during the drain"),
+        serde_json::Value::Null
+    );
+    let status = tokio::time::timeout(Duration::from_secs(10), server.wait())
+        .await
+        .expect("exits")
+        .expect("waited");
+    assert!(status.success(), "{status:?}");
+    let (mqtt, mut events) =
+        AsyncClient::new(MqttOptions::new("watcher", "127.0.0.1", broker.port), 8);
+    mqtt.subscribe("demo/status", QoS::AtLeastOnce)
+        .await
+        .expect("queued");
+    let retained = async {
+        loop {
+            if let Event::Incoming(Packet::Publish(p)) = events.poll().await.expect("connected") {
+                return p.payload;
+            }
+        }
+    };
+    let retained = tokio::time::timeout(Duration::from_secs(5), retained).await;
+    assert_eq!(retained.expect("retained"), "offline");
+}
+
 /// `rpcwire bridge --tcp ADDR --mqtt URL --topic dev`: a TCP device (here `rpcwire serve
 /// --tcp`, the demo service) answers `rpcwire call --mqtt`, its errors passed back as it sent
 /// them; the bridge's status topic says `offline` once the bridge is killed.
