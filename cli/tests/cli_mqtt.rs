@@ -277,6 +277,61 @@ async fn sigterm_drains_serve_mqtt() {
     assert_eq!(retained.expect("retained"), "offline");
 }
 
+/// `rpcwire serve --mqtt --session-expiry 30 --client-id ID`: killed, and started again with
+/// the same client id, the server gets the QoS 1 request published while it was gone (kept
+/// in its session by the broker) and answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_session_keeps_the_requests_of_a_restart() {
+    let Some(broker) = Mosquitto::start() else {
+        return;
+    };
+    let start = || {
+        Command::new(BIN)
+            .args(["serve", "--mqtt", &broker.url(), "--topic", "kept"])
+            .args(["--session-expiry", "30", "--client-id", "kept-server"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("rpcwire starts")
+    };
+    let mut first = start();
+    let options = MqttOptions::new("kept-caller", "127.0.0.1", broker.port);
+    let client = MqttClient {
+        qos: QoS::AtLeastOnce,
+        ..MqttClient::new("kept")
+    };
+    let caller = client
+        .start(options, Builder::new())
+        .await
+        .expect("connects");
+    let mut ready = false;
+    for _ in 0..100 {
+        let call = caller.client().call_with_timeout::<_, i64>(
+            "subtract",
+            [3, 1],
+            Duration::from_millis(200),
+        );
+        if call.await.is_ok() {
+            ready = true;
+            break;
+        }
+    }
+    assert!(ready, "rpcwire serve --mqtt never answered");
+    first.kill().await.expect("killed");
+    let client = caller.client().clone();
+    let call = tokio::spawn(async move {
+        let call =
+            client.call_with_timeout::<_, i64>("subtract", [42, 23], Duration::from_secs(10));
+        call.await
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!call.is_finished(), "answered while no server ran");
+    let _second = start();
+    let answer = call.await.expect("joined");
+    assert_eq!(answer.expect("answered after the restart"), 19);
+}
+
 /// `rpcwire bridge --tcp ADDR --mqtt URL --topic dev`: a TCP device (here `rpcwire serve
 /// --tcp`, the demo service) answers `rpcwire call --mqtt`, its errors passed back as it sent
 /// them; the bridge's status topic says `offline` once the bridge is killed.

@@ -139,13 +139,18 @@ impl Subscribed {
                             .publish(status, QoS::AtLeastOnce, true, ONLINE)
                             .await?;
                     }
+                    // A session the broker kept: what it kept for it (QoS 1 and 2 messages
+                    // published while no connection was there) comes right after the ConnAck,
+                    // before the SubAck, and must not be taken for start-up traffic. Ready now
+                    // (the session's subscriptions are there); the SubAck is still checked.
+                    if ack.session_present && !std::mem::replace(&mut self.ready, true) {
+                        return Ok(None);
+                    }
                 }
                 Ok(Event::Incoming(Packet::SubAck(ack))) => {
-                    let i = ack
-                        .return_codes
-                        .iter()
-                        .position(|c| !matches!(c, Success(_)));
-                    if let Some(i) = i {
+                    let codes = &ack.return_codes;
+                    let refused = codes.iter().position(|c| !matches!(c, Success(_)));
+                    if let Some(i) = refused {
                         let filter = self.filters.get(i).cloned().unwrap_or_default();
                         return Err(MqttError::Subscribe(filter));
                     }

@@ -111,16 +111,15 @@ impl MqttServer {
                 let to = reply_topic(&self.topic, &publish);
                 let correlation = publish.properties.and_then(|p| p.correlation_data);
                 let reply = move |answer: Vec<u8>| async move {
-                    let Some(to) = to.filter(|_| !answer.is_empty()) else {
-                        return;
-                    };
-                    let properties = PublishProperties {
-                        correlation_data: correlation,
-                        ..PublishProperties::default()
-                    };
-                    let sent = mqtt.publish_with_properties(to, qos, false, answer, properties);
-                    if let Err(e) = sent.await {
-                        tracing::debug!(error = %e, "MQTT answer not sent");
+                    if let Some(to) = to.filter(|_| !answer.is_empty()) {
+                        let properties = PublishProperties {
+                            correlation_data: correlation,
+                            ..PublishProperties::default()
+                        };
+                        let sent = mqtt.publish_with_properties(to, qos, false, answer, properties);
+                        if let Err(e) = sent.await {
+                            tracing::debug!(error = %e, "MQTT answer not sent");
+                        }
                     }
                 };
                 answers.answer(slot, publish.payload, reply).await;
