@@ -9,9 +9,10 @@
 //! Throughput: W1 calls (`subtract [42,23]`, every answer checked) from `nats-feed` (4
 //! connections, 32 requests under way on each), both servers on one worker thread; median of
 //! `RPCWIRE_BENCH_ROUNDS` (default 3) rounds of `RPCWIRE_BENCH_SCALE` x 40 000 calls, the
-//! servers alternating. Instructions per call: `bench/callgrind-nats.sh`. The table is printed
-//! and written to `target/bench-nats.md`. Without `nats-server` (`.ci/install/brokers.sh`) it
-//! prints `SKIPPED` and ends.
+//! servers alternating (in the other order with `RPCWIRE_BENCH_PLAIN_FIRST=1`). Instructions
+//! per call: `bench/callgrind-nats.sh`. The table is printed and written to
+//! `target/bench-nats.md`. Without `nats-server` (`.ci/install/brokers.sh`) it prints
+//! `SKIPPED` and ends.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -81,7 +82,7 @@ fn run() -> Result<String, Error> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let url = format!("nats://127.0.0.1:{port}");
-    let subjects: [(&str, PathBuf, Vec<&str>); 3] = [
+    let mut subjects: [(&str, PathBuf, Vec<&str>); 3] = [
         (
             "rpcwire serve --nats",
             rpcwire,
@@ -94,6 +95,10 @@ fn run() -> Result<String, Error> {
             vec![&url, "bench", "service"],
         ),
     ];
+    // The other order (the plain loop in the middle either way).
+    if std::env::var("RPCWIRE_BENCH_PLAIN_FIRST").is_ok_and(|v| v == "1") {
+        subjects.reverse();
+    }
     let rounds: usize = std::env::var("RPCWIRE_BENCH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())

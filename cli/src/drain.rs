@@ -1,5 +1,5 @@
 //! `rpcwire serve`'s graceful shutdown: SIGTERM or SIGINT drains a network server (TCP, TLS,
-//! HTTP, WebSocket) through the service's [`Shutdown`]: it stops accepting, answers the calls
+//! HTTP, WebSocket, MQTT) through the service's [`Shutdown`]: it stops accepting, answers the calls
 //! it runs, refuses what arrives (503 over HTTP, `-32042` on a stream or WebSocket), closes
 //! its connections cleanly, and the process exits 0 within `--drain-timeout`.
 
@@ -12,7 +12,7 @@ use rpcwire_tokio::{Builder, Shutdown};
 /// The drain's flags.
 #[derive(Debug, Args)]
 pub(crate) struct DrainArgs {
-    /// With --tcp, --http or --ws: on SIGTERM or SIGINT, let the calls under way finish for at
+    /// With --tcp, --http, --ws or --mqtt: on SIGTERM or SIGINT, let the calls under way finish for at
     /// most this many seconds (new calls are refused), then exit.
     #[arg(long, value_name = "SECS", default_value_t = 30.0, value_parser = drain_secs)]
     pub(crate) drain_timeout: f64,

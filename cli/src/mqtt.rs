@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use rpcwire_mqtt::rumqttc::v5::mqttbytes::QoS;
 use rpcwire_mqtt::rumqttc::v5::MqttOptions;
 use rpcwire_mqtt::{MqttClient, MqttServer, REPLY_LEVEL};
 use rpcwire_tokio::{Builder, ErrorCode, Router, RpcError, Session};
@@ -35,6 +36,15 @@ pub struct MqttServeArgs {
     /// (its last will) once it is gone.
     #[arg(long, value_name = "TOPIC", requires = "mqtt")]
     pub status_topic: Option<String>,
+    /// With --mqtt: a persistent session (clean start off) that the broker keeps this many
+    /// seconds after the connection is lost (MQTT 5 session expiry interval); requests are
+    /// then subscribed at QoS 1, so those published while the server is away wait for it.
+    /// Give a --client-id for a restarted server to find its session again.
+    #[arg(long, value_name = "SECS", requires = "mqtt")]
+    pub session_expiry: Option<u32>,
+    /// With --mqtt: the MQTT client id (default: one of this process's own).
+    #[arg(long, value_name = "ID", requires = "mqtt")]
+    pub client_id: Option<String>,
 }
 
 /// The MQTT options of `rpcwire call`.
@@ -73,7 +83,8 @@ fn options(url: &str, role: &str) -> Result<MqttOptions, ExitCode> {
     Ok(options)
 }
 
-/// Serves `builder`'s service as `args` say, until the broker refuses the connection.
+/// Serves `builder`'s service as `args` say, until the broker refuses the connection or the
+/// service's shutdown has drained the server.
 pub async fn serve(args: &MqttServeArgs, builder: Builder) -> ExitCode {
     serve_within(args, builder, MqttServer::new("").timeout).await
 }
@@ -83,16 +94,24 @@ async fn serve_within(args: &MqttServeArgs, builder: Builder, answer_limit: Dura
     let (Some(url), Some(topic)) = (&args.mqtt, &args.topic) else {
         return ExitCode::from(EXIT_CONNECTION);
     };
-    let options = match options(url, "rpcwire-serve") {
+    let mut options = match options(url, "rpcwire-serve") {
         Ok(options) => options,
         Err(code) => return code,
     };
-    let server = MqttServer {
+    if let Some(id) = &args.client_id {
+        options.set_client_id(id.clone());
+    }
+    let mut server = MqttServer {
         group: args.group.clone(),
         status_topic: args.status_topic.clone(),
         timeout: answer_limit,
         ..MqttServer::new(topic.as_str())
     };
+    if let Some(secs) = args.session_expiry {
+        options.set_clean_start(false);
+        options.set_session_expiry_interval(Some(secs));
+        server.request_qos = QoS::AtLeastOnce;
+    }
     let group = args.group.as_deref().unwrap_or("(none)");
     eprintln!(
         "rpcwire: serving the demo service on {url}, topic {topic} (and {topic}/{REPLY_LEVEL}/#), shared group {group}"

@@ -293,7 +293,10 @@ fn authenticated(args: &ServeArgs, mut builder: Builder) -> Result<Builder, Exit
 impl ServeArgs {
     /// Whether this is a network server, drained on SIGTERM and SIGINT (`crate::drain`).
     pub(crate) fn drains(&self) -> bool {
-        self.tcp.is_some() || self.http.is_some() || self.ws.ws.is_some()
+        self.tcp.is_some()
+            || self.http.is_some()
+            || self.ws.ws.is_some()
+            || self.mqtt.mqtt.is_some()
     }
 }
 
@@ -411,7 +414,9 @@ pub(crate) async fn serve(args: ServeArgs) -> ExitCode {
         return rpcwire_cli::nats::serve(&args.nats, builder).await;
     }
     if args.mqtt.mqtt.is_some() {
-        return rpcwire_cli::mqtt::serve(&args.mqtt, builder).await;
+        let (shutdown, builder) = crate::drain::on_signals(&args.drain, builder);
+        let served = rpcwire_cli::mqtt::serve(&args.mqtt, builder).await;
+        return crate::drain::finish(&shutdown, served).await;
     }
     if let Some(path) = &args.serial {
         let baud = args.baud.unwrap_or(DEFAULT_BAUD);

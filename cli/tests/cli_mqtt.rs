@@ -1,6 +1,7 @@
 //! `rpcwire serve --mqtt` and `rpcwire call --mqtt` against a real `mosquitto` on loopback:
 //! the MQTT Python client (`paho-mqtt`) sending the specification's examples over MQTT 5
-//! (Response Topic and Correlation Data) and over MQTT 3.1.1 (the reply-topic convention),
+//! (Response Topic and Correlation Data) and over MQTT 3.1.1 (the reply-topic convention, to
+//! the demo service and to a TCP device behind `rpcwire bridge`),
 //! `rpcwire call --mqtt`, and the server's last will.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -103,18 +104,45 @@ async fn paho_gets_the_specifications_answers(version: &str) {
     };
     let _server = server(&broker).await;
     let examples = rpcwire_demo::spec::SPEC_EXAMPLES;
-    let dir =
-        std::env::temp_dir().join(format!("rpcwire-mqtt-py-{}-{version}", std::process::id()));
+    let requests: Vec<&str> = examples.iter().map(|e| e.request).collect();
+    let answers = paho(&python, broker.port, "demo", &requests, version).await;
+    assert_eq!(answers.len(), examples.len(), "{answers:?}");
+    for (example, answer) in examples.iter().zip(answers) {
+        match (example.response, answer) {
+            (None, None) => {}
+            (Some(expected), Some(got)) => assert_eq!(
+                rpcwire_tests::normalize(&got),
+                rpcwire_tests::normalize(expected),
+                "{}",
+                example.name
+            ),
+            (expected, got) => panic!("{}: expected {expected:?}, got {got:?}", example.name),
+        }
+    }
+}
+
+/// Runs [`PY_CLIENT`] with `python` against the service on `topic` over `version` (`v5` or
+/// `v311`): the answer to each of `requests`, `None` where none came.
+async fn paho(
+    python: &std::path::Path,
+    port: u16,
+    topic: &str,
+    requests: &[&str],
+    version: &str,
+) -> Vec<Option<String>> {
+    let dir = std::env::temp_dir().join(format!(
+        "rpcwire-mqtt-py-{}-{topic}-{version}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("examples.json");
-    let requests: Vec<&str> = examples.iter().map(|e| e.request).collect();
-    std::fs::write(&path, serde_json::to_vec(&requests).unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_vec(requests).unwrap()).unwrap();
     let script = dir.join("client.py");
     std::fs::write(&script, PY_CLIENT).unwrap();
-    let port = broker.port.to_string();
+    let port = port.to_string();
     let out = Command::new(python)
         .arg(&script)
-        .args([port.as_str(), "demo"])
+        .args([port.as_str(), topic])
         .arg(&path)
         .arg(version)
         .output();
@@ -129,21 +157,10 @@ async fn paho_gets_the_specifications_answers(version: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), examples.len(), "{stdout}");
-    for (example, line) in examples.iter().zip(&lines) {
-        let answer: Option<String> = serde_json::from_str(line).unwrap();
-        match (example.response, answer) {
-            (None, None) => {}
-            (Some(expected), Some(got)) => assert_eq!(
-                rpcwire_tests::normalize(&got),
-                rpcwire_tests::normalize(expected),
-                "{}",
-                example.name
-            ),
-            (expected, got) => panic!("{}: expected {expected:?}, got {got:?}", example.name),
-        }
-    }
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -205,6 +222,114 @@ async fn rpcwire_call_over_mqtt_and_the_servers_last_will() {
         .await
         .expect("the will");
     assert_eq!(offline, "offline");
+}
+
+/// SIGTERM drains `rpcwire serve --mqtt`: the `sleep` call under way is answered, the status
+/// topic says `offline` (published by the server: it disconnects cleanly) and the process
+/// exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_serve_mqtt() {
+    let Some(broker) = Mosquitto::start() else {
+        return;
+    };
+    let mut server = server(&broker).await;
+    let options = MqttOptions::new("drain-caller", "127.0.0.1", broker.port);
+    let caller = MqttClient::new("demo")
+        .start(options, Builder::new())
+        .await
+        .expect("connects");
+    let client = caller.client().clone();
+    let sleep = tokio::spawn(async move {
+        let params = serde_json::json!({"ms": 800});
+        client.call::<_, serde_json::Value>("sleep", params).await
+    });
+    // The call is under way (the server has it) before the signal.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = server.id().expect("running").to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().await;
+    assert!(killed.expect("kill runs").success());
+    let answer = tokio::time::timeout(Duration::from_secs(5), sleep)
+        .await
+        .expect("answered in time")
+        .expect("joined");
+    assert_eq!(
+        answer.expect("answered during the drain"),
+        serde_json::Value::Null
+    );
+    let status = tokio::time::timeout(Duration::from_secs(10), server.wait())
+        .await
+        .expect("exits")
+        .expect("waited");
+    assert!(status.success(), "{status:?}");
+    let (mqtt, mut events) =
+        AsyncClient::new(MqttOptions::new("watcher", "127.0.0.1", broker.port), 8);
+    mqtt.subscribe("demo/status", QoS::AtLeastOnce)
+        .await
+        .expect("queued");
+    let retained = async {
+        loop {
+            if let Event::Incoming(Packet::Publish(p)) = events.poll().await.expect("connected") {
+                return p.payload;
+            }
+        }
+    };
+    let retained = tokio::time::timeout(Duration::from_secs(5), retained).await;
+    assert_eq!(retained.expect("retained"), "offline");
+}
+
+/// `rpcwire serve --mqtt --session-expiry 30 --client-id ID`: killed, and started again with
+/// the same client id, the server gets the QoS 1 request published while it was gone (kept
+/// in its session by the broker) and answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_session_keeps_the_requests_of_a_restart() {
+    let Some(broker) = Mosquitto::start() else {
+        return;
+    };
+    let start = || {
+        Command::new(BIN)
+            .args(["serve", "--mqtt", &broker.url(), "--topic", "kept"])
+            .args(["--session-expiry", "30", "--client-id", "kept-server"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("rpcwire starts")
+    };
+    let mut first = start();
+    let options = MqttOptions::new("kept-caller", "127.0.0.1", broker.port);
+    let client = MqttClient {
+        qos: QoS::AtLeastOnce,
+        ..MqttClient::new("kept")
+    };
+    let caller = client
+        .start(options, Builder::new())
+        .await
+        .expect("connects");
+    let mut ready = false;
+    for _ in 0..100 {
+        let call = caller.client().call_with_timeout::<_, i64>(
+            "subtract",
+            [3, 1],
+            Duration::from_millis(200),
+        );
+        if call.await.is_ok() {
+            ready = true;
+            break;
+        }
+    }
+    assert!(ready, "rpcwire serve --mqtt never answered");
+    first.kill().await.expect("killed");
+    let client = caller.client().clone();
+    let call = tokio::spawn(async move {
+        let call =
+            client.call_with_timeout::<_, i64>("subtract", [42, 23], Duration::from_secs(10));
+        call.await
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!call.is_finished(), "answered while no server ran");
+    let _second = start();
+    let answer = call.await.expect("joined");
+    assert_eq!(answer.expect("answered after the restart"), 19);
 }
 
 /// `rpcwire bridge --tcp ADDR --mqtt URL --topic dev`: a TCP device (here `rpcwire serve
@@ -291,6 +416,26 @@ async fn a_tcp_device_behind_rpcwire_bridge_answers_over_mqtt() {
         .await
         .expect_err("an error");
     assert_eq!(missing.rpc().map(|e| e.code), Some(-32601), "{missing:?}");
+    // An MQTT 3.1.1 caller (paho), by the reply-topic convention: a call answered with the
+    // caller's own id, a notification with nothing, the device's own error passed back.
+    if let Some(python) = rpcwire_tests::interop::venv_python("brokers", "paho.mqtt.client") {
+        let requests = [
+            r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":"v311-1"}"#,
+            r#"{"jsonrpc":"2.0","method":"update","params":[1,2,3,4,5]}"#,
+            r#"{"jsonrpc":"2.0","method":"no_such_method","id":7}"#,
+        ];
+        let answers = paho(&python, broker.port, "dev", &requests, "v311").await;
+        let answers: Vec<Option<serde_json::Value>> = answers
+            .iter()
+            .map(|a| a.as_deref().map(|a| serde_json::from_str(a).unwrap()))
+            .collect();
+        let subtracted = serde_json::json!({"jsonrpc": "2.0", "result": 19, "id": "v311-1"});
+        assert_eq!(answers[0], Some(subtracted), "{answers:?}");
+        assert_eq!(answers[1], None, "a notification is not answered");
+        let missing = answers[2].as_ref().expect("an error answer");
+        assert_eq!(missing["error"]["code"], -32601, "{missing}");
+        assert_eq!(missing["id"], 7);
+    }
     let (mqtt, mut events) =
         AsyncClient::new(MqttOptions::new("watcher", "127.0.0.1", broker.port), 8);
     mqtt.subscribe("dev/status", QoS::AtLeastOnce)

@@ -92,6 +92,33 @@ impl AsyncRead for ChannelReader {
         Poll::Ready(Ok(()))
     }
 }
+/// Hands a connection over whole messages ([`message_pipes`]) what it receives, one message
+/// (one JSON text) at a time.
+#[derive(Debug, Clone)]
+pub struct Incoming(mpsc::Sender<Bytes>);
+
+impl Incoming {
+    /// Hands over one received message (one JSON text, any whitespace); waits while the
+    /// connection's input is full. False once the connection has ended.
+    pub async fn send(&self, message: impl Into<Bytes>) -> bool {
+        send_body(&self.0, message.into()).await
+    }
+}
+
+/// The pipes of a connection whose frames are whole messages (a broker's publish and
+/// subscribe), each channel holding up to `capacity` messages (at least 1): the driver's
+/// reader and writer (`Content-Length` framing, any JSON text goes in whole; `max_frame`: the
+/// driver's own limit), what hands the reader the received messages, and what receives every
+/// frame the writer sends, one JSON text each, in order.
+pub fn message_pipes(
+    capacity: usize,
+    max_frame: usize,
+) -> (ChannelReader, FrameWriter, Incoming, mpsc::Receiver<Bytes>) {
+    let (in_tx, in_rx) = mpsc::channel(capacity.max(1));
+    let (out_tx, outgoing) = mpsc::channel(capacity.max(1));
+    let writer = FrameWriter::new(out_tx, max_frame);
+    (ChannelReader::new(in_rx), writer, Incoming(in_tx), outgoing)
+}
 
 /// Cuts what the driver writes back into messages and sends each one on a bounded channel: a
 /// reader that does not keep up (a slow HTTP client) makes the driver wait, never the memory

@@ -77,8 +77,7 @@ impl MqttClient {
                     properties.correlation_data = Some(sequence.to_be_bytes().to_vec().into());
                 }
                 let sent = mqtt.publish_with_properties(&topic, qos, false, frame, properties);
-                let sent = sent.await;
-                if let Err(e) = sent {
+                if let Err(e) = sent.await {
                     tracing::debug!(error = %e, "MQTT publish failed");
                 }
             }

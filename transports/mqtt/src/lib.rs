@@ -54,6 +54,12 @@ pub use server::{reply_topic, MqttServer, OFFLINE, ONLINE, REPLY_LEVEL};
 /// names it.
 pub const MQTT: rpcwire_tokio::Transport = rpcwire_tokio::Transport::new("mqtt", "tcp");
 
+/// The most QoS 1 and 2 publishes of a connection awaiting the broker's acknowledgement when
+/// its `MqttOptions` set no limit (`set_outgoing_inflight_upper_limit`): `rumqttc` allocates a
+/// slot for each up front, 65 536 by default (13.5 MiB a connection, measured), and the
+/// broker's Receive Maximum bounds them anyway (Mosquitto's default: 20).
+pub const MAX_INFLIGHT: u16 = 256;
+
 /// Why a server or a client stopped or could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -88,13 +94,15 @@ impl Subscribed {
     /// Connects with `options` (a request channel of `capacity`), subscribes to `filters` at
     /// `qos`, and returns once the broker has acknowledged the subscriptions.
     async fn connect(
-        options: rumqttc::v5::MqttOptions,
+        mut options: rumqttc::v5::MqttOptions,
         capacity: usize,
         filters: Vec<String>,
         qos: QoS,
         status: Option<String>,
         pause: std::time::Duration,
     ) -> Result<(rumqttc::v5::AsyncClient, Subscribed), MqttError> {
+        let inflight = options.get_outgoing_inflight_upper_limit();
+        options.set_outgoing_inflight_upper_limit(inflight.unwrap_or(MAX_INFLIGHT));
         let (mqtt, events) = rumqttc::v5::AsyncClient::new(options, capacity);
         let mut subscribed = Subscribed {
             events,
@@ -131,13 +139,18 @@ impl Subscribed {
                             .publish(status, QoS::AtLeastOnce, true, ONLINE)
                             .await?;
                     }
+                    // A session the broker kept: what it kept for it (QoS 1 and 2 messages
+                    // published while no connection was there) comes right after the ConnAck,
+                    // before the SubAck, and must not be taken for start-up traffic. Ready now
+                    // (the session's subscriptions are there); the SubAck is still checked.
+                    if ack.session_present && !std::mem::replace(&mut self.ready, true) {
+                        return Ok(None);
+                    }
                 }
                 Ok(Event::Incoming(Packet::SubAck(ack))) => {
-                    let i = ack
-                        .return_codes
-                        .iter()
-                        .position(|c| !matches!(c, Success(_)));
-                    if let Some(i) = i {
+                    let codes = &ack.return_codes;
+                    let refused = codes.iter().position(|c| !matches!(c, Success(_)));
+                    if let Some(i) = refused {
                         let filter = self.filters.get(i).cloned().unwrap_or_default();
                         return Err(MqttError::Subscribe(filter));
                     }

@@ -1,11 +1,10 @@
 //! The server: a subscription to the request topics whose messages the service layer's
 //! `MessageAnswers` answers, each answer published to the topic its request names.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use rpcwire_service::{MessageAnswers, Responder};
-use rpcwire_tokio::{Builder, Caller, Identity};
+use rpcwire_service::MessageAnswers;
+use rpcwire_tokio::Builder;
 use rumqttc::v5::mqttbytes::v5::{LastWill, Publish, PublishProperties};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::MqttOptions;
@@ -97,39 +96,53 @@ impl MqttServer {
         // Room for every answer in flight: a reply never waits for the loop below, which may
         // be waiting for one of them to finish.
         let concurrency = self.concurrency.max(1);
-        let responder = Responder::new(builder.service_ref().clone(), builder.config());
-        // Messages carry no credentials of their sender: every caller is anonymous, over MQTT.
-        let caller = Arc::new(Caller::new(Identity::anonymous(), MQTT));
-        let answers = MessageAnswers::new(responder, caller, concurrency, self.timeout);
-        let filters = self.filters().into();
+        let (service, config) = (builder.service_ref(), builder.config());
+        let answers = MessageAnswers::anonymous(service, config, MQTT, concurrency, self.timeout);
         let status = self.status_topic.clone();
         let (qos, pause) = (self.request_qos, self.reconnect_after);
-        let capacity = concurrency + 16;
+        let (filters, capacity) = (self.filters(), concurrency + 16);
         let (mqtt, mut subscribed) =
-            Subscribed::connect(options, capacity, filters, qos, status, pause).await?;
-        while let Some(publish) = subscribed.next().await? {
-            // At the limit, the next message waits in the broker's hands.
-            let slot = answers.slot().await;
-            let (mqtt, qos) = (mqtt.clone(), self.answer_qos);
-            let to = reply_topic(&self.topic, &publish);
-            let correlation = publish.properties.and_then(|p| p.correlation_data);
-            answers
-                .answer(slot, publish.payload, move |answer| async move {
-                    let Some(to) = to.filter(|_| !answer.is_empty()) else {
-                        return;
-                    };
-                    let properties = PublishProperties {
-                        correlation_data: correlation,
-                        ..PublishProperties::default()
-                    };
-                    let sent = mqtt.publish_with_properties(to, qos, false, answer, properties);
-                    if let Err(e) = sent.await {
-                        tracing::debug!(error = %e, "MQTT answer not sent");
+            Subscribed::connect(options, capacity, filters.to_vec(), qos, status, pause).await?;
+        let served = async {
+            while let Some(publish) = subscribed.next().await? {
+                // At the limit, the next message waits in the broker's hands.
+                let slot = answers.slot().await;
+                let (mqtt, qos) = (mqtt.clone(), self.answer_qos);
+                let to = reply_topic(&self.topic, &publish);
+                let correlation = publish.properties.and_then(|p| p.correlation_data);
+                let reply = move |answer: Vec<u8>| async move {
+                    if let Some(to) = to.filter(|_| !answer.is_empty()) {
+                        let properties = PublishProperties {
+                            correlation_data: correlation,
+                            ..PublishProperties::default()
+                        };
+                        let sent = mqtt.publish_with_properties(to, qos, false, answer, properties);
+                        if let Err(e) = sent.await {
+                            tracing::debug!(error = %e, "MQTT answer not sent");
+                        }
                     }
-                })
-                .await;
-        }
-        Ok(())
+                };
+                answers.answer(slot, publish.payload, reply).await;
+            }
+            Ok(())
+        };
+        // The drain: no further request (one that arrives before the broker has the
+        // unsubscription is refused with `SHUTTING_DOWN`), then `offline` and a DISCONNECT.
+        let stop = async {
+            for filter in &filters {
+                mqtt.unsubscribe(filter).await?;
+            }
+            Ok(())
+        };
+        let leave = async {
+            if let Some(status) = &self.status_topic {
+                mqtt.publish(status, QoS::AtLeastOnce, true, OFFLINE)
+                    .await?;
+            }
+            mqtt.disconnect().await
+        };
+        let shutdown = builder.service_ref().shutdown_ref();
+        answers.serve_draining(shutdown, served, stop, leave).await
     }
 }
 

@@ -1,13 +1,12 @@
 //! The server: a NATS service endpoint whose messages are answered by the service's
 //! `Responder`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::service::ServiceExt;
 use futures_util::StreamExt;
-use rpcwire_service::{MessageAnswers, Responder};
-use rpcwire_tokio::{Builder, Caller, Identity};
+use rpcwire_service::MessageAnswers;
+use rpcwire_tokio::Builder;
 
 use crate::{NatsError, NATS};
 
@@ -69,10 +68,9 @@ impl NatsServer {
             .name("jsonrpc")
             .add(&self.subject);
         let mut endpoint = endpoint.await.map_err(NatsError::Service)?;
-        let responder = Responder::new(builder.service_ref().clone(), builder.config());
         // Messages carry no credentials of their sender: every caller is anonymous, over NATS.
-        let caller = Arc::new(Caller::new(Identity::anonymous(), NATS));
-        let answers = MessageAnswers::new(responder, caller, self.concurrency, self.timeout);
+        let (service, config, n) = (builder.service_ref(), builder.config(), self.concurrency);
+        let answers = MessageAnswers::anonymous(service, config, NATS, n, self.timeout);
         // A free slot first: at the limit, the next message waits in NATS's hands.
         loop {
             let slot = answers.slot().await;

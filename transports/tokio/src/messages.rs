@@ -2,7 +2,8 @@
 //! broker's publish and subscribe): [`Builder::run_messages`].
 
 use bytes::Bytes;
-use rpcwire_service::pipe::{send_body, ChannelReader, FrameWriter};
+use rpcwire_service::pipe::message_pipes;
+pub use rpcwire_service::pipe::Incoming;
 use tokio::sync::mpsc;
 
 use crate::{Builder, Framing, Session};
@@ -16,18 +17,6 @@ pub struct Messages {
     /// Hands the connection a received message (one JSON text). Dropping every clone ends the
     /// connection's input, as a peer closing its side does.
     pub incoming: Incoming,
-}
-
-/// Hands a connection started with [`Builder::run_messages`] the messages it receives.
-#[derive(Debug, Clone)]
-pub struct Incoming(mpsc::Sender<Bytes>);
-
-impl Incoming {
-    /// Hands over one received message (one JSON text, any whitespace); waits while the
-    /// connection's input is full. False once the connection has ended.
-    pub async fn send(&self, message: impl Into<Bytes>) -> bool {
-        send_body(&self.0, message.into()).await
-    }
 }
 
 impl Builder {
@@ -54,14 +43,8 @@ impl Builder {
     pub fn run_messages(self, capacity: usize) -> (Session, Messages) {
         // The service layer's pipes between whole messages and a stream driver (as over HTTP
         // and WebSocket), `Content-Length` framing: any JSON text goes in whole.
-        let capacity = capacity.max(1);
-        let (in_tx, in_rx) = mpsc::channel(capacity);
-        let (out_tx, outgoing) = mpsc::channel(capacity);
-        let writer = FrameWriter::new(out_tx, self.config().max_frame);
-        let session = self
-            .framing(Framing::ContentLength)
-            .run(ChannelReader::new(in_rx), writer);
-        let incoming = Incoming(in_tx);
+        let (reader, writer, incoming, outgoing) = message_pipes(capacity, self.config().max_frame);
+        let session = self.framing(Framing::ContentLength).run(reader, writer);
         (session, Messages { outgoing, incoming })
     }
 }
