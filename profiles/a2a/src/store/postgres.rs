@@ -24,7 +24,7 @@
 //! configuration types for it.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::{Client, Config, NoTls, Row, Transaction};
@@ -32,7 +32,7 @@ use tokio_postgres::{Client, Config, NoTls, Row, Transaction};
 use super::events::may_read;
 use super::memory::{Cursor, Page};
 use super::postgres_listen::{listen, Watchers, CANCEL_CHANNEL, CHANNEL};
-use super::sql;
+use super::sql::{self, micros};
 use super::{
     lapse, leasable, EventLog, EventLogLimits, Lease, LogWatch, LoggedEvent, PushConfigStore,
     StoreError, StoreFuture, StoreLimits, TaskStore,
@@ -352,13 +352,6 @@ async fn migrate(client: &mut Client, schema: Option<&str>) -> Result<(), Postgr
     Ok(())
 }
 
-/// Microseconds since the epoch.
-fn micros(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
 fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -415,18 +408,13 @@ async fn put(
 ) -> Result<(), StoreError> {
     let now = micros(SystemTime::now());
     let state = task.status.state;
-    let history =
-        serde_json::to_string(&std::mem::take(&mut task.history)).map_err(PostgresError::from)?;
-    let artifacts =
-        serde_json::to_string(&std::mem::take(&mut task.artifacts)).map_err(PostgresError::from)?;
-    let body = serde_json::to_string(&task).map_err(PostgresError::from)?;
-    let status_at = task
-        .status
-        .timestamp
-        .as_deref()
-        .and_then(parse_micros)
-        .unwrap_or(0);
-    let name = state_name(state)?;
+    let sql::Columns {
+        body,
+        history,
+        artifacts,
+        state: name,
+        status_at,
+    } = sql::encode(&mut task).map_err(PostgresError::from)?;
     let finished = state.is_terminal().then_some(now);
     let keeps_lease = leasable(state);
     let lease = lease.filter(|_| keeps_lease);

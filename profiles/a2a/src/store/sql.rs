@@ -2,8 +2,52 @@
 //! columns read back into the task, a state's name as stored, and a `ListTasks` page put
 //! together from the rows of its query (one row past the page: there are more).
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use super::memory::Cursor;
+use crate::timestamp::parse_micros;
 use crate::types::{Artifact, ListTasksResponse, Message, Task, TaskState};
+
+/// Microseconds since the epoch, as the time columns keep them.
+pub(super) fn micros(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The columns of one task row that come from the task itself, as both stores write them
+/// ([`decode`] reads the JSON ones back).
+pub(super) struct Columns {
+    /// The task without its history and artifacts, as JSON.
+    pub(super) body: String,
+    /// Its history, as JSON.
+    pub(super) history: String,
+    /// Its artifacts, as JSON.
+    pub(super) artifacts: String,
+    /// Its state's name ([`state_name`]).
+    pub(super) state: String,
+    /// Its status's time in microseconds since the epoch (0: none, or unreadable).
+    pub(super) status_at: i64,
+}
+
+/// `task`'s row columns; its history and artifacts are taken out of it (they have columns
+/// of their own), the rest of it is left for the row's other columns.
+pub(super) fn encode(task: &mut Task) -> Result<Columns, serde_json::Error> {
+    let history = serde_json::to_string(&std::mem::take(&mut task.history))?;
+    let artifacts = serde_json::to_string(&std::mem::take(&mut task.artifacts))?;
+    Ok(Columns {
+        body: serde_json::to_string(&*task)?,
+        history,
+        artifacts,
+        state: state_name(task.status.state)?,
+        status_at: task
+            .status
+            .timestamp
+            .as_deref()
+            .and_then(parse_micros)
+            .unwrap_or(0),
+    })
+}
 
 /// A state's name as the `state` column keeps it (its JSON name).
 pub(super) fn state_name(state: TaskState) -> Result<String, serde_json::Error> {

@@ -13,13 +13,13 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::events::may_read;
 use super::memory::{Cursor, Page};
-use super::sql;
+use super::sql::{self, micros};
 use super::{
     lapse, leasable, EventLog, EventLogLimits, Lease, LoggedEvent, PushConfigStore, StoreError,
     StoreFuture, StoreLimits, TaskStore,
@@ -307,13 +307,6 @@ fn migrate(conn: &mut Connection) -> Result<(), SqliteError> {
     Ok(())
 }
 
-/// Microseconds since the epoch.
-fn micros(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
 /// The state's wire name, as the `state` column holds it.
 fn state_name(state: TaskState) -> Result<String, SqliteError> {
     Ok(sql::state_name(state)?)
@@ -364,18 +357,13 @@ fn put(
 ) -> Result<(), StoreError> {
     let now = micros(SystemTime::now());
     let state = task.status.state;
-    let history =
-        serde_json::to_string(&std::mem::take(&mut task.history)).map_err(SqliteError::from)?;
-    let artifacts =
-        serde_json::to_string(&std::mem::take(&mut task.artifacts)).map_err(SqliteError::from)?;
-    let body = serde_json::to_string(&task).map_err(SqliteError::from)?;
-    let status_at = task
-        .status
-        .timestamp
-        .as_deref()
-        .and_then(parse_micros)
-        .unwrap_or(0);
-    let name = state_name(state)?;
+    let sql::Columns {
+        body,
+        history,
+        artifacts,
+        state: name,
+        status_at,
+    } = sql::encode(&mut task).map_err(SqliteError::from)?;
     let finished = state.is_terminal().then_some(now);
     let keeps_lease = leasable(state);
     let lease = lease.filter(|_| keeps_lease);
