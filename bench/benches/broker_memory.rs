@@ -11,20 +11,10 @@
 //! prints `SKIPPED` and ends.
 
 use std::path::Path;
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use rpcwire_bench::{cargo_build_with, median, workspace_root, Error};
-
-/// A child process, killed on drop.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use rpcwire_bench::{cargo_build_with, median, mosquitto, workspace_root, Error, Killed};
 
 fn broker(program: &str, args: &[&str], port: u16) -> Result<Killed, Error> {
     let child = Command::new(program)
@@ -49,20 +39,6 @@ fn free_port() -> Result<u16, Error> {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| Error::io("find a free port", e))
-}
-
-/// Where Debian installs the broker (`/usr/sbin`, often not on a user's `PATH`).
-fn mosquitto() -> Option<&'static str> {
-    ["mosquitto", "/usr/sbin/mosquitto"]
-        .into_iter()
-        .find(|bin| {
-            Command::new(bin)
-                .arg("-h")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok()
-        })
 }
 
 /// KiB of RSS per client of one `broker-clients` run.

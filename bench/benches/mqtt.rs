@@ -11,48 +11,13 @@
 //! Without `mosquitto` (`.ci/install/brokers.sh`) it prints `SKIPPED` and ends.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use rpcwire_bench::{
-    cargo_build, cargo_build_with, format_rate, median, scale, scaled, workspace_root, Error,
+    cargo_build, cargo_build_with, format_rate, median, mosquitto, scale, scaled, spawn_one_thread,
+    workspace_root, Error,
 };
-
-/// A child process, killed on drop.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn(program: &Path, args: &[&str]) -> Result<Killed, Error> {
-    Command::new(program)
-        .args(args)
-        .env("RPCWIRE_THREADS", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map(Killed)
-        .map_err(|e| Error::Server(format!("cannot start {}: {e}", program.display())))
-}
-
-/// Where Debian installs the broker (`/usr/sbin`, often not on a user's `PATH`).
-fn mosquitto() -> Option<&'static str> {
-    ["mosquitto", "/usr/sbin/mosquitto"]
-        .into_iter()
-        .find(|bin| {
-            Command::new(bin)
-                .arg("-h")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok()
-        })
-}
 
 /// Runs `mqtt-feed` for `calls` calls: the calls per second, or why not.
 fn feed(feed: &Path, port: u16, calls: u64, stall_ms: u64) -> Result<f64, String> {
@@ -88,7 +53,7 @@ fn run(bin: &str) -> Result<String, Error> {
     let text = format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n");
     std::fs::write(&config, text).map_err(|e| Error::io("write mosquitto.conf", e))?;
     let config = config.to_string_lossy().into_owned();
-    let _broker = spawn(Path::new(bin), &["-c", &config])?;
+    let _broker = spawn_one_thread(Path::new(bin), &["-c", &config])?;
     let until = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if Instant::now() > until {
@@ -122,7 +87,7 @@ fn run(bin: &str) -> Result<String, Error> {
     let mut rates = vec![Vec::new(); subjects.len()];
     for round in 0..rounds {
         for (i, (name, program, args)) in subjects.iter().enumerate() {
-            let _server = spawn(program, args)?;
+            let _server = spawn_one_thread(program, args)?;
             // Ready once a few calls are answered (before it, QoS 0 requests are lost).
             let until = Instant::now() + Duration::from_secs(30);
             while let Err(e) = feed(&feeder, port, 100, 500) {

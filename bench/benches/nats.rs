@@ -15,34 +15,13 @@
 //! `SKIPPED` and ends.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use rpcwire_bench::{
-    cargo_build, cargo_build_with, format_rate, median, scale, scaled, workspace_root, Error,
+    cargo_build, cargo_build_with, format_rate, median, scale, scaled, spawn_one_thread,
+    workspace_root, Error,
 };
-
-/// A child process, killed on drop.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn(program: &Path, args: &[&str]) -> Result<Killed, Error> {
-    Command::new(program)
-        .args(args)
-        .env("RPCWIRE_THREADS", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map(Killed)
-        .map_err(|e| Error::Server(format!("cannot start {}: {e}", program.display())))
-}
 
 /// Runs `nats-feed` for `calls` calls: the calls per second, or why not.
 fn feed(feed: &Path, url: &str, calls: u64) -> Result<f64, String> {
@@ -70,7 +49,7 @@ fn run() -> Result<String, Error> {
         .and_then(|l| l.local_addr())
         .map_err(|e| Error::io("find a free port", e))?
         .port();
-    let _broker = spawn(
+    let _broker = spawn_one_thread(
         Path::new("nats-server"),
         &["-a", "127.0.0.1", "-p", &port.to_string()],
     )?;
@@ -107,7 +86,7 @@ fn run() -> Result<String, Error> {
     let mut rates = vec![Vec::new(); subjects.len()];
     for round in 0..rounds {
         for (i, (name, program, args)) in subjects.iter().enumerate() {
-            let _server = spawn(program, args)?;
+            let _server = spawn_one_thread(program, args)?;
             // Ready once a few calls are answered (before: "no responders").
             let until = Instant::now() + Duration::from_secs(30);
             while let Err(e) = feed(&feeder, &url, 100) {

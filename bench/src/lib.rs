@@ -25,7 +25,8 @@ pub use load::{
 };
 pub use report::{format_rate, median, scale, scaled};
 pub use server::{
-    children_cpu, proc_cpu, proc_status, workspace_root, ProcStatus, ServerCommand, TcpServer,
+    children_cpu, mosquitto, proc_cpu, proc_status, spawn_one_thread, workspace_root, Killed,
+    ProcStatus, ServerCommand, TcpServer,
 };
 
 use std::time::Duration;

@@ -184,3 +184,43 @@ pub(crate) fn reap(child: &mut Child, limit: Duration) -> bool {
     let _ = child.wait();
     false
 }
+
+/// A child process, killed (and waited for) on drop: a broker or server a bench started.
+#[derive(Debug)]
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `program` with `args` on one worker thread (`RPCWIRE_THREADS=1`), its output
+/// discarded.
+pub fn spawn_one_thread(program: &Path, args: &[&str]) -> Result<Killed, Error> {
+    Command::new(program)
+        .args(args)
+        .env("RPCWIRE_THREADS", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(Killed)
+        .map_err(|e| Error::Server(format!("cannot start {}: {e}", program.display())))
+}
+
+/// The MQTT broker's command, where Debian installs it (`/usr/sbin`, often not on a user's
+/// `PATH`); `None` when it is not installed.
+pub fn mosquitto() -> Option<&'static str> {
+    ["mosquitto", "/usr/sbin/mosquitto"]
+        .into_iter()
+        .find(|bin| {
+            Command::new(bin)
+                .arg("-h")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok()
+        })
+}
