@@ -125,12 +125,19 @@ impl Publisher {
     /// An event whose append fails is sent with id 0 (no id to resume after), and so is one
     /// made outside a runtime (a turn ended by the runtime shutting down) to a log that does
     /// not answer at once: live subscribers still get it, and the failure is logged.
+    ///
+    /// `streamed`: a stream follows the task. When none does and none did (a log that answers
+    /// at once, which [holds](EventLog::holds) nothing of the task), the event is sent with
+    /// id 0 and not logged: no one holds an id of the task's to resume after, and no other
+    /// process reads a log that answers at once. A `SendMessage` answered with the finished
+    /// task then costs no appends.
     pub(crate) fn publish(
         self: &Arc<Self>,
         task_id: &str,
         owner: Option<&str>,
         event: StreamResponse,
         to: &Subscribers,
+        streamed: bool,
     ) {
         // The snapshot this event goes with was written (or is being) before it was sent.
         let write = self.writes.made(task_id);
@@ -147,6 +154,10 @@ impl Publisher {
         }
         // In place only when the store has the task's snapshot already (a memory store).
         if self.log.answers_at_once() && write == 0 {
+            if !streamed && !self.log.holds(task_id) {
+                send(task_id, Ok(0), event, to);
+                return;
+            }
             // Under the lock: no other event of this task is logged or sent before this one.
             let mut future = self.log.append(task_id, owner, event.clone());
             if let Poll::Ready(appended) = future

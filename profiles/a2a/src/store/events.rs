@@ -54,6 +54,14 @@ pub trait EventLog: Send + Sync + 'static {
     fn answers_at_once(&self) -> bool {
         false
     }
+    /// Whether this log has a log of task `task_id` (true, the default, when it cannot tell
+    /// at once). With a log that [answers at once](Self::answers_at_once), the server does not
+    /// log the events of a task that no stream follows and whose log this is not: no one
+    /// holds an id of that task's to resume after.
+    fn holds(&self, task_id: &str) -> bool {
+        let _ = task_id;
+        true
+    }
     /// News of events appended to task `task_id`'s log by any process (other replicas
     /// sharing the log included), for a stream here whose task runs elsewhere: `None` (the
     /// default) when this log has no other writer than this process, whose streams get its
@@ -284,6 +292,10 @@ impl MemoryEventLog {
 impl EventLog for MemoryEventLog {
     fn answers_at_once(&self) -> bool {
         true
+    }
+
+    fn holds(&self, task_id: &str) -> bool {
+        self.lock().logs.contains_key(task_id)
     }
 
     fn append<'a>(
