@@ -46,7 +46,7 @@ struct Queued {
     /// The number of the task's snapshot write made before it ([`Writes::made`]).
     write: u64,
     owner: Option<String>,
-    event: StreamResponse,
+    event: Arc<StreamResponse>,
     to: Subscribers,
 }
 
@@ -139,6 +139,8 @@ impl Publisher {
         to: &Subscribers,
         streamed: bool,
     ) {
+        // One copy, shared by the log and the streams.
+        let event = Arc::new(event);
         // The snapshot this event goes with was written (or is being) before it was sent.
         let write = self.writes.made(task_id);
         let mut queues = self.queues();
@@ -159,7 +161,7 @@ impl Publisher {
                 return;
             }
             // Under the lock: no other event of this task is logged or sent before this one.
-            let mut future = self.log.append(task_id, owner, event.clone());
+            let mut future = self.log.append(task_id, owner, Arc::clone(&event));
             if let Poll::Ready(appended) = future
                 .as_mut()
                 .poll(&mut Context::from_waker(Waker::noop()))
@@ -213,7 +215,7 @@ impl Publisher {
             self.writes.written(&task_id, write).await;
             let appended = self
                 .log
-                .append(&task_id, owner.as_deref(), event.clone())
+                .append(&task_id, owner.as_deref(), Arc::clone(&event))
                 .await;
             send(&task_id, appended, event, &to);
             let mut queues = self.queues();
@@ -229,7 +231,12 @@ impl Publisher {
 }
 
 /// Sends `event` with its id (0 when its append failed) to `to`.
-fn send(task_id: &str, appended: Result<u64, StoreError>, event: StreamResponse, to: &Subscribers) {
+fn send(
+    task_id: &str,
+    appended: Result<u64, StoreError>,
+    event: Arc<StreamResponse>,
+    to: &Subscribers,
+) {
     let id = appended.unwrap_or_else(|e| {
         tracing::warn!(task = task_id, error = %e, "a task's event was not logged");
         0

@@ -221,7 +221,8 @@ impl Tasks {
                     }
                     // Subscribers here to the task of a process that died: the final state
                     // ends their streams.
-                    let id = tasks.log(&task, event.clone()).await;
+                    let event = Arc::new(event);
+                    let id = tasks.log(&task, Arc::clone(&event)).await;
                     if let Some(tx) = tasks.table().waiting.remove(&task.id) {
                         let _ = tx.send(Arc::new(LoggedEvent { id, event }));
                     }
@@ -233,7 +234,7 @@ impl Tasks {
     }
 
     /// Appends `event` of `task` to the event log: its id there, or 0 when it was not logged.
-    async fn log(&self, task: &Task, event: StreamResponse) -> u64 {
+    async fn log(&self, task: &Task, event: Arc<StreamResponse>) -> u64 {
         match self
             .publisher
             .log
@@ -564,7 +565,8 @@ impl Tasks {
         if let Some(push) = &self.push {
             push.notify(&task.id, &event);
         }
-        let logged = self.log(&task, event.clone()).await;
+        let event = Arc::new(event);
+        let logged = self.log(&task, Arc::clone(&event)).await;
         if let Some(tx) = self.table().waiting.remove(id) {
             let _ = tx.send(Arc::new(LoggedEvent { id: logged, event }));
         }
