@@ -6,6 +6,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rpcwire_service::Identity;
@@ -174,6 +175,10 @@ pub(crate) struct Running {
     pub(crate) task: Mutex<Task>,
     pub(crate) turn: Mutex<TurnState>,
     pub(crate) events: broadcast::Sender<Arc<LoggedEvent>>,
+    /// Whether a stream follows the task (a streamed message, a subscription): its events
+    /// then always go to the event log, for the stream to resume from. A memory log skips
+    /// the events of a task no stream ever followed ([`Publisher::publish`]).
+    pub(crate) streamed: AtomicBool,
     /// Whether a cancel was asked for, and whether the turn is over (the runner has
     /// finished): one channel for both, as each costs a few hundred bytes per running task.
     pub(crate) phase: watch::Sender<Phase>,
@@ -195,11 +200,13 @@ impl Running {
         limits: TaskLimits,
         events: Option<broadcast::Sender<Arc<LoggedEvent>>>,
         push: Option<Arc<Push>>,
+        streamed: bool,
     ) -> Arc<Self> {
         Arc::new(Running {
             task: Mutex::new(task),
             turn: Mutex::default(),
             events: events.unwrap_or_else(|| event_channel(limits)),
+            streamed: AtomicBool::new(streamed),
             phase: watch::channel(Phase::default()).0,
             writes,
             publisher,
@@ -242,8 +249,9 @@ impl Running {
             let task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
             (task.id.clone(), task.owner.clone())
         };
+        let streamed = self.streamed.load(Ordering::Relaxed);
         self.publisher
-            .publish(&task_id, owner.as_deref(), event, &self.events);
+            .publish(&task_id, owner.as_deref(), event, &self.events, streamed);
     }
 
     /// Whether a progress event may be published now (its task's events waiting for the log

@@ -195,14 +195,27 @@ async fn the_extended_card_is_not_served_to_anonymous_callers() {
 
 /// `SubscribeToTask` with `Last-Event-ID: last` and the bearer `token`: (status, body).
 async fn resume(addr: SocketAddr, token: &str, task: &str, last: &str) -> (u16, String) {
-    let body =
-        json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": task}});
-    let headers = [
-        ("A2A-Version", "1.0".to_owned()),
-        ("Authorization", format!("Bearer {token}")),
-        ("Last-Event-ID", last.to_owned()),
-    ]
-    .map(|(n, v)| (n.to_owned(), v));
+    let params = json!({"id": task});
+    stream(addr, token, "SubscribeToTask", params, Some(last)).await
+}
+
+/// A streaming `method` called with the bearer `token` (and `Last-Event-ID: last`), read to
+/// the end: (status, body).
+async fn stream(
+    addr: SocketAddr,
+    token: &str,
+    method: &str,
+    params: Value,
+    last: Option<&str>,
+) -> (u16, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params});
+    let mut headers = vec![
+        ("A2A-Version".to_owned(), "1.0".to_owned()),
+        ("Authorization".to_owned(), format!("Bearer {token}")),
+    ];
+    if let Some(last) = last {
+        headers.push(("Last-Event-ID".to_owned(), last.to_owned()));
+    }
     // Read to the end of the answer by hand: an event stream's body is chunked.
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let request = json_post("/", &headers, &body.to_string());
@@ -246,9 +259,20 @@ async fn a_task_s_logged_events_are_resumed_by_its_owner_only() {
         .parse()
         .unwrap();
     let addr = start(|s| s.authenticator(tokens)).await;
-    let (code, _, answer) = call(addr, Some("alice-token"), "SendMessage", send("hi", "m1")).await;
-    assert_eq!(code, 200, "{answer}");
-    let task = answer["result"]["task"]["id"].as_str().unwrap().to_owned();
+    // Streamed: its events are logged with the ids the stream sent (1: the task).
+    let (code, body) = stream(
+        addr,
+        "alice-token",
+        "SendStreamingMessage",
+        send("hi", "m1"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("id: 1\n"), "{body}");
+    let first = body.lines().find_map(|l| l.strip_prefix("data:")).unwrap();
+    let first: Value = serde_json::from_str(first.trim()).unwrap();
+    let task = first["result"]["task"]["id"].as_str().unwrap().to_owned();
     // Alice: her task's log after event 1 (the task): its final status, with id 2.
     let (code, body) = resume(addr, "alice-token", &task, "1").await;
     assert_eq!(code, 200, "{body}");

@@ -11,6 +11,7 @@ use rpcwire_a2a::{
     EventLog, EventLogLimits, MemoryEventLog, Message, Role, StoreError, StreamResponse, TaskState,
     TaskStatus, TaskStatusUpdateEvent,
 };
+use std::sync::Arc;
 
 const TASKS: usize = 4;
 /// The callers: anonymous, and two subjects.
@@ -85,7 +86,7 @@ async fn check(log: &dyn EventLog, ops: &[Op]) -> Result<(), TestCaseError> {
                 // A task's first event is its owner's (the log is made theirs); later ones
                 // come from any caller, and only the owner's are taken.
                 let by = if m.exists { CALLERS[by] } else { owner(t) };
-                let got = log.append(&task_id(t), by, event(t, n)).await;
+                let got = log.append(&task_id(t), by, Arc::new(event(t, n))).await;
                 if by != owner(t) {
                     prop_assert_eq!(got, Err(StoreError::NotOwner));
                     continue;
@@ -118,8 +119,10 @@ async fn check(log: &dyn EventLog, ops: &[Op]) -> Result<(), TestCaseError> {
                     .map(|(i, e)| (i as u64 + 1, e.clone()))
                     .filter(|(id, _)| *id > after)
                     .collect();
-                let got: Vec<(u64, StreamResponse)> =
-                    got.into_iter().map(|e| (e.id, e.event)).collect();
+                let got: Vec<(u64, StreamResponse)> = got
+                    .into_iter()
+                    .map(|e| (e.id, StreamResponse::clone(&e.event)))
+                    .collect();
                 for (_, e) in &got {
                     let StreamResponse::StatusUpdate(u) = e else {
                         return Err(TestCaseError::fail("not a status update"));
@@ -189,18 +192,26 @@ fn sqlite_logs_outlive_the_connection() {
     runtime().block_on(async {
         let store = open();
         for n in 0..3 {
-            store.append("t", Some("alice"), event(0, n)).await.unwrap();
+            store
+                .append("t", Some("alice"), Arc::new(event(0, n)))
+                .await
+                .unwrap();
         }
         drop(store);
         let store = open();
         let after_one = store.read_after("t", Some("alice"), 1, 10).await.unwrap();
         assert_eq!(after_one.iter().map(|e| e.id).collect::<Vec<_>>(), [2, 3]);
-        assert_eq!(after_one[1].event, event(0, 2));
+        assert_eq!(*after_one[1].event, event(0, 2));
         assert_eq!(
             store.read_after("t", Some("bob"), 0, 10).await,
             Err(StoreError::NotFound)
         );
-        assert_eq!(store.append("t", Some("alice"), event(0, 9)).await, Ok(4));
+        assert_eq!(
+            store
+                .append("t", Some("alice"), Arc::new(event(0, 9)))
+                .await,
+            Ok(4)
+        );
     });
     for suffix in ["", "-wal", "-shm"] {
         let mut p = path.clone().into_os_string();

@@ -46,7 +46,7 @@ impl EventLog for SlowLog {
         &'a self,
         task_id: &'a str,
         owner: Option<&'a str>,
-        event: StreamResponse,
+        event: Arc<StreamResponse>,
     ) -> StoreFuture<'a, u64> {
         Box::pin(async move {
             tokio::time::sleep(self.delay).await;

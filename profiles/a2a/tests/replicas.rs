@@ -153,7 +153,10 @@ async fn replicas_append_to_one_log_without_sharing_an_id() {
             Arc::clone(&b)
         };
         appends.push(tokio::spawn(async move {
-            store.append("t", Some("alice"), event(n)).await.unwrap()
+            store
+                .append("t", Some("alice"), Arc::new(event(n)))
+                .await
+                .unwrap()
         }));
     }
     let mut ids = Vec::new();

@@ -259,8 +259,16 @@ async fn a_lost_stream_resumes_after_its_last_event_from_the_log() {
     // The log is read, not consumed: a second resumption from the same id gets the same.
     let mut again = client.resubscribe(&task.id, &last).await.unwrap();
     assert_eq!(read_all(&mut again).await, rest);
+    // A task no stream followed has no log (no one holds an id of it): its resumption is
+    // refused as a subscription to a finished task is.
+    let unstreamed = task_of(client.send_message(msg("done")).await.unwrap());
+    assert!(client.resubscribe(&unstreamed.id, "1").await.is_err());
     // Ids are per task: another task's stream resumed with this id gets its own events.
-    let other = task_of(client.send_message(msg("done")).await.unwrap());
+    let mut streamed = client.send_streaming(msg("done")).await.unwrap();
+    let streamed = read_all(&mut streamed).await;
+    let Some((_, StreamResponse::Task(other))) = streamed.first() else {
+        panic!("no task")
+    };
     let mut theirs = client.resubscribe(&other.id, "1").await.unwrap();
     let theirs = read_all(&mut theirs).await;
     assert!(!theirs.is_empty());

@@ -279,7 +279,7 @@ async fn send_message(call: Call, p: SendMessageRequest) -> Result<SendMessageRe
     let push = call.inline_push(&p).await?;
     let (message, request) = call.turn_request(p)?;
     let (running, mut events) = tasks
-        .start_turn(message, call.ctx.identity().clone(), request, push)
+        .start_turn(message, call.ctx.identity().clone(), request, push, false)
         .await?;
     let wait = async {
         let mut phase = running.phase.subscribe();
@@ -324,7 +324,7 @@ async fn send_streaming(call: Call, p: SendMessageRequest) -> Result<(), A2aErro
     let (running, events) = call
         .methods
         .tasks
-        .start_turn(message, identity, request, push)
+        .start_turn(message, identity, request, push, true)
         .await?;
     // A receiver of its own to wait on, subscribed before the turn is looked at: `events`
     // keeps every event for the stream.

@@ -46,7 +46,7 @@ struct Queued {
     /// The number of the task's snapshot write made before it ([`Writes::made`]).
     write: u64,
     owner: Option<String>,
-    event: StreamResponse,
+    event: Arc<StreamResponse>,
     to: Subscribers,
 }
 
@@ -125,13 +125,22 @@ impl Publisher {
     /// An event whose append fails is sent with id 0 (no id to resume after), and so is one
     /// made outside a runtime (a turn ended by the runtime shutting down) to a log that does
     /// not answer at once: live subscribers still get it, and the failure is logged.
+    ///
+    /// `streamed`: a stream follows the task. When none does and none did (a log that answers
+    /// at once, which [holds](EventLog::holds) nothing of the task), the event is sent with
+    /// id 0 and not logged: no one holds an id of the task's to resume after, and no other
+    /// process reads a log that answers at once. A `SendMessage` answered with the finished
+    /// task then costs no appends.
     pub(crate) fn publish(
         self: &Arc<Self>,
         task_id: &str,
         owner: Option<&str>,
         event: StreamResponse,
         to: &Subscribers,
+        streamed: bool,
     ) {
+        // One copy, shared by the log and the streams.
+        let event = Arc::new(event);
         // The snapshot this event goes with was written (or is being) before it was sent.
         let write = self.writes.made(task_id);
         let mut queues = self.queues();
@@ -147,8 +156,12 @@ impl Publisher {
         }
         // In place only when the store has the task's snapshot already (a memory store).
         if self.log.answers_at_once() && write == 0 {
+            if !streamed && !self.log.holds(task_id) {
+                send(task_id, Ok(0), event, to);
+                return;
+            }
             // Under the lock: no other event of this task is logged or sent before this one.
-            let mut future = self.log.append(task_id, owner, event.clone());
+            let mut future = self.log.append(task_id, owner, Arc::clone(&event));
             if let Poll::Ready(appended) = future
                 .as_mut()
                 .poll(&mut Context::from_waker(Waker::noop()))
@@ -202,7 +215,7 @@ impl Publisher {
             self.writes.written(&task_id, write).await;
             let appended = self
                 .log
-                .append(&task_id, owner.as_deref(), event.clone())
+                .append(&task_id, owner.as_deref(), Arc::clone(&event))
                 .await;
             send(&task_id, appended, event, &to);
             let mut queues = self.queues();
@@ -218,7 +231,12 @@ impl Publisher {
 }
 
 /// Sends `event` with its id (0 when its append failed) to `to`.
-fn send(task_id: &str, appended: Result<u64, StoreError>, event: StreamResponse, to: &Subscribers) {
+fn send(
+    task_id: &str,
+    appended: Result<u64, StoreError>,
+    event: Arc<StreamResponse>,
+    to: &Subscribers,
+) {
     let id = appended.unwrap_or_else(|e| {
         tracing::warn!(task = task_id, error = %e, "a task's event was not logged");
         0

@@ -221,7 +221,8 @@ impl Tasks {
                     }
                     // Subscribers here to the task of a process that died: the final state
                     // ends their streams.
-                    let id = tasks.log(&task, event.clone()).await;
+                    let event = Arc::new(event);
+                    let id = tasks.log(&task, Arc::clone(&event)).await;
                     if let Some(tx) = tasks.table().waiting.remove(&task.id) {
                         let _ = tx.send(Arc::new(LoggedEvent { id, event }));
                     }
@@ -233,7 +234,7 @@ impl Tasks {
     }
 
     /// Appends `event` of `task` to the event log: its id there, or 0 when it was not logged.
-    async fn log(&self, task: &Task, event: StreamResponse) -> u64 {
+    async fn log(&self, task: &Task, event: Arc<StreamResponse>) -> u64 {
         match self
             .publisher
             .log
@@ -303,12 +304,14 @@ impl Tasks {
             if !visible(&task) {
                 return Err(ErrorKind::TaskNotFound.into());
             }
+            running.streamed.store(true, Ordering::Relaxed);
             return Ok((task, running.events.subscribe()));
         }
         let task = self.visible(id, identity).await?;
         let mut table = self.table();
         // A turn started while the store was read: its events from now on.
         if let Some(running) = table.running.get(id) {
+            running.streamed.store(true, Ordering::Relaxed);
             return Ok((running.snapshot(), running.events.subscribe()));
         }
         // A turn over whose last events wait for the log: those, as they are logged.
@@ -334,13 +337,15 @@ impl Tasks {
 
     /// Starts a turn for `message` from `identity`: a new task, or the next turn of one waiting
     /// for input. The events receiver is subscribed before the turn runs, so that it misses
-    /// none.
+    /// none. `streamed`: a stream follows the turn from its start (its events are logged for
+    /// it to resume from).
     pub(crate) async fn start_turn(
         self: &Arc<Self>,
         mut message: Message,
         identity: Identity,
         request: Arc<TurnRequest>,
         push: Option<TaskPushNotificationConfig>,
+        streamed: bool,
     ) -> Result<Started, A2aError> {
         // Read with room for more parts than came; the message is kept while the task lives.
         message.parts.shrink_to_fit();
@@ -396,12 +401,14 @@ impl Tasks {
             }
             // Subscribers waiting for this turn get its events.
             let waiting = table.waiting.remove(&task_id);
+            let streamed = streamed || waiting.as_ref().is_some_and(|w| w.receiver_count() > 0);
             let running = Running::new(
                 task,
                 (Arc::clone(&self.writes), Arc::clone(&self.publisher)),
                 self.limits,
                 waiting,
                 self.push.clone(),
+                streamed,
             );
             table.running.insert(task_id.clone(), Arc::clone(&running));
             running
@@ -558,7 +565,8 @@ impl Tasks {
         if let Some(push) = &self.push {
             push.notify(&task.id, &event);
         }
-        let logged = self.log(&task, event.clone()).await;
+        let event = Arc::new(event);
+        let logged = self.log(&task, Arc::clone(&event)).await;
         if let Some(tx) = self.table().waiting.remove(id) {
             let _ = tx.send(Arc::new(LoggedEvent { id: logged, event }));
         }

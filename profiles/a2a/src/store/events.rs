@@ -15,8 +15,8 @@ use crate::types::StreamResponse;
 pub struct LoggedEvent {
     /// Its id in its task's log.
     pub id: u64,
-    /// The event.
-    pub event: StreamResponse,
+    /// The event, shared by the log that keeps it and the streams that send it (one copy).
+    pub event: Arc<StreamResponse>,
 }
 
 /// The event logs of tasks' streams, read back to resume a stream after a given event.
@@ -30,7 +30,7 @@ pub trait EventLog: Send + Sync + 'static {
         &'a self,
         task_id: &'a str,
         owner: Option<&'a str>,
-        event: StreamResponse,
+        event: Arc<StreamResponse>,
     ) -> StoreFuture<'a, u64>;
     /// At most `max` events of task `task_id` after event `after` (0: from the first), in
     /// order, to `caller`. [`StoreError::NotFound`] when there is no log of that task that
@@ -53,6 +53,14 @@ pub trait EventLog: Send + Sync + 'static {
     /// to live subscribers once appended. False unless overridden.
     fn answers_at_once(&self) -> bool {
         false
+    }
+    /// Whether this log has a log of task `task_id` (true, the default, when it cannot tell
+    /// at once). With a log that [answers at once](Self::answers_at_once), the server does not
+    /// log the events of a task that no stream follows and whose log this is not: no one
+    /// holds an id of that task's to resume after.
+    fn holds(&self, task_id: &str) -> bool {
+        let _ = task_id;
+        true
     }
     /// News of events appended to task `task_id`'s log by any process (other replicas
     /// sharing the log included), for a stream here whose task runs elsewhere: `None` (the
@@ -194,7 +202,7 @@ impl MemoryEventLog {
         &self,
         task_id: &str,
         owner: Option<&str>,
-        event: StreamResponse,
+        event: Arc<StreamResponse>,
     ) -> Result<u64, StoreError> {
         let mut inner = self.lock();
         if !inner.logs.contains_key(task_id) {
@@ -219,7 +227,7 @@ impl MemoryEventLog {
             return Err(StoreError::NotOwner);
         }
         let id = log.next();
-        log.events.push_back(Arc::new(event));
+        log.events.push_back(event);
         while log.events.len() > self.limits.max_events.max(1) {
             log.events.pop_front();
             log.first += 1;
@@ -253,7 +261,7 @@ impl MemoryEventLog {
             .take(max)
             .map(|(i, e)| LoggedEvent {
                 id: log.first + i as u64,
-                event: StreamResponse::clone(e),
+                event: Arc::clone(e),
             })
             .collect())
     }
@@ -286,11 +294,15 @@ impl EventLog for MemoryEventLog {
         true
     }
 
+    fn holds(&self, task_id: &str) -> bool {
+        self.lock().logs.contains_key(task_id)
+    }
+
     fn append<'a>(
         &'a self,
         task_id: &'a str,
         owner: Option<&'a str>,
-        event: StreamResponse,
+        event: Arc<StreamResponse>,
     ) -> StoreFuture<'a, u64> {
         ready(self.append_now(task_id, owner, event))
     }

@@ -699,7 +699,7 @@ async fn read_after(
         let body: &str = row.try_get(3)?;
         events.push(LoggedEvent {
             id: u64::try_from(id).unwrap_or(0),
-            event: serde_json::from_str(body).map_err(PostgresError::from)?,
+            event: Arc::new(serde_json::from_str(body).map_err(PostgresError::from)?),
         });
     }
     Ok(events)
@@ -846,7 +846,7 @@ impl EventLog for PostgresTaskStore {
         &'a self,
         task_id: &'a str,
         owner: Option<&'a str>,
-        event: StreamResponse,
+        event: Arc<StreamResponse>,
     ) -> StoreFuture<'a, u64> {
         let limits = self.event_limits;
         self.with(move |pool| async move {

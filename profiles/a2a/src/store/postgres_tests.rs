@@ -77,12 +77,12 @@ fn task(id: &str, state: TaskState) -> Task {
     }
 }
 
-fn event(n: usize) -> StreamResponse {
-    StreamResponse::Message(Message::text(
+fn event(n: usize) -> std::sync::Arc<StreamResponse> {
+    std::sync::Arc::new(StreamResponse::Message(Message::text(
         crate::types::Role::Agent,
         format!("m{n}"),
         "x",
-    ))
+    )))
 }
 
 /// The bounds at their edges, as the SQLite store's: a full store makes room from

@@ -282,7 +282,7 @@ fn read_after(
         let (id, body) = row.map_err(SqliteError::from)?;
         events.push(LoggedEvent {
             id: u64::try_from(id).unwrap_or(0),
-            event: serde_json::from_str(&body).map_err(SqliteError::from)?,
+            event: Arc::new(serde_json::from_str(&body).map_err(SqliteError::from)?),
         });
     }
     Ok(events)
@@ -640,7 +640,7 @@ impl EventLog for SqliteTaskStore {
         &'a self,
         task_id: &'a str,
         owner: Option<&'a str>,
-        event: StreamResponse,
+        event: Arc<StreamResponse>,
     ) -> StoreFuture<'a, u64> {
         let limits = self.event_limits;
         let task_id = task_id.to_owned();
