@@ -71,7 +71,11 @@ impl Streams {
 /// whether it ends the stream), the `replay`ed events of the log, then the task's live
 /// `events` (those the replay had skipped) to the client's `tx`, until one ends the stream or
 /// the client goes away (the task goes on, and its events stay in the log).
-async fn relay(
+///
+/// An `async` block, not an `async fn`: the block uses what it captured where it lies, where
+/// an `async fn` keeps its arguments twice for as long as it runs (once as passed, once as
+/// its locals), 200 bytes more per open stream.
+fn relay(
     stream: Stream,
     retry: u64,
     first: Option<(bool, Vec<u8>)>,
@@ -81,55 +85,58 @@ async fn relay(
         Option<Follow>,
     ),
     tx: mpsc::Sender<Bytes>,
-) {
-    let id = &*stream.id;
-    let mut out = Vec::new();
-    sse::write_retry(&mut VecSink(&mut out), retry);
-    out.push(b'\n');
-    if tx.send(Bytes::from(out)).await.is_err() {
-        return;
-    }
-    if let Some((ends, first)) = first {
-        if tx.send(sse_event(0, &first)).await.is_err() || ends {
+) -> impl std::future::Future<Output = ()> + Send {
+    async move {
+        let id = &*stream.id;
+        let mut out = Vec::new();
+        sse::write_retry(&mut VecSink(&mut out), retry);
+        out.push(b'\n');
+        if tx.send(Bytes::from(out)).await.is_err() {
             return;
         }
-    }
-    // The last event replayed: the live events up to it were in the replay.
-    let mut replayed = 0;
-    for e in replay {
-        replayed = e.id;
-        if !stream.forward(&e, &tx).await {
-            return;
-        }
-    }
-    if let Some(follow) = follow {
-        follow.relay(&stream, &tx).await;
-        return;
-    }
-    let Some(mut events) = events else {
-        return;
-    };
-    loop {
-        let received = tokio::select! {
-            r = events.recv() => r,
-            () = tx.closed() => return,
-        };
-        match received {
-            Ok(e) if e.id != 0 && e.id <= replayed => {}
-            Ok(e) => {
-                if !stream.forward(&e, &tx).await {
-                    return;
-                }
-            }
-            Err(broadcast::error::RecvError::Lagged(_)) => {
-                let e = A2aError::with_message(
-                    ErrorKind::Internal,
-                    "the stream fell behind the task's events; resume it with Last-Event-ID",
-                );
-                let _ = tx.send(sse_event(0, &error(id, &e))).await;
+        if let Some((ends, first)) = first {
+            if tx.send(sse_event(0, &first)).await.is_err() || ends {
                 return;
             }
-            Err(broadcast::error::RecvError::Closed) => return,
+        }
+        // The last event replayed: the live events up to it were in the replay.
+        let mut replayed = 0;
+        for e in replay {
+            replayed = e.id;
+            if !stream.forward(&e, &tx).await {
+                return;
+            }
+        }
+        if let Some(follow) = follow {
+            // Boxed: a stream of live events (most) does not keep room for a follower's state.
+            Box::pin(follow.relay(&stream, &tx)).await;
+            return;
+        }
+        let Some(mut events) = events else {
+            return;
+        };
+        loop {
+            let received = tokio::select! {
+                r = events.recv() => r,
+                () = tx.closed() => return,
+            };
+            match received {
+                Ok(e) if e.id != 0 && e.id <= replayed => {}
+                Ok(e) => {
+                    if !stream.forward(&e, &tx).await {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let e = A2aError::with_message(
+                        ErrorKind::Internal,
+                        "the stream fell behind the task's events; resume it with Last-Event-ID",
+                    );
+                    let _ = tx.send(sse_event(0, &error(id, &e))).await;
+                    return;
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
         }
     }
 }

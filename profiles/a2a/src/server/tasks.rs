@@ -416,7 +416,7 @@ impl Tasks {
         let events = running.events.subscribe();
         let ctx = TaskContext {
             running: Arc::clone(&running),
-            message,
+            message: Box::new(message),
             continuation,
             identity,
             request,
