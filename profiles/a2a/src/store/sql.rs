@@ -173,6 +173,16 @@ impl Passes {
         }
     }
 
+    /// These counts, passing every `every` writes or `interval`.
+    #[cfg(feature = "sqlite")]
+    pub(super) fn reconfigured(&self, every: usize, interval: std::time::Duration) -> Self {
+        let tasks = {
+            let c = self.counts();
+            c.tasks + c.created
+        };
+        Passes::new(every, interval, tasks)
+    }
+
     fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
         self.counts
             .lock()
