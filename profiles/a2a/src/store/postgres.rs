@@ -9,19 +9,24 @@
 //! - a lapsed lease is failed by `UPDATE … WHERE lease_until < now … RETURNING`, which locks
 //!   the rows it takes and clears their lease in the same statement: a second replica's sweep
 //!   waits for the first's to commit, then finds no lease on them, so a task is failed once;
-//! - an event's id is the log's `next_id`, read `FOR UPDATE`, so two replicas appending to one
-//!   log never give out one id twice; a read after an id is one statement (one snapshot), so
-//!   a trim between its steps cannot hide a gap;
-//! - creating a task or a log, and evicting old ones, runs under a transaction-scoped advisory
-//!   lock, so that two replicas never both take the last free place, and evictions never
-//!   deadlock one another.
+//! - an event is appended in one statement ([`APPEND`]) that takes the log's `next_id` in an
+//!   upsert of its row, which locks it, so two replicas appending to one log never give out
+//!   one id twice; a read after an id is one statement (one snapshot), so a trim between its
+//!   steps cannot hide a gap;
+//! - a task is written in one statement (an upsert) while the store is far from full; near
+//!   full, and in the passes that count the tasks and evict old ones (see
+//!   [`PostgresTaskStore`]'s bounds), under a transaction-scoped advisory lock, so that two
+//!   replicas never both take the last free place, and evictions never deadlock one another.
+//!
+//! No call takes a lock that other calls share, but the few that count or evict: a lock
+//! taken by every create and finish (as this store first did) serialized every `SendMessage`
+//! of every replica, each holding it for several round trips. The statements of the hot
+//! paths are prepared once per connection ([`Pooled::prepared`]): tokio-postgres prepares a
+//! statement given as text on every call, a round trip of its own.
 //!
 //! tokio-postgres rather than sqlx: it is the asynchronous driver sqlx's is modelled on,
 //! without sqlx's macros, its runtime layer and its other databases, a fraction of the
-//! compile time on two cores. The pool is the crate's own (a semaphore and a list of idle
-//! connections, [`Pool`]): a fixed number of connections, reconnected when one is found
-//! closed, is all the store needs, and deadpool-postgres would bring a pool framework and its
-//! configuration types for it.
+//! compile time on two cores. The pool is the crate's own ([`Pool`], why in its module).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -144,8 +149,9 @@ pub struct PostgresOptions {
     /// before reconnecting); 1 s by default.
     pub poll_interval: Duration,
     /// How many of its writes that create or finish a task (or create a log) a store makes
-    /// between two passes that count and evict under the lock ([the bounds](self#bounds));
-    /// 64 by default. 1: every such write counts and evicts, as a single lock would.
+    /// between two passes that count and evict under the lock (see [the
+    /// bounds](PostgresTaskStore#bounds)); 64 by default. 1: every such write counts and
+    /// evicts, as a single lock would.
     pub evict_every: usize,
     /// The longest between two passes while tasks are created or finished (so that
     /// finished tasks past their age go even when few writes are made); 1 s by default.
@@ -168,6 +174,27 @@ impl Default for PostgresOptions {
 /// Tasks, event logs and push configs in PostgreSQL, bounded by [`StoreLimits`] and
 /// [`EventLogLimits`] as the SQLite store is; several stores (replicas) may share one
 /// database.
+///
+/// # Bounds
+///
+/// So that no lock is shared by every call, a store counts its tasks and evicts in passes,
+/// under a lock, after every [`evict_every`](PostgresOptions::evict_every) (E, 64 by default)
+/// of its writes that create or finish a task, and after any such write once the last pass
+/// is [`evict_interval`](PostgresOptions::evict_interval) old; between passes it knows the
+/// tasks it created itself:
+///
+/// - a new task is inserted in one statement while the store's estimate (the count of its
+///   last pass plus the tasks it created since) is more than 4 E below `max_tasks`; closer,
+///   or whenever `max_tasks` ≤ 4 E, each insert counts under the lock and is refused when
+///   the store is full, exactly. A store alone on its database never holds more than
+///   `max_tasks`; R stores, each unaware of the others' inserts since its last pass, hold at
+///   most `max_tasks` + R × E (each inserts at most E before its next pass shows it the
+///   store full);
+/// - finished tasks past their age or past `max_finished` go in the passes: between two,
+///   fewer than E more per store are held (after each create or finish when
+///   `max_finished` ≤ 4 E: exact);
+/// - the oldest logs past [`EventLogLimits::max_tasks`] go in a pass after every E logs a
+///   store creates: fewer than E more per store between two (exact when the bound ≤ 4 E).
 pub struct PostgresTaskStore {
     pool: Pool,
     /// The streams here following tasks' logs, woken by other replicas' appends.

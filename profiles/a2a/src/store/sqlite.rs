@@ -107,6 +107,14 @@ const MIGRATIONS: &[&str] = &[
 /// Tasks in a SQLite file, bounded by [`StoreLimits`] as [`MemoryTaskStore`] is (finished
 /// tasks evicted past a count or an age, new tasks refused when full).
 ///
+/// The tasks are counted and old ones evicted in passes after every
+/// [`evict_every`](Self::evict_every) (E, 64 unless set) writes that create or finish a
+/// task, and after any such write once the last pass is 1 s old, as the PostgreSQL store
+/// does: a new task is refused when full, exactly (near the bound every insert counts);
+/// finished tasks go over `max_finished`, and logs over their number, by fewer than E
+/// between passes (none when the bound is at most 4 E). Another process writing the same
+/// file is not counted until the next pass.
+///
 /// [`MemoryTaskStore`]: super::MemoryTaskStore
 pub struct SqliteTaskStore {
     /// The calls for the connection's thread ([`worker`]).
