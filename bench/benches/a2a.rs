@@ -32,7 +32,7 @@
 //! `RPCWIRE_BENCH_A2A_SDK_ARGS` adds options to the Python agent's command line (e.g.
 //! `--sqlite-journal default`: SQLite's own journal instead of the WAL both stores use).
 //! `RPCWIRE_BENCH_A2A_BASELINE=/path/to/a2a-agent` measures another build of the agent too (an
-//! earlier commit's, with the memory store), in the same run. The table is printed and written
+//! earlier commit's, with each store measured), in the same run, right after this one. The table is printed and written
 //! to `target/bench-a2a.md`.
 
 use std::io::{BufRead, BufReader};
@@ -552,7 +552,7 @@ async fn run() -> Result<(), Error> {
     let mut rows = Vec::new();
     for store in &s.stores {
         let mut servers = vec![(Kind::Rpcwire(&agent), "rpcwire-a2a (a2a-agent)")];
-        if let (Some(b), "memory") = (&baseline, store.as_str()) {
+        if let Some(b) = &baseline {
             servers.push((Kind::Rpcwire(b), "a2a-agent, baseline build"));
         }
         if let Some(p) = &py {

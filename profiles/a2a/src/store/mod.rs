@@ -24,6 +24,8 @@ mod memory;
 mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_listen;
+#[cfg(feature = "postgres")]
+mod postgres_pool;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
 #[cfg(feature = "sqlite")]

@@ -9,30 +9,35 @@
 //! - a lapsed lease is failed by `UPDATE … WHERE lease_until < now … RETURNING`, which locks
 //!   the rows it takes and clears their lease in the same statement: a second replica's sweep
 //!   waits for the first's to commit, then finds no lease on them, so a task is failed once;
-//! - an event's id is the log's `next_id`, read `FOR UPDATE`, so two replicas appending to one
-//!   log never give out one id twice; a read after an id is one statement (one snapshot), so
-//!   a trim between its steps cannot hide a gap;
-//! - creating a task or a log, and evicting old ones, runs under a transaction-scoped advisory
-//!   lock, so that two replicas never both take the last free place, and evictions never
-//!   deadlock one another.
+//! - an event is appended in one statement ([`APPEND`]) that takes the log's `next_id` in an
+//!   upsert of its row, which locks it, so two replicas appending to one log never give out
+//!   one id twice; a read after an id is one statement (one snapshot), so a trim between its
+//!   steps cannot hide a gap;
+//! - a task is written in one statement (an upsert) while the store is far from full; near
+//!   full, and in the passes that count the tasks and evict old ones (see
+//!   [`PostgresTaskStore`]'s bounds), under a transaction-scoped advisory lock, so that two
+//!   replicas never both take the last free place, and evictions never deadlock one another.
+//!
+//! No call takes a lock that other calls share, but the few that count or evict: a lock
+//! taken by every create and finish (as this store first did) serialized every `SendMessage`
+//! of every replica, each holding it for several round trips. The statements of the hot
+//! paths are prepared once per connection ([`Pooled::prepared`]): tokio-postgres prepares a
+//! statement given as text on every call, a round trip of its own.
 //!
 //! tokio-postgres rather than sqlx: it is the asynchronous driver sqlx's is modelled on,
 //! without sqlx's macros, its runtime layer and its other databases, a fraction of the
-//! compile time on two cores. The pool is the crate's own (a semaphore and a list of idle
-//! connections, [`Pool`]): a fixed number of connections, reconnected when one is found
-//! closed, is all the store needs, and deadpool-postgres would bring a pool framework and its
-//! configuration types for it.
+//! compile time on two cores. The pool is the crate's own ([`Pool`], why in its module).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use tokio::sync::{Semaphore, SemaphorePermit};
-use tokio_postgres::{Client, Config, NoTls, Row, Transaction};
+use tokio_postgres::{Client, Config, Row, Transaction};
 
 use super::events::may_read;
 use super::memory::{Cursor, Page};
 use super::postgres_listen::{listen, Watchers, CANCEL_CHANNEL, CHANNEL};
-use super::sql::{self, micros};
+use super::postgres_pool::{connect, Pool, Pooled};
+use super::sql::{self, micros, Passes};
 use super::{
     lapse, leasable, EventLog, EventLogLimits, Lease, LogWatch, LoggedEvent, PushConfigStore,
     StoreError, StoreFuture, StoreLimits, TaskStore,
@@ -143,6 +148,14 @@ pub struct PostgresOptions {
     /// listens for other replicas' appends is down (and how long that connection waits
     /// before reconnecting); 1 s by default.
     pub poll_interval: Duration,
+    /// How many of its writes that create or finish a task (or create a log) a store makes
+    /// between two passes that count and evict under the lock (see [the
+    /// bounds](PostgresTaskStore#bounds)); 64 by default. 1: every such write counts and
+    /// evicts, as a single lock would.
+    pub evict_every: usize,
+    /// The longest between two passes while tasks are created or finished (so that
+    /// finished tasks past their age go even when few writes are made); 1 s by default.
+    pub evict_interval: Duration,
 }
 
 impl Default for PostgresOptions {
@@ -152,89 +165,44 @@ impl Default for PostgresOptions {
             schema: None,
             statement_timeout: Duration::from_secs(30),
             poll_interval: Duration::from_secs(1),
+            evict_every: 64,
+            evict_interval: Duration::from_secs(1),
         }
     }
-}
-
-/// A fixed number of connections: a permit of `gate` per connection in use, the idle ones
-/// in `idle`. A connection found closed is dropped and a new one opened in its place.
-struct Pool {
-    config: Config,
-    gate: Semaphore,
-    idle: Mutex<Vec<Client>>,
-}
-
-/// A connection taken from the [`Pool`], given back on drop unless it closed.
-struct Pooled<'a> {
-    client: Option<Client>,
-    pool: &'a Pool,
-    _permit: SemaphorePermit<'a>,
-}
-
-impl Pool {
-    async fn get(&self) -> Result<Pooled<'_>, PostgresError> {
-        let permit = self
-            .gate
-            .acquire()
-            .await
-            .unwrap_or_else(|_| unreachable!("the pool's semaphore is never closed"));
-        let idle = {
-            let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-            idle.retain(|c| !c.is_closed());
-            idle.pop()
-        };
-        let client = match idle {
-            Some(client) => client,
-            None => connect(&self.config).await?,
-        };
-        Ok(Pooled {
-            client: Some(client),
-            pool: self,
-            _permit: permit,
-        })
-    }
-}
-
-impl Pooled<'_> {
-    fn client(&mut self) -> &mut Client {
-        self.client
-            .as_mut()
-            .unwrap_or_else(|| unreachable!("taken only on drop"))
-    }
-}
-
-impl Drop for Pooled<'_> {
-    fn drop(&mut self) {
-        if let Some(client) = self.client.take().filter(|c| !c.is_closed()) {
-            self.pool
-                .idle
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(client);
-        }
-    }
-}
-
-/// Opens a connection; its I/O runs on a task of its own until the client is dropped.
-async fn connect(config: &Config) -> Result<Client, PostgresError> {
-    let (client, connection) = config.connect(NoTls).await?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::warn!(error = %e, "a PostgreSQL task store connection failed");
-        }
-    });
-    Ok(client)
 }
 
 /// Tasks, event logs and push configs in PostgreSQL, bounded by [`StoreLimits`] and
 /// [`EventLogLimits`] as the SQLite store is; several stores (replicas) may share one
 /// database.
+///
+/// # Bounds
+///
+/// So that no lock is shared by every call, a store counts its tasks and evicts in passes,
+/// under a lock, after every [`evict_every`](PostgresOptions::evict_every) (E, 64 by default)
+/// of its writes that create or finish a task, and after any such write once the last pass
+/// is [`evict_interval`](PostgresOptions::evict_interval) old; between passes it knows the
+/// tasks it created itself:
+///
+/// - a new task is inserted in one statement while the store's estimate (the count of its
+///   last pass plus the tasks it created since) is more than 4 E below `max_tasks`; closer,
+///   or whenever `max_tasks` ≤ 4 E, each insert counts under the lock and is refused when
+///   the store is full, exactly. A store alone on its database never holds more than
+///   `max_tasks`; R stores, each unaware of the others' inserts since its last pass, hold at
+///   most `max_tasks` + R × E (each inserts at most E before its next pass shows it the
+///   store full);
+/// - finished tasks past their age or past `max_finished` go in the passes: between two,
+///   fewer than E more per store are held (after each create or finish when
+///   `max_finished` ≤ 4 E: exact);
+/// - the oldest logs past [`EventLogLimits::max_tasks`] go in a pass after every E logs a
+///   store creates: fewer than E more per store between two (exact when the bound ≤ 4 E).
 pub struct PostgresTaskStore {
     pool: Pool,
     /// The streams here following tasks' logs, woken by other replicas' appends.
     watchers: Arc<Watchers>,
     limits: StoreLimits,
     event_limits: EventLogLimits,
+    /// When this store counts and evicts.
+    passes: Passes,
 }
 
 impl std::fmt::Debug for PostgresTaskStore {
@@ -287,6 +255,10 @@ impl PostgresTaskStore {
         }
         let mut client = connect(&config).await?;
         migrate(&mut client, options.schema.as_deref()).await?;
+        let tasks: i64 = client
+            .query_one("SELECT COUNT(*) FROM tasks", &[])
+            .await?
+            .try_get(0)?;
         let watchers = Watchers::new(options.poll_interval);
         tokio::spawn(listen(
             config.clone(),
@@ -295,13 +267,14 @@ impl PostgresTaskStore {
         ));
         let store = PostgresTaskStore {
             watchers,
-            pool: Pool {
-                config,
-                gate: Semaphore::new(options.pool_size.max(1)),
-                idle: Mutex::new(vec![client]),
-            },
+            pool: Pool::new(config, options.pool_size, client),
             limits,
             event_limits: EventLogLimits::default(),
+            passes: Passes::new(
+                options.evict_every,
+                options.evict_interval,
+                usize::try_from(tasks).unwrap_or(usize::MAX),
+            ),
         };
         Ok(store)
     }
@@ -367,7 +340,13 @@ fn decode(row: &Row) -> Result<Task, PostgresError> {
     Ok(sql::decode(task, history, artifacts, row.try_get(3)?)?)
 }
 
-const SELECT: &str = "SELECT task, history, artifacts, owner FROM tasks";
+/// A task row's columns [`decode`] reads.
+macro_rules! select {
+    () => {
+        "SELECT task, history, artifacts, owner FROM tasks"
+    };
+}
+const GET: &str = concat!(select!(), " WHERE id = $1");
 
 /// Drops finished tasks past the age and count limits, oldest first, with their push
 /// configs. The caller holds [`TASKS_LOCK`].
@@ -394,97 +373,216 @@ async fn evict(tx: &Transaction<'_>, limits: StoreLimits, now: i64) -> Result<()
 }
 
 /// The assignments of a task's columns from parameters $2.. (see [`put`]): the first finish
-/// time stays, and with `$10` the lease it holds stays.
-const ASSIGN: &str = "context_id = $2, state = $3, status_at = $4, owner = $5, task = $6,
-    history = $7, artifacts = $8, finished_at = COALESCE(tasks.finished_at, $9),
-    lease_holder = CASE WHEN $10 THEN tasks.lease_holder ELSE $11 END,
-    lease_until = CASE WHEN $10 THEN tasks.lease_until ELSE $12 END";
+/// time stays, and with `$10` the lease it holds stays. A macro, so that the statements
+/// built with it are constants, each prepared once per connection.
+macro_rules! assign {
+    () => {
+        "context_id = $2, state = $3, status_at = $4, owner = $5, task = $6,
+        history = $7, artifacts = $8, finished_at = COALESCE(tasks.finished_at, $9),
+        lease_holder = CASE WHEN $10 THEN tasks.lease_holder ELSE $11 END,
+        lease_until = CASE WHEN $10 THEN tasks.lease_until ELSE $12 END"
+    };
+}
 
-async fn put(
+/// A task written (inserted, or updated with [`assign!`]) in one statement; whether it was
+/// inserted (a row no transaction had written before: `xmax` 0).
+const UPSERT: &str = concat!(
+    "INSERT INTO tasks (id, context_id, state, status_at, owner, task, history, artifacts,
+        finished_at, lease_holder, lease_until)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12)
+     ON CONFLICT (id) DO UPDATE SET ",
+    assign!(),
+    " RETURNING xmax = 0"
+);
+
+/// The parameters of [`UPSERT`] and [`assign!`].
+type Params<'a> = [&'a (dyn tokio_postgres::types::ToSql + Sync); 12];
+
+/// A put that counts: under the lock, the task updated, or inserted once there is room
+/// (the oldest finished tasks evicted for it; refused when none can be, with `creating`
+/// inserts of this store under way counted as held); whether it was inserted, and the tasks
+/// held after it when it counted them.
+async fn put_counting(
     client: &mut Client,
     limits: StoreLimits,
-    mut task: Task,
-    lease: Option<Lease>,
-) -> Result<(), StoreError> {
-    let now = micros(SystemTime::now());
-    let state = task.status.state;
-    let sql::Columns {
-        body,
-        history,
-        artifacts,
-        state: name,
-        status_at,
-    } = sql::encode(&mut task).map_err(PostgresError::from)?;
-    let finished = state.is_terminal().then_some(now);
-    let keeps_lease = leasable(state);
-    let lease = lease.filter(|_| keeps_lease);
-    let keep_held = lease.is_none() && keeps_lease;
-    let holder = lease.as_ref().map(|l| l.holder.clone());
-    let until = lease.as_ref().map(|l| micros(l.until));
+    creating: usize,
+    params: &Params<'_>,
+    finished: bool,
+    now: i64,
+) -> Result<(bool, Option<usize>), StoreError> {
     let tx = client.transaction().await?;
-    // A finishing write may evict: it takes the lock before it locks its own row, as every
-    // evicting transaction does, so that two never wait on each other.
-    if finished.is_some() {
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TASKS_LOCK])
-            .await?;
-    }
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 12] = [
-        &task.id,
-        &task.context_id,
-        &name,
-        &status_at,
-        &task.owner,
-        &body,
-        &history,
-        &artifacts,
-        &finished,
-        &keep_held,
-        &holder,
-        &until,
-    ];
-    let updated = tx
-        .execute(&format!("UPDATE tasks SET {ASSIGN} WHERE id = $1"), &params)
+    // The lock before any row: every evicting transaction takes them in that order, so
+    // that two never wait on each other.
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TASKS_LOCK])
         .await?;
+    let updated = tx
+        .execute(
+            concat!("UPDATE tasks SET ", assign!(), " WHERE id = $1"),
+            params,
+        )
+        .await?;
+    let mut held = None;
     if updated == 0 {
-        // A new task: under the lock (taken with no row locked), make room or refuse.
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TASKS_LOCK])
-            .await?;
         evict(&tx, limits, now).await?;
         let count: i64 = tx
             .query_one("SELECT COUNT(*) FROM tasks", &[])
             .await?
             .try_get(0)?;
-        if usize::try_from(count).unwrap_or(usize::MAX) >= limits.max_tasks {
-            let oldest = "SELECT id FROM tasks WHERE finished_at IS NOT NULL
-                ORDER BY finished_at, seq LIMIT 1";
-            tx.execute(
-                &format!("DELETE FROM push_configs WHERE task_id IN ({oldest})"),
-                &[],
-            )
-            .await?;
-            let freed = tx
-                .execute(&format!("DELETE FROM tasks WHERE id IN ({oldest})"), &[])
-                .await?;
-            if freed == 0 {
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
+        let over = (count + creating + 1).saturating_sub(limits.max_tasks);
+        let mut freed = 0;
+        if over > 0 {
+            // Room from the oldest finished tasks, or refused.
+            let gone: Vec<String> = tx
+                .query(
+                    "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks
+                        WHERE finished_at IS NOT NULL ORDER BY finished_at, seq LIMIT $1)
+                     RETURNING id",
+                    &[&to_i64(over)],
+                )
+                .await?
+                .iter()
+                .map(|r| r.try_get(0))
+                .collect::<Result<_, _>>()?;
+            if gone.len() < over {
                 return Err(StoreError::Full);
             }
+            tx.execute("DELETE FROM push_configs WHERE task_id = ANY($1)", &[&gone])
+                .await?;
+            freed = gone.len();
         }
-        tx.execute(
-            &format!(
-                "INSERT INTO tasks (id, context_id, state, status_at, owner, task, history,
-                    artifacts, finished_at, lease_holder, lease_until)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12)
-                 ON CONFLICT (id) DO UPDATE SET {ASSIGN}"
-            ),
-            &params,
-        )
-        .await?;
-    }
-    if finished.is_some() {
+        tx.execute(UPSERT, params).await?;
+        held = Some(count + 1 - freed);
+    } else if finished {
         evict(&tx, limits, now).await?;
     }
     tx.commit().await?;
-    Ok(())
+    Ok((updated == 0, held))
+}
+
+impl PostgresTaskStore {
+    /// Writes `task` (with `lease`): in one statement while the store is far from full,
+    /// counting under the lock otherwise; then a pass when one is due.
+    async fn write_task(&self, mut task: Task, lease: Option<Lease>) -> Result<(), StoreError> {
+        let now = micros(SystemTime::now());
+        let state = task.status.state;
+        let sql::Columns {
+            body,
+            history,
+            artifacts,
+            state: name,
+            status_at,
+        } = sql::encode(&mut task).map_err(PostgresError::from)?;
+        let finished = state.is_terminal().then_some(now);
+        let keeps_lease = leasable(state);
+        let lease = lease.filter(|_| keeps_lease);
+        let keep_held = lease.is_none() && keeps_lease;
+        let holder = lease.as_ref().map(|l| l.holder.clone());
+        let until = lease.as_ref().map(|l| micros(l.until));
+        let params: Params<'_> = [
+            &task.id,
+            &task.context_id,
+            &name,
+            &status_at,
+            &task.owner,
+            &body,
+            &history,
+            &artifacts,
+            &finished,
+            &keep_held,
+            &holder,
+            &until,
+        ];
+        let limits = self.limits;
+        let mut c = self.pool.get().await?;
+        let reserved = self.passes.reserve(limits.max_tasks);
+        let written = match reserved {
+            Some(_) => async {
+                let upsert = c.prepared(UPSERT).await?;
+                let row = c.client().query_one(&upsert, &params).await?;
+                Ok((row.try_get::<_, bool>(0)?, None))
+            }
+            .await
+            .map_err(|e: tokio_postgres::Error| StoreError::from(e)),
+            None => {
+                let creating = self.passes.creating();
+                put_counting(
+                    c.client(),
+                    limits,
+                    creating,
+                    &params,
+                    finished.is_some(),
+                    now,
+                )
+                .await
+            }
+        };
+        let created = written.as_ref().is_ok_and(|w| w.0);
+        if let Ok((_, Some(held))) = written {
+            self.passes.counted(held);
+        }
+        let due = self.passes.put_done(
+            reserved,
+            created,
+            finished.is_some() && written.is_ok(),
+            limits.max_finished,
+        );
+        written?;
+        if due {
+            // The write is stored: a pass that fails leaves its writes due for the next.
+            if let Err(e) = self.pass(&mut c).await {
+                tracing::warn!(error = %e, "finished tasks not evicted");
+            }
+        }
+        Ok(())
+    }
+
+    /// Under the lock: the finished tasks past their age and count go, the rest are counted.
+    async fn pass(&self, c: &mut Pooled<'_>) -> Result<(), PostgresError> {
+        let covered = self.passes.pass_starts();
+        let counted = async {
+            let tx = c.client().transaction().await?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TASKS_LOCK])
+                .await?;
+            evict(&tx, self.limits, micros(SystemTime::now())).await?;
+            let count: i64 = tx
+                .query_one("SELECT COUNT(*) FROM tasks", &[])
+                .await?
+                .try_get(0)?;
+            tx.commit().await?;
+            Ok::<_, PostgresError>(usize::try_from(count).unwrap_or(usize::MAX))
+        }
+        .await;
+        match counted {
+            Ok(tasks) => self.passes.passed(covered, tasks),
+            Err(_) => self.passes.pass_failed(covered),
+        }
+        counted.map(drop)
+    }
+
+    /// Under the logs' lock: the oldest logs past their number go, with their events.
+    async fn logs_pass(&self, c: &mut Pooled<'_>) -> Result<(), PostgresError> {
+        let tx = c.client().transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOGS_LOCK])
+            .await?;
+        // Logs before events: the order an appender locks them in.
+        let gone: Vec<String> = tx
+            .query(
+                "DELETE FROM event_logs WHERE task_id IN (SELECT task_id FROM event_logs
+                    ORDER BY created DESC OFFSET $1) RETURNING task_id",
+                &[&to_i64(self.event_limits.max_tasks.max(1))],
+            )
+            .await?
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()?;
+        if !gone.is_empty() {
+            tx.execute("DELETE FROM events WHERE task_id = ANY($1)", &[&gone])
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
 }
 
 async fn list(
@@ -587,79 +685,57 @@ async fn fail_lapsed(
     Ok(lapsed)
 }
 
-async fn append(
-    client: &mut Client,
-    limits: EventLogLimits,
-    task_id: &str,
-    owner: Option<&str>,
-    event: &StreamResponse,
-) -> Result<u64, StoreError> {
-    let body = serde_json::to_string(event).map_err(PostgresError::from)?;
-    let owner = owner.map(str::to_owned);
-    let tx = client.transaction().await?;
-    let lock_log = "SELECT owner, next_id FROM event_logs WHERE task_id = $1 FOR UPDATE";
-    let mut log = tx.query_opt(lock_log, &[&task_id]).await?;
-    if log.is_none() {
-        // A new log: under the lock (no row locked yet), the oldest go, logs before events
-        // (the order an appender locks them in), then it is created.
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOGS_LOCK])
-            .await?;
-        log = tx.query_opt(lock_log, &[&task_id]).await?;
-        if log.is_none() {
-            let keep = to_i64(limits.max_tasks.max(1) - 1);
-            let gone: Vec<String> = tx
-                .query(
-                    "DELETE FROM event_logs WHERE task_id IN (SELECT task_id FROM event_logs
-                        ORDER BY created DESC OFFSET $1) RETURNING task_id",
-                    &[&keep],
-                )
-                .await?
-                .iter()
-                .map(|r| r.try_get(0))
-                .collect::<Result<_, _>>()?;
-            tx.execute("DELETE FROM events WHERE task_id = ANY($1)", &[&gone])
-                .await?;
-            tx.execute(
-                "INSERT INTO event_logs (task_id, owner, first_id, next_id) VALUES ($1, $2, 1, 1)",
-                &[&task_id, &owner],
+/// An event appended in one statement: the log's row created (`created`) or its next id
+/// taken, both only for the log's owner (no row for another); the event inserted, the
+/// events before the first kept deleted and the append announced (at commit; with `$5`).
+const APPEND: &str = "WITH log AS (
+        INSERT INTO event_logs (task_id, owner, first_id, next_id) VALUES ($1, $2, 1, 2)
+        ON CONFLICT (task_id) DO UPDATE SET next_id = event_logs.next_id + 1,
+            first_id = GREATEST(event_logs.first_id, event_logs.next_id + 1 - $4)
+        WHERE event_logs.owner IS NOT DISTINCT FROM EXCLUDED.owner
+        RETURNING next_id - 1 AS id, first_id, xmax = 0 AS created
+    ), appended AS (
+        INSERT INTO events (task_id, id, event) SELECT $1, id, $3 FROM log
+    ), trimmed AS (
+        DELETE FROM events WHERE task_id = $1 AND id < (SELECT first_id FROM log)
+    )
+    SELECT id, created, CASE WHEN $5 THEN pg_notify($6, $1 || ' ' || id)::text END FROM log";
+
+impl PostgresTaskStore {
+    /// Appends `event` to task `task_id`'s log (see [`APPEND`]), then a pass over the logs
+    /// when one is due.
+    async fn append_event(
+        &self,
+        task_id: &str,
+        owner: Option<&str>,
+        event: &StreamResponse,
+    ) -> Result<u64, StoreError> {
+        let body = serde_json::to_string(event).map_err(PostgresError::from)?;
+        let max_events = to_i64(self.event_limits.max_events.max(1));
+        // NOTIFY's payload is at most 8 000 bytes: a task id near that is not announced (its
+        // streams elsewhere poll). Delivered at commit: a replica woken by it reads the event.
+        let announce = task_id.len() + 21 < 8000;
+        let mut c = self.pool.get().await?;
+        let append = c.prepared(APPEND).await?;
+        let row = c
+            .client()
+            .query_opt(
+                &append,
+                &[&task_id, &owner, &body, &max_events, &announce, &CHANNEL],
             )
             .await?;
-            log = tx.query_opt(lock_log, &[&task_id]).await?;
+        let Some(row) = row else {
+            return Err(StoreError::NotOwner);
+        };
+        let id: i64 = row.try_get(0)?;
+        let created: bool = row.try_get(1)?;
+        if created && self.passes.log_created(self.event_limits.max_tasks) {
+            if let Err(e) = self.logs_pass(&mut c).await {
+                tracing::warn!(error = %e, "old event logs not evicted");
+            }
         }
+        Ok(u64::try_from(id).unwrap_or(0))
     }
-    let log = log.ok_or(StoreError::NotFound)?;
-    let held: Option<String> = log.try_get(0)?;
-    if held != owner {
-        return Err(StoreError::NotOwner);
-    }
-    let id: i64 = log.try_get(1)?;
-    tx.execute(
-        "INSERT INTO events (task_id, id, event) VALUES ($1, $2, $3)",
-        &[&task_id, &id, &body],
-    )
-    .await?;
-    // Past the bound, the oldest go: the first kept is `max_events` before the next.
-    let first = (id + 1 - to_i64(limits.max_events.max(1))).max(1);
-    tx.execute(
-        "UPDATE event_logs SET next_id = $2, first_id = GREATEST(first_id, $3)
-         WHERE task_id = $1",
-        &[&task_id, &(id + 1), &first],
-    )
-    .await?;
-    tx.execute(
-        "DELETE FROM events WHERE task_id = $1 AND id < $2",
-        &[&task_id, &first],
-    )
-    .await?;
-    // Delivered at commit: a replica woken by it reads the event. NOTIFY's payload is at
-    // most 8 000 bytes; a task id near that is not announced (its streams elsewhere poll).
-    let payload = format!("{task_id} {id}");
-    if payload.len() < 8000 {
-        tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(u64::try_from(id).unwrap_or(0))
 }
 
 async fn read_after(
@@ -737,19 +813,14 @@ impl TaskStore for PostgresTaskStore {
     }
 
     fn put(&self, task: Task, lease: Option<Lease>) -> StoreFuture<'_, ()> {
-        let limits = self.limits;
-        self.with(
-            move |pool| async move { put(pool.get().await?.client(), limits, task, lease).await },
-        )
+        Box::pin(self.write_task(task, lease))
     }
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Task>> {
         self.with(move |pool| async move {
             let mut c = pool.get().await?;
-            let row = c
-                .client()
-                .query_opt(&format!("{SELECT} WHERE id = $1"), &[&id])
-                .await?;
+            let get = c.prepared(GET).await?;
+            let row = c.client().query_opt(&get, &[&id]).await?;
             Ok(row.as_ref().map(decode).transpose()?)
         })
     }
@@ -848,10 +919,7 @@ impl EventLog for PostgresTaskStore {
         owner: Option<&'a str>,
         event: Arc<StreamResponse>,
     ) -> StoreFuture<'a, u64> {
-        let limits = self.event_limits;
-        self.with(move |pool| async move {
-            append(pool.get().await?.client(), limits, task_id, owner, &event).await
-        })
+        Box::pin(async move { self.append_event(task_id, owner, &event).await })
     }
 
     fn read_after<'a>(

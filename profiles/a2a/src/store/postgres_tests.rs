@@ -178,7 +178,7 @@ async fn a_stuck_database_fails_a_call_after_the_statement_timeout() {
     let store = PostgresTaskStore::connect_with(&pg.url(), StoreLimits::default(), options)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    // Another session holds the lock new tasks take.
+    // Another session holds the tasks table.
     let holder = PostgresTaskStore::connect(&pg.url(), StoreLimits::default())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -188,7 +188,7 @@ async fn a_stuck_database_fails_a_call_after_the_statement_timeout() {
         .transaction()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&TASKS_LOCK])
+    tx.batch_execute("LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE")
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let started = std::time::Instant::now();
@@ -209,4 +209,159 @@ async fn a_stuck_database_fails_a_call_after_the_statement_timeout() {
         store.put(task("new", TaskState::Working), None).await,
         Ok(())
     );
+}
+
+/// The bounds between passes, at their edges ([`PostgresOptions::evict_every`]): one store
+/// never goes over `max_tasks`; three stores, each counting only its own writes between
+/// passes, go over by at most `evict_every` each (here: one fills the store under the lock,
+/// the two others, last counted empty, insert `evict_every` each before a pass shows them
+/// the store full); finished tasks and logs go over their bounds by fewer than `evict_every`
+/// and are back at them after the pass.
+#[tokio::test(flavor = "current_thread")]
+async fn the_bounds_between_passes_hold_at_their_edges() {
+    let Some(pg) = tokio::task::spawn_blocking(rpcwire_tests::postgres::Postgres::start)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+    else {
+        return;
+    };
+    const EVERY: usize = 2;
+    let options = PostgresOptions {
+        pool_size: 1,
+        schema: Some("passes".into()),
+        evict_every: EVERY,
+        evict_interval: std::time::Duration::from_secs(3600),
+        ..PostgresOptions::default()
+    };
+    // Above 4 × EVERY: far from full, inserts do not count.
+    let limits = StoreLimits {
+        max_tasks: 20,
+        max_finished: 12,
+        finished_ttl: std::time::Duration::from_secs(3600),
+    };
+    let url = pg.url();
+    let connect = || PostgresTaskStore::connect_with(&url, limits, options.clone());
+    let (a, b, c) = (connect().await, connect().await, connect().await);
+    let (a, b, c) = (
+        a.unwrap_or_else(|e| panic!("{e}")),
+        b.unwrap_or_else(|e| panic!("{e}")),
+        c.unwrap_or_else(|e| panic!("{e}")),
+    );
+    // One store alone: exactly max_tasks, then refused.
+    for i in 0..20 {
+        let put = a
+            .put(task(&format!("a{i}"), TaskState::Working), None)
+            .await;
+        assert_eq!(put, Ok(()), "a{i}");
+    }
+    assert_eq!(
+        a.put(task("a20", TaskState::Working), None).await,
+        Err(StoreError::Full)
+    );
+    assert_eq!(held(&a).await, 20);
+    // The two others last counted at connect (0): `EVERY` each, then a pass shows them full.
+    for (name, store) in [("b", &b), ("c", &c)] {
+        for i in 0..EVERY {
+            let put = store.put(task(&format!("{name}{i}"), TaskState::Working), None);
+            assert_eq!(put.await, Ok(()), "{name}{i}");
+        }
+        assert_eq!(
+            store.put(task("refused", TaskState::Working), None).await,
+            Err(StoreError::Full)
+        );
+    }
+    assert_eq!(held(&a).await, (20 + 2 * EVERY) as i32);
+
+    // Finished tasks: over max_finished by fewer than EVERY between passes of one store.
+    let d = PostgresTaskStore::connect_with(
+        &pg.url(),
+        StoreLimits {
+            max_tasks: 1000,
+            ..limits
+        },
+        PostgresOptions {
+            schema: Some("finished".into()),
+            ..options.clone()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Created working (a write each), then finished one by one (a write each): a pass after
+    // every second finish, so that the finished tasks are one over their bound in between.
+    for i in 0..40 {
+        d.put(task(&format!("f{i}"), TaskState::Working), None)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let mut most = 0;
+    for i in 0..40 {
+        d.put(task(&format!("f{i}"), TaskState::Completed), None)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        most = most.max(finished(&d).await);
+    }
+    assert_eq!(most, (limits.max_finished + EVERY - 1) as i32);
+    assert_eq!(finished(&d).await, limits.max_finished as i32);
+    assert_eq!(d.get("f39").await.map(|t| t.is_some()), Ok(true));
+    assert_eq!(held(&d).await, limits.max_finished as i32);
+    assert_eq!(d.get("f0").await, Ok(None), "the oldest go first");
+
+    // Logs: over their number by fewer than EVERY, the oldest go in the pass.
+    let logs = PostgresTaskStore::connect_with(
+        &pg.url(),
+        limits,
+        PostgresOptions {
+            schema: Some("logs".into()),
+            ..options.clone()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+    .event_limits(EventLogLimits {
+        max_tasks: 10,
+        max_events: 3,
+    });
+    for i in 0..11 {
+        logs.append(&format!("l{i}"), None, event(i))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    // 11 logs made, the 10th's pass kept 10: 11 held, one over (fewer than EVERY).
+    assert_eq!(held_logs(&logs).await, 11);
+    logs.append("l11", None, event(11))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(held_logs(&logs).await, 10);
+    assert_eq!(logs.last_id("l1", None).await, Err(StoreError::NotFound));
+    assert_eq!(logs.last_id("l2", None).await, Ok(1));
+}
+
+/// How many tasks `store` holds.
+async fn held(store: &PostgresTaskStore) -> i32 {
+    let query = ListTasksRequest::default();
+    store
+        .list(&query, None, 100)
+        .await
+        .map_or(-1, |l| l.total_size)
+}
+
+/// How many completed tasks `store` holds.
+async fn finished(store: &PostgresTaskStore) -> i32 {
+    let query = ListTasksRequest {
+        status: Some(TaskState::Completed),
+        ..ListTasksRequest::default()
+    };
+    store
+        .list(&query, None, 100)
+        .await
+        .map_or(-1, |l| l.total_size)
+}
+
+/// How many of the logs `l0`..`l11` `store` holds.
+async fn held_logs(store: &PostgresTaskStore) -> usize {
+    let mut n = 0;
+    for i in 0..12 {
+        n += usize::from(store.last_id(&format!("l{i}"), None).await.is_ok());
+    }
+    n
 }

@@ -4,22 +4,31 @@
 //! rusqlite with SQLite compiled in (`bundled`: no system library, one C file that builds in
 //! well under a minute on two cores) rather than sqlx: sqlx brings its macros, its own
 //! runtime layer and a driver per database, several times the compile time for one embedded
-//! file. rusqlite is synchronous, so every call runs on tokio's blocking threads
-//! ([`tokio::task::spawn_blocking`]) and the runtime's workers never wait on the disk.
+//! file. rusqlite is synchronous, so the connection lives on a thread of its own
+//! ([`worker`]) and the runtime's workers never wait on the disk: a call sends its work
+//! there and awaits the answer.
+//!
+//! That thread commits the calls that queued while it was busy in one transaction (each
+//! call in a savepoint of its own), then answers them: a commit's cost is shared by the
+//! calls of a batch, and no call is answered before its writes are committed.
 //!
 //! The file is opened in WAL mode with `synchronous = NORMAL`: a write is in the file once
 //! its call returns, so a process killed at any point (even with SIGKILL) loses nothing it
 //! was told was stored; only a crash of the machine itself may lose the last writes.
+//!
+//! Finished tasks and old logs are evicted, and the tasks counted, in passes (see
+//! [`Passes`]) rather than in every write: a count or an eviction scan is as long as the
+//! table.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::events::may_read;
 use super::memory::{Cursor, Page};
-use super::sql::{self, micros};
+use super::sql::{self, micros, Passes};
 use super::{
     lapse, leasable, EventLog, EventLogLimits, Lease, LoggedEvent, PushConfigStore, StoreError,
     StoreFuture, StoreLimits, TaskStore,
@@ -98,14 +107,66 @@ const MIGRATIONS: &[&str] = &[
 /// Tasks in a SQLite file, bounded by [`StoreLimits`] as [`MemoryTaskStore`] is (finished
 /// tasks evicted past a count or an age, new tasks refused when full).
 ///
+/// The tasks are counted and old ones evicted in passes after every
+/// [`evict_every`](Self::evict_every) (E, 64 unless set) writes that create or finish a
+/// task, and after any such write once the last pass is 1 s old, as the PostgreSQL store
+/// does: a new task is refused when full, exactly (near the bound every insert counts);
+/// finished tasks go over `max_finished`, and logs over their number, by fewer than E
+/// between passes (none when the bound is at most 4 E). Another process writing the same
+/// file is not counted until the next pass.
+///
 /// [`MemoryTaskStore`]: super::MemoryTaskStore
 pub struct SqliteTaskStore {
-    conn: Arc<Mutex<Connection>>,
-    /// One permit: calls wait for the connection here, as futures, rather than each holding
-    /// one of tokio's blocking threads while it waits on the connection's lock.
-    gate: Arc<tokio::sync::Semaphore>,
+    /// The calls for the connection's thread ([`worker`]).
+    jobs: std::sync::mpsc::Sender<Job>,
     limits: StoreLimits,
     event_limits: EventLogLimits,
+    /// When the store counts and evicts (shared with the connection's thread).
+    passes: Arc<Passes>,
+}
+
+/// A call's work on the connection, run inside the batch's transaction; what it gives back
+/// delivers its outcome once the batch is committed (or the commit's error).
+type Job = Box<dyn FnOnce(&mut Connection) -> Deliver + Send>;
+/// Delivers a call's outcome: the batch's commit, then the call's own result.
+type Deliver = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+
+/// The most calls committed in one transaction.
+const MAX_BATCH: usize = 64;
+
+/// The connection's own thread: takes the calls waiting, runs them in one transaction (each
+/// in a savepoint of its own where it writes, so that a call that fails undoes only its own
+/// writes), commits, then answers them. One commit for the calls that queued while the
+/// previous batch ran: under load, a commit's cost (its WAL frames, its locks) is shared by
+/// many calls, and a call is answered only once its writes are committed, as before.
+fn worker(mut conn: Connection, jobs: std::sync::mpsc::Receiver<Job>) {
+    while let Ok(first) = jobs.recv() {
+        let begun = conn.execute_batch("BEGIN").map_err(SqliteError::from);
+        let mut delivers = Vec::new();
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            delivers.push(job(&mut conn));
+            // A statement that failed badly may have rolled the batch back: commit what ran.
+            if delivers.len() < MAX_BATCH && !conn.is_autocommit() {
+                next = jobs.try_recv().ok();
+            }
+        }
+        let committed = match begun {
+            Ok(()) if !conn.is_autocommit() => conn.execute_batch("COMMIT"),
+            Ok(()) => Err(rusqlite::Error::ExecuteReturnedResults),
+            Err(e) => Err(match e {
+                SqliteError::Sqlite(e) => e,
+                _ => rusqlite::Error::ExecuteReturnedResults,
+            }),
+        };
+        let committed = committed.map_err(|e| {
+            let _ = conn.execute_batch("ROLLBACK");
+            StoreError::from(SqliteError::from(e))
+        });
+        for deliver in delivers {
+            deliver(committed.clone());
+        }
+    }
 }
 
 impl std::fmt::Debug for SqliteTaskStore {
@@ -135,11 +196,21 @@ impl SqliteTaskStore {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.busy_timeout(Duration::from_secs(5))?;
         migrate(&mut conn)?;
+        let tasks: i64 = conn.query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get(0))?;
+        let (jobs, queue) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("rpcwire-a2a-sqlite".into())
+            .spawn(move || worker(conn, queue))
+            .map_err(|_| SqliteError::Join)?;
         Ok(SqliteTaskStore {
-            conn: Arc::new(Mutex::new(conn)),
-            gate: Arc::new(tokio::sync::Semaphore::new(1)),
+            jobs,
             limits,
             event_limits: EventLogLimits::default(),
+            passes: Arc::new(Passes::new(
+                DEFAULT_EVICT_EVERY,
+                DEFAULT_EVICT_INTERVAL,
+                usize::try_from(tasks).unwrap_or(0),
+            )),
         })
     }
 
@@ -149,47 +220,74 @@ impl SqliteTaskStore {
         self
     }
 
-    /// Runs `work` with the connection on a blocking thread, once the gate lets it.
+    /// How many of its writes that create or finish a task (or create a log) it makes
+    /// between two passes that count and evict (64 unless set; 1: every such write), and the
+    /// longest between two passes while such writes are made (1 s unless set). Finished
+    /// tasks and logs go over their bounds by fewer than `every` between passes; the tasks
+    /// never go over `max_tasks` (a store alone on its file).
+    pub fn evict_every(mut self, every: usize, interval: Duration) -> Self {
+        self.passes = Arc::new(self.passes.reconfigured(every, interval));
+        self
+    }
+
+    /// Runs `work` on the connection's thread, in the next batch; its result once committed.
     fn call<'a, T: Send + 'static>(
         &'a self,
-        work: impl FnOnce(&mut Connection, StoreLimits) -> Result<T, StoreError> + Send + 'static,
+        work: impl FnOnce(&mut Connection, &Ctx) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'a, T> {
-        let conn = Arc::clone(&self.conn);
-        let gate = Arc::clone(&self.gate);
-        let limits = self.limits;
-        Box::pin(async move {
-            let permit = gate
-                .acquire_owned()
-                .await
-                .map_err(|_| StoreError::from(SqliteError::Join))?;
-            tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-                work(&mut conn, limits)
+        let ctx = Ctx {
+            limits: self.limits,
+            event_limits: self.event_limits,
+            passes: Arc::clone(&self.passes),
+        };
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let result = work(conn, &ctx);
+            Box::new(move |committed: Result<(), StoreError>| {
+                let _ = answer.send(committed.and(result));
             })
-            .await
-            .map_err(|_| StoreError::from(SqliteError::Join))?
+        });
+        let sent = self.jobs.send(job).is_ok();
+        Box::pin(async move {
+            if !sent {
+                return Err(SqliteError::Join.into());
+            }
+            answered
+                .await
+                .map_err(|_| StoreError::from(SqliteError::Join))?
         })
     }
 
     /// [`call`](Self::call) for work that fails with a [`SqliteError`].
     fn run<'a, T: Send + 'static>(
         &'a self,
-        work: impl FnOnce(&mut Connection, StoreLimits) -> Result<T, SqliteError> + Send + 'static,
+        work: impl FnOnce(&mut Connection, &Ctx) -> Result<T, SqliteError> + Send + 'static,
     ) -> StoreFuture<'a, T> {
-        self.call(move |conn, limits| work(conn, limits).map_err(StoreError::from))
+        self.call(move |conn, ctx| work(conn, ctx).map_err(StoreError::from))
     }
 }
+
+/// What a call's work needs of its store.
+struct Ctx {
+    limits: StoreLimits,
+    event_limits: EventLogLimits,
+    passes: Arc<Passes>,
+}
+
+/// [`SqliteTaskStore::evict_every`]'s defaults.
+const DEFAULT_EVICT_EVERY: usize = 64;
+const DEFAULT_EVICT_INTERVAL: Duration = Duration::from_secs(1);
 
 fn append(
     conn: &mut Connection,
     limits: EventLogLimits,
+    passes: &Passes,
     task_id: &str,
     owner: Option<&str>,
     event: &StreamResponse,
 ) -> Result<u64, StoreError> {
     let body = serde_json::to_string(event).map_err(SqliteError::from)?;
-    let tx = conn.transaction().map_err(SqliteError::from)?;
+    let tx = conn.savepoint().map_err(SqliteError::from)?;
     let log: Option<(Option<String>, i64)> = tx
         .query_row(
             "SELECT owner, next_id FROM event_logs WHERE task_id = ?1",
@@ -202,25 +300,26 @@ fn append(
         Some((held, _)) if held.as_deref() != owner => return Err(StoreError::NotOwner),
         Some((_, next)) => next,
         None => {
-            // Room for a new log: the oldest ones go.
-            tx.execute(
-                "DELETE FROM events WHERE task_id IN (SELECT task_id FROM event_logs
-                    ORDER BY created DESC LIMIT -1 OFFSET ?1)",
-                params![i64::try_from(limits.max_tasks.max(1) - 1).unwrap_or(i64::MAX)],
-            )
-            .map_err(SqliteError::from)?;
-            tx.execute(
-                "DELETE FROM event_logs WHERE task_id IN (SELECT task_id FROM event_logs
-                    ORDER BY created DESC LIMIT -1 OFFSET ?1)",
-                params![i64::try_from(limits.max_tasks.max(1) - 1).unwrap_or(i64::MAX)],
-            )
-            .map_err(SqliteError::from)?;
             tx.execute(
                 "INSERT INTO event_logs (task_id, created, owner, first_id, next_id)
                  VALUES (?1, (SELECT COALESCE(MAX(created), 0) + 1 FROM event_logs), ?2, 1, 1)",
                 params![task_id, owner],
             )
             .map_err(SqliteError::from)?;
+            if passes.log_created(limits.max_tasks) {
+                // The oldest logs past their number go (see [`Passes`]).
+                let keep = i64::try_from(limits.max_tasks.max(1)).unwrap_or(i64::MAX);
+                for table in ["events", "event_logs"] {
+                    tx.execute(
+                        &format!(
+                            "DELETE FROM {table} WHERE task_id IN (SELECT task_id FROM event_logs
+                                ORDER BY created DESC LIMIT -1 OFFSET ?1)"
+                        ),
+                        params![keep],
+                    )
+                    .map_err(SqliteError::from)?;
+                }
+            }
             1
         }
     };
@@ -349,12 +448,58 @@ fn evict(conn: &Connection, limits: StoreLimits, now: i64) -> Result<(), SqliteE
     Ok(())
 }
 
+/// Writes `task` (with `lease`), counting only near `max_tasks` (see [`Passes`]), then a
+/// pass when one is due.
 fn put(
     conn: &mut Connection,
-    limits: StoreLimits,
-    mut task: Task,
+    ctx: &Ctx,
+    task: Task,
     lease: Option<Lease>,
 ) -> Result<(), StoreError> {
+    let limits = ctx.limits;
+    let finishes = task.status.state.is_terminal();
+    let tx = conn.savepoint().map_err(SqliteError::from)?;
+    let reserved = ctx.passes.reserve(limits.max_tasks);
+    let counting = reserved.is_none();
+    let written = write(&tx, limits, counting, task, lease);
+    if let Ok((_, Some(held))) = written {
+        ctx.passes.counted(held);
+    }
+    let created = written.as_ref().is_ok_and(|w| w.0);
+    let due = ctx.passes.put_done(
+        reserved,
+        created,
+        finishes && written.is_ok(),
+        limits.max_finished,
+    );
+    written?;
+    if due {
+        let covered = ctx.passes.pass_starts();
+        let counted = evict(&tx, limits, micros(SystemTime::now())).and_then(|()| {
+            tx.query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get::<_, i64>(0))
+                .map_err(SqliteError::from)
+        });
+        match counted {
+            Ok(n) => ctx.passes.passed(covered, usize::try_from(n).unwrap_or(0)),
+            Err(e) => {
+                ctx.passes.pass_failed(covered);
+                return Err(e.into());
+            }
+        }
+    }
+    tx.commit().map_err(SqliteError::from)?;
+    Ok(())
+}
+
+/// The write of [`put`]: whether it created the task, and (`counting`) the tasks held after
+/// it.
+fn write(
+    tx: &Connection,
+    limits: StoreLimits,
+    counting: bool,
+    mut task: Task,
+    lease: Option<Lease>,
+) -> Result<(bool, Option<usize>), StoreError> {
     let now = micros(SystemTime::now());
     let state = task.status.state;
     let sql::Columns {
@@ -367,13 +512,9 @@ fn put(
     let finished = state.is_terminal().then_some(now);
     let keeps_lease = leasable(state);
     let lease = lease.filter(|_| keeps_lease);
-    let tx = conn.transaction().map_err(SqliteError::from)?;
     let held: Option<Option<i64>> = tx
-        .query_row(
-            "SELECT finished_at FROM tasks WHERE id = ?1",
-            params![task.id],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT finished_at FROM tasks WHERE id = ?1")
+        .and_then(|mut s| s.query_row(params![task.id], |r| r.get(0)))
         .optional()
         .map_err(SqliteError::from)?;
     match held {
@@ -391,12 +532,14 @@ fn put(
                     .map_err(SqliteError::from)?,
                 (None, false) => (None, None),
             };
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE tasks SET context_id = ?2, state = ?3, status_at = ?4, owner = ?5,
                     task = ?6, history = ?7, artifacts = ?8, finished_at = ?9,
                     lease_holder = ?10, lease_until = ?11
                  WHERE id = ?1",
-                params![
+            )
+            .and_then(|mut s| {
+                s.execute(params![
                     task.id,
                     task.context_id,
                     name,
@@ -408,16 +551,21 @@ fn put(
                     finished_at,
                     holder,
                     until
-                ],
-            )
+                ])
+            })
             .map_err(SqliteError::from)?;
+            Ok((false, None))
         }
         None => {
-            evict(&tx, limits, now)?;
-            let count: i64 = tx
-                .query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get(0))
-                .map_err(SqliteError::from)?;
-            if usize::try_from(count).unwrap_or(usize::MAX) >= limits.max_tasks {
+            let mut count = None;
+            if counting {
+                evict(tx, limits, now)?;
+                let n: i64 = tx
+                    .query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get(0))
+                    .map_err(SqliteError::from)?;
+                count = Some(usize::try_from(n).unwrap_or(usize::MAX));
+            }
+            if count.is_some_and(|n| n >= limits.max_tasks) {
                 // Room from the oldest finished task, or refused.
                 let oldest = "SELECT id FROM tasks WHERE finished_at IS NOT NULL
                     ORDER BY finished_at, seq LIMIT 1";
@@ -432,13 +580,16 @@ fn put(
                 if freed == 0 {
                     return Err(StoreError::Full);
                 }
+                count = count.map(|n| n - freed);
             }
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO tasks (id, seq, context_id, state, status_at, owner, task, history,
                     artifacts, finished_at, lease_holder, lease_until)
                  VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks), ?2, ?3, ?4, ?5, ?6,
                     ?7, ?8, ?9, ?10, ?11)",
-                params![
+            )
+            .and_then(|mut s| {
+                s.execute(params![
                     task.id,
                     task.context_id,
                     name,
@@ -450,16 +601,12 @@ fn put(
                     finished,
                     lease.as_ref().map(|l| l.holder.clone()),
                     lease.as_ref().map(|l| micros(l.until))
-                ],
-            )
+                ])
+            })
             .map_err(SqliteError::from)?;
+            Ok((true, count.map(|n| n + 1)))
         }
     }
-    if finished.is_some() {
-        evict(&tx, limits, now)?;
-    }
-    tx.commit().map_err(SqliteError::from)?;
-    Ok(())
 }
 
 fn list(
@@ -523,7 +670,7 @@ fn fail_lapsed(
     holder: &str,
     reason: &str,
 ) -> Result<Vec<Task>, SqliteError> {
-    let tx = conn.transaction()?;
+    let tx = conn.savepoint()?;
     let mut lapsed = {
         let mut stmt = tx.prepare(&format!(
             "{SELECT} WHERE lease_until IS NOT NULL AND lease_until < ?1 AND lease_holder != ?2"
@@ -567,7 +714,7 @@ fn fail_lapsed(
 
 impl TaskStore for SqliteTaskStore {
     fn put(&self, task: Task, lease: Option<Lease>) -> StoreFuture<'_, ()> {
-        self.call(move |conn, limits| put(conn, limits, task, lease))
+        self.call(move |conn, ctx| put(conn, ctx, task, lease))
     }
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Task>> {
@@ -584,7 +731,7 @@ impl TaskStore for SqliteTaskStore {
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         let id = id.to_owned();
         self.run(move |conn, _| {
-            let tx = conn.transaction()?;
+            let tx = conn.savepoint()?;
             tx.execute("DELETE FROM push_configs WHERE task_id = ?1", params![id])?;
             tx.execute("DELETE FROM tasks WHERE id = ?1", params![id])?;
             tx.commit()?;
@@ -608,7 +755,7 @@ impl TaskStore for SqliteTaskStore {
         let until = micros(lease.until);
         let ids = ids.to_vec();
         self.run(move |conn, _| {
-            let tx = conn.transaction()?;
+            let tx = conn.savepoint()?;
             let mut renewed = 0;
             {
                 let mut stmt = tx.prepare(
@@ -642,10 +789,18 @@ impl EventLog for SqliteTaskStore {
         owner: Option<&'a str>,
         event: Arc<StreamResponse>,
     ) -> StoreFuture<'a, u64> {
-        let limits = self.event_limits;
         let task_id = task_id.to_owned();
         let owner = owner.map(str::to_owned);
-        self.call(move |conn, _| append(conn, limits, &task_id, owner.as_deref(), &event))
+        self.call(move |conn, ctx| {
+            append(
+                conn,
+                ctx.event_limits,
+                &ctx.passes,
+                &task_id,
+                owner.as_deref(),
+                &event,
+            )
+        })
     }
 
     fn read_after<'a>(
@@ -664,7 +819,7 @@ impl EventLog for SqliteTaskStore {
         let task_id = task_id.to_owned();
         let through = i64::try_from(through).unwrap_or(i64::MAX);
         self.run(move |conn, _| {
-            let tx = conn.transaction()?;
+            let tx = conn.savepoint()?;
             let dropped = tx.execute(
                 "DELETE FROM events WHERE task_id = ?1 AND id <= ?2",
                 params![task_id, through],
@@ -682,7 +837,7 @@ impl EventLog for SqliteTaskStore {
     fn forget<'a>(&'a self, task_id: &'a str) -> StoreFuture<'a, ()> {
         let task_id = task_id.to_owned();
         self.run(move |conn, _| {
-            let tx = conn.transaction()?;
+            let tx = conn.savepoint()?;
             tx.execute("DELETE FROM events WHERE task_id = ?1", params![task_id])?;
             tx.execute(
                 "DELETE FROM event_logs WHERE task_id = ?1",
@@ -799,5 +954,120 @@ mod tests {
             store.put(task("a", TaskState::Completed), None).await,
             Ok(())
         );
+    }
+
+    /// Between passes ([`SqliteTaskStore::evict_every`]): the tasks never go over
+    /// `max_tasks`, the finished ones go over `max_finished` by fewer than `every` and are
+    /// back at it after the pass, and the logs over their number by fewer than `every`.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_bounds_between_passes_hold_at_their_edges() {
+        const EVERY: usize = 2;
+        let limits = StoreLimits {
+            max_tasks: 20,
+            max_finished: 12,
+            finished_ttl: Duration::from_secs(3600),
+        };
+        let store = SqliteTaskStore::open_in_memory(limits)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .evict_every(EVERY, Duration::from_secs(3600))
+            .event_limits(EventLogLimits {
+                max_tasks: 10,
+                max_events: 3,
+            });
+        let task = |id: String, state| Task {
+            id,
+            status: crate::types::TaskStatus {
+                state,
+                ..Default::default()
+            },
+            ..Task::default()
+        };
+        let count = |status: Option<TaskState>| {
+            let query = ListTasksRequest {
+                status,
+                ..ListTasksRequest::default()
+            };
+            let store = &store;
+            async move {
+                store
+                    .list(&query, None, 100)
+                    .await
+                    .map_or(-1, |l| l.total_size)
+            }
+        };
+        for i in 0..20 {
+            let put = store.put(task(format!("t{i}"), TaskState::Working), None);
+            assert_eq!(put.await, Ok(()), "t{i}");
+        }
+        assert_eq!(
+            store
+                .put(task("t20".into(), TaskState::Working), None)
+                .await,
+            Err(StoreError::Full)
+        );
+        assert_eq!(count(None).await, 20);
+        // Finished one by one (a write each): a pass after every second.
+        let mut most = 0;
+        for i in 0..20 {
+            let put = store.put(task(format!("t{i}"), TaskState::Completed), None);
+            assert_eq!(put.await, Ok(()));
+            most = most.max(count(Some(TaskState::Completed)).await);
+        }
+        assert_eq!(most, (limits.max_finished + EVERY - 1) as i32);
+        assert_eq!(count(None).await, limits.max_finished as i32);
+        assert_eq!(store.get("t0").await, Ok(None), "the oldest go first");
+        // Logs: 11 made, one over their number until the 12th's pass.
+        for i in 0..12 {
+            let event = StreamResponse::Message(crate::types::Message::text(
+                crate::types::Role::Agent,
+                format!("m{i}"),
+                "x",
+            ));
+            let id = format!("l{i}");
+            assert_eq!(store.append(&id, None, Arc::new(event)).await, Ok(1));
+            let held = store.read_after("l0", None, 0, 10).await.is_ok();
+            assert_eq!(held, i < 11, "l0 after l{i}");
+        }
+        assert!(store.read_after("l1", None, 0, 10).await.is_err());
+        assert!(store.read_after("l2", None, 0, 10).await.is_ok());
+    }
+
+    /// Calls made at once are committed in batches, each answered as if alone: at the
+    /// limit, exactly `max_tasks` of many puts are stored and the rest refused, and a
+    /// refused put's batch still stores the others.
+    #[tokio::test(flavor = "current_thread")]
+    async fn calls_made_at_once_are_answered_as_if_alone() {
+        let store = Arc::new(
+            SqliteTaskStore::open_in_memory(StoreLimits {
+                max_tasks: 10,
+                ..StoreLimits::default()
+            })
+            .unwrap_or_else(|e| panic!("{e}")),
+        );
+        let puts: Vec<_> = (0..30)
+            .map(|i| {
+                let store = Arc::clone(&store);
+                let task = Task {
+                    id: format!("t{i}"),
+                    status: crate::types::TaskStatus {
+                        state: TaskState::Working,
+                        ..Default::default()
+                    },
+                    ..Task::default()
+                };
+                tokio::spawn(async move { store.put(task, None).await })
+            })
+            .collect();
+        let (mut stored, mut full) = (0, 0);
+        for put in puts {
+            match put.await.unwrap_or_else(|e| panic!("{e}")) {
+                Ok(()) => stored += 1,
+                Err(StoreError::Full) => full += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!((stored, full), (10, 20));
+        let listed = store.list(&ListTasksRequest::default(), None, 100).await;
+        assert_eq!(listed.map(|l| l.total_size), Ok(10));
     }
 }
