@@ -1,21 +1,7 @@
 //! [`RedisTaskStore`]: tasks with their history, artifacts and leases, event logs and push
 //! configs in a Redis or Valkey that several replicas of an agent share (feature `redis`).
 //!
-//! Every key is under a prefix ([`RedisOptions::prefix`], `rpcwire:a2a` by default; one per
-//! agent, replicas of one agent share it):
-//!
-//! | key | type | holds |
-//! |---|---|---|
-//! | `P:t:ID` | hash | task `ID`: its JSON without history and artifacts (`task`), its history (`h`) and artifacts (`a`) as JSON, context (`c`), state (`s`), status time (`at`, µs), owner (`o`), its member name in the indexes (`m`), when it finished (`fin`), its lease (`lh` holder, `lu` until, µs) and a version (`v`) bumped by each write |
-//! | `P:tasks` | sorted set | every task, by status time; members `SEQ:ID` (`SEQ` 16 hex digits, its creation order), so that ties list newest first |
-//! | `P:finished` | sorted set | the finished tasks, by when they finished (eviction) |
-//! | `P:leases` | sorted set | the leased tasks, by when their lease lapses |
-//! | `P:seq` | string | the last `SEQ` given |
-//! | `P:p:ID` | string | task `ID`'s push configs, as JSON |
-//! | `P:l:ID` | hash | task `ID`'s event log: owner (`o`), first kept id (`first`), next id (`next`) |
-//! | `P:e:ID` | stream | its events, entry ids `0-N` for event `N` |
-//! | `P:logs` | sorted set | the task ids with a log, by creation (eviction) |
-//! | `P:events`, `P:cancel` | channels | `ID N` for each append; ids of tasks to cancel |
+//! Its keys are listed on [`RedisTaskStore`].
 //!
 //! The bounds are the other stores' ([`StoreLimits`], [`EventLogLimits`]). Each write that
 //! reads before it writes is one Lua script, which Redis runs alone: a new task is counted
@@ -289,7 +275,23 @@ impl Scripts {
 
 /// Tasks, event logs and push configs in Redis or Valkey, bounded by [`StoreLimits`] and
 /// [`EventLogLimits`] as the other stores are; several stores (replicas) may share one
-/// prefix. See the module's docs for its keys.
+/// prefix.
+///
+/// Every key is under a prefix ([`RedisOptions::prefix`], `rpcwire:a2a` by default; one per
+/// agent, replicas of one agent share it):
+///
+/// | key | type | holds |
+/// |---|---|---|
+/// | `P:t:ID` | hash | task `ID`: its JSON without history and artifacts (`task`), its history (`h`) and artifacts (`a`) as JSON, context (`c`), state (`s`), status time (`at`, µs), owner (`o`), its member name in the indexes (`m`), when it finished (`fin`), its lease (`lh` holder, `lu` until, µs) and a version (`v`) bumped by each write |
+/// | `P:tasks` | sorted set | every task, by status time; members `SEQ:ID` (`SEQ` 16 hex digits, its creation order), so that ties list newest first |
+/// | `P:finished` | sorted set | the finished tasks, by when they finished (eviction) |
+/// | `P:leases` | sorted set | the leased tasks, by when their lease lapses |
+/// | `P:seq` | string | the last `SEQ` given |
+/// | `P:p:ID` | string | task `ID`'s push configs, as JSON |
+/// | `P:l:ID` | hash | task `ID`'s event log: owner (`o`), first kept id (`first`), next id (`next`) |
+/// | `P:e:ID` | stream | its events, entry ids `0-N` for event `N` |
+/// | `P:logs` | sorted set | the task ids with a log, by creation (eviction) |
+/// | `P:events`, `P:cancel` | channels | `ID N` for each append; ids of tasks to cancel |
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
