@@ -2,10 +2,13 @@
 //! server (`a2a-sdk` 1.3.0 on uvicorn, `bench/py/a2a_sdk_agent.py`) with the same agent logic,
 //! for each task store, in the same run: `cargo bench -p rpcwire-bench --bench a2a`.
 //!
-//! For each store (`RPCWIRE_BENCH_A2A_STORES`, default `memory,sqlite,postgres`), rpcwire's
-//! agent and then the Python agent, each a fresh process on a fresh store (a new SQLite file in
-//! the system's temporary directory; a new PostgreSQL cluster from `rpcwire_tests::postgres`
-//! for each server, `.ci/install/postgres.sh`):
+//! For each store (`RPCWIRE_BENCH_A2A_STORES`, default `memory,sqlite,postgres,redis`),
+//! rpcwire's agent and then the Python agent, each a fresh process on a fresh store (a new
+//! SQLite file in the system's temporary directory; a new PostgreSQL cluster from
+//! `rpcwire_tests::postgres` for each server, `.ci/install/postgres.sh`; a new `redis-server`
+//! from `rpcwire_tests::redis`, `.ci/install/redis.sh`). The Python SDK has no Redis task
+//! store: the `redis` row is rpcwire's alone (compare it with the other stores' rows of the
+//! same run):
 //!
 //! 1. `SendMessage` calls/s: C connections (`RPCWIRE_BENCH_A2A_CONNS`, default 32), keep-alive,
 //!    each sending `SendMessage` "echo hello" (a task created, an artifact, completed, the task
@@ -44,6 +47,7 @@ use std::time::{Duration, Instant};
 
 use rpcwire_bench::{cargo_build, proc_status, workspace_root, Error};
 use rpcwire_tests::postgres::Postgres;
+use rpcwire_tests::redis::Redis;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -78,7 +82,7 @@ impl Settings {
             steps: env_usize("RPCWIRE_BENCH_A2A_STEPS", 3).clamp(1, 1000),
             step_ms: env_usize("RPCWIRE_BENCH_A2A_STEP_MS", 0) as u64,
             stores: std::env::var("RPCWIRE_BENCH_A2A_STORES")
-                .unwrap_or_else(|_| "memory,sqlite,postgres".into())
+                .unwrap_or_else(|_| "memory,sqlite,postgres,redis".into())
                 .split(',')
                 .map(|s| s.trim().to_owned())
                 .filter(|s| !s.is_empty())
@@ -377,10 +381,11 @@ impl Kind<'_> {
 }
 
 /// A fresh store for one server: its `--store` argument and what keeps it alive (the
-/// PostgreSQL server), removed when dropped.
+/// PostgreSQL or Redis server), removed when dropped.
 struct FreshStore {
     arg: String,
     _postgres: Option<Postgres>,
+    _redis: Option<Redis>,
     file: Option<PathBuf>,
 }
 
@@ -390,6 +395,7 @@ impl FreshStore {
             "memory" => Some(FreshStore {
                 arg: "memory".into(),
                 _postgres: None,
+                _redis: None,
                 file: None,
             }),
             "sqlite" => {
@@ -400,12 +406,20 @@ impl FreshStore {
                 Some(FreshStore {
                     arg: format!("sqlite:{}", file.display()),
                     _postgres: None,
+                    _redis: None,
                     file: Some(file),
                 })
             }
             "postgres" => Postgres::start().map(|pg| FreshStore {
                 arg: format!("postgres:{}", pg.url()),
                 _postgres: Some(pg),
+                _redis: None,
+                file: None,
+            }),
+            "redis" => Redis::start().map(|redis| FreshStore {
+                arg: format!("redis:{}", redis.url()),
+                _postgres: None,
+                _redis: Some(redis),
                 file: None,
             }),
             other => return Err(Error::Server(format!("unknown store {other:?}"))),
@@ -555,13 +569,14 @@ async fn run() -> Result<(), Error> {
         if let Some(b) = &baseline {
             servers.push((Kind::Rpcwire(b), "a2a-agent, baseline build"));
         }
-        if let Some(p) = &py {
+        // The SDK ships no Redis task store.
+        if let (Some(p), false) = (&py, store == "redis") {
             servers.push((Kind::Python(p), "a2a-sdk 1.3.0 (Python, uvicorn)"));
         }
         for (kind, name) in &servers {
             match measure(kind, name, store, &s).await? {
                 Some(row) => rows.push(row),
-                None => eprintln!("a2a: {store} skipped (PostgreSQL is not installed)"),
+                None => eprintln!("a2a: {store} skipped (its server is not installed)"),
             }
         }
     }

@@ -8,7 +8,9 @@
 //!
 //! It keeps its tasks in memory, or with `--store sqlite:PATH` in a SQLite file that outlives
 //! the process: tasks finished before a restart are served after it, and those it was working
-//! on when it died are failed once their lease (`--lease-ms`) lapses.
+//! on when it died are failed once their lease (`--lease-ms`) lapses. With
+//! `--store postgres:URL` or `--store redis:URL`, several replicas share their tasks, streams
+//! and push configs.
 //!
 //! It sends push notifications to webhooks at public addresses (and those `--webhook-allow`
 //! names). It prints `listening http://ADDR` once it serves, and `count stopped at STEP` on stderr
@@ -22,8 +24,8 @@ use std::time::Duration;
 use clap::Parser;
 use rpcwire_a2a::{
     A2aServer, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, Chunk,
-    LeaseConfig, Part, PostgresTaskStore, PushLimits, SqliteTaskStore, StoreLimits, TaskContext,
-    WebhookPolicy,
+    LeaseConfig, Part, PostgresTaskStore, PushLimits, RedisTaskStore, SqliteTaskStore, StoreLimits,
+    TaskContext, WebhookPolicy,
 };
 
 #[derive(Parser, Debug)]
@@ -53,8 +55,9 @@ struct Args {
     #[arg(long)]
     webhook_allow: Vec<IpAddr>,
     /// Where tasks are kept: `memory`, `sqlite:PATH` (a file, created when missing, that
-    /// outlives the process), or `postgres:URL` (a PostgreSQL database several replicas
-    /// share, e.g. `postgres:postgres://user@127.0.0.1:5432/agents`).
+    /// outlives the process), `postgres:URL` (a PostgreSQL database several replicas
+    /// share, e.g. `postgres:postgres://user@127.0.0.1:5432/agents`), or `redis:URL` (a Redis
+    /// or Valkey several replicas share, e.g. `redis:redis://127.0.0.1:6379/`).
     #[arg(long, default_value = "memory", value_parser = parse_store)]
     store: Store,
     /// How long the lease of a task being worked on lasts, in milliseconds: the task of a
@@ -73,6 +76,7 @@ enum Store {
     Memory,
     Sqlite(PathBuf),
     Postgres(String),
+    Redis(String),
 }
 
 fn parse_store(text: &str) -> Result<Store, String> {
@@ -80,8 +84,9 @@ fn parse_store(text: &str) -> Result<Store, String> {
         _ if text == "memory" => Ok(Store::Memory),
         Some(("sqlite", path)) if !path.is_empty() => Ok(Store::Sqlite(path.into())),
         Some(("postgres", url)) if !url.is_empty() => Ok(Store::Postgres(url.into())),
+        Some(("redis", url)) if !url.is_empty() => Ok(Store::Redis(url.into())),
         _ => Err(format!(
-            "{text:?}: expected memory, sqlite:PATH or postgres:URL"
+            "{text:?}: expected memory, sqlite:PATH, postgres:URL or redis:URL"
         )),
     }
 }
@@ -295,6 +300,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .store(Arc::clone(&postgres) as _)
                 .event_log(Arc::clone(&postgres) as _)
                 .push_config_store(postgres);
+        }
+        Store::Redis(url) => {
+            // The same, in a Redis or Valkey shared with the other replicas (keys under
+            // `rpcwire:a2a`).
+            let redis = Arc::new(RedisTaskStore::connect(url, StoreLimits::default()).await?);
+            server = server
+                .store(Arc::clone(&redis) as _)
+                .event_log(Arc::clone(&redis) as _)
+                .push_config_store(redis);
         }
     }
     let service = server

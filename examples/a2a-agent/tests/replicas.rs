@@ -1,9 +1,11 @@
-//! Two agents with `--store postgres:URL` on one database, as two replicas: a task started on
+//! Two agents on one shared store, as two replicas (once with `--store postgres:URL`, once with
+//! `--store redis:URL`): a task started on
 //! one is read and listed from the other, as are push configs set on it; an echo answered by
 //! the second is read from the first right after its answer (no stale read); the first killed with SIGKILL mid-task, the second
 //! fails its task, with the reason, once the lease lapses, while its own tasks stay as they
 //! were. Over the agents' real JSON-RPC HTTP interface, on loopback, against a PostgreSQL
-//! server of the test's own (`.ci/install/postgres.sh`).
+//! server (`.ci/install/postgres.sh`) or a Redis server (`.ci/install/redis.sh`) of the test's
+//! own.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
 use std::process::Command;
@@ -15,16 +17,18 @@ use rpcwire_a2a::{
 };
 use rpcwire_tests::interop::Server;
 use rpcwire_tests::postgres::Postgres;
+use rpcwire_tests::redis::Redis;
 
 const AGENT: &str = env!("CARGO_BIN_EXE_a2a-agent");
 
-fn agent(url: &str) -> (Server, A2aClient) {
+/// An agent on `store` (its `--store`) and a client of it.
+fn agent(store: &str) -> (Server, A2aClient) {
     let server = Server::start(
         Command::new(AGENT).args([
             "--http",
             "127.0.0.1:0",
             "--store",
-            &format!("postgres:{url}"),
+            store,
             "--step-ms",
             "200",
             "--lease-ms",
@@ -42,12 +46,33 @@ fn agent(url: &str) -> (Server, A2aClient) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_share_tasks_and_fail_a_dead_ones_work_within_the_lease() {
+async fn replicas_on_postgres_share_tasks_and_fail_a_dead_ones_work_within_the_lease() {
     let Some(pg) = tokio::task::spawn_blocking(Postgres::start).await.unwrap() else {
         return;
     };
-    let (a, client_a) = agent(&pg.url());
-    let (_b, client_b) = agent(&pg.url());
+    replicas_share_tasks_and_fail_a_dead_ones_work_within_the_lease(&format!(
+        "postgres:{}",
+        pg.url()
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_on_redis_share_tasks_and_fail_a_dead_ones_work_within_the_lease() {
+    let Some(redis) = tokio::task::spawn_blocking(Redis::start).await.unwrap() else {
+        return;
+    };
+    replicas_share_tasks_and_fail_a_dead_ones_work_within_the_lease(&format!(
+        "redis:{}",
+        redis.url()
+    ))
+    .await;
+}
+
+/// The checks of the module's docs, the agents on `store` (their `--store`).
+async fn replicas_share_tasks_and_fail_a_dead_ones_work_within_the_lease(store: &str) {
+    let (a, client_a) = agent(store);
+    let (_b, client_b) = agent(store);
 
     // A long count on A; the stream dropped once the task exists (the work goes on).
     let message = Message::text(Role::User, "count-a", "count 1000");

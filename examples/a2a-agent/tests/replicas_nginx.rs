@@ -1,6 +1,7 @@
-//! Three agents with `--store postgres:URL` on one PostgreSQL server of the test's own
-//! (`.ci/install/postgres.sh`) behind nginx round-robin with no affinity
-//! (`.ci/install/http-interop.sh`), as a deployment of replicas:
+//! Three agents on one shared store behind nginx round-robin with no affinity
+//! (`.ci/install/http-interop.sh`), as a deployment of replicas; once with
+//! `--store postgres:URL` on a PostgreSQL server of the test's own (`.ci/install/postgres.sh`),
+//! once with `--store redis:URL` on a Redis server of its own (`.ci/install/redis.sh`):
 //!
 //! - the official Python SDK client (`tests/py/sdk_replicas.py`, `.ci/install/a2a-interop.sh`),
 //!   every call through nginx: a long task streamed, its connection cut, resumed with
@@ -12,8 +13,8 @@
 //! - one replica killed (SIGKILL) mid-task: its task ends `failed` within the lease, read
 //!   through nginx, while the other two replicas' tasks go on.
 //!
-//! Skips with a visible `SKIPPED:` line when nginx, PostgreSQL or the SDK is missing, unless
-//! `CI=true`.
+//! Skips with a visible `SKIPPED:` line when nginx, PostgreSQL, Redis or the SDK is missing,
+//! unless `CI=true`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on failure
 
 use std::path::PathBuf;
@@ -24,18 +25,19 @@ use rpcwire_a2a::{A2aClient, Message, Role, StreamResponse, TaskState};
 use rpcwire_tests::interop::{assert_passed, run_bounded, venv_python, Server};
 use rpcwire_tests::nginx;
 use rpcwire_tests::postgres::Postgres;
+use rpcwire_tests::redis::Redis;
 
 const AGENT: &str = env!("CARGO_BIN_EXE_a2a-agent");
 
-/// One replica on `url`'s database: counts a step every 100 ms, leases of 800 ms renewed
-/// every 100 ms.
-fn replica(url: &str) -> Server {
+/// One replica on `store` (its `--store`): counts a step every 100 ms, leases of 800 ms
+/// renewed every 100 ms.
+fn replica(store: &str) -> Server {
     Server::start(
         Command::new(AGENT).args([
             "--http",
             "127.0.0.1:0",
             "--store",
-            &format!("postgres:{url}"),
+            store,
             "--step-ms",
             "100",
             "--lease-ms",
@@ -92,20 +94,44 @@ fn rand_suffix() -> u128 {
         .map_or(0, |d| d.as_nanos())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_replicas_behind_nginx_round_robin() {
+/// nginx and the Python SDK's interpreter, when both are installed (else skipped).
+fn prerequisites() -> Option<(PathBuf, PathBuf)> {
     let Some(nginx_bin) = nginx::find() else {
         rpcwire_tests::skip("no nginx: run .ci/install/http-interop.sh");
-        return;
+        return None;
     };
-    let Some(python) = venv_python("a2a", "a2a.client") else {
+    let python = venv_python("a2a", "a2a.client")?;
+    Some((nginx_bin, python))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_on_postgres_behind_nginx_round_robin() {
+    let Some(tools) = prerequisites() else {
         return;
     };
     let Some(pg) = tokio::task::spawn_blocking(Postgres::start).await.unwrap() else {
         return;
     };
-    let url = pg.url();
-    let replicas = [replica(&url), replica(&url), replica(&url)];
+    three_replicas_behind_nginx_round_robin(tools, &format!("postgres:{}", pg.url())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_on_redis_behind_nginx_round_robin() {
+    let Some(tools) = prerequisites() else {
+        return;
+    };
+    let Some(redis) = tokio::task::spawn_blocking(Redis::start).await.unwrap() else {
+        return;
+    };
+    three_replicas_behind_nginx_round_robin(tools, &format!("redis:{}", redis.url())).await;
+}
+
+/// The checks of the module's docs, the replicas on `store` (their `--store`).
+async fn three_replicas_behind_nginx_round_robin(
+    (nginx_bin, python): (PathBuf, PathBuf),
+    store: &str,
+) {
+    let replicas = [replica(store), replica(store), replica(store)];
     let upstreams: Vec<&str> = replicas.iter().map(|r| host_port(&r.address)).collect();
     // The upstreams answer before nginx sees traffic (one probed too early is marked down).
     for u in &upstreams {

@@ -108,6 +108,8 @@ pub use store::{
 };
 #[cfg(feature = "postgres")]
 pub use store::{PostgresError, PostgresOptions, PostgresTaskStore};
+#[cfg(feature = "redis")]
+pub use store::{RedisError, RedisOptions, RedisTaskStore};
 #[cfg(feature = "sqlite")]
 pub use store::{SqliteError, SqliteTaskStore};
 pub use types::*;

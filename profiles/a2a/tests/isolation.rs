@@ -2,8 +2,8 @@
 //! tasks owned by several callers (and by nobody), against a model. A read never returns an
 //! event of another task, never serves a caller a log it may not see, and a replay after any
 //! event id returns exactly the events after it (or says they were trimmed). Against the
-//! memory log, (feature `sqlite`) the SQLite store's and (feature `postgres`) the PostgreSQL
-//! store's.
+//! memory log, (feature `sqlite`) the SQLite store's, (feature `postgres`) the PostgreSQL
+//! store's and (feature `redis`) the Redis store's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use proptest::prelude::*;
@@ -251,6 +251,41 @@ fn postgres_logs_keep_tasks_and_owners_apart() {
         })
     });
     drop(pg);
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// The same property against the Redis store: one server for every case, a key prefix of its
+/// own for each (so that each case starts from empty logs).
+#[cfg(feature = "redis")]
+#[test]
+fn redis_logs_keep_tasks_and_owners_apart() {
+    use proptest::test_runner::{Config, TestRunner};
+    let Some(redis) = rpcwire_tests::redis::Redis::start() else {
+        return;
+    };
+    let url = redis.url();
+    let case = std::sync::atomic::AtomicUsize::new(0);
+    let mut runner = TestRunner::new(Config::with_cases(128));
+    let result = runner.run(&prop::collection::vec(op(), 1..80), |ops| {
+        let n = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        runtime().block_on(async {
+            let store = rpcwire_a2a::RedisTaskStore::connect_with(
+                &url,
+                rpcwire_a2a::StoreLimits::default(),
+                rpcwire_a2a::RedisOptions {
+                    prefix: format!("case{n}"),
+                    ..rpcwire_a2a::RedisOptions::default()
+                },
+            )
+            .await
+            .unwrap()
+            .event_limits(LIMITS);
+            check(&store, &ops).await
+        })
+    });
+    drop(redis);
     if let Err(e) = result {
         panic!("{e}");
     }

@@ -1,9 +1,11 @@
-//! Streams across replicas: two servers, each with its own `PostgresTaskStore` on one
-//! database (a server of the test's own), as two replicas of an agent. A task worked on by
-//! replica A is subscribed to on replica B, plainly and with `Last-Event-ID`: B's streams get
-//! the events A's turn appends, each once, in order, through LISTEN/NOTIFY, and still when the
-//! listening connections are cut mid-task (the streams poll until they are back). A
-//! `CancelTask` on B reaches the work on A: the task ends canceled and its work stops.
+//! Streams across replicas: two servers, each with its own store on one database (a server
+//! of the test's own; `PostgresTaskStore` with feature `postgres`, `RedisTaskStore` with
+//! feature `redis`), as two replicas of an agent. A task worked on by replica A is subscribed
+//! to on replica B, plainly and with `Last-Event-ID`: B's streams get the events A's turn
+//! appends, each once, in order, through LISTEN/NOTIFY (PostgreSQL) or pub/sub (Redis), and
+//! still when the listening connections are cut mid-task (the streams poll until they are
+//! back). A `CancelTask` on B reaches the work on A: the task ends canceled and its work stops.
+#![cfg(any(feature = "postgres", feature = "redis"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -13,19 +15,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rpcwire_a2a::{
-    A2aClient, EventLog, Message, PostgresOptions, PostgresTaskStore, Role, StoreLimits,
-    StreamResponse, TaskContext, TaskState,
+    A2aClient, EventLog, Message, Role, StoreLimits, StreamResponse, TaskContext, TaskState,
+    TaskStore,
 };
-use rpcwire_tests::postgres::Postgres;
 
-/// The steps the long turns took, all tests together (only one test sends "long").
-static LONG_STEPS: AtomicUsize = AtomicUsize::new(0);
-
-/// 12 steps 60 ms apart, then complete; for "long", 500 steps, each counted.
-async fn paced(ctx: TaskContext) {
+/// 12 steps 60 ms apart, then complete; for "long", 500 steps, each counted in `steps` (the
+/// long turns' steps of one test's replicas).
+async fn paced(ctx: TaskContext, steps: Arc<AtomicUsize>) {
     if ctx.text() == "long" {
         for i in 0..500 {
-            LONG_STEPS.fetch_add(1, Ordering::SeqCst);
+            steps.fetch_add(1, Ordering::SeqCst);
             ctx.working(Some(&format!("step {i}")));
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -39,23 +38,147 @@ async fn paced(ctx: TaskContext) {
     ctx.complete(Some("done"));
 }
 
-async fn replica(url: &str) -> Arc<PostgresTaskStore> {
-    let options = PostgresOptions {
-        poll_interval: Duration::from_millis(100),
-        ..PostgresOptions::default()
-    };
-    Arc::new(
-        PostgresTaskStore::connect_with(url, StoreLimits::default(), options)
-            .await
-            .unwrap(),
-    )
+/// A server of the test's own that replicas' stores connect to; stopped when dropped.
+enum Server {
+    #[cfg(feature = "postgres")]
+    Postgres(rpcwire_tests::postgres::Postgres),
+    #[cfg(feature = "redis")]
+    Redis(rpcwire_tests::redis::Redis),
 }
 
-/// A server on `store`: its tasks and event log there.
-async fn serve(name: &str, store: &Arc<PostgresTaskStore>) -> (String, rpcwire_a2a::A2aService) {
-    let (_, url, service) = common::serve(name, paced, |s| {
-        s.store(Arc::clone(store) as _)
-            .event_log(Arc::clone(store) as _)
+/// A replica's store, as the server takes it: its tasks and its event log.
+struct Store {
+    tasks: Arc<dyn TaskStore>,
+    log: Arc<dyn EventLog>,
+}
+
+impl Store {
+    fn of<S: TaskStore + EventLog>(store: S) -> Self {
+        let store = Arc::new(store);
+        Store {
+            tasks: Arc::clone(&store) as _,
+            log: store,
+        }
+    }
+}
+
+impl Server {
+    /// A replica's store on this server; its streams poll every 100 ms while its listening
+    /// connection is down.
+    async fn connect(&self) -> Store {
+        let poll_interval = Duration::from_millis(100);
+        match self {
+            #[cfg(feature = "postgres")]
+            Server::Postgres(pg) => {
+                let options = rpcwire_a2a::PostgresOptions {
+                    poll_interval,
+                    ..rpcwire_a2a::PostgresOptions::default()
+                };
+                Store::of(
+                    rpcwire_a2a::PostgresTaskStore::connect_with(
+                        &pg.url(),
+                        StoreLimits::default(),
+                        options,
+                    )
+                    .await
+                    .unwrap(),
+                )
+            }
+            #[cfg(feature = "redis")]
+            Server::Redis(redis) => {
+                let options = rpcwire_a2a::RedisOptions {
+                    poll_interval,
+                    ..rpcwire_a2a::RedisOptions::default()
+                };
+                Store::of(
+                    rpcwire_a2a::RedisTaskStore::connect_with(
+                        &redis.url(),
+                        StoreLimits::default(),
+                        options,
+                    )
+                    .await
+                    .unwrap(),
+                )
+            }
+        }
+    }
+
+    /// Cuts every connection that listens for the logs' news (every replica's): how many.
+    async fn cut_listeners(&self) -> u64 {
+        match self {
+            #[cfg(feature = "postgres")]
+            Server::Postgres(pg) => {
+                let (client, connection) =
+                    tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
+                        .await
+                        .unwrap();
+                tokio::spawn(connection);
+                let rows = client
+                    .query(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                         WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()",
+                        &[],
+                    )
+                    .await
+                    .unwrap();
+                rows.len() as u64
+            }
+            #[cfg(feature = "redis")]
+            Server::Redis(redis) => {
+                let client = ::redis::Client::open(redis.url()).unwrap();
+                let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+                ::redis::cmd("CLIENT")
+                    .arg(&["KILL", "TYPE", "pubsub"][..])
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap()
+            }
+        }
+    }
+}
+
+/// Runs check `$check` (an `async fn(&Server)`) as one test per store: `$check::postgres`,
+/// `$check::redis`, each on a server of its own (skipped, visibly, when it is not installed).
+macro_rules! on_every_store {
+    ($check:ident) => {
+        mod $check {
+            #[cfg(feature = "postgres")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let pg = tokio::task::spawn_blocking(rpcwire_tests::postgres::Postgres::start);
+                if let Some(pg) = pg.await.unwrap() {
+                    super::$check(&super::Server::Postgres(pg)).await;
+                }
+            }
+
+            #[cfg(feature = "redis")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                let redis = tokio::task::spawn_blocking(rpcwire_tests::redis::Redis::start);
+                if let Some(redis) = redis.await.unwrap() {
+                    super::$check(&super::Server::Redis(redis)).await;
+                }
+            }
+        }
+    };
+}
+
+on_every_store!(a_stream_on_one_replica_gets_the_events_of_a_turn_on_another);
+on_every_store!(when_the_listening_connections_drop_the_streams_poll);
+on_every_store!(a_cancel_on_one_replica_stops_the_work_on_another);
+
+/// A server on `store`: its tasks and event log there; its long turns count their steps in
+/// `steps`.
+async fn serve(
+    name: &str,
+    store: &Store,
+    steps: &Arc<AtomicUsize>,
+) -> (String, rpcwire_a2a::A2aService) {
+    let steps = Arc::clone(steps);
+    let agent = move |ctx| paced(ctx, Arc::clone(&steps));
+    let (_, url, service) = common::serve(name, agent, |s| {
+        s.store(Arc::clone(&store.tasks))
+            .event_log(Arc::clone(&store.log))
     })
     .await;
     (url, service)
@@ -78,46 +201,24 @@ fn assert_consecutive(seen: &[(String, Option<TaskState>)], from: u64) {
     assert_eq!(ids, expected, "{seen:?}");
 }
 
-/// Cuts every connection that listens for the logs' news (both replicas').
-async fn cut_listeners(url: &str) -> u64 {
-    let (client, connection) = tokio_postgres_connect(url).await;
-    tokio::spawn(connection);
-    let rows = client
-        .query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-             WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()",
-            &[],
-        )
-        .await
-        .unwrap();
-    rows.len() as u64
-}
-
-async fn tokio_postgres_connect(
-    url: &str,
-) -> (
-    tokio_postgres::Client,
-    impl std::future::Future<Output = Result<(), tokio_postgres::Error>>,
-) {
-    tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap()
-}
-
 /// Two replicas on one database: their stores, their servers, a client of each.
 struct Replicas {
-    b: Arc<PostgresTaskStore>,
+    b: Store,
+    /// The steps the long turns of both took.
+    long_steps: Arc<AtomicUsize>,
     client_a: A2aClient,
     client_b: A2aClient,
     _servers: [rpcwire_a2a::A2aService; 2],
-    _a: Arc<PostgresTaskStore>,
+    _a: Store,
 }
 
-async fn two_replicas(url: &str) -> Replicas {
-    let (a, b) = (replica(url).await, replica(url).await);
-    let (url_a, sa) = serve("replica-a", &a).await;
-    let (url_b, sb) = serve("replica-b", &b).await;
+async fn two_replicas(server: &Server) -> Replicas {
+    let (a, b) = (server.connect().await, server.connect().await);
+    let long_steps = Arc::new(AtomicUsize::new(0));
+    let (url_a, sa) = serve("replica-a", &a, &long_steps).await;
+    let (url_b, sb) = serve("replica-b", &b, &long_steps).await;
     Replicas {
+        long_steps,
         client_a: A2aClient::new(&url_a).unwrap(),
         client_b: A2aClient::new(&url_b).unwrap(),
         _servers: [sa, sb],
@@ -137,17 +238,13 @@ async fn read_first(stream: &mut rpcwire_a2a::EventStream, n: usize) -> String {
     task_id
 }
 
-async fn across_replicas(cut: bool) {
-    let Some(pg) = tokio::task::spawn_blocking(Postgres::start).await.unwrap() else {
-        return;
-    };
-    let url = pg.url();
+async fn across_replicas(server: &Server, cut: bool) {
     let Replicas {
         client_a,
         client_b,
         b,
         ..
-    } = two_replicas(&url).await;
+    } = two_replicas(server).await;
     let run = async {
         let mut on_a = client_a
             .send_streaming(Message::text(Role::User, "m-1", "go"))
@@ -169,7 +266,7 @@ async fn across_replicas(cut: bool) {
             // Until both replicas' listening connections are up, then cut them mid-task.
             let mut cut_count = 0;
             for _ in 0..100 {
-                cut_count = cut_listeners(&url).await;
+                cut_count = server.cut_listeners().await;
                 if cut_count >= 2 {
                     break;
                 }
@@ -177,7 +274,7 @@ async fn across_replicas(cut: bool) {
             }
             assert!(cut_count >= 2, "listening connections found: {cut_count}");
             // B notices that it no longer listens (its streams poll meanwhile).
-            let watch = b.watch(&task_id).unwrap();
+            let watch = b.log.watch(&task_id).unwrap();
             let mut listening = watch.listening.clone();
             tokio::time::timeout(Duration::from_secs(5), listening.wait_for(|l| !*l))
                 .await
@@ -220,24 +317,21 @@ async fn across_replicas(cut: bool) {
     assert_eq!(more, []);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stream_on_one_replica_gets_the_events_of_a_turn_on_another() {
-    across_replicas(false).await;
+async fn a_stream_on_one_replica_gets_the_events_of_a_turn_on_another(server: &Server) {
+    across_replicas(server, false).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn when_the_listening_connections_drop_the_streams_poll() {
-    across_replicas(true).await;
+async fn when_the_listening_connections_drop_the_streams_poll(server: &Server) {
+    across_replicas(server, true).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cancel_on_one_replica_stops_the_work_on_another() {
-    let Some(pg) = tokio::task::spawn_blocking(Postgres::start).await.unwrap() else {
-        return;
-    };
+async fn a_cancel_on_one_replica_stops_the_work_on_another(server: &Server) {
     let Replicas {
-        client_a, client_b, ..
-    } = two_replicas(&pg.url()).await;
+        client_a,
+        client_b,
+        long_steps,
+        ..
+    } = two_replicas(server).await;
     let run = async {
         let mut on_a = client_a
             .send_streaming(Message::text(Role::User, "m-long", "long"))
@@ -253,10 +347,10 @@ async fn a_cancel_on_one_replica_stops_the_work_on_another() {
             Some(TaskState::Canceled),
             "{rest:?}"
         );
-        let steps = LONG_STEPS.load(Ordering::SeqCst);
+        let steps = long_steps.load(Ordering::SeqCst);
         assert!(steps < 500, "the work ran to its end: {steps} steps");
         tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(LONG_STEPS.load(Ordering::SeqCst), steps, "the work went on");
+        assert_eq!(long_steps.load(Ordering::SeqCst), steps, "the work went on");
         // Both replicas read it canceled; a second cancel is refused.
         for client in [&client_a, &client_b] {
             let task = client.get_task(&task_id, None).await.unwrap();

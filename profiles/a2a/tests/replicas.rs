@@ -1,16 +1,81 @@
-//! Two PostgreSQL stores on one database, as two replicas of an agent: each sees the other's
-//! tasks and event logs, and a lapsed lease of one is failed by the other exactly once, even
-//! when both sweep at the same time, many times over. Against a server of the test's own.
+//! Two stores on one database (PostgreSQL, feature `postgres`; Redis, feature `redis`), as two
+//! replicas of an agent: each sees the other's tasks and event logs, and a lapsed lease of one
+//! is failed by the other exactly once, even when both sweep at the same time, many times
+//! over. Each check runs against every store, on a server of the test's own.
+#![cfg(any(feature = "postgres", feature = "redis"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use rpcwire_a2a::{
-    EventLog, Lease, ListTasksRequest, PostgresOptions, PostgresTaskStore, StoreLimits,
-    StreamResponse, Task, TaskState, TaskStatus, TaskStore,
+    EventLog, Lease, ListTasksRequest, StoreLimits, StreamResponse, Task, TaskState, TaskStatus,
+    TaskStore,
 };
-use rpcwire_tests::postgres::Postgres;
+
+/// What replicas share: tasks and event logs in one store.
+trait Shared: TaskStore + EventLog {}
+impl<T: TaskStore + EventLog> Shared for T {}
+
+/// A server of the test's own that replicas' stores connect to; stopped when dropped.
+enum Server {
+    #[cfg(feature = "postgres")]
+    Postgres(rpcwire_tests::postgres::Postgres),
+    #[cfg(feature = "redis")]
+    Redis(rpcwire_tests::redis::Redis),
+}
+
+impl Server {
+    /// A replica's store on this server, with these limits.
+    async fn connect(&self, limits: StoreLimits) -> Arc<dyn Shared> {
+        match self {
+            #[cfg(feature = "postgres")]
+            Server::Postgres(pg) => {
+                let options = rpcwire_a2a::PostgresOptions {
+                    pool_size: 4,
+                    ..rpcwire_a2a::PostgresOptions::default()
+                };
+                Arc::new(
+                    rpcwire_a2a::PostgresTaskStore::connect_with(&pg.url(), limits, options)
+                        .await
+                        .unwrap(),
+                )
+            }
+            #[cfg(feature = "redis")]
+            Server::Redis(redis) => Arc::new(
+                rpcwire_a2a::RedisTaskStore::connect(&redis.url(), limits)
+                    .await
+                    .unwrap(),
+            ),
+        }
+    }
+}
+
+/// Runs check `$check` (an `async fn(&Server)`) as one test per store: `$check::postgres`,
+/// `$check::redis`, each on a server of its own (skipped, visibly, when it is not installed).
+macro_rules! on_every_store {
+    ($check:ident) => {
+        mod $check {
+            #[cfg(feature = "postgres")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let pg = tokio::task::spawn_blocking(rpcwire_tests::postgres::Postgres::start);
+                if let Some(pg) = pg.await.unwrap() {
+                    super::$check(&super::Server::Postgres(pg)).await;
+                }
+            }
+
+            #[cfg(feature = "redis")]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                let redis = tokio::task::spawn_blocking(rpcwire_tests::redis::Redis::start);
+                if let Some(redis) = redis.await.unwrap() {
+                    super::$check(&super::Server::Redis(redis)).await;
+                }
+            }
+        }
+    };
+}
 
 fn working(id: &str) -> Task {
     Task {
@@ -25,26 +90,15 @@ fn working(id: &str) -> Task {
     }
 }
 
-async fn replica(url: &str) -> Arc<PostgresTaskStore> {
-    let options = PostgresOptions {
-        pool_size: 4,
-        ..PostgresOptions::default()
-    };
-    Arc::new(
-        PostgresTaskStore::connect_with(url, StoreLimits::default(), options)
-            .await
-            .unwrap(),
-    )
-}
+on_every_store!(replicas_share_tasks_and_fail_each_others_lapsed_leases_once);
+on_every_store!(replicas_append_to_one_log_without_sharing_an_id);
+on_every_store!(replicas_at_the_limit_never_both_take_the_last_place);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_share_tasks_and_fail_each_others_lapsed_leases_once() {
-    let Some(pg) = tokio::task::spawn_blocking(Postgres::start).await.unwrap() else {
-        return;
-    };
-    // Both start at once: the migrations run once (under their lock), neither fails.
-    let url = pg.url();
-    let (a, b) = tokio::join!(replica(&url), replica(&url));
+async fn replicas_share_tasks_and_fail_each_others_lapsed_leases_once(server: &Server) {
+    // Both start at once: (PostgreSQL) the migrations run once (under their lock), neither
+    // fails.
+    let limits = StoreLimits::default();
+    let (a, b) = tokio::join!(server.connect(limits), server.connect(limits));
 
     // A's tasks are B's to read and list. The sweeps below are given their time (`now`), so
     // that nothing here depends on how fast the machine runs.
@@ -87,7 +141,7 @@ async fn replicas_share_tasks_and_fail_each_others_lapsed_leases_once() {
 
     // B and a third replica C sweep together, 8 sweeps each at once: every lapsed task is
     // failed by exactly one of them, once.
-    let c = replica(&url).await;
+    let c = server.connect(limits).await;
     let now = lapsed_at;
     let mut sweeps = Vec::new();
     for k in 0..16 {
@@ -130,13 +184,9 @@ async fn replicas_share_tasks_and_fail_each_others_lapsed_leases_once() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_append_to_one_log_without_sharing_an_id() {
-    let Some(pg) = tokio::task::spawn_blocking(Postgres::start).await.unwrap() else {
-        return;
-    };
-    let url = pg.url();
-    let (a, b) = tokio::join!(replica(&url), replica(&url));
+async fn replicas_append_to_one_log_without_sharing_an_id(server: &Server) {
+    let limits = StoreLimits::default();
+    let (a, b) = tokio::join!(server.connect(limits), server.connect(limits));
     let event = |n: usize| {
         StreamResponse::Message(rpcwire_a2a::Message::text(
             rpcwire_a2a::Role::Agent,
@@ -179,19 +229,12 @@ async fn replicas_append_to_one_log_without_sharing_an_id() {
 
 /// At the store's limit, two replicas inserting at once: exactly `max_tasks` are kept, the
 /// rest refused as full (the last free place is never taken twice).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_at_the_limit_never_both_take_the_last_place() {
-    let Some(pg) = tokio::task::spawn_blocking(Postgres::start).await.unwrap() else {
-        return;
-    };
+async fn replicas_at_the_limit_never_both_take_the_last_place(server: &Server) {
     let limits = StoreLimits {
         max_tasks: 10,
         ..StoreLimits::default()
     };
-    let url = pg.url();
-    let connect = || PostgresTaskStore::connect(&url, limits);
-    let (a, b) = tokio::join!(connect(), connect());
-    let (a, b) = (Arc::new(a.unwrap()), Arc::new(b.unwrap()));
+    let (a, b) = tokio::join!(server.connect(limits), server.connect(limits));
     let mut puts = Vec::new();
     for i in 0..30 {
         let store = if i % 2 == 0 {

@@ -1,6 +1,6 @@
 //! Every task store behaves alike: the same checks against the memory store and (feature
-//! `sqlite`) the SQLite store and (feature `postgres`) the PostgreSQL store, on a server of
-//! the test's own: tasks with their history, artifacts and owner; leases renewed
+//! `sqlite`) the SQLite store, (feature `postgres`) the PostgreSQL store and (feature `redis`)
+//! the Redis store, on servers of the test's own: tasks with their history, artifacts and owner; leases renewed
 //! by their holder only and failed once lapsed, at the edge of their time; and a server whose
 //! store holds a task of a process that died fails it within the lease, while its own long
 //! turns, renewed, are never failed.
@@ -16,15 +16,23 @@ use std::time::{Duration, SystemTime};
 struct Postgres;
 #[cfg(feature = "postgres")]
 use rpcwire_tests::postgres::Postgres;
+#[cfg(not(feature = "redis"))]
+/// Stands for the Redis server when the feature is off.
+struct Redis;
+#[cfg(feature = "redis")]
+use rpcwire_tests::redis::Redis;
 
 use rpcwire_a2a::{
     A2aClient, Artifact, Lease, LeaseConfig, ListTasksRequest, MemoryTaskStore, Message, Part,
     Role, StoreLimits, Task, TaskContext, TaskState, TaskStatus, TaskStore,
 };
 
-/// The stores under test, fresh, with (feature `postgres`) the PostgreSQL server theirs
-/// lives in, stopped when dropped.
-async fn stores() -> (Vec<(&'static str, Arc<dyn TaskStore>)>, Option<Postgres>) {
+/// The servers the stores under test live in (features `postgres`, `redis`), stopped when
+/// dropped.
+type Servers = (Option<Postgres>, Option<Redis>);
+
+/// The stores under test, fresh, with the servers theirs live in.
+async fn stores() -> (Vec<(&'static str, Arc<dyn TaskStore>)>, Servers) {
     #[allow(unused_mut)]
     let mut stores: Vec<(&'static str, Arc<dyn TaskStore>)> = vec![(
         "memory",
@@ -35,19 +43,29 @@ async fn stores() -> (Vec<(&'static str, Arc<dyn TaskStore>)>, Option<Postgres>)
         "sqlite",
         Arc::new(rpcwire_a2a::SqliteTaskStore::open_in_memory(StoreLimits::default()).unwrap()),
     ));
+    #[allow(unused_mut)]
+    let mut servers: Servers = (None, None);
     #[cfg(feature = "postgres")]
     {
-        let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
-        if let Some(pg) = &pg {
+        servers.0 = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
+        if let Some(pg) = &servers.0 {
             let store = rpcwire_a2a::PostgresTaskStore::connect(&pg.url(), StoreLimits::default())
                 .await
                 .unwrap();
             stores.push(("postgres", Arc::new(store)));
         }
-        (stores, pg)
     }
-    #[cfg(not(feature = "postgres"))]
-    (stores, None)
+    #[cfg(feature = "redis")]
+    {
+        servers.1 = tokio::task::spawn_blocking(Redis::start).await.unwrap();
+        if let Some(redis) = &servers.1 {
+            let store = rpcwire_a2a::RedisTaskStore::connect(&redis.url(), StoreLimits::default())
+                .await
+                .unwrap();
+            stores.push(("redis", Arc::new(store)));
+        }
+    }
+    (stores, servers)
 }
 
 fn task(id: &str, state: TaskState) -> Task {
@@ -78,7 +96,7 @@ fn lease(holder: &str, from_now: Duration) -> Lease {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_come_back_whole() {
-    let (stores, _pg) = stores().await;
+    let (stores, _servers) = stores().await;
     for (name, store) in stores {
         let mut t = task("t1", TaskState::Completed);
         t.owner = Some("alice".into());
@@ -104,7 +122,7 @@ async fn tasks_come_back_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listing_pages_and_filters_alike() {
-    let (stores, _pg) = stores().await;
+    let (stores, _servers) = stores().await;
     for (name, store) in stores {
         for i in 0..5 {
             let mut t = task(&format!("t{i}"), TaskState::Working);
@@ -157,7 +175,7 @@ async fn listing_pages_and_filters_alike() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_lapse_at_their_time_and_not_before() {
-    let (stores, _pg) = stores().await;
+    let (stores, _servers) = stores().await;
     for (name, store) in stores {
         let until = SystemTime::now() + Duration::from_secs(60);
         let held = Lease {
@@ -228,7 +246,7 @@ async fn leases_lapse_at_their_time_and_not_before() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_that_stops_working_drops_its_lease() {
-    let (stores, _pg) = stores().await;
+    let (stores, _servers) = stores().await;
     for (name, store) in stores {
         let past = lease("dead", Duration::ZERO);
         for (id, then) in [
@@ -270,7 +288,7 @@ async fn slow(ctx: TaskContext) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_fails_the_tasks_of_a_dead_process_and_keeps_its_own() {
-    let (stores, _pg) = stores().await;
+    let (stores, _servers) = stores().await;
     for (name, store) in stores {
         // A task a process that died left working, its lease 1.5 s from now.
         let put_at = std::time::Instant::now();
@@ -364,7 +382,7 @@ async fn greet(ctx: TaskContext) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_continuation_right_after_its_question_is_stored_after_it() {
-    let (stores, _pg) = stores().await;
+    let (stores, _servers) = stores().await;
     for (name, store) in stores {
         let shared = Arc::clone(&store);
         let (_, url, _service) = common::serve("greet", greet, move |s| s.store(shared)).await;

@@ -4,7 +4,8 @@
 //! number of tasks, finished tasks evicted past a count or an age) and, with the `sqlite`
 //! feature, [`SqliteTaskStore`](crate::SqliteTaskStore) (one file that outlives the process);
 //! with the `postgres` feature, [`PostgresTaskStore`](crate::PostgresTaskStore) (tables that
-//! several replicas share).
+//! several replicas share); with the `redis` feature, [`RedisTaskStore`](crate::RedisTaskStore)
+//! (keys in a Redis or Valkey that several replicas share).
 //!
 //! # Why boxed futures
 //!
@@ -26,10 +27,16 @@ mod postgres;
 mod postgres_listen;
 #[cfg(feature = "postgres")]
 mod postgres_pool;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "redis")]
+mod redis;
+#[cfg(feature = "redis")]
+mod redis_events;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(any(feature = "postgres", feature = "redis"))]
+mod watchers;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -40,6 +47,8 @@ pub use events::{EventLog, EventLogLimits, LogWatch, LoggedEvent, MemoryEventLog
 pub use memory::{MemoryTaskStore, StoreLimits};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresError, PostgresOptions, PostgresTaskStore};
+#[cfg(feature = "redis")]
+pub use redis::{RedisError, RedisOptions, RedisTaskStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteError, SqliteTaskStore};
 
