@@ -4,9 +4,13 @@
 //! (`fixtures.rs`). Options: `--server-name NAME` (the prefix of its session ids, for routing
 //! behind a load balancer), `--stateless` (the 2026-07-28 revision: no sessions),
 //! `--allow-host NAME` (repeatable: accepted `Host`/`Origin` names besides loopback),
-//! `--idle-timeout SECS`, `--max-sessions N`, `--store redis://HOST:PORT` (sessions and
-//! resumable streams shared with other replicas through Redis or Valkey: any replica serves
-//! any session, no sticky routing; feature `redis`, on by default).
+//! `--idle-timeout SECS`, `--max-sessions N`, `--max-parked N` (request streams per session
+//! kept running for resumption after their client left, default 16), `--store
+//! redis://HOST:PORT` (sessions and resumable streams shared with other replicas through
+//! Redis or Valkey: any replica serves any session, no sticky routing; feature `redis`, on by
+//! default) with `--store-reread-ms MS` (how long a resumed stream waits for a wake-up before
+//! reading the log again, default 1000) and `--forward-queue N` (forwarded answers a replica
+//! may have unread, default 64).
 //!
 //! Tools: `add` and `echo` (simple), `count` (reports progress), `fail` (a tool failure, an
 //! `isError: true` result), `long_task` (runs until done or until the client sends
@@ -128,8 +132,14 @@ struct HttpOptions {
     hosts: Vec<String>,
     idle: Option<u64>,
     max_sessions: Option<usize>,
+    /// `--max-parked N`: request streams per session parked for resumption.
+    max_parked: Option<usize>,
     /// `--store redis://...`: the shared store's URL.
     store: Option<String>,
+    /// `--store-reread-ms MS`: the shared store's re-read interval.
+    reread_ms: Option<u64>,
+    /// `--forward-queue N`: the shared store's forward queue.
+    forward_queue: Option<usize>,
     /// OAuth: the authorization server's JWKS URL; tokens are verified against it.
     jwks: Option<String>,
     issuer: Option<String>,
@@ -154,7 +164,7 @@ fn log_json() -> bool {
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--store redis://HOST:PORT] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--max-parked N] [--store redis://HOST:PORT [--store-reread-ms MS] [--forward-queue N]] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
     std::process::exit(2);
 }
 
@@ -181,7 +191,10 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
         hosts: Vec::new(),
         idle: None,
         max_sessions: None,
+        max_parked: None,
         store: None,
+        reread_ms: None,
+        forward_queue: None,
         jwks: None,
         issuer: None,
         resource: None,
@@ -195,6 +208,12 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
         args.next()
             .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
     };
+    fn number<T: std::str::FromStr>(args: &mut std::iter::Skip<std::env::Args>, flag: &str) -> T {
+        args.next()
+            .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
+            .parse()
+            .unwrap_or_else(|_| usage(&format!("{flag} takes a number")))
+    }
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => opts.addr = value(&mut args, "--http"),
@@ -227,13 +246,10 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
                         .unwrap_or_else(|_| usage("--idle-timeout takes seconds")),
                 )
             }
-            "--max-sessions" => {
-                opts.max_sessions = Some(
-                    value(&mut args, "--max-sessions")
-                        .parse()
-                        .unwrap_or_else(|_| usage("--max-sessions takes a number")),
-                )
-            }
+            "--max-sessions" => opts.max_sessions = Some(number(&mut args, "--max-sessions")),
+            "--max-parked" => opts.max_parked = Some(number(&mut args, "--max-parked")),
+            "--store-reread-ms" => opts.reread_ms = Some(number(&mut args, "--store-reread-ms")),
+            "--forward-queue" => opts.forward_queue = Some(number(&mut args, "--forward-queue")),
             // Read by `log_json` (it applies over stdio too); checked here.
             "--log-format" => match value(&mut args, "--log-format").as_str() {
                 "text" | "json" => {}
@@ -265,15 +281,26 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
 }
 
 /// `--store URL`: the shared store of sessions and event logs (`redis://` or `rediss://`:
-/// Redis or Valkey, keys under `rpcwire:mcp`); exits when it cannot be reached.
+/// Redis or Valkey, keys under `rpcwire:mcp`), with `--store-reread-ms` and
+/// `--forward-queue`; exits when it cannot be reached.
 #[cfg(feature = "redis")]
-async fn shared_store(url: &str) -> rpcwire_mcp::http::store::SharedStore {
-    use rpcwire_mcp::http::store::{RedisStore, SharedStore};
+async fn shared_store(opts: &HttpOptions, url: &str) -> rpcwire_mcp::http::store::SharedStore {
+    use rpcwire_mcp::http::store::{RedisStore, RedisStoreOptions, SharedStore};
     if !url.starts_with("redis://") && !url.starts_with("rediss://") {
         usage("--store takes a redis:// URL");
     }
-    match RedisStore::connect(url, "rpcwire:mcp", Duration::from_secs(5)).await {
-        Ok(store) => SharedStore::new(store),
+    let mut options = RedisStoreOptions::new("rpcwire:mcp").timeout(Duration::from_secs(5));
+    if let Some(n) = opts.forward_queue {
+        options = options.forward_queue(n);
+    }
+    match RedisStore::connect_with(url, options).await {
+        Ok(store) => {
+            let store = SharedStore::new(store);
+            match opts.reread_ms {
+                Some(ms) => store.reread_every(Duration::from_millis(ms)),
+                None => store,
+            }
+        }
         Err(e) => {
             let source = std::error::Error::source(&e).map(ToString::to_string);
             eprintln!("mcp-server: {e}: {}", source.unwrap_or_default());
@@ -283,7 +310,7 @@ async fn shared_store(url: &str) -> rpcwire_mcp::http::store::SharedStore {
 }
 
 #[cfg(not(feature = "redis"))]
-async fn shared_store(_url: &str) -> rpcwire_mcp::http::store::SharedStore {
+async fn shared_store(_opts: &HttpOptions, _url: &str) -> rpcwire_mcp::http::store::SharedStore {
     usage("--store needs the feature `redis`")
 }
 
@@ -315,8 +342,13 @@ async fn serve_http(server: McpServer, opts: HttpOptions) {
     if let Some(n) = opts.max_sessions {
         config = config.max_sessions(n);
     }
+    if let Some(n) = opts.max_parked {
+        config = config.max_parked_streams(n);
+    }
     if let Some(url) = &opts.store {
-        config = config.store(shared_store(url).await);
+        config = config.store(shared_store(&opts, url).await);
+    } else if opts.reread_ms.is_some() || opts.forward_queue.is_some() {
+        usage("--store-reread-ms and --forward-queue go with --store");
     }
     let listener = match tokio::net::TcpListener::bind(&opts.addr).await {
         Ok(l) => l,

@@ -407,36 +407,53 @@ async fn a_get_stream_keeps_its_session_alive_and_ends_with_it(store: SharedStor
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }
 
-/// At most 16 streams of a session whose client went away keep running on a replica (as
-/// without a store): the 17th request is cancelled when its client goes.
+/// At most `max_parked_streams` (3 here) streams of a session whose client went away keep
+/// running on a replica: the 4th request is cancelled when its client goes.
 async fn parked_streams_are_bounded_per_session(store: SharedStore) {
-    let ([a, _], [dropped_a, _]) = replicas(&store).await;
-    let session = initialize(&a).await;
+    let ([a, _], [dropped_a, _]) = replicas_with(&store, |s| s.max_parked_streams(3)).await;
+    parked_up_to(&a, &dropped_a, 3).await;
+}
+
+/// The same bound without a store (the server's own parked streams).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parked_streams_are_bounded_per_session_without_a_store() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let service = McpHttpServer::new(tools(Arc::clone(&dropped)))
+        .max_parked_streams(2)
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(rpcwire_mcp::http::serve(listener, service));
+    parked_up_to(&url, &dropped, 2).await;
+}
+
+/// `max` requests of one session on `url` whose clients leave run on; the next one is given
+/// up (its `wait` tool dropped, `dropped` set) when its client leaves.
+async fn parked_up_to(url: &str, dropped: &AtomicBool, max: u64) {
+    let session = initialize(url).await;
     let sid = [("mcp-session-id", session.as_str())];
-    let leave = |id: u64| {
-        let (a, sid) = (a.clone(), sid);
-        async move {
-            let r = send("POST", &a, &sid, &call(id, "wait")).await;
-            let mut body = r.into_body();
-            assert_eq!(events(&mut body, 1).await.len(), 1, "call {id} runs");
-            // The client goes away; the request goes on, its stream parked.
-            drop(body);
-        }
+    let leave = |id: u64| async move {
+        let r = send("POST", url, &sid, &call(id, "wait")).await;
+        let mut body = r.into_body();
+        assert_eq!(events(&mut body, 1).await.len(), 1, "call {id} runs");
+        // The client goes away; the request goes on, its stream parked.
+        drop(body);
     };
-    for id in 1..=16 {
+    for id in 1..=max {
         leave(id).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
-        !dropped_a.load(Ordering::SeqCst),
-        "16 parked requests run on"
+        !dropped.load(Ordering::SeqCst),
+        "{max} parked requests run on"
     );
-    leave(17).await;
+    leave(max + 1).await;
     let end = std::time::Instant::now() + WAIT;
-    while !dropped_a.load(Ordering::SeqCst) {
+    while !dropped.load(Ordering::SeqCst) {
         assert!(
             std::time::Instant::now() < end,
-            "the 17th request was not given up"
+            "request {} was not given up",
+            max + 1
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

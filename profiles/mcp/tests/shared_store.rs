@@ -409,6 +409,43 @@ mod redis_store {
         });
     }
 
+    /// A forward queue of 3: a subscriber that reads nothing holds the first three messages,
+    /// the fourth and fifth are dropped for it while another subscriber of the same replica
+    /// gets every one (the pub/sub task never waits for the full one), and once read the
+    /// queue takes more.
+    #[test]
+    fn redis_forward_queue_holds_its_size_and_drops_the_next() {
+        use rpcwire_mcp::http::store::{Forwarded, Forwarder, RedisStoreOptions};
+        let Some(redis) = Redis::start() else { return };
+        let rt = runtime();
+        rt.block_on(async {
+            let options = RedisStoreOptions::new("test:mcp").forward_queue(3);
+            let a = RedisStore::connect_with(&redis.url(), options)
+                .await
+                .unwrap();
+            let b = RedisStore::connect(&redis.url(), "test:mcp", Duration::from_secs(5))
+                .await
+                .unwrap();
+            let (mut idle, mut reading) = (a.subscribe(), a.subscribe());
+            let m = |n: u32| Forwarded::Cancel {
+                session: "s".into(),
+                body: n.to_string().into_bytes(),
+            };
+            for n in 1..=5 {
+                b.forward(&m(n)).await.unwrap();
+                let got = tokio::time::timeout(Duration::from_secs(10), reading.recv()).await;
+                assert_eq!(got.unwrap(), Some(m(n)), "message {n} reached the reader");
+            }
+            for n in 1..=3 {
+                assert_eq!(idle.try_recv().ok(), Some(m(n)));
+            }
+            assert!(idle.try_recv().is_err(), "the 4th and 5th were dropped");
+            b.forward(&m(6)).await.unwrap();
+            let got = tokio::time::timeout(Duration::from_secs(10), idle.recv()).await;
+            assert_eq!(got.unwrap(), Some(m(6)));
+        });
+    }
+
     #[test]
     fn an_unreachable_redis_is_an_error_not_a_hang() {
         let rt = runtime();
