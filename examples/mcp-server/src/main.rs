@@ -8,7 +8,7 @@
 //! kept running for resumption after their client left, default 16), `--store
 //! redis://HOST:PORT` (sessions and resumable streams shared with other replicas through
 //! Redis or Valkey: any replica serves any session, no sticky routing; feature `redis`, on by
-//! default) with `--store-reread-ms MS` (how long a resumed stream waits for a wake-up before
+//! default; `--store memory`: the same code path on a store in this process) with `--store-reread-ms MS` (how long a resumed stream waits for a wake-up before
 //! reading the log again, default 1000) and `--forward-queue N` (forwarded answers a replica
 //! may have unread, default 64).
 //!
@@ -164,7 +164,7 @@ fn log_json() -> bool {
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--max-parked N] [--store redis://HOST:PORT [--store-reread-ms MS] [--forward-queue N]] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--max-parked N] [--store memory|redis://HOST:PORT [--store-reread-ms MS] [--forward-queue N]] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
     std::process::exit(2);
 }
 
@@ -280,27 +280,37 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
     ((!opts.addr.is_empty()).then_some(opts), otlp)
 }
 
-/// `--store URL`: the shared store of sessions and event logs (`redis://` or `rediss://`:
-/// Redis or Valkey, keys under `rpcwire:mcp`), with `--store-reread-ms` and
-/// `--forward-queue`; exits when it cannot be reached.
-#[cfg(feature = "redis")]
+/// `--store memory|URL`: the shared store of sessions and event logs, with
+/// `--store-reread-ms` and `--forward-queue`: `memory` (a `MemoryStore` in this process, as
+/// many sessions as `--max-sessions`: the shared-store code path without a network, for
+/// benchmarks), or `redis://` / `rediss://` (Redis or Valkey, keys under `rpcwire:mcp`; exits
+/// when it cannot be reached).
 async fn shared_store(opts: &HttpOptions, url: &str) -> rpcwire_mcp::http::store::SharedStore {
-    use rpcwire_mcp::http::store::{RedisStore, RedisStoreOptions, SharedStore};
-    if !url.starts_with("redis://") && !url.starts_with("rediss://") {
-        usage("--store takes a redis:// URL");
+    use rpcwire_mcp::http::store::{MemoryStore, SharedStore, DEFAULT_FORWARD_QUEUE};
+    let store = if url == "memory" {
+        let store = MemoryStore::new(opts.max_sessions.unwrap_or(1024), 16 * 1024)
+            .forward_queue(opts.forward_queue.unwrap_or(DEFAULT_FORWARD_QUEUE));
+        SharedStore::new(std::sync::Arc::new(store))
+    } else if url.starts_with("redis://") || url.starts_with("rediss://") {
+        redis_store(opts, url).await
+    } else {
+        usage("--store takes memory or a redis:// URL")
+    };
+    match opts.reread_ms {
+        Some(ms) => store.reread_every(Duration::from_millis(ms)),
+        None => store,
     }
+}
+
+#[cfg(feature = "redis")]
+async fn redis_store(opts: &HttpOptions, url: &str) -> rpcwire_mcp::http::store::SharedStore {
+    use rpcwire_mcp::http::store::{RedisStore, RedisStoreOptions, SharedStore};
     let mut options = RedisStoreOptions::new("rpcwire:mcp").timeout(Duration::from_secs(5));
     if let Some(n) = opts.forward_queue {
         options = options.forward_queue(n);
     }
     match RedisStore::connect_with(url, options).await {
-        Ok(store) => {
-            let store = SharedStore::new(store);
-            match opts.reread_ms {
-                Some(ms) => store.reread_every(Duration::from_millis(ms)),
-                None => store,
-            }
-        }
+        Ok(store) => SharedStore::new(store),
         Err(e) => {
             let source = std::error::Error::source(&e).map(ToString::to_string);
             eprintln!("mcp-server: {e}: {}", source.unwrap_or_default());
@@ -310,8 +320,8 @@ async fn shared_store(opts: &HttpOptions, url: &str) -> rpcwire_mcp::http::store
 }
 
 #[cfg(not(feature = "redis"))]
-async fn shared_store(_opts: &HttpOptions, _url: &str) -> rpcwire_mcp::http::store::SharedStore {
-    usage("--store needs the feature `redis`")
+async fn redis_store(_opts: &HttpOptions, _url: &str) -> rpcwire_mcp::http::store::SharedStore {
+    usage("--store redis:// needs the feature `redis`")
 }
 
 async fn serve_http(server: McpServer, opts: HttpOptions) {
