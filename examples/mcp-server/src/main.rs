@@ -8,9 +8,11 @@
 //! kept running for resumption after their client left, default 16), `--store
 //! redis://HOST:PORT` (sessions and resumable streams shared with other replicas through
 //! Redis or Valkey: any replica serves any session, no sticky routing; feature `redis`, on by
-//! default; `--store memory`: the same code path on a store in this process) with `--store-reread-ms MS` (how long a resumed stream waits for a wake-up before
-//! reading the log again, default 1000) and `--forward-queue N` (forwarded answers a replica
-//! may have unread, default 64).
+//! default; `--store memory`: the same code path on a store in this process) with
+//! `--store-reread-ms MS` (how long a resumed stream waits for a wake-up before reading the
+//! log again, default 1000), `--store-session-check-ms MS` (how often an open GET stream reads
+//! its session from the store, default a quarter of the idle timeout, 5 ms to 30 s) and
+//! `--forward-queue N` (forwarded answers a replica may have unread, default 64).
 //!
 //! Tools: `add` and `echo` (simple), `count` (reports progress), `fail` (a tool failure, an
 //! `isError: true` result), `long_task` (runs until done or until the client sends
@@ -138,6 +140,8 @@ struct HttpOptions {
     store: Option<String>,
     /// `--store-reread-ms MS`: the shared store's re-read interval.
     reread_ms: Option<u64>,
+    /// `--store-session-check-ms MS`: how often a GET stream reads its session from the store.
+    session_check_ms: Option<u64>,
     /// `--forward-queue N`: the shared store's forward queue.
     forward_queue: Option<usize>,
     /// OAuth: the authorization server's JWKS URL; tokens are verified against it.
@@ -164,7 +168,7 @@ fn log_json() -> bool {
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--max-parked N] [--store memory|redis://HOST:PORT [--store-reread-ms MS] [--forward-queue N]] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--max-parked N] [--store memory|redis://HOST:PORT [--store-reread-ms MS] [--store-session-check-ms MS] [--forward-queue N]] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
     std::process::exit(2);
 }
 
@@ -194,6 +198,7 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
         max_parked: None,
         store: None,
         reread_ms: None,
+        session_check_ms: None,
         forward_queue: None,
         jwks: None,
         issuer: None,
@@ -249,6 +254,9 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
             "--max-sessions" => opts.max_sessions = Some(number(&mut args, "--max-sessions")),
             "--max-parked" => opts.max_parked = Some(number(&mut args, "--max-parked")),
             "--store-reread-ms" => opts.reread_ms = Some(number(&mut args, "--store-reread-ms")),
+            "--store-session-check-ms" => {
+                opts.session_check_ms = Some(number(&mut args, "--store-session-check-ms"))
+            }
             "--forward-queue" => opts.forward_queue = Some(number(&mut args, "--forward-queue")),
             // Read by `log_json` (it applies over stdio too); checked here.
             "--log-format" => match value(&mut args, "--log-format").as_str() {
@@ -296,8 +304,12 @@ async fn shared_store(opts: &HttpOptions, url: &str) -> rpcwire_mcp::http::store
     } else {
         usage("--store takes memory or a redis:// URL")
     };
-    match opts.reread_ms {
+    let store = match opts.reread_ms {
         Some(ms) => store.reread_every(Duration::from_millis(ms)),
+        None => store,
+    };
+    match opts.session_check_ms {
+        Some(ms) => store.session_check_every(Duration::from_millis(ms)),
         None => store,
     }
 }
@@ -357,8 +369,11 @@ async fn serve_http(server: McpServer, opts: HttpOptions) {
     }
     if let Some(url) = &opts.store {
         config = config.store(shared_store(&opts, url).await);
-    } else if opts.reread_ms.is_some() || opts.forward_queue.is_some() {
-        usage("--store-reread-ms and --forward-queue go with --store");
+    } else if opts.reread_ms.is_some()
+        || opts.session_check_ms.is_some()
+        || opts.forward_queue.is_some()
+    {
+        usage("--store-reread-ms, --store-session-check-ms and --forward-queue go with --store");
     }
     let listener = match tokio::net::TcpListener::bind(&opts.addr).await {
         Ok(l) => l,

@@ -407,6 +407,30 @@ async fn a_get_stream_keeps_its_session_alive_and_ends_with_it(store: SharedStor
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }
 
+/// With the default idle time (10 min: the session read every 30 s) and
+/// `session_check_every(100 ms)`, a GET stream on one replica ends within a few checks of a
+/// DELETE on the other (by default it would last up to 30 s more).
+async fn a_get_stream_ends_within_its_session_check(store: SharedStore) {
+    let store = store.session_check_every(Duration::from_millis(100));
+    let ([a, b], _) = replicas(&store).await;
+    let session = initialize(&a).await;
+    let sid = [("mcp-session-id", session.as_str())];
+    let r = send("GET", &b, &sid, "").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let mut stream = r.into_body();
+    let r = send("DELETE", &a, &sid, "").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(frame) = stream.frame().await {
+            if frame.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the GET stream outlived its session by 5 s");
+}
+
 /// At most `max_parked_streams` (3 here) streams of a session whose client went away keep
 /// running on a replica: the 4th request is cancelled when its client goes.
 async fn parked_streams_are_bounded_per_session(store: SharedStore) {
@@ -553,6 +577,7 @@ macro_rules! on_both_stores {
 }
 
 on_both_stores!(
+    a_get_stream_ends_within_its_session_check,
     parked_streams_are_bounded_per_session,
     a_session_is_served_by_either_replica,
     a_stream_resumes_on_the_other_replica_and_only_in_its_session,

@@ -279,11 +279,14 @@ async fn shared(
 }
 
 /// Returns once the session `id` is gone from the shared store (ended on another replica, or
-/// expired), reading it a few times per idle time (every 5 ms to 30 s), which starts its time to
-/// live again: what is held open on this replica (a GET stream) keeps it alive everywhere,
-/// as it keeps it active here. A store that fails is read again at the next tick.
+/// expired), reading it every [`SharedStore::session_check_every`] (by default a few times per
+/// idle time: every 5 ms to 30 s), which starts its time to live again: what is held open on
+/// this replica (a GET stream) keeps it alive everywhere, as it keeps it active here. A store
+/// that fails is read again at the next tick.
 pub(crate) async fn until_ended(store: &SharedStore, sessions: &Sessions, id: &str) {
-    let every = (sessions.idle() / 4).clamp(Duration::from_millis(5), Duration::from_secs(30));
+    let every = store.session_check.unwrap_or_else(|| {
+        (sessions.idle() / 4).clamp(Duration::from_millis(5), Duration::from_secs(30))
+    });
     loop {
         tokio::time::sleep(every).await;
         if let Ok(None) = store.sessions.load(id, sessions.idle()).await {

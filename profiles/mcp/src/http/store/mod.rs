@@ -19,7 +19,8 @@
 //! with a [`StoreError`]; a request that meets one is answered 503.
 //!
 //! Settings, each with a documented default: how a server reads the logs
-//! ([`SharedStore::reread_every`], [`SharedStore::read_batch`]), how many forwarded messages
+//! ([`SharedStore::reread_every`], [`SharedStore::read_batch`]) and its sessions
+//! ([`SharedStore::session_check_every`]), how many forwarded messages
 //! a replica may have waiting ([`MemoryStore::forward_queue`], and `RedisStoreOptions` with
 //! the feature `redis`), the bounds of [`MemoryStore::new`].
 //!
@@ -340,6 +341,8 @@ pub struct SharedStore {
     pub(crate) reread: Duration,
     /// [`read_batch`](Self::read_batch).
     pub(crate) read_batch: usize,
+    /// [`session_check_every`](Self::session_check_every); `None`: from the idle time.
+    pub(crate) session_check: Option<Duration>,
 }
 
 impl std::fmt::Debug for SharedStore {
@@ -347,6 +350,7 @@ impl std::fmt::Debug for SharedStore {
         f.debug_struct("SharedStore")
             .field("reread", &self.reread)
             .field("read_batch", &self.read_batch)
+            .field("session_check", &self.session_check)
             .finish_non_exhaustive()
     }
 }
@@ -373,6 +377,7 @@ impl SharedStore {
             forwarder,
             reread: DEFAULT_REREAD,
             read_batch: DEFAULT_READ_BATCH,
+            session_check: None,
         }
     }
 
@@ -390,6 +395,17 @@ impl SharedStore {
     /// 1): a resumed stream's memory for events not yet sent, and its reads per event.
     pub fn read_batch(mut self, events: usize) -> Self {
         self.read_batch = events.max(1);
+        self
+    }
+
+    /// How often a session's open GET stream reads the session from the store (at least
+    /// 1 ms): each read starts the session's time to live again there, and the stream ends
+    /// once the session is gone (ended on another replica, or expired). By default a quarter
+    /// of the server's [`idle_timeout`](super::McpHttpServer::idle_timeout), between 5 ms and
+    /// 30 s: with the default 10 min idle time, a GET stream outlives a DELETE on another
+    /// replica by up to 30 s.
+    pub fn session_check_every(mut self, every: Duration) -> Self {
+        self.session_check = Some(every.max(Duration::from_millis(1)));
         self
     }
 }
