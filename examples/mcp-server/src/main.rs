@@ -4,9 +4,15 @@
 //! (`fixtures.rs`). Options: `--server-name NAME` (the prefix of its session ids, for routing
 //! behind a load balancer), `--stateless` (the 2026-07-28 revision: no sessions),
 //! `--allow-host NAME` (repeatable: accepted `Host`/`Origin` names besides loopback),
-//! `--idle-timeout SECS`, `--max-sessions N`, `--store redis://HOST:PORT` (sessions and
-//! resumable streams shared with other replicas through Redis or Valkey: any replica serves
-//! any session, no sticky routing; feature `redis`, on by default).
+//! `--idle-timeout SECS`, `--max-sessions N`, `--max-parked N` (request streams per session
+//! kept running for resumption after their client left, default 16), `--store
+//! redis://HOST:PORT` (sessions and resumable streams shared with other replicas through
+//! Redis or Valkey: any replica serves any session, no sticky routing; feature `redis`, on by
+//! default; `--store memory`: the same code path on a store in this process) with
+//! `--store-reread-ms MS` (how long a resumed stream waits for a wake-up before reading the
+//! log again, default 1000), `--store-session-check-ms MS` (how often an open GET stream reads
+//! its session from the store, default a quarter of the idle timeout, 5 ms to 30 s) and
+//! `--forward-queue N` (forwarded answers a replica may have unread, default 64).
 //!
 //! Tools: `add` and `echo` (simple), `count` (reports progress), `fail` (a tool failure, an
 //! `isError: true` result), `long_task` (runs until done or until the client sends
@@ -128,8 +134,16 @@ struct HttpOptions {
     hosts: Vec<String>,
     idle: Option<u64>,
     max_sessions: Option<usize>,
+    /// `--max-parked N`: request streams per session parked for resumption.
+    max_parked: Option<usize>,
     /// `--store redis://...`: the shared store's URL.
     store: Option<String>,
+    /// `--store-reread-ms MS`: the shared store's re-read interval.
+    reread_ms: Option<u64>,
+    /// `--store-session-check-ms MS`: how often a GET stream reads its session from the store.
+    session_check_ms: Option<u64>,
+    /// `--forward-queue N`: the shared store's forward queue.
+    forward_queue: Option<usize>,
     /// OAuth: the authorization server's JWKS URL; tokens are verified against it.
     jwks: Option<String>,
     issuer: Option<String>,
@@ -154,7 +168,7 @@ fn log_json() -> bool {
 
 fn usage(why: &str) -> ! {
     eprintln!("mcp-server: {why}");
-    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--store redis://HOST:PORT] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
+    eprintln!("usage: mcp-server [--http ADDR [--server-name NAME] [--stateless] [--allow-host NAME]... [--idle-timeout SECS] [--max-sessions N] [--max-parked N] [--store memory|redis://HOST:PORT [--store-reread-ms MS] [--store-session-check-ms MS] [--forward-queue N]] [--tls-cert FILE --tls-key FILE] [--jwks URL --issuer ISS [--resource URL] [--scope SCOPE]...]] [--otlp URL [--otlp-sample RATIO]] [--log-format text|json] [--fixtures] [--quiet]");
     std::process::exit(2);
 }
 
@@ -181,7 +195,11 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
         hosts: Vec::new(),
         idle: None,
         max_sessions: None,
+        max_parked: None,
         store: None,
+        reread_ms: None,
+        session_check_ms: None,
+        forward_queue: None,
         jwks: None,
         issuer: None,
         resource: None,
@@ -195,6 +213,12 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
         args.next()
             .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
     };
+    fn number<T: std::str::FromStr>(args: &mut std::iter::Skip<std::env::Args>, flag: &str) -> T {
+        args.next()
+            .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
+            .parse()
+            .unwrap_or_else(|_| usage(&format!("{flag} takes a number")))
+    }
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => opts.addr = value(&mut args, "--http"),
@@ -227,13 +251,13 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
                         .unwrap_or_else(|_| usage("--idle-timeout takes seconds")),
                 )
             }
-            "--max-sessions" => {
-                opts.max_sessions = Some(
-                    value(&mut args, "--max-sessions")
-                        .parse()
-                        .unwrap_or_else(|_| usage("--max-sessions takes a number")),
-                )
+            "--max-sessions" => opts.max_sessions = Some(number(&mut args, "--max-sessions")),
+            "--max-parked" => opts.max_parked = Some(number(&mut args, "--max-parked")),
+            "--store-reread-ms" => opts.reread_ms = Some(number(&mut args, "--store-reread-ms")),
+            "--store-session-check-ms" => {
+                opts.session_check_ms = Some(number(&mut args, "--store-session-check-ms"))
             }
+            "--forward-queue" => opts.forward_queue = Some(number(&mut args, "--forward-queue")),
             // Read by `log_json` (it applies over stdio too); checked here.
             "--log-format" => match value(&mut args, "--log-format").as_str() {
                 "text" | "json" => {}
@@ -264,15 +288,40 @@ fn options() -> (Option<HttpOptions>, Option<String>) {
     ((!opts.addr.is_empty()).then_some(opts), otlp)
 }
 
-/// `--store URL`: the shared store of sessions and event logs (`redis://` or `rediss://`:
-/// Redis or Valkey, keys under `rpcwire:mcp`); exits when it cannot be reached.
-#[cfg(feature = "redis")]
-async fn shared_store(url: &str) -> rpcwire_mcp::http::store::SharedStore {
-    use rpcwire_mcp::http::store::{RedisStore, SharedStore};
-    if !url.starts_with("redis://") && !url.starts_with("rediss://") {
-        usage("--store takes a redis:// URL");
+/// `--store memory|URL`: the shared store of sessions and event logs, with
+/// `--store-reread-ms` and `--forward-queue`: `memory` (a `MemoryStore` in this process, as
+/// many sessions as `--max-sessions`: the shared-store code path without a network, for
+/// benchmarks), or `redis://` / `rediss://` (Redis or Valkey, keys under `rpcwire:mcp`; exits
+/// when it cannot be reached).
+async fn shared_store(opts: &HttpOptions, url: &str) -> rpcwire_mcp::http::store::SharedStore {
+    use rpcwire_mcp::http::store::{MemoryStore, SharedStore, DEFAULT_FORWARD_QUEUE};
+    let store = if url == "memory" {
+        let store = MemoryStore::new(opts.max_sessions.unwrap_or(1024), 16 * 1024)
+            .forward_queue(opts.forward_queue.unwrap_or(DEFAULT_FORWARD_QUEUE));
+        SharedStore::new(std::sync::Arc::new(store))
+    } else if url.starts_with("redis://") || url.starts_with("rediss://") {
+        redis_store(opts, url).await
+    } else {
+        usage("--store takes memory or a redis:// URL")
+    };
+    let store = match opts.reread_ms {
+        Some(ms) => store.reread_every(Duration::from_millis(ms)),
+        None => store,
+    };
+    match opts.session_check_ms {
+        Some(ms) => store.session_check_every(Duration::from_millis(ms)),
+        None => store,
     }
-    match RedisStore::connect(url, "rpcwire:mcp", Duration::from_secs(5)).await {
+}
+
+#[cfg(feature = "redis")]
+async fn redis_store(opts: &HttpOptions, url: &str) -> rpcwire_mcp::http::store::SharedStore {
+    use rpcwire_mcp::http::store::{RedisStore, RedisStoreOptions, SharedStore};
+    let mut options = RedisStoreOptions::new("rpcwire:mcp").timeout(Duration::from_secs(5));
+    if let Some(n) = opts.forward_queue {
+        options = options.forward_queue(n);
+    }
+    match RedisStore::connect_with(url, options).await {
         Ok(store) => SharedStore::new(store),
         Err(e) => {
             let source = std::error::Error::source(&e).map(ToString::to_string);
@@ -283,8 +332,8 @@ async fn shared_store(url: &str) -> rpcwire_mcp::http::store::SharedStore {
 }
 
 #[cfg(not(feature = "redis"))]
-async fn shared_store(_url: &str) -> rpcwire_mcp::http::store::SharedStore {
-    usage("--store needs the feature `redis`")
+async fn redis_store(_opts: &HttpOptions, _url: &str) -> rpcwire_mcp::http::store::SharedStore {
+    usage("--store redis:// needs the feature `redis`")
 }
 
 async fn serve_http(server: McpServer, opts: HttpOptions) {
@@ -315,8 +364,16 @@ async fn serve_http(server: McpServer, opts: HttpOptions) {
     if let Some(n) = opts.max_sessions {
         config = config.max_sessions(n);
     }
+    if let Some(n) = opts.max_parked {
+        config = config.max_parked_streams(n);
+    }
     if let Some(url) = &opts.store {
-        config = config.store(shared_store(url).await);
+        config = config.store(shared_store(&opts, url).await);
+    } else if opts.reread_ms.is_some()
+        || opts.session_check_ms.is_some()
+        || opts.forward_queue.is_some()
+    {
+        usage("--store-reread-ms, --store-session-check-ms and --forward-queue go with --store");
     }
     let listener = match tokio::net::TcpListener::bind(&opts.addr).await {
         Ok(l) => l,

@@ -407,36 +407,77 @@ async fn a_get_stream_keeps_its_session_alive_and_ends_with_it(store: SharedStor
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }
 
-/// At most 16 streams of a session whose client went away keep running on a replica (as
-/// without a store): the 17th request is cancelled when its client goes.
-async fn parked_streams_are_bounded_per_session(store: SharedStore) {
-    let ([a, _], [dropped_a, _]) = replicas(&store).await;
+/// With the default idle time (10 min: the session read every 30 s) and
+/// `session_check_every(100 ms)`, a GET stream on one replica ends within a few checks of a
+/// DELETE on the other (by default it would last up to 30 s more).
+async fn a_get_stream_ends_within_its_session_check(store: SharedStore) {
+    let store = store.session_check_every(Duration::from_millis(100));
+    let ([a, b], _) = replicas(&store).await;
     let session = initialize(&a).await;
     let sid = [("mcp-session-id", session.as_str())];
-    let leave = |id: u64| {
-        let (a, sid) = (a.clone(), sid);
-        async move {
-            let r = send("POST", &a, &sid, &call(id, "wait")).await;
-            let mut body = r.into_body();
-            assert_eq!(events(&mut body, 1).await.len(), 1, "call {id} runs");
-            // The client goes away; the request goes on, its stream parked.
-            drop(body);
+    let r = send("GET", &b, &sid, "").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let mut stream = r.into_body();
+    let r = send("DELETE", &a, &sid, "").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(frame) = stream.frame().await {
+            if frame.is_err() {
+                break;
+            }
         }
+    })
+    .await;
+    assert!(ended.is_ok(), "the GET stream outlived its session by 5 s");
+}
+
+/// At most `max_parked_streams` (3 here) streams of a session whose client went away keep
+/// running on a replica: the 4th request is cancelled when its client goes.
+async fn parked_streams_are_bounded_per_session(store: SharedStore) {
+    let ([a, _], [dropped_a, _]) = replicas_with(&store, |s| s.max_parked_streams(3)).await;
+    parked_up_to(&a, &dropped_a, 3).await;
+}
+
+/// The same bound without a store (the server's own parked streams).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parked_streams_are_bounded_per_session_without_a_store() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let service = McpHttpServer::new(tools(Arc::clone(&dropped)))
+        .max_parked_streams(2)
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(rpcwire_mcp::http::serve(listener, service));
+    parked_up_to(&url, &dropped, 2).await;
+}
+
+/// `max` requests of one session on `url` whose clients leave run on; the next one is given
+/// up (its `wait` tool dropped, `dropped` set) when its client leaves.
+async fn parked_up_to(url: &str, dropped: &AtomicBool, max: u64) {
+    let session = initialize(url).await;
+    let sid = [("mcp-session-id", session.as_str())];
+    let leave = |id: u64| async move {
+        let r = send("POST", url, &sid, &call(id, "wait")).await;
+        let mut body = r.into_body();
+        assert_eq!(events(&mut body, 1).await.len(), 1, "call {id} runs");
+        // The client goes away; the request goes on, its stream parked.
+        drop(body);
     };
-    for id in 1..=16 {
+    for id in 1..=max {
         leave(id).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
-        !dropped_a.load(Ordering::SeqCst),
-        "16 parked requests run on"
+        !dropped.load(Ordering::SeqCst),
+        "{max} parked requests run on"
     );
-    leave(17).await;
+    leave(max + 1).await;
     let end = std::time::Instant::now() + WAIT;
-    while !dropped_a.load(Ordering::SeqCst) {
+    while !dropped.load(Ordering::SeqCst) {
         assert!(
             std::time::Instant::now() < end,
-            "the 17th request was not given up"
+            "request {} was not given up",
+            max + 1
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -536,6 +577,7 @@ macro_rules! on_both_stores {
 }
 
 on_both_stores!(
+    a_get_stream_ends_within_its_session_check,
     parked_streams_are_bounded_per_session,
     a_session_is_served_by_either_replica,
     a_stream_resumes_on_the_other_replica_and_only_in_its_session,

@@ -409,6 +409,113 @@ mod redis_store {
         });
     }
 
+    /// A forward queue of 3: a subscriber that reads nothing holds the first three messages,
+    /// the fourth and fifth are dropped for it while another subscriber of the same replica
+    /// gets every one (the pub/sub task never waits for the full one), and once read the
+    /// queue takes more.
+    #[test]
+    fn redis_forward_queue_holds_its_size_and_drops_the_next() {
+        use rpcwire_mcp::http::store::{Forwarded, Forwarder, RedisStoreOptions};
+        let Some(redis) = Redis::start() else { return };
+        let rt = runtime();
+        rt.block_on(async {
+            let options = RedisStoreOptions::new("test:mcp").forward_queue(3);
+            let a = RedisStore::connect_with(&redis.url(), options)
+                .await
+                .unwrap();
+            let b = RedisStore::connect(&redis.url(), "test:mcp", Duration::from_secs(5))
+                .await
+                .unwrap();
+            let (mut idle, mut reading) = (a.subscribe(), a.subscribe());
+            let m = |n: u32| Forwarded::Cancel {
+                session: "s".into(),
+                body: n.to_string().into_bytes(),
+            };
+            for n in 1..=5 {
+                b.forward(&m(n)).await.unwrap();
+                let got = tokio::time::timeout(Duration::from_secs(10), reading.recv()).await;
+                assert_eq!(got.unwrap(), Some(m(n)), "message {n} reached the reader");
+            }
+            for n in 1..=3 {
+                assert_eq!(idle.try_recv().ok(), Some(m(n)));
+            }
+            assert!(idle.try_recv().is_err(), "the 4th and 5th were dropped");
+            b.forward(&m(6)).await.unwrap();
+            let got = tokio::time::timeout(Duration::from_secs(10), idle.recv()).await;
+            assert_eq!(got.unwrap(), Some(m(6)));
+        });
+    }
+
+    /// The pub/sub connection cut by Redis (`CLIENT KILL TYPE pubsub`): a store whose
+    /// `reconnect_every` is 10 s still misses messages 2 s later, one whose interval is 100 ms
+    /// takes them again within a few tries (messages published while a store is away are
+    /// lost: pub/sub).
+    #[test]
+    fn redis_pubsub_reconnects_after_its_interval() {
+        use rpcwire_mcp::http::store::{Forwarded, Forwarder, RedisStoreOptions};
+        let Some(redis) = Redis::start() else { return };
+        let rt = runtime();
+        rt.block_on(async {
+            let options = |every| RedisStoreOptions::new("test:mcp").reconnect_every(every);
+            let slow = RedisStore::connect_with(&redis.url(), options(Duration::from_secs(10)))
+                .await
+                .unwrap();
+            let quick = RedisStore::connect_with(&redis.url(), options(Duration::from_millis(100)))
+                .await
+                .unwrap();
+            let sender = RedisStore::connect(&redis.url(), "test:mcp", Duration::from_secs(5))
+                .await
+                .unwrap();
+            let (mut on_slow, mut on_quick) = (slow.subscribe(), quick.subscribe());
+            let m = |n: u32| Forwarded::Cancel {
+                session: "s".into(),
+                body: n.to_string().into_bytes(),
+            };
+            // Both listening: the first message reaches both.
+            sender.forward(&m(0)).await.unwrap();
+            for rx in [&mut on_slow, &mut on_quick] {
+                let got = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await;
+                assert_eq!(got.unwrap(), Some(m(0)));
+            }
+            let client = redis::Client::open(redis.url()).unwrap();
+            let mut admin = client.get_multiplexed_async_connection().await.unwrap();
+            let killed: i64 = redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("TYPE")
+                .arg("pubsub")
+                .query_async(&mut admin)
+                .await
+                .unwrap();
+            assert!(
+                killed >= 2,
+                "both stores' pub/sub connections cut ({killed})"
+            );
+            // Forwarded every 100 ms until the quick store has one (at most 10 s).
+            let started = std::time::Instant::now();
+            let mut n = 1;
+            let got = loop {
+                sender.forward(&m(n)).await.unwrap();
+                let got = tokio::time::timeout(Duration::from_millis(100), on_quick.recv()).await;
+                if let Ok(Some(got)) = got {
+                    break got;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "the 100 ms store never reconnected"
+                );
+                n += 1;
+            };
+            assert!(matches!(got, Forwarded::Cancel { .. }));
+            // The slow store is still away 2 s after the cut (its 10 s are not up; with the
+            // former fixed 1 s it would be back): nothing reaches it.
+            assert!(started.elapsed() < Duration::from_secs(5));
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            sender.forward(&m(1000)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert!(on_slow.try_recv().is_err(), "the 10 s store got a message");
+        });
+    }
+
     #[test]
     fn an_unreachable_redis_is_an_error_not_a_hang() {
         let rt = runtime();

@@ -241,14 +241,15 @@ impl Inner {
                             session::create_shared(
                                 &self.sessions,
                                 store,
-                                &self.endpoint,
+                                (&self.endpoint, self.max_parked),
                                 call.caller.as_ref(),
                                 params,
                             )
                             .await
                         }
                         None => {
-                            session::create(&self.sessions, &self.endpoint, call.caller.as_ref())
+                            let (endpoint, caller) = (&self.endpoint, call.caller.as_ref());
+                            session::create(&self.sessions, endpoint, self.max_parked, caller)
                                 .map_err(|why| {
                                     Box::new(rpc_error(
                                         StatusCode::SERVICE_UNAVAILABLE,

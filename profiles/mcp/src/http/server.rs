@@ -58,6 +58,9 @@ pub(crate) struct Inner {
     /// The store replicas share sessions and event logs through
     /// ([`McpHttpServer::store`](super::McpHttpServer::store)); none by default.
     pub(crate) store: Option<SharedStore>,
+    /// The most request streams per session parked for resumption
+    /// ([`McpHttpServer::max_parked_streams`](super::McpHttpServer::max_parked_streams)).
+    pub(crate) max_parked: usize,
 }
 
 /// The MCP server as a tower `Service<http::Request<B>>` (cheap to clone). Run it with
@@ -274,7 +277,7 @@ impl Inner {
         session::named(
             &self.sessions,
             self.store.as_ref(),
-            &self.endpoint,
+            (&self.endpoint, self.max_parked),
             headers,
             caller,
         )
@@ -309,9 +312,13 @@ impl Inner {
                     stream: stream_id,
                 };
                 let (log, active) = (Arc::clone(&store.events), session.hold());
+                let reading = shared_stream::Reading {
+                    reread: store.reread,
+                    batch: store.read_batch,
+                };
                 tokio::spawn(async move {
                     let _active = active;
-                    shared_stream::resume(log, key, seq, tx).await;
+                    shared_stream::resume(log, key, seq, tx, reading).await;
                 });
             } else if let Some(stream) = session.detached.get(&stream_id) {
                 let active = session.hold();

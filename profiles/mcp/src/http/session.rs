@@ -47,6 +47,9 @@ pub(crate) struct McpSession {
     /// With a shared store: this replica's streams of the session whose client went away
     /// (their events are in the store's log; bounded as `detached` is).
     pub(crate) shared_parked: AtomicUsize,
+    /// The most streams of the session parked on this replica, with or without a store
+    /// ([`McpHttpServer::max_parked_streams`](super::McpHttpServer::max_parked_streams)).
+    pub(crate) max_parked: usize,
 }
 
 impl McpSession {
@@ -121,21 +124,23 @@ fn session_owner(caller: Option<&Arc<Caller>>) -> Option<String> {
 pub(crate) fn create(
     sessions: &Sessions,
     endpoint: &Endpoint,
+    max_parked: usize,
     caller: Option<&Arc<Caller>>,
 ) -> Result<Arc<Session>, SessionError> {
     let owner = session_owner(caller);
-    sessions.create(|_id| new_state(endpoint, owner))
+    sessions.create(|_id| new_state(endpoint, max_parked, owner))
 }
 
-fn new_state(endpoint: &Endpoint, owner: Option<String>) -> McpSession {
+fn new_state(endpoint: &Endpoint, max_parked: usize, owner: Option<String>) -> McpSession {
     let (max_body, streams) = (endpoint.max_body(), endpoint.streams());
     McpSession {
         owner,
         version: Mutex::new(None),
         level: Mutex::new(None),
-        detached: ParkedStreams::default(),
+        detached: ParkedStreams::new(max_parked),
         next_stream: AtomicU64::new(0),
         shared_parked: AtomicUsize::new(0),
+        max_parked,
         hub: {
             let hub = EventHub::start(mcp_builder(), max_body, streams);
             hub.end_streams_on(endpoint.shutdown());
@@ -149,12 +154,13 @@ fn new_state(endpoint: &Endpoint, owner: Option<String>) -> McpSession {
 pub(crate) async fn create_shared(
     sessions: &Sessions,
     store: &SharedStore,
-    endpoint: &Endpoint,
+    (endpoint, max_parked): (&Endpoint, usize),
     caller: Option<&Arc<Caller>>,
     params: Option<Value>,
 ) -> Result<Arc<Session>, Box<Response<Body>>> {
     let unavailable = |why: &str| Box::new(rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, why));
-    let session = create(sessions, endpoint, caller).map_err(|e| unavailable(&e.to_string()))?;
+    let session =
+        create(sessions, endpoint, max_parked, caller).map_err(|e| unavailable(&e.to_string()))?;
     let params = params.unwrap_or_default();
     let record = SessionRecord {
         id: session.id().to_owned(),
@@ -191,7 +197,7 @@ pub(crate) async fn note_change(
 pub(crate) async fn named(
     sessions: &Sessions,
     store: Option<&SharedStore>,
-    endpoint: &Endpoint,
+    (endpoint, max_parked): (&Endpoint, usize),
     headers: &HeaderMap,
     caller: Option<&Arc<Caller>>,
 ) -> Result<Arc<Session>, Box<Response<Body>>> {
@@ -204,7 +210,7 @@ pub(crate) async fn named(
     };
     let owner = session_owner(caller);
     if let Some(store) = store {
-        return shared(sessions, store, endpoint, id, owner).await;
+        return shared(sessions, store, (endpoint, max_parked), id, owner).await;
     }
     match sessions.get(id) {
         Some(session) if session.state().owner == owner => Ok(session),
@@ -234,7 +240,7 @@ fn not_found() -> Box<Response<Body>> {
 async fn shared(
     sessions: &Sessions,
     store: &SharedStore,
-    endpoint: &Endpoint,
+    (endpoint, max_parked): (&Endpoint, usize),
     id: &str,
     owner: Option<String>,
 ) -> Result<Arc<Session>, Box<Response<Body>>> {
@@ -253,29 +259,34 @@ async fn shared(
     }
     let session = match sessions.get(id) {
         Some(s) => s,
-        None => match sessions.insert_with(id.to_owned(), |_| new_state(endpoint, owner)) {
-            Ok(s) => s,
-            // Another request of the session took it in first.
-            Err(SessionError::Taken) => sessions.get(id).ok_or_else(not_found)?,
-            Err(e) => {
-                return Err(Box::new(rpc_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    -32000,
-                    &e.to_string(),
-                )))
+        None => {
+            match sessions.insert_with(id.to_owned(), |_| new_state(endpoint, max_parked, owner)) {
+                Ok(s) => s,
+                // Another request of the session took it in first.
+                Err(SessionError::Taken) => sessions.get(id).ok_or_else(not_found)?,
+                Err(e) => {
+                    return Err(Box::new(rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        -32000,
+                        &e.to_string(),
+                    )))
+                }
             }
-        },
+        }
     };
     session.follow(&record);
     Ok(session)
 }
 
 /// Returns once the session `id` is gone from the shared store (ended on another replica, or
-/// expired), reading it a few times per idle time (every 5 ms to 30 s), which starts its time to
-/// live again: what is held open on this replica (a GET stream) keeps it alive everywhere,
-/// as it keeps it active here. A store that fails is read again at the next tick.
+/// expired), reading it every [`SharedStore::session_check_every`] (by default a few times per
+/// idle time: every 5 ms to 30 s), which starts its time to live again: what is held open on
+/// this replica (a GET stream) keeps it alive everywhere, as it keeps it active here. A store
+/// that fails is read again at the next tick.
 pub(crate) async fn until_ended(store: &SharedStore, sessions: &Sessions, id: &str) {
-    let every = (sessions.idle() / 4).clamp(Duration::from_millis(5), Duration::from_secs(30));
+    let every = store.session_check.unwrap_or_else(|| {
+        (sessions.idle() / 4).clamp(Duration::from_millis(5), Duration::from_secs(30))
+    });
     loop {
         tokio::time::sleep(every).await;
         if let Ok(None) = store.sessions.load(id, sessions.idle()).await {

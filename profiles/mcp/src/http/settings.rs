@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rpcwire::Config;
-use rpcwire_http::profile::Endpoint;
+use rpcwire_http::profile::{Endpoint, DEFAULT_MAX_PARKED};
 use rpcwire_http::HostPolicy;
 use rpcwire_service::Responder;
 use rpcwire_tokio::{Authenticator, Builder};
@@ -35,6 +35,8 @@ pub struct McpHttpServer {
     auth: AuthSettings,
     /// Sessions and event logs shared with other replicas.
     store: Option<SharedStore>,
+    /// The most request streams per session parked for resumption.
+    max_parked: usize,
     /// Every POST signed (feature `signing`).
     #[cfg(feature = "signing")]
     signing: Option<Arc<rpcwire_tokio::signing::RequestSigning>>,
@@ -77,6 +79,7 @@ impl McpHttpServer {
             },
             auth: AuthSettings::default(),
             store: None,
+            max_parked: DEFAULT_MAX_PARKED,
             #[cfg(feature = "signing")]
             signing: None,
         }
@@ -211,6 +214,16 @@ impl McpHttpServer {
         self
     }
 
+    /// The most request streams of one session whose client went away while their request
+    /// runs on (default [`DEFAULT_MAX_PARKED`], 16; at least 1): each is kept for a client
+    /// that resumes it with `Last-Event-ID` (with a [`store`](Self::store): at most this many
+    /// per session on each replica, their events in the store's log). A request whose client
+    /// goes while the session has that many is cancelled, since nobody could resume it.
+    pub fn max_parked_streams(mut self, n: usize) -> Self {
+        self.max_parked = n.max(1);
+        self
+    }
+
     /// How long a session with no request and no open stream lives (default 10 min).
     pub fn idle_timeout(mut self, idle: Duration) -> Self {
         self.sessions.idle = idle.max(Duration::from_millis(10));
@@ -305,6 +318,7 @@ impl McpHttpServer {
             routes,
             sessions,
             store: self.store,
+            max_parked: self.max_parked,
         })
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! Bounds as without a store: each log in events and bytes (the server's
 //! [`stream_buffer`](super::McpHttpServer::stream_buffer)), living for the session's idle
-//! time after its last event; and at most [`DEFAULT_MAX_PARKED`] streams per session and
+//! time after its last event; and at most
+//! [`max_parked_streams`](super::McpHttpServer::max_parked_streams) streams per session and
 //! replica whose client went away while their work goes on (past it the work is given up).
 
 use std::sync::atomic::Ordering;
@@ -14,18 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use rpcwire_http::profile::{priming_event, stream_event, StreamLimits, DEFAULT_MAX_PARKED};
+use rpcwire_http::profile::{priming_event, stream_event, StreamLimits};
 use tokio::sync::mpsc;
 
 use super::session::Session;
 use super::store::{EventLog, LogBounds, StoreError, StreamKey};
-
-/// How many events one read of a log takes.
-const READ_BATCH: usize = 64;
-
-/// The longest a resumed stream waits for a wake-up before it reads its log again (a lost
-/// wake-up delays it by at most this).
-const WAIT_AT_MOST: Duration = Duration::from_secs(1);
 
 /// A request's stream whose events go to the shared log (see the module docs).
 pub(crate) struct SharedRelay {
@@ -125,7 +119,7 @@ impl SharedRelay {
         if !self.parked {
             let count = &self.session.shared_parked;
             let before = count.fetch_add(1, Ordering::SeqCst);
-            if before >= DEFAULT_MAX_PARKED {
+            if before >= self.session.max_parked {
                 count.fetch_sub(1, Ordering::SeqCst);
                 return false;
             }
@@ -181,6 +175,16 @@ impl Drop for SharedRelay {
     }
 }
 
+/// How a resumed stream reads its log: `batch` events at most per read, and again after
+/// `reread` at the latest when no wake-up came (a lost wake-up delays it by at most this).
+/// [`SharedStore::reread_every`](super::store::SharedStore::reread_every) and
+/// [`read_batch`](super::store::SharedStore::read_batch) set them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reading {
+    pub(crate) reread: Duration,
+    pub(crate) batch: usize,
+}
+
 /// Serves the events of `key` after `after` into `tx`, waiting for more (appended on any
 /// replica) until the stream is finished, the client leaves, or the log is gone (expired,
 /// or events after `after` were trimmed). The log is forgotten once a client had all of it.
@@ -189,9 +193,10 @@ pub(crate) async fn resume(
     key: StreamKey,
     mut after: u64,
     tx: mpsc::Sender<Bytes>,
+    reading: Reading,
 ) {
     loop {
-        let read = match log.read_after(&key, after, READ_BATCH).await {
+        let read = match log.read_after(&key, after, reading.batch).await {
             Ok(Some(read)) => read,
             Ok(None) => {
                 tracing::debug!("a resumed stream is unknown, expired or fell behind its log");
@@ -215,9 +220,151 @@ pub(crate) async fn resume(
         }
         if !got {
             tokio::select! {
-                () = log.wait(&key, after, WAIT_AT_MOST) => {}
+                () = log.wait(&key, after, reading.reread) => {}
                 () = tx.closed() => return,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::prelude::rust_2021::*;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::http::store::{LogRead, MemoryStore, StoreFuture};
+
+    /// A [`MemoryStore`] log whose wake-ups are all lost (`wait` only sleeps its timeout, as
+    /// when a pub/sub message goes missing), and that records each read: the most asked for
+    /// and how many came.
+    #[derive(Default)]
+    struct Deaf {
+        inner: MemoryStore,
+        reads: Mutex<Vec<(usize, usize)>>,
+    }
+
+    impl EventLog for Deaf {
+        fn open<'a>(&'a self, key: &'a StreamKey, bounds: LogBounds) -> StoreFuture<'a, ()> {
+            self.inner.open(key, bounds)
+        }
+
+        fn append<'a>(
+            &'a self,
+            key: &'a StreamKey,
+            seq: u64,
+            event: Bytes,
+            bounds: LogBounds,
+        ) -> StoreFuture<'a, bool> {
+            self.inner.append(key, seq, event, bounds)
+        }
+
+        fn finish<'a>(&'a self, key: &'a StreamKey, bounds: LogBounds) -> StoreFuture<'a, ()> {
+            self.inner.finish(key, bounds)
+        }
+
+        fn read_after<'a>(
+            &'a self,
+            key: &'a StreamKey,
+            after: u64,
+            max: usize,
+        ) -> StoreFuture<'a, Option<LogRead>> {
+            Box::pin(async move {
+                let read = self.inner.read_after(key, after, max).await?;
+                let got = read.as_ref().map_or(0, |r| r.events.len());
+                self.reads
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((max, got));
+                Ok(read)
+            })
+        }
+
+        fn wait<'a>(
+            &'a self,
+            _key: &'a StreamKey,
+            _after: u64,
+            timeout: Duration,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
+            Box::pin(tokio::time::sleep(timeout))
+        }
+
+        fn remove<'a>(&'a self, key: &'a StreamKey) -> StoreFuture<'a, ()> {
+            EventLog::remove(&self.inner, key)
+        }
+    }
+
+    const BOUNDS: LogBounds = LogBounds {
+        events: 100,
+        bytes: 1 << 20,
+        ttl: Duration::from_secs(600),
+    };
+
+    fn key() -> StreamKey {
+        StreamKey {
+            session: "s".into(),
+            stream: 1,
+        }
+    }
+
+    /// With every wake-up lost, an event appended while a resumed stream waits reaches it
+    /// when the re-read interval is up: not before, and no later.
+    #[tokio::test(start_paused = true)]
+    async fn a_lost_wake_up_delays_a_resumed_stream_by_the_reread_interval() {
+        let log = Arc::new(Deaf::default());
+        let (key, reread) = (key(), Duration::from_millis(300));
+        assert!(log.open(&key, BOUNDS).await.is_ok());
+        let (tx, mut rx) = mpsc::channel(8);
+        let reading = Reading { reread, batch: 64 };
+        let dyn_log: Arc<dyn EventLog> = Arc::clone(&log) as Arc<dyn EventLog>;
+        let reader = tokio::spawn(resume(dyn_log, key.clone(), 0, tx, reading));
+        // The reader has read nothing and waits (time stands still until every task waits).
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let event = Bytes::from_static(b"one");
+        assert!(log.append(&key, 1, event.clone(), BOUNDS).await.is_ok());
+        let early = tokio::time::timeout(Duration::from_millis(289), rx.recv()).await;
+        assert!(early.is_err(), "not before the interval is up");
+        let on_time = tokio::time::timeout(Duration::from_millis(2), rx.recv()).await;
+        assert_eq!(on_time.ok().flatten(), Some(event));
+        // Finished: the reader ends at its next read.
+        assert!(log.finish(&key, BOUNDS).await.is_ok());
+        let ended = tokio::time::timeout(reread + Duration::from_millis(1), reader).await;
+        assert!(matches!(ended, Ok(Ok(()))), "the reader ended");
+    }
+
+    /// A read batch of 3 and a log of 4 events: two reads of at most 3, every event once, in
+    /// order.
+    #[tokio::test]
+    async fn a_resumed_stream_reads_its_log_in_batches() {
+        let log = Arc::new(Deaf::default());
+        let key = key();
+        assert!(log.open(&key, BOUNDS).await.is_ok());
+        let events: Vec<Bytes> = (1..=4u8).map(|n| Bytes::from(vec![b'0' + n])).collect();
+        for (seq, e) in (1..).zip(&events) {
+            assert!(log.append(&key, seq, e.clone(), BOUNDS).await.is_ok());
+        }
+        assert!(log.finish(&key, BOUNDS).await.is_ok());
+        let (tx, mut rx) = mpsc::channel(16);
+        let reading = Reading {
+            reread: Duration::from_secs(60),
+            batch: 3,
+        };
+        let dyn_log: Arc<dyn EventLog> = Arc::clone(&log) as Arc<dyn EventLog>;
+        let done = tokio::time::timeout(
+            Duration::from_secs(10),
+            resume(dyn_log, key, 0, tx, reading),
+        );
+        assert!(done.await.is_ok(), "a finished log is served to its end");
+        let mut got = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            got.push(e);
+        }
+        assert_eq!(got, events);
+        let reads = log
+            .reads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        assert_eq!(reads, vec![(3, 3), (3, 1)]);
     }
 }

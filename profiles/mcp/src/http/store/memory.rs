@@ -14,11 +14,8 @@ use tokio::time::Instant;
 
 use super::{
     EventLog, Forwarded, Forwarder, LogBounds, LogRead, SessionChange, SessionRecord, SessionStore,
-    StoreError, StoreFuture, StreamKey,
+    StoreError, StoreFuture, StreamKey, DEFAULT_FORWARD_QUEUE,
 };
-
-/// How many forwarded messages a subscriber may have waiting.
-const FORWARD_QUEUE: usize = 64;
 
 struct StoredSession {
     record: SessionRecord,
@@ -45,7 +42,9 @@ struct State {
 
 /// Sessions, event logs and forwarding in one process: for replicas that are services of one
 /// process, and for tests. At most `max_sessions` sessions and `max_streams` logs at once
-/// (expired ones are swept when room is needed); [`StoreError::Full`] beyond.
+/// (expired ones are swept when room is needed); [`StoreError::Full`] beyond. Each
+/// subscriber of forwarded messages holds at most [`forward_queue`](Self::forward_queue)
+/// unread.
 pub struct MemoryStore {
     state: Mutex<State>,
     /// Wakes every [`EventLog::wait`] on any append or finish (they read again: a few waiters
@@ -53,6 +52,7 @@ pub struct MemoryStore {
     changed: Notify,
     max_sessions: usize,
     max_streams: usize,
+    forward_queue: usize,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -80,7 +80,17 @@ impl MemoryStore {
             changed: Notify::new(),
             max_sessions: max_sessions.max(1),
             max_streams: max_streams.max(1),
+            forward_queue: DEFAULT_FORWARD_QUEUE,
         }
+    }
+
+    /// How many forwarded messages each subscriber ([`Forwarder::subscribe`]) may have
+    /// unread (default [`DEFAULT_FORWARD_QUEUE`], 64; at least 1). A message forwarded while
+    /// a subscriber holds that many is dropped for it (`forward` never waits); the request
+    /// it was for waits until its own time limit.
+    pub fn forward_queue(mut self, messages: usize) -> Self {
+        self.forward_queue = messages.max(1);
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -311,10 +321,50 @@ impl Forwarder for MemoryStore {
     }
 
     fn subscribe(&self) -> mpsc::Receiver<Forwarded> {
-        let (tx, rx) = mpsc::channel(FORWARD_QUEUE);
+        let (tx, rx) = mpsc::channel(self.forward_queue);
         let mut state = self.lock();
         state.subscribers.retain(|s| !s.is_closed());
         state.subscribers.push(tx);
         rx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::prelude::rust_2021::*;
+
+    use super::*;
+
+    fn message(n: usize) -> Forwarded {
+        Forwarded::Cancel {
+            session: "s".into(),
+            body: n.to_string().into_bytes(),
+        }
+    }
+
+    /// A queue of 3: three forwarded messages wait for a subscriber that reads none, the
+    /// fourth is dropped without `forward` waiting, and once read the queue takes more.
+    #[tokio::test]
+    async fn a_forward_queue_holds_its_size_and_drops_the_next() {
+        let store = MemoryStore::default().forward_queue(3);
+        let mut rx = store.subscribe();
+        for n in 1..=4 {
+            let m = message(n);
+            let sent = tokio::time::timeout(Duration::from_secs(5), store.forward(&m));
+            assert!(matches!(sent.await, Ok(Ok(()))), "forward {n} returned");
+        }
+        for n in 1..=3 {
+            assert_eq!(rx.try_recv().ok(), Some(message(n)));
+        }
+        assert!(rx.try_recv().is_err(), "the fourth was dropped");
+        assert!(store.forward(&message(5)).await.is_ok());
+        assert_eq!(rx.try_recv().ok(), Some(message(5)));
+        // At least 1.
+        let one = MemoryStore::default().forward_queue(0);
+        let mut rx = one.subscribe();
+        assert!(one.forward(&message(1)).await.is_ok());
+        assert!(one.forward(&message(2)).await.is_ok());
+        assert_eq!(rx.try_recv().ok(), Some(message(1)));
+        assert!(rx.try_recv().is_err());
     }
 }

@@ -18,6 +18,12 @@
 //! The traits return boxed futures (object safe: a server holds an `Arc<dyn ...>`) and fail
 //! with a [`StoreError`]; a request that meets one is answered 503.
 //!
+//! Settings, each with a documented default: how a server reads the logs
+//! ([`SharedStore::reread_every`], [`SharedStore::read_batch`]) and its sessions
+//! ([`SharedStore::session_check_every`]), how many forwarded messages
+//! a replica may have waiting ([`MemoryStore::forward_queue`], and `RedisStoreOptions` with
+//! the feature `redis`), the bounds of [`MemoryStore::new`].
+//!
 //! Two replicas in one process (each would be a process of its own on a `RedisStore`):
 //!
 //! ```
@@ -54,7 +60,18 @@ use serde_json::{json, Value};
 
 pub use memory::MemoryStore;
 #[cfg(feature = "redis")]
-pub use redis::{RedisStore, RedisStoreError};
+pub use redis::{RedisStore, RedisStoreError, RedisStoreOptions};
+
+/// The default of [`MemoryStore::forward_queue`] (and of `RedisStoreOptions::forward_queue`):
+/// how many forwarded messages a replica may have waiting.
+pub const DEFAULT_FORWARD_QUEUE: usize = 64;
+
+/// The default of [`SharedStore::reread_every`]: the longest a resumed stream waits for a
+/// wake-up before it reads its log again.
+pub const DEFAULT_REREAD: Duration = Duration::from_secs(1);
+
+/// The default of [`SharedStore::read_batch`]: how many events one read of a log takes.
+pub const DEFAULT_READ_BATCH: usize = 64;
 
 /// A store operation's future.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -307,33 +324,45 @@ pub trait Forwarder: Send + Sync + 'static {
     fn forward<'a>(&'a self, message: &'a Forwarded) -> StoreFuture<'a, ()>;
 
     /// The messages forwarded by any replica, this one's included: every receiver gets each
-    /// one. Bounded: when a receiver falls behind, messages are dropped (the request then
-    /// waits until its own time limit).
+    /// one. Bounded (the store's forward queue, [`DEFAULT_FORWARD_QUEUE`] by default): a
+    /// receiver holds at most that many unread; past it newer messages are dropped, never
+    /// waited for (the request an answer was for then waits until its own time limit).
     fn subscribe(&self) -> tokio::sync::mpsc::Receiver<Forwarded>;
 }
 
-/// The three parts of a shared store, as a server holds them.
+/// The three parts of a shared store, as a server holds them, and how the server reads the
+/// event logs.
 #[derive(Clone)]
 pub struct SharedStore {
     pub(crate) sessions: Arc<dyn SessionStore>,
     pub(crate) events: Arc<dyn EventLog>,
     pub(crate) forwarder: Arc<dyn Forwarder>,
+    /// [`reread_every`](Self::reread_every).
+    pub(crate) reread: Duration,
+    /// [`read_batch`](Self::read_batch).
+    pub(crate) read_batch: usize,
+    /// [`session_check_every`](Self::session_check_every); `None`: from the idle time.
+    pub(crate) session_check: Option<Duration>,
 }
 
 impl std::fmt::Debug for SharedStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedStore").finish_non_exhaustive()
+        f.debug_struct("SharedStore")
+            .field("reread", &self.reread)
+            .field("read_batch", &self.read_batch)
+            .field("session_check", &self.session_check)
+            .finish_non_exhaustive()
     }
 }
 
 impl SharedStore {
     /// A store of all three parts in one (as [`MemoryStore`] and `RedisStore` are).
     pub fn new<S: SessionStore + EventLog + Forwarder>(store: Arc<S>) -> Self {
-        SharedStore {
-            sessions: Arc::clone(&store) as Arc<dyn SessionStore>,
-            events: Arc::clone(&store) as Arc<dyn EventLog>,
-            forwarder: store,
-        }
+        Self::from_parts(
+            Arc::clone(&store) as Arc<dyn SessionStore>,
+            Arc::clone(&store) as Arc<dyn EventLog>,
+            store,
+        )
     }
 
     /// A store of three parts kept apart.
@@ -346,7 +375,38 @@ impl SharedStore {
             sessions,
             events,
             forwarder,
+            reread: DEFAULT_REREAD,
+            read_batch: DEFAULT_READ_BATCH,
+            session_check: None,
         }
+    }
+
+    /// The longest a resumed stream (a GET with `Last-Event-ID`) waits for a wake-up before
+    /// it reads its log again (default [`DEFAULT_REREAD`], 1 s; at least 1 ms). Wake-ups
+    /// come with each append, from any replica; this bounds how late an event whose wake-up
+    /// was lost (Redis pub/sub delivers at most once) reaches the client, at the cost of one
+    /// read per interval and open resumed stream.
+    pub fn reread_every(mut self, every: Duration) -> Self {
+        self.reread = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How many events one read of a log takes (default [`DEFAULT_READ_BATCH`], 64; at least
+    /// 1): a resumed stream's memory for events not yet sent, and its reads per event.
+    pub fn read_batch(mut self, events: usize) -> Self {
+        self.read_batch = events.max(1);
+        self
+    }
+
+    /// How often a session's open GET stream reads the session from the store (at least
+    /// 1 ms): each read starts the session's time to live again there, and the stream ends
+    /// once the session is gone (ended on another replica, or expired). By default a quarter
+    /// of the server's [`idle_timeout`](super::McpHttpServer::idle_timeout), between 5 ms and
+    /// 30 s: with the default 10 min idle time, a GET stream outlives a DELETE on another
+    /// replica by up to 30 s.
+    pub fn session_check_every(mut self, every: Duration) -> Self {
+        self.session_check = Some(every.max(Duration::from_millis(1)));
+        self
     }
 }
 

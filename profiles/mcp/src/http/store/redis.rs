@@ -13,7 +13,7 @@
 //!
 //! One multiplexed connection carries every command (commands are pipelined on it; nothing
 //! here blocks it: waits are pub/sub, not `XREAD BLOCK`), and one more connection listens to
-//! the two channels, reconnecting every second when it breaks.
+//! the two channels, reconnecting when it breaks ([`RedisStoreOptions::reconnect_every`]).
 
 use std::prelude::rust_2021::*;
 
@@ -33,8 +33,57 @@ use super::{
     StoreError, StoreFuture, StreamKey,
 };
 
-/// How many forwarded messages a subscriber may have waiting.
-const FORWARD_QUEUE: usize = 64;
+/// How often a quiet pub/sub connection looks whether its store was dropped: the task (and
+/// its connection) ends at most this long after the last `Arc` goes. Not a bound on anything
+/// a peer sends, so not a setting.
+const DROP_CHECK: Duration = Duration::from_secs(5);
+
+/// How [`RedisStore::connect_with`] connects, and the bounds of what it holds; each setter
+/// says its default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisStoreOptions {
+    prefix: String,
+    timeout: Duration,
+    forward_queue: usize,
+    reconnect_every: Duration,
+}
+
+impl RedisStoreOptions {
+    /// Keys under `prefix` (say `rpcwire:mcp`: replicas of one server share one prefix),
+    /// with every other setting at its default.
+    pub fn new(prefix: &str) -> Self {
+        RedisStoreOptions {
+            prefix: prefix.to_owned(),
+            timeout: Duration::from_secs(5),
+            forward_queue: super::DEFAULT_FORWARD_QUEUE,
+            reconnect_every: Duration::from_secs(1),
+        }
+    }
+
+    /// How long connecting, and every command after, may take before it fails (default 5 s,
+    /// at least 1 ms): a request that meets the failure is answered 503.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How many forwarded messages each subscriber ([`Forwarder::subscribe`]) may have unread
+    /// (default [`DEFAULT_FORWARD_QUEUE`](super::DEFAULT_FORWARD_QUEUE), 64; at least 1): one
+    /// that arrives while a subscriber holds that many is dropped for it, and the pub/sub
+    /// task goes on (it never waits for a subscriber).
+    pub fn forward_queue(mut self, messages: usize) -> Self {
+        self.forward_queue = messages.max(1);
+        self
+    }
+
+    /// How long the pub/sub task waits before connecting again once its connection broke
+    /// (default 1 s, at least 1 ms). Readers waiting meanwhile read again after the server's
+    /// [`reread_every`](super::SharedStore::reread_every).
+    pub fn reconnect_every(mut self, every: Duration) -> Self {
+        self.reconnect_every = every.max(Duration::from_millis(1));
+        self
+    }
+}
 
 /// Why [`RedisStore::connect`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +101,7 @@ pub struct RedisStore {
     waiters: Arc<Waiters>,
     subscribers: Arc<Mutex<Vec<mpsc::Sender<Forwarded>>>>,
     scripts: Scripts,
+    forward_queue: usize,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -175,12 +225,27 @@ impl RedisStore {
     /// Connects to the Redis (or Valkey) at `url` (`redis://HOST:PORT/DB`) and starts the
     /// pub/sub task; keys are under `prefix` (say `rpcwire:mcp`: replicas of one server share
     /// one prefix). Connecting, and every command after, fails after `timeout` (a request
-    /// that meets the failure is answered 503). Call it within a tokio runtime.
+    /// that meets the failure is answered 503). Call it within a tokio runtime. The other
+    /// settings at their defaults: [`connect_with`](Self::connect_with) sets them.
     pub async fn connect(
         url: &str,
         prefix: &str,
         timeout: Duration,
     ) -> Result<Arc<Self>, RedisStoreError> {
+        Self::connect_with(url, RedisStoreOptions::new(prefix).timeout(timeout)).await
+    }
+
+    /// [`connect`](Self::connect) with all of [`RedisStoreOptions`].
+    pub async fn connect_with(
+        url: &str,
+        options: RedisStoreOptions,
+    ) -> Result<Arc<Self>, RedisStoreError> {
+        let RedisStoreOptions {
+            prefix,
+            timeout,
+            forward_queue,
+            reconnect_every,
+        } = options;
         let client = redis::Client::open(url).map_err(RedisStoreError)?;
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(timeout)
@@ -203,17 +268,18 @@ impl RedisStore {
         pubsub.subscribe(&fwd).await.map_err(RedisStoreError)?;
         let store = Arc::new(RedisStore {
             conn,
-            prefix: prefix.to_owned(),
+            prefix,
             waiters: Arc::new(Mutex::new(HashMap::new())),
             subscribers: Arc::new(Mutex::new(Vec::new())),
             scripts: Scripts::new(),
+            forward_queue,
         });
         tokio::spawn(listen(
             client,
             Some(pubsub),
             Arc::downgrade(&store),
-            wake,
-            fwd,
+            (wake, fwd),
+            reconnect_every,
         ));
         Ok(store)
     }
@@ -242,13 +308,13 @@ impl RedisStore {
 }
 
 /// The pub/sub task: wakes readers and hands forwarded messages to subscribers, until the
-/// store is dropped; reconnects every second while Redis is away.
+/// store is dropped; tries to connect again every `reconnect_every` while Redis is away.
 async fn listen(
     client: redis::Client,
     mut first: Option<redis::aio::PubSub>,
     store: Weak<RedisStore>,
-    wake: String,
-    fwd: String,
+    (wake, fwd): (String, String),
+    reconnect_every: Duration,
 ) {
     loop {
         let pubsub = match first.take() {
@@ -266,8 +332,7 @@ async fn listen(
             loop {
                 // A quiet channel is looked up every few seconds: the task ends (and its
                 // connection closes) soon after the store is dropped.
-                let msg = match tokio::time::timeout(Duration::from_secs(5), messages.next()).await
-                {
+                let msg = match tokio::time::timeout(DROP_CHECK, messages.next()).await {
                     Err(_) if store.strong_count() == 0 => return,
                     Err(_) => continue,
                     Ok(None) => break,
@@ -286,6 +351,8 @@ async fn listen(
                         .unwrap_or_else(PoisonError::into_inner);
                     subs.retain(|s| !s.is_closed());
                     for s in subs.iter() {
+                        // Full: dropped for this subscriber (the trait's rule); the task
+                        // never waits, so the wake-ups behind it are not held up.
                         let _ = s.try_send(m.clone());
                     }
                 }
@@ -295,7 +362,7 @@ async fn listen(
             return;
         }
         tracing::debug!("the Redis pub/sub connection broke: reconnecting");
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(reconnect_every).await;
     }
 }
 
@@ -589,7 +656,7 @@ impl Forwarder for RedisStore {
     }
 
     fn subscribe(&self) -> mpsc::Receiver<Forwarded> {
-        let (tx, rx) = mpsc::channel(FORWARD_QUEUE);
+        let (tx, rx) = mpsc::channel(self.forward_queue);
         let mut subs = self
             .subscribers
             .lock()
