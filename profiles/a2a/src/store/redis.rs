@@ -21,7 +21,7 @@
 //! The `redis` crate, not fred: rpcwire-mcp's shared session store already builds it (same
 //! version, same features), so an agent with both profiles compiles no second client.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use ::redis::aio::MultiplexedConnection;
@@ -312,7 +312,7 @@ impl Scripts {
 /// # }
 /// ```
 pub struct RedisTaskStore {
-    pub(super) conn: MultiplexedConnection,
+    link: Link,
     pub(super) keys: Keys,
     /// The streams here following tasks' logs, woken by other replicas' appends.
     pub(super) watchers: Arc<Watchers>,
@@ -405,7 +405,7 @@ impl RedisTaskStore {
         let pubsub = super::redis_events::subscribe(&client, &keys, options.timeout).await?;
         watchers.set_listening(true);
         tokio::spawn(super::redis_events::listen(
-            client,
+            client.clone(),
             pubsub,
             Arc::downgrade(&watchers),
             Keys::new(&options.prefix),
@@ -413,7 +413,11 @@ impl RedisTaskStore {
             options.timeout,
         ));
         Ok(RedisTaskStore {
-            conn,
+            link: Link {
+                client,
+                config,
+                current: Mutex::new(Some(conn)),
+            },
             keys,
             watchers,
             scripts: Scripts::new(),
@@ -429,9 +433,44 @@ impl RedisTaskStore {
         self
     }
 
-    /// A connection for one call (the multiplexed connection, shared: cloning it is cheap).
-    pub(super) fn conn(&self) -> MultiplexedConnection {
-        self.conn.clone()
+    /// A connection for one call: the multiplexed connection every call shares (cloning it
+    /// is cheap), opened again when the last call found it broken.
+    pub(super) async fn conn(&self) -> Result<MultiplexedConnection, RedisError> {
+        if let Some(conn) = self.link.current().clone() {
+            return Ok(conn);
+        }
+        let conn = self
+            .link
+            .client
+            .get_multiplexed_async_connection_with_config(&self.link.config)
+            .await?;
+        *self.link.current() = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// A call's error, after which the connection is opened again if it cannot serve more
+    /// (it dropped, the server restarted).
+    pub(super) fn broken(&self, e: ::redis::RedisError) -> RedisError {
+        if e.is_unrecoverable_error() {
+            *self.link.current() = None;
+        }
+        e.into()
+    }
+}
+
+/// The store's connection to the server: the `redis` crate's `MultiplexedConnection` does not
+/// reconnect by itself, and its `ConnectionManager` (which does) is behind a feature of the
+/// crate that rpcwire-mcp does not build; a call that finds the connection broken drops it
+/// here and the next call opens a new one.
+struct Link {
+    client: ::redis::Client,
+    config: ::redis::AsyncConnectionConfig,
+    current: Mutex<Option<MultiplexedConnection>>,
+}
+
+impl Link {
+    fn current(&self) -> std::sync::MutexGuard<'_, Option<MultiplexedConnection>> {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -545,7 +584,10 @@ async fn put(
         .arg(now.saturating_sub(ttl))
         .arg(int(store.limits.max_finished))
         .arg(int(store.limits.max_tasks));
-    let stored: i64 = call.invoke_async(&mut store.conn()).await?;
+    let stored: i64 = call
+        .invoke_async(&mut store.conn().await?)
+        .await
+        .map_err(|e| store.broken(e))?;
     if stored == 0 {
         return Err(StoreError::Full);
     }
@@ -576,7 +618,11 @@ async fn list(
         .arg(cursor.map_or(0, |c| c.at))
         .arg(format!("{:016x}", cursor.map_or(0, |c| c.seq)))
         .arg(size + 1);
-    let reply = items(call.invoke_async(&mut store.conn()).await?)?;
+    let reply = items(
+        call.invoke_async(&mut store.conn().await?)
+            .await
+            .map_err(|e| store.broken(e))?,
+    )?;
     let total = int_of(reply.first().ok_or(RedisError::Unexpected("a count"))?)?;
     let rows = reply
         .get(1..)
@@ -607,7 +653,11 @@ async fn fail_lapsed(
         .arg(&k.prefix)
         .arg(micros(now))
         .arg(holder);
-    let reply = items(read.invoke_async(&mut store.conn()).await?)?;
+    let reply = items(
+        read.invoke_async(&mut store.conn().await?)
+            .await
+            .map_err(|e| store.broken(e))?,
+    )?;
     if reply.is_empty() {
         return Ok(Vec::new());
     }
@@ -645,7 +695,10 @@ async fn fail_lapsed(
             .arg(at);
         lapsed.push((text_of(member)?.to_owned(), task));
     }
-    let failed: Vec<String> = write.invoke_async(&mut store.conn()).await?;
+    let failed: Vec<String> = write
+        .invoke_async(&mut store.conn().await?)
+        .await
+        .map_err(|e| store.broken(e))?;
     Ok(lapsed
         .into_iter()
         .filter(|(m, _)| failed.contains(m))
@@ -663,8 +716,9 @@ impl TaskStore for RedisTaskStore {
             let fields: Vec<Value> = ::redis::cmd("HMGET")
                 .arg(self.keys.task(id))
                 .arg(&["task", "h", "a", "o"][..])
-                .query_async(&mut self.conn())
-                .await?;
+                .query_async(&mut self.conn().await?)
+                .await
+                .map_err(|e| self.broken(e))?;
             if fields.first().is_none_or(|f| *f == Value::Nil) {
                 return Ok(None);
             }
@@ -682,7 +736,9 @@ impl TaskStore for RedisTaskStore {
                 .key(&k.leases)
                 .arg(&k.prefix)
                 .arg(id);
-            call.invoke_async::<i64>(&mut self.conn()).await?;
+            call.invoke_async::<i64>(&mut self.conn().await?)
+                .await
+                .map_err(|e| self.broken(e))?;
             Ok(())
         })
     }
@@ -707,7 +763,10 @@ impl TaskStore for RedisTaskStore {
                 .arg(&lease.holder)
                 .arg(micros(lease.until))
                 .arg(ids);
-            let renewed: i64 = call.invoke_async(&mut self.conn()).await?;
+            let renewed: i64 = call
+                .invoke_async(&mut self.conn().await?)
+                .await
+                .map_err(|e| self.broken(e))?;
             Ok(usize::try_from(renewed).unwrap_or(0))
         })
     }
@@ -726,8 +785,9 @@ impl TaskStore for RedisTaskStore {
             ::redis::cmd("PUBLISH")
                 .arg(&self.keys.cancel)
                 .arg(id)
-                .query_async::<i64>(&mut self.conn())
-                .await?;
+                .query_async::<i64>(&mut self.conn().await?)
+                .await
+                .map_err(|e| self.broken(e))?;
             Ok(true)
         })
     }
@@ -754,7 +814,9 @@ impl PushConfigStore for RedisTaskStore {
             if !configs.is_empty() {
                 cmd.arg(serde_json::to_string(&configs)?);
             }
-            cmd.query_async::<()>(&mut self.conn()).await?;
+            cmd.query_async::<()>(&mut self.conn().await?)
+                .await
+                .map_err(|e| self.broken(e))?;
             Ok(())
         })
     }
@@ -766,8 +828,9 @@ impl PushConfigStore for RedisTaskStore {
         Box::pin(async move {
             let json: Option<String> = ::redis::cmd("GET")
                 .arg(self.keys.push(task_id))
-                .query_async(&mut self.conn())
-                .await?;
+                .query_async(&mut self.conn().await?)
+                .await
+                .map_err(|e| self.broken(e))?;
             Ok(match json {
                 Some(json) => serde_json::from_str(&json)?,
                 None => Vec::new(),

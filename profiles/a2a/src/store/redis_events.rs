@@ -198,8 +198,9 @@ impl EventLog for RedisTaskStore {
             let (owner, next): (Option<String>, Option<u64>) = ::redis::cmd("HMGET")
                 .arg(log)
                 .arg(&["o", "next"][..])
-                .query_async(&mut self.conn())
-                .await?;
+                .query_async(&mut self.conn().await?)
+                .await
+                .map_err(|e| self.broken(e))?;
             let next = next.ok_or(StoreError::NotFound)?;
             if !may_read(owner.as_deref(), caller) {
                 return Err(StoreError::NotFound);
@@ -231,7 +232,10 @@ impl EventLog for RedisTaskStore {
                 .arg(limits.max_events.max(1))
                 .arg(limits.max_tasks.max(1))
                 .arg(&self.keys.events);
-            let id: i64 = call.invoke_async(&mut self.conn()).await?;
+            let id: i64 = call
+                .invoke_async(&mut self.conn().await?)
+                .await
+                .map_err(|e| self.broken(e))?;
             u64::try_from(id).map_err(|_| StoreError::NotOwner)
         })
     }
@@ -250,7 +254,10 @@ impl EventLog for RedisTaskStore {
                 .key(stream)
                 .arg(after.min(LARGEST_ID))
                 .arg(max.min(1 << 20));
-            let reply: Value = call.invoke_async(&mut self.conn()).await?;
+            let reply: Value = call
+                .invoke_async(&mut self.conn().await?)
+                .await
+                .map_err(|e| self.broken(e))?;
             if reply == Value::Nil {
                 return Err(StoreError::NotFound);
             }
@@ -285,7 +292,10 @@ impl EventLog for RedisTaskStore {
             let (log, stream) = self.keys.log(task_id);
             let mut call = self.log_scripts.trim.prepare_invoke();
             call.key(log).key(stream).arg(through.min(LARGEST_ID));
-            let dropped: i64 = call.invoke_async(&mut self.conn()).await?;
+            let dropped: i64 = call
+                .invoke_async(&mut self.conn().await?)
+                .await
+                .map_err(|e| self.broken(e))?;
             Ok(usize::try_from(dropped).unwrap_or(0))
         })
     }
@@ -298,8 +308,9 @@ impl EventLog for RedisTaskStore {
                 .del(log)
                 .del(stream)
                 .zrem(&self.keys.logs, task_id)
-                .query_async::<()>(&mut self.conn())
-                .await?;
+                .query_async::<()>(&mut self.conn().await?)
+                .await
+                .map_err(|e| self.broken(e))?;
             Ok(())
         })
     }

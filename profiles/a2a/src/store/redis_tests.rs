@@ -228,3 +228,38 @@ async fn a_stuck_server_fails_a_call_after_the_timeout() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(store.get("any").await, Ok(None));
 }
+
+/// The store's connection killed by the server (as a restart or a proxy would): a call may
+/// fail once, then the store has a new connection and goes on, its data intact.
+#[tokio::test(flavor = "current_thread")]
+async fn a_killed_connection_is_opened_again() {
+    let Some(redis) = redis().await else {
+        return;
+    };
+    let store = store_in(&redis.url(), "killed", StoreLimits::default()).await;
+    assert_eq!(store.put(task("a", TaskState::Working), None).await, Ok(()));
+    let client = ::redis::Client::open(redis.url()).unwrap_or_else(|e| panic!("{e}"));
+    let mut other = client
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for round in 0..3 {
+        let killed: i64 = ::redis::cmd("CLIENT")
+            .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"][..])
+            .query_async(&mut other)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(killed >= 1, "round {round}: no connection killed");
+        let mut failures = 0;
+        let got = loop {
+            match store.get("a").await {
+                Ok(got) => break got,
+                Err(e) => {
+                    failures += 1;
+                    assert!(failures < 3, "round {round}: still failing: {e}");
+                }
+            }
+        };
+        assert_eq!(got.map(|t| t.id), Some("a".to_owned()), "round {round}");
+    }
+}
