@@ -14,7 +14,7 @@
 //! run time, `--store memory` or `--store sqlite:PATH`), and a trait with `async fn` methods
 //! cannot be a trait object; the explicit `Send` bound lets the server await a store from
 //! any of tokio's worker threads. A store that talks to a database does its blocking work
-//! off the runtime (the SQLite store on tokio's blocking threads), so that a slow disk never
+//! off the runtime (the SQLite store on a thread of its own), so that a slow disk never
 //! stalls other connections. The one allocation per call is small beside a database round
 //! trip; the memory store answers with a future that is ready at once, which the server
 //! polls in place without a task of its own.

@@ -27,7 +27,7 @@ pub(super) struct Conn {
 /// A fixed number of connections: a permit of `gate` per connection in use, the idle ones
 /// in `idle`. A connection found closed is dropped and a new one opened in its place.
 pub(super) struct Pool {
-    pub(super) config: Config,
+    config: Config,
     gate: Semaphore,
     idle: Mutex<Vec<Conn>>,
 }

@@ -206,6 +206,7 @@ impl Passes {
     }
 
     /// Inserts under way that may create a task (a counting put adds them to its count).
+    #[cfg(feature = "postgres")]
     pub(super) fn creating(&self) -> usize {
         self.counts().creating
     }

@@ -50,8 +50,8 @@ pub enum SqliteError {
     /// The file was written by a newer version of this crate (its schema version).
     #[error("the database's schema version {0} is newer than this crate's")]
     NewerSchema(i64),
-    /// The blocking thread running the call panicked or was cancelled.
-    #[error("the store's blocking task did not finish")]
+    /// The store's connection thread panicked in the call, or could not be started.
+    #[error("the store's connection thread did not finish the call")]
     Join,
 }
 
@@ -143,11 +143,18 @@ fn worker(mut conn: Connection, jobs: std::sync::mpsc::Receiver<Job>) {
     while let Ok(first) = jobs.recv() {
         let begun = conn.execute_batch("BEGIN").map_err(SqliteError::from);
         let mut delivers = Vec::new();
+        let mut batch = 0;
         let mut next = Some(first);
         while let Some(job) = next.take() {
-            delivers.push(job(&mut conn));
+            // A call that panics is answered with `Join` (its answer is dropped); the batch
+            // and the thread go on.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut conn)));
+            if let Ok(deliver) = ran {
+                delivers.push(deliver);
+            }
             // A statement that failed badly may have rolled the batch back: commit what ran.
-            if delivers.len() < MAX_BATCH && !conn.is_autocommit() {
+            batch += 1;
+            if batch < MAX_BATCH && !conn.is_autocommit() {
                 next = jobs.try_recv().ok();
             }
         }
