@@ -31,8 +31,14 @@ mod postgres_pool;
 mod redis;
 #[cfg(feature = "redis")]
 mod redis_events;
+#[cfg(feature = "redis")]
+mod redis_listen;
+#[cfg(feature = "redis")]
+mod redis_wire;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "redis"))]
 mod sql;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql_passes;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(any(feature = "postgres", feature = "redis"))]
@@ -46,9 +52,13 @@ use std::time::{Duration, SystemTime};
 pub use events::{EventLog, EventLogLimits, LogWatch, LoggedEvent, MemoryEventLog};
 pub use memory::{MemoryTaskStore, StoreLimits};
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresError, PostgresOptions, PostgresTaskStore};
+pub use postgres::{PostgresOptions, PostgresTaskStore};
+#[cfg(feature = "postgres")]
+pub use postgres_pool::PostgresError;
 #[cfg(feature = "redis")]
-pub use redis::{RedisError, RedisOptions, RedisTaskStore};
+pub use redis::{RedisOptions, RedisTaskStore};
+#[cfg(feature = "redis")]
+pub use redis_wire::RedisError;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteError, SqliteTaskStore};
 

@@ -36,8 +36,9 @@ use tokio_postgres::{Client, Config, Row, Transaction};
 use super::events::may_read;
 use super::memory::{Cursor, Page};
 use super::postgres_listen::{listen, Watchers, CANCEL_CHANNEL, CHANNEL};
-use super::postgres_pool::{connect, Pool, Pooled};
-use super::sql::{self, micros, Passes};
+use super::postgres_pool::{connect, Pool, Pooled, PostgresError};
+use super::sql::{self, micros};
+use super::sql_passes::Passes;
 use super::{
     lapse, leasable, EventLog, EventLogLimits, Lease, LogWatch, LoggedEvent, PushConfigStore,
     StoreError, StoreFuture, StoreLimits, TaskStore,
@@ -45,45 +46,6 @@ use super::{
 use crate::push::TaskPushNotificationConfig;
 use crate::timestamp::parse_micros;
 use crate::types::{ListTasksRequest, ListTasksResponse, StreamResponse, Task, TaskState};
-
-/// Why a PostgreSQL store could not be opened or used.
-#[derive(Debug, thiserror::Error)]
-pub enum PostgresError {
-    /// The server (or the connection to it) said no.
-    #[error("{}", describe(.0))]
-    Postgres(#[from] tokio_postgres::Error),
-    /// A stored task's JSON does not decode (or a task does not encode).
-    #[error("a stored task does not decode: {0}")]
-    Json(#[from] serde_json::Error),
-    /// The database was migrated by a newer version of this crate (its schema version).
-    #[error("the database's schema version {0} is newer than this crate's")]
-    NewerSchema(i64),
-    /// A schema name that is not a plain lower-case SQL identifier.
-    #[error("{0:?} is not a schema name (lower-case letters, digits and '_', at most 63)")]
-    BadSchema(String),
-}
-
-/// The driver's error with the server's message, or the cause (its own `Display` says only
-/// "db error" or the like).
-fn describe(e: &tokio_postgres::Error) -> String {
-    match (e.as_db_error(), std::error::Error::source(e)) {
-        (Some(db), _) => format!("{e}: {} ({})", db.message(), db.code().code()),
-        (None, Some(cause)) => format!("{e}: {cause}"),
-        (None, None) => e.to_string(),
-    }
-}
-
-impl From<PostgresError> for StoreError {
-    fn from(e: PostgresError) -> Self {
-        StoreError::Backend(Arc::new(e))
-    }
-}
-
-impl From<tokio_postgres::Error> for StoreError {
-    fn from(e: tokio_postgres::Error) -> Self {
-        PostgresError::from(e).into()
-    }
-}
 
 /// The migrations, in order; the `rpcwire_a2a_schema` table says how many ran.
 const MIGRATIONS: &[&str] = &[

@@ -1,5 +1,6 @@
 //! The PostgreSQL store's connections: a fixed number of them ([`Pool`]), each with the
-//! statements it prepared ([`Pooled::prepared`]).
+//! statements it prepared ([`Pooled::prepared`]); and the store's error ([`PostgresError`]),
+//! which every module of the store returns, the connections first.
 //!
 //! The crate's own rather than deadpool-postgres: a semaphore and a list of idle
 //! connections, reconnected when one is found closed, is all the store needs, and
@@ -11,12 +12,51 @@
 //! cache holds at most one per constant).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use super::postgres::PostgresError;
+use super::StoreError;
+
+/// Why a PostgreSQL store could not be opened or used.
+#[derive(Debug, thiserror::Error)]
+pub enum PostgresError {
+    /// The server (or the connection to it) said no.
+    #[error("{}", describe(.0))]
+    Postgres(#[from] tokio_postgres::Error),
+    /// A stored task's JSON does not decode (or a task does not encode).
+    #[error("a stored task does not decode: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The database was migrated by a newer version of this crate (its schema version).
+    #[error("the database's schema version {0} is newer than this crate's")]
+    NewerSchema(i64),
+    /// A schema name that is not a plain lower-case SQL identifier.
+    #[error("{0:?} is not a schema name (lower-case letters, digits and '_', at most 63)")]
+    BadSchema(String),
+}
+
+/// The driver's error with the server's message, or the cause (its own `Display` says only
+/// "db error" or the like).
+fn describe(e: &tokio_postgres::Error) -> String {
+    match (e.as_db_error(), std::error::Error::source(e)) {
+        (Some(db), _) => format!("{e}: {} ({})", db.message(), db.code().code()),
+        (None, Some(cause)) => format!("{e}: {cause}"),
+        (None, None) => e.to_string(),
+    }
+}
+
+impl From<PostgresError> for StoreError {
+    fn from(e: PostgresError) -> Self {
+        StoreError::Backend(Arc::new(e))
+    }
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        PostgresError::from(e).into()
+    }
+}
 
 /// A connection and the statements prepared on it.
 pub(super) struct Conn {

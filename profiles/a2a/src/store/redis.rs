@@ -28,6 +28,9 @@ use ::redis::aio::MultiplexedConnection;
 use ::redis::{Script, Value};
 
 use super::memory::{Cursor, Page};
+use super::redis_listen::{listen, subscribe};
+use super::redis_wire::RedisError;
+use super::redis_wire::{int, int_of, items, opt_text_of, text_of, Keys};
 use super::sql::{self, micros};
 use super::watchers::Watchers;
 use super::{
@@ -36,39 +39,6 @@ use super::{
 };
 use crate::push::TaskPushNotificationConfig;
 use crate::types::{ListTasksRequest, ListTasksResponse, Task, TaskState};
-
-/// Why a Redis store could not be opened or used.
-#[derive(Debug, thiserror::Error)]
-pub enum RedisError {
-    /// The server (or the connection to it) said no, or did not answer in time.
-    #[error("Redis: {0}")]
-    Redis(#[from] ::redis::RedisError),
-    /// A stored task's JSON does not decode (or a task does not encode).
-    #[error("a stored task does not decode: {0}")]
-    Json(#[from] serde_json::Error),
-    /// A reply that is not what the store's scripts return (keys under the prefix written by
-    /// something else).
-    #[error("an unexpected reply from Redis: {0}")]
-    Unexpected(&'static str),
-}
-
-impl From<RedisError> for StoreError {
-    fn from(e: RedisError) -> Self {
-        StoreError::Backend(Arc::new(e))
-    }
-}
-
-impl From<::redis::RedisError> for StoreError {
-    fn from(e: ::redis::RedisError) -> Self {
-        RedisError::from(e).into()
-    }
-}
-
-impl From<serde_json::Error> for StoreError {
-    fn from(e: serde_json::Error) -> Self {
-        RedisError::from(e).into()
-    }
-}
 
 /// How a [`RedisTaskStore`] connects, beyond its URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -317,7 +287,6 @@ pub struct RedisTaskStore {
     /// The streams here following tasks' logs, woken by other replicas' appends.
     pub(super) watchers: Arc<Watchers>,
     scripts: Scripts,
-    pub(super) log_scripts: super::redis_events::LogScripts,
     limits: StoreLimits,
     pub(super) event_limits: EventLogLimits,
 }
@@ -329,52 +298,6 @@ impl std::fmt::Debug for RedisTaskStore {
             .field("limits", &self.limits)
             .field("event_limits", &self.event_limits)
             .finish_non_exhaustive()
-    }
-}
-
-/// The store's key names under its prefix.
-pub(super) struct Keys {
-    pub(super) prefix: String,
-    tasks: String,
-    finished: String,
-    leases: String,
-    seq: String,
-    pub(super) logs: String,
-    pub(super) log_seq: String,
-    pub(super) events: String,
-    pub(super) cancel: String,
-}
-
-impl Keys {
-    fn new(prefix: &str) -> Self {
-        let key = |name: &str| format!("{prefix}:{name}");
-        Keys {
-            prefix: prefix.to_owned(),
-            tasks: key("tasks"),
-            finished: key("finished"),
-            leases: key("leases"),
-            seq: key("seq"),
-            logs: key("logs"),
-            log_seq: key("logseq"),
-            events: key("events"),
-            cancel: key("cancel"),
-        }
-    }
-
-    fn task(&self, id: &str) -> String {
-        format!("{}:t:{id}", self.prefix)
-    }
-
-    fn push(&self, id: &str) -> String {
-        format!("{}:p:{id}", self.prefix)
-    }
-
-    /// Task `id`'s log's hash and its stream of events.
-    pub(super) fn log(&self, id: &str) -> (String, String) {
-        (
-            format!("{}:l:{id}", self.prefix),
-            format!("{}:e:{id}", self.prefix),
-        )
     }
 }
 
@@ -402,9 +325,9 @@ impl RedisTaskStore {
         let keys = Keys::new(&options.prefix);
         let watchers = Watchers::new(options.poll_interval);
         // Subscribed before `connect` returns: no cancellation asked after it is missed.
-        let pubsub = super::redis_events::subscribe(&client, &keys, options.timeout).await?;
+        let pubsub = subscribe(&client, &keys, options.timeout).await?;
         watchers.set_listening(true);
-        tokio::spawn(super::redis_events::listen(
+        tokio::spawn(listen(
             client.clone(),
             pubsub,
             Arc::downgrade(&watchers),
@@ -421,7 +344,6 @@ impl RedisTaskStore {
             keys,
             watchers,
             scripts: Scripts::new(),
-            log_scripts: super::redis_events::LogScripts::new(),
             limits,
             event_limits: EventLogLimits::default(),
         })
@@ -471,54 +393,6 @@ struct Link {
 impl Link {
     fn current(&self) -> std::sync::MutexGuard<'_, Option<MultiplexedConnection>> {
         self.current.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// A count or time as a script argument: saturated to `i64`.
-fn int(n: impl TryInto<i64>) -> i64 {
-    n.try_into().unwrap_or(i64::MAX)
-}
-
-/// The bytes of a bulk or simple string reply.
-pub(super) fn bytes_of(v: &Value) -> Option<&[u8]> {
-    match v {
-        Value::BulkString(b) => Some(b),
-        Value::SimpleString(s) => Some(s.as_bytes()),
-        _ => None,
-    }
-}
-
-/// A reply's text.
-pub(super) fn text_of(v: &Value) -> Result<&str, RedisError> {
-    bytes_of(v)
-        .and_then(|b| std::str::from_utf8(b).ok())
-        .ok_or(RedisError::Unexpected("a string"))
-}
-
-/// A reply that is a string or nil (`false` in a script's table).
-fn opt_text_of(v: &Value) -> Result<Option<String>, RedisError> {
-    match v {
-        Value::Nil => Ok(None),
-        v => text_of(v).map(|s| Some(s.to_owned())),
-    }
-}
-
-/// A reply's integer (an integer, or its decimal text).
-pub(super) fn int_of(v: &Value) -> Result<i64, RedisError> {
-    match v {
-        Value::Int(n) => Ok(*n),
-        v => text_of(v)?
-            .parse()
-            .map_err(|_| RedisError::Unexpected("an integer")),
-    }
-}
-
-/// A reply's array items.
-pub(super) fn items(v: Value) -> Result<Vec<Value>, RedisError> {
-    match v {
-        Value::Array(items) => Ok(items),
-        Value::Nil => Ok(Vec::new()),
-        _ => Err(RedisError::Unexpected("an array")),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The [`RedisTaskStore`]'s event logs, and its listening connection.
+//! The [`RedisTaskStore`]'s event logs (its listening connection is `redis_listen`'s).
 //!
 //! A task's log is a Redis Stream `P:e:ID` whose entry ids are the events' ids (`0-N`), beside
 //! a hash `P:l:ID` (owner, first kept id, next id). An append is one script: the log created
@@ -9,22 +9,20 @@
 //! first kept id and its events.
 //!
 //! Streams here that follow a task another replica works on are woken by one pub/sub
-//! connection per store, subscribed to `P:events` and `P:cancel` ([`Watchers`]); a stream reads
+//! connection per store, subscribed to `P:events` and `P:cancel` (`Watchers`); a stream reads
 //! the log itself, after its last event and with its caller's identity, so a message names
 //! ids only. Pub/sub rather than `XREAD BLOCK`: a blocked read holds a connection per waiting
 //! stream, one subscription serves them all. While that connection is down the streams poll
 //! every [`RedisOptions::poll_interval`](super::RedisOptions::poll_interval); once it is back
 //! each is woken once, for what was appended meanwhile.
 
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::{Arc, LazyLock};
 
 use ::redis::{Script, Value};
-use futures_util::StreamExt;
 
 use super::events::may_read;
-use super::redis::{bytes_of, int_of, items, text_of, Keys, RedisError, RedisTaskStore};
-use super::watchers::Watchers;
+use super::redis::RedisTaskStore;
+use super::redis_wire::{bytes_of, int_of, items, text_of, RedisError};
 use super::{EventLog, LogWatch, LoggedEvent, StoreError, StoreFuture};
 use crate::types::StreamResponse;
 
@@ -88,15 +86,18 @@ end
 return redis.call('XTRIM', KEYS[2], 'MINID', string.format('0-%d', first))
 ";
 
+/// The event logs' scripts, loaded (hashed) once per process.
+static LOG_SCRIPTS: LazyLock<LogScripts> = LazyLock::new(LogScripts::new);
+
 /// The event logs' scripts.
-pub(super) struct LogScripts {
+struct LogScripts {
     append: Script,
     read: Script,
     trim: Script,
 }
 
 impl LogScripts {
-    pub(super) fn new() -> Self {
+    fn new() -> Self {
         LogScripts {
             append: Script::new(APPEND),
             read: Script::new(READ),
@@ -114,77 +115,6 @@ fn entry_id(v: &Value) -> Result<u64, RedisError> {
         .strip_prefix("0-")
         .and_then(|n| n.parse().ok())
         .ok_or(RedisError::Unexpected("an entry id"))
-}
-
-/// A pub/sub connection subscribed to the store's two channels, within `timeout`.
-pub(super) async fn subscribe(
-    client: &::redis::Client,
-    keys: &Keys,
-    timeout: Duration,
-) -> Result<::redis::aio::PubSub, RedisError> {
-    let subscribed = async {
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(&keys.events).await?;
-        pubsub.subscribe(&keys.cancel).await?;
-        Ok::<_, RedisError>(pubsub)
-    };
-    tokio::time::timeout(timeout, subscribed)
-        .await
-        .map_err(|_| {
-            RedisError::Redis(::redis::RedisError::from(std::io::Error::from(
-                std::io::ErrorKind::TimedOut,
-            )))
-        })?
-}
-
-/// Hands what the pub/sub connection hears to `watchers` until the store is gone,
-/// reconnecting every `retry` while it is down (the streams poll meanwhile).
-pub(super) async fn listen(
-    client: ::redis::Client,
-    first: ::redis::aio::PubSub,
-    watchers: Weak<Watchers>,
-    keys: Keys,
-    retry: Duration,
-    timeout: Duration,
-) {
-    let mut pubsub = Some(first);
-    loop {
-        if let Some(connected) = pubsub.take() {
-            let mut messages = connected.into_on_message();
-            loop {
-                // A quiet channel is looked at every `retry`: the task ends (and its
-                // connection closes) soon after the store is dropped.
-                let next =
-                    tokio::time::timeout(retry.max(Duration::from_millis(10)), messages.next());
-                let msg = match next.await {
-                    Err(_) if watchers.strong_count() == 0 => return,
-                    Err(_) => continue,
-                    Ok(None) => break,
-                    Ok(Some(msg)) => msg,
-                };
-                let Some(w) = watchers.upgrade() else { return };
-                let Ok(payload) = std::str::from_utf8(msg.get_payload_bytes()) else {
-                    continue;
-                };
-                if msg.get_channel_name() == keys.cancel {
-                    // No server listening yet: nothing of ours to cancel.
-                    let _ = w.cancels.send(payload.to_owned());
-                } else {
-                    w.heard(payload);
-                }
-            }
-        }
-        let Some(w) = watchers.upgrade() else { return };
-        w.set_listening(false);
-        drop(w);
-        tracing::warn!("the Redis task store's pub/sub connection broke: its streams poll");
-        tokio::time::sleep(retry).await;
-        if let Ok(p) = subscribe(&client, &keys, timeout).await {
-            let Some(w) = watchers.upgrade() else { return };
-            w.set_listening(true);
-            pubsub = Some(p);
-        }
-    }
 }
 
 impl EventLog for RedisTaskStore {
@@ -219,7 +149,7 @@ impl EventLog for RedisTaskStore {
             let body = serde_json::to_string(&*event)?;
             let (log, stream) = self.keys.log(task_id);
             let limits = self.event_limits;
-            let mut call = self.log_scripts.append.prepare_invoke();
+            let mut call = LOG_SCRIPTS.append.prepare_invoke();
             call.key(log)
                 .key(stream)
                 .key(&self.keys.logs)
@@ -249,7 +179,7 @@ impl EventLog for RedisTaskStore {
     ) -> StoreFuture<'a, Vec<LoggedEvent>> {
         Box::pin(async move {
             let (log, stream) = self.keys.log(task_id);
-            let mut call = self.log_scripts.read.prepare_invoke();
+            let mut call = LOG_SCRIPTS.read.prepare_invoke();
             call.key(log)
                 .key(stream)
                 .arg(after.min(LARGEST_ID))
@@ -290,7 +220,7 @@ impl EventLog for RedisTaskStore {
     fn trim<'a>(&'a self, task_id: &'a str, through: u64) -> StoreFuture<'a, usize> {
         Box::pin(async move {
             let (log, stream) = self.keys.log(task_id);
-            let mut call = self.log_scripts.trim.prepare_invoke();
+            let mut call = LOG_SCRIPTS.trim.prepare_invoke();
             call.key(log).key(stream).arg(through.min(LARGEST_ID));
             let dropped: i64 = call
                 .invoke_async(&mut self.conn().await?)

@@ -28,7 +28,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::events::may_read;
 use super::memory::{Cursor, Page};
-use super::sql::{self, micros, Passes};
+use super::sql::{self, micros};
+use super::sql_passes::Passes;
 use super::{
     lapse, leasable, EventLog, EventLogLimits, Lease, LoggedEvent, PushConfigStore, StoreError,
     StoreFuture, StoreLimits, TaskStore,
