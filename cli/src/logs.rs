@@ -63,8 +63,11 @@ where
         None => filter,
     };
     let registry = tracing_subscriber::registry().with(extra);
+    // A line that cannot be written (stderr closed) is dropped: the layer's own report of it
+    // (`eprintln!`) would panic the task that logged, a connection's or the drain's.
     let text = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .with_ansi(false);
     let _ = match format {
         LogFormat::Text => {

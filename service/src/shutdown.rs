@@ -146,15 +146,18 @@ impl Shutdown {
     pub fn on_signals(&self) -> tokio::task::JoinHandle<()> {
         let shutdown = self.clone();
         tokio::spawn(async move {
-            signal().await;
+            let which = signal().await;
+            // Triggered before anything is logged: a log line that cannot be written (a
+            // subscriber that panics on a closed stderr) must not leave the server running.
             shutdown.trigger();
+            tracing::info!(signal = which, "draining");
         })
     }
 }
 
-/// The first SIGTERM or SIGINT. A signal handler that cannot be installed waits for ever (the
-/// process still ends on the signal's default action).
-async fn signal() {
+/// The first SIGTERM or SIGINT, named. A signal handler that cannot be installed waits for
+/// ever (the process still ends on the signal's default action).
+async fn signal() -> &'static str {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -165,13 +168,16 @@ async fn signal() {
             return std::future::pending().await;
         };
         tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM"),
-            _ = int.recv() => tracing::info!("SIGINT"),
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
         }
     }
     #[cfg(not(unix))]
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
+    {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        "ctrl-c"
     }
 }
 

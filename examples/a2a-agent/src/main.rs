@@ -264,6 +264,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let log = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // A line that cannot be written (stderr closed) is dropped; the subscriber's own
+        // report of it would panic the task that logged.
+        .log_internal_errors(false)
         .with_max_level(tracing::Level::WARN);
     match args.log_format {
         LogFormat::Text => log.init(),

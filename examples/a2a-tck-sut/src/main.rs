@@ -151,6 +151,9 @@ fn streamed(ctx: &TaskContext, part: Part) {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // A line that cannot be written (stderr closed) is dropped; the subscriber's own
+        // report of it would panic the task that logged.
+        .log_internal_errors(false)
         .with_max_level(tracing::Level::WARN)
         .init();
     let args = Args::parse();

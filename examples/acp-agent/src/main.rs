@@ -51,6 +51,9 @@ async fn main() {
     // log files show them as they are).
     let log = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // A line that cannot be written (stderr closed) is dropped; the subscriber's own
+        // report of it would panic the task that logged.
+        .log_internal_errors(false)
         .with_ansi(false)
         .with_max_level(args.log);
     match args.log_format {

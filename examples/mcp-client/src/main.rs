@@ -90,6 +90,9 @@ fn main() -> ExitCode {
     };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // A line that cannot be written (stderr closed) is dropped; the subscriber's own
+        // report of it would panic the task that logged.
+        .log_internal_errors(false)
         .with_max_level(level)
         .init();
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();

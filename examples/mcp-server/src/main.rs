@@ -482,6 +482,7 @@ fn start_otlp(
     let json_log = json.then(|| {
         tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
+            .log_internal_errors(false)
             .with_ansi(false)
             .json()
             .with_filter(info)
@@ -489,6 +490,7 @@ fn start_otlp(
     let text_log = (!json).then(|| {
         tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
+            .log_internal_errors(false)
             .with_ansi(false)
             .with_filter(info)
     });
@@ -552,6 +554,9 @@ async fn main() {
     }
     let log = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // A line that cannot be written (stderr closed) is dropped; the subscriber's own
+        // report of it would panic the task that logged.
+        .log_internal_errors(false)
         .with_ansi(false)
         .with_max_level(if quiet() {
             tracing_subscriber::filter::LevelFilter::WARN

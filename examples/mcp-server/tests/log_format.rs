@@ -70,3 +70,40 @@ fn quiet_drops_the_line_per_call_and_keeps_warnings() {
         "{quiet}"
     );
 }
+
+/// A server whose stderr was closed (`mcp-server … 2>&1 | head -1`) still drains and exits
+/// on SIGTERM: a log line it cannot write is dropped, not a panic of the task that logs it
+/// (the signal's, before the fix, which left the server running).
+#[test]
+fn sigterm_ends_a_server_whose_stderr_is_closed() {
+    use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-server"))
+        .args(["--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is dropped here: the pipe's read end closes, as `head -1` closes it.
+    assert!(first.contains("listening on"), "{first}");
+    rpcwire_tests::otlp::sigterm(child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let status = status.expect("mcp-server still running 10 s after SIGTERM");
+    assert!(status.success(), "mcp-server exited with {status}");
+}
