@@ -38,13 +38,15 @@
 //! earlier commit's, with each store measured), in the same run, right after this one. The table is printed and written
 //! to `target/bench-a2a.md`.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{env_usize, read_response, Server};
 use rpcwire_bench::{cargo_build, proc_status, workspace_root, Error};
 use rpcwire_tests::postgres::Postgres;
 use rpcwire_tests::redis::Redis;
@@ -53,13 +55,6 @@ use tokio::net::TcpStream;
 
 /// Memory per open stream allowed with the in-memory store, KiB.
 const BUDGET_KIB: f64 = 16.0;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(default)
-}
 
 /// The run's settings, from the environment.
 struct Settings {
@@ -91,50 +86,6 @@ impl Settings {
     }
 }
 
-/// A server process, killed on drop.
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Server {
-    fn start(cmd: &mut Command) -> Result<Server, Error> {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| Error::io("start the server", e))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| Error::Server("no stdout".into()))?;
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .map_err(|e| Error::io("read the server's first line", e))?;
-        let url = line
-            .trim()
-            .strip_prefix("listening http://")
-            .ok_or_else(|| Error::Server(format!("unexpected first line {line:?}")))?;
-        Ok(Server {
-            addr: url.trim_end_matches('/').to_owned(),
-            child,
-        })
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn post(addr: &str, body: &str) -> Vec<u8> {
     format!(
         "POST / HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\na2a-version: 1.0\r\ncontent-length: {}\r\n\r\n{body}",
@@ -147,69 +98,6 @@ fn message_body(method: &str, text: &str, n: u64) -> String {
     format!(
         r#"{{"jsonrpc":"2.0","id":{n},"method":"{method}","params":{{"message":{{"messageId":"m{n}","role":"ROLE_USER","parts":[{{"text":"{text}"}}]}}}}}}"#
     )
-}
-
-/// Reads more of the connection into `buf`; an error when the peer closed it.
-async fn fill(s: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    let mut chunk = [0u8; 16384];
-    let n = s.read(&mut chunk).await?;
-    if n == 0 {
-        return Err(std::io::Error::other("closed mid-response"));
-    }
-    buf.extend_from_slice(&chunk[..n]);
-    Ok(())
-}
-
-/// Reads one HTTP/1.1 response, its body sized by `content-length` or sent chunked (a
-/// stream); returns the body. Hand-written, as the load generator's other readers: a few lines
-/// that cost both servers the same, with no HTTP client's own pooling or buffering in between.
-async fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Vec<u8>> {
-    let end = loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end;
-        }
-        fill(s, buf).await?;
-    };
-    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-    if !head.starts_with("http/1.1 200") {
-        return Err(std::io::Error::other(format!("answered {head}")));
-    }
-    buf.drain(..end + 4);
-    let header = |name: &str| {
-        head.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .map(|v| v.trim().to_owned())
-    };
-    if let Some(len) = header("content-length:").and_then(|v| v.parse::<usize>().ok()) {
-        while buf.len() < len {
-            fill(s, buf).await?;
-        }
-        return Ok(buf.drain(..len).collect());
-    }
-    if header("transfer-encoding:").as_deref() != Some("chunked") {
-        return Err(std::io::Error::other(format!("no body length in {head}")));
-    }
-    let mut body = Vec::new();
-    loop {
-        let line_end = loop {
-            if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
-                break i;
-            }
-            fill(s, buf).await?;
-        };
-        let size_text = String::from_utf8_lossy(&buf[..line_end]).into_owned();
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
-            .map_err(|_| std::io::Error::other(format!("chunk size {size_text:?}")))?;
-        // The chunk and its CRLF; the last (empty) chunk is followed by the final CRLF.
-        while buf.len() < line_end + 2 + size + 2 {
-            fill(s, buf).await?;
-        }
-        body.extend_from_slice(&buf[line_end + 2..line_end + 2 + size]);
-        buf.drain(..line_end + 2 + size + 2);
-        if size == 0 {
-            return Ok(body);
-        }
-    }
 }
 
 /// What a call's answer must be.
@@ -283,7 +171,10 @@ async fn rate(addr: &str, call: Call, s: &Settings) -> Result<(f64, u64), Error>
                 while Instant::now() < deadline {
                     n += 1;
                     stream.write_all(&post(&addr, &call.body(n))).await?;
-                    let body = read_response(&mut stream, &mut buf).await?;
+                    let (head, body) = read_response(&mut stream, &mut buf).await?;
+                    if !head.starts_with("http/1.1 200") {
+                        return Err(std::io::Error::other(format!("answered {head}")));
+                    }
                     if Instant::now() >= measure_from {
                         counting.store(true, Ordering::Relaxed);
                         let counter = if call.check(&body) { &done } else { &wrong };
@@ -455,7 +346,7 @@ async fn measure(
         // (its runtime and allocator warmed, finished tasks kept), as earlier runs measured
         // it: what one more stream costs, not the process's first growth. Its count steps
         // are an hour long, so the streaming rate is measured on a second server.
-        let server = Server::start(&mut kind.command(&fresh.arg, 3_600_000))?;
+        let server = Server::start(&mut kind.command(&fresh.arg, 3_600_000), false)?;
         let send = rate(&server.addr, Call::Send, s).await?;
         let (before, after, held) = hold_streams(&server.addr, server.pid(), s.streams).await?;
         drop(held);
@@ -472,7 +363,7 @@ async fn measure(
         None
     };
     let (send, stream) = {
-        let server = Server::start(&mut kind.command(&fresh.arg, s.step_ms))?;
+        let server = Server::start(&mut kind.command(&fresh.arg, s.step_ms), false)?;
         let send = match send {
             Some(send) => send,
             None => rate(&server.addr, Call::Send, s).await?,
@@ -492,27 +383,6 @@ async fn measure(
         per_stream,
         python: matches!(kind, Kind::Python(_)),
     }))
-}
-
-fn python() -> Option<PathBuf> {
-    let dir = std::env::var_os("RPCWIRE_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/rpcwire-interop")
-        });
-    let p = dir.join("a2a/venv/bin/python");
-    // The database stores need the SDK's `sqlite` and `postgresql` extras too.
-    let ready = Command::new(&p)
-        .args([
-            "-c",
-            "import a2a.server.tasks.database_task_store, aiosqlite, asyncpg",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|st| st.success());
-    ready.then_some(p)
 }
 
 fn table(rows: &[Row], s: &Settings) -> String {
@@ -556,7 +426,11 @@ async fn run() -> Result<(), Error> {
     let _ = rlimit::increase_nofile_limit(2 * s.streams as u64 + 512);
     let agent = cargo_build("rpcwire-example-a2a-agent", "a2a-agent")?;
     let baseline = std::env::var_os("RPCWIRE_BENCH_A2A_BASELINE").map(PathBuf::from);
-    let py = python();
+    // The database stores need the SDK's `sqlite` and `postgresql` extras too.
+    let py = common::interop_python(
+        "a2a",
+        "import a2a.server.tasks.database_task_store, aiosqlite, asyncpg",
+    );
     if py.is_none() {
         eprintln!(
             "a2a: the Python SDK is not installed (.ci/install/a2a-interop.sh): rpcwire alone"

@@ -38,25 +38,20 @@
 //! run. The Python servers need `.ci/install/mcp-interop.sh`; without it only rpcwire is
 //! measured. The table is printed and written to `target/bench-mcp-store.md`.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::io::{Read, Write};
+use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{env_usize, read_response, Server};
 use rpcwire_bench::{cargo_build, proc_status, scale, workspace_root, Error};
 use rpcwire_tests::redis::Redis;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(default)
-}
 
 /// The run's settings, from the environment.
 struct Settings {
@@ -90,66 +85,6 @@ impl Settings {
     }
 }
 
-/// A server process, killed on drop; its address as `HOST:PORT`.
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Server {
-    /// Starts `cmd` and waits for its line naming the address it listens on: rpcwire's
-    /// `mcp-server: listening on http://ADDR/mcp` on stderr, the Python script's
-    /// `listening http://ADDR` on stdout. The rest of that pipe is read and dropped (a full
-    /// pipe would block the server).
-    fn start(cmd: &mut Command, on_stderr: bool) -> Result<Server, Error> {
-        cmd.stdin(Stdio::null());
-        if on_stderr {
-            cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-        } else {
-            cmd.stdout(Stdio::piped()).stderr(Stdio::null());
-        }
-        let mut child = cmd.spawn().map_err(|e| Error::io("start the server", e))?;
-        let pipe: Box<dyn Read + Send> = match (child.stdout.take(), child.stderr.take()) {
-            (Some(out), _) => Box::new(out),
-            (None, Some(err)) => Box::new(err),
-            (None, None) => return Err(Error::Server("no output pipe".into())),
-        };
-        let mut lines = BufReader::new(pipe);
-        let mut line = String::new();
-        let addr = loop {
-            line.clear();
-            let n = lines
-                .read_line(&mut line)
-                .map_err(|e| Error::io("read the server's output", e))?;
-            if n == 0 {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Error::Server("the server ended before listening".into()));
-            }
-            if let Some((_, url)) = line.trim().split_once("listening ") {
-                let url = url.trim_start_matches("on ").trim_start_matches("http://");
-                break url
-                    .trim_end_matches("/mcp")
-                    .trim_end_matches('/')
-                    .to_owned();
-            }
-        };
-        std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
-        Ok(Server { child, addr })
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// One POST to `/mcp`, in the session `session` once there is one.
 fn post(addr: &str, session: Option<&str>, body: &str) -> Vec<u8> {
     let session = session.map_or(String::new(), |s| {
@@ -160,70 +95,6 @@ fn post(addr: &str, session: Option<&str>, body: &str) -> Vec<u8> {
         body.len()
     )
     .into_bytes()
-}
-
-/// Reads more of the connection into `buf`; an error when the peer closed it.
-async fn fill(s: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    let mut chunk = [0u8; 16384];
-    let n = s.read(&mut chunk).await?;
-    if n == 0 {
-        return Err(std::io::Error::other("closed mid-response"));
-    }
-    buf.extend_from_slice(&chunk[..n]);
-    Ok(())
-}
-
-/// Reads one HTTP/1.1 response (2xx), its body sized by `content-length` or sent chunked (an
-/// event stream, read to its end); returns its head (lower case) and body. Hand-written, as
-/// the `a2a` bench's: a few lines that cost every server the same, with no HTTP client's own
-/// pooling or buffering in between.
-async fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<(String, Vec<u8>)> {
-    let end = loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end;
-        }
-        fill(s, buf).await?;
-    };
-    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-    if !head.starts_with("http/1.1 2") {
-        return Err(std::io::Error::other(format!("answered {head}")));
-    }
-    buf.drain(..end + 4);
-    let header = |name: &str| {
-        head.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .map(|v| v.trim().to_owned())
-    };
-    if let Some(len) = header("content-length:").and_then(|v| v.parse::<usize>().ok()) {
-        while buf.len() < len {
-            fill(s, buf).await?;
-        }
-        let body = buf.drain(..len).collect();
-        return Ok((head, body));
-    }
-    if header("transfer-encoding:").as_deref() != Some("chunked") {
-        return Err(std::io::Error::other(format!("no body length in {head}")));
-    }
-    let mut body = Vec::new();
-    loop {
-        let line_end = loop {
-            if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
-                break i;
-            }
-            fill(s, buf).await?;
-        };
-        let size_text = String::from_utf8_lossy(&buf[..line_end]).into_owned();
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
-            .map_err(|_| std::io::Error::other(format!("chunk size {size_text:?}")))?;
-        while buf.len() < line_end + 2 + size + 2 {
-            fill(s, buf).await?;
-        }
-        body.extend_from_slice(&buf[line_end + 2..line_end + 2 + size]);
-        buf.drain(..line_end + 2 + size + 2);
-        if size == 0 {
-            return Ok((head, body));
-        }
-    }
 }
 
 /// The JSON-RPC messages of a body: the body itself (JSON), or the `data:` of each event of
@@ -432,23 +303,6 @@ struct Row {
     per_session: (f64, usize, Option<f64>),
 }
 
-fn python() -> Option<PathBuf> {
-    let dir = std::env::var_os("RPCWIRE_INTEROP_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/rpcwire-interop")
-        });
-    let p = dir.join("mcp/venv/bin/python");
-    let ready = Command::new(&p)
-        .args(["-c", "import mcp.server.mcpserver, uvicorn"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|st| st.success());
-    ready.then_some(p)
-}
-
 async fn measure(
     key: &str,
     server: Server,
@@ -522,7 +376,7 @@ async fn run() -> Result<(), Error> {
     let s = Settings::from_env();
     let _ = rlimit::increase_nofile_limit(4 * s.conns as u64 + 1024);
     let mcp_server = cargo_build("rpcwire-example-mcp-server", "mcp-server")?;
-    let py = python();
+    let py = common::interop_python("mcp", "import mcp.server.mcpserver, uvicorn");
     let started = Instant::now();
     let mut rows = Vec::new();
     for key in &s.servers {
