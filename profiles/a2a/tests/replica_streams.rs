@@ -10,6 +10,9 @@
 
 mod common;
 
+#[macro_use]
+mod shared;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +21,7 @@ use rpcwire_a2a::{
     A2aClient, EventLog, Message, Role, StoreLimits, StreamResponse, TaskContext, TaskState,
     TaskStore,
 };
+use shared::Server;
 
 /// 12 steps 60 ms apart, then complete; for "long", 500 steps, each counted in `steps` (the
 /// long turns' steps of one test's replicas).
@@ -36,14 +40,6 @@ async fn paced(ctx: TaskContext, steps: Arc<AtomicUsize>) {
         tokio::time::sleep(Duration::from_millis(60)).await;
     }
     ctx.complete(Some("done"));
-}
-
-/// A server of the test's own that replicas' stores connect to; stopped when dropped.
-enum Server {
-    #[cfg(feature = "postgres")]
-    Postgres(rpcwire_tests::postgres::Postgres),
-    #[cfg(feature = "redis")]
-    Redis(rpcwire_tests::redis::Redis),
 }
 
 /// A replica's store, as the server takes it: its tasks and its event log.
@@ -135,32 +131,6 @@ impl Server {
             }
         }
     }
-}
-
-/// Runs check `$check` (an `async fn(&Server)`) as one test per store: `$check::postgres`,
-/// `$check::redis`, each on a server of its own (skipped, visibly, when it is not installed).
-macro_rules! on_every_store {
-    ($check:ident) => {
-        mod $check {
-            #[cfg(feature = "postgres")]
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                let pg = tokio::task::spawn_blocking(rpcwire_tests::postgres::Postgres::start);
-                if let Some(pg) = pg.await.unwrap() {
-                    super::$check(&super::Server::Postgres(pg)).await;
-                }
-            }
-
-            #[cfg(feature = "redis")]
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redis() {
-                let redis = tokio::task::spawn_blocking(rpcwire_tests::redis::Redis::start);
-                if let Some(redis) = redis.await.unwrap() {
-                    super::$check(&super::Server::Redis(redis)).await;
-                }
-            }
-        }
-    };
 }
 
 on_every_store!(a_stream_on_one_replica_gets_the_events_of_a_turn_on_another);

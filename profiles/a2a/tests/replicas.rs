@@ -5,6 +5,9 @@
 #![cfg(any(feature = "postgres", feature = "redis"))]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
+mod shared;
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -12,18 +15,11 @@ use rpcwire_a2a::{
     EventLog, Lease, ListTasksRequest, StoreLimits, StreamResponse, Task, TaskState, TaskStatus,
     TaskStore,
 };
+use shared::Server;
 
 /// What replicas share: tasks and event logs in one store.
 trait Shared: TaskStore + EventLog {}
 impl<T: TaskStore + EventLog> Shared for T {}
-
-/// A server of the test's own that replicas' stores connect to; stopped when dropped.
-enum Server {
-    #[cfg(feature = "postgres")]
-    Postgres(rpcwire_tests::postgres::Postgres),
-    #[cfg(feature = "redis")]
-    Redis(rpcwire_tests::redis::Redis),
-}
 
 impl Server {
     /// A replica's store on this server, with these limits.
@@ -49,32 +45,6 @@ impl Server {
             ),
         }
     }
-}
-
-/// Runs check `$check` (an `async fn(&Server)`) as one test per store: `$check::postgres`,
-/// `$check::redis`, each on a server of its own (skipped, visibly, when it is not installed).
-macro_rules! on_every_store {
-    ($check:ident) => {
-        mod $check {
-            #[cfg(feature = "postgres")]
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                let pg = tokio::task::spawn_blocking(rpcwire_tests::postgres::Postgres::start);
-                if let Some(pg) = pg.await.unwrap() {
-                    super::$check(&super::Server::Postgres(pg)).await;
-                }
-            }
-
-            #[cfg(feature = "redis")]
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redis() {
-                let redis = tokio::task::spawn_blocking(rpcwire_tests::redis::Redis::start);
-                if let Some(redis) = redis.await.unwrap() {
-                    super::$check(&super::Server::Redis(redis)).await;
-                }
-            }
-        }
-    };
 }
 
 fn working(id: &str) -> Task {
