@@ -19,6 +19,8 @@
 //! trip; the memory store answers with a future that is ready at once, which the server
 //! polls in place without a task of its own.
 
+#[cfg(all(test, any(feature = "sqlite", feature = "postgres", feature = "redis")))]
+mod bound_checks;
 mod events;
 mod memory;
 #[cfg(feature = "postgres")]

@@ -54,28 +54,7 @@ async fn the_bounds_hold_at_their_edges() {
         finished_ttl: Duration::from_secs(60),
     };
     let store = store_in(&redis.url(), "full", limits).await;
-    assert_eq!(store.put(task("a", TaskState::Working), None).await, Ok(()));
-    assert_eq!(
-        store.put(task("b", TaskState::Completed), None).await,
-        Ok(())
-    );
-    store
-        .save_configs("b", vec![TaskPushNotificationConfig::default()])
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(store.put(task("c", TaskState::Working), None).await, Ok(()));
-    assert_eq!(store.get("b").await, Ok(None));
-    assert_eq!(store.load_configs("b").await, Ok(Vec::new()));
-    assert_eq!(
-        store.put(task("d", TaskState::Working), None).await,
-        Err(StoreError::Full)
-    );
-    assert_eq!(store.get("d").await, Ok(None), "a refused task is not kept");
-    // Updating a held task is always allowed.
-    assert_eq!(
-        store.put(task("a", TaskState::Completed), None).await,
-        Ok(())
-    );
+    super::super::bound_checks::a_full_store_makes_room_from_finished_tasks_only(&store).await;
     // Another prefix is another store: empty, with its own bound.
     let other = store_in(&redis.url(), "other", limits).await;
     assert_eq!(other.get("a").await, Ok(None));

@@ -932,36 +932,7 @@ mod tests {
             finished_ttl: Duration::from_secs(60),
         })
         .unwrap_or_else(|e| panic!("{e}"));
-        let task = |id: &str, state| Task {
-            id: id.into(),
-            status: crate::types::TaskStatus {
-                state,
-                ..Default::default()
-            },
-            ..Task::default()
-        };
-        assert_eq!(store.put(task("a", TaskState::Working), None).await, Ok(()));
-        assert_eq!(
-            store.put(task("b", TaskState::Completed), None).await,
-            Ok(())
-        );
-        store
-            .save_configs("b", vec![TaskPushNotificationConfig::default()])
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        // The finished one makes room, its push configs with it.
-        assert_eq!(store.put(task("c", TaskState::Working), None).await, Ok(()));
-        assert_eq!(store.get("b").await, Ok(None));
-        assert_eq!(store.load_configs("b").await, Ok(Vec::new()));
-        assert_eq!(
-            store.put(task("d", TaskState::Working), None).await,
-            Err(StoreError::Full)
-        );
-        // Updating a held task is always allowed.
-        assert_eq!(
-            store.put(task("a", TaskState::Completed), None).await,
-            Ok(())
-        );
+        super::super::bound_checks::a_full_store_makes_room_from_finished_tasks_only(&store).await;
     }
 
     /// Between passes ([`SqliteTaskStore::evict_every`]): the tasks never go over
